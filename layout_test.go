@@ -1,0 +1,87 @@
+package isrbench_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/isrbench/isrbench"
+
+// allowed lists, for each package prefix of the module, the module packages it may import
+// (DESIGN.md "Dependency direction"). A package not listed here may import nothing of the module.
+var allowed = map[string][]string{
+	"cmd/isrbench":    {"workloads", "netfetch", "core/", "results", "profiles", "iouring"},
+	"workloads":       {"workloads", "netfetch", "core/", "results", "profiles"},
+	"netfetch":        {"netfetch", "core/"},
+	"core/broker":     {"core/broker", "core/partition", "core/log", "core/records", "core/controller"},
+	"core/partition":  {"core/partition", "core/log", "core/records", "core/controller"},
+	"core/controller": {"core/controller"},
+	"core/log":        {"core/log", "core/records", "iouring"},
+	"core/records":    {"core/records"},
+	"iouring":         {"iouring"},
+	"results":         {"results"},
+	"profiles":        {"profiles"},
+}
+
+// TestDependencyDirection fails when a package imports a module package that the layout forbids
+// (for example core importing netfetch, or results importing core).
+func TestDependencyDirection(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports,TestImports,XTestImports", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p struct {
+			ImportPath                         string
+			Imports, TestImports, XTestImports []string
+		}
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		if rel == "" || rel == module {
+			continue
+		}
+		rules, ok := rulesFor(rel)
+		if !ok {
+			t.Errorf("package %s is not in the layout of DESIGN.md; add it to the allowed table", rel)
+			continue
+		}
+		for _, imp := range append(p.Imports, p.TestImports...) {
+			if !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			dep := strings.TrimPrefix(imp, module+"/")
+			if !permitted(rules, dep) {
+				t.Errorf("%s imports %s: not allowed by the dependency direction (may import %v)", rel, dep, rules)
+			}
+		}
+	}
+}
+
+func rulesFor(rel string) ([]string, bool) {
+	best := ""
+	for k := range allowed {
+		if (rel == k || strings.HasPrefix(rel, k+"/")) && len(k) > len(best) {
+			best = k
+		}
+	}
+	r, ok := allowed[best]
+	return r, ok
+}
+
+func permitted(rules []string, dep string) bool {
+	for _, r := range rules {
+		if dep == r || strings.HasPrefix(dep, r+"/") || (strings.HasSuffix(r, "/") && strings.HasPrefix(dep, r)) {
+			return true
+		}
+	}
+	return false
+}
