@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/isrbench/isrbench/results"
+)
+
+func init() {
+	register("compare", "compare two sets of runs (benchstat statistics); exit 1 on a regression", cmdCompare)
+}
+
+// cmdCompare: isrbench compare BASE NEW [--metric m1,m2] [--alpha 0.05] [--min-change 5%] [--threshold metric=pct ...]
+// BASE and NEW are result.json files or directories walked for result.json (run, sweep or gate dirs).
+func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("compare", "compare BASE NEW [--metric m1,m2] [--alpha 0.05] [--min-change 5%] [--threshold metric=pct ...]", stderr)
+	metric := fs.String("metric", strings.Join(results.DefaultMetrics, ","), "comma-separated metrics to test (known: "+strings.Join(results.MetricNames(), ", ")+")")
+	alpha := fs.Float64("alpha", 0.05, "significance level of the Mann-Whitney U test")
+	minChange := fs.String("min-change", "5%", "smallest change that counts as a regression")
+	var thresholds multiFlag
+	fs.Var(&thresholds, "threshold", "per-metric minimum change, metric=pct (repeatable), e.g. p99-ack=20%")
+
+	// Flags may come before, between or after BASE and NEW.
+	var pos []string
+	rest := args
+	for {
+		if err := parseFlags(fs, rest); err != nil {
+			return err
+		}
+		rest = fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		pos = append(pos, rest[0])
+		rest = rest[1:]
+	}
+	if len(pos) != 2 {
+		fs.Usage()
+		return usagef("compare: want BASE and NEW, got %d argument(s)", len(pos))
+	}
+	if !(*alpha > 0 && *alpha < 1) {
+		return usagef("compare: --alpha %v: want 0 < alpha < 1", *alpha)
+	}
+	opts := results.CompareOptions{Alpha: *alpha, Thresholds: map[string]float64{}}
+	mc, err := results.ParsePercent(*minChange)
+	if err != nil {
+		return usagef("compare: --min-change: %v", err)
+	}
+	opts.MinChange = mc
+	if mc == 0 {
+		opts.MinChange = 1e-12 // any significant change counts
+	}
+	for _, m := range strings.Split(*metric, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			opts.Metrics = append(opts.Metrics, m)
+		}
+	}
+	known := results.Metrics()
+	for _, m := range opts.Metrics {
+		if _, ok := known[m]; !ok {
+			return usagef("compare: --metric: unknown metric %q (known: %s)", m, strings.Join(results.MetricNames(), ", "))
+		}
+	}
+	for _, t := range thresholds {
+		name, frac, err := results.ParseThreshold(t)
+		if err != nil {
+			return usagef("compare: --threshold: %v", err)
+		}
+		opts.Thresholds[name] = frac
+	}
+	base, err := results.LoadResults(pos[0])
+	if err != nil {
+		return usagef("compare: BASE: %v", err)
+	}
+	nw, err := results.LoadResults(pos[1])
+	if err != nil {
+		return usagef("compare: NEW: %v", err)
+	}
+	rep, err := results.Compare(base, nw, opts)
+	if err != nil {
+		return usagef("compare: %v", err)
+	}
+	if err := results.PrintCompare(stdout, rep); err != nil {
+		return err
+	}
+	if rep.Regressed() {
+		for _, r := range rep.Regressions {
+			fmt.Fprintln(stderr, r)
+		}
+		return &exitError{code: 1, err: errors.New(pluralRegressions(len(rep.Regressions)))}
+	}
+	return nil
+}
+
+func pluralRegressions(n int) string {
+	if n == 1 {
+		return "1 metric regressed"
+	}
+	return fmt.Sprintf("%d metrics regressed", n)
+}

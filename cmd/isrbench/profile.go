@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/isrbench/isrbench/profiles"
+)
+
+func init() {
+	register("profile", "analyse pprof files: top, diff, folded, web", cmdProfile)
+}
+
+// profileUsage is each subcommand's usage line.
+var profileUsage = map[string]string{
+	"top":    "profile top FILE [--by flat|cum|LABEL] [-n 20]",
+	"diff":   "profile diff BASE NEW [-n 20]",
+	"folded": "profile folded FILE",
+	"web":    "profile web [--http 127.0.0.1:0] FILE|BASE NEW",
+}
+
+func profileSubcommand(name string) func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	switch name {
+	case "top":
+		return cmdProfileTop
+	case "diff":
+		return cmdProfileDiff
+	case "folded":
+		return cmdProfileFolded
+	case "web":
+		return cmdProfileWeb
+	}
+	return nil
+}
+
+func profileSubcommandNames() string {
+	names := make([]string, 0, len(profileUsage))
+	for n := range profileUsage {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// cmdProfile: isrbench profile top|diff|folded|web ...
+func cmdProfile(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usagef("profile: missing subcommand (valid: %s)", profileSubcommandNames())
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(stdout, "usage:")
+		for _, n := range []string{"top", "diff", "folded", "web"} {
+			fmt.Fprintf(stdout, "  isrbench %s\n", profileUsage[n])
+		}
+		return nil
+	}
+	run := profileSubcommand(args[0])
+	if run == nil {
+		return usagef("profile: unknown subcommand %q (valid: %s)", args[0], profileSubcommandNames())
+	}
+	return run(ctx, args[1:], stdout, stderr)
+}
+
+// parseProfileArgs parses flags placed before, between or after the
+// positional arguments and returns the positionals.
+func parseProfileArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	rest := args
+	for {
+		if err := parseFlags(fs, rest); err != nil {
+			return nil, err
+		}
+		rest = fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		rest = rest[1:]
+	}
+}
+
+func cmdProfileTop(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("profile top", profileUsage["top"], stderr)
+	by := fs.String("by", "flat", "order by flat or cum, or split by a pprof label ("+profiles.LabelRole+", "+profiles.LabelBroker+")")
+	n := fs.Int("n", 20, "number of functions to show (per label value with --by LABEL); 0 = all")
+	pos, err := parseProfileArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return usagef("profile top: want one FILE, got %d argument(s)", len(pos))
+	}
+	if *n < 0 {
+		return usagef("profile top: -n %d: want >= 0", *n)
+	}
+	if *by == "" {
+		return usagef("profile top: --by must not be empty")
+	}
+	return profiles.Top(stdout, pos[0], *by, *n)
+}
+
+func cmdProfileDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("profile diff", profileUsage["diff"], stderr)
+	n := fs.Int("n", 20, "number of functions to show, largest flat growth first; 0 = all")
+	pos, err := parseProfileArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		fs.Usage()
+		return usagef("profile diff: want BASE and NEW, got %d argument(s)", len(pos))
+	}
+	if *n < 0 {
+		return usagef("profile diff: -n %d: want >= 0", *n)
+	}
+	return profiles.Diff(stdout, pos[0], pos[1], *n)
+}
+
+func cmdProfileFolded(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("profile folded", profileUsage["folded"], stderr)
+	pos, err := parseProfileArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return usagef("profile folded: want one FILE, got %d argument(s)", len(pos))
+	}
+	return profiles.Folded(stdout, pos[0])
+}
+
+func cmdProfileWeb(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("profile web", profileUsage["web"], stderr)
+	addr := fs.String("http", "127.0.0.1:0", "host:port to serve the pprof web UI on (port 0 = any free port); no browser is opened")
+	pos, err := parseProfileArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 && len(pos) != 2 {
+		fs.Usage()
+		return usagef("profile web: want FILE or BASE NEW, got %d argument(s)", len(pos))
+	}
+	return profiles.WebTo(ctx, stdout, *addr, nil, pos...)
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/isrbench/isrbench/profiles"
+	"github.com/isrbench/isrbench/workloads"
+)
+
+func init() {
+	register("run", "run one workload against the embedded cluster or a kafka:// target", cmdRun)
+}
+
+// specFlags are the flags shared by run and sweep.
+type specFlags struct {
+	workload string
+	sets     multiFlag
+	target   string
+	duration time.Duration
+	warmup   time.Duration
+	out      string
+}
+
+func (f *specFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.workload, "w", "default", "workload spec: an embedded name ("+strings.Join(workloads.SpecNames(), ", ")+") or a YAML file")
+	fs.Var(&f.sets, "set", "override a setting, key=value (repeatable; keys below)")
+	fs.StringVar(&f.target, "target", "embedded", "embedded | kafka://host:port[,host:port]")
+	fs.DurationVar(&f.duration, "duration", 0, "measurement duration (overrides the spec's duration)")
+	fs.DurationVar(&f.warmup, "warmup", -1, "warm-up before measurement (overrides the spec's warmup)")
+	fs.StringVar(&f.out, "out", "results/runs", "parent directory of the run directories")
+}
+
+// load reads the spec and applies --duration, --warmup and --set; errors are usage errors.
+func (f *specFlags) load() (*workloads.Spec, error) {
+	s, err := workloads.Load(f.workload)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	sets := []string(f.sets)
+	if f.duration != 0 {
+		sets = append(sets, "duration="+f.duration.String())
+	}
+	if f.warmup >= 0 {
+		sets = append(sets, "warmup="+f.warmup.String())
+	}
+	if err := s.ApplySets(sets); err != nil {
+		return nil, usagef("%v", err)
+	}
+	return s, nil
+}
+
+func withKeyHelp(fs *flag.FlagSet, usage string, stderr io.Writer) {
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: isrbench %s\n", usage)
+		fs.PrintDefaults()
+		fmt.Fprintf(stderr, "\nsettings for --set/--vary (canonical key, then other accepted names):\n%s", workloads.KeyHelp())
+	}
+}
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	const usage = "run [-w SPEC] [--set key=value ...] [--target embedded|kafka://h:p,...] [--duration D] [--warmup D] [--out DIR] [--profile kinds] [--quiet]"
+	fs := newFlags("run", usage, stderr)
+	var sf specFlags
+	sf.register(fs)
+	profile := fs.String("profile", "", "pprof kinds captured during measurement: cpu,heap,allocs,mutex,block,goroutine")
+	quiet := fs.Bool("quiet", false, "no summary table or progress line")
+	withKeyHelp(fs, usage, stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("run: unexpected arguments %q", fs.Args())
+	}
+	s, err := sf.load()
+	if err != nil {
+		return err
+	}
+	var kinds []string
+	if *profile != "" {
+		if kinds, err = profiles.ParseKinds(*profile); err != nil {
+			return usagef("--profile: %v", err)
+		}
+	}
+	_, err = workloads.Run(ctx, s, workloads.Options{Target: sf.target, OutDir: sf.out, Profile: kinds,
+		Quiet: *quiet, Stdout: stdout, Stderr: stderr})
+	if errors.Is(err, workloads.ErrDurability) {
+		return &exitError{code: 1, err: err}
+	}
+	return err
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads"
+)
+
+func init() {
+	register("sweep", "run a workload over the cartesian product of --vary values (or the spec's sweep)", cmdSweep)
+}
+
+func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	const usage = "sweep -w SPEC [--vary key=v1,v2 ...] [--set key=value ...] [--repeat N] [--target T] [--duration D] [--warmup D] [--out DIR]"
+	fs := newFlags("sweep", usage, stderr)
+	var sf specFlags
+	sf.register(fs)
+	var vary multiFlag
+	fs.Var(&vary, "vary", "sweep a setting over values, key=v1,v2,... (repeatable: cartesian product)")
+	repeat := fs.Int("repeat", 1, "runs per point, interleaved (A B C A B C)")
+	withKeyHelp(fs, usage, stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("sweep: unexpected arguments %q", fs.Args())
+	}
+	if *repeat < 1 {
+		return usagef("sweep: --repeat %d; allowed >= 1", *repeat)
+	}
+	s, err := sf.load()
+	if err != nil {
+		return err
+	}
+	axes, err := workloads.ParseVary(vary)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	out, err := workloads.Sweep(ctx, s, axes, *repeat, workloads.Options{Target: sf.target, OutDir: sf.out,
+		Stdout: stdout, Stderr: stderr})
+	if out != nil && len(out.Results) > 0 {
+		if perr := results.PrintSweep(stdout, out.Results); perr != nil {
+			fmt.Fprintf(stderr, "sweep table: %v\n", perr)
+		}
+	}
+	if out != nil {
+		fmt.Fprintf(stdout, "sweep: %s\n", filepath.Join(out.Dir, "sweep.json"))
+	}
+	if err != nil {
+		if out != nil && out.Failed > 0 {
+			return &exitError{code: 1, err: err}
+		}
+		return err
+	}
+	return nil
+}

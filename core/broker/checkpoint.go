@@ -1,0 +1,104 @@
+package broker
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/isrbench/isrbench/core/log"
+)
+
+// The HW checkpoint is Kafka's replication-offset-checkpoint:
+//
+//	0                 <- version
+//	2                 <- number of entries
+//	topic 0 1234      <- "topic partition hw" (hw exclusive)
+//	topic 1 99
+//
+// written atomically by log.WriteCheckpoint (temp file, fsync, rename, fsync dir).
+
+const hwCheckpointVersion = 0
+
+// encodeHWCheckpoint returns the entry lines for hws, sorted by topic, partition.
+func encodeHWCheckpoint(hws map[tp]int64) []string {
+	lines := make([]string, 0, len(hws))
+	for k, hw := range hws {
+		lines = append(lines, k.topic+" "+strconv.Itoa(int(k.partition))+" "+strconv.FormatInt(hw, 10))
+	}
+	slices.Sort(lines) // deterministic file contents
+	return lines
+}
+
+// decodeHWCheckpoint parses entry lines; errors name the line.
+func decodeHWCheckpoint(path string, version int, lines []string) (map[tp]int64, error) {
+	if version != hwCheckpointVersion {
+		return nil, fmt.Errorf("%s: unsupported checkpoint version %d (want %d)", path, version, hwCheckpointVersion)
+	}
+	out := make(map[tp]int64, len(lines))
+	for i, line := range lines {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("%s: entry %d %q: want \"topic partition offset\"", path, i+1, line)
+		}
+		p, err := strconv.ParseInt(f[1], 10, 32)
+		if err != nil || p < 0 {
+			return nil, fmt.Errorf("%s: entry %d %q: bad partition %q", path, i+1, line, f[1])
+		}
+		off, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil || off < 0 {
+			return nil, fmt.Errorf("%s: entry %d %q: bad offset %q", path, i+1, line, f[2])
+		}
+		out[tp{f[0], int32(p)}] = off
+	}
+	return out, nil
+}
+
+func readHWCheckpoint(path string) (map[tp]int64, error) {
+	version, lines, err := log.ReadCheckpoint(path)
+	if err != nil {
+		if isNotExist(err) {
+			return map[tp]int64{}, nil
+		}
+		return nil, fmt.Errorf("read HW checkpoint: %w", err)
+	}
+	if lines == nil && version == 0 {
+		return map[tp]int64{}, nil
+	}
+	return decodeHWCheckpoint(path, version, lines)
+}
+
+// WriteHWCheckpoint writes every hosted replica's HW to
+// <DataDir>/replication-offset-checkpoint (periodically and on Close).
+// Entries read at startup for replicas not opened yet are kept.
+func (b *Broker) WriteHWCheckpoint() error {
+	b.ckptMu.Lock()
+	defer b.ckptMu.Unlock()
+	hws := make(map[tp]int64, len(b.ckptHWs))
+	for k, v := range b.ckptHWs {
+		hws[k] = v
+	}
+	for _, h := range b.allReplicas() {
+		hws[h.key] = h.r.HW()
+	}
+	path := filepath.Join(b.cfg.DataDir, HWCheckpointFile)
+	if err := log.WriteCheckpoint(path, hwCheckpointVersion, encodeHWCheckpoint(hws)); err != nil {
+		return fmt.Errorf("write HW checkpoint %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadHWCheckpoint reads a replication-offset-checkpoint file into
+// "topic-partition" -> HW (exclusive). A missing file gives an empty map.
+func ReadHWCheckpoint(path string) (map[string]int64, error) {
+	m, err := readHWCheckpoint(path)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(m))
+	for k, v := range m {
+		out[k.String()] = v
+	}
+	return out, nil
+}

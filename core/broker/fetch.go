@@ -1,0 +1,213 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/isrbench/isrbench/core/log"
+	"github.com/isrbench/isrbench/core/partition"
+)
+
+// emptySlice is the zero Slice: no records, Release is a no-op.
+var emptySlice log.Slice
+
+// Fetch serves a consumer (ReplicaID -1) or replica (ReplicaID >= 0) fetch,
+// filling every partition's outputs in place. A consumer reads
+// [FetchOffset, HW); a replica reads [FetchOffset, LEO) and its FetchOffset
+// (its LEO) is recorded on the leader first (UpdateFollower), which is what
+// advances the HW and may propose an ISR expansion (applied asynchronously
+// by the ISR goroutine).
+//
+// Long poll: when fewer than MinBytes are available and no partition has an
+// error, Fetch parks until MaxWait passes, new data arrives (LEO change for
+// replica fetches, HW change for consumer fetches), ctx is done or the
+// broker stops, then reads again. Per-partition MaxBytes and the request's
+// MaxBytes bound the response, except that the first batch of the first
+// partition with data is returned even if larger (KIP-74).
+//
+// The caller must Release every partition's Records (a zero Slice's
+// Release is a no-op). Runs on the caller's goroutine; safe for concurrent use.
+func (b *Broker) Fetch(ctx context.Context, req *FetchRequest) {
+	parts := req.Partitions
+	for i := range parts {
+		p := &parts[i]
+		p.HighWatermark, p.LastStableOffset, p.LogStartOffsetOut = -1, -1, -1
+		p.DivergingEpoch, p.DivergingEndOffset = -1, -1
+		p.Err = nil
+	}
+	replica := req.ReplicaID >= 0
+	if replica {
+		for i := range parts {
+			b.updateFollower(req.ReplicaID, &parts[i])
+		}
+	}
+	var deadline time.Time
+	var timer *time.Timer
+	var cases []reflect.SelectCase
+	for {
+		total, anyErr, waitChs := b.readPartitions(req, replica)
+		if anyErr || total >= int64(req.MinBytes) || req.MaxWait <= 0 || len(waitChs) == 0 || !b.running() || ctx.Err() != nil {
+			return
+		}
+		if timer == nil {
+			deadline = time.Now().Add(req.MaxWait)
+			timer = time.NewTimer(req.MaxWait)
+			defer timer.Stop()
+		} else if !time.Now().Before(deadline) {
+			return
+		}
+		// Nothing (enough) yet: drop what we read and park.
+		for i := range parts {
+			parts[i].Records.Release()
+			parts[i].Records = emptySlice
+		}
+		if len(waitChs) == 1 {
+			select {
+			case <-waitChs[0]:
+			case <-timer.C:
+				b.readPartitions(req, replica)
+				return
+			case <-ctx.Done():
+				b.readPartitions(req, replica)
+				return
+			case <-b.ctx.Done():
+				return
+			}
+			continue
+		}
+		cases = cases[:0]
+		cases = append(cases,
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(b.ctx.Done())})
+		for _, ch := range waitChs {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+		}
+		chosen, _, _ := reflect.Select(cases)
+		switch chosen {
+		case 0, 1:
+			b.readPartitions(req, replica)
+			return
+		case 2:
+			return
+		}
+	}
+}
+
+// updateFollower records a replica fetch's offset on the leader (before any
+// read) and queues an ISR expansion if one is proposed.
+func (b *Broker) updateFollower(replicaID int32, p *FetchPartition) {
+	h, err := b.leaderFor(p.Topic, p.Partition, p.CurrentLeaderEpoch)
+	if err != nil {
+		p.Err = err
+		return
+	}
+	isr, err := h.r.UpdateFollower(replicaID, p.FetchOffset, p.LogStartOffset)
+	if err != nil {
+		p.Err = kerrOf(err)
+		return
+	}
+	if isr != nil {
+		b.proposeExpand(h.key, isr)
+	}
+}
+
+// leaderFor finds the replica and checks leadership and the client's
+// current leader epoch (-1 = unchecked).
+func (b *Broker) leaderFor(topic string, part int32, currentLeaderEpoch int32) (*hosted, error) {
+	h := b.lookup(topic, part)
+	if h == nil {
+		return nil, fmt.Errorf("%w: %s-%d is not hosted on broker %d", kerr.UnknownTopicOrPartition, topic, part, b.cfg.ID)
+	}
+	if err := checkEpoch(h.r, currentLeaderEpoch); err != nil {
+		return h, err
+	}
+	if !h.r.IsLeader() {
+		return h, fmt.Errorf("%w: broker %d is not the leader of %s-%d", kerr.NotLeaderForPartition, b.cfg.ID, topic, part)
+	}
+	return h, nil
+}
+
+func checkEpoch(r *partition.Replica, current int32) error {
+	if current < 0 {
+		return nil
+	}
+	e := r.LeaderEpoch()
+	switch {
+	case current < e:
+		return fmt.Errorf("%w: request epoch %d < leader epoch %d of %s-%d", kerr.FencedLeaderEpoch, current, e, r.Topic(), r.Partition())
+	case current > e:
+		return fmt.Errorf("%w: request epoch %d > leader epoch %d of %s-%d", kerr.UnknownLeaderEpoch, current, e, r.Topic(), r.Partition())
+	}
+	return nil
+}
+
+// readPartitions reads every partition without an error yet (from a
+// previous pass) and returns the total bytes, whether any partition failed,
+// and the channels that signal new data (taken before reading, so nothing
+// is missed between the read and the park).
+func (b *Broker) readPartitions(req *FetchRequest, replica bool) (total int64, anyErr bool, waitChs []<-chan struct{}) {
+	budget := int64(req.MaxBytes)
+	if budget <= 0 {
+		budget = 1 // still returns the first batch (KIP-74)
+	}
+	minOne := true
+	for i := range req.Partitions {
+		p := &req.Partitions[i]
+		p.Records.Release()
+		p.Records = emptySlice
+		if p.Err != nil { // from updateFollower
+			anyErr = true
+			continue
+		}
+		h, err := b.leaderFor(p.Topic, p.Partition, p.CurrentLeaderEpoch)
+		if err != nil {
+			p.Err = err
+			anyErr = true
+			continue
+		}
+		r := h.r
+		var ch <-chan struct{}
+		if replica {
+			ch = r.LEOChanged()
+		} else {
+			ch = r.HWChanged()
+		}
+		hw, logStart, leo := r.HW(), r.LogStart(), r.LEO()
+		p.HighWatermark, p.LastStableOffset, p.LogStartOffsetOut = hw, hw, logStart
+		end := hw
+		if replica {
+			end = leo
+		}
+		if p.FetchOffset < logStart || p.FetchOffset > leo {
+			p.Err = fmt.Errorf("%w: fetch offset %d outside [%d, %d] of %s-%d", kerr.OffsetOutOfRange, p.FetchOffset, logStart, leo, p.Topic, p.Partition)
+			anyErr = true
+			continue
+		}
+		waitChs = append(waitChs, ch)
+		if p.FetchOffset >= end {
+			continue
+		}
+		limit := min(int64(p.MaxBytes), budget)
+		if limit <= 0 && !minOne {
+			continue
+		}
+		s, err := r.Read(p.FetchOffset, end, int(max(limit, 0)), minOne)
+		if err != nil {
+			p.Err = kerrOf(err)
+			anyErr = true
+			continue
+		}
+		p.Records = s
+		if s.Size > 0 {
+			minOne = false
+			budget -= s.Size
+			total += s.Size
+		}
+	}
+	return total, anyErr, waitChs
+}

@@ -1,0 +1,164 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+func TestLongPollWokenByAppend(t *testing.T) {
+	cfg := testConfig()
+	c := newTestCluster(t, 1, cfg)
+	c.createTopic("t", 1, 1, nil)
+	l := c.leader("t", 0)
+	r, _ := l.Replica("t", 0)
+	hwCh := r.HWChanged()
+
+	done := make(chan *FetchRequest, 1)
+	req := &FetchRequest{ReplicaID: -1, MaxWait: time.Minute, MinBytes: 1, MaxBytes: 1 << 20,
+		Partitions: []FetchPartition{{Topic: "t", Partition: 0, FetchOffset: 0, CurrentLeaderEpoch: -1, MaxBytes: 1 << 20}}}
+	start := time.Now()
+	go func() {
+		l.Fetch(context.Background(), req)
+		done <- req
+	}()
+	select {
+	case <-done:
+		t.Fatal("fetch returned before any data with MaxWait 1m")
+	default:
+	}
+	if res := produce(t, l, 1, "t", 0, batch("x", 4)); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	<-hwCh // RF 1: the HW advances with the append
+	select {
+	case got := <-done:
+		p := got.Partitions[0]
+		defer p.Records.Release()
+		if p.Err != nil || p.Records.Size == 0 || p.HighWatermark != 4 || p.Records.NextOffset != 4 {
+			t.Fatalf("woken fetch: err %v size %d hw %d next %d", p.Err, p.Records.Size, p.HighWatermark, p.Records.NextOffset)
+		}
+		if p.LastStableOffset != 4 || p.LogStartOffsetOut != 0 || p.DivergingEpoch != -1 {
+			t.Errorf("LSO %d logStart %d diverging %d", p.LastStableOffset, p.LogStartOffsetOut, p.DivergingEpoch)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("long poll not woken by the append")
+	}
+	if el := time.Since(start); el > 30*time.Second {
+		t.Fatalf("took %v", el)
+	}
+}
+
+func TestLongPollReturnsAfterMaxWait(t *testing.T) {
+	c := newTestCluster(t, 1, testConfig())
+	c.createTopic("t", 1, 1, nil)
+	l := c.leader("t", 0)
+	req := &FetchRequest{ReplicaID: -1, MaxWait: 50 * time.Millisecond, MinBytes: 1, MaxBytes: 1 << 20,
+		Partitions: []FetchPartition{{Topic: "t", Partition: 0, FetchOffset: 0, CurrentLeaderEpoch: -1, MaxBytes: 1 << 20}}}
+	start := time.Now()
+	l.Fetch(context.Background(), req)
+	el := time.Since(start)
+	p := req.Partitions[0]
+	if p.Err != nil || p.Records.Size != 0 {
+		t.Fatalf("empty fetch: %v size %d", p.Err, p.Records.Size)
+	}
+	if el < 50*time.Millisecond {
+		t.Fatalf("returned after %v < MaxWait 50ms", el)
+	}
+	// ctx cancellation ends the wait too.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req.MaxWait = time.Hour
+	l.Fetch(ctx, req)
+}
+
+func TestFetchErrorsAndLimits(t *testing.T) {
+	c := newTestCluster(t, 3, testConfig())
+	c.createTopic("t", 1, 3, nil)
+	// Move leadership once so that the leader epoch is > 0 (to test fencing).
+	first := c.leader("t", 0).ID()
+	c.ctrl.BrokerDown(first)
+	c.ctrl.BrokerUp(first)
+	c.waitFor("new leader at epoch 1", 10*time.Second, func() bool {
+		st, _ := c.ctrl.Partition("t", 0)
+		if st.LeaderEpoch < 1 || st.Leader < 0 {
+			return false
+		}
+		r, ok := c.broker(st.Leader).Replica("t", 0)
+		return ok && r.IsLeader() && r.LeaderEpoch() == st.LeaderEpoch
+	})
+	l := c.leader("t", 0)
+	for i := 0; i < 5; i++ {
+		if res := produce(t, l, -1, "t", 0, batch("v", 10)); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	r, _ := l.Replica("t", 0)
+	epoch := r.LeaderEpoch()
+	st, _ := c.ctrl.Partition("t", 0)
+	var follower *Broker
+	for _, id := range st.Replicas {
+		if id != st.Leader {
+			follower = c.broker(id)
+			break
+		}
+	}
+	one := func(b *Broker, replicaID int32, fp FetchPartition, maxBytes int32) FetchPartition {
+		if fp.MaxBytes == 0 {
+			fp.MaxBytes = 1 << 20
+		}
+		req := &FetchRequest{ReplicaID: replicaID, MaxBytes: maxBytes, Partitions: []FetchPartition{fp}}
+		b.Fetch(context.Background(), req)
+		req.Partitions[0].Records.Release()
+		return req.Partitions[0]
+	}
+	for _, tc := range []struct {
+		name string
+		b    *Broker
+		fp   FetchPartition
+		want error
+	}{
+		{"fenced epoch", l, FetchPartition{Topic: "t", FetchOffset: 0, CurrentLeaderEpoch: epoch - 1}, kerr.FencedLeaderEpoch},
+		{"unknown epoch", l, FetchPartition{Topic: "t", FetchOffset: 0, CurrentLeaderEpoch: epoch + 1}, kerr.UnknownLeaderEpoch},
+		{"follower", follower, FetchPartition{Topic: "t", FetchOffset: 0, CurrentLeaderEpoch: -1}, kerr.NotLeaderForPartition},
+		{"unknown partition", l, FetchPartition{Topic: "t", Partition: 9, CurrentLeaderEpoch: -1}, kerr.UnknownTopicOrPartition},
+		{"beyond LEO", l, FetchPartition{Topic: "t", FetchOffset: 51, CurrentLeaderEpoch: -1}, kerr.OffsetOutOfRange},
+		{"negative", l, FetchPartition{Topic: "t", FetchOffset: -1, CurrentLeaderEpoch: -1}, kerr.OffsetOutOfRange},
+	} {
+		if got := one(tc.b, -1, tc.fp, 1<<20); !errors.Is(got.Err, tc.want) {
+			t.Errorf("%s: err %v, want %v", tc.name, got.Err, tc.want)
+		}
+	}
+	// KIP-74: a tiny MaxBytes still returns the first batch, and only it.
+	got := one(l, -1, FetchPartition{Topic: "t", FetchOffset: 0, CurrentLeaderEpoch: epoch, MaxBytes: 1}, 1)
+	if got.Err != nil || got.Records.Size == 0 || got.Records.NextOffset != 10 {
+		t.Errorf("MaxBytes 1: err %v size %d next %d", got.Err, got.Records.Size, got.Records.NextOffset)
+	}
+	// Consumer fetch at HW: empty, no error.
+	got = one(l, -1, FetchPartition{Topic: "t", FetchOffset: 50, CurrentLeaderEpoch: -1}, 1<<20)
+	if got.Err != nil || got.Records.Size != 0 || got.HighWatermark != 50 {
+		t.Errorf("fetch at HW: %v size %d hw %d", got.Err, got.Records.Size, got.HighWatermark)
+	}
+	// ListOffset / EndOffsetForEpoch.
+	if off, err := l.ListOffset("t", 0, -2, 0); err != nil || off != 0 {
+		t.Errorf("earliest: %d %v", off, err)
+	}
+	if off, err := l.ListOffset("t", 0, -1, 0); err != nil || off != 50 {
+		t.Errorf("latest: %d %v", off, err)
+	}
+	if off, err := l.ListOffset("t", 0, 0, 0); err != nil || off != 0 {
+		t.Errorf("by timestamp 0: %d %v", off, err)
+	}
+	if off, err := l.ListOffset("t", 0, time.Now().Add(time.Hour).UnixMilli(), 0); err != nil || off != 50 {
+		t.Errorf("by future timestamp: %d %v", off, err)
+	}
+	if _, err := follower.ListOffset("t", 0, -1, 0); !errors.Is(err, kerr.NotLeaderForPartition) {
+		t.Errorf("ListOffset on follower: %v", err)
+	}
+	if e, end, err := l.EndOffsetForEpoch("t", 0, epoch, epoch); err != nil || e != epoch || end != 50 {
+		t.Errorf("EndOffsetForEpoch: %d %d %v", e, end, err)
+	}
+}

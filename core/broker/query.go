@@ -1,0 +1,165 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/isrbench/isrbench/core/records"
+)
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch on the leader: the largest
+// epoch <= epoch this leader knows and its end offset (exclusive; the LEO
+// for the current epoch), or (-1, -1) if undefined. currentLeaderEpoch (-1 =
+// unchecked) is fenced as in Fetch. Safe for concurrent use.
+func (b *Broker) EndOffsetForEpoch(topic string, p int32, currentLeaderEpoch, epoch int32) (int32, int64, error) {
+	h, err := b.leaderFor(topic, p, currentLeaderEpoch)
+	if err != nil {
+		return -1, -1, err
+	}
+	e, end := h.r.EndOffsetForEpoch(epoch)
+	return e, end, nil
+}
+
+// ListOffset answers ListOffsets for a consumer (see ListOffsetFor).
+func (b *Broker) ListOffset(topic string, p int32, timestamp int64, isolation int8) (int64, error) {
+	return b.ListOffsetFor(-1, topic, p, timestamp, isolation)
+}
+
+// ListOffsetFor answers ListOffsets on the leader for replicaID (-1 a
+// consumer): timestamp -2 (EARLIEST) = log start offset (inclusive); -1
+// (LATEST) = HW (exclusive) for consumers, LEO for a replica; a timestamp
+// >= 0 = the first offset whose record timestamp is >= it (LEO if none, as
+// Kafka returns no offset). Other negative timestamps are INVALID_REQUEST.
+// Safe for concurrent use.
+func (b *Broker) ListOffsetFor(replicaID int32, topic string, p int32, timestamp int64, isolation int8) (int64, error) {
+	h, err := b.leaderFor(topic, p, -1)
+	if err != nil {
+		return -1, err
+	}
+	r := h.r
+	switch {
+	case timestamp == -2:
+		return r.LogStart(), nil
+	case timestamp == -1:
+		if replicaID >= 0 {
+			return r.LEO(), nil
+		}
+		return r.HW(), nil
+	case timestamp >= 0:
+		end := r.HW()
+		if replicaID >= 0 {
+			end = r.LEO()
+		}
+		return b.offsetForTimestamp(h, timestamp, end)
+	default:
+		return -1, fmt.Errorf("%w: ListOffsets timestamp %d (want -2, -1 or >= 0)", kerr.InvalidRequest, timestamp)
+	}
+}
+
+// Partitions returns a snapshot of every replica hosted here, sorted by
+// topic and partition. Safe for concurrent use.
+func (b *Broker) Partitions() []PartitionInfo {
+	hs := b.allReplicas()
+	out := make([]PartitionInfo, 0, len(hs))
+	for _, h := range hs {
+		r := h.r
+		st := r.State()
+		pi := PartitionInfo{
+			Topic: h.key.topic, Partition: h.key.partition,
+			IsLeader: r.IsLeader(), Leader: st.Leader, LeaderEpoch: r.LeaderEpoch(),
+			Replicas: st.Replicas, ISR: append([]int32(nil), r.ISR()...),
+			HW: r.HW(), LEO: r.LEO(), LogStart: r.LogStart(),
+		}
+		if pi.IsLeader {
+			pi.FollowerLEOs = make(map[int32]int64, len(st.Replicas))
+			for _, id := range st.Replicas {
+				if id != b.cfg.ID {
+					pi.FollowerLEOs[id] = r.FollowerLEO(id)
+				}
+			}
+		}
+		out = append(out, pi)
+	}
+	return out
+}
+
+// Metrics returns the replica-manager metrics now. Safe for concurrent use.
+func (b *Broker) Metrics() Metrics {
+	m := Metrics{IsrShrinks: b.isrShrinks.Load(), IsrExpands: b.isrExpands.Load()}
+	for _, h := range b.allReplicas() {
+		m.PartitionCount++
+		r := h.r
+		if !r.IsLeader() {
+			continue
+		}
+		m.LeaderCount++
+		st := r.State()
+		isr := len(r.ISR())
+		if isr < len(st.Replicas) {
+			m.UnderReplicatedPartitions++
+		}
+		if isr < h.minISR {
+			m.UnderMinIsrPartitionCount++
+		} else if isr == h.minISR {
+			m.AtMinIsrPartitionCount++
+		}
+		m.MaxLag = max(m.MaxLag, r.MaxLag())
+	}
+	return m
+}
+
+// offsetForTimestamp scans [logStart, end) in chunks for the first record
+// with timestamp >= ts (Kafka's ListOffsets by time, without a time index:
+// O(log size), meant for tools). Returns end when there is none.
+func (b *Broker) offsetForTimestamp(h *hosted, ts int64, end int64) (int64, error) {
+	const chunk = 1 << 20
+	off := h.r.LogStart()
+	var buf []byte
+	for off < end {
+		s, err := h.r.Read(off, end, chunk, true)
+		if err != nil {
+			return -1, kerrOf(err)
+		}
+		if s.Size == 0 {
+			s.Release()
+			break
+		}
+		buf, err = s.ReadAll(buf[:0])
+		next := s.NextOffset
+		s.Release()
+		if err != nil {
+			return -1, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+		}
+		found := int64(-1)
+		errFound := errors.New("found")
+		err = records.Split(buf, func(batch []byte, hd records.Header) error {
+			if hd.MaxTimestamp < ts || hd.NextOffset() <= off {
+				return nil
+			}
+			if hd.Compression() != 0 {
+				found = max(hd.BaseOffset, off) // no per-record scan of compressed batches
+				return errFound
+			}
+			return records.ForEachRecord(batch, func(o, t int64, _, _ []byte) error {
+				if o >= off && t >= ts {
+					found = o
+					return errFound
+				}
+				return nil
+			})
+		})
+		if found >= 0 {
+			return found, nil
+		}
+		if err != nil && !errors.Is(err, errFound) {
+			return -1, kerrOf(err)
+		}
+		if next <= off {
+			break
+		}
+		off = next
+	}
+	return end, nil
+}

@@ -1,0 +1,53 @@
+// Package controller is isrbench's metadata plane: the in-process equivalent
+// of a KRaft controller quorum that never fails. Brokers call it directly.
+//
+// It owns:
+//   - broker registrations and liveness: RegisterBroker, Heartbeat,
+//     CheckSessions (fences brokers whose last heartbeat is older than
+//     broker.session.timeout.ms), BrokerDown / BrokerUp;
+//   - topics: CreateTopic validates the name (Kafka's rules), partition count,
+//     replication factor and topic configs (known keys, Kafka's ranges) and
+//     places replicas round-robin over the alive brokers with a per-topic
+//     start, so leaders are balanced;
+//   - each partition's PartitionState (leader, leader epoch, partition epoch,
+//     replicas, ISR), changed only here: leader elections (ISR first, in
+//     replica order; outside the ISR only when unclean.leader.election.enable,
+//     counting the offsets that loses), ISR shrinks when a broker is fenced,
+//     and the leaders' AlterPartition requests, checked against the current
+//     leader, leader epoch and partition epoch;
+//   - forced elections for tools and fault injection: ElectLeader (Kafka's
+//     ElectLeaders PREFERRED / UNCLEAN), TransferLeader (clean move to an
+//     alive ISR member), AlterTopicConfig (IncrementalAlterConfigs; enabling
+//     unclean election elects offline partitions at once);
+//   - change notification: Subscribe delivers every change of the partitions
+//     a broker hosts, in order, from one goroutine per subscriber; Sync waits
+//     (with a context deadline) until a broker's subscribers have caught up,
+//     so tests never sleep.
+//
+// Epochs. LeaderEpoch is bumped by every leader change, including a change
+// to or from NoLeader (-1). PartitionEpoch is bumped by every change of the
+// state (leader or ISR). Both start at 0 at topic creation.
+//
+// ISR invariants. The ISR is never empty; while a partition has a leader the
+// leader is in it and every member is unfenced (fencing removes a broker from
+// every ISR it is in unless it is the last member; AlterPartition rejects
+// fenced brokers). An offline partition (Leader == NoLeader) keeps the last
+// member(s) of its ISR, so the replica that was last in sync is the one
+// that comes back as leader (clean) when its broker is up again.
+//
+// Offsets. The controller stores no offsets. Stats.LostOffsets uses the
+// optional Offsets interface: for an unclean election it adds
+// max(0, old HW - new leader LEO), both exclusive offsets as Kafka defines
+// them (HW: first offset consumers cannot read; LEO: next offset to write).
+//
+// Lifecycle. New returns a ready Controller; it starts no goroutine except
+// one delivery goroutine per Subscribe, which ends on cancel or Close. Time
+// comes from Config.Now (nanoseconds) so tests inject a clock; the embedded
+// cluster calls CheckSessions periodically, or runs Run.
+//
+// Concurrency. Every method is safe for concurrent use. One mutex guards
+// all state (the metadata plane is not on the produce/fetch path); no
+// callback (subscription fn, Offsets) is ever called while it is held, so
+// callbacks may call back into the Controller. All returned states and slices
+// are private copies.
+package controller

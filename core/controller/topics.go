@@ -1,0 +1,389 @@
+package controller
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// MaxTopicNameLength is Kafka's limit on topic name length.
+const MaxTopicNameLength = 249
+
+// MaxPartitions bounds the partition count of one topic (an isrbench limit,
+// so a bad CreateTopics request cannot exhaust memory; Kafka has none).
+const MaxPartitions = 100000
+
+// Topic config names (Kafka's TopicConfig names) that CreateTopic accepts.
+const (
+	ConfigMinInsyncReplicas           = "min.insync.replicas"
+	ConfigUncleanLeaderElectionEnable = "unclean.leader.election.enable"
+	ConfigRetentionMs                 = "retention.ms"
+	ConfigRetentionBytes              = "retention.bytes"
+	ConfigSegmentBytes                = "segment.bytes"
+	ConfigSegmentMs                   = "segment.ms"
+	ConfigSegmentIndexBytes           = "segment.index.bytes"
+	ConfigIndexIntervalBytes          = "index.interval.bytes"
+	ConfigFlushMessages               = "flush.messages"
+	ConfigFlushMs                     = "flush.ms"
+	ConfigCleanupPolicy               = "cleanup.policy"
+	ConfigMaxMessageBytes             = "max.message.bytes"
+	ConfigMessageTimestampType        = "message.timestamp.type"
+	ConfigCompressionType             = "compression.type"
+	ConfigFileDeleteDelayMs           = "file.delete.delay.ms"
+	ConfigPreallocate                 = "preallocate"
+)
+
+type configCheck func(v string, rf int16) (string, error)
+
+// topicConfigs maps each supported key to its validator, which returns the
+// normalized value. Ranges are Kafka's (LogConfig's ConfigDef).
+var topicConfigs = map[string]configCheck{
+	ConfigMinInsyncReplicas: func(v string, rf int16) (string, error) {
+		return intIn(v, 1, int64(rf), "an integer in [1, replication factor %d]", rf)
+	},
+	ConfigUncleanLeaderElectionEnable: boolean,
+	ConfigRetentionMs:                 longAtLeast(-1, "-1 means unlimited"),
+	ConfigRetentionBytes:              longAtLeast(-1, "-1 means unlimited"),
+	ConfigSegmentBytes: func(v string, _ int16) (string, error) {
+		return intIn(v, 14, 1<<31-1, "an integer in [14, 2147483647] bytes")
+	},
+	ConfigSegmentMs: longAtLeast(1, "milliseconds"),
+	ConfigSegmentIndexBytes: func(v string, _ int16) (string, error) {
+		return intIn(v, 4, 1<<31-1, "an integer in [4, 2147483647] bytes")
+	},
+	ConfigIndexIntervalBytes: func(v string, _ int16) (string, error) {
+		return intIn(v, 0, 1<<31-1, "an integer in [0, 2147483647] bytes")
+	},
+	ConfigFlushMessages: longAtLeast(1, "messages"),
+	ConfigFlushMs:       longAtLeast(0, "milliseconds"),
+	ConfigCleanupPolicy: oneOf("delete"),
+	ConfigMaxMessageBytes: func(v string, _ int16) (string, error) {
+		return intIn(v, 0, 1<<31-1, "an integer in [0, 2147483647] bytes")
+	},
+	ConfigMessageTimestampType: oneOf("CreateTime", "LogAppendTime"),
+	ConfigCompressionType:      oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
+	ConfigFileDeleteDelayMs:    longAtLeast(0, "milliseconds"),
+	ConfigPreallocate:          boolean,
+}
+
+// SupportedTopicConfigs returns the topic config names CreateTopic accepts,
+// sorted.
+func SupportedTopicConfigs() []string {
+	return slices.Sorted(maps.Keys(topicConfigs))
+}
+
+// ValidateTopicConfig checks one topic config for a topic of replication
+// factor rf and returns its normalized value (trimmed; booleans lower-case).
+// Errors wrap kerr.InvalidConfig and name the key and the allowed values.
+func ValidateTopicConfig(key, value string, rf int16) (string, error) {
+	check, ok := topicConfigs[key]
+	if !ok {
+		return "", fmt.Errorf("unknown topic config name %q (supported: %s): %w",
+			key, strings.Join(SupportedTopicConfigs(), ", "), kerr.InvalidConfig)
+	}
+	norm, err := check(value, rf)
+	if err != nil {
+		return "", fmt.Errorf("config %s=%q: %w: %w", key, value, err, kerr.InvalidConfig)
+	}
+	return norm, nil
+}
+
+func intIn(v string, lo, hi int64, format string, args ...any) (string, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n < lo || n > hi {
+		return "", fmt.Errorf("must be "+format, args...)
+	}
+	return strconv.FormatInt(n, 10), nil
+}
+
+func longAtLeast(lo int64, what string) configCheck {
+	return func(v string, _ int16) (string, error) {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < lo {
+			return "", fmt.Errorf("must be a long >= %d (%s)", lo, what)
+		}
+		return strconv.FormatInt(n, 10), nil
+	}
+}
+
+func boolean(v string, _ int16) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true":
+		return "true", nil
+	case "false":
+		return "false", nil
+	}
+	return "", fmt.Errorf("must be true or false")
+}
+
+func oneOf(allowed ...string) configCheck {
+	return func(v string, _ int16) (string, error) {
+		t := strings.TrimSpace(v)
+		for _, a := range allowed {
+			if t == a {
+				return a, nil
+			}
+		}
+		return "", fmt.Errorf("must be one of %s (isrbench supports no other)", strings.Join(allowed, ", "))
+	}
+}
+
+// ValidateTopicName checks name against Kafka's topic name rules: 1 to 249
+// characters from [a-zA-Z0-9._-], not "." or "..". Errors wrap
+// kerr.InvalidTopicException.
+func ValidateTopicName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("topic name is empty: %w", kerr.InvalidTopicException)
+	case name == "." || name == "..":
+		return fmt.Errorf("topic name cannot be %q: %w", name, kerr.InvalidTopicException)
+	case len(name) > MaxTopicNameLength:
+		return fmt.Errorf("topic name is %d characters long, the maximum is %d: %w",
+			len(name), MaxTopicNameLength, kerr.InvalidTopicException)
+	}
+	for i := 0; i < len(name); i++ {
+		ch := name[i]
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' ||
+			ch == '.' || ch == '_' || ch == '-') {
+			return fmt.Errorf("topic name %q contains %q at byte %d; legal characters are ASCII alphanumerics, '.', '_' and '-': %w",
+				name, ch, i, kerr.InvalidTopicException)
+		}
+	}
+	return nil
+}
+
+// CreateTopic creates a topic with the given partition count, replication
+// factor and config overrides, places its replicas over the alive brokers
+// (leaders balanced) and returns the initial partition states: leader =
+// first replica, ISR = all replicas, both epochs 0.
+//
+// Replica placement: with the n alive brokers sorted by id and s the topic's
+// start index (the number of topics created before it, mod n), partition p
+// gets replicas brokers[(s + p + i) % n] for i in [0, rf). Each broker thus
+// leads either floor or ceil(partitions/n) partitions.
+//
+// Errors (each names the offending field and wraps a kerr): the name is
+// invalid (InvalidTopicException) or taken, or collides with an existing
+// name once '.' and '_' are identified (TopicAlreadyExists /
+// InvalidTopicException, as Kafka); partitions < 1 or > MaxPartitions
+// (InvalidPartitions); rf < 1 or > alive brokers (InvalidReplicationFactor);
+// an unknown config key or bad value (InvalidConfig).
+func (c *Controller) CreateTopic(name string, partitions int32, rf int16, configs map[string]string) ([]PartitionState, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	norm, err := c.validateCreateLocked(name, partitions, rf, configs)
+	if err != nil {
+		return nil, err
+	}
+	alive := c.aliveIDsLocked()
+	n := len(alive)
+	start := c.mu.created % n
+	c.mu.created++
+	t := &topicState{name: name, configs: norm, parts: make([]PartitionState, partitions)}
+	out := make([]PartitionState, partitions)
+	for p := range t.parts {
+		replicas := make([]int32, rf)
+		for i := range replicas {
+			replicas[i] = alive[(start+p+i)%n]
+		}
+		t.parts[p] = PartitionState{
+			Topic:     name,
+			Partition: int32(p),
+			Leader:    replicas[0],
+			Replicas:  replicas,
+			ISR:       slices.Clone(replicas),
+		}
+		out[p] = t.parts[p].Clone()
+	}
+	c.mu.topics[name] = t
+	for p := range t.parts {
+		c.notifyLocked(&t.parts[p])
+	}
+	return out, nil
+}
+
+// ValidateCreateTopic runs CreateTopic's checks without creating anything
+// (for CreateTopics with validate_only).
+func (c *Controller) ValidateCreateTopic(name string, partitions int32, rf int16, configs map[string]string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, err := c.validateCreateLocked(name, partitions, rf, configs)
+	return err
+}
+
+func (c *Controller) validateCreateLocked(name string, partitions int32, rf int16, configs map[string]string) (map[string]string, error) {
+	if err := ValidateTopicName(name); err != nil {
+		return nil, fmt.Errorf("create topic: %w", err)
+	}
+	if _, ok := c.mu.topics[name]; ok {
+		return nil, fmt.Errorf("create topic %q: topic already exists: %w", name, kerr.TopicAlreadyExists)
+	}
+	if strings.ContainsAny(name, "._") {
+		canon := collisionName(name)
+		for other := range c.mu.topics {
+			if collisionName(other) == canon {
+				return nil, fmt.Errorf("create topic %q: collides with existing topic %q (names may not differ only by '.' versus '_'): %w",
+					name, other, kerr.InvalidTopicException)
+			}
+		}
+	}
+	if partitions < 1 || partitions > MaxPartitions {
+		return nil, fmt.Errorf("create topic %q: number of partitions %d must be in [1, %d]: %w",
+			name, partitions, MaxPartitions, kerr.InvalidPartitions)
+	}
+	alive := len(c.aliveIDsLocked())
+	if rf < 1 || int(rf) > alive {
+		return nil, fmt.Errorf("create topic %q: replication factor %d must be in [1, %d alive brokers]: %w",
+			name, rf, alive, kerr.InvalidReplicationFactor)
+	}
+	norm := make(map[string]string, len(configs))
+	for _, k := range slices.Sorted(maps.Keys(configs)) {
+		v, err := ValidateTopicConfig(k, configs[k], rf)
+		if err != nil {
+			return nil, fmt.Errorf("create topic %q: %w", name, err)
+		}
+		norm[k] = v
+	}
+	return norm, nil
+}
+
+func collisionName(name string) string { return strings.ReplaceAll(name, ".", "_") }
+
+// TopicConfig returns a copy of the topic's config overrides (normalized
+// values as accepted by CreateTopic), or nil if the topic does not exist.
+func (c *Controller) TopicConfig(topic string) map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.mu.topics[topic]
+	if !ok {
+		return nil
+	}
+	return maps.Clone(t.configs)
+}
+
+// Topics returns the topic names, sorted.
+func (c *Controller) Topics() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Sorted(maps.Keys(c.mu.topics))
+}
+
+// Partitions returns copies of the topic's partition states, indexed by
+// partition id; ok is false if the topic does not exist.
+func (c *Controller) Partitions(topic string) ([]PartitionState, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.mu.topics[topic]
+	if !ok {
+		return nil, false
+	}
+	out := make([]PartitionState, len(t.parts))
+	for i := range t.parts {
+		out[i] = t.parts[i].Clone()
+	}
+	return out, true
+}
+
+// Partition returns a copy of one partition's state; ok is false if the
+// topic or partition does not exist.
+func (c *Controller) Partition(topic string, p int32) (PartitionState, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.partLocked(topic, p)
+	if st == nil {
+		return PartitionState{}, false
+	}
+	return st.Clone(), true
+}
+
+func (c *Controller) partLocked(topic string, p int32) *PartitionState {
+	t, ok := c.mu.topics[topic]
+	if !ok || p < 0 || int(p) >= len(t.parts) {
+		return nil
+	}
+	return &t.parts[p]
+}
+
+// uncleanLocked reports whether unclean leader election is enabled for the
+// topic: its override if set, else the cluster config.
+func (c *Controller) uncleanLocked(topic string) bool {
+	if t, ok := c.mu.topics[topic]; ok {
+		if v, ok := t.configs[ConfigUncleanLeaderElectionEnable]; ok {
+			return v == "true"
+		}
+	}
+	return c.cfg.UncleanLeaderElectionEnable
+}
+
+// AlterTopicConfig sets and deletes topic config overrides, like Kafka's
+// IncrementalAlterConfigs with SET and DELETE operations: each key is
+// validated as in CreateTopic (against the topic's replication factor) and
+// the change is all-or-nothing. When the change enables unclean leader
+// election, the topic's offline partitions get an unclean election at once
+// (as the KRaft controller does). Topic config changes are not delivered to
+// subscribers: brokers read TopicConfig when they need it.
+//
+// Errors: kerr.UnknownTopicOrPartition for an unknown topic; kerr.InvalidConfig
+// naming the key for an unknown key or a bad value, or a key both set and
+// deleted.
+func (c *Controller) AlterTopicConfig(topic string, set map[string]string, del []string) error {
+	// Offsets for a possible unclean election, queried without the lock.
+	var snap offsetSnapshot
+	if v, err := ValidateTopicConfig(ConfigUncleanLeaderElectionEnable, set[ConfigUncleanLeaderElectionEnable], 1); err == nil && v == "true" {
+		c.mu.Lock()
+		o := c.mu.offsets
+		var jobs []offJob
+		if t, ok := c.mu.topics[topic]; ok && o != nil {
+			for i := range t.parts {
+				if t.parts[i].Leader == NoLeader {
+					jobs = append(jobs, offJob{tpKey{topic, int32(i)}, slices.Clone(t.parts[i].Replicas)})
+				}
+			}
+		}
+		c.mu.Unlock()
+		if len(jobs) > 0 {
+			snap = queryOffsets(o, jobs)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.mu.topics[topic]
+	if !ok {
+		return fmt.Errorf("alter topic config %q: %w", topic, kerr.UnknownTopicOrPartition)
+	}
+	rf := int16(len(t.parts[0].Replicas))
+	next := maps.Clone(t.configs)
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		v, err := ValidateTopicConfig(k, set[k], rf)
+		if err != nil {
+			return fmt.Errorf("alter topic config %q: %w", topic, err)
+		}
+		next[k] = v
+	}
+	for _, k := range del {
+		if _, known := topicConfigs[k]; !known {
+			return fmt.Errorf("alter topic config %q: delete: unknown topic config name %q: %w", topic, k, kerr.InvalidConfig)
+		}
+		if _, both := set[k]; both {
+			return fmt.Errorf("alter topic config %q: config %s is both set and deleted: %w", topic, k, kerr.InvalidConfig)
+		}
+		delete(next, k)
+	}
+	t.configs = next
+	if c.uncleanLocked(topic) {
+		for i := range t.parts {
+			st := &t.parts[i]
+			if st.Leader != NoLeader {
+				continue
+			}
+			if leader, unclean := c.chooseLeaderLocked(st, true); leader != NoLeader {
+				c.installLeaderLocked(st, leader, unclean, snap)
+			}
+		}
+	}
+	return nil
+}

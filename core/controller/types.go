@@ -1,0 +1,155 @@
+package controller
+
+import (
+	"strconv"
+	"strings"
+)
+
+// NoLeader is the Leader value of a partition without a leader (offline),
+// as Kafka's LeaderAndIsr.NoLeader.
+const NoLeader int32 = -1
+
+// PartitionState is the controller's record of one partition: who leads it,
+// with which epochs, and which replicas are in sync.
+//
+// A PartitionState handed out by the Controller (return values and
+// subscription callbacks) is a private copy: the receiver may keep it and
+// may read it from any goroutine, but must not expect changes to it to
+// reach the controller.
+type PartitionState struct {
+	Topic     string
+	Partition int32
+	// Leader is the broker id of the leader, or NoLeader (-1) when the
+	// partition is offline.
+	Leader int32
+	// LeaderEpoch is bumped on every leader change, including a change to
+	// or from NoLeader. It starts at 0 when the topic is created.
+	LeaderEpoch int32
+	// PartitionEpoch is bumped on every change (leader or ISR). An
+	// AlterPartition must present the current one (Kafka's KIP-704
+	// partition epoch). It starts at 0 when the topic is created.
+	PartitionEpoch int32
+	// Replicas is the assigned replica list in preference order; Replicas[0]
+	// is the preferred leader. It never changes after creation.
+	Replicas []int32
+	// ISR is the in-sync replica set. It contains the leader whenever
+	// Leader != NoLeader and is never empty.
+	ISR []int32
+}
+
+// Clone returns a deep copy of s (the slices are not shared).
+func (s PartitionState) Clone() PartitionState {
+	s.Replicas = append([]int32(nil), s.Replicas...)
+	s.ISR = append([]int32(nil), s.ISR...)
+	return s
+}
+
+// String formats s like one line of `kafka-topics --describe`.
+func (s PartitionState) String() string {
+	var b strings.Builder
+	b.WriteString("Topic: ")
+	b.WriteString(s.Topic)
+	b.WriteString("\tPartition: ")
+	b.WriteString(strconv.Itoa(int(s.Partition)))
+	b.WriteString("\tLeader: ")
+	if s.Leader == NoLeader {
+		b.WriteString("none")
+	} else {
+		b.WriteString(strconv.Itoa(int(s.Leader)))
+	}
+	b.WriteString("\tReplicas: ")
+	b.WriteString(joinIDs(s.Replicas))
+	b.WriteString("\tIsr: ")
+	b.WriteString(joinIDs(s.ISR))
+	b.WriteString("\tLeaderEpoch: ")
+	b.WriteString(strconv.Itoa(int(s.LeaderEpoch)))
+	b.WriteString("\tPartitionEpoch: ")
+	b.WriteString(strconv.Itoa(int(s.PartitionEpoch)))
+	return b.String()
+}
+
+func joinIDs(ids []int32) string {
+	var b []byte
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(id), 10)
+	}
+	return string(b)
+}
+
+// Config configures a Controller. The zero value is usable: zero fields take
+// Kafka's defaults (see DefaultConfig).
+type Config struct {
+	// UncleanLeaderElectionEnable is the cluster-wide
+	// unclean.leader.election.enable (default false). A topic's own
+	// unclean.leader.election.enable config overrides it either way.
+	UncleanLeaderElectionEnable bool
+	// BrokerSessionTimeoutMs is broker.session.timeout.ms (default 9000): a
+	// broker whose last heartbeat is older than this is fenced by
+	// CheckSessions. Zero or negative means the default.
+	BrokerSessionTimeoutMs int64
+	// Now returns the current time in nanoseconds (any fixed origin). nil
+	// means time.Now().UnixNano(). Tests inject a fake clock here.
+	Now func() int64
+}
+
+// DefaultBrokerSessionTimeoutMs is Kafka's broker.session.timeout.ms default.
+const DefaultBrokerSessionTimeoutMs = 9000
+
+// DefaultConfig returns Kafka's defaults: unclean election disabled, 9000 ms
+// broker session timeout, the wall clock.
+func DefaultConfig() Config {
+	return Config{BrokerSessionTimeoutMs: DefaultBrokerSessionTimeoutMs}
+}
+
+// BrokerInfo describes a registered broker. Alive is false while the broker
+// is fenced (after BrokerDown or a session timeout).
+type BrokerInfo struct {
+	ID    int32
+	Host  string
+	Port  int32
+	Alive bool
+}
+
+// Offsets reports a replica's log end offset and high watermark. The
+// controller uses it only to count offsets lost by unclean elections.
+//
+// leo is the replica's log end offset (exclusive: the next offset to be
+// written); hw is its high watermark (exclusive: the first offset consumers
+// cannot read). ok is false when the broker does not host the replica (or is
+// gone).
+//
+// The controller never calls ReplicaOffsets while holding its own lock, so
+// an implementation may call back into the Controller. It may be called from
+// any goroutine that calls BrokerDown, BrokerUp, CheckSessions, Heartbeat,
+// RegisterBroker or ElectLeader.
+type Offsets interface {
+	ReplicaOffsets(broker int32, topic string, partition int32) (leo, hw int64, ok bool)
+}
+
+// Stats are the controller's counters and gauges (Kafka's controller metric
+// names in parentheses).
+type Stats struct {
+	// Elections counts leader elections that installed a new leader after
+	// topic creation (clean and unclean; LeaderElectionRateAndTimeMs count).
+	Elections int64
+	// UncleanElections counts elections of a leader from outside the ISR
+	// (UncleanLeaderElectionsPerSec count).
+	UncleanElections int64
+	// OfflinePartitions is the number of partitions without a leader now
+	// (OfflinePartitionsCount).
+	OfflinePartitions int
+	// LostOffsets sums, over unclean elections, max(0, old HW - new leader
+	// LEO): committed offsets the new leader did not have. Elections for
+	// which Offsets was unset or did not know the replicas add nothing.
+	LostOffsets int64
+	// FencedBrokers is the number of registered brokers that are fenced
+	// now (FencedBrokerCount); ActiveBrokers those that are not
+	// (ActiveBrokerCount).
+	FencedBrokers, ActiveBrokers int
+	// ISRChanges counts accepted AlterPartition requests that changed an
+	// ISR plus ISR shrinks made by fencing a broker.
+	ISRChanges int64
+}

@@ -1,0 +1,121 @@
+package log
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// WriteCheckpoint atomically replaces the checkpoint file at path with Kafka's checkpoint text
+// format:
+//
+//	<version>\n
+//	<number of lines>\n
+//	<line>\n ...
+//
+// It writes path+".tmp", fsyncs it, renames it over path and fsyncs the directory, so a crash
+// leaves either the old or the new file, never a mix. A stale .tmp from an earlier crash is
+// overwritten. Lines must not contain a newline. Safe for concurrent use on different paths;
+// callers serialise writes to one path.
+func WriteCheckpoint(path string, version int, lines []string) error {
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "%d\n%d\n", version, len(lines))
+	for i, l := range lines {
+		if strings.ContainsAny(l, "\r\n") {
+			return fmt.Errorf("log: checkpoint %s line %d contains a newline", path, i)
+		}
+		buf.WriteString(l)
+		buf.WriteByte('\n')
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("log: checkpoint %s: %w", path, err)
+	}
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		f.Close()
+		return fmt.Errorf("log: checkpoint %s: write temp: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("log: checkpoint %s: fsync temp: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("log: checkpoint %s: close temp: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("log: checkpoint %s: rename: %w", path, err)
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("log: open dir %s for fsync: %w", dir, err)
+	}
+	err = d.Sync()
+	d.Close()
+	if err != nil {
+		return fmt.Errorf("log: fsync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// ReadCheckpoint reads a file written by WriteCheckpoint. A missing file returns
+// (0, nil, nil): callers treat it as "no checkpoint yet". A malformed file (bad version or
+// count line, fewer or more lines than the count says) is an error naming the problem.
+// A leftover path+".tmp" is ignored.
+func ReadCheckpoint(path string) (version int, lines []string, err error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil, nil
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("log: checkpoint %s: %w", path, err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<20)
+	next := func(what string) (string, error) {
+		if !sc.Scan() {
+			if err := sc.Err(); err != nil {
+				return "", fmt.Errorf("log: checkpoint %s: %s: %w", path, what, err)
+			}
+			return "", fmt.Errorf("log: checkpoint %s: missing %s", path, what)
+		}
+		return sc.Text(), nil
+	}
+	vs, err := next("version line")
+	if err != nil {
+		return 0, nil, err
+	}
+	version, err = strconv.Atoi(strings.TrimSpace(vs))
+	if err != nil {
+		return 0, nil, fmt.Errorf("log: checkpoint %s: version line %q is not an integer", path, vs)
+	}
+	cs, err := next("count line")
+	if err != nil {
+		return 0, nil, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(cs))
+	if err != nil || n < 0 {
+		return 0, nil, fmt.Errorf("log: checkpoint %s: count line %q is not a non-negative integer", path, cs)
+	}
+	lines = make([]string, 0, min(n, 1<<16))
+	for i := 0; i < n; i++ {
+		l, err := next(fmt.Sprintf("line %d of %d", i+1, n))
+		if err != nil {
+			return 0, nil, err
+		}
+		lines = append(lines, l)
+	}
+	if sc.Scan() {
+		return 0, nil, fmt.Errorf("log: checkpoint %s: more lines than the count %d", path, n)
+	}
+	return version, lines, nil
+}

@@ -1,0 +1,86 @@
+// Package log is the segmented, CRC-checked replica log: one Log per replica directory
+// <datadir>/<topic>-<partition>/, holding Kafka RecordBatch v2 bytes exactly as they travel on
+// the wire, so fetches can be served with sendfile straight from the segment files.
+//
+// # What it owns
+//
+// The replica directory's segment files, their sparse indexes, the recovery-point checkpoint,
+// and the atomic checkpoint-file helpers (WriteCheckpoint/ReadCheckpoint) that other packages use
+// for the high-watermark and leader-epoch checkpoints in the same directory.
+//
+// # Files
+//
+//	<dir>/NNNNNNNNNNNNNNNNNNNN.log    segment: batches back to back, named by its base offset (%020d)
+//	<dir>/NNNNNNNNNNNNNNNNNNNN.index  sparse offset index of that segment
+//	<dir>/recovery-point              checkpoint: offset below which every batch was fsynced
+//
+// A segment file is a sequence of whole RecordBatch v2 (see package records for the batch
+// layout); offsets are contiguous: each batch's baseOffset equals the previous batch's
+// lastOffset+1, the first one equals the segment's base offset, and the next segment starts
+// where this one ends. A single batch never spans two segments.
+//
+//	.log   +--------------------------+--------------------------+-----
+//	       | batch @ base             | batch @ base+n           | ...
+//	       | baseOffset int64         |                          |
+//	       | batchLength int32 (=L)   |   12+L bytes per batch   |
+//	       | ... 49 header bytes ...  |                          |
+//	       | records                  |                          |
+//	       +--------------------------+--------------------------+-----
+//	       position 0                 position 12+L
+//
+//	.index +---------------------------+---------------------------+-----
+//	       | relativeOffset uint32 BE  | position uint32 BE        | ...  8 bytes per entry
+//	       +---------------------------+---------------------------+-----
+//	       relativeOffset = batch baseOffset - segment base offset; position = byte
+//	       position of that batch in the .log. One entry each time more than
+//	       log.index.interval.bytes were appended since the previous entry (Kafka's rule;
+//	       the first batch at position 0 is implicit). Entries strictly increase.
+//
+//	recovery-point (WriteCheckpoint format):
+//	       0\n          version
+//	       1\n          number of lines
+//	       <offset>\n   recovery point (exclusive end of fsynced, verified data)
+//
+// In memory a Log also keeps every batch's (relative offset, position) per segment, so Read
+// resolves an offset with a binary search (O(1) for the tail) and never touches the disk; the
+// .index file exists for tools and as a cross-check, and is written lazily (on segment roll,
+// Flush and Close), never on the append path.
+//
+// # Lifecycle
+//
+// Open recovers the directory: it scans every segment's batch headers to rebuild the in-memory
+// table, CRC-checks every batch ending past the recovery point (all of them when the checkpoint
+// is missing), truncates a torn or corrupt batch and everything after it in that segment,
+// deletes the segments after a truncated one (and any segment that does not start where its
+// predecessor ends), rebuilds a missing or damaged .index, fsyncs what it verified, moves the
+// recovery point to the LEO and reports all of it in Recovery. Then Append, Read, TruncateTo,
+// TruncateFullyAndStartAt, ApplyRetention and Flush, in any order from any goroutine. Close
+// fsyncs everything and persists the recovery point; SimulatePowerLoss instead drops every
+// byte not known to be fsynced, as a machine crash would. Either way the Log is then unusable
+// (ErrClosed) and the directory is re-Opened.
+//
+// A failed write, fsync, truncate or file creation poisons the Log: every later call returns an
+// error wrapping kerr.KafkaStorageError (Kafka takes the log directory offline). There is no
+// silent retry; the bytes on disk past the LEO are cleaned up by recovery on the next Open.
+//
+// # Append path and concurrency rule
+//
+// All methods are safe for concurrent use. Appends are group-committed: a caller validates its
+// blob (header + CRC of every batch) without any lock, then enqueues itself under a short
+// mutex. If no commit is running it becomes the committer: it takes the whole queue, assigns
+// offsets (leader) or checks contiguity (follower), and writes every queued blob with ONE
+// Writer.WriteAt (pwritev by default; two when a segment rolls in the middle), publishes the new
+// batches to the table and then stores the LEO atomically; finally it wakes the callers it
+// wrote for and hands the committer role to the first caller that queued meanwhile. With one
+// caller this is one write syscall per Append and no goroutine hand-off. Steady-state appends
+// allocate nothing (request structs are recycled per Log, scratch slices are reused).
+//
+// Readers (Read, LEO, LogStart, Size, Segments, Bytes) never wait for a write syscall: LEO is a
+// lock-free atomic and Read takes a read lock only for the in-memory lookup. A Slice holds a
+// reference on its segment file; retention and truncation unlink files immediately but the file
+// descriptor stays open until the last Slice on it is released.
+//
+// fsync follows flush.messages / flush.ms (checked at append; default: never, as Kafka),
+// covering every segment with unsynced bytes. Offsets: LEO, maxOffset and NextOffset are
+// exclusive; FirstOffset, LastOffset, LogStart and base offsets are inclusive.
+package log

@@ -1,0 +1,265 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/isrbench/isrbench/core/records"
+)
+
+// scanChunk is how much the recovery scanner reads at a time.
+const scanChunk = 256 << 10
+
+// scanner reads a segment file sequentially through a reusable buffer.
+type scanner struct {
+	buf    []byte
+	bufPos int64
+	f      *os.File
+}
+
+// bytes returns file bytes [pos, pos+n); the caller guarantees pos+n <= fileSize.
+func (sc *scanner) bytes(pos int64, n int, fileSize int64) ([]byte, error) {
+	if pos >= sc.bufPos && pos+int64(n) <= sc.bufPos+int64(len(sc.buf)) {
+		off := pos - sc.bufPos
+		return sc.buf[off : off+int64(n)], nil
+	}
+	want := int(min(int64(max(n, scanChunk)), fileSize-pos))
+	if cap(sc.buf) < want {
+		sc.buf = make([]byte, want)
+	}
+	sc.buf = sc.buf[:want]
+	if _, err := sc.f.ReadAt(sc.buf, pos); err != nil {
+		sc.buf = sc.buf[:0]
+		return nil, storageErrorf("read %s at %d: %w", sc.f.Name(), pos, err)
+	}
+	sc.bufPos = pos
+	return sc.buf[:n], nil
+}
+
+// scanSegment rebuilds s's batch table from its file: headers only for batches ending at or
+// below checkFrom, header and CRC for the others. It stops at the first torn, corrupt or
+// non-contiguous batch and returns the byte position of the valid end and why it stopped.
+func scanSegment(s *segment, fileSize, checkFrom int64, sc *scanner) (reason string, err error) {
+	sc.f, sc.buf, sc.bufPos = s.f, sc.buf[:0], 0
+	name := filepath.Base(s.logPath)
+	pos, next := int64(0), s.base
+	for pos < fileSize {
+		left := fileSize - pos
+		if left < records.HeaderSize {
+			reason = fmt.Sprintf("torn batch header at position %d of %s (offset %d): %d bytes left, a header needs %d", pos, name, next, left, records.HeaderSize)
+			break
+		}
+		hb, err := sc.bytes(pos, records.HeaderSize, fileSize)
+		if err != nil {
+			return "", err
+		}
+		h, perr := records.ParseHeader(hb)
+		if perr != nil {
+			reason = fmt.Sprintf("corrupt batch at position %d of %s (offset %d): %v", pos, name, next, perr)
+			break
+		}
+		size := int64(h.Size())
+		if size > left {
+			reason = fmt.Sprintf("torn batch at position %d of %s (offset %d): batchLength needs %d bytes, %d left", pos, name, next, size, left)
+			break
+		}
+		if h.BaseOffset != next {
+			reason = fmt.Sprintf("batch at position %d of %s has baseOffset %d, expected %d", pos, name, h.BaseOffset, next)
+			break
+		}
+		if pos+size > math.MaxInt32 || h.LastOffset()-s.base > math.MaxInt32 {
+			reason = fmt.Sprintf("batch at position %d of %s (offset %d) lies beyond the segment's 2 GiB / 2^31 offset range", pos, name, next)
+			break
+		}
+		if h.NextOffset() > checkFrom {
+			b, err := sc.bytes(pos, int(size), fileSize)
+			if err != nil {
+				return "", err
+			}
+			if _, verr := records.Validate(b); verr != nil {
+				reason = fmt.Sprintf("corrupt batch at position %d of %s (offset %d): %v", pos, name, next, verr)
+				break
+			}
+		}
+		s.entries = append(s.entries, entry{rel: uint32(h.BaseOffset - s.base), pos: uint32(pos)})
+		s.maxTs = max(s.maxTs, h.MaxTimestamp)
+		next = h.NextOffset()
+		pos += size
+	}
+	s.size, s.next = pos, next
+	return reason, nil
+}
+
+// parseSegmentName returns the base offset of a NNNNNNNNNNNNNNNNNNNN<ext> file name.
+func parseSegmentName(name, ext string) (int64, bool) {
+	if len(name) != 20+len(ext) || !strings.HasSuffix(name, ext) {
+		return 0, false
+	}
+	for _, c := range name[:20] {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseInt(name[:20], 10, 64)
+	return v, err == nil
+}
+
+// recover loads the segments of l.dir (see Open).
+func (l *Log) recover() (Recovery, error) {
+	rec := Recovery{TruncatedAtOffset: -1}
+	var reasons []string
+	ents, err := os.ReadDir(l.dir)
+	if err != nil {
+		return rec, storageErrorf("read log dir: %w", err)
+	}
+	var bases []int64
+	logs := map[int64]bool{}
+	var indexes []int64
+	for _, e := range ents {
+		if b, ok := parseSegmentName(e.Name(), ".log"); ok {
+			bases = append(bases, b)
+			logs[b] = true
+		} else if b, ok := parseSegmentName(e.Name(), ".index"); ok {
+			indexes = append(indexes, b)
+		}
+	}
+	for _, b := range indexes {
+		if !logs[b] {
+			if err := os.Remove(filepath.Join(l.dir, segmentName(b, ".index"))); err != nil {
+				return rec, storageErrorf("remove orphan index: %w", err)
+			}
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+
+	rp := int64(-1)
+	rpPath := filepath.Join(l.dir, RecoveryPointFile)
+	if v, lines, err := ReadCheckpoint(rpPath); err != nil || (lines != nil && (v != 0 || len(lines) != 1)) {
+		reasons = append(reasons, fmt.Sprintf("recovery-point checkpoint unusable (%v, version %d, %d lines): checking every batch", err, v, len(lines)))
+	} else if len(lines) == 1 {
+		if rp, err = strconv.ParseInt(lines[0], 10, 64); err != nil || rp < 0 {
+			reasons = append(reasons, fmt.Sprintf("recovery-point %q is not an offset: checking every batch", lines[0]))
+			rp = -1
+		}
+	}
+	l.recoveryPoint = rp
+
+	if len(bases) == 0 {
+		s, err := createSegment(l.dir, 0)
+		if err != nil {
+			return rec, storageErrorf("%w", err)
+		}
+		l.segs = []*segment{s}
+		rec.Segments = 1
+		if err := syncDir(l.dir); err != nil {
+			return rec, storageErrorf("%w", err)
+		}
+		if err := l.setRecoveryPoint(0); err != nil {
+			return rec, err
+		}
+		return rec, nil
+	}
+	checkFrom := rp
+	if checkFrom < 0 {
+		checkFrom = bases[0]
+	}
+	sc := &scanner{}
+	cut := false
+	expect := int64(-1)
+	for _, base := range bases {
+		logPath := filepath.Join(l.dir, segmentName(base, ".log"))
+		idxPath := filepath.Join(l.dir, segmentName(base, ".index"))
+		if !cut && expect >= 0 && base != expect {
+			cut = true
+			rec.TruncatedAtOffset = expect
+			reasons = append(reasons, fmt.Sprintf("segment %s starts at offset %d but the previous segment ends at %d: deleting it and later segments", filepath.Base(logPath), base, expect))
+		}
+		if cut {
+			if st, err := os.Stat(logPath); err == nil {
+				rec.TruncatedBytes += st.Size()
+			}
+			if err := os.Remove(logPath); err != nil {
+				return rec, storageErrorf("delete segment after corruption: %w", err)
+			}
+			if err := os.Remove(idxPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return rec, storageErrorf("delete index after corruption: %w", err)
+			}
+			continue
+		}
+		s := &segment{base: base, next: base, maxTs: -1, logPath: logPath, idxPath: idxPath}
+		_, statErr := os.Stat(idxPath)
+		idxMissing := errors.Is(statErr, os.ErrNotExist)
+		if s.f, err = os.OpenFile(logPath, os.O_RDWR, 0); err != nil {
+			return rec, storageErrorf("open segment: %w", err)
+		}
+		if s.idx, err = os.OpenFile(idxPath, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+			s.f.Close()
+			return rec, storageErrorf("open index: %w", err)
+		}
+		s.refs.Store(1)
+		l.segs = append(l.segs, s)
+		st, err := s.f.Stat()
+		if err != nil {
+			return rec, storageErrorf("stat segment: %w", err)
+		}
+		fileSize := st.Size()
+		reason, err := scanSegment(s, fileSize, checkFrom, sc)
+		if err != nil {
+			return rec, err
+		}
+		if s.size < fileSize {
+			if err := s.f.Truncate(s.size); err != nil {
+				return rec, storageErrorf("truncate corrupt tail: %w", err)
+			}
+			rec.TruncatedBytes += fileSize - s.size
+			rec.TruncatedAtOffset = s.next
+			reasons = append(reasons, fmt.Sprintf("%s: truncated %d bytes at offset %d", reason, fileSize-s.size, s.next))
+			cut = true
+		}
+		why := ""
+		if idxMissing && len(s.entries) > 0 {
+			why = fmt.Sprintf("index %s missing", filepath.Base(idxPath))
+		} else if why, err = s.loadIndex(); err != nil {
+			return rec, storageErrorf("%w", err)
+		}
+		if why != "" {
+			if err := s.rebuildIndex(l.cfg.IndexIntervalBytes); err != nil {
+				return rec, storageErrorf("%w", err)
+			}
+			rec.IndexesRebuilt++
+			reasons = append(reasons, why+": rebuilt")
+		}
+		expect = s.next
+	}
+	// Everything up to the end is now verified: make it durable and move the recovery point.
+	var size int64
+	for _, s := range l.segs {
+		if s.next > rp || rp < 0 {
+			if err := s.f.Sync(); err != nil {
+				return rec, storageErrorf("fsync recovered segment %s: %w", s.logPath, err)
+			}
+		}
+		s.synced = s.size
+		size += s.size
+	}
+	if err := syncDir(l.dir); err != nil {
+		return rec, storageErrorf("%w", err)
+	}
+	last := l.segs[len(l.segs)-1]
+	l.leo.Store(last.next)
+	l.logStart.Store(l.segs[0].base)
+	l.size.Store(size)
+	rec.Segments = len(l.segs)
+	rec.RecoveredFrom = min(max(checkFrom, l.segs[0].base), last.next)
+	rec.Reason = strings.Join(reasons, "; ")
+	if err := l.setRecoveryPoint(last.next); err != nil {
+		return rec, err
+	}
+	return rec, nil
+}

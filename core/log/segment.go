@@ -1,0 +1,230 @@
+package log
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync/atomic"
+)
+
+// entry locates one batch inside a segment: its base offset relative to the segment's base
+// offset and its byte position in the .log file. The in-memory table holds one per batch; the
+// .index file holds one per log.index.interval.bytes, in the same 8-byte big-endian layout.
+type entry struct {
+	rel uint32
+	pos uint32
+}
+
+const indexEntrySize = 8
+
+// segment is one NNNNNNNNNNNNNNNNNNNN.log file (+ .index). base and the files are immutable.
+// The published fields (entries, size, next, maxTs) are written under Log.wmu and Log.mu and
+// read under Log.mu (read lock) or Log.wmu; the writer-only fields are guarded by Log.wmu.
+type segment struct {
+	base    int64
+	f       *os.File
+	idx     *os.File
+	logPath string
+	idxPath string
+	refs    atomic.Int64 // 1 for the Log + 1 per live Slice; the .log file closes at 0
+
+	// published (Log.mu)
+	entries []entry // every batch, in order
+	size    int64   // bytes of whole published batches
+	next    int64   // offset after the last batch (exclusive); base when empty
+	maxTs   int64   // largest batch maxTimestamp, -1 if none
+
+	// writer-only (Log.wmu)
+	synced        int64   // bytes known fsynced
+	index         []entry // sparse index entries (written and pending)
+	idxWritten    int     // entries of index written to the .index file
+	idxSynced     int     // entries of index known fsynced
+	bytesSinceIdx int64   // bytes appended since the last index entry (Kafka's bytesSinceLastIndexEntry)
+}
+
+func segmentName(base int64, ext string) string { return fmt.Sprintf("%020d%s", base, ext) }
+
+// createSegment creates (or truncates a stale) empty segment at base in dir.
+func createSegment(dir string, base int64) (*segment, error) {
+	s := &segment{base: base, next: base, maxTs: -1,
+		logPath: filepath.Join(dir, segmentName(base, ".log")),
+		idxPath: filepath.Join(dir, segmentName(base, ".index"))}
+	var err error
+	if s.f, err = os.OpenFile(s.logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+		return nil, fmt.Errorf("log: create segment: %w", err)
+	}
+	if s.idx, err = os.OpenFile(s.idxPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+		s.f.Close()
+		return nil, fmt.Errorf("log: create index: %w", err)
+	}
+	s.refs.Store(1)
+	return s, nil
+}
+
+// unref drops one reference; the last one closes the .log file.
+func (s *segment) unref() {
+	if n := s.refs.Add(-1); n == 0 {
+		s.f.Close()
+	} else if n < 0 {
+		panic("BUG: log: segment released more often than referenced (Slice.Release called twice?)")
+	}
+}
+
+// baseAt is the absolute base offset of batch i.
+func (s *segment) baseAt(i int) int64 { return s.base + int64(s.entries[i].rel) }
+
+// nextAt is the offset after batch i (exclusive).
+func (s *segment) nextAt(i int) int64 {
+	if i+1 < len(s.entries) {
+		return s.baseAt(i + 1)
+	}
+	return s.next
+}
+
+// endAt is the byte position after batch i.
+func (s *segment) endAt(i int) int64 {
+	if i+1 < len(s.entries) {
+		return int64(s.entries[i+1].pos)
+	}
+	return s.size
+}
+
+// find returns the index of the last batch with base offset <= off (off >= s.base and the
+// segment non-empty). Tail lookups are O(1), others a binary search.
+func (s *segment) find(off int64) int {
+	n := len(s.entries)
+	if off >= s.baseAt(n-1) {
+		return n - 1
+	}
+	rel := uint32(off - s.base)
+	return sort.Search(n, func(i int) bool { return s.entries[i].rel > rel }) - 1
+}
+
+// addIndex applies Kafka's sparse index rule for a batch appended at pos with size bytes.
+func (s *segment) addIndex(e entry, size int64, interval int) {
+	if s.bytesSinceIdx > int64(interval) {
+		s.index = append(s.index, e)
+		s.bytesSinceIdx = 0
+	}
+	s.bytesSinceIdx += size
+}
+
+// writeIndex writes the pending index entries to the .index file (one pwrite).
+func (s *segment) writeIndex(scratch []byte) ([]byte, error) {
+	if s.idxWritten == len(s.index) {
+		return scratch, nil
+	}
+	scratch = scratch[:0]
+	for _, e := range s.index[s.idxWritten:] {
+		scratch = binary.BigEndian.AppendUint32(scratch, e.rel)
+		scratch = binary.BigEndian.AppendUint32(scratch, e.pos)
+	}
+	if _, err := s.idx.WriteAt(scratch, int64(s.idxWritten)*indexEntrySize); err != nil {
+		return scratch, fmt.Errorf("log: write index %s: %w", s.idxPath, err)
+	}
+	s.idxWritten = len(s.index)
+	return scratch, nil
+}
+
+// rebuildIndex regenerates the sparse index from the batch table and rewrites the file.
+func (s *segment) rebuildIndex(interval int) error {
+	s.index = s.index[:0]
+	s.bytesSinceIdx = 0
+	for i, e := range s.entries {
+		s.addIndex(e, s.endAt(i)-int64(e.pos), interval)
+	}
+	if err := s.idx.Truncate(0); err != nil {
+		return fmt.Errorf("log: truncate index %s: %w", s.idxPath, err)
+	}
+	s.idxWritten, s.idxSynced = 0, 0
+	if _, err := s.writeIndex(nil); err != nil {
+		return err
+	}
+	if err := s.idx.Sync(); err != nil {
+		return fmt.Errorf("log: fsync index %s: %w", s.idxPath, err)
+	}
+	s.idxSynced = s.idxWritten
+	return nil
+}
+
+// loadIndex reads the .index file and keeps it when every entry names a real batch (same
+// relative offset and position) in strictly increasing order; a missing trailing part (an
+// index that lags the log after a crash) is fine. It reports "" when the index was kept, or
+// why it must be rebuilt.
+func (s *segment) loadIndex() (string, error) {
+	st, err := s.idx.Stat()
+	if err != nil {
+		return "", fmt.Errorf("log: stat index %s: %w", s.idxPath, err)
+	}
+	if st.Size()%indexEntrySize != 0 {
+		return fmt.Sprintf("index %s size %d is not a multiple of %d", filepath.Base(s.idxPath), st.Size(), indexEntrySize), nil
+	}
+	if int64(len(s.entries))*indexEntrySize < st.Size() {
+		return fmt.Sprintf("index %s has %d entries for %d batches", filepath.Base(s.idxPath), st.Size()/indexEntrySize, len(s.entries)), nil
+	}
+	data := make([]byte, st.Size())
+	if _, err := s.idx.ReadAt(data, 0); err != nil {
+		return "", fmt.Errorf("log: read index %s: %w", s.idxPath, err)
+	}
+	s.index = s.index[:0]
+	j := 0 // next candidate batch
+	for p := 0; p < len(data); p += indexEntrySize {
+		e := entry{rel: binary.BigEndian.Uint32(data[p:]), pos: binary.BigEndian.Uint32(data[p+4:])}
+		for j < len(s.entries) && s.entries[j].rel < e.rel {
+			j++
+		}
+		if j == len(s.entries) || s.entries[j] != e {
+			return fmt.Sprintf("index %s entry %d (offset %d, position %d) matches no batch", filepath.Base(s.idxPath), p/indexEntrySize, s.base+int64(e.rel), e.pos), nil
+		}
+		j++
+		s.index = append(s.index, e)
+	}
+	s.idxWritten, s.idxSynced = len(s.index), len(s.index)
+	s.bytesSinceIdx = s.size
+	if n := len(s.index); n > 0 {
+		s.bytesSinceIdx = s.size - int64(s.index[n-1].pos)
+	}
+	return "", nil
+}
+
+// truncateIndex drops index entries at or past byte position pos.
+func (s *segment) truncateIndex(pos int64) error {
+	n := sort.Search(len(s.index), func(i int) bool { return int64(s.index[i].pos) >= pos })
+	s.index = s.index[:n]
+	if s.idxWritten > n {
+		if err := s.idx.Truncate(int64(n) * indexEntrySize); err != nil {
+			return fmt.Errorf("log: truncate index %s: %w", s.idxPath, err)
+		}
+		s.idxWritten = n
+	}
+	s.idxSynced = min(s.idxSynced, n)
+	s.bytesSinceIdx = s.size
+	if n > 0 {
+		s.bytesSinceIdx = s.size - int64(s.index[n-1].pos)
+	}
+	return nil
+}
+
+// remove unlinks the segment's files, closes the index and drops the Log's reference; the
+// .log file stays open for live Slices.
+func (s *segment) remove() error {
+	err1 := os.Remove(s.logPath)
+	err2 := os.Remove(s.idxPath)
+	s.idx.Close()
+	s.unref()
+	if err1 != nil && !os.IsNotExist(err1) {
+		return fmt.Errorf("log: delete segment: %w", err1)
+	}
+	if err2 != nil && !os.IsNotExist(err2) {
+		return fmt.Errorf("log: delete index: %w", err2)
+	}
+	return nil
+}
+
+// close closes the index and drops the Log's reference.
+func (s *segment) close() {
+	s.idx.Close()
+	s.unref()
+}

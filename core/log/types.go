@@ -1,0 +1,154 @@
+package log
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+)
+
+// Config is a Log's configuration, with Kafka's topic/broker config names. Copy it freely;
+// Open takes a copy.
+type Config struct {
+	SegmentBytes       int64  // log.segment.bytes: roll the active segment before it exceeds this; default 1 GiB, range [14, 2^31-1]
+	IndexIntervalBytes int    // log.index.interval.bytes: bytes between sparse .index entries; default 4096, >= 0
+	RetentionBytes     int64  // retention.bytes: delete oldest segments while the log exceeds this; default -1 (unlimited)
+	RetentionMs        int64  // retention.ms: delete segments whose newest timestamp is older; default 604800000 (7 days), -1 unlimited
+	FlushMessages      int64  // flush.messages: fsync after this many unflushed records; default math.MaxInt64 (never on count), >= 1
+	FlushMs            int64  // flush.ms: fsync (checked at append) when this long passed since the last fsync; default math.MaxInt64, >= 0
+	Writer             Writer // isrbench.io: the write path; nil = pwritev (one pwritev per Append call)
+
+	// NowMs is the wall clock in ms used for flush.ms; nil = time.Now().UnixMilli(). Tests inject it.
+	NowMs func() int64
+}
+
+// DefaultConfig returns Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{
+		SegmentBytes:       1 << 30,
+		IndexIntervalBytes: 4096,
+		RetentionBytes:     -1,
+		RetentionMs:        604800000,
+		FlushMessages:      math.MaxInt64,
+		FlushMs:            math.MaxInt64,
+	}
+}
+
+// minSegmentBytes is Kafka's lower bound for log.segment.bytes (LegacyRecord.RECORD_OVERHEAD_V0).
+const minSegmentBytes = 14
+
+func (c Config) validate() error {
+	switch {
+	case c.SegmentBytes < minSegmentBytes || c.SegmentBytes > math.MaxInt32:
+		return configErrorf("log.segment.bytes %d out of range [%d, %d]", c.SegmentBytes, minSegmentBytes, math.MaxInt32)
+	case c.IndexIntervalBytes < 0:
+		return configErrorf("log.index.interval.bytes %d must be >= 0", c.IndexIntervalBytes)
+	case c.RetentionBytes < -1:
+		return configErrorf("retention.bytes %d must be >= -1 (-1 = unlimited)", c.RetentionBytes)
+	case c.RetentionMs < -1:
+		return configErrorf("retention.ms %d must be >= -1 (-1 = unlimited)", c.RetentionMs)
+	case c.FlushMessages < 1:
+		return configErrorf("flush.messages %d must be >= 1", c.FlushMessages)
+	case c.FlushMs < 0:
+		return configErrorf("flush.ms %d must be >= 0", c.FlushMs)
+	}
+	return nil
+}
+
+// Writer is the write path: one WriteAt writes bufs contiguously at off in f, in one syscall or
+// one io_uring submission where the implementation can, and returns an error unless every byte
+// was written. Implementations must be safe for concurrent use (a Writer may be shared by many
+// Logs); a Log calls it from one goroutine at a time.
+type Writer interface {
+	Name() string
+	WriteAt(f *os.File, off int64, bufs [][]byte) error
+}
+
+// Syncer is optionally implemented by a Writer to replace f.Sync() for fsync (io_uring's
+// IORING_OP_FSYNC, or an error-injecting test writer).
+type Syncer interface {
+	Fsync(f *os.File) error
+}
+
+// AppendInfo describes what one Append wrote.
+type AppendInfo struct {
+	FirstOffset, LastOffset int64 // offsets of the first and last record written, both inclusive
+	Records                 int64 // sum of the batches' recordsCount
+	Batches                 int
+	Bytes                   int64
+	MaxTimestamp            int64 // largest batch maxTimestamp (ms)
+}
+
+// Slice is a byte range [Pos, Pos+Size) of one segment file holding whole batches with offsets
+// [FirstOffset, NextOffset), for sendfile. The file stays open until every Slice on it is
+// released, even if retention or truncation removes the segment meanwhile. Call Release exactly
+// once (a Size 0 Slice holds nothing and Release is a no-op). A Slice may be read from any
+// goroutine; its fields must not be modified.
+//
+// A TruncateTo that cuts into the bytes of a live Slice (a follower truncating below data it
+// is still serving) leaves the Slice pointing at shortened or rewritten bytes; readers of such
+// a Slice see a short read (ReadAll error) or batches that fail their consumer's validation.
+type Slice struct {
+	File        *os.File
+	Pos         int64
+	Size        int64
+	FirstOffset int64 // base offset of the first batch, inclusive
+	NextOffset  int64 // offset after the last batch, exclusive
+
+	seg *segment
+}
+
+// Release drops the Slice's reference on its segment file.
+func (s Slice) Release() {
+	if s.seg != nil {
+		s.seg.unref()
+	}
+}
+
+// ReadAll appends the Slice's bytes to dst with pread (the copy path; tests, tools) and returns
+// the extended slice. A short read is an error wrapping io.ErrUnexpectedEOF.
+func (s Slice) ReadAll(dst []byte) ([]byte, error) {
+	if s.Size == 0 {
+		return dst, nil
+	}
+	start := len(dst)
+	need := start + int(s.Size)
+	if cap(dst) < need {
+		nd := make([]byte, start, need)
+		copy(nd, dst)
+		dst = nd
+	}
+	dst = dst[:need]
+	n, err := s.File.ReadAt(dst[start:], s.Pos)
+	if n < int(s.Size) {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return dst[:start+n], fmt.Errorf("log: read %d of %d bytes at position %d of %s: %w", n, s.Size, s.Pos, s.File.Name(), err)
+	}
+	return dst, nil
+}
+
+// Recovery reports what Open found and repaired.
+type Recovery struct {
+	Segments          int    // segments in the log after recovery
+	RecoveredFrom     int64  // offset from which batches were CRC-checked (the recovery point); before it only headers were scanned
+	TruncatedBytes    int64  // bytes dropped (torn or corrupt tail, plus deleted later segments)
+	TruncatedAtOffset int64  // offset at which the log was cut (the new LEO at that point), -1 if nothing was dropped
+	Reason            string // why bytes were dropped or files repaired, "" if the log was clean
+	IndexesRebuilt    int    // .index files rebuilt because they were missing or damaged
+}
+
+func (r Recovery) String() string {
+	s := fmt.Sprintf("recovered %d segments, CRC-checked from offset %d", r.Segments, r.RecoveredFrom)
+	if r.TruncatedBytes > 0 || r.TruncatedAtOffset >= 0 {
+		s += fmt.Sprintf(", truncated %d bytes at offset %d", r.TruncatedBytes, r.TruncatedAtOffset)
+	}
+	if r.IndexesRebuilt > 0 {
+		s += fmt.Sprintf(", rebuilt %d indexes", r.IndexesRebuilt)
+	}
+	if r.Reason != "" {
+		s += ": " + r.Reason
+	}
+	return s
+}

@@ -1,0 +1,147 @@
+package log
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"unsafe"
+
+	"github.com/isrbench/isrbench/iouring"
+	"golang.org/x/sys/unix"
+)
+
+// iovMax is Linux's IOV_MAX: the most iovecs one pwritev takes.
+const iovMax = 1024
+
+// NewWriter returns the write path named by isrbench.io: "pwritev" (default, also ""), "write"
+// or "uring". "uring" falls back to pwritev when io_uring is unavailable; WriterFallbackReason
+// says why. An unknown name is an error listing the allowed values.
+func NewWriter(name string) (Writer, error) {
+	switch name {
+	case "", "pwritev":
+		return PwritevWriter{}, nil
+	case "write":
+		return WriteWriter{}, nil
+	case "uring":
+		if w := sharedUring(); w != nil {
+			return w, nil
+		}
+		return PwritevWriter{}, nil
+	}
+	return nil, configErrorf("isrbench.io %q unknown: want pwritev, write or uring", name)
+}
+
+// WriterFallbackReason returns why NewWriter(name) does not give the named write path, or ""
+// when it does. Only "uring" can fall back (to pwritev).
+func WriterFallbackReason(name string) string {
+	if name != "uring" {
+		return ""
+	}
+	sharedUring()
+	return uring.reason
+}
+
+// uring is the process-wide io_uring writer: one ring shared by every Log (iouring.Writer is
+// safe for concurrent use and batches concurrent submissions), set up on first use, never closed.
+var uring struct {
+	once   sync.Once
+	w      *iouring.Writer
+	reason string
+}
+
+func sharedUring() *iouring.Writer {
+	uring.once.Do(func() {
+		if ok, reason := iouring.Available(); !ok {
+			uring.reason = "io_uring unavailable, using pwritev: " + reason
+			return
+		}
+		w, err := iouring.NewWriter(0)
+		if err != nil {
+			uring.reason = "io_uring setup failed, using pwritev: " + err.Error()
+			return
+		}
+		uring.w = w
+	})
+	return uring.w
+}
+
+// PwritevWriter writes all buffers with one pwritev(2) per WriteAt (more only on a short write
+// or beyond IOV_MAX buffers). It allocates nothing for up to 64 buffers. Safe for concurrent use.
+type PwritevWriter struct{}
+
+// Name returns "pwritev".
+func (PwritevWriter) Name() string { return "pwritev" }
+
+// WriteAt writes bufs contiguously at off in f.
+func (PwritevWriter) WriteAt(f *os.File, off int64, bufs [][]byte) error {
+	var stack [64]unix.Iovec
+	iov := stack[:0]
+	if len(bufs) > len(stack) {
+		iov = make([]unix.Iovec, 0, len(bufs))
+	}
+	total := 0
+	for _, b := range bufs {
+		if len(b) == 0 {
+			continue
+		}
+		v := unix.Iovec{Base: &b[0]}
+		v.SetLen(len(b))
+		iov = append(iov, v)
+		total += len(b)
+	}
+	fd := f.Fd()
+	for len(iov) > 0 {
+		n := min(len(iov), iovMax)
+		r, _, errno := unix.Syscall6(unix.SYS_PWRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(n),
+			uintptr(off), uintptr(uint64(off)>>32), 0)
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return fmt.Errorf("log: pwritev %s at %d: %w", f.Name(), off, errno)
+		}
+		if r == 0 {
+			return fmt.Errorf("log: pwritev %s at %d: wrote 0 bytes: %w", f.Name(), off, io.ErrShortWrite)
+		}
+		off += int64(r)
+		total -= int(r)
+		iov = advanceIovecs(iov, int(r))
+	}
+	if total != 0 {
+		return fmt.Errorf("log: pwritev %s: %d bytes unwritten: %w", f.Name(), total, io.ErrShortWrite)
+	}
+	return nil
+}
+
+// advanceIovecs drops n written bytes from the front of iov.
+func advanceIovecs(iov []unix.Iovec, n int) []unix.Iovec {
+	for n > 0 && len(iov) > 0 {
+		l := int(iov[0].Len)
+		if n < l {
+			iov[0].Base = (*byte)(unsafe.Add(unsafe.Pointer(iov[0].Base), n))
+			iov[0].SetLen(l - n)
+			return iov
+		}
+		n -= l
+		iov = iov[1:]
+	}
+	return iov
+}
+
+// WriteWriter is the naive path: one pwrite(2) per buffer. Safe for concurrent use.
+type WriteWriter struct{}
+
+// Name returns "write".
+func (WriteWriter) Name() string { return "write" }
+
+// WriteAt writes each buffer with its own pwrite.
+func (WriteWriter) WriteAt(f *os.File, off int64, bufs [][]byte) error {
+	for _, b := range bufs {
+		if _, err := f.WriteAt(b, off); err != nil {
+			return fmt.Errorf("log: write %s at %d: %w", f.Name(), off, err)
+		}
+		off += int64(len(b))
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package partition
+
+// This file holds the pure decision logic of replication: no goroutines, no
+// clock reads, no I/O. Every function is a plain computation over its
+// arguments, so the scripted tests in testdata/ can drive it step by step.
+//
+// Offsets: an LEO (log end offset) is exclusive (the next offset to write);
+// a high watermark (HW) is exclusive (the first offset consumers cannot see);
+// a truncation offset is exclusive (the log keeps [logStart, offset)).
+
+// Undefined answers of OffsetForLeaderEpoch (Kafka's UNDEFINED_EPOCH and
+// UNDEFINED_EPOCH_OFFSET).
+const (
+	UndefinedEpoch       int32 = -1
+	UndefinedEpochOffset int64 = -1
+)
+
+// HighWatermark returns the leader's high watermark: the minimum LEO of every
+// ISR member, the leader included (its LEO is leaderLEO; followerLEO is asked
+// for every other member and returns -1 for an unknown LEO).
+//
+// ok is false when len(isr) < minISR: this implementation uses a strict
+// min.insync.replicas rule and does not advance the HW while the ISR is
+// below it. Kafka itself keeps advancing the HW there and only fails acks=all
+// produces; the strict rule makes "HW passed the record" imply "the record is
+// on at least min.insync.replicas replicas".
+//
+// The caller applies the result as compare-and-swap-to-max: the HW never
+// decreases, so a result below the current HW (a follower that just rejoined,
+// an unknown follower LEO after a leader change) is simply not applied.
+func HighWatermark(leaderLEO int64, isr []int32, leader int32, followerLEO func(int32) int64, minISR int) (hw int64, ok bool) {
+	if len(isr) < minISR {
+		return 0, false
+	}
+	hw = leaderLEO
+	for _, id := range isr {
+		if id == leader {
+			continue
+		}
+		if leo := followerLEO(id); leo < hw {
+			hw = leo
+		}
+	}
+	return hw, true
+}
+
+// CaughtUpUpdate is Kafka's Replica.updateFetchState rule for
+// lastCaughtUpTimeMs, in nanoseconds. A follower fetched at fetchOffset
+// (its LEO, exclusive) at time nowNs while the leader's LEO is leaderLEONow;
+// its previous fetch happened at lastFetchTimeNs when the leader's LEO was
+// lastFetchLeaderLEO.
+//
+//   - fetchOffset >= leaderLEONow: the follower has everything; it is caught
+//     up now.
+//   - fetchOffset >= lastFetchLeaderLEO: it has everything the leader had at
+//     its previous fetch; it was caught up at least at that time.
+//
+// The result never moves backwards (max with lastCaughtUpNs). After the call
+// the caller records lastFetchLeaderLEO = leaderLEONow, lastFetchTimeNs =
+// nowNs.
+func CaughtUpUpdate(fetchOffset, leaderLEONow, lastFetchLeaderLEO, lastFetchTimeNs, lastCaughtUpNs, nowNs int64) (newLastCaughtUpNs int64) {
+	switch {
+	case fetchOffset >= leaderLEONow:
+		return max(lastCaughtUpNs, nowNs)
+	case lastFetchLeaderLEO >= 0 && fetchOffset >= lastFetchLeaderLEO:
+		return max(lastCaughtUpNs, lastFetchTimeNs)
+	}
+	return lastCaughtUpNs
+}
+
+// OutOfSync reports whether a follower whose last caught-up time is
+// lastCaughtUpNs must leave the ISR at nowNs: it has not been caught up for
+// more than replica.lag.time.max.ms (lagMaxNs). Exactly lagMaxNs is still in
+// sync (Kafka: "(currentTimeMs - lastCaughtUpTimeMs) > maxLagMs").
+func OutOfSync(lastCaughtUpNs, nowNs, lagMaxNs int64) bool {
+	return nowNs-lastCaughtUpNs >= lagMaxNs
+}
+
+// CanJoinISR reports whether a follower outside the ISR may join it: its LEO
+// (exclusive) has reached the leader's HW and the start offset (inclusive) of
+// the leader's current epoch, so it holds every committed record and every
+// record of the current epoch up to the HW (Kafka's isFollowerInSync
+// condition in Partition.maybeExpandIsr). A negative
+// leaderEpochStartOffset (unknown) never allows joining.
+func CanJoinISR(followerLEO, hw, leaderEpochStartOffset int64) bool {
+	return leaderEpochStartOffset >= 0 && followerLEO >= hw && followerLEO >= leaderEpochStartOffset
+}
+
+// Truncation is the follower's decision after one OffsetForLeaderEpoch
+// answer.
+type Truncation struct {
+	// Offset is where the follower truncates its log: it keeps
+	// [logStart, Offset) (exclusive end).
+	Offset int64
+	// Done is false when the follower does not know the epoch the leader
+	// answered with (KIP-279): it truncates to Offset and asks again with
+	// its new latest epoch.
+	Done bool
+	// Fallback is true when the leader's answer was UNDEFINED and the
+	// follower fell back to its high watermark (as Kafka does).
+	Fallback bool
+}
+
+// TruncationOffset decides where a follower truncates after it asked the
+// leader for the end offset of its latest epoch and the leader answered
+// (leaderEpoch, leaderEndOffset): the largest epoch the leader has that is
+// <= the one asked for, and the start offset of the leader's next epoch
+// (exclusive end of leaderEpoch on the leader), or its LEO for its latest.
+//
+// followerEnd is the follower's own EpochCache.EndOffsetFor(leaderEpoch,
+// followerLEO). followerLEO and followerHW are exclusive.
+//
+// This is Kafka's AbstractFetcherThread.getOffsetTruncationState (KIP-101 and
+// KIP-279):
+//   - UNDEFINED answer: truncate to the follower's HW (the pre-KIP-101 rule,
+//     Kafka's fallback).
+//   - the follower has leaderEpoch itself: both logs agree up to the end of
+//     that epoch on the shorter side: truncate to min(leaderEnd, own end of
+//     that epoch, LEO). Done.
+//   - the follower only has an older epoch than leaderEpoch: it truncates to
+//     the end of its own largest epoch <= leaderEpoch (capped by its LEO)
+//     and asks again (KIP-279 loop). Not done.
+//   - the follower has no epoch <= leaderEpoch at all: truncate to
+//     min(leaderEnd, LEO). Done.
+func TruncationOffset(leaderEpoch int32, leaderEndOffset int64, followerLEO, followerHW int64, followerEnd func(epoch int32) (int32, int64)) Truncation {
+	if leaderEndOffset == UndefinedEpochOffset || leaderEpoch == UndefinedEpoch {
+		return Truncation{Offset: min(followerHW, followerLEO), Done: true, Fallback: true}
+	}
+	fEpoch, fEnd := followerEnd(leaderEpoch)
+	switch {
+	case fEpoch == UndefinedEpoch || fEnd == UndefinedEpochOffset:
+		return Truncation{Offset: min(leaderEndOffset, followerLEO), Done: true}
+	case fEpoch != leaderEpoch:
+		return Truncation{Offset: min(fEnd, followerLEO), Done: false}
+	default:
+		return Truncation{Offset: min(fEnd, leaderEndOffset, followerLEO), Done: true}
+	}
+}

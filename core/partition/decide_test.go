@@ -1,0 +1,147 @@
+package partition
+
+import (
+	"testing"
+	"time"
+)
+
+func leoMap(m map[int32]int64) func(int32) int64 {
+	return func(id int32) int64 {
+		if v, ok := m[id]; ok {
+			return v
+		}
+		return -1
+	}
+}
+
+func TestHighWatermark(t *testing.T) {
+	tests := []struct {
+		name      string
+		leaderLEO int64
+		isr       []int32
+		followers map[int32]int64
+		minISR    int
+		wantHW    int64
+		wantOK    bool
+	}{
+		// 002: Leader LEO 10, Follower-1 9, Follower-2 7 -> HW = min(10, 9, 7) = 7.
+		{"doc 10/9/7", 10, []int32{0, 1, 2}, map[int32]int64{1: 9, 2: 7}, 1, 7, true},
+		// 003: Leader 5, Follower1 4, Follower2 3 -> HW 3.
+		{"doc 5/4/3", 5, []int32{0, 1, 2}, map[int32]int64{1: 4, 2: 3}, 1, 3, true},
+		// 000: leader 10, A 9, B 5 -> HW 5 (consumers read up to offset 4).
+		{"doc 10/9/5", 10, []int32{0, 1, 2}, map[int32]int64{1: 9, 2: 5}, 2, 5, true},
+		{"out-of-ISR follower ignored", 10, []int32{0, 1}, map[int32]int64{1: 9, 2: 1}, 2, 9, true},
+		{"leader alone", 10, []int32{0}, nil, 1, 10, true},
+		{"leader is the minimum", 4, []int32{0, 1}, map[int32]int64{1: 9}, 1, 4, true},
+		{"unknown follower LEO", 10, []int32{0, 1}, nil, 1, -1, true},
+		{"strict min ISR", 10, []int32{0}, nil, 2, 0, false},
+		{"min ISR met exactly", 10, []int32{0, 1}, map[int32]int64{1: 10}, 2, 10, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			hw, ok := HighWatermark(tc.leaderLEO, tc.isr, 0, leoMap(tc.followers), tc.minISR)
+			if ok != tc.wantOK || (ok && hw != tc.wantHW) {
+				t.Fatalf("HighWatermark = (%d, %v), want (%d, %v)", hw, ok, tc.wantHW, tc.wantOK)
+			}
+		})
+	}
+}
+
+func TestCaughtUpUpdate(t *testing.T) {
+	s := int64(time.Second)
+	tests := []struct {
+		name                                  string
+		fetch, leoNow, lastLEO, lastT, caught int64
+		now, want                             int64
+	}{
+		{"fetch reaches LEO now", 100, 100, 90, 1 * s, 0, 2 * s, 2 * s},
+		{"fetch reaches previous LEO", 90, 100, 90, 1 * s, 0, 2 * s, 1 * s},
+		{"behind both", 80, 100, 90, 1 * s, 0, 2 * s, 0},
+		{"never moves back", 100, 100, 90, 1 * s, 5 * s, 2 * s, 5 * s},
+		{"no previous fetch", 80, 100, -1, 0, 0, 2 * s, 0},
+		// 002: t=30s follower LEO 100, leader LEO 100500, zero fetches: the
+		// last caught-up time stays at t=0.
+		{"doc 100 vs 100500", 100, 100500, 100500, 29 * s, 0, 30 * s, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := CaughtUpUpdate(tc.fetch, tc.leoNow, tc.lastLEO, tc.lastT, tc.caught, tc.now)
+			if got != tc.want {
+				t.Fatalf("CaughtUpUpdate = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestOutOfSync(t *testing.T) {
+	lag := int64(30 * time.Second)
+	for _, tc := range []struct {
+		caught, now int64
+		want        bool
+	}{
+		{0, lag - 1, false},
+		{0, lag, false}, // exactly the limit is still in sync
+		{0, lag + 1, true},
+		{int64(time.Second), lag + int64(time.Second), false},
+	} {
+		if got := OutOfSync(tc.caught, tc.now, lag); got != tc.want {
+			t.Errorf("OutOfSync(%d, %d) = %v, want %v", tc.caught, tc.now, got, tc.want)
+		}
+	}
+}
+
+func TestCanJoinISR(t *testing.T) {
+	for _, tc := range []struct {
+		leo, hw, start int64
+		want           bool
+	}{
+		{10, 10, 5, true},
+		{9, 10, 5, false},  // below HW
+		{10, 7, 12, false}, // below the current epoch's start
+		{12, 7, 12, true},
+		{10, 7, -1, false}, // unknown epoch start
+	} {
+		if got := CanJoinISR(tc.leo, tc.hw, tc.start); got != tc.want {
+			t.Errorf("CanJoinISR(%d, %d, %d) = %v, want %v", tc.leo, tc.hw, tc.start, got, tc.want)
+		}
+	}
+}
+
+func TestTruncationOffset(t *testing.T) {
+	// Follower cache: epoch 0 at 0, epoch 2 at 50, epoch 4 at 80; LEO 100, HW 60.
+	c := NewEpochCache()
+	for _, e := range []EpochEntry{{0, 0}, {2, 50}, {4, 80}} {
+		c.Assign(e.Epoch, e.StartOffset)
+	}
+	end := func(e int32) (int32, int64) { return c.EndOffsetFor(e, 100) }
+	tests := []struct {
+		name     string
+		le       int32
+		lend     int64
+		want     Truncation
+		followHW int64
+	}{
+		{"same epoch, leader shorter", 4, 90, Truncation{Offset: 90, Done: true}, 60},
+		{"same epoch, leader longer", 4, 150, Truncation{Offset: 100, Done: true}, 60},
+		{"leader never had 4, has 2 up to 70", 2, 70, Truncation{Offset: 70, Done: true}, 60},
+		{"leader's epoch 2 longer than ours", 2, 95, Truncation{Offset: 80, Done: true}, 60},
+		{"leader answers 3 which we lack", 3, 85, Truncation{Offset: 80, Done: false}, 60},
+		{"leader answers 1 which we lack", 1, 40, Truncation{Offset: 50, Done: false}, 60},
+		{"undefined -> HW", -1, -1, Truncation{Offset: 60, Done: true, Fallback: true}, 60},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := TruncationOffset(tc.le, tc.lend, 100, tc.followHW, end)
+			if got != tc.want {
+				t.Fatalf("TruncationOffset = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	// A follower with no epoch <= the answer truncates to min(end, LEO).
+	c2 := NewEpochCache()
+	c2.Assign(5, 10)
+	got := TruncationOffset(3, 7, 20, 0, func(e int32) (int32, int64) { return c2.EndOffsetFor(e, 20) })
+	if want := (Truncation{Offset: 7, Done: true}); got != want {
+		t.Fatalf("older-than-cache answer: got %+v, want %+v", got, want)
+	}
+}

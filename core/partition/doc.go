@@ -1,0 +1,70 @@
+// Package partition owns the replication state of one partition replica on
+// one broker, with Kafka's semantics: log end offset (LEO), high watermark
+// (HW), in-sync replica set (ISR), leader epoch and the leader epoch cache,
+// and (on the leader) every follower's fetch progress.
+//
+// # Offsets
+//
+// LEO and HW are exclusive: the LEO is the next offset to be written, the HW
+// the first offset consumers cannot read (they read [logStart, HW); replica
+// fetches read up to the LEO). Log start offsets, fetch offsets and "last
+// offset" values are inclusive. A truncation offset is exclusive: the log
+// keeps [logStart, offset).
+//
+// # Layers
+//
+// decide.go is the pure decision logic — no goroutines, no clock reads, no
+// I/O — in the style of etcd's raft: HighWatermark (min LEO of the ISR, only
+// while len(ISR) >= min.insync.replicas), CaughtUpUpdate and OutOfSync
+// (Kafka's lastCaughtUpTimeMs rule against replica.lag.time.max.ms),
+// CanJoinISR (LEO >= HW and >= the start of the leader's epoch) and
+// TruncationOffset (KIP-101 / KIP-279 divergence from an
+// OffsetForLeaderEpoch answer). EpochCache is Kafka's LeaderEpochFileCache,
+// persisted to <replica dir>/leader-epoch-checkpoint through
+// core/log.WriteCheckpoint:
+//
+//	0            <- version
+//	2            <- number of entries
+//	0 0          <- "leaderEpoch startOffset", ascending
+//	3 1500
+//
+// Replica wires the decisions to a core/log.Log, an injected clock and the
+// waiting produce requests. The scripted scenarios in testdata/*.txt (run by
+// TestScripts) drive several Replicas through the seed articles' worked
+// examples, ISR shrink/expand, strict min.insync.replicas, KIP-101's two
+// scenarios and KIP-279's fast failover, and unclean election.
+//
+// # Lifecycle
+//
+// NewReplica (loads the epoch cache; no role yet) -> optionally RestoreHW
+// with the checkpointed HW -> MakeLeader or MakeFollower on every controller
+// change (leader epochs only move forward) -> Close (closes the log).
+//
+// Leader: AppendAsLeader, then WaitForHW for acks=all; UpdateFollower on
+// every replica fetch (returns a proposed ISR expansion); MaybeShrinkISR
+// every replica.lag.time.max.ms/2; ApplyISR with the state the controller
+// accepted (the broker does the AlterPartition round trip).
+//
+// Follower: TruncateToLeader (OffsetForLeaderEpoch rounds against the new
+// leader, or to the local HW in the "hw" ablation) before fetching, then
+// AppendAsFollower(records, leader HW) per fetch response, so the HW is
+// applied only after any truncation.
+//
+// # Concurrency
+//
+// Every exported method of Replica and EpochCache is safe for concurrent
+// use; the pure functions are trivially so. With isrbench.hw.update=atomic
+// (default) nothing on the produce -> follower fetch -> HW advance -> ack
+// path takes a mutex: the HW is an atomic.Int64 advanced by
+// compare-and-swap-to-max (it never decreases on a leader), follower
+// progress fields are atomics, the role and ISR are an immutable snapshot in
+// an atomic.Pointer replaced on change (copy-on-write), and acks=all waiters
+// park on a channel that the HW advance closes and replaces only when
+// someone armed it (so the advance allocates nothing while nobody waits).
+// The only locks are: the role mutex (MakeLeader, MakeFollower, ApplyISR,
+// follower appends, truncation, Close — rare or single-caller), the epoch
+// cache's mutex (never on the leader's append/ack path), the HW-lag ring's
+// small mutex (only with Config.OnHWLag, after the waiters are signalled)
+// and, in the isrbench.hw.update=mutex ablation, one mutex around every
+// follower update and HW read.
+package partition

@@ -1,0 +1,253 @@
+package partition
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/isrbench/isrbench/core/log"
+)
+
+// EpochCheckpointFile is the name of the leader epoch checkpoint in a replica
+// directory (Kafka's LeaderEpochCheckpointFile).
+const EpochCheckpointFile = "leader-epoch-checkpoint"
+
+// epochCheckpointVersion is the only version of the file format:
+//
+//	0                  <- version
+//	2                  <- number of entries
+//	0 0                <- "epoch startOffset", ascending in both
+//	3 1500
+const epochCheckpointVersion = 0
+
+// EpochEntry says that leader epoch Epoch wrote its first record at
+// StartOffset (inclusive).
+type EpochEntry struct {
+	Epoch       int32
+	StartOffset int64
+}
+
+// EpochCache is Kafka's LeaderEpochFileCache: for each leader epoch the
+// offset of its first record, ascending in epoch and in start offset. The
+// end of an epoch (exclusive) is the start offset of the next epoch, or the
+// log end offset for the latest epoch.
+//
+// All methods are safe for concurrent use (one mutex: the cache is touched on
+// leader changes, on follower appends that carry a new epoch, on truncation
+// and on OffsetForLeaderEpoch requests, never on the produce/ack path).
+// A cache with a non-empty path writes its checkpoint file on every change.
+type EpochCache struct {
+	mu      sync.Mutex
+	path    string // "" = in memory only
+	entries []EpochEntry
+}
+
+// NewEpochCache returns an empty cache that is never persisted.
+func NewEpochCache() *EpochCache { return &EpochCache{} }
+
+// LoadEpochCache reads dir/leader-epoch-checkpoint (a missing file is an
+// empty cache) and returns a cache that writes its changes back there.
+func LoadEpochCache(dir string) (*EpochCache, error) {
+	path := filepath.Join(dir, EpochCheckpointFile)
+	version, lines, err := log.ReadCheckpoint(path)
+	if err != nil {
+		return nil, err
+	}
+	c := &EpochCache{path: path}
+	if lines == nil && version == 0 {
+		return c, nil
+	}
+	entries, err := parseEpochLines(version, lines)
+	if err != nil {
+		return nil, fmt.Errorf("leader epoch checkpoint %s: %w", path, err)
+	}
+	c.entries = entries
+	return c, nil
+}
+
+func parseEpochLines(version int, lines []string) ([]EpochEntry, error) {
+	if version != epochCheckpointVersion {
+		return nil, fmt.Errorf("unsupported version %d (want %d)", version, epochCheckpointVersion)
+	}
+	entries := make([]EpochEntry, 0, len(lines))
+	for i, line := range lines {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			return nil, fmt.Errorf("entry %d %q: want \"epoch startOffset\"", i, line)
+		}
+		e, err1 := strconv.ParseInt(f[0], 10, 32)
+		o, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil || e < 0 || o < 0 {
+			return nil, fmt.Errorf("entry %d %q: epoch and start offset must be non-negative integers", i, line)
+		}
+		if n := len(entries); n > 0 && (int32(e) <= entries[n-1].Epoch || o < entries[n-1].StartOffset) {
+			return nil, fmt.Errorf("entry %d %q: epochs must increase and start offsets must not decrease", i, line)
+		}
+		entries = append(entries, EpochEntry{Epoch: int32(e), StartOffset: o})
+	}
+	return entries, nil
+}
+
+// Entries returns a copy of the cache, ascending.
+func (c *EpochCache) Entries() []EpochEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]EpochEntry(nil), c.entries...)
+}
+
+// Latest returns the latest epoch, or UndefinedEpoch when empty.
+func (c *EpochCache) Latest() int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) == 0 {
+		return UndefinedEpoch
+	}
+	return c.entries[len(c.entries)-1].Epoch
+}
+
+// StartOffsetOf returns the start offset (inclusive) of epoch, or -1 if the
+// cache has no entry for exactly that epoch.
+func (c *EpochCache) StartOffsetOf(epoch int32) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.entries {
+		if e.Epoch == epoch {
+			return e.StartOffset
+		}
+	}
+	return -1
+}
+
+// Assign records that epoch starts at startOffset (inclusive) and reports
+// whether the cache changed. The cache stays monotonic:
+//   - an epoch below the latest is stale and ignored;
+//   - the latest epoch again with a start offset >= its recorded one is a
+//     no-op (every batch of an epoch calls Assign);
+//   - otherwise entries that would break monotonicity (an epoch >= epoch or
+//     a start offset >= startOffset) are removed first, as Kafka's
+//     maybeTruncateNonMonotonicEntries does.
+//
+// Negative arguments are ignored (batches of old formats carry epoch -1).
+// A failed checkpoint write is returned; the in-memory cache is updated anyway.
+func (c *EpochCache) Assign(epoch int32, startOffset int64) (bool, error) {
+	if epoch < 0 || startOffset < 0 {
+		return false, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := len(c.entries); n > 0 {
+		last := c.entries[n-1]
+		if epoch < last.Epoch || (epoch == last.Epoch && startOffset >= last.StartOffset) {
+			return false, nil
+		}
+	}
+	for n := len(c.entries); n > 0; n-- {
+		last := c.entries[n-1]
+		if last.Epoch < epoch && last.StartOffset < startOffset {
+			break
+		}
+		c.entries = c.entries[:n-1]
+	}
+	c.entries = append(c.entries, EpochEntry{Epoch: epoch, StartOffset: startOffset})
+	return true, c.flushLocked()
+}
+
+// EndOffsetFor answers OffsetForLeaderEpoch for requested, given the log end
+// offset leo (exclusive), with Kafka's semantics: the largest epoch <=
+// requested and its end offset (exclusive: the start offset of the next
+// larger epoch, or leo when it is the latest epoch). A requested epoch older
+// than every entry answers (requested, start offset of the first entry).
+// UNDEFINED (-1, -1) when requested is undefined, the cache is empty or
+// requested is newer than the latest epoch.
+func (c *EpochCache) EndOffsetFor(requested int32, leo int64) (int32, int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if requested == UndefinedEpoch || len(c.entries) == 0 {
+		return UndefinedEpoch, UndefinedEpochOffset
+	}
+	n := len(c.entries)
+	if c.entries[n-1].Epoch == requested {
+		return requested, leo
+	}
+	// higher = first entry with Epoch > requested.
+	higher := -1
+	for i, e := range c.entries {
+		if e.Epoch > requested {
+			higher = i
+			break
+		}
+	}
+	switch higher {
+	case -1:
+		return UndefinedEpoch, UndefinedEpochOffset
+	case 0:
+		return requested, c.entries[0].StartOffset
+	default:
+		return c.entries[higher-1].Epoch, c.entries[higher].StartOffset
+	}
+}
+
+// TruncateFromEnd removes every entry whose start offset is >= offset
+// (exclusive end of the truncated log).
+func (c *EpochCache) TruncateFromEnd(offset int64) error {
+	if offset < 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(c.entries)
+	for n > 0 && c.entries[n-1].StartOffset >= offset {
+		n--
+	}
+	if n == len(c.entries) {
+		return nil
+	}
+	c.entries = c.entries[:n]
+	return c.flushLocked()
+}
+
+// TruncateFromStart drops the epochs wholly below the new log start offset
+// (inclusive) after retention: entries starting at or below offset are
+// removed and the last of them is kept with its start moved to offset.
+func (c *EpochCache) TruncateFromStart(offset int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := 0
+	for i < len(c.entries) && c.entries[i].StartOffset <= offset {
+		i++
+	}
+	if i == 0 || (i == 1 && c.entries[0].StartOffset == offset) {
+		return nil
+	}
+	kept := EpochEntry{Epoch: c.entries[i-1].Epoch, StartOffset: offset}
+	c.entries = append([]EpochEntry{kept}, c.entries[i:]...)
+	return c.flushLocked()
+}
+
+// Clear removes every entry (a follower that starts over from the leader's
+// log start offset).
+func (c *EpochCache) Clear() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) == 0 {
+		return nil
+	}
+	c.entries = nil
+	return c.flushLocked()
+}
+
+func (c *EpochCache) flushLocked() error {
+	if c.path == "" {
+		return nil
+	}
+	lines := make([]string, len(c.entries))
+	for i, e := range c.entries {
+		lines[i] = strconv.FormatInt(int64(e.Epoch), 10) + " " + strconv.FormatInt(e.StartOffset, 10)
+	}
+	if err := log.WriteCheckpoint(c.path, epochCheckpointVersion, lines); err != nil {
+		return fmt.Errorf("leader epoch checkpoint %s: %w", c.path, err)
+	}
+	return nil
+}

@@ -1,0 +1,306 @@
+package netfetch
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
+
+	"github.com/isrbench/isrbench/core/broker"
+	"github.com/isrbench/isrbench/core/log"
+)
+
+// fetchState is a connection's reused Fetch state: the broker request
+// (its Partitions slice keeps its capacity), the topic grouping of the
+// request and the response encoder. Owned by the connection goroutine.
+type fetchState struct {
+	req   broker.FetchRequest
+	spans []topicSpan
+	enc   fetchEncoder
+	copy  []byte // copy path: the whole response (ZeroCopy=false)
+}
+
+// topicSpan is one request topic: Partitions[start:end] of the broker request.
+type topicSpan struct {
+	topic      string
+	start, end int
+}
+
+// handleFetch runs a consumer or replica Fetch (v4..v12) through the
+// broker's long poll and writes the response: header and per-partition
+// fields from the reused encoder buffer, records straight from the segment
+// files with sendfile(2) (or pread+write when ZeroCopy is off). Every Slice
+// is released before returning.
+func (c *conn) handleFetch(h reqHeader, r *kmsg.FetchRequest) error {
+	st := &c.fetch
+	req := &st.req
+	req.ReplicaID = r.ReplicaID
+	req.MaxWait = time.Duration(r.MaxWaitMillis) * time.Millisecond
+	req.MinBytes, req.MaxBytes, req.IsolationLevel = r.MinBytes, r.MaxBytes, r.IsolationLevel
+	req.Partitions = req.Partitions[:0]
+	st.spans = st.spans[:0]
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		start := len(req.Partitions)
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			cle := p.CurrentLeaderEpoch
+			if r.Version < 9 {
+				cle = -1
+			}
+			ls := p.LogStartOffset
+			if r.Version < 5 {
+				ls = -1
+			}
+			req.Partitions = append(req.Partitions, broker.FetchPartition{
+				Topic: t.Topic, Partition: p.Partition, FetchOffset: p.FetchOffset,
+				CurrentLeaderEpoch: cle, LogStartOffset: ls, MaxBytes: p.PartitionMaxBytes,
+				DivergingEpoch: -1, DivergingEndOffset: -1,
+			})
+		}
+		st.spans = append(st.spans, topicSpan{topic: t.Topic, start: start, end: len(req.Partitions)})
+	}
+	c.s.cfg.Broker.Fetch(c.ctx, req)
+	defer func() {
+		for i := range req.Partitions {
+			req.Partitions[i].Records.Release()
+			req.Partitions[i].Records = log.Slice{}
+		}
+	}()
+	if err := st.enc.encode(r.Version, h.corr, req.Partitions, st.spans); err != nil {
+		return err
+	}
+	return c.sendFetch(req.Partitions)
+}
+
+// fetchEncoder builds a Fetch response (v4..v12) without the record bytes:
+// buf holds the size prefix, response header and every field, and marks[i]
+// is the position in buf right after partition i's records length, where
+// its records (Partitions[i].Records, Size bytes) belong on the wire.
+// The buffers are reused; encode allocates nothing once they have grown.
+type fetchEncoder struct {
+	buf   []byte
+	marks []int
+	total int64 // size prefix value: len(buf)-4 + sum of record sizes
+}
+
+// maxFetchResponse bounds a response so that the int32 size prefix and
+// record lengths cannot overflow.
+const maxFetchResponse = 1<<31 - 1
+
+func (e *fetchEncoder) encode(version int16, corr int32, parts []broker.FetchPartition, spans []topicSpan) error {
+	if version < 4 || version > 12 {
+		return fmt.Errorf("BUG: Fetch response v%d not supported by the encoder", version)
+	}
+	flex := version >= 12
+	b := append(e.buf[:0], 0, 0, 0, 0) // size, patched below
+	b = kbin.AppendInt32(b, corr)
+	if flex {
+		b = append(b, 0) // response header v1: no tagged fields
+	}
+	b = kbin.AppendInt32(b, 0) // throttle_time_ms (v1+)
+	if version >= 7 {
+		b = kbin.AppendInt16(b, 0) // error_code
+		b = kbin.AppendInt32(b, 0) // session_id: 0 = no fetch session
+	}
+	b = appendArrayLen(b, len(spans), flex)
+	marks := e.marks[:0]
+	var records int64
+	for _, sp := range spans {
+		if flex {
+			b = kbin.AppendCompactString(b, sp.topic)
+		} else {
+			b = kbin.AppendString(b, sp.topic)
+		}
+		b = appendArrayLen(b, sp.end-sp.start, flex)
+		for i := sp.start; i < sp.end; i++ {
+			p := &parts[i]
+			b = kbin.AppendInt32(b, p.Partition)
+			b = kbin.AppendInt16(b, errCode(p.Err))
+			hw, lso, ls := p.HighWatermark, p.LastStableOffset, p.LogStartOffsetOut
+			if p.Err != nil {
+				hw, lso, ls = -1, -1, -1
+			}
+			b = kbin.AppendInt64(b, hw)
+			b = kbin.AppendInt64(b, lso) // v4+
+			if version >= 5 {
+				b = kbin.AppendInt64(b, ls)
+			}
+			if flex { // aborted_transactions: null
+				b = append(b, 0)
+			} else {
+				b = kbin.AppendInt32(b, -1)
+			}
+			if version >= 11 {
+				b = kbin.AppendInt32(b, -1) // preferred_read_replica
+			}
+			n := p.Records.Size
+			if p.Err != nil || n < 0 {
+				n = 0
+			}
+			if n > 0 && p.Records.File == nil {
+				return fmt.Errorf("BUG: fetch of %s-%d returned a %d-byte slice without a file", p.Topic, p.Partition, n)
+			}
+			records += n
+			if records > maxFetchResponse {
+				return fmt.Errorf("fetch response records exceed %d bytes", maxFetchResponse)
+			}
+			if flex {
+				b = kbin.AppendUvarint(b, uint32(n+1))
+			} else {
+				b = kbin.AppendInt32(b, int32(n))
+			}
+			marks = append(marks, len(b))
+			if flex {
+				if p.DivergingEndOffset >= 0 {
+					b = append(b, 1, 0, 13) // 1 tag: tag 0 (diverging_epoch), 13 bytes
+					b = kbin.AppendInt32(b, p.DivergingEpoch)
+					b = kbin.AppendInt64(b, p.DivergingEndOffset)
+					b = append(b, 0)
+				} else {
+					b = append(b, 0)
+				}
+			}
+		}
+		if flex {
+			b = append(b, 0) // topic tagged fields
+		}
+	}
+	if flex {
+		b = append(b, 0) // response tagged fields
+	}
+	total := int64(len(b)-4) + records
+	if total > maxFetchResponse {
+		return fmt.Errorf("fetch response of %d bytes exceeds the int32 size prefix", total)
+	}
+	binary.BigEndian.PutUint32(b[:4], uint32(total))
+	e.buf, e.marks, e.total = b, marks, total
+	return nil
+}
+
+func appendArrayLen(b []byte, n int, flex bool) []byte {
+	if flex {
+		return kbin.AppendUvarint(b, uint32(n+1))
+	}
+	return kbin.AppendInt32(b, int32(n))
+}
+
+// sendFetch writes the encoded response with the records of each
+// partition in place: sendfile(2) from the segment file at the slice's
+// position (ZeroCopy), or one pread into a reused buffer and one write.
+func (c *conn) sendFetch(parts []broker.FetchPartition) error {
+	e := &c.fetch.enc
+	if !c.s.cfg.ZeroCopy {
+		out := c.fetch.copy[:0]
+		prev := 0
+		var copied int64
+		for i := range parts {
+			out = append(out, e.buf[prev:e.marks[i]]...)
+			prev = e.marks[i]
+			s := parts[i].Records
+			if parts[i].Err != nil || s.Size <= 0 {
+				continue
+			}
+			var err error
+			before := len(out)
+			out, err = appendSlice(out, s)
+			if err != nil {
+				return fmt.Errorf("reading %s-%d records for fetch: %w", parts[i].Topic, parts[i].Partition, err)
+			}
+			copied += int64(len(out) - before)
+		}
+		out = append(out, e.buf[prev:]...)
+		c.fetch.copy = out
+		if cap(out) > 64<<20 {
+			c.fetch.copy = nil
+		}
+		if _, err := c.nc.Write(out); err != nil {
+			return fmt.Errorf("writing fetch response: %w", err)
+		}
+		c.s.stats.copyBytes.Add(copied)
+		return nil
+	}
+	prev := 0
+	for i := range parts {
+		s := parts[i].Records
+		if parts[i].Err != nil || s.Size <= 0 {
+			continue
+		}
+		if _, err := c.nc.Write(e.buf[prev:e.marks[i]]); err != nil {
+			return fmt.Errorf("writing fetch response: %w", err)
+		}
+		prev = e.marks[i]
+		if err := c.sendfile(s); err != nil {
+			return fmt.Errorf("sending %s-%d records: %w", parts[i].Topic, parts[i].Partition, err)
+		}
+	}
+	if _, err := c.nc.Write(e.buf[prev:]); err != nil {
+		return fmt.Errorf("writing fetch response: %w", err)
+	}
+	return nil
+}
+
+// appendSlice appends the slice's bytes to dst with pread (Slice.ReadAll
+// appends, growing dst only when its capacity is short).
+func appendSlice(dst []byte, s log.Slice) ([]byte, error) {
+	if cap(dst)-len(dst) < int(s.Size) {
+		nb := make([]byte, len(dst), len(dst)+int(s.Size)+len(dst)/2)
+		copy(nb, dst)
+		dst = nb
+	}
+	return s.ReadAll(dst)
+}
+
+var errShortFile = errors.New("segment file ended before the slice did")
+
+// sendfile sends s.Size bytes of s.File from s.Pos with sendfile(2) on the
+// socket's fd, using an explicit offset (never the file's shared offset).
+// EAGAIN returns false to the runtime poller, which waits for writability.
+func (c *conn) sendfile(s log.Slice) error {
+	src, err := s.File.SyscallConn()
+	if err != nil {
+		return err
+	}
+	off, remain := s.Pos, s.Size
+	var serr error
+	cerr := src.Control(func(ffd uintptr) {
+		werr := c.raw.Write(func(sfd uintptr) bool {
+			for remain > 0 {
+				n, err := unix.Sendfile(int(sfd), int(ffd), &off, int(min(remain, 1<<30)))
+				if n > 0 {
+					remain -= int64(n)
+					c.s.stats.sendfileBytes.Add(int64(n))
+					c.s.stats.sendfileCalls.Add(1)
+				}
+				switch {
+				case err == unix.EAGAIN:
+					return false
+				case err == unix.EINTR:
+					continue
+				case err != nil:
+					serr = err
+					return true
+				case n == 0:
+					serr = io.ErrUnexpectedEOF
+					return true
+				}
+			}
+			return true
+		})
+		if serr == nil {
+			serr = werr
+		}
+	})
+	if cerr != nil {
+		return cerr
+	}
+	if errors.Is(serr, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: %s position %d, %d bytes missing", errShortFile, s.File.Name(), off, remain)
+	}
+	return serr
+}

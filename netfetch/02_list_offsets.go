@@ -1,0 +1,36 @@
+package netfetch
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleListOffsets answers ListOffsets: timestamp -2 = earliest (log
+// start, inclusive), -1 = latest (the HW for consumers: exclusive end of
+// what they may read). Other timestamps are passed to the broker.
+func (c *conn) handleListOffsets(req *kmsg.ListOffsetsRequest) (kmsg.Response, error) {
+	resp := kmsg.NewPtrListOffsetsResponse()
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.Timestamp = -1
+			off, err := c.s.cfg.Broker.ListOffset(t.Topic, p.Partition, p.Timestamp, req.IsolationLevel)
+			rp.ErrorCode = errCode(err)
+			if err == nil {
+				rp.Offset = off
+				if st, ok := c.s.cfg.Controller.Partition(t.Topic, p.Partition); ok {
+					rp.LeaderEpoch = st.LeaderEpoch
+				}
+			} else {
+				rp.Offset = -1
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}

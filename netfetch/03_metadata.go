@@ -1,0 +1,126 @@
+package netfetch
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbench/isrbench/core/controller"
+)
+
+// ClusterID is the cluster id reported in Metadata.
+const ClusterID = "isrbench"
+
+// handleMetadata answers Metadata from the controller: the alive brokers,
+// and per partition the leader (-1 with LEADER_NOT_AVAILABLE when none),
+// leader epoch, replicas, ISR and offline replicas (replicas on fenced
+// brokers). Unknown topics are created when auto.create.topics.enable is
+// on and the client allows it. Topic IDs are all zero.
+func (c *conn) handleMetadata(req *kmsg.MetadataRequest) (kmsg.Response, error) {
+	ctrl := c.s.cfg.Controller
+	resp := kmsg.NewPtrMetadataResponse()
+	cid := ClusterID
+	resp.ClusterID = &cid
+	resp.ControllerID = -1
+	alive := map[int32]bool{}
+	for _, b := range ctrl.Brokers() {
+		if !b.Alive {
+			continue
+		}
+		alive[b.ID] = true
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = b.ID, b.Host, b.Port
+		resp.Brokers = append(resp.Brokers, mb)
+		if resp.ControllerID == -1 || b.ID < resp.ControllerID {
+			resp.ControllerID = b.ID // no controller broker exists: report the lowest alive id
+		}
+	}
+
+	var names []string
+	if req.Topics == nil {
+		names = ctrl.Topics()
+		slices.Sort(names)
+	} else {
+		for _, t := range req.Topics {
+			if t.Topic == nil {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID = t.TopicID
+				mt.ErrorCode = kerr.UnknownTopicID.Code
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+			names = append(names, *t.Topic)
+		}
+	}
+	allowAuto := req.Version < 4 || req.AllowAutoTopicCreation
+	for _, name := range names {
+		name := name
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic = &name
+		parts, ok := ctrl.Partitions(name)
+		if !ok && c.s.cfg.AutoCreateTopics && allowAuto && req.Topics != nil {
+			var err error
+			parts, err = c.autoCreate(name)
+			if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+				mt.ErrorCode = errCode(err)
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+			parts, ok = ctrl.Partitions(name)
+		}
+		if !ok {
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		for _, p := range parts {
+			mt.Partitions = append(mt.Partitions, metadataPartition(p, alive))
+		}
+		resp.Topics = append(resp.Topics, mt)
+	}
+	return resp, nil
+}
+
+func metadataPartition(p controller.PartitionState, alive map[int32]bool) kmsg.MetadataResponseTopicPartition {
+	mp := kmsg.NewMetadataResponseTopicPartition()
+	mp.Partition = p.Partition
+	mp.Leader = p.Leader
+	mp.LeaderEpoch = p.LeaderEpoch
+	mp.Replicas = slices.Clone(p.Replicas)
+	mp.ISR = slices.Clone(p.ISR)
+	mp.OfflineReplicas = []int32{}
+	for _, r := range p.Replicas {
+		if !alive[r] {
+			mp.OfflineReplicas = append(mp.OfflineReplicas, r)
+		}
+	}
+	if p.Leader < 0 {
+		mp.ErrorCode = kerr.LeaderNotAvailable.Code
+	}
+	return mp
+}
+
+// autoCreate creates a topic with num.partitions and
+// default.replication.factor (capped at the number of alive brokers).
+func (c *conn) autoCreate(name string) ([]controller.PartitionState, error) {
+	rf := c.s.cfg.DefaultReplicationFactor
+	nAlive := 0
+	for _, b := range c.s.cfg.Controller.Brokers() {
+		if b.Alive {
+			nAlive++
+		}
+	}
+	if rf <= 0 {
+		rf = int16(min(3, nAlive))
+	}
+	if int(rf) > nAlive {
+		rf = int16(nAlive)
+	}
+	if rf <= 0 {
+		return nil, fmt.Errorf("auto-creating topic %q: no alive broker: %w", name, kerr.LeaderNotAvailable)
+	}
+	return c.s.cfg.Controller.CreateTopic(name, c.s.cfg.NumPartitions, rf, nil)
+}

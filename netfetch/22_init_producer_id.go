@@ -1,0 +1,21 @@
+package netfetch
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleInitProducerID hands out increasing producer ids with epoch 0 so
+// that idempotent producers (kgo's default) can start. Sequence numbers are
+// not checked by the broker. Transactional ids are refused.
+func (c *conn) handleInitProducerID(req *kmsg.InitProducerIDRequest) (kmsg.Response, error) {
+	resp := kmsg.NewPtrInitProducerIDResponse()
+	if req.TransactionalID != nil {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		resp.ProducerID, resp.ProducerEpoch = -1, -1
+		return resp, nil
+	}
+	resp.ProducerID = c.s.stats.producerID.Add(1)
+	resp.ProducerEpoch = 0
+	return resp, nil
+}

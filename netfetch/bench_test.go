@@ -1,0 +1,142 @@
+package netfetch
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbench/isrbench/core/records"
+)
+
+// fillPartition appends `batches` batches of 256 x 1 KiB records to topic-0
+// with acks=1 produce requests over a raw connection.
+func fillPartition(b *testing.B, rc *rawClient, topic string, batches int) {
+	recs := make([]records.Record, 256)
+	for i := range recs {
+		recs[i] = records.Record{Value: bytes.Repeat([]byte{byte(i)}, 1024)}
+	}
+	for i := 0; i < batches; i++ {
+		p := kmsg.NewPtrProduceRequest()
+		p.SetVersion(9)
+		p.Acks = 1
+		p.TimeoutMillis = 10000
+		pt := kmsg.NewProduceRequestTopic()
+		pt.Topic = topic
+		pp := kmsg.NewProduceRequestTopicPartition()
+		pp.Records = records.AppendBatch(nil, 0, 0, time.Now().UnixMilli(), recs)
+		pt.Partitions = append(pt.Partitions, pp)
+		p.Topics = append(p.Topics, pt)
+		resp := kmsg.NewPtrProduceResponse()
+		rc.roundTrip(p, resp)
+		if ec := resp.Topics[0].Partitions[0].ErrorCode; ec != 0 {
+			b.Fatalf("fill produce: error code %d", ec)
+		}
+	}
+}
+
+// BenchmarkFetchServe measures how fast one broker serves a consumer that
+// fetches a pre-filled partition (8 MiB) from offset 0 again and again over
+// loopback, with sendfile (zerocopy=on) and with pread+write (off).
+func BenchmarkFetchServe(b *testing.B) {
+	for _, zc := range []bool{true, false} {
+		b.Run(fmt.Sprintf("zerocopy=%v", map[bool]string{true: "on", false: "off"}[zc]), func(b *testing.B) {
+			c := testCluster(b, 1, func(cfg *ClusterConfig) { cfg.ZeroCopy = zc })
+			if err := c.CreateTopic("bench", 1, 1, nil); err != nil {
+				b.Fatal(err)
+			}
+			rc := dialRaw(b, c.Addr(0))
+			fillPartition(b, rc, "bench", 32) // 32 x 256 KiB = 8 MiB
+			rc.c.SetDeadline(time.Time{})
+
+			req := kmsg.NewPtrFetchRequest()
+			req.SetVersion(12)
+			req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, 64<<20
+			req.SessionEpoch = -1
+			ft := kmsg.NewFetchRequestTopic()
+			ft.Topic = "bench"
+			fp := kmsg.NewFetchRequestTopicPartition()
+			fp.FetchOffset, fp.PartitionMaxBytes = 0, 64<<20
+			ft.Partitions = append(ft.Partitions, fp)
+			req.Topics = append(req.Topics, ft)
+			var frame []byte
+			frame = append(frame, 0, 0, 0, 0)
+			frame = append(frame, 0, 1, 0, 12, 0, 0, 0, 1, 0, 1, 'b', 0)
+			frame = req.AppendTo(frame)
+			binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+
+			var sz [4]byte
+			var body []byte
+			fetchOnce := func() int {
+				if _, err := rc.c.Write(frame); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(rc.br, sz[:]); err != nil {
+					b.Fatal(err)
+				}
+				n := int(binary.BigEndian.Uint32(sz[:]))
+				if cap(body) < n {
+					body = make([]byte, n)
+				}
+				if _, err := io.ReadFull(rc.br, body[:n]); err != nil {
+					b.Fatal(err)
+				}
+				return n
+			}
+			n := fetchOnce()
+			if n < 8<<20 {
+				b.Fatalf("fetch response %d bytes, want >= 8 MiB", n)
+			}
+			before := c.Stats()
+			b.SetBytes(int64(n))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				fetchOnce()
+			}
+			b.StopTimer()
+			after := c.Stats()
+			b.ReportMetric(float64(after.SendfileBytes-before.SendfileBytes)/float64(b.N), "sendfile-B/op")
+			b.ReportMetric(float64(after.CopyBytes-before.CopyBytes)/float64(b.N), "copy-B/op")
+		})
+	}
+}
+
+// BenchmarkProduceRoundTrip measures one-at-a-time produce of a 1 KiB
+// record with kgo to a 3-broker RF 3 cluster (min.insync.replicas 2) over
+// loopback, with acks=1 and acks=all (idempotent).
+func BenchmarkProduceRoundTrip(b *testing.B) {
+	for _, acks := range []string{"1", "all"} {
+		b.Run("acks="+acks, func(b *testing.B) {
+			c := testCluster(b, 3, nil)
+			if err := c.CreateTopic("rt", 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+				b.Fatal(err)
+			}
+			opts := []kgo.Opt{kgo.DefaultProduceTopic("rt"), kgo.ProducerLinger(0)}
+			if acks == "1" {
+				opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+			}
+			cl := newClient(b, c, opts...)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			val := bytes.Repeat([]byte{'x'}, 1024)
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: val}).FirstErr(); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(val)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := cl.ProduceSync(ctx, &kgo.Record{Value: val}).FirstErr(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

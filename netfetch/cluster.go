@@ -1,0 +1,507 @@
+package netfetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/isrbench/isrbench/core/broker"
+	"github.com/isrbench/isrbench/core/controller"
+)
+
+// ClusterConfig configures an embedded cluster: one in-process controller
+// and Brokers brokers, each with its own listener, data directory and
+// replica fetchers.
+type ClusterConfig struct {
+	Brokers  int    // number of brokers (ids 0..Brokers-1), default 3
+	Host     string // listener host, default 127.0.0.1
+	BasePort int    // broker i listens on BasePort+i; 0 = ephemeral ports
+	// DataDir is the root of the brokers' log.dirs (<DataDir>/broker-<id>);
+	// "" = a temporary directory removed by Close.
+	DataDir string
+	// Broker is the template broker config; ID, DataDir and Addr are set per broker.
+	Broker broker.Config
+	// Controller configures the controller (broker.session.timeout.ms, unclean election).
+	Controller controller.Config
+	// ZeroCopy is isrbench.zero.copy (default true).
+	ZeroCopy bool
+	// AutoCreateTopics is auto.create.topics.enable (default true).
+	AutoCreateTopics bool
+	// NumPartitions is num.partitions for auto-created topics (default 1).
+	NumPartitions int32
+	// DefaultReplicationFactor is default.replication.factor for
+	// auto-created topics; 0 = min(3, alive brokers).
+	DefaultReplicationFactor int16
+	// SocketRequestMaxBytes is socket.request.max.bytes (default 100 MiB).
+	SocketRequestMaxBytes int32
+	// SessionCheckInterval is how often the controller's CheckSessions
+	// runs; 0 = broker.session.timeout.ms / 10 (at least 10 ms).
+	SessionCheckInterval time.Duration
+	// Logf receives connection-level logs of every server; nil = standard logger.
+	Logf func(format string, args ...any)
+}
+
+// DefaultClusterConfig returns 3 brokers on ephemeral 127.0.0.1 ports with
+// Kafka's broker and controller defaults, zero copy on and auto-creation on.
+func DefaultClusterConfig() ClusterConfig {
+	return ClusterConfig{
+		Brokers:               3,
+		Host:                  "127.0.0.1",
+		Broker:                broker.DefaultConfig(),
+		Controller:            controller.DefaultConfig(),
+		ZeroCopy:              true,
+		AutoCreateTopics:      true,
+		NumPartitions:         1,
+		SocketRequestMaxBytes: DefaultSocketRequestMaxBytes,
+	}
+}
+
+// Cluster is a running embedded cluster. All methods are safe for
+// concurrent use; fault methods (Kill/Crash/Restart/Pause/Resume) are
+// serialized with each other.
+type Cluster struct {
+	cfg        ClusterConfig
+	ctrl       *controller.Controller
+	root       string
+	removeRoot bool
+	stats      *counters
+	links      links
+	nodes      map[int32]*node // fixed after StartCluster
+	ids        []int32
+
+	opMu      sync.Mutex // serializes fault operations and Close
+	closed    bool
+	stopCheck context.CancelFunc
+	checkDone chan struct{}
+}
+
+// brokerState values of node.state.
+const (
+	nodeRunning int32 = iota
+	nodePaused
+	nodeStopped // killed or crashed
+)
+
+type node struct {
+	id    int32
+	host  string
+	port  int
+	dir   string
+	b     atomic.Pointer[broker.Broker]
+	srv   atomic.Pointer[Server]
+	state atomic.Int32
+	serve chan struct{} // closed when the current Serve returns
+}
+
+// StartCluster starts the controller and every broker (listening, serving
+// and fetching) and returns once all brokers are registered and running.
+// ctx bounds the start only; Close stops the cluster.
+func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
+	if cfg.Brokers <= 0 {
+		return nil, fmt.Errorf("netfetch: cluster brokers = %d: must be >= 1", cfg.Brokers)
+	}
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
+	if cfg.BasePort < 0 || cfg.BasePort+cfg.Brokers-1 > 65535 {
+		return nil, fmt.Errorf("netfetch: base port %d with %d brokers is outside 0..65535", cfg.BasePort, cfg.Brokers)
+	}
+	if cfg.SocketRequestMaxBytes <= 0 {
+		cfg.SocketRequestMaxBytes = DefaultSocketRequestMaxBytes
+	}
+	if cfg.NumPartitions <= 0 {
+		cfg.NumPartitions = 1
+	}
+	c := &Cluster{cfg: cfg, stats: new(counters), nodes: map[int32]*node{}}
+	if cfg.DataDir == "" {
+		dir, err := os.MkdirTemp("", "isrbench-cluster-")
+		if err != nil {
+			return nil, fmt.Errorf("netfetch: cluster data dir: %w", err)
+		}
+		c.root, c.removeRoot = dir, true
+	} else {
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+			return nil, fmt.Errorf("netfetch: cluster data dir: %w", err)
+		}
+		c.root = cfg.DataDir
+	}
+	c.ctrl = controller.New(cfg.Controller)
+	c.ctrl.SetOffsets(c)
+
+	for i := 0; i < cfg.Brokers; i++ {
+		id := int32(i)
+		n := &node{id: id, host: cfg.Host, dir: filepath.Join(c.root, "broker-"+strconv.Itoa(i))}
+		port := 0
+		if cfg.BasePort > 0 {
+			port = cfg.BasePort + i
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(port)))
+		if err != nil {
+			c.closeNodes()
+			c.cleanup()
+			return nil, fmt.Errorf("netfetch: broker %d listen: %w", id, err)
+		}
+		n.port = ln.Addr().(*net.TCPAddr).Port
+		c.nodes[id] = n
+		c.ids = append(c.ids, id)
+		if err := c.startNode(n, ln); err != nil {
+			c.closeNodes()
+			c.cleanup()
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			c.closeNodes()
+			c.cleanup()
+			return nil, fmt.Errorf("netfetch: starting cluster: %w", err)
+		}
+	}
+	every := cfg.SessionCheckInterval
+	if every <= 0 {
+		to := cfg.Controller.BrokerSessionTimeoutMs
+		if to <= 0 {
+			to = controller.DefaultBrokerSessionTimeoutMs
+		}
+		every = max(10*time.Millisecond, time.Duration(to)*time.Millisecond/10)
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	c.stopCheck, c.checkDone = cancel, make(chan struct{})
+	go func() {
+		defer close(c.checkDone)
+		c.ctrl.Run(cctx, every)
+	}()
+	return c, nil
+}
+
+// startNode creates and starts broker n on listener ln.
+func (c *Cluster) startNode(n *node, ln net.Listener) error {
+	bcfg := c.cfg.Broker
+	bcfg.ID, bcfg.DataDir = n.id, n.dir
+	bcfg.Addr = net.JoinHostPort(n.host, strconv.Itoa(n.port))
+	tr := &Transport{self: n.id, ctrl: c.ctrl, links: &c.links}
+	b, err := broker.New(bcfg, c.ctrl, tr)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("netfetch: broker %d: %w", n.id, err)
+	}
+	srv := NewServer(ServerConfig{
+		BrokerID: n.id, Broker: b, Controller: c.ctrl, ZeroCopy: c.cfg.ZeroCopy,
+		AutoCreateTopics: c.cfg.AutoCreateTopics, NumPartitions: c.cfg.NumPartitions,
+		DefaultReplicationFactor: c.cfg.DefaultReplicationFactor,
+		SocketRequestMaxBytes:    c.cfg.SocketRequestMaxBytes, Logf: c.cfg.Logf,
+		BrokerConfigs: brokerConfigs(b.Config()), stats: c.stats,
+	}, ln)
+	n.b.Store(b)
+	n.srv.Store(srv)
+	n.serve = make(chan struct{})
+	go func(done chan struct{}) {
+		defer close(done)
+		if err := srv.Serve(); err != nil {
+			srv.cfg.Logf("netfetch: %v", err)
+		}
+	}(n.serve)
+	if err := b.Start(); err != nil {
+		srv.Close()
+		b.Kill()
+		return fmt.Errorf("netfetch: broker %d start: %w", n.id, err)
+	}
+	n.state.Store(nodeRunning)
+	return nil
+}
+
+// brokerConfigs lists a broker's replication settings under Kafka's names.
+func brokerConfigs(b broker.Config) map[string]string {
+	i := func(v int64) string { return strconv.FormatInt(v, 10) }
+	return map[string]string{
+		"broker.id":                        i(int64(b.ID)),
+		"log.dirs":                         b.DataDir,
+		"num.replica.fetchers":             i(int64(b.NumReplicaFetchers)),
+		"replica.fetch.wait.max.ms":        i(int64(b.ReplicaFetchWaitMaxMs)),
+		"replica.fetch.min.bytes":          i(int64(b.ReplicaFetchMinBytes)),
+		"replica.fetch.max.bytes":          i(int64(b.ReplicaFetchMaxBytes)),
+		"replica.fetch.response.max.bytes": i(int64(b.ReplicaFetchResponseMaxBytes)),
+		"replica.fetch.backoff.ms":         i(int64(b.ReplicaFetchBackoffMs)),
+		"replica.lag.time.max.ms":          i(b.ReplicaLagTimeMaxMs),
+		"min.insync.replicas":              i(int64(b.MinInsyncReplicas)),
+		"log.segment.bytes":                i(b.Log.SegmentBytes),
+	}
+}
+
+// ReplicaOffsets implements controller.Offsets (lost-offset accounting on
+// unclean elections) by asking the broker's replica.
+func (c *Cluster) ReplicaOffsets(id int32, topic string, p int32) (leo, hw int64, ok bool) {
+	n := c.nodes[id]
+	if n == nil || n.state.Load() == nodeStopped {
+		return 0, 0, false
+	}
+	b := n.b.Load()
+	if b == nil {
+		return 0, 0, false
+	}
+	return b.ReplicaOffsets(id, topic, p)
+}
+
+// Bootstrap returns "host:port,..." of every broker, in id order.
+func (c *Cluster) Bootstrap() string {
+	var s []byte
+	for i, id := range c.ids {
+		if i > 0 {
+			s = append(s, ',')
+		}
+		n := c.nodes[id]
+		s = append(s, net.JoinHostPort(n.host, strconv.Itoa(n.port))...)
+	}
+	return string(s)
+}
+
+// Addr returns broker id's listener address.
+func (c *Cluster) Addr(id int32) string {
+	n := c.nodes[id]
+	if n == nil {
+		return ""
+	}
+	return net.JoinHostPort(n.host, strconv.Itoa(n.port))
+}
+
+// Controller returns the cluster's controller.
+func (c *Cluster) Controller() *controller.Controller { return c.ctrl }
+
+// Broker returns broker id's current Broker (a new one after RestartBroker), or nil.
+func (c *Cluster) Broker(id int32) *broker.Broker {
+	if n := c.nodes[id]; n != nil {
+		return n.b.Load()
+	}
+	return nil
+}
+
+// BrokerIDs returns the broker ids in order.
+func (c *Cluster) BrokerIDs() []int32 { return slices.Clone(c.ids) }
+
+// DataDir is the root data directory (<DataDir>/broker-<id> per broker).
+func (c *Cluster) DataDir() string { return c.root }
+
+// Stats returns the wire-server counters summed over all brokers (kept across restarts).
+func (c *Cluster) Stats() ServerStats { return c.stats.snapshot() }
+
+// Sync waits until every running broker has applied every partition
+// state change the controller has published so far.
+func (c *Cluster) Sync(ctx context.Context) error {
+	for _, id := range c.ids {
+		if c.nodes[id].state.Load() == nodeStopped {
+			continue
+		}
+		if err := c.ctrl.Sync(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CreateTopic creates a topic through the controller and waits (up to 10 s)
+// until every running broker has applied the new partition states.
+func (c *Cluster) CreateTopic(name string, partitions int32, rf int16, configs map[string]string) error {
+	if _, err := c.ctrl.CreateTopic(name, partitions, rf, configs); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return c.Sync(ctx)
+}
+
+func (c *Cluster) node(id int32) (*node, error) {
+	n := c.nodes[id]
+	if n == nil {
+		return nil, fmt.Errorf("netfetch: no broker %d (brokers 0..%d)", id, len(c.ids)-1)
+	}
+	return n, nil
+}
+
+// KillBroker stops broker id abruptly (like kill -9): its listener and
+// connections close, the broker stops without checkpoints, and the
+// controller fences it immediately (BrokerDown). A real Kafka controller
+// would notice only after broker.session.timeout.ms; KillBrokerAwaitSession
+// models that.
+func (c *Cluster) KillBroker(id int32) error { return c.stopBroker(id, false, true) }
+
+// KillBrokerAwaitSession is KillBroker without the immediate fencing: the
+// controller fences the broker when its session expires
+// (broker.session.timeout.ms after the last heartbeat).
+func (c *Cluster) KillBrokerAwaitSession(id int32) error { return c.stopBroker(id, false, false) }
+
+// CrashBroker is KillBroker plus a simulated power loss: every segment loses
+// what was not fsynced (broker.Crash).
+func (c *Cluster) CrashBroker(id int32) error { return c.stopBroker(id, true, true) }
+
+func (c *Cluster) stopBroker(id int32, crash, fence bool) error {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	if c.closed {
+		return errors.New("netfetch: cluster closed")
+	}
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	if n.state.Load() == nodeStopped {
+		return fmt.Errorf("netfetch: broker %d is already stopped", id)
+	}
+	n.state.Store(nodeStopped)
+	srv := n.srv.Load()
+	srv.Resume() // let paused connection goroutines exit
+	srv.Close()
+	<-n.serve
+	b := n.b.Load()
+	b.Resume()
+	if crash {
+		b.Crash()
+	} else {
+		b.Kill()
+	}
+	if fence {
+		c.ctrl.BrokerDown(id)
+	}
+	return nil
+}
+
+// RestartBroker starts a new broker on a stopped broker's data directory
+// and port (its logs are recovered), registers it again and unfences it.
+// A running broker is closed cleanly first.
+func (c *Cluster) RestartBroker(id int32) error {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	if c.closed {
+		return errors.New("netfetch: cluster closed")
+	}
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	if n.state.Load() != nodeStopped {
+		n.state.Store(nodeStopped)
+		srv := n.srv.Load()
+		srv.Resume()
+		srv.Close()
+		<-n.serve
+		b := n.b.Load()
+		b.Resume()
+		if err := b.Close(); err != nil {
+			return fmt.Errorf("netfetch: broker %d clean stop before restart: %w", id, err)
+		}
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(n.host, strconv.Itoa(n.port)))
+	if err != nil {
+		return fmt.Errorf("netfetch: broker %d listen again on port %d: %w", id, n.port, err)
+	}
+	if err := c.startNode(n, ln); err != nil {
+		return err
+	}
+	c.ctrl.BrokerUp(id)
+	return nil
+}
+
+// PauseBroker freezes broker id like SIGSTOP: it stops fetching and
+// heartbeating, and its server stops reading and answering requests while
+// connections stay open. The controller fences it after
+// broker.session.timeout.ms; followers fall out of ISRs after
+// replica.lag.time.max.ms.
+func (c *Cluster) PauseBroker(id int32) error {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	if !n.state.CompareAndSwap(nodeRunning, nodePaused) {
+		return fmt.Errorf("netfetch: broker %d is not running", id)
+	}
+	n.srv.Load().Pause()
+	n.b.Load().Pause()
+	return nil
+}
+
+// ResumeBroker undoes PauseBroker (heartbeats resume; a broker fenced by
+// its expired session is unfenced by its next heartbeat).
+func (c *Cluster) ResumeBroker(id int32) error {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	if !n.state.CompareAndSwap(nodePaused, nodeRunning) {
+		return fmt.Errorf("netfetch: broker %d is not paused", id)
+	}
+	n.b.Load().Resume()
+	n.srv.Load().Resume()
+	return nil
+}
+
+// SetLink injects a fault on the replica link from broker from (the
+// source/leader serving the data) to broker to (the follower fetching it):
+// latency, jitter, a bandwidth cap, or a partition (Down). The zero
+// LinkFault heals it. Switching between healthy and faulty closes that
+// link's fetch connections, which the follower re-dials
+// (replica.fetch.backoff.ms later).
+func (c *Cluster) SetLink(from, to int32, l LinkFault) { c.links.set(from, to, l) }
+
+func (c *Cluster) closeNodes() {
+	// Stop every broker's fetchers and heartbeats first so that no fetcher
+	// keeps re-dialing a broker that is already gone.
+	for _, id := range c.ids {
+		n := c.nodes[id]
+		if n.state.Load() != nodeStopped {
+			if b := n.b.Load(); b != nil {
+				b.Pause()
+			}
+		}
+	}
+	for _, id := range c.ids {
+		n := c.nodes[id]
+		if n.state.Load() == nodeStopped {
+			continue
+		}
+		n.state.Store(nodeStopped)
+		if srv := n.srv.Load(); srv != nil {
+			srv.Resume()
+			srv.Close()
+			<-n.serve
+		}
+		if b := n.b.Load(); b != nil {
+			b.Resume()
+			if err := b.Close(); err != nil && c.cfg.Logf != nil {
+				c.cfg.Logf("netfetch: broker %d close: %v", id, err)
+			}
+		}
+	}
+}
+
+func (c *Cluster) cleanup() {
+	c.ctrl.Close()
+	if c.removeRoot {
+		os.RemoveAll(c.root)
+	}
+}
+
+// Close stops every broker cleanly, the session checker and the
+// controller's deliveries, and removes the data directory if it was
+// temporary. Idempotent.
+func (c *Cluster) Close() error {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	c.stopCheck()
+	<-c.checkDone
+	c.closeNodes()
+	c.cleanup()
+	return nil
+}

@@ -1,0 +1,407 @@
+package netfetch
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/isrbench/isrbench/core/controller"
+)
+
+// testCluster starts a cluster in t's temp dir, closed at cleanup.
+func testCluster(t testing.TB, brokers int, mutate func(*ClusterConfig)) *Cluster {
+	t.Helper()
+	cfg := DefaultClusterConfig()
+	cfg.Brokers = brokers
+	cfg.DataDir = t.TempDir()
+	cfg.Broker.ReplicaFetchBackoffMs = 50
+	var done atomic.Bool
+	cfg.Logf = func(format string, args ...any) {
+		if !done.Load() {
+			t.Logf(format, args...)
+		}
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := StartCluster(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("cluster close: %v", err)
+		}
+		done.Store(true)
+	})
+	return c
+}
+
+func newClient(t testing.TB, c *Cluster, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	opts = append([]kgo.Opt{
+		kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }),
+		kgo.MetadataMinAge(10 * time.Millisecond),
+	}, opts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// ack is one acknowledged record.
+type ack struct {
+	partition int32
+	offset    int64
+	value     string
+}
+
+// produce sends n records (values prefix-i) with acks=all and returns the acks.
+func produce(t testing.TB, cl *kgo.Client, topic, prefix string, n int) []ack {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var acks []ack
+	var wg sync.WaitGroup
+	var firstErr error
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		v := fmt.Sprintf("%s-%05d", prefix, i)
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprint(i % 7)), Value: []byte(v)}, func(r *kgo.Record, err error) {
+			defer wg.Done()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = fmt.Errorf("produce %s: %w", r.Value, err)
+				}
+				return
+			}
+			acks = append(acks, ack{r.Partition, r.Offset, string(r.Value)})
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatal(firstErr)
+	}
+	return acks
+}
+
+// consumeAll reads every partition of topic from the start until each
+// partition reached its HW (end offset), and returns the records by partition.
+func consumeAll(t testing.TB, c *Cluster, topic string) map[int32][]ack {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(newClient(t, c))
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil || ends.Error() != nil {
+		t.Fatalf("list end offsets: %v %v", err, ends.Error())
+	}
+	want := map[int32]int64{}
+	parts := map[int32]kgo.Offset{}
+	ends.Each(func(o kadm.ListedOffset) {
+		want[o.Partition] = o.Offset
+		parts[o.Partition] = kgo.NewOffset().AtStart()
+	})
+	cl := newClient(t, c, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}), kgo.FetchMaxWait(100*time.Millisecond))
+	got := map[int32][]ack{}
+	done := func() bool {
+		for p, end := range want {
+			n := len(got[p])
+			if end > 0 && (n == 0 || got[p][n-1].offset < end-1) {
+				return false
+			}
+		}
+		return true
+	}
+	for !done() {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consume %s: %v; got %d partitions, want ends %v", topic, err, len(got), want)
+		}
+		fs.EachError(func(tp string, p int32, err error) { t.Logf("fetch %s-%d: %v", tp, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			got[r.Partition] = append(got[r.Partition], ack{r.Partition, r.Offset, string(r.Value)})
+		})
+	}
+	return got
+}
+
+// checkNoLoss verifies every acked record is present at its acked offset and
+// that each partition's offsets are dense and increasing.
+func checkNoLoss(t *testing.T, acks []ack, got map[int32][]ack) {
+	t.Helper()
+	byOff := map[int32]map[int64]string{}
+	for p, recs := range got {
+		byOff[p] = map[int64]string{}
+		for i, r := range recs {
+			if i > 0 && r.offset != recs[i-1].offset+1 {
+				t.Errorf("partition %d: offset %d follows %d", p, r.offset, recs[i-1].offset)
+			}
+			byOff[p][r.offset] = r.value
+		}
+	}
+	lost := 0
+	for _, a := range acks {
+		if v, ok := byOff[a.partition][a.offset]; !ok || v != a.value {
+			lost++
+			if lost < 5 {
+				t.Errorf("acked record %q at %d-%d: read back %q (present %v)", a.value, a.partition, a.offset, v, ok)
+			}
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%d of %d acks=all acknowledged records lost", lost, len(acks))
+	}
+}
+
+// watchPartition subscribes to partition state changes (as broker `as`
+// sees them) and returns a function waiting for a state matching cond.
+func watchPartition(t *testing.T, c *Cluster, as int32, topic string, p int32) func(what string, cond func(controller.PartitionState) bool) controller.PartitionState {
+	ch := make(chan controller.PartitionState, 1024)
+	cancel := c.Controller().Subscribe(as, func(st controller.PartitionState) {
+		if st.Topic == topic && st.Partition == p {
+			select {
+			case ch <- st:
+			default:
+			}
+		}
+	})
+	t.Cleanup(cancel)
+	return func(what string, cond func(controller.PartitionState) bool) controller.PartitionState {
+		t.Helper()
+		if st, _ := c.Controller().Partition(topic, p); cond(st) {
+			return st
+		}
+		deadline := time.NewTimer(20 * time.Second)
+		defer deadline.Stop()
+		for {
+			select {
+			case st := <-ch:
+				if cond(st) {
+					return st
+				}
+			case <-deadline.C:
+				st, _ := c.Controller().Partition(topic, p)
+				t.Fatalf("timed out waiting for %s; state %v", what, st)
+			}
+		}
+	}
+}
+
+// checkReplicasIdentical compares every replica's bytes [0, HW) with the leader's.
+func checkReplicasIdentical(t *testing.T, c *Cluster, topic string, partitions int32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for p := int32(0); p < partitions; p++ {
+		st, _ := c.Controller().Partition(topic, p)
+		leader, _ := c.Broker(st.Leader).Replica(topic, p)
+		hw := leader.HW()
+		// Followers must have fetched up to the HW (they are in the ISR).
+		for _, id := range st.ISR {
+			r, ok := c.Broker(id).Replica(topic, p)
+			if !ok {
+				t.Fatalf("broker %d has no replica of %s-%d", id, topic, p)
+			}
+			for r.LEO() < hw {
+				select {
+				case <-r.LEOChanged():
+				case <-ctx.Done():
+					t.Fatalf("broker %d %s-%d LEO %d < HW %d", id, topic, p, r.LEO(), hw)
+				}
+			}
+		}
+		read := func(id int32) []byte {
+			r, _ := c.Broker(id).Replica(topic, p)
+			if hw == 0 {
+				return nil
+			}
+			s, err := r.Read(0, hw, math.MaxInt32, true)
+			if err != nil {
+				t.Fatalf("broker %d %s-%d read [0,%d): %v", id, topic, p, hw, err)
+			}
+			defer s.Release()
+			b, err := s.ReadAll(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+		want := read(st.Leader)
+		if hw > 0 && len(want) == 0 {
+			t.Fatalf("%s-%d: leader has no bytes below HW %d", topic, p, hw)
+		}
+		for _, id := range st.ISR {
+			if got := read(id); !bytes.Equal(got, want) {
+				t.Errorf("%s-%d: broker %d bytes [0,%d) differ from leader %d (%d vs %d bytes)", topic, p, id, hw, st.Leader, len(got), len(want))
+			}
+		}
+	}
+}
+
+func TestKgoProduceConsumeRF3(t *testing.T) {
+	c := testCluster(t, 3, nil)
+	const topic, parts = "orders", 3
+	if err := c.CreateTopic(topic, parts, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	cl := newClient(t, c) // idempotent, acks=all by default
+	acks := produce(t, cl, topic, "v", 600)
+	if len(acks) != 600 {
+		t.Fatalf("%d acks", len(acks))
+	}
+	got := consumeAll(t, c, topic)
+	checkNoLoss(t, acks, got)
+	total := 0
+	for _, recs := range got {
+		total += len(recs)
+	}
+	if total != 600 {
+		t.Errorf("read %d records, want 600", total)
+	}
+
+	// Metadata through kadm: leader, replicas, ISR.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	md, err := kadm.NewClient(cl).Metadata(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(md.Brokers) != 3 {
+		t.Errorf("metadata brokers = %v", md.Brokers)
+	}
+	td := md.Topics[topic]
+	if td.Err != nil || len(td.Partitions) != parts {
+		t.Fatalf("topic detail %+v", td)
+	}
+	leaders := map[int32]bool{}
+	for _, pd := range td.Partitions.Sorted() {
+		st, _ := c.Controller().Partition(topic, pd.Partition)
+		if pd.Leader != st.Leader || !slices.Equal(pd.Replicas, st.Replicas) || !slices.Equal(pd.ISR, st.ISR) || pd.LeaderEpoch != st.LeaderEpoch {
+			t.Errorf("partition %d: metadata %+v, controller %v", pd.Partition, pd, st)
+		}
+		if len(pd.Replicas) != 3 || len(pd.ISR) != 3 || !slices.Contains(pd.Replicas, pd.Leader) {
+			t.Errorf("partition %d: leader %d replicas %v isr %v", pd.Partition, pd.Leader, pd.Replicas, pd.ISR)
+		}
+		leaders[pd.Leader] = true
+	}
+	if len(leaders) != 3 {
+		t.Errorf("leaders not balanced over the brokers: %v", leaders)
+	}
+	checkReplicasIdentical(t, c, topic, parts)
+	st := c.Stats()
+	if st.Requests["Produce"] == 0 || st.Requests["Fetch"] == 0 || st.Requests["InitProducerID"] == 0 {
+		t.Errorf("request counts %v", st.Requests)
+	}
+}
+
+func TestFetchPathUsesSendfile(t *testing.T) {
+	for _, zc := range []bool{true, false} {
+		t.Run(fmt.Sprintf("zerocopy=%v", zc), func(t *testing.T) {
+			c := testCluster(t, 3, func(cfg *ClusterConfig) { cfg.ZeroCopy = zc })
+			if err := c.CreateTopic("zc", 1, 3, nil); err != nil {
+				t.Fatal(err)
+			}
+			acks := produce(t, newClient(t, c), "zc", "z", 200)
+			checkNoLoss(t, acks, consumeAll(t, c, "zc"))
+			st := c.Stats()
+			t.Logf("sendfile %d bytes in %d calls, copy %d bytes", st.SendfileBytes, st.SendfileCalls, st.CopyBytes)
+			if zc && (st.SendfileBytes == 0 || st.CopyBytes != 0) {
+				t.Errorf("zero copy on: SendfileBytes %d (want > 0), CopyBytes %d (want 0)", st.SendfileBytes, st.CopyBytes)
+			}
+			if !zc && (st.CopyBytes == 0 || st.SendfileBytes != 0) {
+				t.Errorf("zero copy off: CopyBytes %d (want > 0), SendfileBytes %d (want 0)", st.CopyBytes, st.SendfileBytes)
+			}
+		})
+	}
+}
+
+func TestPausedFollowerLeavesAndRejoinsISR(t *testing.T) {
+	c := testCluster(t, 3, func(cfg *ClusterConfig) {
+		cfg.Broker.ReplicaLagTimeMaxMs = 300
+		cfg.Broker.ReplicaFetchWaitMaxMs = 50
+	})
+	const topic = "paused"
+	if err := c.CreateTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := c.Controller().Partition(topic, 0)
+	leader := st.Leader
+	follower := st.Replicas[0]
+	if follower == leader {
+		follower = st.Replicas[1]
+	}
+	wait := watchPartition(t, c, leader, topic, 0)
+	cl := newClient(t, c)
+	acks := produce(t, cl, topic, "before", 50)
+
+	if err := c.PauseBroker(follower); err != nil {
+		t.Fatal(err)
+	}
+	shrunk := wait("ISR without the paused follower", func(s controller.PartitionState) bool {
+		return !slices.Contains(s.ISR, follower) && s.Leader == leader
+	})
+	t.Logf("ISR shrank to %v", shrunk.ISR)
+	acks = append(acks, produce(t, cl, topic, "during", 50)...) // acks=all with ISR 2 >= min ISR 2
+	if err := c.ResumeBroker(follower); err != nil {
+		t.Fatal(err)
+	}
+	wait("ISR with the resumed follower", func(s controller.PartitionState) bool { return slices.Contains(s.ISR, follower) })
+	acks = append(acks, produce(t, cl, topic, "after", 50)...)
+	checkNoLoss(t, acks, consumeAll(t, c, topic))
+	checkReplicasIdentical(t, c, topic, 1)
+	if m := c.Broker(leader).Metrics(); m.IsrShrinks < 1 || m.IsrExpands < 1 {
+		t.Errorf("leader metrics %+v: want an ISR shrink and an expand", m)
+	}
+}
+
+func TestKillLeaderElectsISRMemberNoAckedLoss(t *testing.T) {
+	c := testCluster(t, 3, func(cfg *ClusterConfig) { cfg.Broker.ReplicaFetchWaitMaxMs = 50 })
+	const topic, parts = "killed", 3
+	if err := c.CreateTopic(topic, parts, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := c.Controller().Partition(topic, 0)
+	victim := before.Leader
+	survivor := before.Replicas[0]
+	if survivor == victim {
+		survivor = before.Replicas[1]
+	}
+	wait := watchPartition(t, c, survivor, topic, 0)
+	cl := newClient(t, c, kgo.RecordDeliveryTimeout(25*time.Second))
+	acks := produce(t, cl, topic, "pre", 300)
+	if err := c.KillBroker(victim); err != nil {
+		t.Fatal(err)
+	}
+	after := wait("a new leader", func(s controller.PartitionState) bool { return s.Leader >= 0 && s.Leader != victim })
+	if !slices.Contains(before.ISR, after.Leader) || after.LeaderEpoch <= before.LeaderEpoch {
+		t.Errorf("new leader %d (epoch %d) not from ISR %v (epoch %d)", after.Leader, after.LeaderEpoch, before.ISR, before.LeaderEpoch)
+	}
+	acks = append(acks, produce(t, cl, topic, "post", 300)...)
+	checkNoLoss(t, acks, consumeAll(t, c, topic))
+
+	// The killed broker comes back on its data dir, catches up and rejoins.
+	if err := c.RestartBroker(victim); err != nil {
+		t.Fatal(err)
+	}
+	wait("the restarted broker back in the ISR", func(s controller.PartitionState) bool { return slices.Contains(s.ISR, victim) })
+	checkReplicasIdentical(t, c, topic, 1)
+}

@@ -1,0 +1,117 @@
+package netfetch
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/isrbench/isrbench/core/log"
+)
+
+// SettableKeys lists the keys Set accepts (Kafka config names and isrbench.* switches).
+func SettableKeys() []string {
+	keys := make([]string, 0, len(setters))
+	for k := range setters {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+type setter func(c *ClusterConfig, v string) error
+
+func intSetter(lo, hi int64, set func(c *ClusterConfig, n int64)) setter {
+	return func(c *ClusterConfig, v string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return fmt.Errorf("not an integer: %q", v)
+		}
+		if n < lo || n > hi {
+			return fmt.Errorf("%d is outside [%d, %d]", n, lo, hi)
+		}
+		set(c, n)
+		return nil
+	}
+}
+
+func boolSetter(set func(c *ClusterConfig, b bool)) setter {
+	return func(c *ClusterConfig, v string) error {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true":
+			set(c, true)
+		case "false":
+			set(c, false)
+		default:
+			return fmt.Errorf("%q is not true or false", v)
+		}
+		return nil
+	}
+}
+
+func oneOfSetter(allowed []string, set func(c *ClusterConfig, v string) error) setter {
+	return func(c *ClusterConfig, v string) error {
+		if !slices.Contains(allowed, v) {
+			return fmt.Errorf("%q is not one of %s", v, strings.Join(allowed, ", "))
+		}
+		return set(c, v)
+	}
+}
+
+var setters = map[string]setter{
+	"num.replica.fetchers":             intSetter(1, 64, func(c *ClusterConfig, n int64) { c.Broker.NumReplicaFetchers = int(n) }),
+	"replica.fetch.wait.max.ms":        intSetter(0, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.ReplicaFetchWaitMaxMs = int32(n) }),
+	"replica.fetch.min.bytes":          intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.ReplicaFetchMinBytes = int32(n) }),
+	"replica.fetch.max.bytes":          intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.ReplicaFetchMaxBytes = int32(n) }),
+	"replica.fetch.response.max.bytes": intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.ReplicaFetchResponseMaxBytes = int32(n) }),
+	"replica.fetch.backoff.ms":         intSetter(0, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.ReplicaFetchBackoffMs = int32(n) }),
+	"replica.lag.time.max.ms":          intSetter(1, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.ReplicaLagTimeMaxMs = n }),
+	"min.insync.replicas":              intSetter(1, math.MaxInt16, func(c *ClusterConfig, n int64) { c.Broker.MinInsyncReplicas = int(n) }),
+	"log.segment.bytes":                intSetter(14, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.Log.SegmentBytes = n }),
+	"log.index.interval.bytes":         intSetter(0, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.Log.IndexIntervalBytes = int(n) }),
+	"log.retention.bytes":              intSetter(-1, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.Log.RetentionBytes = n }),
+	"log.retention.ms":                 intSetter(-1, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.Log.RetentionMs = n }),
+	"flush.messages":                   intSetter(1, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.Log.FlushMessages = n }),
+	"flush.ms":                         intSetter(0, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.Log.FlushMs = n }),
+	"broker.session.timeout.ms":        intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Controller.BrokerSessionTimeoutMs = n }),
+	"unclean.leader.election.enable":   boolSetter(func(c *ClusterConfig, b bool) { c.Controller.UncleanLeaderElectionEnable = b }),
+	"auto.create.topics.enable":        boolSetter(func(c *ClusterConfig, b bool) { c.AutoCreateTopics = b }),
+	"num.partitions":                   intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.NumPartitions = int32(n) }),
+	"default.replication.factor":       intSetter(1, math.MaxInt16, func(c *ClusterConfig, n int64) { c.DefaultReplicationFactor = int16(n) }),
+	"socket.request.max.bytes":         intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.SocketRequestMaxBytes = int32(n) }),
+	"isrbench.zero.copy":               boolSetter(func(c *ClusterConfig, b bool) { c.ZeroCopy = b }),
+	"isrbench.hw.update":               oneOfSetter([]string{"atomic", "mutex"}, func(c *ClusterConfig, v string) error { c.Broker.HWUpdate = v; return nil }),
+	"isrbench.truncate.mode":           oneOfSetter([]string{"epoch", "hw"}, func(c *ClusterConfig, v string) error { c.Broker.TruncateMode = v; return nil }),
+	"isrbench.io": oneOfSetter([]string{"pwritev", "uring", "write"}, func(c *ClusterConfig, v string) error {
+		w, err := log.NewWriter(v)
+		if err != nil {
+			return err
+		}
+		c.Broker.Log.Writer = w
+		return nil
+	}),
+}
+
+// Set applies one "key=value" setting under its Kafka name (or isrbench.*
+// switch) to the cluster config; an unknown key or bad value is an error
+// naming the key and the allowed values.
+func (c *ClusterConfig) Set(key, value string) error {
+	s, ok := setters[key]
+	if !ok {
+		return fmt.Errorf("unknown setting %q (known: %s)", key, strings.Join(SettableKeys(), ", "))
+	}
+	if err := s(c, value); err != nil {
+		return fmt.Errorf("setting %s: %w", key, err)
+	}
+	return nil
+}
+
+// SetKV applies "key=value".
+func (c *ClusterConfig) SetKV(kv string) error {
+	k, v, ok := strings.Cut(kv, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("setting %q: want key=value", kv)
+	}
+	return c.Set(strings.TrimSpace(k), v)
+}

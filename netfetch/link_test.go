@@ -1,0 +1,160 @@
+package netfetch
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/isrbench/isrbench/core/broker"
+	"github.com/isrbench/isrbench/core/controller"
+)
+
+func TestFaultConnLatencyBandwidthDown(t *testing.T) {
+	a, b := tcpPair(t)
+	l := &link{conns: map[*fetchConn]struct{}{}}
+	l.fault.Store(&LinkFault{Latency: 20 * time.Millisecond})
+	fc := newFaultConn(a, l)
+	go func() { // echo server
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := b.Read(buf)
+			if err != nil {
+				return
+			}
+			if _, err := b.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+	}()
+	start := time.Now()
+	if _, err := fc.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(fc, make([]byte, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if rtt := time.Since(start); rtt < 40*time.Millisecond {
+		t.Errorf("round trip %v with 20 ms one-way latency, want >= 40 ms", rtt)
+	}
+
+	// 1 MiB/s cap: 320 KiB (64 KiB burst) takes at least ~250 ms to read back.
+	l.fault.Store(&LinkFault{BandwidthBytesPerSec: 1 << 20})
+	fc.rnext, fc.wnext = time.Time{}, time.Time{}
+	payload := make([]byte, 320<<10)
+	start = time.Now()
+	go fc.Conn.Write(payload) // unthrottled write side; the throttled read is measured
+	if _, err := io.ReadFull(fc, make([]byte, len(payload))); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 240*time.Millisecond {
+		t.Errorf("read 320 KiB in %v through a 1 MiB/s link, want >= 240 ms", d)
+	}
+
+	l.fault.Store(&LinkFault{Down: true})
+	if _, err := fc.Write([]byte("x")); !errors.Is(err, ErrLinkDown) {
+		t.Errorf("write on a down link: %v, want ErrLinkDown", err)
+	}
+	fc.Close()
+}
+
+func TestTransportDialUnknownBroker(t *testing.T) {
+	ctrl := controller.New(controller.DefaultConfig())
+	tr := NewTransport(1, ctrl)
+	_, err := tr.Dial(context.Background(), 7, 0)
+	if !errors.Is(err, kerr.BrokerNotAvailable) {
+		t.Fatalf("dial unknown broker: %v, want BROKER_NOT_AVAILABLE", err)
+	}
+}
+
+// TestTransportFetchAndEpochs drives the TCP transport directly against a
+// broker: a replica fetch returns the leader's batches and HW, and
+// OffsetForLeaderEpoch answers the leader's epoch end offset.
+func TestTransportFetchAndEpochs(t *testing.T) {
+	c := testCluster(t, 2, nil)
+	if err := c.CreateTopic("tr", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := c.Controller().Partition("tr", 0)
+	rc := dialRaw(t, c.Addr(st.Leader))
+	acks := produceRaw(t, rc, "tr", 3)
+	tr := NewTransport(99, c.Controller())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fc, err := tr.Dial(ctx, st.Leader, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Close()
+	// Replica 99 is not a replica: the leader answers per partition with an error or
+	// data; a consumer-style replica id -1 reads below the HW.
+	resp, err := fc.Fetch(ctx, &broker.ReplicaFetch{ReplicaID: -1, MaxWaitMs: 10, MinBytes: 1, MaxBytes: 1 << 20,
+		Partitions: []broker.ReplicaFetchPartition{{Topic: "tr", Partition: 0, FetchOffset: 0, CurrentLeaderEpoch: st.LeaderEpoch, LogStartOffset: -1, MaxBytes: 1 << 20}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Partitions) != 1 || resp.Partitions[0].Err != nil || resp.Partitions[0].HighWatermark != int64(acks) || len(resp.Partitions[0].Records) == 0 {
+		t.Fatalf("fetch response %+v", resp.Partitions)
+	}
+	ans, err := fc.OffsetForLeaderEpoch(ctx, []broker.EpochQuery{{Topic: "tr", Partition: 0, CurrentLeaderEpoch: st.LeaderEpoch, LeaderEpoch: st.LeaderEpoch}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ans) != 1 || ans[0].Err != nil || ans[0].LeaderEpoch != st.LeaderEpoch || ans[0].EndOffset != int64(acks) {
+		t.Fatalf("epoch answer %+v, want epoch %d end %d", ans, st.LeaderEpoch, acks)
+	}
+	// A cancelled context breaks the call promptly instead of hanging.
+	cctx, ccancel := context.WithCancel(ctx)
+	ccancel()
+	if _, err := fc.Fetch(cctx, &broker.ReplicaFetch{ReplicaID: -1, MaxWaitMs: 5000, MinBytes: 1 << 30, MaxBytes: 1 << 20,
+		Partitions: []broker.ReplicaFetchPartition{{Topic: "tr", Partition: 0, FetchOffset: int64(acks), CurrentLeaderEpoch: -1, LogStartOffset: -1, MaxBytes: 1 << 20}}}); err == nil {
+		t.Fatal("fetch with a cancelled context succeeded")
+	}
+}
+
+// produceRaw appends n one-record batches with acks=1 and returns n.
+func produceRaw(t *testing.T, rc *rawClient, topic string, n int) int {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		p := newProduce(topic, 1, testBatch(0))
+		resp := newProduceResp()
+		rc.roundTrip(p, resp)
+		if ec := resp.Topics[0].Partitions[0].ErrorCode; ec != 0 {
+			t.Fatalf("produce: error %d", ec)
+		}
+	}
+	return n
+}
+
+func TestLinkDownDropsFollowerAndHealRejoins(t *testing.T) {
+	c := testCluster(t, 3, func(cfg *ClusterConfig) {
+		cfg.Broker.ReplicaLagTimeMaxMs = 300
+		cfg.Broker.ReplicaFetchWaitMaxMs = 50
+	})
+	const topic = "linked"
+	if err := c.CreateTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := c.Controller().Partition(topic, 0)
+	leader := st.Leader
+	follower := st.Replicas[0]
+	if follower == leader {
+		follower = st.Replicas[1]
+	}
+	wait := watchPartition(t, c, leader, topic, 0)
+	cl := newClient(t, c)
+	acks := produce(t, cl, topic, "a", 20)
+	c.SetLink(leader, follower, LinkFault{Down: true})
+	wait("ISR without the cut-off follower", func(s controller.PartitionState) bool { return !slices.Contains(s.ISR, follower) })
+	acks = append(acks, produce(t, cl, topic, "b", 20)...)
+	c.SetLink(leader, follower, LinkFault{Latency: 2 * time.Millisecond}) // slow but up
+	wait("ISR with the follower over a slow link", func(s controller.PartitionState) bool { return slices.Contains(s.ISR, follower) })
+	acks = append(acks, produce(t, cl, topic, "c", 20)...)
+	c.SetLink(leader, follower, LinkFault{})
+	checkNoLoss(t, acks, consumeAll(t, c, topic))
+	checkReplicasIdentical(t, c, topic, 1)
+}

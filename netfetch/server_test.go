@@ -1,0 +1,399 @@
+package netfetch
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbench/isrbench/core/records"
+)
+
+// rawClient speaks the Kafka framing directly, for wire-level tests.
+type rawClient struct {
+	t    testing.TB
+	c    net.Conn
+	br   *bufio.Reader
+	corr int32
+}
+
+func dialRaw(t testing.TB, addr string) *rawClient {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	return &rawClient{t: t, c: c, br: bufio.NewReader(c)}
+}
+
+// send writes req with request header v1/v2 and returns its correlation id.
+func (r *rawClient) send(req kmsg.Request) int32 {
+	r.corr++
+	b := []byte{0, 0, 0, 0}
+	b = kbin.AppendInt16(b, req.Key())
+	b = kbin.AppendInt16(b, req.GetVersion())
+	b = kbin.AppendInt32(b, r.corr)
+	b = kbin.AppendString(b, "raw-test")
+	if req.IsFlexible() {
+		b = append(b, 0)
+	}
+	b = req.AppendTo(b)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	if _, err := r.c.Write(b); err != nil {
+		r.t.Fatal(err)
+	}
+	return r.corr
+}
+
+// recv reads one response frame and returns its body after the correlation id.
+func (r *rawClient) recv() (int32, []byte, error) {
+	var sz [4]byte
+	if _, err := io.ReadFull(r.br, sz[:]); err != nil {
+		return 0, nil, err
+	}
+	body := make([]byte, binary.BigEndian.Uint32(sz[:]))
+	if _, err := io.ReadFull(r.br, body); err != nil {
+		return 0, nil, err
+	}
+	return int32(binary.BigEndian.Uint32(body)), body[4:], nil
+}
+
+func (r *rawClient) roundTrip(req kmsg.Request, resp kmsg.Response) {
+	r.t.Helper()
+	corr := r.send(req)
+	got, body, err := r.recv()
+	if err != nil {
+		r.t.Fatalf("%s v%d: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+	}
+	if got != corr {
+		r.t.Fatalf("correlation id %d, want %d", got, corr)
+	}
+	resp.SetVersion(req.GetVersion())
+	if resp.IsFlexible() && req.Key() != 18 {
+		rd := kbin.Reader{Src: body}
+		kmsg.SkipTags(&rd)
+		body = rd.Src
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		r.t.Fatalf("%s v%d response: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+	}
+}
+
+// expectClosed asserts the server closes the connection without answering.
+func (r *rawClient) expectClosed() {
+	r.t.Helper()
+	r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, _, err := r.recv()
+	if err == nil {
+		r.t.Fatal("got a response, want the connection closed")
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		r.t.Fatal("connection still open after 10 s, want it closed")
+	}
+}
+
+func TestAPIVersions(t *testing.T) {
+	c := testCluster(t, 1, nil)
+	rc := dialRaw(t, c.Addr(0))
+	for v := int16(0); v <= 3; v++ {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.SetVersion(v)
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "raw", "1"
+		resp := kmsg.NewPtrApiVersionsResponse()
+		rc.roundTrip(req, resp)
+		if resp.ErrorCode != 0 || len(resp.ApiKeys) != len(apiVersions) {
+			t.Fatalf("v%d: error %d, %d keys", v, resp.ErrorCode, len(resp.ApiKeys))
+		}
+		for _, k := range resp.ApiKeys {
+			if k.ApiKey == 1 && k.MaxVersion != 12 {
+				t.Errorf("Fetch advertised up to v%d, want 12 (no topic ids)", k.MaxVersion)
+			}
+		}
+	}
+	// A too-new version gets UNSUPPORTED_VERSION, encoded as v0, with the ranges.
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(4)
+	corr := rc.send(req)
+	got, body, err := rc.recv()
+	if err != nil || got != corr {
+		t.Fatalf("recv: %v corr %d/%d", err, got, corr)
+	}
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(0)
+	if err := resp.ReadFrom(body); err != nil {
+		t.Fatalf("v0 decode of the UNSUPPORTED_VERSION answer: %v", err)
+	}
+	if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) == 0 {
+		t.Fatalf("error %d keys %d, want UNSUPPORTED_VERSION with ranges", resp.ErrorCode, len(resp.ApiKeys))
+	}
+}
+
+func TestMalformedRequestsCloseTheConnection(t *testing.T) {
+	c := testCluster(t, 1, func(cfg *ClusterConfig) { cfg.SocketRequestMaxBytes = 1 << 20 })
+	frame := func(b ...[]byte) []byte {
+		var body []byte
+		for _, x := range b {
+			body = append(body, x...)
+		}
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+	}
+	hdr := func(key, version int16) []byte {
+		b := kbin.AppendInt16(nil, key)
+		b = kbin.AppendInt16(b, version)
+		b = kbin.AppendInt32(b, 7)
+		return kbin.AppendString(b, "x")
+	}
+	cases := []struct {
+		name  string
+		bytes []byte
+	}{
+		{"oversized", binary.BigEndian.AppendUint32(nil, 2<<20)},
+		{"negative size", binary.BigEndian.AppendUint32(nil, 0xffffffff)},
+		{"tiny size", frame([]byte{0, 1})},
+		{"unknown api key", frame(hdr(999, 0))},
+		{"unsupported api (JoinGroup)", frame(hdr(11, 5), []byte{0, 0})},
+		{"fetch v13", frame(hdr(1, 13), []byte{0})},
+		{"produce v2", frame(hdr(0, 2))},
+		{"truncated metadata body", frame(hdr(3, 4), []byte{0, 0, 0, 5})},
+		{"truncated header", frame([]byte{0, 3, 0, 1, 0, 0, 0, 1, 0, 50, 'a'})},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := dialRaw(t, c.Addr(0))
+			if _, err := rc.c.Write(tc.bytes); err != nil {
+				t.Fatal(err)
+			}
+			rc.expectClosed()
+		})
+	}
+	// The server still answers afterwards.
+	rc := dialRaw(t, c.Addr(0))
+	rc.roundTrip(kmsg.NewPtrApiVersionsRequest(), kmsg.NewPtrApiVersionsResponse())
+}
+
+func TestAcksZeroProduceGetsNoResponse(t *testing.T) {
+	c := testCluster(t, 1, nil)
+	if err := c.CreateTopic("a0", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	rc := dialRaw(t, c.Addr(0))
+	p := kmsg.NewPtrProduceRequest()
+	p.SetVersion(7)
+	p.Acks = 0
+	p.TimeoutMillis = 1000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "a0"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = testBatch(0)
+	pt.Partitions = append(pt.Partitions, pp)
+	p.Topics = append(p.Topics, pt)
+	rc.send(p)
+	// The next response must be the metadata one (correlation id 2).
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(9)
+	resp := kmsg.NewPtrMetadataResponse()
+	rc.roundTrip(md, resp)
+	if len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].Leader != 0 {
+		t.Fatalf("metadata %+v", resp.Topics)
+	}
+	// acks=1 answers, and the acks=0 batch was appended before it (offset 1).
+	p.Acks = 1
+	pr := kmsg.NewPtrProduceResponse()
+	rc.roundTrip(p, pr)
+	if e := pr.Topics[0].Partitions[0]; e.ErrorCode != 0 || e.BaseOffset != 1 {
+		t.Fatalf("acks=1 produce: %+v", e)
+	}
+	// Invalid acks are refused per partition.
+	p.Acks = 2
+	rc.roundTrip(p, pr)
+	if e := pr.Topics[0].Partitions[0]; e.ErrorCode != kerr.InvalidRequiredAcks.Code {
+		t.Fatalf("acks=2 produce: %+v", e)
+	}
+}
+
+func TestMetadataAutoCreate(t *testing.T) {
+	c := testCluster(t, 3, func(cfg *ClusterConfig) { cfg.NumPartitions = 2 })
+	rc := dialRaw(t, c.Addr(1))
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(12)
+	name := "auto-made"
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = &name
+	md.Topics = append(md.Topics, mt)
+	md.AllowAutoTopicCreation = true
+	resp := kmsg.NewPtrMetadataResponse()
+	rc.roundTrip(md, resp)
+	if len(resp.Brokers) != 3 || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != 2 {
+		t.Fatalf("metadata %+v", resp)
+	}
+	if rf := len(resp.Topics[0].Partitions[0].Replicas); rf != 3 {
+		t.Errorf("auto-created replication factor %d, want min(3, brokers) = 3", rf)
+	}
+	md.AllowAutoTopicCreation = false
+	other := "not-made"
+	md.Topics[0].Topic = &other
+	rc.roundTrip(md, resp)
+	if resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("no auto-create: error %d", resp.Topics[0].ErrorCode)
+	}
+}
+
+// FuzzServeRequest writes arbitrary bytes to a server connection: the
+// server must answer or close, never panic, and keep serving others.
+func FuzzServeRequest(f *testing.F) {
+	c := testCluster(f, 1, func(cfg *ClusterConfig) {
+		cfg.SocketRequestMaxBytes = 1 << 20
+		cfg.Logf = func(string, ...any) {}
+	})
+	if err := c.CreateTopic("fz", 1, 1, nil); err != nil {
+		f.Fatal(err)
+	}
+	seed := func(req kmsg.Request) []byte {
+		b := []byte{0, 0, 0, 0}
+		b = kbin.AppendInt16(b, req.Key())
+		b = kbin.AppendInt16(b, req.GetVersion())
+		b = kbin.AppendInt32(b, 1)
+		b = kbin.AppendString(b, "fuzz")
+		if req.IsFlexible() {
+			b = append(b, 0)
+		}
+		b = req.AppendTo(b)
+		binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+		return b
+	}
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.SetVersion(3)
+	f.Add(seed(av))
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(12)
+	f.Add(seed(md))
+	fr := kmsg.NewPtrFetchRequest()
+	fr.SetVersion(12)
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "fz"
+	ft.Partitions = append(ft.Partitions, kmsg.NewFetchRequestTopicPartition())
+	fr.Topics = append(fr.Topics, ft)
+	f.Add(seed(fr))
+	pr := kmsg.NewPtrProduceRequest()
+	pr.SetVersion(9)
+	pr.Acks = 1
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "fz"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = testBatch(0)
+	pt.Partitions = append(pt.Partitions, pp)
+	pr.Topics = append(pr.Topics, pt)
+	f.Add(seed(pr))
+	f.Add([]byte{0, 0, 0, 10, 0, 18, 0, 9, 0, 0, 0, 1, 0xff, 0xff})
+	addr := c.Addr(0)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(3 * time.Second))
+		conn.Write(data)
+		conn.(*net.TCPConn).CloseWrite()
+		// Read until the server closes (or answers and waits for more:
+		// the deadline ends that). Bounded: at most 16 MiB read.
+		io.Copy(io.Discard, io.LimitReader(conn, 16<<20))
+	})
+	// The server survived: it still answers.
+	rc := dialRaw(f, addr)
+	rc.roundTrip(kmsg.NewPtrApiVersionsRequest(), kmsg.NewPtrApiVersionsResponse())
+}
+
+// kcatOrSkip returns kcat's path; skips when absent unless
+// ISRBENCH_REQUIRE_KCAT is set (CI), where it fails.
+func kcatOrSkip(t *testing.T) string {
+	p, err := exec.LookPath("kcat")
+	if err == nil {
+		return p
+	}
+	if os.Getenv("ISRBENCH_REQUIRE_KCAT") != "" {
+		t.Fatalf("kcat not found (%v) and ISRBENCH_REQUIRE_KCAT is set: install it with apt-get install kcat", err)
+	}
+	t.Skipf("kcat not found (%v): install the Debian package kcat to run this test (set ISRBENCH_REQUIRE_KCAT=1 to make it required)", err)
+	return ""
+}
+
+func TestKcatProduceConsumeAndList(t *testing.T) {
+	kcat := kcatOrSkip(t)
+	c := testCluster(t, 3, nil)
+	if err := c.CreateTopic("kc", 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for i := 0; i < 100; i++ {
+		lines = append(lines, "message-"+strings.Repeat("x", i%10)+string(rune('a'+i%26)))
+	}
+	run := func(stdin string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(kcat, append([]string{"-b", c.Bootstrap()}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		cmd.WaitDelay = 5 * time.Second
+		done := make(chan struct{})
+		timer := time.AfterFunc(30*time.Second, func() { cmd.Process.Kill(); close(done) })
+		out, err := cmd.CombinedOutput()
+		if !timer.Stop() {
+			<-done
+			t.Fatalf("kcat %v timed out; output:\n%s", args, out)
+		}
+		if err != nil {
+			t.Fatalf("kcat %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	run(strings.Join(lines, "\n")+"\n", "-P", "-t", "kc", "-p", "0", "-X", "acks=all")
+	out := run("", "-C", "-t", "kc", "-p", "0", "-o", "beginning", "-e", "-q", "-f", "%o %s\n")
+	got := strings.Split(strings.TrimSpace(out), "\n")
+	if len(got) != len(lines) {
+		t.Fatalf("kcat consumed %d lines, want %d:\n%s", len(got), len(lines), out)
+	}
+	for i, l := range got {
+		if want := fmt.Sprintf("%d %s", i, lines[i]); l != want {
+			t.Fatalf("line %d = %q, want %q", i, l, want)
+		}
+	}
+	meta := run("", "-L", "-t", "kc")
+	if !strings.Contains(meta, "3 brokers:") || !strings.Contains(meta, "isrs:") || !strings.Contains(meta, `topic "kc" with 1 partitions`) {
+		t.Fatalf("kcat -L output:\n%s", meta)
+	}
+	t.Logf("kcat -L:\n%s", meta)
+}
+
+// testBatch is one uncompressed batch with one record.
+func testBatch(base int64) []byte {
+	return records.AppendBatch(nil, base, 0, time.Now().UnixMilli(), []records.Record{{Value: []byte("v")}})
+}
+
+func newProduce(topic string, acks int16, batch []byte) *kmsg.ProduceRequest {
+	p := kmsg.NewPtrProduceRequest()
+	p.SetVersion(9)
+	p.Acks = acks
+	p.TimeoutMillis = 10000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = topic
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = batch
+	pt.Partitions = append(pt.Partitions, pp)
+	p.Topics = append(p.Topics, pt)
+	return p
+}
+
+func newProduceResp() *kmsg.ProduceResponse { return kmsg.NewPtrProduceResponse() }

@@ -1,0 +1,256 @@
+package netfetch
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbench/isrbench/core/broker"
+	"github.com/isrbench/isrbench/core/controller"
+)
+
+// Versions the replica fetcher speaks (both ends are isrbench servers).
+const (
+	replicaFetchVersion        = 12
+	replicaEpochVersion        = 4
+	maxReplicaResponseBytes    = 1 << 30
+	replicaDialTimeout         = 5 * time.Second
+	replicaResponseHeaderBytes = 4
+)
+
+// Transport is the TCP implementation of broker.Transport for the broker
+// self: it resolves a source broker's address from the controller's
+// BrokerInfo and opens one connection per (source, fetcher index). Dial is
+// safe for concurrent use.
+type Transport struct {
+	self  int32
+	ctrl  *controller.Controller
+	links *links // may be nil: no fault injection
+}
+
+// NewTransport returns a transport for broker self. links may be nil.
+func NewTransport(self int32, ctrl *controller.Controller) *Transport {
+	return &Transport{self: self, ctrl: ctrl}
+}
+
+var _ broker.Transport = (*Transport)(nil)
+
+// Dial connects to source's listener. With a fault on the (source, self)
+// link the connection is wrapped (latency, bandwidth, down); otherwise it
+// is the bare TCP connection.
+func (t *Transport) Dial(ctx context.Context, source int32, fetcherIndex int) (broker.FetchConn, error) {
+	var addr string
+	for _, b := range t.ctrl.Brokers() {
+		if b.ID == source {
+			addr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+		}
+	}
+	if addr == "" {
+		return nil, fmt.Errorf("replica fetcher %d->%d: broker %d is not registered with the controller: %w", t.self, source, source, kerr.BrokerNotAvailable)
+	}
+	var l *link
+	if t.links != nil {
+		l = t.links.get(source, t.self)
+		if f := l.fault.Load(); f != nil && f.Down {
+			return nil, fmt.Errorf("replica fetcher %d->%d dial %s: %w", t.self, source, addr, ErrLinkDown)
+		}
+	}
+	d := net.Dialer{Timeout: replicaDialTimeout}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("replica fetcher %d->%d dial %s: %w", t.self, source, addr, err)
+	}
+	fc := &fetchConn{
+		self:     t.self,
+		source:   source,
+		clientID: fmt.Sprintf("isrbench-replica-fetcher-%d-%d-%d", t.self, source, fetcherIndex),
+		l:        l,
+	}
+	fc.nc = nc
+	if l != nil {
+		l.mu.Lock()
+		if l.fault.Load() != nil {
+			fc.nc = newFaultConn(nc, l)
+		}
+		l.conns[fc] = struct{}{}
+		l.mu.Unlock()
+	}
+	fc.br = bufio.NewReaderSize(fc.nc, 64<<10)
+	return fc, nil
+}
+
+// fetchConn is one replica fetch connection; used by one fetcher goroutine
+// (Close may be called concurrently, e.g. by a link change).
+type fetchConn struct {
+	self, source int32
+	clientID     string
+	nc           net.Conn
+	br           *bufio.Reader
+	l            *link
+	corr         int32
+	wbuf         []byte
+	rbuf         []byte // response body; Records alias it until the next call
+	closeOnce    sync.Once
+}
+
+var _ broker.FetchConn = (*fetchConn)(nil)
+
+func (c *fetchConn) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		err = c.nc.Close()
+		if c.l != nil {
+			c.l.mu.Lock()
+			delete(c.l.conns, c)
+			c.l.mu.Unlock()
+		}
+	})
+	return err
+}
+
+// roundTrip writes req (request header v1/v2) and reads its response into
+// resp. The context's deadline and cancellation apply to the socket I/O.
+func (c *fetchConn) roundTrip(ctx context.Context, req kmsg.Request, resp kmsg.Response) error {
+	if dl, ok := ctx.Deadline(); ok {
+		c.nc.SetDeadline(dl)
+	} else {
+		c.nc.SetDeadline(time.Time{})
+	}
+	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+
+	c.corr++
+	b := append(c.wbuf[:0], 0, 0, 0, 0)
+	b = kbin.AppendInt16(b, req.Key())
+	b = kbin.AppendInt16(b, req.GetVersion())
+	b = kbin.AppendInt32(b, c.corr)
+	b = kbin.AppendString(b, c.clientID)
+	if req.IsFlexible() {
+		b = append(b, 0)
+	}
+	b = req.AppendTo(b)
+	binary.BigEndian.PutUint32(b[:4], uint32(len(b)-4))
+	c.wbuf = b
+	if _, err := c.nc.Write(b); err != nil {
+		return c.ioErr(ctx, "writing", req, err)
+	}
+	var szb [4]byte
+	if _, err := io.ReadFull(c.br, szb[:]); err != nil {
+		return c.ioErr(ctx, "reading", req, err)
+	}
+	size := int32(binary.BigEndian.Uint32(szb[:]))
+	if size < 4 || size > maxReplicaResponseBytes {
+		return fmt.Errorf("replica fetcher %d->%d: %s response size %d out of range [4, %d]", c.self, c.source, kmsg.NameForKey(req.Key()), size, maxReplicaResponseBytes)
+	}
+	if cap(c.rbuf) < int(size) {
+		c.rbuf = make([]byte, size)
+	}
+	body := c.rbuf[:size]
+	if _, err := io.ReadFull(c.br, body); err != nil {
+		return c.ioErr(ctx, "reading", req, err)
+	}
+	if corr := int32(binary.BigEndian.Uint32(body)); corr != c.corr {
+		return fmt.Errorf("replica fetcher %d->%d: response correlation id %d, want %d", c.self, c.source, corr, c.corr)
+	}
+	r := kbin.Reader{Src: body[4:]}
+	resp.SetVersion(req.GetVersion())
+	if resp.IsFlexible() {
+		kmsg.SkipTags(&r)
+	}
+	if err := r.Complete(); err != nil {
+		return fmt.Errorf("replica fetcher %d->%d: %s response header: %w", c.self, c.source, kmsg.NameForKey(req.Key()), err)
+	}
+	if err := resp.ReadFrom(r.Src); err != nil {
+		return fmt.Errorf("replica fetcher %d->%d: decoding %s response: %w", c.self, c.source, kmsg.NameForKey(req.Key()), err)
+	}
+	return nil
+}
+
+func (c *fetchConn) ioErr(ctx context.Context, what string, req kmsg.Request, err error) error {
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
+	return fmt.Errorf("replica fetcher %d->%d: %s %s: %w", c.self, c.source, what, kmsg.NameForKey(req.Key()), err)
+}
+
+// Fetch sends a Fetch v12 with replica_id set and decodes the response;
+// the returned Records alias the connection's buffer until the next call.
+func (c *fetchConn) Fetch(ctx context.Context, rf *broker.ReplicaFetch) (*broker.ReplicaFetchResponse, error) {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(replicaFetchVersion)
+	req.ReplicaID = rf.ReplicaID
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = rf.MaxWaitMs, rf.MinBytes, rf.MaxBytes
+	req.SessionID, req.SessionEpoch = 0, -1 // no fetch session: every request is full
+	for _, p := range rf.Partitions {
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != p.Topic {
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic = p.Topic
+			req.Topics = append(req.Topics, t)
+		}
+		t := &req.Topics[len(req.Topics)-1]
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.CurrentLeaderEpoch, fp.FetchOffset = p.Partition, p.CurrentLeaderEpoch, p.FetchOffset
+		fp.LastFetchedEpoch, fp.LogStartOffset, fp.PartitionMaxBytes = -1, p.LogStartOffset, p.MaxBytes
+		t.Partitions = append(t.Partitions, fp)
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	if err := c.roundTrip(ctx, req, resp); err != nil {
+		return nil, err
+	}
+	if resp.ErrorCode != 0 {
+		return nil, fmt.Errorf("replica fetcher %d->%d: fetch: %w", c.self, c.source, kerr.ErrorForCode(resp.ErrorCode))
+	}
+	out := &broker.ReplicaFetchResponse{Partitions: make([]broker.ReplicaFetchResult, 0, len(rf.Partitions))}
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			out.Partitions = append(out.Partitions, broker.ReplicaFetchResult{
+				Topic: t.Topic, Partition: p.Partition, Err: kerr.ErrorForCode(p.ErrorCode),
+				HighWatermark: p.HighWatermark, LogStartOffset: p.LogStartOffset, Records: p.RecordBatches,
+			})
+		}
+	}
+	return out, nil
+}
+
+// OffsetForLeaderEpoch sends an OffsetForLeaderEpoch v4 with replica_id set.
+func (c *fetchConn) OffsetForLeaderEpoch(ctx context.Context, q []broker.EpochQuery) ([]broker.EpochAnswer, error) {
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.SetVersion(replicaEpochVersion)
+	req.ReplicaID = c.self
+	for _, p := range q {
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != p.Topic {
+			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			t.Topic = p.Topic
+			req.Topics = append(req.Topics, t)
+		}
+		t := &req.Topics[len(req.Topics)-1]
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.Partition, p.CurrentLeaderEpoch, p.LeaderEpoch
+		t.Partitions = append(t.Partitions, rp)
+	}
+	resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
+	if err := c.roundTrip(ctx, req, resp); err != nil {
+		return nil, err
+	}
+	out := make([]broker.EpochAnswer, 0, len(q))
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			out = append(out, broker.EpochAnswer{Topic: t.Topic, Partition: p.Partition, Err: kerr.ErrorForCode(p.ErrorCode), LeaderEpoch: p.LeaderEpoch, EndOffset: p.EndOffset})
+		}
+	}
+	return out, nil
+}

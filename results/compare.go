@@ -1,0 +1,394 @@
+package results
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/perf/benchmath"
+)
+
+// Metric is one number of a result that compare/gate tests. Get returns ok=false when the
+// result has no such value (e.g. an empty e2e histogram): the result is then not a sample.
+type Metric struct {
+	Name         string // "records/s", "p99-ack", ...
+	Unit         string // shown after values: "rec/s", "MB/s", "µs"
+	HigherBetter bool
+	Get          func(*Result) (float64, bool)
+}
+
+// DefaultMetrics are the metrics compare tests when none are named.
+var DefaultMetrics = []string{"records/s", "MB/s", "p50-ack", "p99-ack", "p999-ack", "p99-hwlag", "p99-e2e"}
+
+// Metrics lists every known metric by name: records/s, MB/s, and <stat>-<hist> for stat in
+// mean, p50, p90, p99, p999, p9999, max and hist in ack, hwlag, e2e, senddelay.
+func Metrics() map[string]Metric {
+	m := map[string]Metric{
+		"records/s": {Name: "records/s", Unit: "rec/s", HigherBetter: true, Get: func(r *Result) (float64, bool) {
+			return r.Produced.RecordsPerSec, r.Produced.Records > 0 || r.Produced.RecordsPerSec > 0
+		}},
+		"MB/s": {Name: "MB/s", Unit: "MB/s", HigherBetter: true, Get: func(r *Result) (float64, bool) {
+			return r.Produced.MBPerSec, r.Produced.Bytes > 0 || r.Produced.MBPerSec > 0
+		}},
+	}
+	hists := []struct {
+		name string
+		get  func(*Result) *Summary
+	}{
+		{"ack", func(r *Result) *Summary { return &r.AckLatencyUs }},
+		{"hwlag", func(r *Result) *Summary { return &r.HWLagUs }},
+		{"e2e", func(r *Result) *Summary { return &r.E2ELatencyUs }},
+		{"senddelay", func(r *Result) *Summary { return &r.SendDelayUs }},
+	}
+	stats := []struct {
+		name string
+		get  func(*Summary) float64
+	}{
+		{"mean", func(s *Summary) float64 { return s.Mean }},
+		{"p50", func(s *Summary) float64 { return s.P50 }},
+		{"p90", func(s *Summary) float64 { return s.P90 }},
+		{"p99", func(s *Summary) float64 { return s.P99 }},
+		{"p999", func(s *Summary) float64 { return s.P999 }},
+		{"p9999", func(s *Summary) float64 { return s.P9999 }},
+		{"max", func(s *Summary) float64 { return s.Max }},
+	}
+	for _, h := range hists {
+		for _, s := range stats {
+			h, s := h, s
+			name := s.name + "-" + h.name
+			m[name] = Metric{Name: name, Unit: "µs", Get: func(r *Result) (float64, bool) {
+				sum := h.get(r)
+				return s.get(sum), sum.Count > 0
+			}}
+		}
+	}
+	return m
+}
+
+// MetricNames returns the sorted names of all known metrics.
+func MetricNames() []string {
+	var names []string
+	for n := range Metrics() {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// CompareOptions configures Compare. Zero values take the defaults.
+type CompareOptions struct {
+	Metrics    []string           // default DefaultMetrics
+	Alpha      float64            // significance level, default 0.05
+	Confidence float64            // CI level, default 0.95
+	MinChange  float64            // minimum |change| (fraction, 0.05 = 5%) to call a regression, default 0.05
+	Thresholds map[string]float64 // per-metric MinChange overrides (fraction)
+}
+
+func (o *CompareOptions) defaults() {
+	if len(o.Metrics) == 0 {
+		o.Metrics = DefaultMetrics
+	}
+	if o.Alpha <= 0 {
+		o.Alpha = 0.05
+	}
+	if o.Confidence <= 0 {
+		o.Confidence = 0.95
+	}
+	if o.MinChange <= 0 {
+		o.MinChange = 0.05
+	}
+}
+
+// Side summarizes one side's samples of a metric.
+type Side struct {
+	N              int
+	Values         []float64 // ascending
+	Center, Lo, Hi float64   // median and its CI (Lo/Hi may be ±Inf with too few samples)
+}
+
+// Row is one metric of one group.
+type Row struct {
+	Metric       string
+	Unit         string
+	HigherBetter bool
+	Base, New    Side
+	ChangePct    float64 // (new-base)/base*100 of the medians; ±Inf when base is 0
+	P            float64 // Mann-Whitney U two-sided p-value (1 when not computed)
+	Significant  bool    // P < Alpha
+	TooFew       bool    // even fully separated samples of these sizes cannot reach Alpha
+	Threshold    float64 // min |change| fraction for this metric
+	Worse        bool    // change in the bad direction
+	Regression   bool    // Worse && Significant && |change| > Threshold && !TooFew
+	Note         string  // e.g. "need >= 4 runs per side for alpha=0.05", "no samples in new"
+}
+
+// Delta is the change column: "~" when not significant or below the threshold, else "+12.3%".
+func (r Row) Delta() string {
+	if r.Base.N == 0 || r.New.N == 0 || r.TooFew || !r.Significant || math.Abs(r.ChangePct) <= r.Threshold*100 {
+		return "~"
+	}
+	return fmtPct(r.ChangePct)
+}
+
+// Stat is the p/n column: "p=0.008 n=5+5".
+func (r Row) Stat() string {
+	if r.Base.N == 0 || r.New.N == 0 {
+		return fmt.Sprintf("n=%d+%d", r.Base.N, r.New.N)
+	}
+	return fmt.Sprintf("p=%.3f n=%d+%d", r.P, r.Base.N, r.New.N)
+}
+
+// Why is the one-line reason of a regression: "p99-ack: +31.2% (p=0.008, n=5+5) exceeds 5%".
+func (r Row) Why() string {
+	return fmt.Sprintf("%s: %s (p=%.3f, n=%d+%d) exceeds %s", r.Metric, fmtPct(r.ChangePct), r.P, r.Base.N, r.New.N, fmtThreshold(r.Threshold))
+}
+
+// GroupReport is the comparison of one configuration.
+type GroupReport struct {
+	Label     string // group label (name + varied keys)
+	BaseRuns  int
+	NewRuns   int
+	Rows      []Row
+	Unmatched string // "base" or "new" when the group exists on one side only (Rows empty)
+}
+
+// Report is the result of Compare.
+type Report struct {
+	Alpha       float64
+	Confidence  float64
+	Groups      []GroupReport
+	Regressions []string // one Why line per regression, prefixed with the group label when there are several groups
+	Notes       []string // plain-language caveats (too few runs, paired mismatched configs)
+}
+
+// Regressed reports whether any metric regressed.
+func (r *Report) Regressed() bool { return len(r.Regressions) > 0 }
+
+// Compare groups base and new results into configurations (GroupResults), pairs groups with the
+// same key (or the only group on each side when there is one each), and tests each metric with
+// benchmath.AssumeNothing: medians with CIs, Mann-Whitney U p-value. A regression is a change in
+// the worse direction that is significant (p < alpha) and larger than the metric's threshold.
+// Unknown metric names are an error.
+func Compare(base, new []*Result, opts CompareOptions) (*Report, error) {
+	opts.defaults()
+	known := Metrics()
+	var metrics []Metric
+	for _, n := range opts.Metrics {
+		m, ok := known[n]
+		if !ok {
+			return nil, fmt.Errorf("results: unknown metric %q (known: %s)", n, strings.Join(MetricNames(), ", "))
+		}
+		metrics = append(metrics, m)
+	}
+	for n := range opts.Thresholds {
+		if _, ok := known[n]; !ok {
+			return nil, fmt.Errorf("results: threshold for unknown metric %q (known: %s)", n, strings.Join(MetricNames(), ", "))
+		}
+	}
+	if len(base) == 0 || len(new) == 0 {
+		return nil, fmt.Errorf("results: compare needs results on both sides (base %d, new %d)", len(base), len(new))
+	}
+	rep := &Report{Alpha: opts.Alpha, Confidence: opts.Confidence}
+	bg, ng := GroupResults(base), GroupResults(new)
+	type pair struct{ b, n *Group }
+	var pairs []pair
+	if len(bg) == 1 && len(ng) == 1 {
+		pairs = append(pairs, pair{bg[0], ng[0]})
+		if bg[0].Key != ng[0].Key {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("base %q and new %q differ in configuration; compared anyway", bg[0].Label, ng[0].Label))
+		}
+	} else {
+		newByKey := map[string]*Group{}
+		for _, g := range ng {
+			newByKey[g.Key] = g
+		}
+		used := map[string]bool{}
+		for _, b := range bg {
+			if n := newByKey[b.Key]; n != nil {
+				pairs = append(pairs, pair{b, n})
+				used[b.Key] = true
+			} else {
+				pairs = append(pairs, pair{b, nil})
+			}
+		}
+		for _, n := range ng {
+			if !used[n.Key] {
+				pairs = append(pairs, pair{nil, n})
+			}
+		}
+	}
+	multi := len(pairs) > 1
+	needN := 0
+	for _, p := range pairs {
+		switch {
+		case p.n == nil:
+			rep.Groups = append(rep.Groups, GroupReport{Label: p.b.Label, BaseRuns: len(p.b.Results), Unmatched: "base"})
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: only in base (%d runs), not compared", p.b.Label, len(p.b.Results)))
+			continue
+		case p.b == nil:
+			rep.Groups = append(rep.Groups, GroupReport{Label: p.n.Label, NewRuns: len(p.n.Results), Unmatched: "new"})
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: only in new (%d runs), not compared", p.n.Label, len(p.n.Results)))
+			continue
+		}
+		gr := GroupReport{Label: p.b.Label, BaseRuns: len(p.b.Results), NewRuns: len(p.n.Results)}
+		for _, m := range metrics {
+			th := opts.MinChange
+			if t, ok := opts.Thresholds[m.Name]; ok {
+				th = t
+			}
+			row := CompareSamples(m, samples(m, p.b.Results), samples(m, p.n.Results), opts.Alpha, opts.Confidence, th)
+			if row.Base.N == 0 && row.New.N == 0 {
+				continue // metric absent on both sides (e.g. no consumer): nothing to say
+			}
+			if row.TooFew {
+				if n := RunsNeeded(opts.Alpha); n > needN {
+					needN = n
+				}
+			}
+			if row.Regression {
+				why := row.Why()
+				if multi {
+					why = gr.Label + " " + why
+				}
+				rep.Regressions = append(rep.Regressions, why)
+			}
+			gr.Rows = append(gr.Rows, row)
+		}
+		rep.Groups = append(rep.Groups, gr)
+	}
+	if needN > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("too few runs to call any change significant: need >= %d runs per side for alpha=%v (not failing)", needN, opts.Alpha))
+	}
+	return rep, nil
+}
+
+func samples(m Metric, rs []*Result) []float64 {
+	var out []float64
+	for _, r := range rs {
+		if v, ok := m.Get(r); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// CompareSamples tests one metric's base and new samples (threshold is a fraction).
+func CompareSamples(m Metric, base, new []float64, alpha, confidence, threshold float64) Row {
+	row := Row{Metric: m.Name, Unit: m.Unit, HigherBetter: m.HigherBetter, Threshold: threshold, P: 1}
+	th := &benchmath.Thresholds{CompareAlpha: alpha}
+	side := func(v []float64) (Side, *benchmath.Sample) {
+		if len(v) == 0 {
+			return Side{}, nil
+		}
+		s := benchmath.NewSample(append([]float64(nil), v...), th)
+		sum := benchmath.AssumeNothing.Summary(s, confidence)
+		return Side{N: len(v), Values: s.Values, Center: sum.Center, Lo: sum.Lo, Hi: sum.Hi}, s
+	}
+	var bs, ns *benchmath.Sample
+	row.Base, bs = side(base)
+	row.New, ns = side(new)
+	switch {
+	case bs == nil && ns == nil:
+		return row
+	case bs == nil:
+		row.Note = "no samples in base"
+		return row
+	case ns == nil:
+		row.Note = "no samples in new"
+		return row
+	}
+	switch {
+	case row.Base.Center == row.New.Center:
+		row.ChangePct = 0
+	case row.Base.Center == 0:
+		row.ChangePct = math.Inf(1)
+		if row.New.Center < 0 {
+			row.ChangePct = math.Inf(-1)
+		}
+	default:
+		row.ChangePct = (row.New.Center - row.Base.Center) / math.Abs(row.Base.Center) * 100
+	}
+	cmp := benchmath.AssumeNothing.Compare(bs, ns)
+	row.P = cmp.P
+	row.Significant = cmp.P < alpha
+	row.TooFew = MinPValue(row.Base.N, row.New.N) >= alpha
+	if row.TooFew {
+		row.Significant = false
+		row.Note = fmt.Sprintf("need >= %d runs per side for alpha=%v", RunsNeeded(alpha), alpha)
+	}
+	if m.HigherBetter {
+		row.Worse = row.ChangePct < 0
+	} else {
+		row.Worse = row.ChangePct > 0
+	}
+	row.Regression = row.Worse && row.Significant && !row.TooFew && math.Abs(row.ChangePct) > threshold*100
+	return row
+}
+
+// MinPValue is the smallest two-sided Mann-Whitney U p-value that samples of sizes n1 and n2
+// can give (fully separated samples): 2 / C(n1+n2, n1), at most 1.
+func MinPValue(n1, n2 int) float64 {
+	if n1 <= 0 || n2 <= 0 {
+		return 1
+	}
+	// C(n1+n2, n1) in floating point (log-gamma avoids overflow).
+	lc, _ := math.Lgamma(float64(n1 + n2 + 1))
+	l1, _ := math.Lgamma(float64(n1 + 1))
+	l2, _ := math.Lgamma(float64(n2 + 1))
+	p := 2 / math.Exp(lc-l1-l2)
+	return math.Min(p, 1)
+}
+
+// RunsNeeded is the smallest n such that n runs per side can reach significance at alpha.
+func RunsNeeded(alpha float64) int {
+	for n := 1; n < 1000; n++ {
+		if MinPValue(n, n) < alpha {
+			return n
+		}
+	}
+	return 1000
+}
+
+func fmtPct(p float64) string {
+	switch {
+	case math.IsInf(p, 1):
+		return "+inf%"
+	case math.IsInf(p, -1):
+		return "-inf%"
+	}
+	return fmt.Sprintf("%+.1f%%", p)
+}
+
+func fmtThreshold(f float64) string {
+	return strconv.FormatFloat(f*100, 'f', -1, 64) + "%"
+}
+
+// ParsePercent parses "5%", "5" (both 5%) or "0.05%" into a fraction (0.05). Negative or
+// non-numeric values are an error.
+func ParsePercent(s string) (float64, error) {
+	t := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "%"))
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("%q is not a percentage (want e.g. 5%%)", s)
+	}
+	return v / 100, nil
+}
+
+// ParseThreshold parses "metric=pct" (e.g. "p99-ack=20%") for CompareOptions.Thresholds.
+func ParseThreshold(s string) (metric string, frac float64, err error) {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return "", 0, fmt.Errorf("threshold %q: want metric=percent, e.g. p99-ack=20%%", s)
+	}
+	k = strings.TrimSpace(k)
+	if _, known := Metrics()[k]; !known {
+		return "", 0, fmt.Errorf("threshold %q: unknown metric %q (known: %s)", s, k, strings.Join(MetricNames(), ", "))
+	}
+	f, err := ParsePercent(v)
+	if err != nil {
+		return "", 0, fmt.Errorf("threshold %q: %v", s, err)
+	}
+	return k, f, nil
+}

@@ -1,0 +1,249 @@
+package results
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// SchemaVersion is the version of result.json written by this package. ReadResult rejects any other.
+const SchemaVersion = 1
+
+// Result is one run's result.json (schema 1). Field names and JSON keys are the contract other
+// tools (jq checks, compare, plots) rely on; add fields, never rename them.
+//
+// A Result is a plain value: build it in one goroutine, then share it read-only.
+type Result struct {
+	Schema    int       `json:"schema"`     // always SchemaVersion
+	ID        string    `json:"id"`         // run id, unique per run (e.g. "20261129T164000-default-r1")
+	Name      string    `json:"name"`       // workload spec name ("default", "follower-pause")
+	Target    string    `json:"target"`     // "embedded" or "kafka://host:port,..."
+	StartedAt time.Time `json:"started_at"` // RFC 3339 (UTC recommended)
+	DurationS float64   `json:"duration_s"` // measured duration (warmup excluded), seconds
+	Env       Env       `json:"env"`
+	// Config holds every effective setting, flattened: "num.replica.fetchers": 2, "acks": "all",
+	// "producers.rate": 5000. Values are JSON scalars (string, number, bool).
+	Config map[string]any `json:"config"`
+
+	Produced     Produced `json:"produced"`
+	AckLatencyUs Summary  `json:"ack_latency_us"` // intended send -> produce acknowledged
+	HWLagUs      Summary  `json:"hw_lag_us"`      // leader append -> HW passes the record (weighted by records)
+	E2ELatencyUs Summary  `json:"e2e_latency_us"` // intended send -> consumer receives the record
+	SendDelayUs  Summary  `json:"send_delay_us"`  // intended send -> actual send (open-loop pacer lateness)
+
+	ISR        ISR        `json:"isr"`
+	Durability Durability `json:"durability"`
+	Faults     []Fault    `json:"faults,omitempty"`
+	Files      Files      `json:"files"`
+}
+
+// Env describes where a run ran.
+type Env struct {
+	Go     string `json:"go"`            // runtime.Version()
+	GOOS   string `json:"goos"`          // runtime.GOOS
+	GOARCH string `json:"goarch"`        // runtime.GOARCH
+	CPUs   int    `json:"cpus"`          // GOMAXPROCS at run time
+	Commit string `json:"commit"`        // VCS revision of the binary, "" if unknown
+	CPU    string `json:"cpu,omitempty"` // CPU model name (for bench.txt's "cpu:" line)
+}
+
+// CurrentEnv describes this process: Go version, OS/arch, GOMAXPROCS, the VCS revision baked into
+// the binary (if any; commit overrides it when non-empty) and the CPU model from /proc/cpuinfo.
+func CurrentEnv(commit string) Env {
+	e := Env{Go: runtime.Version(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.GOMAXPROCS(0), Commit: commit}
+	if e.Commit == "" {
+		e.Commit = vcsRevision()
+	}
+	e.CPU = cpuModel()
+	return e
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// Produced counts what the producers sent and had acknowledged during the measured window.
+type Produced struct {
+	Records       int64            `json:"records"`         // acknowledged records
+	Bytes         int64            `json:"bytes"`           // acknowledged value+key bytes
+	RecordsPerSec float64          `json:"records_per_sec"` // Records / duration_s
+	MBPerSec      float64          `json:"mb_per_sec"`      // Bytes / duration_s / 1e6
+	Errors        map[string]int64 `json:"errors"`          // Kafka error name (NOT_ENOUGH_REPLICAS, ...) -> failed records
+}
+
+// Summary is one latency histogram: values in microseconds (µs), percentiles as the histogram
+// reports them (highest equivalent value, 3 significant digits), plus the whole histogram as
+// base64 HdrHistogram V2 compressed encoding (DecodeSummaryHdr reads it back).
+type Summary struct {
+	Count int64   `json:"count"`
+	Mean  float64 `json:"mean"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p999"`
+	P9999 float64 `json:"p9999"`
+	Max   float64 `json:"max"`
+	Hdr   string  `json:"hdr"`
+}
+
+// ISR counts ISR changes seen during the run (Kafka's IsrShrinksPerSec / IsrExpandsPerSec as totals).
+type ISR struct {
+	Shrinks          int64   `json:"shrinks"`
+	Expands          int64   `json:"expands"`
+	UnderReplicatedS float64 `json:"under_replicated_s"` // seconds with UnderReplicatedPartitions > 0
+}
+
+// Durability is the verdict of the post-run checker on acknowledged records.
+type Durability struct {
+	DurabilityCounts
+	ReplicasIdentical bool `json:"replicas_identical"` // all ISR replica logs byte-identical up to the HW
+	// ByAcks splits the counts by the producer's acks setting ("all", "1", "0").
+	ByAcks map[string]DurabilityCounts `json:"by_acks,omitempty"`
+}
+
+// DurabilityCounts are record counts; Lost+Verified == Acked when every acked record was checked.
+type DurabilityCounts struct {
+	Acked      int64 `json:"acked"`        // acknowledged to the producer
+	Verified   int64 `json:"verified"`     // acknowledged and found, in order, after the run
+	Lost       int64 `json:"lost"`         // acknowledged but missing
+	Duplicated int64 `json:"duplicated"`   // found more than once
+	OutOfOrder int64 `json:"out_of_order"` // found, but not in produce order within its partition/producer
+}
+
+// Fault is one applied fault of the schedule.
+type Fault struct {
+	AtS    float64   `json:"at_s"`             // seconds since the measured start (negative = during warmup)
+	EndS   float64   `json:"end_s,omitempty"`  // when it was undone (0 = instantaneous or never)
+	Time   time.Time `json:"time"`             // wall-clock time it was applied
+	Kind   string    `json:"kind"`             // "pause-broker", "kill-leader", "slow-link", ...
+	Target string    `json:"target,omitempty"` // "broker=2", "link=1->3", "topic-0"
+	Detail string    `json:"detail,omitempty"`
+	Error  string    `json:"error,omitempty"` // non-empty when applying it failed
+}
+
+// Files lists the run's output files as the runner wrote them (paths joined with the run
+// directory, so absolute when --out is absolute). ResolveFile turns a relative one into a path.
+type Files struct {
+	Hgrm     []string `json:"hgrm"`
+	Timeline string   `json:"timeline"`
+	Bench    string   `json:"bench"`
+	Profiles []string `json:"profiles"`
+	Plots    []string `json:"plots"`
+}
+
+// WriteResult writes r as indented JSON to path atomically (temp file + rename). Schema is set to
+// SchemaVersion when zero.
+func WriteResult(path string, r *Result) error {
+	if r.Schema == 0 {
+		r.Schema = SchemaVersion
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("results: encode %s: %w", path, err)
+	}
+	b = append(b, '\n')
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".result-*.json")
+	if err != nil {
+		return fmt.Errorf("results: write %s: %w", path, err)
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("results: write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("results: write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("results: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadResult reads and checks one result.json. Errors name the file and, where JSON decoding
+// says so, the field and byte offset; a schema other than SchemaVersion is rejected.
+func ReadResult(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("results: %w", err)
+	}
+	r, err := DecodeResult(b)
+	if err != nil {
+		return nil, fmt.Errorf("results: %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// DecodeResult parses result.json bytes (see ReadResult).
+func DecodeResult(b []byte) (*Result, error) {
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			line, col := lineCol(b, se.Offset)
+			return nil, fmt.Errorf("invalid JSON at line %d column %d: %v", line, col, se)
+		case errors.As(err, &te):
+			return nil, fmt.Errorf("field %q: got JSON %s, want %v (offset %d)", te.Field, te.Value, te.Type, te.Offset)
+		default:
+			return nil, fmt.Errorf("invalid JSON: %w", err)
+		}
+	}
+	if r.Schema != SchemaVersion {
+		return nil, fmt.Errorf("field \"schema\": got %d, want %d", r.Schema, SchemaVersion)
+	}
+	for _, s := range []struct {
+		name string
+		s    *Summary
+	}{{"ack_latency_us", &r.AckLatencyUs}, {"hw_lag_us", &r.HWLagUs}, {"e2e_latency_us", &r.E2ELatencyUs}, {"send_delay_us", &r.SendDelayUs}} {
+		if s.s.Count < 0 {
+			return nil, fmt.Errorf("field %q: count %d is negative", s.name+".count", s.s.Count)
+		}
+	}
+	if r.DurationS < 0 {
+		return nil, fmt.Errorf("field \"duration_s\": %v is negative", r.DurationS)
+	}
+	return &r, nil
+}
+
+func lineCol(b []byte, off int64) (line, col int) {
+	if off > int64(len(b)) {
+		off = int64(len(b))
+	}
+	line = 1 + bytes.Count(b[:off], []byte{'\n'})
+	col = int(off) - bytes.LastIndexByte(b[:off], '\n')
+	return line, col
+}
+
+// ResolveFile returns p unchanged when absolute or when it exists as given, else joined with dir
+// (the directory holding result.json).
+func ResolveFile(dir, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	return filepath.Join(dir, p)
+}

@@ -1,0 +1,250 @@
+package results
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// newTable returns a table with the headers as given (no upper-casing), first column left-aligned
+// and the others right-aligned.
+func newTable(w io.Writer, header ...string) *tablewriter.Table {
+	align := make([]tw.Align, len(header))
+	for i := range align {
+		align[i] = tw.AlignRight
+	}
+	align[0] = tw.AlignLeft
+	t := tablewriter.NewTable(w,
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{Global: tw.AlignRight, PerColumn: align}),
+	)
+	t.Header(toAny(header)...)
+	return t
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// FormatValue renders v with 4 significant digits and a k/M/G suffix ("52.13k", "812.0", "1.234M").
+func FormatValue(v float64) string {
+	if math.IsNaN(v) {
+		return "NaN"
+	}
+	if math.IsInf(v, 0) {
+		if v > 0 {
+			return "∞"
+		}
+		return "-∞"
+	}
+	a := math.Abs(v)
+	suffix := ""
+	switch {
+	case a >= 1e9:
+		v, suffix = v/1e9, "G"
+	case a >= 1e6:
+		v, suffix = v/1e6, "M"
+	case a >= 1e4:
+		v, suffix = v/1e3, "k"
+	}
+	a = math.Abs(v)
+	prec := 0
+	switch {
+	case a == 0:
+		prec = 0
+	case a < 10:
+		prec = 3
+	case a < 100:
+		prec = 2
+	case a < 1000:
+		prec = 1
+	}
+	return strconv.FormatFloat(v, 'f', prec, 64) + suffix
+}
+
+// fmtUs renders a latency in µs: whole numbers below 10k as integers ("52", "9876"), the rest
+// like FormatValue.
+func fmtUs(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e4 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return FormatValue(v)
+}
+
+// PrintSummary prints one run's summary: throughput, latency percentiles (ack, HW lag, e2e, send
+// delay), ISR changes, errors by Kafka code, durability. The output contains no times of day, so
+// it is stable for a given Result.
+func PrintSummary(w io.Writer, r *Result) error {
+	fmt.Fprintf(w, "%s (%s) id=%s duration=%ss\n", orDash(r.Name), orDash(r.Target), orDash(r.ID), strconv.FormatFloat(r.DurationS, 'f', -1, 64))
+	fmt.Fprintf(w, "produced: %d records, %d bytes, %s records/s, %s MB/s\n",
+		r.Produced.Records, r.Produced.Bytes, FormatValue(r.Produced.RecordsPerSec), FormatValue(r.Produced.MBPerSec))
+
+	t := newTable(w, "latency (µs)", "count", "p50", "p90", "p99", "p99.9", "p99.99", "max", "mean")
+	for _, h := range []struct {
+		name string
+		s    Summary
+	}{{"ack", r.AckLatencyUs}, {"hw lag", r.HWLagUs}, {"e2e", r.E2ELatencyUs}, {"send delay", r.SendDelayUs}} {
+		s := h.s
+		if s.Count == 0 {
+			t.Append(h.name, "0", "-", "-", "-", "-", "-", "-", "-")
+			continue
+		}
+		t.Append(h.name, strconv.FormatInt(s.Count, 10), fmtUs(s.P50), fmtUs(s.P90), fmtUs(s.P99), fmtUs(s.P999), fmtUs(s.P9999), fmtUs(s.Max), fmtUs(s.Mean))
+	}
+	if err := t.Render(); err != nil {
+		return fmt.Errorf("results: summary table: %w", err)
+	}
+	fmt.Fprintf(w, "isr: %d shrinks, %d expands, under-replicated %ss\n",
+		r.ISR.Shrinks, r.ISR.Expands, strconv.FormatFloat(r.ISR.UnderReplicatedS, 'f', -1, 64))
+	if len(r.Produced.Errors) > 0 {
+		codes := make([]string, 0, len(r.Produced.Errors))
+		for c := range r.Produced.Errors {
+			codes = append(codes, c)
+		}
+		sort.Strings(codes)
+		parts := make([]string, len(codes))
+		for i, c := range codes {
+			parts[i] = fmt.Sprintf("%s=%d", c, r.Produced.Errors[c])
+		}
+		fmt.Fprintf(w, "errors: %s\n", strings.Join(parts, " "))
+	} else {
+		fmt.Fprintln(w, "errors: none")
+	}
+	d := r.Durability
+	fmt.Fprintf(w, "durability: acked %d, verified %d, lost %d, duplicated %d, out of order %d, replicas identical %v\n",
+		d.Acked, d.Verified, d.Lost, d.Duplicated, d.OutOfOrder, d.ReplicasIdentical)
+	if len(d.ByAcks) > 0 {
+		keys := make([]string, 0, len(d.ByAcks))
+		for k := range d.ByAcks {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			c := d.ByAcks[k]
+			fmt.Fprintf(w, "  acks=%s: acked %d, verified %d, lost %d, duplicated %d, out of order %d\n", k, c.Acked, c.Verified, c.Lost, c.Duplicated, c.OutOfOrder)
+		}
+	}
+	for _, f := range r.Faults {
+		line := fmt.Sprintf("fault: %s %s at %ss", f.Kind, f.Target, strconv.FormatFloat(f.AtS, 'f', 3, 64))
+		if f.EndS != 0 {
+			line += fmt.Sprintf(" until %ss", strconv.FormatFloat(f.EndS, 'f', 3, 64))
+		}
+		if f.Error != "" {
+			line += " FAILED: " + f.Error
+		}
+		fmt.Fprintln(w, line)
+	}
+	return nil
+}
+
+// PrintSweep prints one row per sweep point: the keys that vary between the results as columns,
+// then records/s, MB/s, ack p50/p99/p99.9, HW-lag p99, e2e p99, ISR shrinks, errors, lost.
+func PrintSweep(w io.Writer, rows []*Result) error {
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(w, "no results")
+		return err
+	}
+	varied := VariedKeys(rows)
+	header := append([]string{"name"}, varied...)
+	header = append(header, "records/s", "MB/s", "ack p50", "ack p99", "ack p99.9", "hw-lag p99", "e2e p99", "isr shrinks", "errors", "lost")
+	t := newTable(w, header...)
+	for _, r := range rows {
+		cells := []string{orDash(r.Name)}
+		for _, k := range varied {
+			if v, ok := r.Config[k]; ok {
+				cells = append(cells, configString(v))
+			} else {
+				cells = append(cells, "-")
+			}
+		}
+		var errs int64
+		for _, n := range r.Produced.Errors {
+			errs += n
+		}
+		cells = append(cells, FormatValue(r.Produced.RecordsPerSec), FormatValue(r.Produced.MBPerSec),
+			sumCell(r.AckLatencyUs, r.AckLatencyUs.P50), sumCell(r.AckLatencyUs, r.AckLatencyUs.P99), sumCell(r.AckLatencyUs, r.AckLatencyUs.P999),
+			sumCell(r.HWLagUs, r.HWLagUs.P99), sumCell(r.E2ELatencyUs, r.E2ELatencyUs.P99),
+			strconv.FormatInt(r.ISR.Shrinks, 10), strconv.FormatInt(errs, 10), strconv.FormatInt(r.Durability.Lost, 10))
+		t.Append(toAny(cells)...)
+	}
+	if err := t.Render(); err != nil {
+		return fmt.Errorf("results: sweep table: %w", err)
+	}
+	_, err := fmt.Fprintln(w, "latencies in µs")
+	return err
+}
+
+func sumCell(s Summary, v float64) string {
+	if s.Count == 0 {
+		return "-"
+	}
+	return fmtUs(v)
+}
+
+// PrintCompare prints a Report like benchstat: per configuration, one row per metric with the
+// base and new medians ± their 95% CI (as a percentage of the median), the change ("~" when not
+// significant or below the threshold) and "p=... n=...". Then notes and regressions.
+func PrintCompare(w io.Writer, rep *Report) error {
+	for i, g := range rep.Groups {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		if g.Unmatched != "" {
+			fmt.Fprintf(w, "%s: only in %s (%d runs)\n", g.Label, g.Unmatched, g.BaseRuns+g.NewRuns)
+			continue
+		}
+		fmt.Fprintf(w, "%s: base %d runs, new %d runs\n", g.Label, g.BaseRuns, g.NewRuns)
+		t := newTable(w, "metric", "base", "new", "change", "p / n")
+		for _, r := range g.Rows {
+			change := r.Delta()
+			if r.Regression {
+				change += " (worse)"
+			}
+			stat := r.Stat()
+			if r.Note != "" && !r.TooFew { // too few runs is said once, below the tables
+				stat += " (" + r.Note + ")"
+			}
+			t.Append(r.Metric, fmtSide(r.Base, r.Unit), fmtSide(r.New, r.Unit), change, stat)
+		}
+		if err := t.Render(); err != nil {
+			return fmt.Errorf("results: compare table: %w", err)
+		}
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	if len(rep.Regressions) == 0 {
+		fmt.Fprintf(w, "no regression (alpha=%v)\n", rep.Alpha)
+		return nil
+	}
+	for _, r := range rep.Regressions {
+		fmt.Fprintf(w, "REGRESSION %s\n", r)
+	}
+	return nil
+}
+
+// fmtSide: "52.13k rec/s ± 3%" (CI half-range as % of the median; "± ∞" with too few samples).
+func fmtSide(s Side, unit string) string {
+	if s.N == 0 {
+		return "-"
+	}
+	v := FormatValue(s.Center) + " " + unit
+	switch {
+	case math.IsInf(s.Lo, 0) || math.IsInf(s.Hi, 0):
+		return v + " ± ∞"
+	case s.Center == 0:
+		return v + " ± 0%"
+	}
+	pct := math.Max(s.Center-s.Lo, s.Hi-s.Center) / math.Abs(s.Center) * 100
+	return v + " ± " + strconv.FormatFloat(pct, 'f', 0, 64) + "%"
+}

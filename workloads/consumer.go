@@ -1,0 +1,170 @@
+package workloads
+
+import (
+	"context"
+	"fmt"
+	"runtime/pprof"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/isrbench/isrbench/results"
+)
+
+// consumer reads every partition of the topic from the leader (kgo fetches from the leader
+// unless a rack is configured) starting at the offsets snapshotted before the load started,
+// and records end-to-end latency = receive time - intended send time for the records of this
+// run's producers. One goroutine runs it; e2e is read after run returns.
+type consumer struct {
+	cl   *kgo.Client
+	win  window
+	ours func(pid uint32) bool
+	e2e  *results.Histogram
+	next []atomic.Int64 // per partition: next offset to read (exclusive end of what was received)
+}
+
+func newConsumer(seeds []string, topic string, start []int64, win window, ours func(uint32) bool, extra ...kgo.Opt) (*consumer, error) {
+	offs := make(map[int32]kgo.Offset, len(start))
+	for p, o := range start {
+		offs[int32(p)] = kgo.NewOffset().At(o)
+	}
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(seeds...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}),
+		kgo.FetchMaxWait(500 * time.Millisecond),
+	}, extra...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	c := &consumer{cl: cl, win: win, ours: ours, e2e: results.NewHistogram(), next: make([]atomic.Int64, len(start))}
+	for p, o := range start {
+		c.next[p].Store(o)
+	}
+	return c, nil
+}
+
+// run polls until ctx is done; pprof label role=consumer-client.
+func (c *consumer) run(ctx context.Context) {
+	pprof.Do(ctx, pprof.Labels("role", "consumer-client"), func(ctx context.Context) {
+		for ctx.Err() == nil {
+			fs := c.cl.PollFetches(ctx)
+			now := time.Now().UnixNano()
+			fs.EachRecord(func(r *kgo.Record) {
+				if int(r.Partition) < len(c.next) {
+					c.next[r.Partition].Store(r.Offset + 1)
+				}
+				h, err := ParseHeader(r.Value)
+				if err != nil || !c.ours(h.ProducerID) || !c.win.in(h.Intended) {
+					return
+				}
+				c.e2e.RecordNs(now - h.Intended)
+			})
+		}
+	})
+}
+
+// caughtUp reports whether the consumer received everything below end[p] for every partition.
+func (c *consumer) caughtUp(end []int64) bool {
+	for p, e := range end {
+		if p < len(c.next) && c.next[p].Load() < e {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *consumer) close() { c.cl.Close() }
+
+// checkDurability reads every partition back from start[p] (inclusive) to end[p] (exclusive,
+// the HW after the run) and compares what it finds with what the producers had acknowledged.
+// Records of other writers are ignored. A record seen twice counts as duplicated; a
+// producer's sequence going backwards within a partition counts as out of order.
+func checkDurability(ctx context.Context, seeds []string, topic string, start, end []int64, prods []*producer) (results.DurabilityCounts, error) {
+	var dc results.DurabilityCounts
+	byID := make(map[uint32]int, len(prods))
+	seen := make([]bitset, len(prods))
+	for i, p := range prods {
+		byID[p.id] = i
+	}
+	remaining := 0
+	offs := map[int32]kgo.Offset{}
+	for p := range start {
+		if end[p] > start[p] {
+			offs[int32(p)] = kgo.NewOffset().At(start[p])
+			remaining++
+		}
+	}
+	if remaining > 0 {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}),
+			kgo.FetchMaxWait(200*time.Millisecond))
+		if err != nil {
+			return dc, err
+		}
+		defer cl.Close()
+		last := make(map[[2]int64]uint64) // (producer index, partition) -> last seq
+		done := make([]bool, len(start))
+		for remaining > 0 {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				return dc, fmt.Errorf("durability check: reading back %s: %d partitions not read to their HW: %w", topic, remaining, ctx.Err())
+			}
+			fs.EachError(func(t string, p int32, err error) {
+				// Retriable errors are retried by the client; report nothing here but keep polling.
+				_ = err
+			})
+			fs.EachRecord(func(r *kgo.Record) {
+				p := int(r.Partition)
+				if p >= len(end) || done[p] || r.Offset >= end[p] {
+					if p < len(end) && !done[p] && r.Offset+1 >= end[p] {
+						done[p] = true
+						remaining--
+					}
+					return
+				}
+				if r.Offset+1 >= end[p] {
+					done[p] = true
+					remaining--
+				}
+				h, err := ParseHeader(r.Value)
+				if err != nil {
+					return
+				}
+				i, ok := byID[h.ProducerID]
+				if !ok {
+					return
+				}
+				if seen[i].set(h.Seq) {
+					dc.Duplicated++
+				}
+				k := [2]int64{int64(i), int64(p)}
+				if l, ok := last[k]; ok && h.Seq < l {
+					dc.OutOfOrder++
+				}
+				last[k] = h.Seq
+			})
+		}
+	}
+	for i, p := range prods {
+		p.mu.Lock()
+		for wi, w := range p.acked.w {
+			for ; w != 0; w &= w - 1 {
+				bit := uint64(0)
+				for x := w & -w; x > 1; x >>= 1 {
+					bit++
+				}
+				seq := uint64(wi)*64 + bit
+				dc.Acked++
+				if seen[i].has(seq) {
+					dc.Verified++
+				} else {
+					dc.Lost++
+				}
+			}
+		}
+		p.mu.Unlock()
+	}
+	return dc, nil
+}

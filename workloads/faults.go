@@ -1,0 +1,69 @@
+package workloads
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/isrbench/isrbench/results"
+)
+
+// runFaults applies the spec's fault schedule relative to the start of measurement and heals
+// each fault after its duration; it returns when every fault was applied and healed (or ctx
+// ended, in which case applied faults are still healed so the cluster can be read back).
+func (r *run) runFaults(ctx context.Context, measureStart time.Time) {
+	var wg sync.WaitGroup
+	for i, f := range r.spec.Faults {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.runFault(ctx, i, f, measureStart)
+		}()
+	}
+	wg.Wait()
+}
+
+func waitUntil(ctx context.Context, t time.Time) bool {
+	tm := time.NewTimer(time.Until(t))
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (r *run) runFault(ctx context.Context, i int, f Fault, measureStart time.Time) {
+	if !waitUntil(ctx, measureStart.Add(f.At)) {
+		return
+	}
+	applied := time.Now()
+	rf := results.Fault{AtS: applied.Sub(measureStart).Seconds(), Time: applied.UTC(), Kind: f.Kind,
+		Detail: fmt.Sprintf("faults[%d]: %s %s of partition %d for %s", i, f.Kind, f.Target, f.Partition, f.Duration)}
+	target, heal, err := r.tgt.ApplyFault(ctx, r.spec.Topic.Name, f)
+	rf.Target = target
+	if err != nil {
+		rf.Error = err.Error()
+		r.addFault(rf)
+		if !r.opts.Quiet {
+			fmt.Fprintf(r.opts.Stderr, "fault %s %s: %v\n", f.Kind, f.Target, err)
+		}
+		return
+	}
+	if heal != nil {
+		waitUntil(ctx, applied.Add(f.Duration)) // on cancel: heal at once
+		if err := heal(); err != nil {
+			rf.Error = "heal: " + err.Error()
+		}
+		rf.EndS = time.Since(measureStart).Seconds()
+	}
+	r.addFault(rf)
+}
+
+func (r *run) addFault(f results.Fault) {
+	r.faultsMu.Lock()
+	r.faults = append(r.faults, f)
+	r.faultsMu.Unlock()
+}

@@ -1,0 +1,261 @@
+package workloads
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/isrbench/isrbench/results"
+)
+
+// window is the measurement window [start, end) in unix ns: samples whose intended send time
+// falls outside it (warm-up, drain) are not recorded. Set once before the load starts.
+type window struct {
+	start, end int64
+}
+
+func (w window) in(ns int64) bool { return ns >= w.start && ns < w.end }
+
+// producer is one kgo client driven by one goroutine. Its promise callbacks run on kgo's
+// goroutines, so everything they touch is behind mu or atomic.
+type producer struct {
+	id     uint32
+	spec   ProducerSpec
+	topic  string
+	cl     *kgo.Client
+	rate   float64 // this producer's records/s (0 = closed loop)
+	win    window
+	mode   WaitMode
+	keyRng *rand.Rand // producer goroutine only
+
+	sendDelay *results.Histogram // producer goroutine only
+	ack       *results.Recorder  // promise goroutines; the timeline takes intervals
+
+	mu     sync.Mutex // guards acked, errs
+	acked  bitset     // seq -> acknowledged (whole run, for the durability check)
+	errs   map[string]int64
+	sent   atomic.Int64 // records handed to the client (whole run)
+	nAcked atomic.Int64 // acknowledged in the window
+	nBytes atomic.Int64 // acknowledged bytes in the window
+	nErrs  atomic.Int64 // failed records (whole run)
+	inFl   sync.WaitGroup
+
+	pool sync.Pool // *kgo.Record with a message.size value
+}
+
+// producerOpts are the kgo options the spec asks for.
+func producerOpts(p ProducerSpec, topic string) []kgo.Opt {
+	opts := []kgo.Opt{
+		kgo.DefaultProduceTopic(topic),
+		kgo.ProducerLinger(time.Duration(p.LingerMs) * time.Millisecond),
+		kgo.ProducerBatchMaxBytes(int32(p.BatchSize)),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.MaxBufferedRecords(p.MaxBufferedRecords),
+	}
+	if p.DeliveryTimeoutMs > 0 {
+		opts = append(opts, kgo.RecordDeliveryTimeout(time.Duration(p.DeliveryTimeoutMs)*time.Millisecond))
+	}
+	switch p.Acks {
+	case "all":
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	case "1":
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	case "0":
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+	}
+	switch p.Keys {
+	case "none":
+		if p.Rate > 0 {
+			opts = append(opts, kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+		} else {
+			// Closed loop: fill batches (sticky to a partition until the batch is sent).
+			opts = append(opts, kgo.RecordPartitioner(kgo.StickyPartitioner()))
+		}
+	default:
+		// Kafka's murmur2 over the key, like the Java client's default partitioner.
+		opts = append(opts, kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
+	}
+	return opts
+}
+
+func newProducer(id uint32, seeds []string, spec ProducerSpec, topic string, rate float64, win window, mode WaitMode) (*producer, error) {
+	opts := append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, producerOpts(spec, topic)...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	p := &producer{id: id, spec: spec, topic: topic, cl: cl, rate: rate, win: win, mode: mode,
+		keyRng:    rand.New(rand.NewPCG(uint64(id), uint64(time.Now().UnixNano()))),
+		sendDelay: results.NewHistogram(), ack: results.NewRecorder(), errs: map[string]int64{}}
+	size := spec.MessageSize
+	p.pool.New = func() any { return &kgo.Record{Value: make([]byte, size)} }
+	return p, nil
+}
+
+// run produces on the pacer's schedule from start until end (exclusive), then returns; the
+// records still in flight finish later (wait with drain). pprof label role=producer-client.
+func (p *producer) run(ctx context.Context, start, end time.Time) error {
+	var err error
+	pprof.Do(ctx, pprof.Labels("role", "producer-client"), func(ctx context.Context) {
+		err = p.loop(ctx, start, end)
+	})
+	return err
+}
+
+func (p *producer) loop(ctx context.Context, start, end time.Time) error {
+	mode := p.mode
+	pc, err := NewPacer(p.rate, start, end, mode)
+	if err != nil && mode == WaitTimerfd {
+		pc, err = NewPacer(p.rate, start, end, WaitSpin)
+	}
+	if err != nil {
+		return err
+	}
+	defer pc.Close()
+	var seq uint64
+	var fixedKey = []byte("isrbench")
+	for {
+		intended, actual, ok := pc.Next(ctx)
+		if !ok {
+			return nil
+		}
+		in := intended.UnixNano()
+		if p.win.in(in) && p.rate > 0 {
+			p.sendDelay.RecordNs(actual.Sub(intended).Nanoseconds())
+		} else if p.win.in(in) {
+			p.sendDelay.Record(0)
+		}
+		r := p.pool.Get().(*kgo.Record)
+		PutHeader(r.Value, Header{ProducerID: p.id, Seq: seq, Intended: in})
+		switch p.spec.Keys {
+		case "uniform":
+			if r.Key == nil {
+				r.Key = make([]byte, 8)
+			}
+			binary.LittleEndian.PutUint64(r.Key, p.keyRng.Uint64())
+		case "fixed":
+			r.Key = fixedKey
+		}
+		seq++
+		p.sent.Add(1)
+		p.inFl.Add(1)
+		p.cl.Produce(ctx, r, p.promise)
+	}
+}
+
+func (p *producer) promise(r *kgo.Record, err error) {
+	defer p.inFl.Done()
+	h, herr := ParseHeader(r.Value)
+	if herr != nil {
+		panic("BUG: producer record without its header")
+	}
+	if err != nil {
+		p.nErrs.Add(1)
+		name := errorName(err)
+		p.mu.Lock()
+		p.errs[name]++
+		p.mu.Unlock()
+	} else {
+		now := time.Now().UnixNano()
+		if p.win.in(h.Intended) {
+			p.ack.RecordNs(now - h.Intended)
+			p.nAcked.Add(1)
+			p.nBytes.Add(int64(len(r.Value) + len(r.Key)))
+		}
+		if p.spec.Acks != "0" {
+			p.mu.Lock()
+			p.acked.set(h.Seq)
+			p.mu.Unlock()
+		}
+	}
+	key := r.Key
+	if p.spec.Keys != "uniform" {
+		key = nil // fixed: the shared key slice is set again on reuse
+	}
+	*r = kgo.Record{Key: key, Value: r.Value} // kgo filled Topic, Partition, Offset, Timestamp, ...
+	p.pool.Put(r)
+}
+
+// drain waits until every produced record's promise ran, or ctx ends (records still
+// buffered then are aborted by Close and counted as errors).
+func (p *producer) drain(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		_ = p.cl.Flush(ctx)
+		p.inFl.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		p.cl.Close() // aborts buffered records: their promises run with an error
+		<-done
+		return ctx.Err()
+	}
+}
+
+func (p *producer) errCounts() map[string]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]int64, len(p.errs))
+	for k, v := range p.errs {
+		out[k] = v
+	}
+	return out
+}
+
+// errorName maps a produce error to a Kafka error name (kerr) or a client-side name.
+func errorName(err error) string {
+	var ke *kerr.Error
+	switch {
+	case errors.As(err, &ke):
+		return ke.Message
+	case errors.Is(err, kgo.ErrRecordTimeout):
+		return "RECORD_TIMEOUT" // client-side delivery.timeout.ms
+	case errors.Is(err, kgo.ErrRecordRetries):
+		return "RECORD_RETRIES"
+	case errors.Is(err, kgo.ErrClientClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "ABORTED" // still buffered when the run stopped
+	case errors.Is(err, kgo.ErrMaxBuffered):
+		return "MAX_BUFFERED"
+	}
+	return kerr.UnknownServerError.Message
+}
+
+// bitset is a growable set of uint64 (producer sequence numbers). Not safe for concurrent use.
+type bitset struct{ w []uint64 }
+
+func (b *bitset) set(i uint64) bool {
+	wi := int(i >> 6)
+	for wi >= len(b.w) {
+		b.w = append(b.w, make([]uint64, len(b.w)+64)...)
+	}
+	m := uint64(1) << (i & 63)
+	was := b.w[wi]&m != 0
+	b.w[wi] |= m
+	return was
+}
+
+func (b *bitset) has(i uint64) bool {
+	wi := int(i >> 6)
+	return wi < len(b.w) && b.w[wi]&(uint64(1)<<(i&63)) != 0
+}
+
+func (b *bitset) count() int64 {
+	var n int64
+	for _, w := range b.w {
+		for ; w != 0; w &= w - 1 {
+			n++
+		}
+	}
+	return n
+}

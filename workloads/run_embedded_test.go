@@ -1,0 +1,49 @@
+package workloads
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/isrbench/isrbench/results"
+)
+
+// TestRunEmbedded runs the default workload briefly on the embedded cluster and checks the
+// outputs a run must write (the contract checks read them).
+func TestRunEmbedded(t *testing.T) {
+	s := shortSpec(t, "duration=2s", "warmup=500ms", "producers.rate=2000")
+	out := t.TempDir()
+	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "isrbench-run-*"))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res, err := Run(ctx, s, Options{OutDir: out, Quiet: true, Profile: []string{"cpu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, sum := range map[string]results.Summary{"ack": res.AckLatencyUs, "hw lag": res.HWLagUs, "e2e": res.E2ELatencyUs, "send delay": res.SendDelayUs} {
+		if sum.Count == 0 || len(sum.Hdr) < 10 {
+			t.Errorf("%s histogram: count %d, hdr %d bytes", name, sum.Count, len(sum.Hdr))
+		}
+	}
+	if res.Target != "embedded" || res.Durability.Acked == 0 || res.Durability.Lost != 0 {
+		t.Errorf("target %s durability %+v", res.Target, res.Durability)
+	}
+	if len(res.Files.Hgrm) != 4 || res.Files.Timeline == "" || res.Files.Bench == "" {
+		t.Errorf("files %+v", res.Files)
+	}
+	if len(res.Files.Profiles) == 0 || !strings.Contains(res.Files.Profiles[0], "cpu") {
+		t.Errorf("profiles %v", res.Files.Profiles)
+	}
+	b, err := os.ReadFile(res.Files.Bench)
+	if err != nil || !strings.Contains(string(b), "\nBenchmark") {
+		t.Errorf("bench.txt: %v %q", err, b)
+	}
+	// The temp data dir is gone.
+	after, _ := filepath.Glob(filepath.Join(os.TempDir(), "isrbench-run-*"))
+	if len(after) > len(before) {
+		t.Errorf("data dirs left behind: %v (before %v)", after, before)
+	}
+}

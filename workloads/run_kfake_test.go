@@ -1,0 +1,130 @@
+package workloads
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbench/isrbench/results"
+)
+
+func newKfake(t *testing.T, opts ...kfake.Opt) string {
+	t.Helper()
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(3)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return "kafka://" + strings.Join(c.ListenAddrs(), ",")
+}
+
+func shortSpec(t *testing.T, sets ...string) *Spec {
+	t.Helper()
+	s, err := Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"duration=1s", "warmup=200ms", "producers.rate=1000", "partitions=3"}
+	if err := s.ApplySets(append(base, sets...)); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestRunKafkaTargetKfake(t *testing.T) {
+	target := newKfake(t)
+	out := t.TempDir()
+	s := shortSpec(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := Run(ctx, s, Options{Target: target, OutDir: out, Quiet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.AckLatencyUs.Count < 500 || res.E2ELatencyUs.Count < 500 || res.SendDelayUs.Count < 500 {
+		t.Fatalf("counts: ack %d e2e %d send delay %d, want ~1000 each",
+			res.AckLatencyUs.Count, res.E2ELatencyUs.Count, res.SendDelayUs.Count)
+	}
+	if res.HWLagUs.Count != 0 {
+		t.Fatalf("hw lag count %d for a kafka:// target", res.HWLagUs.Count)
+	}
+	if res.Durability.Acked == 0 || res.Durability.Lost != 0 || res.Durability.Verified != res.Durability.Acked {
+		t.Fatalf("durability %+v", res.Durability)
+	}
+	if res.Config["num.replica.fetchers"] != 1 {
+		t.Fatalf("config num.replica.fetchers = %v", res.Config["num.replica.fetchers"])
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "*", "result.json"))
+	if len(dirs) != 1 {
+		t.Fatalf("result.json files: %v", dirs)
+	}
+	back, err := results.ReadResult(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Produced.Records != res.Produced.Records {
+		t.Fatalf("result.json records %d != %d", back.Produced.Records, res.Produced.Records)
+	}
+	for _, f := range append(append([]string{}, res.Files.Hgrm...), res.Files.Bench, res.Files.Timeline) {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Fatalf("output %s missing or empty: %v", f, err)
+		}
+	}
+}
+
+// TestOpenLoopSeesStalls: a target that stalls 200 ms every 500 ms must show a p99 of about
+// 200 ms (latency from the intended send time), not the low latency of the requests that
+// happened to be sent after a stall (coordinated omission).
+func TestOpenLoopSeesStalls(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var armed bool
+	var last time.Time
+	c.ControlKey(0, func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if !armed {
+			return nil, nil, false
+		}
+		if time.Since(last) > 500*time.Millisecond {
+			// The broker is slow: a real 200 ms stall of the cluster's loop, not a wait for state.
+			stall := time.NewTimer(200 * time.Millisecond)
+			<-stall.C
+			last = time.Now()
+		}
+		return nil, nil, false
+	})
+	s := shortSpec(t, "brokers=1", "replication.factor=1", "min.insync.replicas=1", "producers.count=1",
+		"duration=2s", "warmup=0s", "rate=1000")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var res *results.Result
+	c.ControlKey(19, func(kmsg.Request) (kmsg.Response, error, bool) { // CreateTopics: arm after setup
+		armed, last = true, time.Now()
+		return nil, nil, false
+	})
+	res, err = Run(ctx, s, Options{Target: "kafka://" + strings.Join(c.ListenAddrs(), ","), OutDir: t.TempDir(), Quiet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := res.AckLatencyUs
+	t.Logf("ack latency with stalls: count %d p50 %.0f µs p99 %.0f µs max %.0f µs; send delay p99 %.0f µs",
+		a.Count, a.P50, a.P99, a.Max, res.SendDelayUs.P99)
+	if a.Count < 1500 {
+		t.Fatalf("only %d acks", a.Count)
+	}
+	if a.P99 < 150_000 || a.Max < 180_000 {
+		t.Fatalf("p99 %.0f µs / max %.0f µs: the 200 ms stalls are hidden", a.P99, a.Max)
+	}
+	if a.P50 > 100_000 {
+		t.Fatalf("p50 %.0f µs: most records should not be stalled", a.P50)
+	}
+}

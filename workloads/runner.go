@@ -1,0 +1,500 @@
+package workloads
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/isrbench/isrbench/profiles"
+	"github.com/isrbench/isrbench/results"
+)
+
+// Options configure one run (see Run).
+type Options struct {
+	// Target is "embedded" (default) or "kafka://host:port[,host:port]".
+	Target string
+	// OutDir is the parent of the run directory; default "results/runs".
+	OutDir string
+	// ID overrides the run id (default: UTC yyyymmdd-hhmmss-<name>-<config hash>).
+	ID string
+	// Profile lists pprof kinds (cpu, heap, allocs, mutex, block, goroutine) captured during
+	// the measurement into <run dir>/profiles/.
+	Profile []string
+	// Quiet suppresses the summary table and progress line.
+	Quiet bool
+	// Stdout gets the summary table, Stderr the progress line and notes (nil = discard).
+	Stdout, Stderr io.Writer
+	// WaitMode is the pacer's wait (default DefaultWaitMode).
+	WaitMode WaitMode
+	// TimelineInterval is the timeline's period; default 1s (100ms for runs shorter than 10s).
+	TimelineInterval time.Duration
+	// Commit is recorded in env.commit (default: the binary's VCS revision).
+	Commit string
+}
+
+// ErrDurability is wrapped by Run's error when acknowledged records were lost although only
+// clean leader elections were allowed (the result is still returned and written).
+var ErrDurability = errors.New("acknowledged records lost")
+
+// profileStarter starts pprof capture; stop returns the files written.
+var profileStarter = func(kinds []string, dir string) (stop func() ([]string, error), err error) {
+	s, err := profiles.Start(kinds, dir)
+	if err != nil {
+		return nil, err
+	}
+	return s.Stop, nil
+}
+
+// RunID returns the default run id: UTC time, spec name and a short hash of the effective config.
+func RunID(s *Spec, now time.Time) string {
+	b, _ := json.Marshal(s.Config()) // map keys are sorted: stable
+	sum := sha256.Sum256(b)
+	return now.UTC().Format("20060102-150405") + "-" + s.Name + "-" + hex.EncodeToString(sum[:3])
+}
+
+// Run runs one workload: start (or connect to) the target, create the topic, wait for full
+// ISRs, run warm-up then measurement, drain, check durability, write the outputs into
+// <OutDir>/<id>/ and return the result. The embedded cluster and its temp data dir are removed
+// before Run returns, also on error and cancellation. A run whose clean elections lost
+// acknowledged records returns its result and an error wrapping ErrDurability.
+func Run(ctx context.Context, s *Spec, o Options) (res *results.Result, err error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	if o.OutDir == "" {
+		o.OutDir = filepath.Join("results", "runs")
+	}
+	if o.Target == "" {
+		o.Target = "embedded"
+	}
+	if o.WaitMode == "" {
+		o.WaitMode = DefaultWaitMode
+	}
+	if o.TimelineInterval <= 0 {
+		o.TimelineInterval = time.Second
+		if s.Duration < 10*time.Second {
+			o.TimelineInterval = 100 * time.Millisecond
+		}
+	}
+	if len(o.Profile) > 0 {
+		if err := profiles.ValidateKinds(o.Profile); err != nil {
+			return nil, err
+		}
+	}
+	if len(s.Faults) > 0 && o.Target != "embedded" {
+		return nil, fmt.Errorf("spec %s has faults: they need the embedded target, not %s", s.Name, o.Target)
+	}
+	startedAt := time.Now()
+	id := o.ID
+	if id == "" {
+		id = RunID(s, startedAt)
+	}
+	dir, err := makeRunDir(o.OutDir, id)
+	if err != nil {
+		return nil, err
+	}
+	id = filepath.Base(dir)
+	r := &run{spec: s, opts: o, dir: dir, hwlag: results.NewRecorder()}
+	return r.do(ctx, id, startedAt)
+}
+
+func makeRunDir(parent, id string) (string, error) {
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", fmt.Errorf("output dir: %w", err)
+	}
+	for i := 1; ; i++ {
+		d := filepath.Join(parent, id)
+		if i > 1 {
+			d = fmt.Sprintf("%s-%d", d, i)
+		}
+		err := os.Mkdir(d, 0o755)
+		if err == nil {
+			return d, nil
+		}
+		if !os.IsExist(err) || i > 100 {
+			return "", fmt.Errorf("output dir: %w", err)
+		}
+	}
+}
+
+type run struct {
+	spec  *Spec
+	opts  Options
+	dir   string
+	tgt   Target
+	win   window
+	hwlag *results.Recorder // HW lag from the core, filtered to the window
+
+	prods []*producer
+	cons  []*consumer
+
+	faultsMu sync.Mutex
+	faults   []results.Fault
+	hists    runHists
+}
+
+func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.Result, error) {
+	s := r.spec
+	notef := func(format string, args ...any) {
+		if !r.opts.Quiet {
+			fmt.Fprintf(r.opts.Stderr, format+"\n", args...)
+		}
+	}
+	// Cancellation (ctrl-C) must still clean up: the target is closed by the defer below.
+	tgt, err := OpenTarget(ctx, r.opts.Target, s, TargetOptions{OnHWLag: r.onHWLag, Log: r.opts.Stderr})
+	if err != nil {
+		return nil, err
+	}
+	r.tgt = tgt
+	defer func() {
+		if cerr := tgt.Close(); cerr != nil {
+			notef("closing target: %v", cerr)
+		}
+	}()
+	seeds := tgt.Seeds()
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return nil, err
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	if _, err := ensureTopic(ctx, adm, s, 30*time.Second); err != nil {
+		return nil, err
+	}
+	startOffs, err := listOffsets(ctx, adm, s.Topic.Name, s.Topic.Partitions, true)
+	if err != nil {
+		return nil, err
+	}
+
+	// Schedule: load from loadStart, measurement [measureStart, measureEnd).
+	loadStart := time.Now().Add(200 * time.Millisecond)
+	measureStart := loadStart.Add(s.Warmup)
+	measureEnd := measureStart.Add(s.Duration)
+	r.win = window{start: measureStart.UnixNano(), end: measureEnd.UnixNano()}
+
+	base := rand.Uint32() &^ 0xffff
+	ids := map[uint32]bool{}
+	for i := 0; i < s.Producers.Count; i++ {
+		rate := s.Producers.Rate / float64(s.Producers.Count)
+		p, err := newProducer(base+uint32(i), seeds, s.Producers, s.Topic.Name, rate, r.win, r.opts.WaitMode)
+		if err != nil {
+			r.closeClients()
+			return nil, err
+		}
+		ids[p.id] = true
+		r.prods = append(r.prods, p)
+	}
+	defer r.closeClients()
+	ours := func(pid uint32) bool { return ids[pid] }
+	for i := 0; i < s.Consumers.Count; i++ {
+		c, err := newConsumer(seeds, s.Topic.Name, startOffs, r.win, ours)
+		if err != nil {
+			return nil, err
+		}
+		r.cons = append(r.cons, c)
+	}
+	consCtx, stopCons := context.WithCancel(ctx)
+	var consWG sync.WaitGroup
+	for _, c := range r.cons {
+		consWG.Add(1)
+		go func() { defer consWG.Done(); c.run(consCtx) }()
+	}
+	defer func() { stopCons(); consWG.Wait() }()
+
+	// Producers, staggered by a slot fraction so their schedules interleave.
+	var prodWG sync.WaitGroup
+	prodErrs := make([]error, len(r.prods))
+	for i, p := range r.prods {
+		st := loadStart
+		if s.Producers.Rate > 0 {
+			st = st.Add(time.Duration(float64(i) * 1e9 / s.Producers.Rate))
+		}
+		prodWG.Add(1)
+		go func() { defer prodWG.Done(); prodErrs[i] = p.run(ctx, st, measureEnd) }()
+	}
+
+	// Timeline, progress, faults and profiles run alongside.
+	tl, err := newTimeline(r, filepath.Join(r.dir, "timeline.csv"), measureStart, measureEnd)
+	if err != nil {
+		return nil, err
+	}
+	tlCtx, stopTL := context.WithCancel(ctx)
+	tlDone := make(chan struct{})
+	go func() { defer close(tlDone); tl.loop(tlCtx) }()
+	faultsDone := make(chan struct{})
+	go func() { defer close(faultsDone); r.runFaults(ctx, measureStart) }()
+
+	var profFiles []string
+	var profErr error
+	profStop := func() {}
+	if len(r.opts.Profile) > 0 {
+		profStop = r.startProfilesAt(ctx, measureStart, &profFiles, &profErr)
+	}
+
+	prodWG.Wait()
+	profStop()
+	<-faultsDone
+	for i, e := range prodErrs {
+		if e != nil {
+			stopTL()
+			<-tlDone
+			return nil, fmt.Errorf("producer %d: %w", i, e)
+		}
+	}
+	// Drain: every record handed to the clients gets its promise (ack or error).
+	drainCtx, cancelDrain := context.WithTimeout(ctx, drainTimeout(s))
+	for _, p := range r.prods {
+		if err := p.drain(drainCtx); err != nil {
+			notef("producer %d: drain: %v (records still buffered were aborted)", p.id-base, err)
+		}
+	}
+	cancelDrain()
+	stopTL()
+	<-tlDone
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+
+	// Let the consumers reach the HW, then check durability.
+	endOffs, err := listOffsets(ctx, adm, s.Topic.Name, s.Topic.Partitions, true)
+	if err != nil {
+		return nil, err
+	}
+	r.waitConsumers(ctx, endOffs, 5*time.Second)
+	stopCons()
+	consWG.Wait()
+	verifyCtx, cancelVerify := context.WithTimeout(ctx, 60*time.Second)
+	dc, verr := checkDurability(verifyCtx, seeds, s.Topic.Name, startOffs, endOffs, r.prods)
+	cancelVerify()
+	if verr != nil {
+		notef("durability check: %v", verr)
+	}
+
+	res := r.result(id, startedAt, tl, dc)
+	res.Files.Profiles = profFiles
+	if profErr != nil {
+		notef("profiles: %v", profErr)
+	}
+	if err := r.writeOutputs(res, tl); err != nil {
+		return res, err
+	}
+	if !r.opts.Quiet {
+		if err := results.PrintSummary(r.opts.Stdout, res); err != nil {
+			return res, err
+		}
+		fmt.Fprintf(r.opts.Stdout, "results: %s\n", r.dir)
+	}
+	if verr != nil {
+		return res, fmt.Errorf("durability check incomplete: %w", verr)
+	}
+	if dc.Lost > 0 && !s.Broker.UncleanLeaderElectionEnable && s.Broker.TruncateMode != "hw" && s.Producers.Acks == "all" {
+		return res, fmt.Errorf("%w: %d of %d acks=all records lost with clean elections only", ErrDurability, dc.Lost, dc.Acked)
+	}
+	return res, nil
+}
+
+func drainTimeout(s *Spec) time.Duration {
+	d := 30 * time.Second
+	if t := time.Duration(s.Producers.DeliveryTimeoutMs) * time.Millisecond; t > 0 && t+5*time.Second < d {
+		d = t + 5*time.Second
+	}
+	return d
+}
+
+func (r *run) closeClients() {
+	for _, p := range r.prods {
+		p.cl.Close()
+	}
+	for _, c := range r.cons {
+		c.close()
+	}
+	r.prods, r.cons = r.prods[:len(r.prods):len(r.prods)], r.cons[:len(r.cons):len(r.cons)]
+}
+
+func (r *run) onHWLag(lagNs, records int64) {
+	if now := time.Now().UnixNano(); now >= r.win.start && now < r.win.end {
+		r.hwlag.RecordNsN(lagNs, records)
+	}
+}
+
+// waitConsumers waits until every consumer received everything below end, or d passed.
+func (r *run) waitConsumers(ctx context.Context, end []int64, d time.Duration) {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		all := true
+		for _, c := range r.cons {
+			all = all && c.caughtUp(end)
+		}
+		if all {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (r *run) startProfilesAt(ctx context.Context, at time.Time, files *[]string, perr *error) (stop func()) {
+	started := make(chan func() ([]string, error), 1)
+	go func() {
+		t := time.NewTimer(time.Until(at))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			started <- nil
+			return
+		}
+		st, err := profileStarter(r.opts.Profile, filepath.Join(r.dir, "profiles"))
+		if err != nil {
+			*perr = err
+		}
+		started <- st
+	}()
+	return func() {
+		st := <-started
+		if st == nil {
+			return
+		}
+		f, err := st()
+		*files = f
+		if err != nil && *perr == nil {
+			*perr = err
+		}
+	}
+}
+
+// result assembles result.json from the merged histograms and counters.
+func (r *run) result(id string, startedAt time.Time, tl *timeline, dc results.DurabilityCounts) *results.Result {
+	s := r.spec
+	ack, sd, e2e := results.NewHistogram(), results.NewHistogram(), results.NewHistogram()
+	var recs, bytes int64
+	errs := map[string]int64{}
+	for _, p := range r.prods {
+		ack.Merge(p.ack.Snapshot())
+		sd.Merge(p.sendDelay)
+		recs += p.nAcked.Load()
+		bytes += p.nBytes.Load()
+		for k, v := range p.errCounts() {
+			errs[k] += v
+		}
+	}
+	for _, c := range r.cons {
+		e2e.Merge(c.e2e)
+	}
+	hw := r.hwlag.Snapshot()
+	secs := s.Duration.Seconds()
+	res := &results.Result{
+		Schema: results.SchemaVersion, ID: id, Name: s.Name, Target: r.tgt.Name(),
+		StartedAt: startedAt.UTC(), DurationS: secs, Env: results.CurrentEnv(r.opts.Commit),
+		Config: s.Config(),
+		Produced: results.Produced{Records: recs, Bytes: bytes, RecordsPerSec: float64(recs) / secs,
+			MBPerSec: float64(bytes) / secs / 1e6, Errors: errs},
+		AckLatencyUs: results.Summarize(ack), HWLagUs: results.Summarize(hw),
+		E2ELatencyUs: results.Summarize(e2e), SendDelayUs: results.Summarize(sd),
+		ISR: results.ISR{Shrinks: tl.shrinks(), Expands: tl.expands(), UnderReplicatedS: tl.underReplicatedS},
+	}
+	res.Config["target"] = r.tgt.Name()
+	res.Durability.DurabilityCounts = dc
+	res.Durability.ByAcks = map[string]results.DurabilityCounts{s.Producers.Acks: dc}
+	if s.Producers.Acks == "0" {
+		res.Config["durability.note"] = "acks=0: nothing is acknowledged, durability counts only duplicates"
+	}
+	if !r.tgt.HasHWLag() {
+		res.Config["hw_lag.note"] = "hw_lag is measured inside the embedded core only; empty for " + r.tgt.Name()
+	}
+	r.faultsMu.Lock()
+	res.Faults = append(res.Faults, r.faults...)
+	r.faultsMu.Unlock()
+	r.hists = runHists{ack, hw, e2e, sd}
+	return res
+}
+
+// runHists are the merged histograms, kept for writeOutputs.
+type runHists struct{ ack, hw, e2e, sd *results.Histogram }
+
+func (r *run) writeOutputs(res *results.Result, tl *timeline) error {
+	h := r.hists
+	write := func(name string, fn func(w io.Writer) error) (string, error) {
+		p := filepath.Join(r.dir, name)
+		f, err := os.Create(p)
+		if err != nil {
+			return "", err
+		}
+		if err := fn(f); err != nil {
+			f.Close()
+			return "", fmt.Errorf("%s: %w", p, err)
+		}
+		return p, f.Close()
+	}
+	for _, x := range []struct {
+		name string
+		h    *results.Histogram
+	}{{"ack_latency.hgrm", h.ack}, {"hw_lag.hgrm", h.hw}, {"e2e_latency.hgrm", h.e2e}, {"send_delay.hgrm", h.sd}} {
+		p, err := write(x.name, func(w io.Writer) error { return results.WriteHgrm(w, x.h) })
+		if err != nil {
+			return err
+		}
+		res.Files.Hgrm = append(res.Files.Hgrm, p)
+	}
+	res.Files.Timeline = tl.path
+	p, err := write("bench.txt", func(w io.Writer) error { return results.WriteBench(w, res) })
+	if err != nil {
+		return err
+	}
+	res.Files.Bench = p
+	// Plots are best effort: a failing plot is noted, not fatal.
+	var series []results.LatencySeries
+	for _, x := range []struct {
+		n string
+		h *results.Histogram
+	}{{"ack", h.ack}, {"hw lag", h.hw}, {"e2e", h.e2e}, {"send delay", h.sd}} {
+		if x.h.Count() > 0 {
+			series = append(series, results.LatencySeries{Name: x.n, H: x.h})
+		}
+	}
+	if len(series) > 0 {
+		p := filepath.Join(r.dir, "latency.png")
+		if err := results.PlotLatency(p, res.Name+" "+res.ID, series...); err == nil {
+			res.Files.Plots = append(res.Files.Plots, p)
+		} else if !r.opts.Quiet {
+			fmt.Fprintf(r.opts.Stderr, "plot: %v\n", err)
+		}
+	}
+	if rows := tl.tl.Rows(); len(rows) > 0 {
+		p := filepath.Join(r.dir, "timeline.png")
+		if err := results.PlotTimeline(p, res.Name+" "+res.ID, rows); err == nil {
+			res.Files.Plots = append(res.Files.Plots, p)
+		} else if !r.opts.Quiet {
+			fmt.Fprintf(r.opts.Stderr, "plot: %v\n", err)
+		}
+	}
+	sort.Strings(res.Files.Plots)
+	return results.WriteResult(filepath.Join(r.dir, "result.json"), res)
+}

@@ -1,0 +1,775 @@
+package workloads
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+//go:embed specs/*.yaml
+var embeddedSpecs embed.FS
+
+// Spec is a workload: the cluster, the topic, broker properties under their Kafka names, the
+// producers and consumers, the measurement window and a fault schedule.
+//
+// A Spec is a plain value: build it with Load/Parse (or DefaultSpec), adjust it with Set, check
+// it with Validate. It is not safe for concurrent mutation; a validated Spec may be read from
+// any goroutine.
+type Spec struct {
+	Name        string
+	Description string
+	// Brokers is the size of the embedded cluster (ignored for kafka:// targets). Default 3.
+	Brokers   int
+	Topic     TopicSpec
+	Broker    BrokerSpec
+	Producers ProducerSpec
+	Consumers ConsumerSpec
+	// Duration is the measurement window, after Warmup. Default 20s.
+	Duration time.Duration
+	// Warmup runs the full load before measurement; its samples are discarded. Default 5s.
+	Warmup time.Duration
+	// Faults is the fault schedule; each fault's At is relative to the start of measurement.
+	Faults []Fault
+	// Sweep maps a flat key to the values `isrbench sweep` tries when no --vary is given.
+	// SweepKeys keeps the keys in spec order.
+	Sweep     map[string][]string
+	SweepKeys []string
+}
+
+// TopicSpec is the benchmark topic.
+type TopicSpec struct {
+	Name              string // topic.name, default "isrbench"
+	Partitions        int    // topic.partitions (CreateTopics NumPartitions), default 6
+	ReplicationFactor int    // topic.replication.factor, default 3, at most brokers
+	MinInsyncReplicas int    // topic.min.insync.replicas (topic config min.insync.replicas), default 2
+}
+
+// BrokerSpec holds broker properties under their Kafka names (defaults are Kafka's unless noted).
+type BrokerSpec struct {
+	NumReplicaFetchers           int    // num.replica.fetchers, default 1
+	ReplicaFetchWaitMaxMs        int    // replica.fetch.wait.max.ms, default 500
+	ReplicaFetchMinBytes         int    // replica.fetch.min.bytes, default 1
+	ReplicaFetchMaxBytes         int    // replica.fetch.max.bytes (per partition), default 1048576
+	ReplicaFetchResponseMaxBytes int    // replica.fetch.response.max.bytes, default 10485760
+	ReplicaLagTimeMaxMs          int64  // replica.lag.time.max.ms, default 30000
+	UncleanLeaderElectionEnable  bool   // unclean.leader.election.enable, default false
+	BrokerSessionTimeoutMs       int64  // broker.session.timeout.ms, default 9000
+	LogSegmentBytes              int64  // log.segment.bytes, default 1073741824
+	FlushMessages                int64  // flush.messages, default 9223372036854775807 (never fsync on count)
+	FlushMs                      int64  // flush.ms, default 9223372036854775807
+	ZeroCopy                     bool   // isrbench.zero.copy: sendfile fetch responses, default true
+	IO                           string // isrbench.io: pwritev|uring|write, default pwritev
+	HWUpdate                     string // isrbench.hw.update: atomic|mutex, default atomic
+	TruncateMode                 string // isrbench.truncate.mode: epoch|hw, default epoch (hw is an ablation that can lose data)
+	ProduceDelay                 time.Duration // isrbench.produce.delay: artificial delay per produce (gate tests), default 0
+}
+
+// ProducerSpec describes the producers: Count kgo clients, each on its own goroutine.
+type ProducerSpec struct {
+	Count int // producers.count, default 2
+	// Acks is "all", "1" or "0" (producers.acks / acks; "-1" is accepted as "all").
+	Acks string
+	// MessageSize is the record value size in bytes (>= HeaderSize), default 1024.
+	MessageSize int
+	// Rate is the total target rate in records/s over all producers (split evenly);
+	// 0 = closed loop, as fast as possible. Default 5000.
+	Rate float64
+	LingerMs          int   // linger.ms, default 0
+	BatchSize         int   // batch.size in bytes, default 16384
+	Keys              string // none (round robin, no key) | uniform (random key) | fixed (one key)
+	MaxBufferedRecords int  // producers.max.buffered.records: kgo MaxBufferedRecords, default 10000
+	DeliveryTimeoutMs int64 // delivery.timeout.ms: kgo RecordDeliveryTimeout, default 120000
+}
+
+// ConsumerSpec describes the end-to-end consumers: Count kgo clients, each reading every
+// partition from the leader (each sees every record).
+type ConsumerSpec struct {
+	Count int // consumers.count, default 1
+}
+
+// Fault is one entry of the fault schedule.
+type Fault struct {
+	// At is when the fault starts, relative to the start of measurement.
+	At time.Duration
+	// Duration is how long it lasts before it is healed (resume, restart, link restored);
+	// 0 heals immediately after it was applied (e.g. kill then restart).
+	Duration time.Duration
+	// Kind is pause|kill|crash|slow-link|partition (see FaultKinds).
+	Kind string
+	// Target names the broker: "leader" / "follower" (of Partition of the benchmark topic) or a broker id.
+	Target string
+	// Partition whose leader/follower Target refers to; default 0.
+	Partition int
+	// Latency, Jitter and Bandwidth (bytes/s) shape a slow-link fault on every replica link of the target.
+	Latency, Jitter time.Duration
+	Bandwidth       int64
+}
+
+// FaultKinds lists the fault kinds.
+var FaultKinds = []string{"pause", "kill", "crash", "slow-link", "partition"}
+
+// DefaultSpec returns a Spec with every field at its default (the values of specs/default.yaml
+// before its own settings).
+func DefaultSpec() *Spec {
+	return &Spec{
+		Name:    "default",
+		Brokers: 3,
+		Topic:   TopicSpec{Name: "isrbench", Partitions: 6, ReplicationFactor: 3, MinInsyncReplicas: 2},
+		Broker: BrokerSpec{
+			NumReplicaFetchers:           1,
+			ReplicaFetchWaitMaxMs:        500,
+			ReplicaFetchMinBytes:         1,
+			ReplicaFetchMaxBytes:         1048576,
+			ReplicaFetchResponseMaxBytes: 10485760,
+			ReplicaLagTimeMaxMs:          30000,
+			BrokerSessionTimeoutMs:       9000,
+			LogSegmentBytes:              1 << 30,
+			FlushMessages:                math.MaxInt64,
+			FlushMs:                      math.MaxInt64,
+			ZeroCopy:                     true,
+			IO:                           "pwritev",
+			HWUpdate:                     "atomic",
+			TruncateMode:                 "epoch",
+		},
+		Producers: ProducerSpec{Count: 2, Acks: "all", MessageSize: 1024, Rate: 5000, BatchSize: 16384,
+			Keys: "none", MaxBufferedRecords: 10000, DeliveryTimeoutMs: 120000},
+		Consumers: ConsumerSpec{Count: 1},
+		Duration:  20 * time.Second,
+		Warmup:    5 * time.Second,
+	}
+}
+
+// Clone returns a deep copy.
+func (s *Spec) Clone() *Spec {
+	c := *s
+	c.Faults = append([]Fault(nil), s.Faults...)
+	c.SweepKeys = append([]string(nil), s.SweepKeys...)
+	if s.Sweep != nil {
+		c.Sweep = make(map[string][]string, len(s.Sweep))
+		for k, v := range s.Sweep {
+			c.Sweep[k] = append([]string(nil), v...)
+		}
+	}
+	return &c
+}
+
+// SpecNames lists the specs embedded in the binary (workloads/specs/*.yaml, without .yaml).
+func SpecNames() []string {
+	ents, _ := embeddedSpecs.ReadDir("specs")
+	var names []string
+	for _, e := range ents {
+		names = append(names, strings.TrimSuffix(e.Name(), ".yaml"))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Load reads a spec by name or path: an existing file path is read from disk; otherwise
+// "default", "default.yaml" or "workloads/specs/default.yaml" name an embedded spec.
+func Load(nameOrPath string) (*Spec, error) {
+	if nameOrPath == "" {
+		nameOrPath = "default"
+	}
+	if st, err := os.Stat(nameOrPath); err == nil && !st.IsDir() {
+		b, err := os.ReadFile(nameOrPath)
+		if err != nil {
+			return nil, err
+		}
+		s, err := Parse(b)
+		if err != nil {
+			return nil, fmt.Errorf("workload %s: %w", nameOrPath, err)
+		}
+		return s, nil
+	}
+	base := strings.TrimSuffix(filepath.Base(nameOrPath), ".yaml")
+	b, err := embeddedSpecs.ReadFile("specs/" + base + ".yaml")
+	if err != nil {
+		return nil, fmt.Errorf("workload %q: no such file and no embedded spec of that name (embedded: %s)",
+			nameOrPath, strings.Join(SpecNames(), ", "))
+	}
+	s, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("workload %s (embedded): %w", base, err)
+	}
+	return s, nil
+}
+
+// Parse decodes a YAML spec over DefaultSpec and validates it. Unknown keys, wrong types and
+// out-of-range values are errors naming the key (its flat name and line) and the allowed values.
+func Parse(b []byte) (*Spec, error) {
+	s := DefaultSpec()
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("empty spec")
+		}
+		return nil, fmt.Errorf("yaml: %w", err)
+	}
+	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, errors.New("spec must be a YAML mapping at the top level")
+	}
+	if err := s.applyNode("", doc.Content[0]); err != nil {
+		return nil, err
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// sections are the YAML mappings whose leaves are flat keys.
+var sections = map[string]bool{"topic": true, "broker": true, "producers": true, "consumers": true}
+
+func (s *Spec) applyNode(prefix string, m *yaml.Node) error {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		key := k.Value
+		full := key
+		if prefix != "" {
+			full = prefix + "." + key
+		}
+		switch {
+		case prefix == "" && key == "faults":
+			if err := s.applyFaults(v); err != nil {
+				return err
+			}
+			continue
+		case prefix == "" && key == "sweep":
+			if err := s.applySweep(v); err != nil {
+				return err
+			}
+			continue
+		case prefix == "" && sections[key]:
+			if v.Kind == yaml.ScalarNode && (v.Tag == "!!null" || v.Value == "") {
+				continue
+			}
+			if v.Kind != yaml.MappingNode {
+				return fmt.Errorf("line %d: %s: want a mapping of %s settings", v.Line, key, key)
+			}
+			if err := s.applyNode(key, v); err != nil {
+				return err
+			}
+			continue
+		}
+		p := lookupFull(full)
+		if p == nil {
+			return fmt.Errorf("line %d: unknown key %q (%s)", k.Line, full, knownUnder(prefix))
+		}
+		if v.Kind != yaml.ScalarNode {
+			return fmt.Errorf("line %d: %s: want a single value, got a %s", v.Line, full, nodeKind(v))
+		}
+		if err := p.set(s, v.Value); err != nil {
+			return fmt.Errorf("line %d: %w", v.Line, err)
+		}
+	}
+	return nil
+}
+
+func nodeKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "list"
+	}
+	return "value"
+}
+
+func (s *Spec) applySweep(v *yaml.Node) error {
+	if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+		return nil
+	}
+	if v.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: sweep: want a mapping of key -> [values]", v.Line)
+	}
+	s.Sweep = map[string][]string{}
+	s.SweepKeys = nil
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, list := v.Content[i], v.Content[i+1]
+		p := Lookup(k.Value)
+		if p == nil {
+			return fmt.Errorf("line %d: sweep: unknown key %q (see `isrbench run --help` for the keys)", k.Line, k.Value)
+		}
+		var vals []string
+		switch list.Kind {
+		case yaml.SequenceNode:
+			for _, it := range list.Content {
+				if it.Kind != yaml.ScalarNode {
+					return fmt.Errorf("line %d: sweep.%s: want a list of values", it.Line, k.Value)
+				}
+				vals = append(vals, it.Value)
+			}
+		case yaml.ScalarNode:
+			vals = splitList(list.Value)
+		default:
+			return fmt.Errorf("line %d: sweep.%s: want a list of values", list.Line, k.Value)
+		}
+		if len(vals) == 0 {
+			return fmt.Errorf("line %d: sweep.%s: no values", list.Line, k.Value)
+		}
+		// Each value must be valid for the key.
+		probe := DefaultSpec()
+		for _, val := range vals {
+			if err := p.set(probe, val); err != nil {
+				return fmt.Errorf("line %d: sweep: %w", list.Line, err)
+			}
+		}
+		if _, dup := s.Sweep[p.Key]; dup {
+			return fmt.Errorf("line %d: sweep: key %s given twice", k.Line, p.Key)
+		}
+		s.Sweep[p.Key] = vals
+		s.SweepKeys = append(s.SweepKeys, p.Key)
+	}
+	return nil
+}
+
+func (s *Spec) applyFaults(v *yaml.Node) error {
+	if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+		s.Faults = nil
+		return nil
+	}
+	if v.Kind != yaml.SequenceNode {
+		return fmt.Errorf("line %d: faults: want a list of faults", v.Line)
+	}
+	s.Faults = nil
+	for idx, it := range v.Content {
+		if it.Kind != yaml.MappingNode {
+			return fmt.Errorf("line %d: faults[%d]: want a mapping {at, duration, kind, target}", it.Line, idx)
+		}
+		f := Fault{Target: "leader"}
+		for i := 0; i+1 < len(it.Content); i += 2 {
+			k, val := it.Content[i], it.Content[i+1]
+			name := fmt.Sprintf("faults[%d].%s", idx, k.Value)
+			if val.Kind != yaml.ScalarNode {
+				return fmt.Errorf("line %d: %s: want a single value", val.Line, name)
+			}
+			var err error
+			switch k.Value {
+			case "at":
+				f.At, err = parseDuration(name, val.Value, 0, 24*time.Hour)
+			case "duration":
+				f.Duration, err = parseDuration(name, val.Value, 0, 24*time.Hour)
+			case "kind":
+				f.Kind, err = parseEnum(name, val.Value, FaultKinds)
+			case "target":
+				f.Target = val.Value
+			case "partition":
+				var n int64
+				n, err = parseInt(name, val.Value, 0, 100000)
+				f.Partition = int(n)
+			case "latency":
+				f.Latency, err = parseDuration(name, val.Value, 0, time.Minute)
+			case "jitter":
+				f.Jitter, err = parseDuration(name, val.Value, 0, time.Minute)
+			case "bandwidth":
+				f.Bandwidth, err = parseInt(name, val.Value, 0, math.MaxInt64)
+			default:
+				err = fmt.Errorf("unknown key %q (known: at, duration, kind, target, partition, latency, jitter, bandwidth)", name)
+			}
+			if err != nil {
+				return fmt.Errorf("line %d: %w", val.Line, err)
+			}
+		}
+		if f.Kind == "" {
+			return fmt.Errorf("line %d: faults[%d].kind is required (one of %s)", it.Line, idx, strings.Join(FaultKinds, "|"))
+		}
+		s.Faults = append(s.Faults, f)
+	}
+	return nil
+}
+
+// Validate checks cross-field constraints (every single field was range-checked when set).
+func (s *Spec) Validate() error {
+	for _, p := range params {
+		if err := p.set(s.Clone(), fmt.Sprint(p.get(s))); err != nil {
+			return err
+		}
+	}
+	if s.Topic.ReplicationFactor > s.Brokers {
+		return fmt.Errorf("topic.replication.factor: %d is more than brokers (%d); allowed 1..%d",
+			s.Topic.ReplicationFactor, s.Brokers, s.Brokers)
+	}
+	if s.Topic.MinInsyncReplicas > s.Topic.ReplicationFactor {
+		return fmt.Errorf("topic.min.insync.replicas: %d is more than topic.replication.factor (%d); allowed 1..%d",
+			s.Topic.MinInsyncReplicas, s.Topic.ReplicationFactor, s.Topic.ReplicationFactor)
+	}
+	if s.Producers.Count > 0 && s.Producers.Rate > 0 && s.Producers.Rate < float64(s.Producers.Count)/s.Duration.Seconds() {
+		return fmt.Errorf("producers.rate: %g records/s gives each of %d producers less than one record in %s",
+			s.Producers.Rate, s.Producers.Count, s.Duration)
+	}
+	for i, f := range s.Faults {
+		if f.At >= s.Duration {
+			return fmt.Errorf("faults[%d].at: %s is not inside the measurement (duration %s); allowed 0s..%s (exclusive)",
+				i, f.At, s.Duration, s.Duration)
+		}
+		if f.Partition >= s.Topic.Partitions {
+			return fmt.Errorf("faults[%d].partition: %d, topic has %d partitions; allowed 0..%d",
+				i, f.Partition, s.Topic.Partitions, s.Topic.Partitions-1)
+		}
+		switch f.Target {
+		case "leader", "follower":
+		default:
+			id, err := strconv.Atoi(f.Target)
+			if err != nil || id < 0 || id >= s.Brokers {
+				return fmt.Errorf("faults[%d].target: %q; allowed leader, follower or a broker id 0..%d",
+					i, f.Target, s.Brokers-1)
+			}
+		}
+		if f.Kind != "slow-link" && (f.Latency != 0 || f.Jitter != 0 || f.Bandwidth != 0) {
+			return fmt.Errorf("faults[%d]: latency/jitter/bandwidth apply only to kind slow-link, not %s", i, f.Kind)
+		}
+		if f.Kind == "slow-link" && f.Latency == 0 && f.Bandwidth == 0 {
+			return fmt.Errorf("faults[%d]: slow-link needs latency or bandwidth", i)
+		}
+	}
+	return nil
+}
+
+// Set overrides one setting by flat key (full path or short name, see Keys) from its text form.
+func (s *Spec) Set(key, value string) error {
+	p := Lookup(key)
+	if p == nil {
+		return fmt.Errorf("unknown key %q (known keys: %s)", key, strings.Join(Keys(), ", "))
+	}
+	return p.set(s, value)
+}
+
+// Get returns the effective value of one setting by flat key.
+func (s *Spec) Get(key string) (any, error) {
+	p := Lookup(key)
+	if p == nil {
+		return nil, fmt.Errorf("unknown key %q", key)
+	}
+	return p.get(s), nil
+}
+
+// ApplySets applies "key=value" overrides in order, then validates.
+func (s *Spec) ApplySets(sets []string) error {
+	for _, kv := range sets {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return fmt.Errorf("--set %q: want key=value", kv)
+		}
+		if err := s.Set(strings.TrimSpace(k), strings.TrimSpace(v)); err != nil {
+			return fmt.Errorf("--set %s: %w", kv, err)
+		}
+	}
+	return s.Validate()
+}
+
+// Config returns every effective setting flattened under its canonical key (see Keys), for
+// result.json's config. Durations are strings ("20s"), the rest numbers, booleans or strings.
+func (s *Spec) Config() map[string]any {
+	m := make(map[string]any, len(params)+2)
+	for _, p := range params {
+		v := p.get(s)
+		if d, ok := v.(time.Duration); ok {
+			v = d.String()
+		}
+		m[p.Key] = v
+	}
+	m["faults"] = len(s.Faults)
+	return m
+}
+
+// Param describes one flat key.
+type Param struct {
+	Key     string   // canonical key, as in Config()
+	Aliases []string // other accepted names (the full path for broker properties, short names)
+	Help    string   // default, unit and allowed values
+	set     func(s *Spec, v string) error
+	get     func(s *Spec) any
+}
+
+// Params lists every flat key in documentation order.
+func Params() []Param { return append([]Param(nil), params...) }
+
+// Keys lists the canonical keys.
+func Keys() []string {
+	out := make([]string, len(params))
+	for i, p := range params {
+		out[i] = p.Key
+	}
+	return out
+}
+
+// KeyHelp is the flat-key documentation, one line per key.
+func KeyHelp() string {
+	var b strings.Builder
+	for _, p := range params {
+		names := p.Key
+		if len(p.Aliases) > 0 {
+			names += " (" + strings.Join(p.Aliases, ", ") + ")"
+		}
+		fmt.Fprintf(&b, "  %-48s %s\n", names, p.Help)
+	}
+	return b.String()
+}
+
+// Lookup finds a Param by canonical key or alias; nil if unknown.
+func Lookup(key string) *Param {
+	for i := range params {
+		if params[i].Key == key {
+			return &params[i]
+		}
+		for _, a := range params[i].Aliases {
+			if a == key {
+				return &params[i]
+			}
+		}
+	}
+	return nil
+}
+
+// lookupFull finds a Param by its YAML path (section.key).
+func lookupFull(full string) *Param {
+	for i := range params {
+		if params[i].path() == full {
+			return &params[i]
+		}
+	}
+	return nil
+}
+
+// path is the YAML path of a param: broker properties live under "broker." in YAML.
+func (p *Param) path() string {
+	for _, a := range p.Aliases {
+		if strings.HasPrefix(a, "broker.") {
+			return a
+		}
+	}
+	return p.Key
+}
+
+func knownUnder(prefix string) string {
+	var ks []string
+	for i := range params {
+		path := params[i].path()
+		if prefix == "" {
+			if !strings.Contains(path, ".") {
+				ks = append(ks, path)
+			}
+			continue
+		}
+		if rest, ok := strings.CutPrefix(path, prefix+"."); ok {
+			ks = append(ks, rest)
+		}
+	}
+	if prefix == "" {
+		ks = append(ks, "topic", "broker", "producers", "consumers", "faults", "sweep")
+		return "known top-level keys: " + strings.Join(ks, ", ")
+	}
+	return "known keys under " + prefix + ": " + strings.Join(ks, ", ")
+}
+
+func intP(key string, aliases []string, lo, hi int64, help string, f func(*Spec) *int) Param {
+	return Param{Key: key, Aliases: aliases, Help: fmt.Sprintf("%s (int %d..%d)", help, lo, hi),
+		set: func(s *Spec, v string) error {
+			n, err := parseInt(key, v, lo, hi)
+			if err == nil {
+				*f(s) = int(n)
+			}
+			return err
+		},
+		get: func(s *Spec) any { return *f(s) }}
+}
+
+func int64P(key string, aliases []string, lo, hi int64, help string, f func(*Spec) *int64) Param {
+	return Param{Key: key, Aliases: aliases, Help: fmt.Sprintf("%s (int %d..%d)", help, lo, hi),
+		set: func(s *Spec, v string) error {
+			n, err := parseInt(key, v, lo, hi)
+			if err == nil {
+				*f(s) = n
+			}
+			return err
+		},
+		get: func(s *Spec) any { return *f(s) }}
+}
+
+func boolP(key string, aliases []string, help string, f func(*Spec) *bool) Param {
+	return Param{Key: key, Aliases: aliases, Help: help + " (true|false)",
+		set: func(s *Spec, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("%s: %q is not a boolean; allowed true|false", key, v)
+			}
+			*f(s) = b
+			return nil
+		},
+		get: func(s *Spec) any { return *f(s) }}
+}
+
+func enumP(key string, aliases []string, allowed []string, help string, f func(*Spec) *string) Param {
+	return Param{Key: key, Aliases: aliases, Help: help + " (" + strings.Join(allowed, "|") + ")",
+		set: func(s *Spec, v string) error {
+			e, err := parseEnum(key, v, allowed)
+			if err == nil {
+				*f(s) = e
+			}
+			return err
+		},
+		get: func(s *Spec) any { return *f(s) }}
+}
+
+func durP(key string, aliases []string, lo, hi time.Duration, help string, f func(*Spec) *time.Duration) Param {
+	return Param{Key: key, Aliases: aliases, Help: fmt.Sprintf("%s (duration %s..%s)", help, lo, hi),
+		set: func(s *Spec, v string) error {
+			d, err := parseDuration(key, v, lo, hi)
+			if err == nil {
+				*f(s) = d
+			}
+			return err
+		},
+		get: func(s *Spec) any { return *f(s) }}
+}
+
+func parseInt(key, v string, lo, hi int64) (int64, error) {
+	n, err := strconv.ParseInt(strings.ReplaceAll(v, "_", ""), 10, 64)
+	if err != nil {
+		if f, ferr := strconv.ParseFloat(v, 64); ferr == nil && f >= 9.2e18 && hi == math.MaxInt64 {
+			return math.MaxInt64, nil
+		}
+		return 0, fmt.Errorf("%s: %q is not an integer; allowed %d..%d", key, v, lo, hi)
+	}
+	if n < lo || n > hi {
+		return 0, fmt.Errorf("%s: %d is out of range; allowed %d..%d", key, n, lo, hi)
+	}
+	return n, nil
+}
+
+func parseEnum(key, v string, allowed []string) (string, error) {
+	for _, a := range allowed {
+		if v == a {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %q is not allowed; allowed %s", key, v, strings.Join(allowed, "|"))
+}
+
+func parseDuration(key, v string, lo, hi time.Duration) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q is not a duration; allowed e.g. 500ms, 20s, 1m (%s..%s)", key, v, lo, hi)
+	}
+	if d < lo || d > hi {
+		return 0, fmt.Errorf("%s: %s is out of range; allowed %s..%s", key, d, lo, hi)
+	}
+	return d, nil
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, x := range strings.Split(v, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// params is the flat key table. Broker properties have their bare Kafka name as canonical key
+// (result.json config["num.replica.fetchers"]) and "broker.<name>" as the YAML path/alias.
+var params = []Param{
+	{Key: "name", Help: "spec name (string)",
+		set: func(s *Spec, v string) error {
+			if v == "" || strings.ContainsAny(v, "/ \t\n") {
+				return fmt.Errorf("name: %q; allowed a non-empty word without '/' or spaces", v)
+			}
+			s.Name = v
+			return nil
+		}, get: func(s *Spec) any { return s.Name }},
+	{Key: "description", Help: "free text",
+		set: func(s *Spec, v string) error { s.Description = v; return nil },
+		get: func(s *Spec) any { return s.Description }},
+	intP("brokers", nil, 1, 16, "embedded cluster size, default 3", func(s *Spec) *int { return &s.Brokers }),
+	durP("duration", nil, 100*time.Millisecond, 24*time.Hour, "measurement window, default 20s", func(s *Spec) *time.Duration { return &s.Duration }),
+	durP("warmup", nil, 0, time.Hour, "warm-up before measurement (samples discarded), default 5s", func(s *Spec) *time.Duration { return &s.Warmup }),
+
+	{Key: "topic.name", Help: "benchmark topic, default isrbench ([a-zA-Z0-9._-], 1..249 chars)",
+		set: func(s *Spec, v string) error {
+			if !validTopic(v) {
+				return fmt.Errorf("topic.name: %q; allowed 1..249 characters of [a-zA-Z0-9._-], not . or ..", v)
+			}
+			s.Topic.Name = v
+			return nil
+		}, get: func(s *Spec) any { return s.Topic.Name }},
+	intP("topic.partitions", []string{"partitions"}, 1, 10000, "partitions, default 6", func(s *Spec) *int { return &s.Topic.Partitions }),
+	intP("topic.replication.factor", []string{"replication.factor"}, 1, 16, "replication factor (<= brokers), default 3", func(s *Spec) *int { return &s.Topic.ReplicationFactor }),
+	intP("topic.min.insync.replicas", []string{"min.insync.replicas"}, 1, 16, "topic config min.insync.replicas (<= replication factor), default 2", func(s *Spec) *int { return &s.Topic.MinInsyncReplicas }),
+
+	intP("num.replica.fetchers", []string{"broker.num.replica.fetchers"}, 1, 64, "fetcher goroutines per source broker, default 1", func(s *Spec) *int { return &s.Broker.NumReplicaFetchers }),
+	intP("replica.fetch.wait.max.ms", []string{"broker.replica.fetch.wait.max.ms"}, 0, 60000, "max replica fetch long-poll wait (ms), default 500", func(s *Spec) *int { return &s.Broker.ReplicaFetchWaitMaxMs }),
+	intP("replica.fetch.min.bytes", []string{"broker.replica.fetch.min.bytes"}, 1, math.MaxInt32, "min bytes before a replica fetch returns, default 1", func(s *Spec) *int { return &s.Broker.ReplicaFetchMinBytes }),
+	intP("replica.fetch.max.bytes", []string{"broker.replica.fetch.max.bytes"}, 1024, math.MaxInt32, "max bytes per partition per replica fetch, default 1048576", func(s *Spec) *int { return &s.Broker.ReplicaFetchMaxBytes }),
+	intP("replica.fetch.response.max.bytes", []string{"broker.replica.fetch.response.max.bytes"}, 1024, math.MaxInt32, "max bytes per replica fetch response, default 10485760", func(s *Spec) *int { return &s.Broker.ReplicaFetchResponseMaxBytes }),
+	int64P("replica.lag.time.max.ms", []string{"broker.replica.lag.time.max.ms"}, 1, 24*3600*1000, "ISR lag time (ms), default 30000", func(s *Spec) *int64 { return &s.Broker.ReplicaLagTimeMaxMs }),
+	boolP("unclean.leader.election.enable", []string{"broker.unclean.leader.election.enable"}, "elect out-of-sync replicas, default false", func(s *Spec) *bool { return &s.Broker.UncleanLeaderElectionEnable }),
+	int64P("broker.session.timeout.ms", []string{"broker.broker.session.timeout.ms"}, 1, 24*3600*1000, "controller fences a broker silent this long (ms), default 9000", func(s *Spec) *int64 { return &s.Broker.BrokerSessionTimeoutMs }),
+	int64P("log.segment.bytes", []string{"broker.log.segment.bytes"}, 14, math.MaxInt32, "segment size, default 1073741824", func(s *Spec) *int64 { return &s.Broker.LogSegmentBytes }),
+	int64P("flush.messages", []string{"broker.flush.messages"}, 1, math.MaxInt64, "fsync every N messages, default 9223372036854775807 (never)", func(s *Spec) *int64 { return &s.Broker.FlushMessages }),
+	int64P("flush.ms", []string{"broker.flush.ms"}, 0, math.MaxInt64, "fsync every N ms, default 9223372036854775807 (never)", func(s *Spec) *int64 { return &s.Broker.FlushMs }),
+	boolP("isrbench.zero.copy", []string{"broker.isrbench.zero.copy"}, "sendfile fetch responses, default true", func(s *Spec) *bool { return &s.Broker.ZeroCopy }),
+	enumP("isrbench.io", []string{"broker.isrbench.io"}, []string{"pwritev", "uring", "write"}, "log write path, default pwritev", func(s *Spec) *string { return &s.Broker.IO }),
+	enumP("isrbench.hw.update", []string{"broker.isrbench.hw.update"}, []string{"atomic", "mutex"}, "HW advance, default atomic", func(s *Spec) *string { return &s.Broker.HWUpdate }),
+	enumP("isrbench.truncate.mode", []string{"broker.isrbench.truncate.mode"}, []string{"epoch", "hw"}, "follower truncation, default epoch (hw: ablation)", func(s *Spec) *string { return &s.Broker.TruncateMode }),
+	durP("isrbench.produce.delay", []string{"broker.isrbench.produce.delay"}, 0, time.Minute, "artificial delay per produce, default 0", func(s *Spec) *time.Duration { return &s.Broker.ProduceDelay }),
+
+	intP("producers.count", nil, 0, 1024, "producer clients, default 2", func(s *Spec) *int { return &s.Producers.Count }),
+	{Key: "producers.acks", Aliases: []string{"acks"}, Help: "required acks, default all (all|-1|1|0)",
+		set: func(s *Spec, v string) error {
+			switch v {
+			case "all", "-1":
+				s.Producers.Acks = "all"
+			case "1", "0":
+				s.Producers.Acks = v
+			default:
+				return fmt.Errorf("producers.acks: %q is not allowed; allowed all|-1|1|0", v)
+			}
+			return nil
+		}, get: func(s *Spec) any { return s.Producers.Acks }},
+	intP("producers.message.size", []string{"message.size"}, HeaderSize, 1000000, "record value bytes, default 1024", func(s *Spec) *int { return &s.Producers.MessageSize }),
+	{Key: "producers.rate", Aliases: []string{"rate"}, Help: "total records/s over all producers, 0 = as fast as possible, default 5000 (0..10000000)",
+		set: func(s *Spec, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || math.IsNaN(f) {
+				return fmt.Errorf("producers.rate: %q is not a number; allowed 0..10000000 records/s", v)
+			}
+			if f < 0 || f > 1e7 {
+				return fmt.Errorf("producers.rate: %g is out of range; allowed 0..10000000 records/s", f)
+			}
+			s.Producers.Rate = f
+			return nil
+		}, get: func(s *Spec) any { return s.Producers.Rate }},
+	intP("producers.linger.ms", []string{"linger.ms"}, 0, 60000, "producer linger (ms), default 0", func(s *Spec) *int { return &s.Producers.LingerMs }),
+	intP("producers.batch.size", []string{"batch.size"}, 1024, 64<<20, "producer batch bytes, default 16384", func(s *Spec) *int { return &s.Producers.BatchSize }),
+	enumP("producers.keys", []string{"keys"}, []string{"none", "uniform", "fixed"}, "record keys: none (round robin), uniform (random key), fixed (one key); default none", func(s *Spec) *string { return &s.Producers.Keys }),
+	intP("producers.max.buffered.records", []string{"max.buffered.records"}, 1, 1000000, "kgo MaxBufferedRecords per producer, default 10000", func(s *Spec) *int { return &s.Producers.MaxBufferedRecords }),
+	int64P("producers.delivery.timeout.ms", []string{"delivery.timeout.ms"}, 0, 24*3600*1000, "kgo RecordDeliveryTimeout (ms, 0 = none), default 120000", func(s *Spec) *int64 { return &s.Producers.DeliveryTimeoutMs }),
+
+	intP("consumers.count", nil, 0, 64, "end-to-end consumers (each reads every partition), default 1", func(s *Spec) *int { return &s.Consumers.Count }),
+}
+
+func validTopic(v string) bool {
+	if v == "" || len(v) > 249 || v == "." || v == ".." {
+		return false
+	}
+	for _, c := range v {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,189 @@
+package workloads
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/isrbench/isrbench/results"
+)
+
+// timeline samples the run every interval from the start of measurement: throughput, interval
+// ack and HW-lag p99, ISR min/max, under-replicated partitions; it writes timeline.csv and the
+// progress line. One goroutine runs loop; the runner reads the totals after loop returned.
+type timeline struct {
+	r          *run
+	path       string
+	f          *os.File
+	tl         *results.Timeline
+	start, end time.Time
+	interval   time.Duration
+
+	lastRecs, lastBytes, lastErrs int64
+	base, last                   Sample
+	haveBase, haveLast           bool
+	sampleErr                    error
+	underReplicatedS             float64
+
+	tty       bool
+	lastPrint time.Time
+}
+
+func newTimeline(r *run, path string, start, end time.Time) (*timeline, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	tl, err := results.NewTimeline(f, "shrinks", "expands", "leaders")
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	t := &timeline{r: r, path: path, f: f, tl: tl, start: start, end: end, interval: r.opts.TimelineInterval}
+	if sf, ok := r.opts.Stderr.(*os.File); ok {
+		if st, err := sf.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			t.tty = true
+		}
+	}
+	return t, nil
+}
+
+func (t *timeline) shrinks() int64 {
+	if !t.haveBase || !t.haveLast {
+		return 0
+	}
+	return t.last.Shrinks - t.base.Shrinks
+}
+
+func (t *timeline) expands() int64 {
+	if !t.haveBase || !t.haveLast {
+		return 0
+	}
+	return t.last.Expands - t.base.Expands
+}
+
+func (t *timeline) sample(ctx context.Context) (Sample, bool) {
+	sctx, cancel := context.WithTimeout(ctx, t.interval)
+	defer cancel()
+	s, err := t.r.tgt.Sample(sctx, t.r.spec.Topic.Name)
+	if err != nil {
+		if t.sampleErr == nil && !t.r.opts.Quiet {
+			fmt.Fprintf(t.r.opts.Stderr, "timeline: sampling the cluster: %v\n", err)
+		}
+		t.sampleErr = err
+		return Sample{}, false
+	}
+	return s, true
+}
+
+// loop runs until ctx is done; it writes rows during [start, end] and keeps sampling ISR
+// changes until it stops.
+func (t *timeline) loop(ctx context.Context) {
+	defer t.f.Close()
+	tick := time.NewTicker(t.interval)
+	defer tick.Stop()
+	prev := t.start
+	for {
+		select {
+		case <-ctx.Done():
+			if s, ok := t.sample(context.Background()); ok {
+				t.last, t.haveLast = s, true
+			}
+			if t.tty && !t.r.opts.Quiet {
+				fmt.Fprint(t.r.opts.Stderr, "\n")
+			}
+			_ = t.tl.Flush()
+			return
+		case now := <-tick.C:
+			if now.Before(t.start) {
+				t.progress(now, 0, 0, 0)
+				continue
+			}
+			if !t.haveBase {
+				// First tick of the measurement: baseline of the cumulative counters.
+				if s, ok := t.sample(ctx); ok {
+					t.base, t.haveBase = s, true
+					t.last, t.haveLast = s, true
+				}
+				t.takeInterval()
+				prev = now
+				continue
+			}
+			if now.After(t.end.Add(t.interval / 2)) {
+				if s, ok := t.sample(ctx); ok {
+					t.last = s
+				}
+				continue
+			}
+			t.row(ctx, now, now.Sub(prev))
+			prev = now
+		}
+	}
+}
+
+// takeInterval returns the counters' deltas and the interval histograms since the last call.
+func (t *timeline) takeInterval() (recs, bytes, errs int64, ack, hw *results.Histogram) {
+	ack = results.NewHistogram()
+	var r, b, e int64
+	for _, p := range t.r.prods {
+		ack.Merge(p.ack.Interval())
+		r += p.nAcked.Load()
+		b += p.nBytes.Load()
+		e += p.nErrs.Load()
+	}
+	hw = t.r.hwlag.Interval()
+	recs, bytes, errs = r-t.lastRecs, b-t.lastBytes, e-t.lastErrs
+	t.lastRecs, t.lastBytes, t.lastErrs = r, b, e
+	return
+}
+
+func (t *timeline) row(ctx context.Context, now time.Time, dt time.Duration) {
+	recs, bytes, errs, ack, hw := t.takeInterval()
+	secs := dt.Seconds()
+	row := results.TimelineRow{
+		T:           now.Sub(t.start).Round(time.Millisecond).Seconds(),
+		RecordsPerS: float64(recs) / secs, MBPerS: float64(bytes) / secs / 1e6,
+		AckP99Us: float64(ack.Quantile(99)), HWLagP99Us: float64(hw.Quantile(99)),
+		Errors: errs,
+	}
+	s, ok := t.sample(ctx)
+	if ok {
+		t.last, t.haveLast = s, true
+		row.ISRMin, row.ISRMax, row.UnderReplicated, row.UnderMinISR = s.ISRMin, s.ISRMax, s.UnderReplicated, s.UnderMinISR
+		if s.UnderReplicated > 0 {
+			t.underReplicatedS += secs
+		}
+	}
+	row.Extra = []any{t.shrinks(), t.expands(), fmt.Sprint(s.Leaders)}
+	if err := t.tl.Write(row); err != nil && !t.r.opts.Quiet {
+		fmt.Fprintf(t.r.opts.Stderr, "timeline: %v\n", err)
+	}
+	t.progress(now, row.RecordsPerS, row.MBPerS, row.AckP99Us)
+}
+
+// progress prints the live line: \r-updated on a terminal, one line every 5 s otherwise.
+func (t *timeline) progress(now time.Time, rps, mbps, p99 float64) {
+	if t.r.opts.Quiet {
+		return
+	}
+	if !t.tty && now.Sub(t.lastPrint) < 5*time.Second {
+		return
+	}
+	t.lastPrint = now
+	var line string
+	if now.Before(t.start) {
+		w := t.r.spec.Warmup
+		line = fmt.Sprintf("warm-up %4.1fs/%s", (w - t.start.Sub(now)).Seconds(), w)
+	} else {
+		el := now.Sub(t.start)
+		line = fmt.Sprintf("%5.1fs/%s (%s left)  %8.0f records/s  %7.2f MB/s  ack p99 %s µs",
+			el.Seconds(), t.r.spec.Duration, max(t.end.Sub(now), 0).Round(time.Second), rps, mbps,
+			results.FormatValue(p99))
+	}
+	if t.tty {
+		fmt.Fprintf(t.r.opts.Stderr, "\r\033[K%s", line)
+	} else {
+		fmt.Fprintln(t.r.opts.Stderr, line)
+	}
+}
