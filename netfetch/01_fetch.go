@@ -4,7 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
+	"net"
+	"runtime"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -22,7 +23,8 @@ type fetchState struct {
 	req   broker.FetchRequest
 	spans []topicSpan
 	enc   fetchEncoder
-	copy  []byte // copy path: the whole response (ZeroCopy=false)
+	copy  []byte   // copy path: the whole response (ZeroCopy=false)
+	segs  []outSeg // zero-copy path: the pieces of the response
 }
 
 // topicSpan is one request topic: Partitions[start:end] of the broker request.
@@ -74,6 +76,9 @@ func (c *conn) handleFetch(h reqHeader, r *kmsg.FetchRequest) error {
 	}()
 	if err := st.enc.encode(r.Version, h.corr, req.Partitions, st.spans); err != nil {
 		return err
+	}
+	if !c.s.waitUnpaused() {
+		return net.ErrClosed
 	}
 	return c.sendFetch(req.Partitions)
 }
@@ -225,22 +230,101 @@ func (c *conn) sendFetch(parts []broker.FetchPartition) error {
 		c.s.stats.copyBytes.Add(copied)
 		return nil
 	}
+	return c.sendZeroCopy(parts)
+}
+
+// outSeg is one piece of a zero-copy response: bytes from the encoder
+// buffer (file < 0) or n bytes of a segment file from off.
+type outSeg struct {
+	b    []byte
+	file int
+	off  int64
+	n    int64
+}
+
+// sendZeroCopy writes the response as encoder bytes interleaved with
+// sendfile(2) of each partition's slice, all inside one RawConn.Write
+// callback (EAGAIN returns false so the poller waits for writability; the
+// loop resumes where it stopped). With records the socket is corked
+// (TCP_CORK) for the response so that header, records and trailer leave as
+// full segments instead of one push per piece; uncorking flushes.
+func (c *conn) sendZeroCopy(parts []broker.FetchPartition) error {
+	e := &c.fetch.enc
+	segs := c.fetch.segs[:0]
 	prev := 0
 	for i := range parts {
 		s := parts[i].Records
 		if parts[i].Err != nil || s.Size <= 0 {
 			continue
 		}
-		if _, err := c.nc.Write(e.buf[prev:e.marks[i]]); err != nil {
-			return fmt.Errorf("writing fetch response: %w", err)
-		}
+		segs = append(segs, outSeg{b: e.buf[prev:e.marks[i]], file: -1})
+		segs = append(segs, outSeg{file: int(s.File.Fd()), off: s.Pos, n: s.Size})
 		prev = e.marks[i]
-		if err := c.sendfile(s); err != nil {
-			return fmt.Errorf("sending %s-%d records: %w", parts[i].Topic, parts[i].Partition, err)
-		}
 	}
-	if _, err := c.nc.Write(e.buf[prev:]); err != nil {
-		return fmt.Errorf("writing fetch response: %w", err)
+	segs = append(segs, outSeg{b: e.buf[prev:], file: -1})
+	c.fetch.segs = segs
+	cork := len(segs) > 1
+	corked := false
+	var serr error
+	idx := 0
+	werr := c.raw.Write(func(fd uintptr) bool {
+		sock := int(fd)
+		if cork && !corked {
+			if err := unix.SetsockoptInt(sock, unix.IPPROTO_TCP, unix.TCP_CORK, 1); err == nil {
+				corked = true
+			}
+		}
+		for idx < len(segs) {
+			sg := &segs[idx]
+			var n int
+			var err error
+			if sg.file < 0 {
+				if len(sg.b) == 0 {
+					idx++
+					continue
+				}
+				n, err = unix.Write(sock, sg.b)
+				if n > 0 {
+					sg.b = sg.b[n:]
+				}
+			} else {
+				if sg.n == 0 {
+					idx++
+					continue
+				}
+				n, err = unix.Sendfile(sock, sg.file, &sg.off, int(min(sg.n, 1<<30)))
+				if n > 0 {
+					sg.n -= int64(n)
+					c.s.stats.sendfileBytes.Add(int64(n))
+					c.s.stats.sendfileCalls.Add(1)
+				} else if err == nil {
+					serr = fmt.Errorf("%w: %d bytes missing at position %d", errShortFile, sg.n, sg.off)
+					return true
+				}
+			}
+			switch err {
+			case nil:
+			case unix.EAGAIN:
+				return false
+			case unix.EINTR:
+			default:
+				serr = err
+				return true
+			}
+		}
+		return true
+	})
+	if corked {
+		c.raw.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_CORK, 0) })
+	}
+	for i := range parts { // the slices' files must stay open until here
+		runtime.KeepAlive(parts[i].Records.File)
+	}
+	if serr != nil {
+		return fmt.Errorf("sending fetch response: %w", serr)
+	}
+	if werr != nil {
+		return fmt.Errorf("sending fetch response: %w", werr)
 	}
 	return nil
 }
@@ -257,50 +341,3 @@ func appendSlice(dst []byte, s log.Slice) ([]byte, error) {
 }
 
 var errShortFile = errors.New("segment file ended before the slice did")
-
-// sendfile sends s.Size bytes of s.File from s.Pos with sendfile(2) on the
-// socket's fd, using an explicit offset (never the file's shared offset).
-// EAGAIN returns false to the runtime poller, which waits for writability.
-func (c *conn) sendfile(s log.Slice) error {
-	src, err := s.File.SyscallConn()
-	if err != nil {
-		return err
-	}
-	off, remain := s.Pos, s.Size
-	var serr error
-	cerr := src.Control(func(ffd uintptr) {
-		werr := c.raw.Write(func(sfd uintptr) bool {
-			for remain > 0 {
-				n, err := unix.Sendfile(int(sfd), int(ffd), &off, int(min(remain, 1<<30)))
-				if n > 0 {
-					remain -= int64(n)
-					c.s.stats.sendfileBytes.Add(int64(n))
-					c.s.stats.sendfileCalls.Add(1)
-				}
-				switch {
-				case err == unix.EAGAIN:
-					return false
-				case err == unix.EINTR:
-					continue
-				case err != nil:
-					serr = err
-					return true
-				case n == 0:
-					serr = io.ErrUnexpectedEOF
-					return true
-				}
-			}
-			return true
-		})
-		if serr == nil {
-			serr = werr
-		}
-	})
-	if cerr != nil {
-		return cerr
-	}
-	if errors.Is(serr, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("%w: %s position %d, %d bytes missing", errShortFile, s.File.Name(), off, remain)
-	}
-	return serr
-}

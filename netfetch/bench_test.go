@@ -104,6 +104,7 @@ func BenchmarkFetchServe(b *testing.B) {
 			after := c.Stats()
 			b.ReportMetric(float64(after.SendfileBytes-before.SendfileBytes)/float64(b.N), "sendfile-B/op")
 			b.ReportMetric(float64(after.CopyBytes-before.CopyBytes)/float64(b.N), "copy-B/op")
+			b.ReportMetric(float64(after.SendfileCalls-before.SendfileCalls)/float64(b.N), "sendfile-calls/op")
 		})
 	}
 }

@@ -3,6 +3,7 @@ package netfetch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -13,7 +14,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbench/isrbench/core/controller"
 )
@@ -404,4 +407,154 @@ func TestKillLeaderElectsISRMemberNoAckedLoss(t *testing.T) {
 	}
 	wait("the restarted broker back in the ISR", func(s controller.PartitionState) bool { return slices.Contains(s.ISR, victim) })
 	checkReplicasIdentical(t, c, topic, 1)
+}
+
+func TestPauseBeyondSessionTimeoutFencesThenRejoins(t *testing.T) {
+	c := testCluster(t, 3, func(cfg *ClusterConfig) {
+		cfg.Broker.ReplicaLagTimeMaxMs = 300
+		cfg.Broker.ReplicaFetchWaitMaxMs = 50
+		cfg.Broker.HeartbeatIntervalMs = 100
+		cfg.Controller.BrokerSessionTimeoutMs = 1000
+	})
+	const topic = "fenced"
+	if err := c.CreateTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := c.Controller().Partition(topic, 0)
+	follower := st.Replicas[0]
+	if follower == st.Leader {
+		follower = st.Replicas[1]
+	}
+	wait := watchPartition(t, c, st.Leader, topic, 0)
+	cl := newClient(t, c)
+	acks := produce(t, cl, topic, "a", 20)
+	if err := c.PauseBroker(follower); err != nil {
+		t.Fatal(err)
+	}
+	wait("ISR without the paused broker", func(s controller.PartitionState) bool { return !slices.Contains(s.ISR, follower) })
+	// The session expires: the controller fences the broker (Metadata drops it).
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if b, _ := c.Controller().Broker(follower); !b.Alive {
+			break
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatal("paused broker never fenced by the session timeout")
+		}
+	}
+	// Ask the leader directly (a client could pick the frozen broker and wait for its timeout).
+	rc := dialRaw(t, c.Addr(st.Leader))
+	mreq := kmsg.NewPtrMetadataRequest()
+	mreq.SetVersion(12)
+	mresp := kmsg.NewPtrMetadataResponse()
+	rc.roundTrip(mreq, mresp)
+	if len(mresp.Topics) != 1 || len(mresp.Brokers) != 2 || !slices.Contains(mresp.Topics[0].Partitions[0].OfflineReplicas, follower) {
+		t.Errorf("metadata while fenced: brokers %v topics %+v, want broker %d offline", mresp.Brokers, mresp.Topics, follower)
+	}
+	acks = append(acks, produce(t, cl, topic, "b", 20)...)
+	if err := c.ResumeBroker(follower); err != nil {
+		t.Fatal(err)
+	}
+	wait("ISR with the resumed broker", func(s controller.PartitionState) bool { return slices.Contains(s.ISR, follower) })
+	checkNoLoss(t, acks, consumeAll(t, c, topic))
+}
+
+func TestCrashFollowerRestartsAndCatchesUp(t *testing.T) {
+	c := testCluster(t, 3, func(cfg *ClusterConfig) { cfg.Broker.ReplicaFetchWaitMaxMs = 50 })
+	const topic = "crashed"
+	if err := c.CreateTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := c.Controller().Partition(topic, 0)
+	follower := st.Replicas[0]
+	if follower == st.Leader {
+		follower = st.Replicas[1]
+	}
+	wait := watchPartition(t, c, st.Leader, topic, 0)
+	cl := newClient(t, c)
+	acks := produce(t, cl, topic, "a", 100)
+	if err := c.CrashBroker(follower); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CrashBroker(follower); err == nil {
+		t.Error("crashing a stopped broker succeeded")
+	}
+	wait("ISR without the crashed broker", func(s controller.PartitionState) bool { return !slices.Contains(s.ISR, follower) })
+	acks = append(acks, produce(t, cl, topic, "b", 100)...)
+	if err := c.RestartBroker(follower); err != nil {
+		t.Fatal(err)
+	}
+	wait("ISR with the restarted broker", func(s controller.PartitionState) bool { return slices.Contains(s.ISR, follower) })
+	checkNoLoss(t, acks, consumeAll(t, c, topic))
+	checkReplicasIdentical(t, c, topic, 1)
+}
+
+func TestAdminCreateDescribeListOffsets(t *testing.T) {
+	c := testCluster(t, 3, nil)
+	cl := newClient(t, c)
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	two := "2"
+	if _, err := adm.CreateTopic(ctx, 2, 3, map[string]*string{"min.insync.replicas": &two}, "adm"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 2, 3, nil, "adm"); !errors.Is(err, kerr.TopicAlreadyExists) {
+		t.Errorf("second create: %v, want TOPIC_ALREADY_EXISTS", err)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 5, nil, "too-wide"); !errors.Is(err, kerr.InvalidReplicationFactor) {
+		t.Errorf("rf 5 on 3 brokers: %v, want INVALID_REPLICATION_FACTOR", err)
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, "adm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On("adm", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, cfg := range rc.Configs {
+		if cfg.Key == "min.insync.replicas" && cfg.MaybeValue() == "2" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("topic configs %+v lack min.insync.replicas=2", rc.Configs)
+	}
+	bcs, err := adm.DescribeBrokerConfigs(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := bcs.On("1", nil); err != nil || len(b.Configs) == 0 {
+		t.Errorf("broker configs: %+v %v", b, err)
+	}
+	if err := c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acks := produce(t, cl, "adm", "x", 40)
+	ends, err := adm.ListEndOffsets(ctx, "adm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts, err := adm.ListStartOffsets(ctx, "adm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	perPart := map[int32]int64{}
+	for _, a := range acks {
+		perPart[a.partition]++
+	}
+	for p := int32(0); p < 2; p++ {
+		e, _ := ends.Lookup("adm", p)
+		s, _ := starts.Lookup("adm", p)
+		if e.Err != nil || s.Err != nil || e.Offset != perPart[p] || s.Offset != 0 {
+			t.Errorf("partition %d: earliest %d (%v) latest %d (%v), want 0 and %d", p, s.Offset, s.Err, e.Offset, e.Err, perPart[p])
+		}
+	}
 }

@@ -225,7 +225,11 @@ func TestSendfileShortFileIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = c.sendfile(log.Slice{File: f, Pos: 7, Size: int64(len(blob)) + 100})
+	parts := []broker.FetchPartition{{Topic: "t", Records: log.Slice{File: f, Pos: 7, Size: int64(len(blob)) + 100}}}
+	if err := c.fetch.enc.encode(12, 1, parts, []topicSpan{{topic: "t", start: 0, end: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	err = c.sendZeroCopy(parts)
 	if !errors.Is(err, errShortFile) {
 		t.Fatalf("sendfile past EOF: %v, want errShortFile", err)
 	}

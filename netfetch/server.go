@@ -106,10 +106,13 @@ type Server struct {
 	closeOnce sync.Once
 	wg        sync.WaitGroup
 
+	// paused holds a channel while the server is paused (closed by Resume);
+	// nil when running. Read lock-free on every request.
+	paused atomic.Pointer[chan struct{}]
+
 	mu struct {
 		sync.Mutex
-		conns  map[*conn]struct{}
-		paused chan struct{} // non-nil while paused; closed by Resume
+		conns map[*conn]struct{}
 	}
 }
 
@@ -202,12 +205,14 @@ func (s *Server) Close() error {
 	return err
 }
 
-// Pause stops answering: connections stay open and requests already sent
-// stay unread/unanswered until Resume (like a SIGSTOPped broker).
+// Pause stops answering: connections stay open, no further request is
+// handled and no response (not even of a long poll that completes
+// meanwhile) is written until Resume (like a SIGSTOPped broker).
 func (s *Server) Pause() {
 	s.mu.Lock()
-	if s.mu.paused == nil {
-		s.mu.paused = make(chan struct{})
+	if s.paused.Load() == nil {
+		ch := make(chan struct{})
+		s.paused.Store(&ch)
 	}
 	s.mu.Unlock()
 }
@@ -215,23 +220,21 @@ func (s *Server) Pause() {
 // Resume undoes Pause.
 func (s *Server) Resume() {
 	s.mu.Lock()
-	if s.mu.paused != nil {
-		close(s.mu.paused)
-		s.mu.paused = nil
+	if ch := s.paused.Load(); ch != nil {
+		close(*ch)
+		s.paused.Store(nil)
 	}
 	s.mu.Unlock()
 }
 
 // waitUnpaused blocks while the server is paused; false = server closed.
 func (s *Server) waitUnpaused() bool {
-	s.mu.Lock()
-	ch := s.mu.paused
-	s.mu.Unlock()
+	ch := s.paused.Load()
 	if ch == nil {
 		return true
 	}
 	select {
-	case <-ch:
+	case <-*ch:
 		return true
 	case <-s.done:
 		return false
@@ -442,6 +445,9 @@ func (c *conn) handle(body []byte) error {
 	}
 	if resp == nil { // acks=0 produce: no response at all
 		return nil
+	}
+	if !c.s.waitUnpaused() {
+		return net.ErrClosed
 	}
 	resp.SetVersion(h.version)
 	return c.writeResponse(h, resp)

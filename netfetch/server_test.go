@@ -397,3 +397,31 @@ func newProduce(topic string, acks int16, batch []byte) *kmsg.ProduceRequest {
 }
 
 func newProduceResp() *kmsg.ProduceResponse { return kmsg.NewPtrProduceResponse() }
+
+func TestPausedServerAnswersNothingUntilResume(t *testing.T) {
+	c := testCluster(t, 1, nil)
+	rc := dialRaw(t, c.Addr(0))
+	rc.roundTrip(kmsg.NewPtrApiVersionsRequest(), kmsg.NewPtrApiVersionsResponse())
+	if err := c.PauseBroker(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PauseBroker(0); err == nil {
+		t.Error("pausing a paused broker succeeded")
+	}
+	corr := rc.send(kmsg.NewPtrApiVersionsRequest())
+	// Absence can only be observed for a while: 200 ms of silence.
+	rc.c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if _, _, err := rc.recv(); err == nil {
+		t.Fatal("paused broker answered")
+	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Fatalf("paused broker: %v, want silence with the connection open", err)
+	}
+	if err := c.ResumeBroker(0); err != nil {
+		t.Fatal(err)
+	}
+	rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, _, err := rc.recv()
+	if err != nil || got != corr {
+		t.Fatalf("after resume: corr %d err %v, want the pending answer %d", got, err, corr)
+	}
+}

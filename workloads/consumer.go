@@ -3,7 +3,9 @@ package workloads
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"runtime/pprof"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +35,7 @@ func newConsumer(seeds []string, topic string, start []int64, win window, ours f
 		kgo.SeedBrokers(seeds...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}),
 		kgo.FetchMaxWait(500 * time.Millisecond),
+		kgo.MetadataMinAge(250 * time.Millisecond),
 	}, extra...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -106,17 +109,30 @@ func checkDurability(ctx context.Context, seeds []string, topic string, start, e
 		defer cl.Close()
 		last := make(map[[2]int64]uint64) // (producer index, partition) -> last seq
 		done := make([]bool, len(start))
+		lastErr := map[int32]error{}
+		read := make([]int64, len(start))
+		copy(read, start)
 		for remaining > 0 {
 			fs := cl.PollFetches(ctx)
 			if ctx.Err() != nil {
-				return dc, fmt.Errorf("durability check: reading back %s: %d partitions not read to their HW: %w", topic, remaining, ctx.Err())
+				var left []string
+				for p := range done {
+					if !done[p] && end[p] > start[p] {
+						left = append(left, fmt.Sprintf("%d at %d of [%d, %d) (last error: %v)", p, read[p], start[p], end[p], lastErr[int32(p)]))
+					}
+				}
+				countAcked(&dc, prods)
+				return dc, fmt.Errorf("reading back %s: partitions not read to their HW: %s: %w", topic, strings.Join(left, "; "), ctx.Err())
 			}
 			fs.EachError(func(t string, p int32, err error) {
-				// Retriable errors are retried by the client; report nothing here but keep polling.
-				_ = err
+				// The client retries retriable errors; remember the last one for the report.
+				lastErr[p] = err
 			})
 			fs.EachRecord(func(r *kgo.Record) {
 				p := int(r.Partition)
+				if p < len(read) {
+					read[p] = r.Offset + 1
+				}
 				if p >= len(end) || done[p] || r.Offset >= end[p] {
 					if p < len(end) && !done[p] && r.Offset+1 >= end[p] {
 						done[p] = true
@@ -151,11 +167,7 @@ func checkDurability(ctx context.Context, seeds []string, topic string, start, e
 		p.mu.Lock()
 		for wi, w := range p.acked.w {
 			for ; w != 0; w &= w - 1 {
-				bit := uint64(0)
-				for x := w & -w; x > 1; x >>= 1 {
-					bit++
-				}
-				seq := uint64(wi)*64 + bit
+				seq := uint64(wi)*64 + uint64(bits.TrailingZeros64(w))
 				dc.Acked++
 				if seen[i].has(seq) {
 					dc.Verified++
@@ -167,4 +179,13 @@ func checkDurability(ctx context.Context, seeds []string, topic string, start, e
 		p.mu.Unlock()
 	}
 	return dc, nil
+}
+
+// countAcked fills only Acked (when the read-back could not finish).
+func countAcked(dc *results.DurabilityCounts, prods []*producer) {
+	for _, p := range prods {
+		p.mu.Lock()
+		dc.Acked += p.acked.count()
+		p.mu.Unlock()
+	}
 }

@@ -28,9 +28,8 @@ var DefaultWaitMode = WaitTimerfd
 // SpinWindow is how long before a slot a WaitSpin pacer stops sleeping and starts spinning.
 var SpinWindow = 200 * time.Microsecond
 
-// TimerfdEarly is how long before a slot a WaitTimerfd pacer's timer fires; the rest is spun
-// (the kernel's default timer slack is 50 µs).
-var TimerfdEarly = 60 * time.Microsecond
+// TimerfdEarly is how long before a slot a WaitTimerfd pacer's timer fires; the rest is spun.
+var TimerfdEarly = 15 * time.Microsecond
 
 // Pacer hands out the open-loop schedule of one producer: slot i is due at start + i/rate.
 // It never skips a slot: when the caller is behind, Next returns at once and the delay shows
@@ -46,6 +45,7 @@ type Pacer struct {
 	mode     WaitMode
 	tfd      int // timerfd, -1 if none
 	timer    *time.Timer
+	locked   bool // WaitTimerfd: the goroutine is locked to its thread (slack 1 ns)
 }
 
 // NewPacer returns a pacer for rate records/s (0 = closed loop) whose slots run from start
@@ -69,8 +69,14 @@ func NewPacer(rate float64, start, end time.Time, mode WaitMode) (*Pacer, error)
 	return p, nil
 }
 
-// Close releases the timerfd, if any.
+// Close releases the timerfd, if any, and the thread lock; call it from the goroutine that
+// called Next.
 func (p *Pacer) Close() {
+	if p.locked {
+		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0) // back to the default slack
+		runtime.UnlockOSThread()
+		p.locked = false
+	}
 	if p.tfd >= 0 {
 		unix.Close(p.tfd)
 		p.tfd = -1
@@ -135,6 +141,13 @@ func (p *Pacer) wait(ctx context.Context, t time.Time) bool {
 	case WaitSleep:
 		return p.coarse(ctx, t, 0)
 	case WaitTimerfd:
+		if !p.locked {
+			// The thread that blocks on the timerfd gets a 1 ns timer slack (default 50 µs),
+			// so the kernel wakes it on time; the goroutine keeps that thread until Close.
+			runtime.LockOSThread()
+			p.locked = true
+			_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+		}
 		// Long waits through the runtime timer (ctx-aware), the last 2 ms on the timerfd.
 		if time.Until(t) > 5*time.Millisecond && !p.coarse(ctx, t, 2*time.Millisecond) {
 			return false

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sys/unix"
 )
 
 // runNoop drives a pacer against a no-op sink and returns the send-delay histogram (µs) and
@@ -24,7 +25,10 @@ func runNoop(t testing.TB, mode WaitMode, rate float64, d time.Duration) (*hdrhi
 		if !ok {
 			break
 		}
-		_ = h.RecordValue(max(actual.Sub(intended).Nanoseconds(), 0))
+		if actual.Before(intended) {
+			t.Fatalf("slot %d handed out %v before its intended time", p.Sent(), intended.Sub(actual))
+		}
+		_ = h.RecordValue(actual.Sub(intended).Nanoseconds())
 	}
 	return h, p.Sent()
 }
@@ -40,13 +44,14 @@ func TestPacerKeepsSchedule(t *testing.T) {
 			if want := int64(rate * d.Seconds()); n != want {
 				t.Fatalf("%d slots, want %d", n, want)
 			}
-			// The pacer neither races ahead nor falls behind by much on average; the bounds
-			// are loose because the race detector and 2 shared cores slow everything down.
+			// The pacer never runs ahead (checked per slot in runNoop) and does not fall
+			// behind for good: the last slot is handed out soon after the schedule ends. The
+			// bound is loose: the race detector and 2 shared cores slow everything down.
 			if took < d {
 				t.Fatalf("finished in %v, before the %v schedule", took, d)
 			}
-			if p50 := h.ValueAtQuantile(50) / 1000; p50 > 5000 {
-				t.Fatalf("send delay p50 %d µs against a no-op sink", p50)
+			if took > d+2*time.Second {
+				t.Fatalf("finished %v after the %v schedule: the pacer falls behind", took-d, d)
 			}
 			t.Logf("%s: send delay p50 %d µs p99 %d µs max %d µs (%d slots)", mode,
 				h.ValueAtQuantile(50)/1000, h.ValueAtQuantile(99)/1000, h.Max()/1000, n)
@@ -123,10 +128,14 @@ func BenchmarkPacerFloor(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/rate=%g", mode, rate), func(b *testing.B) {
 				b.ReportAllocs()
 				h := hdrhistogram.New(1, 60_000_000_000, 3)
+				cpu0 := cpuTime()
+				var slots int64
 				for i := 0; i < b.N; i++ {
-					hh, _ := runNoop(b, mode, rate, time.Second)
+					hh, n := runNoop(b, mode, rate, time.Second)
 					h.Merge(hh)
+					slots += n
 				}
+				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(slots), "cpu-µs/slot")
 				b.ReportMetric(float64(h.ValueAtQuantile(50))/1e3, "p50-µs")
 				b.ReportMetric(float64(h.ValueAtQuantile(99))/1e3, "p99-µs")
 				b.ReportMetric(float64(h.ValueAtQuantile(99.9))/1e3, "p999-µs")
@@ -134,4 +143,13 @@ func BenchmarkPacerFloor(b *testing.B) {
 			})
 		}
 	}
+}
+
+// cpuTime is the process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

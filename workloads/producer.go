@@ -54,6 +54,9 @@ type producer struct {
 // producerOpts are the kgo options the spec asks for.
 func producerOpts(p ProducerSpec, topic string) []kgo.Opt {
 	opts := []kgo.Opt{
+		// Refresh metadata soon after NOT_LEADER_OR_FOLLOWER (kgo's default min age is 5 s;
+		// the Java client refreshes after retry.backoff.ms=100): failover latency is the core's.
+		kgo.MetadataMinAge(250 * time.Millisecond),
 		kgo.DefaultProduceTopic(topic),
 		kgo.ProducerLinger(time.Duration(p.LingerMs) * time.Millisecond),
 		kgo.ProducerBatchMaxBytes(int32(p.BatchSize)),

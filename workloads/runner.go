@@ -290,6 +290,17 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	}
 
 	res := r.result(id, startedAt, tl, dc)
+	if rc, ok := tgt.(replicaChecker); ok {
+		same, why, err := rc.ReplicasIdentical(s.Topic.Name)
+		switch {
+		case err != nil:
+			notef("replica comparison: %v", err)
+		case !same:
+			notef("replicas differ: %s", why)
+			res.Config["durability.replicas_note"] = why
+		}
+		res.Durability.ReplicasIdentical = same
+	}
 	res.Files.Profiles = profFiles
 	if profErr != nil {
 		notef("profiles: %v", profErr)
@@ -310,6 +321,11 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 		return res, fmt.Errorf("%w: %d of %d acks=all records lost with clean elections only", ErrDurability, dc.Lost, dc.Acked)
 	}
 	return res, nil
+}
+
+// replicaChecker is implemented by targets that can compare replica logs (the embedded one).
+type replicaChecker interface {
+	ReplicasIdentical(topic string) (same bool, why string, err error)
 }
 
 func drainTimeout(s *Spec) time.Duration {

@@ -57,21 +57,21 @@ type TopicSpec struct {
 
 // BrokerSpec holds broker properties under their Kafka names (defaults are Kafka's unless noted).
 type BrokerSpec struct {
-	NumReplicaFetchers           int    // num.replica.fetchers, default 1
-	ReplicaFetchWaitMaxMs        int    // replica.fetch.wait.max.ms, default 500
-	ReplicaFetchMinBytes         int    // replica.fetch.min.bytes, default 1
-	ReplicaFetchMaxBytes         int    // replica.fetch.max.bytes (per partition), default 1048576
-	ReplicaFetchResponseMaxBytes int    // replica.fetch.response.max.bytes, default 10485760
-	ReplicaLagTimeMaxMs          int64  // replica.lag.time.max.ms, default 30000
-	UncleanLeaderElectionEnable  bool   // unclean.leader.election.enable, default false
-	BrokerSessionTimeoutMs       int64  // broker.session.timeout.ms, default 9000
-	LogSegmentBytes              int64  // log.segment.bytes, default 1073741824
-	FlushMessages                int64  // flush.messages, default 9223372036854775807 (never fsync on count)
-	FlushMs                      int64  // flush.ms, default 9223372036854775807
-	ZeroCopy                     bool   // isrbench.zero.copy: sendfile fetch responses, default true
-	IO                           string // isrbench.io: pwritev|uring|write, default pwritev
-	HWUpdate                     string // isrbench.hw.update: atomic|mutex, default atomic
-	TruncateMode                 string // isrbench.truncate.mode: epoch|hw, default epoch (hw is an ablation that can lose data)
+	NumReplicaFetchers           int           // num.replica.fetchers, default 1
+	ReplicaFetchWaitMaxMs        int           // replica.fetch.wait.max.ms, default 500
+	ReplicaFetchMinBytes         int           // replica.fetch.min.bytes, default 1
+	ReplicaFetchMaxBytes         int           // replica.fetch.max.bytes (per partition), default 1048576
+	ReplicaFetchResponseMaxBytes int           // replica.fetch.response.max.bytes, default 10485760
+	ReplicaLagTimeMaxMs          int64         // replica.lag.time.max.ms, default 30000
+	UncleanLeaderElectionEnable  bool          // unclean.leader.election.enable, default false
+	BrokerSessionTimeoutMs       int64         // broker.session.timeout.ms, default 9000
+	LogSegmentBytes              int64         // log.segment.bytes, default 1073741824
+	FlushMessages                int64         // flush.messages, default 9223372036854775807 (never fsync on count)
+	FlushMs                      int64         // flush.ms, default 9223372036854775807
+	ZeroCopy                     bool          // isrbench.zero.copy: sendfile fetch responses, default true
+	IO                           string        // isrbench.io: pwritev|uring|write, default pwritev
+	HWUpdate                     string        // isrbench.hw.update: atomic|mutex, default atomic
+	TruncateMode                 string        // isrbench.truncate.mode: epoch|hw, default epoch (hw is an ablation that can lose data)
 	ProduceDelay                 time.Duration // isrbench.produce.delay: artificial delay per produce (gate tests), default 0
 }
 
@@ -84,12 +84,12 @@ type ProducerSpec struct {
 	MessageSize int
 	// Rate is the total target rate in records/s over all producers (split evenly);
 	// 0 = closed loop, as fast as possible. Default 5000.
-	Rate float64
-	LingerMs          int   // linger.ms, default 0
-	BatchSize         int   // batch.size in bytes, default 16384
-	Keys              string // none (round robin, no key) | uniform (random key) | fixed (one key)
-	MaxBufferedRecords int  // producers.max.buffered.records: kgo MaxBufferedRecords, default 10000
-	DeliveryTimeoutMs int64 // delivery.timeout.ms: kgo RecordDeliveryTimeout, default 120000
+	Rate               float64
+	LingerMs           int    // linger.ms, default 0
+	BatchSize          int    // batch.size in bytes, default 16384
+	Keys               string // none (round robin, no key) | uniform (random key) | fixed (one key)
+	MaxBufferedRecords int    // producers.max.buffered.records: kgo MaxBufferedRecords, default 10000
+	DeliveryTimeoutMs  int64  // delivery.timeout.ms: kgo RecordDeliveryTimeout, default 120000
 }
 
 // ConsumerSpec describes the end-to-end consumers: Count kgo clients, each reading every

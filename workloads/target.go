@@ -32,11 +32,11 @@ type Target interface {
 
 // Sample is the replication state of the benchmark topic at one moment.
 type Sample struct {
-	ISRMin, ISRMax  int   // over the topic's partitions
-	UnderReplicated int   // partitions whose ISR is smaller than the replica set
-	UnderMinISR     int   // partitions whose ISR is below min.insync.replicas
-	Shrinks         int64 // cumulative ISR shrinks (IsrShrinksPerSec as a total)
-	Expands         int64 // cumulative ISR expands
+	ISRMin, ISRMax  int     // over the topic's partitions
+	UnderReplicated int     // partitions whose ISR is smaller than the replica set
+	UnderMinISR     int     // partitions whose ISR is below min.insync.replicas
+	Shrinks         int64   // cumulative ISR shrinks (IsrShrinksPerSec as a total)
+	Expands         int64   // cumulative ISR expands
 	Leaders         []int32 // per partition, -1 if none
 }
 

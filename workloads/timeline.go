@@ -21,10 +21,10 @@ type timeline struct {
 	interval   time.Duration
 
 	lastRecs, lastBytes, lastErrs int64
-	base, last                   Sample
-	haveBase, haveLast           bool
-	sampleErr                    error
-	underReplicatedS             float64
+	base, last                    Sample
+	haveBase, haveLast            bool
+	sampleErr                     error
+	underReplicatedS              float64
 
 	tty       bool
 	lastPrint time.Time
@@ -174,7 +174,7 @@ func (t *timeline) progress(now time.Time, rps, mbps, p99 float64) {
 	var line string
 	if now.Before(t.start) {
 		w := t.r.spec.Warmup
-		line = fmt.Sprintf("warm-up %4.1fs/%s", (w - t.start.Sub(now)).Seconds(), w)
+		line = fmt.Sprintf("warm-up %4.1fs/%s", max(w-t.start.Sub(now), 0).Seconds(), w)
 	} else {
 		el := now.Sub(t.start)
 		line = fmt.Sprintf("%5.1fs/%s (%s left)  %8.0f records/s  %7.2f MB/s  ack p99 %s µs",

@@ -18,7 +18,10 @@ func BenchmarkProduce(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			cfg := testConfig()
 			cfg.ReplicaFetchWaitMaxMs = 500
-			cfg.Log.SegmentBytes = 64 << 20
+			// Keep the disk bounded however long -benchtime is.
+			cfg.Log.SegmentBytes = 16 << 20
+			cfg.Log.RetentionBytes = 32 << 20
+			cfg.LogRetentionCheckIntervalMs = 200
 			c := newTestCluster(b, 3, cfg)
 			c.createTopic("bench", 1, 3, nil)
 			l := c.leader("bench", 0)

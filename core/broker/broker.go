@@ -44,6 +44,9 @@ type hosted struct {
 	minISR int
 	// applied is the last controller state applied (guarded by Broker.applyMu).
 	applied controller.PartitionState
+
+	alterMu      sync.Mutex
+	lastAlterErr string // last AlterPartition error logged (log de-duplication)
 }
 
 const (
@@ -169,6 +172,9 @@ func validateConfig(cfg *Config) error {
 	}
 	if cfg.ReplicaHighWatermarkCheckpointIntervalMs <= 0 {
 		cfg.ReplicaHighWatermarkCheckpointIntervalMs = 5000
+	}
+	if cfg.LogRetentionCheckIntervalMs <= 0 {
+		cfg.LogRetentionCheckIntervalMs = 300000
 	}
 	if cfg.HeartbeatIntervalMs <= 0 {
 		cfg.HeartbeatIntervalMs = controller.DefaultBrokerSessionTimeoutMs / 3
@@ -464,20 +470,30 @@ func (b *Broker) waitResumed(ctx context.Context) bool {
 	}
 }
 
-// housekeepingLoop heartbeats the controller and writes the HW checkpoint.
+// housekeepingLoop heartbeats the controller, writes the HW checkpoint and
+// applies log retention.
 func (b *Broker) housekeepingLoop(ctx context.Context) {
 	hb := time.NewTicker(time.Duration(b.cfg.HeartbeatIntervalMs) * time.Millisecond)
 	defer hb.Stop()
 	ck := time.NewTicker(time.Duration(b.cfg.ReplicaHighWatermarkCheckpointIntervalMs) * time.Millisecond)
 	defer ck.Stop()
+	ret := time.NewTicker(time.Duration(b.cfg.LogRetentionCheckIntervalMs) * time.Millisecond)
+	defer ret.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-hb.C:
+		case <-ret.C:
 			if !b.Paused() {
+				b.ApplyRetention()
+			}
+		case <-hb.C:
+			// Under pauseMu: once Pause returns no heartbeat is in flight.
+			b.pauseMu.Lock()
+			if !b.paused {
 				b.ctrl.Heartbeat(b.cfg.ID)
 			}
+			b.pauseMu.Unlock()
 		case <-ck.C:
 			if b.Paused() {
 				continue
@@ -487,6 +503,23 @@ func (b *Broker) housekeepingLoop(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// ApplyRetention applies retention.bytes / retention.ms to every hosted
+// log, never deleting past the replica's HW (exclusive) nor the active
+// segment; the housekeeping goroutine calls it every
+// log.retention.check.interval.ms. Returns the number of segments deleted.
+func (b *Broker) ApplyRetention() int {
+	nowMs := time.Now().UnixMilli()
+	n := 0
+	for _, h := range b.allReplicas() {
+		d, err := h.l.ApplyRetention(nowMs, h.r.HW())
+		n += d
+		if err != nil {
+			b.logf("broker %d: %s: retention: %v", b.cfg.ID, h.key, err)
+		}
+	}
+	return n
 }
 
 // stop cancels every goroutine and waits for them. Returns false if the

@@ -93,3 +93,31 @@ func TestCloseWritesCheckpointAndRestartRestoresHW(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzDecodeHWCheckpoint: arbitrary checkpoint lines never panic, and what
+// decodes re-encodes to an equivalent map.
+func FuzzDecodeHWCheckpoint(f *testing.F) {
+	f.Add(0, "t 0 12\nt 1 0")
+	f.Add(0, "a b c")
+	f.Add(1, "t 0 1")
+	f.Add(0, "t -1 5\nt 0 -5\nt 99999999999 1")
+	f.Fuzz(func(t *testing.T, version int, body string) {
+		lines := strings.Split(body, "\n")
+		m, err := decodeHWCheckpoint("fuzz", version, lines)
+		if err != nil {
+			return
+		}
+		m2, err := decodeHWCheckpoint("fuzz", 0, encodeHWCheckpoint(m))
+		if err != nil {
+			t.Fatalf("re-decode of %v: %v", m, err)
+		}
+		if len(m2) != len(m) {
+			t.Fatalf("round trip %v -> %v", m, m2)
+		}
+		for k, v := range m {
+			if m2[k] != v {
+				t.Fatalf("round trip %v -> %v", m, m2)
+			}
+		}
+	})
+}

@@ -17,6 +17,7 @@
 //   - ISR expiration (every replica.lag.time.max.ms/2) and ISR expansion
 //     (proposed by the fetch path, applied by the ISR goroutine) through the
 //     controller's AlterPartition;
+//   - log retention (every log.retention.check.interval.ms, bounded by the HW);
 //   - heartbeats to the controller and the HW checkpoint file
 //     <DataDir>/replication-offset-checkpoint (Kafka format: "0", count, then
 //     "topic partition hw" lines).
@@ -41,4 +42,41 @@
 // removed from a fetcher never receives data from the old leader afterwards.
 // Nothing on the produce -> replica fetch -> HW -> ack path takes a
 // broker-wide lock except a read lock on the replica map.
+//
+// # Replica fetcher protocol
+//
+// Each fetcher loops: wait while paused; OffsetForLeaderEpoch round for
+// partitions that must truncate (on every new assignment; KIP-279 loop via
+// partition.Replica.TruncationFor; TruncateMode "hw" truncates to the local
+// HW instead); then one ReplicaFetch of all ready partitions (FetchOffset =
+// local LEO) and AppendAsFollower(records, leader HW) for each result.
+// Partition errors: OFFSET_OUT_OF_RANGE below the leader's log start ->
+// TruncateFullyAndStartAt(leader log start); above the leader's LEO ->
+// truncate to the leader's LEO (asked as the end offset of the current
+// epoch); FENCED_LEADER_EPOCH -> the partition waits for the next
+// controller state; UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER and others
+// -> retried after replica.fetch.backoff.ms. Connection errors close the
+// FetchConn, back off (a timer interrupted by reassignment or stop) and
+// re-dial. A response that arrives while the broker is paused is dropped
+// with its connection.
+//
+// # What the wire server (netfetch) calls
+//
+//   - Registration: if Config.Addr is set, Start calls
+//     controller.RegisterBroker itself (also on restart, which unfences a
+//     broker fenced by BrokerDown); otherwise the caller must call
+//     RegisterBroker before Start. Start heartbeats every
+//     Config.HeartbeatIntervalMs; calling controller.CheckSessions (or
+//     Controller.Run) is the cluster's job.
+//   - Produce: call Broker.Produce on the connection goroutine; it applies
+//     Config.ProduceDelay itself (the server must not add it) and, for
+//     acks=0, returns after the append (send no response).
+//   - Fetch (consumer and replica): Broker.Fetch, then write each
+//     partition's Records (sendfile) and Release them.
+//   - OffsetForLeaderEpoch: Broker.EndOffsetForEpoch per partition.
+//   - ListOffsets: Broker.ListOffsetFor(replicaID, ...) (ListOffset = a
+//     consumer).
+//   - Controller offsets: a Broker implements controller.Offsets for its own
+//     id (ReplicaOffsets); the cluster dispatches by broker id.
+//   - Shutdown: stop serving, then Close (clean), Kill or Crash.
 package broker

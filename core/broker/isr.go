@@ -109,7 +109,16 @@ func (b *Broker) alterISR(h *hosted, isr []int32, expand bool) {
 	newSt, err := b.ctrl.AlterPartition(st.Topic, st.Partition, b.cfg.ID, st.LeaderEpoch, st.PartitionEpoch, isr)
 	if err != nil {
 		if !errors.Is(err, kerr.InvalidUpdateVersion) && !errors.Is(err, kerr.FencedLeaderEpoch) && !errors.Is(err, kerr.NotLeaderForPartition) {
-			b.logf("broker %d: %s: AlterPartition isr=%v: %v", b.cfg.ID, h.key, isr, err)
+			// e.g. a fenced follower proposed for the ISR: log each distinct
+			// error once, not on every fetch that re-proposes it.
+			msg := err.Error()
+			h.alterMu.Lock()
+			repeat := h.lastAlterErr == msg
+			h.lastAlterErr = msg
+			h.alterMu.Unlock()
+			if !repeat {
+				b.logf("broker %d: %s: AlterPartition isr=%v: %v", b.cfg.ID, h.key, isr, err)
+			}
 		}
 		// Stale: the subscription delivers the current state.
 		return

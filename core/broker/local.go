@@ -91,6 +91,7 @@ type localConn struct {
 	from int32 // fetching broker id (learnt from the first ReplicaFetch)
 	req  FetchRequest
 	buf  []byte
+	resp ReplicaFetchResponse
 }
 
 func (c *localConn) Fetch(ctx context.Context, rf *ReplicaFetch) (*ReplicaFetchResponse, error) {
@@ -112,16 +113,19 @@ func (c *localConn) Fetch(ctx context.Context, rf *ReplicaFetch) (*ReplicaFetchR
 		})
 	}
 	b.Fetch(ctx, &c.req)
-	// A fresh buffer per response: the fetcher owns the Records slices
-	// until its next Fetch call (and AppendAsFollower does not keep them,
-	// but a fresh buffer keeps that assumption out of the transport).
-	c.buf = nil
-	resp := &ReplicaFetchResponse{Partitions: make([]ReplicaFetchResult, len(c.req.Partitions))}
+	// The buffer and response are reused: the Records are valid until the
+	// next Fetch on this connection (the ReplicaFetchResponse contract).
+	c.buf = c.buf[:0]
+	if cap(c.resp.Partitions) < len(c.req.Partitions) {
+		c.resp.Partitions = make([]ReplicaFetchResult, len(c.req.Partitions))
+	}
+	c.resp.Partitions = c.resp.Partitions[:len(c.req.Partitions)]
+	resp := &c.resp
 	var firstErr error
 	for i := range c.req.Partitions {
 		p := &c.req.Partitions[i]
 		r := &resp.Partitions[i]
-		r.Topic, r.Partition, r.Err = p.Topic, p.Partition, p.Err
+		*r = ReplicaFetchResult{Topic: p.Topic, Partition: p.Partition, Err: p.Err}
 		r.HighWatermark, r.LogStartOffset = p.HighWatermark, p.LogStartOffsetOut
 		if p.Records.Size > 0 && firstErr == nil {
 			start := len(c.buf)

@@ -47,6 +47,10 @@ type Config struct {
 	// ReplicaHighWatermarkCheckpointIntervalMs is
 	// replica.high.watermark.checkpoint.interval.ms, default 5000.
 	ReplicaHighWatermarkCheckpointIntervalMs int64
+	// LogRetentionCheckIntervalMs is log.retention.check.interval.ms,
+	// default 300000: how often every replica's log applies retention.bytes
+	// / retention.ms (never deleting past its HW nor the active segment).
+	LogRetentionCheckIntervalMs int64
 	// HeartbeatIntervalMs is how often the broker heartbeats the controller;
 	// 0 = broker.session.timeout.ms/3 as configured on the controller
 	// (default 9000/3 = 3000; Kafka's broker.heartbeat.interval.ms is 2000).
@@ -88,6 +92,7 @@ func DefaultConfig() Config {
 		ReplicaLagTimeMaxMs:                      30000,
 		MinInsyncReplicas:                        1,
 		ReplicaHighWatermarkCheckpointIntervalMs: 5000,
+		LogRetentionCheckIntervalMs:              300000,
 		Log:                                      log.DefaultConfig(),
 		HWUpdate:                                 "atomic",
 		TruncateMode:                             "epoch",

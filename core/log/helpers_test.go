@@ -6,7 +6,6 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -119,12 +118,11 @@ func segFiles(t testing.TB, dir, ext string) []string {
 // failingWriter fails every WriteAt after the first okWrites, optionally writing half of the
 // bytes first (a torn write), and fails Fsync when failSync is set. It counts calls.
 type failingWriter struct {
-	okWrites  int64
-	torn      bool
-	failSync  atomic.Bool
-	writes    atomic.Int64
-	syncs     atomic.Int64
-	syncedLen sync.Map
+	okWrites int64
+	torn     bool
+	failSync atomic.Bool
+	writes   atomic.Int64
+	syncs    atomic.Int64
 }
 
 var errInjected = errors.New("injected I/O error")

@@ -98,7 +98,7 @@ func Open(dir string, cfg Config) (*Log, Recovery, error) {
 	if l.w == nil {
 		l.w = PwritevWriter{}
 	}
-	l.fsync = func(f *os.File) error { return f.Sync() }
+	l.fsync = syncFile
 	if s, ok := l.w.(Syncer); ok {
 		l.fsync = s.Fsync
 	}
@@ -388,6 +388,7 @@ func (l *Log) publish(leo int64) {
 		s.maxTs = max(s.maxTs, p.maxTs)
 		added += p.size
 	}
+	l.leo.Store(leo)
 	l.mu.Unlock()
 	for i := range l.pend {
 		p := &l.pend[i]
@@ -396,7 +397,6 @@ func (l *Log) publish(leo int64) {
 	}
 	l.pend = l.pend[:0]
 	l.size.Add(added)
-	l.leo.Store(leo)
 }
 
 // roll writes the old segment's pending index entries and starts a new segment at base.
@@ -452,7 +452,7 @@ func (l *Log) flushLocked() error {
 			return l.poison("index write", err)
 		}
 		if s.idxSynced < s.idxWritten {
-			if err := s.idx.Sync(); err != nil {
+			if err := syncFile(s.idx); err != nil {
 				return l.poison("index fsync", err)
 			}
 			s.idxSynced = s.idxWritten
@@ -484,12 +484,12 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOneBatch bool) (Sli
 	if err := l.usable(); err != nil {
 		return Slice{}, err
 	}
-	leo := l.leo.Load()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if len(l.segs) == 0 {
 		return Slice{}, ErrClosed
 	}
+	leo := l.leo.Load() // under mu: consistent with the table
 	start := l.segs[0].base
 	if offset < start || offset > leo {
 		return Slice{}, fmt.Errorf("log %s: read at offset %d outside [log start %d, LEO %d]: %w", l.dir, offset, start, leo, kerr.OffsetOutOfRange)
@@ -543,10 +543,9 @@ func (l *Log) BatchBoundaryAtOrBelow(offset int64) (int64, error) {
 	if err := l.usable(); err != nil {
 		return 0, err
 	}
-	leo := l.leo.Load()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.boundaryLocked(offset, leo)
+	return l.boundaryLocked(offset, l.leo.Load())
 }
 
 func (l *Log) boundaryLocked(offset, leo int64) (int64, error) {
@@ -608,9 +607,9 @@ func (l *Log) TruncateTo(offset int64) error {
 	seg.entries = seg.entries[:n]
 	seg.size = cut
 	seg.next = bound
+	l.leo.Store(bound)
 	l.mu.Unlock()
 	l.size.Add(-dropped)
-	l.leo.Store(bound)
 	seg.synced = min(seg.synced, cut)
 	if err := seg.f.Truncate(cut); err != nil {
 		return l.poison("truncate", err)
@@ -672,9 +671,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.mu.Lock()
 	l.segs = []*segment{ns}
 	l.logStart.Store(offset)
+	l.leo.Store(offset)
 	l.mu.Unlock()
 	l.size.Store(0)
-	l.leo.Store(offset)
 	for _, s := range old {
 		s.idx.Close()
 		s.unref()

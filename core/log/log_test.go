@@ -862,7 +862,6 @@ func TestConcurrentAppends(t *testing.T) {
 	close(stop)
 	<-readerDone
 	total := 0
-	type span struct{ a, b int64 }
 	seen := map[int64]bool{}
 	for g := range infos {
 		for i, info := range infos[g] {
@@ -1058,4 +1057,61 @@ func TestAppendAllocs(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("Read allocates %v times per call", n)
 	}
+}
+
+// TestReadDuringTruncateAndRetention: readers racing truncation, appends and retention get
+// whole valid batches or OFFSET_OUT_OF_RANGE, nothing else.
+func TestReadDuringTruncateAndRetention(t *testing.T) {
+	cfg := testConfig()
+	cfg.RetentionBytes = 16 << 10
+	l, _ := mustOpen(t, t.TempDir(), cfg)
+	defer l.Close()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				start, leo := l.LogStart(), l.LEO()
+				if leo <= start {
+					continue
+				}
+				off := start + int64(i*7+r)%(leo-start)
+				s, err := l.Read(off, leo, 2048, true)
+				if errors.Is(err, kerr.OffsetOutOfRange) {
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if s.Size > 0 && (s.FirstOffset > off || s.NextOffset <= off) {
+					t.Errorf("Read(%d) = [%d, %d)", off, s.FirstOffset, s.NextOffset)
+				}
+				s.Release()
+			}
+		}(r)
+	}
+	for i := 0; i < 400; i++ {
+		mustAppend(t, l, batch(1+i%3, 200, "t", 1))
+		if i%10 == 9 {
+			if err := l.TruncateTo(l.LEO() - 4); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%50 == 49 {
+			if _, err := l.ApplyRetention(0, l.LEO()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(done)
+	wg.Wait()
+	checkContiguous(t, allRecords(t, l), l.LogStart(), l.LEO())
 }

@@ -241,7 +241,7 @@ func (l *Log) recover() (Recovery, error) {
 	var size int64
 	for _, s := range l.segs {
 		if s.next > rp || rp < 0 {
-			if err := s.f.Sync(); err != nil {
+			if err := l.fsync(s.f); err != nil {
 				return rec, storageErrorf("fsync recovered segment %s: %w", s.logPath, err)
 			}
 		}

@@ -142,7 +142,7 @@ func (s *segment) rebuildIndex(interval int) error {
 	if _, err := s.writeIndex(nil); err != nil {
 		return err
 	}
-	if err := s.idx.Sync(); err != nil {
+	if err := syncFile(s.idx); err != nil {
 		return fmt.Errorf("log: fsync index %s: %w", s.idxPath, err)
 	}
 	s.idxSynced = s.idxWritten

@@ -7,8 +7,8 @@ import (
 	"os"
 )
 
-// Config is a Log's configuration, with Kafka's topic/broker config names. Copy it freely;
-// Open takes a copy.
+// Config is a Log's configuration, with Kafka's topic/broker config names. A plain value:
+// copy it freely; Open takes a copy and never modifies it.
 type Config struct {
 	SegmentBytes       int64  // log.segment.bytes: roll the active segment before it exceeds this; default 1 GiB, range [14, 2^31-1]
 	IndexIntervalBytes int    // log.index.interval.bytes: bytes between sparse .index entries; default 4096, >= 0
@@ -70,7 +70,7 @@ type Syncer interface {
 	Fsync(f *os.File) error
 }
 
-// AppendInfo describes what one Append wrote.
+// AppendInfo describes what one Append wrote. A plain value.
 type AppendInfo struct {
 	FirstOffset, LastOffset int64 // offsets of the first and last record written, both inclusive
 	Records                 int64 // sum of the batches' recordsCount
@@ -129,12 +129,12 @@ func (s Slice) ReadAll(dst []byte) ([]byte, error) {
 	return dst, nil
 }
 
-// Recovery reports what Open found and repaired.
+// Recovery reports what Open found and repaired. A plain value.
 type Recovery struct {
 	Segments          int    // segments in the log after recovery
 	RecoveredFrom     int64  // offset from which batches were CRC-checked (the recovery point); before it only headers were scanned
 	TruncatedBytes    int64  // bytes dropped (torn or corrupt tail, plus deleted later segments)
-	TruncatedAtOffset int64  // offset at which the log was cut (the new LEO at that point), -1 if nothing was dropped
+	TruncatedAtOffset int64  // first offset dropped (the LEO after the cut, exclusive end of what was kept); -1 if nothing was dropped
 	Reason            string // why bytes were dropped or files repaired, "" if the log was clean
 	IndexesRebuilt    int    // .index files rebuilt because they were missing or damaged
 }

@@ -19,11 +19,12 @@ func (b *benchLog) Append(blob []byte, _ bool, _ int32) (log.AppendInfo, error) 
 	n := b.leo.Add(1)
 	return log.AppendInfo{FirstOffset: n - 1, LastOffset: n - 1, Records: 1, Batches: 1, Bytes: int64(len(blob))}, nil
 }
-func (b *benchLog) LEO() int64                          { return b.leo.Load() }
-func (b *benchLog) LogStart() int64                     { return 0 }
-func (b *benchLog) TruncateTo(int64) error              { return nil }
-func (b *benchLog) TruncateFullyAndStartAt(int64) error { return nil }
-func (b *benchLog) Close() error                        { return nil }
+func (b *benchLog) LEO() int64                               { return b.leo.Load() }
+func (b *benchLog) LogStart() int64                          { return 0 }
+func (b *benchLog) TruncateTo(int64) error                   { return nil }
+func (b *benchLog) TruncateFullyAndStartAt(int64) error      { return nil }
+func (b *benchLog) ApplyRetention(int64, int64) (int, error) { return 0, nil }
+func (b *benchLog) Close() error                             { return nil }
 func (b *benchLog) Read(int64, int64, int, bool) (log.Slice, error) {
 	return log.Slice{}, nil
 }

@@ -336,6 +336,29 @@ func (c *testCluster) check() error {
 	if err != nil {
 		return nil
 	}
+	// Every live ISR member holds the leader's [logStart, HW) byte for
+	// byte. (Not in the "hw" truncation ablation: breaking this is exactly
+	// what KIP-101 scenario 1 demonstrates.)
+	if c.cfg.TruncateMode != TruncateModeHW {
+		hw := lb.r.HW()
+		want, err := lb.log.Bytes(lb.log.LogStart(), hw)
+		if err != nil {
+			return fmt.Errorf("leader bytes [.., %d): %w", hw, err)
+		}
+		for _, id := range lb.r.ISR() {
+			m := c.brokers[id]
+			if id == lb.id || !m.alive || !m.r.IsLeader() && m.r.LeaderEpoch() != lb.r.LeaderEpoch() {
+				continue
+			}
+			if m.r.LEO() < hw {
+				return fmt.Errorf("invariant: ISR member %d LEO %d < leader HW %d", id, m.r.LEO(), hw)
+			}
+			got, err := m.log.Bytes(lb.log.LogStart(), hw)
+			if err != nil || !bytes.Equal(got, want) {
+				return fmt.Errorf("invariant: ISR member %d does not hold the leader's [.., HW %d) (err %v)", id, hw, err)
+			}
+		}
+	}
 	if hw := lb.r.HW(); int64(len(c.committed)) < hw {
 		vals := values(lb)
 		for int64(len(c.committed)) < hw {

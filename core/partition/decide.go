@@ -73,7 +73,7 @@ func CaughtUpUpdate(fetchOffset, leaderLEONow, lastFetchLeaderLEO, lastFetchTime
 // more than replica.lag.time.max.ms (lagMaxNs). Exactly lagMaxNs is still in
 // sync (Kafka: "(currentTimeMs - lastCaughtUpTimeMs) > maxLagMs").
 func OutOfSync(lastCaughtUpNs, nowNs, lagMaxNs int64) bool {
-	return nowNs-lastCaughtUpNs >= lagMaxNs
+	return nowNs-lastCaughtUpNs > lagMaxNs
 }
 
 // CanJoinISR reports whether a follower outside the ISR may join it: its LEO

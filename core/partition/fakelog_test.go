@@ -108,6 +108,23 @@ func (m *memLog) TruncateFullyAndStartAt(offset int64) error {
 	return nil
 }
 
+// ApplyRetention treats every batch as a segment that has expired: it drops
+// batches wholly below maxDeletableOffset, always keeping the last one (the
+// "active segment").
+func (m *memLog) ApplyRetention(nowMs int64, maxDeletableOffset int64) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for len(m.batches) > 1 && m.batches[0].next <= maxDeletableOffset {
+		m.batches = m.batches[1:]
+		n++
+	}
+	if len(m.batches) > 0 {
+		m.start = m.batches[0].base
+	}
+	return n, nil
+}
+
 func (m *memLog) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

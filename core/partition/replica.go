@@ -96,6 +96,7 @@ type logStore interface {
 	Read(offset, maxOffset int64, maxBytes int, minOneBatch bool) (log.Slice, error)
 	TruncateTo(offset int64) error
 	TruncateFullyAndStartAt(offset int64) error
+	ApplyRetention(nowMs int64, maxDeletableOffset int64) (deletedSegments int, err error)
 	Close() error
 }
 
@@ -179,7 +180,7 @@ type progress struct {
 // over the log l (the Replica owns l from now on: Close closes it) and the
 // leader epoch cache in dir (leader-epoch-checkpoint, created on first
 // change). The replica starts with no role (not leader, leader epoch -1) and
-// HW 0; call RestoreHW with a checkpointed HW, then MakeLeader or
+// HW = log start offset; call RestoreHW with a checkpointed HW, then MakeLeader or
 // MakeFollower.
 func NewReplica(topic string, partition int32, brokerID int32, l *log.Log, dir string, cfg Config) (*Replica, error) {
 	if l == nil {
@@ -219,7 +220,7 @@ func newReplica(topic string, partition int32, brokerID int32, l logStore, dir s
 		st:         controller.PartitionState{Topic: topic, Partition: partition, Leader: controller.NoLeader, LeaderEpoch: -1, PartitionEpoch: -1},
 		epochStart: -1,
 	})
-	r.hw.Store(min(0, l.LEO()))
+	r.hw.Store(min(l.LogStart(), l.LEO()))
 	return r, nil
 }
 
@@ -658,7 +659,7 @@ func (r *Replica) MakeFollower(st controller.PartitionState) error {
 }
 
 // RestoreHW sets the HW from a checkpoint (replication-offset-checkpoint)
-// when the replica is opened, capped at the LEO. Only before the first
+// when the replica is opened, clamped to [log start, LEO]. Only before the first
 // MakeLeader/MakeFollower or on a follower.
 func (r *Replica) RestoreHW(hw int64) error {
 	r.roleMu.Lock()
@@ -666,7 +667,7 @@ func (r *Replica) RestoreHW(hw int64) error {
 	if s := r.state.Load(); s.leader {
 		return fmt.Errorf("partition %s-%d: RestoreHW on the leader: %w", r.topic, r.partition, kerr.InvalidRequest)
 	}
-	r.hw.Store(max(0, min(hw, r.log.LEO())))
+	r.hw.Store(max(r.log.LogStart(), min(hw, r.log.LEO())))
 	return nil
 }
 
@@ -689,28 +690,39 @@ func (r *Replica) AppendAsFollower(blob []byte, leaderHW int64) (log.AppendInfo,
 	}
 	var info log.AppendInfo
 	if len(blob) > 0 {
+		assigned := false
+		undo := func(err error) error {
+			// Drop the epochs this failed append introduced.
+			if assigned {
+				_ = r.epochs.TruncateFromEnd(r.log.LEO())
+			}
+			return err
+		}
 		// Record new epochs first (as Kafka does): an entry past the LEO
 		// after a crash is dropped by NewReplica.
+		latest := r.epochs.Latest()
 		for b := blob; len(b) > 0; {
 			h, err := records.ParseHeader(b)
 			if err != nil {
-				return info, fmt.Errorf("partition %s-%d: follower append: %w", r.topic, r.partition, err)
+				return info, undo(fmt.Errorf("partition %s-%d: follower append: %w", r.topic, r.partition, err))
 			}
 			if h.Size() > len(b) {
-				return info, fmt.Errorf("partition %s-%d: follower append: batch at offset %d needs %d bytes, %d left: %w",
-					r.topic, r.partition, h.BaseOffset, h.Size(), len(b), kerr.CorruptMessage)
+				return info, undo(fmt.Errorf("partition %s-%d: follower append: batch at offset %d needs %d bytes, %d left: %w",
+					r.topic, r.partition, h.BaseOffset, h.Size(), len(b), kerr.CorruptMessage))
 			}
-			if _, err := r.epochs.Assign(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
-				return info, err
+			if h.PartitionLeaderEpoch > latest {
+				assigned = true
+				if _, err := r.epochs.Assign(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
+					return info, undo(err)
+				}
+				latest = h.PartitionLeaderEpoch
 			}
 			b = b[h.Size():]
 		}
 		var err error
 		info, err = r.log.Append(blob, false, 0)
 		if err != nil {
-			// Drop the epochs this failed append introduced.
-			_ = r.epochs.TruncateFromEnd(r.log.LEO())
-			return info, err
+			return info, undo(err)
 		}
 		r.leoSig.notify()
 	}
@@ -832,6 +844,18 @@ func (r *Replica) TruncateToLeader(ask func(latestEpoch int32) (leaderEpoch int3
 		}
 	}
 	return r.log.LEO(), fmt.Errorf("partition %s-%d: truncation did not converge in %d OffsetForLeaderEpoch rounds", r.topic, r.partition, maxTruncationRounds)
+}
+
+// ApplyRetention applies retention.ms / retention.bytes to the log, never
+// deleting at or past the HW (exclusive) nor the active segment, then drops
+// the epoch cache entries below the new log start offset (Kafka's
+// truncateFromStart). It returns the number of deleted segments.
+func (r *Replica) ApplyRetention(nowMs int64) (int, error) {
+	n, err := r.log.ApplyRetention(nowMs, r.hw.Load())
+	if err != nil || n == 0 {
+		return n, err
+	}
+	return n, r.epochs.TruncateFromStart(r.log.LogStart())
 }
 
 // EndOffsetForEpoch answers OffsetForLeaderEpoch for epoch from this

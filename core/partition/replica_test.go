@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/isrbench/isrbench/core/controller"
+	"github.com/isrbench/isrbench/core/log"
 	"github.com/isrbench/isrbench/core/records"
 )
 
@@ -27,6 +29,33 @@ func oneBatch(n int) []byte {
 		recs[i] = records.Record{Value: []byte("v")}
 	}
 	return records.AppendBatch(nil, 0, 0, 0, recs)
+}
+
+func FuzzAppendAsFollower(f *testing.F) {
+	f.Add(oneBatch(2))
+	f.Add(append(oneBatch(1), 0xff, 0x00))
+	f.Add(records.AppendBatch(nil, 0, 5, 0, []records.Record{{Key: []byte("k"), Value: []byte("v")}}))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, blob []byte) {
+		l := newMemLog()
+		r, err := newReplica("t", 0, 1, l, "", Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.MakeFollower(controller.PartitionState{Topic: "t", Leader: 0, LeaderEpoch: 0, Replicas: []int32{0, 1}, ISR: []int32{0, 1}})
+		_, err = r.AppendAsFollower(blob, 1<<40)
+		if err != nil && l.LEO() != 0 {
+			t.Fatalf("failed append left LEO %d", l.LEO())
+		}
+		if r.HW() > r.LEO() {
+			t.Fatalf("HW %d > LEO %d", r.HW(), r.LEO())
+		}
+		for _, e := range r.Epochs().Entries() {
+			if e.StartOffset >= r.LEO() {
+				t.Fatalf("epoch entry %v at or past LEO %d", e, r.LEO())
+			}
+		}
+	})
 }
 
 func batches(n int) []byte {
@@ -350,6 +379,23 @@ func TestAppendAsFollower(t *testing.T) {
 	}
 }
 
+func TestApplyRetention(t *testing.T) {
+	r, l, _ := newLeader(t, 2, Config{})
+	r.AppendAsLeader(batches(5), 1)
+	st := r.State()
+	st.LeaderEpoch++
+	r.MakeLeader(st) // epoch 1 starts at 5
+	r.AppendAsLeader(batches(5), 1)
+	r.UpdateFollower(1, 7, 0) // HW 7
+	n, err := r.ApplyRetention(0)
+	if err != nil || n != 7 || l.LogStart() != 7 {
+		t.Fatalf("retention deleted %d (err %v), log start %d; want the 7 batches below the HW, start 7", n, err, l.LogStart())
+	}
+	if got := r.Epochs().Entries(); !slices.Equal(got, []EpochEntry{{1, 7}}) {
+		t.Fatalf("epochs after retention %v, want [{1 7}]", got)
+	}
+}
+
 func TestMakeLeaderResetsFollowers(t *testing.T) {
 	r, _, clk := newLeader(t, 3, Config{ReplicaLagTimeMaxMs: 1000})
 	r.AppendAsLeader(batches(10), 1)
@@ -449,6 +495,29 @@ func TestHWUpdateRace(t *testing.T) {
 					}
 				}()
 			}
+			// ISR churn: copy-on-write snapshots swapped under the
+			// followers' feet (never below min.insync.replicas), ending
+			// with the full ISR.
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				full := r.State()
+				for i := 0; !stop.Load(); i++ {
+					st := r.State()
+					st.PartitionEpoch++
+					if i%2 == 0 {
+						st.ISR = []int32{0, 1, 2}
+					} else {
+						st.ISR = slices.Clone(full.ISR)
+					}
+					r.ApplyISR(st)
+					runtime.Gosched()
+				}
+				st := r.State()
+				st.PartitionEpoch++
+				st.ISR = full.ISR
+				r.ApplyISR(st)
+			}()
 			// Followers: fetch at random offsets up to the leader LEO,
 			// non-decreasing per follower; end at the final LEO.
 			want := int64(producers * perProd)
@@ -480,6 +549,11 @@ func TestHWUpdateRace(t *testing.T) {
 			pwg.Wait()
 			stop.Store(true)
 			wg.Wait()
+			// The final full ISR is in place; one more round of fetches at
+			// the final offsets settles the HW the churn may have held back.
+			for f := int32(1); f < rf; f++ {
+				r.UpdateFollower(f, want, 0)
+			}
 			if failures.Load() > 0 {
 				return
 			}
@@ -550,4 +624,95 @@ func ExampleHighWatermark() {
 	hw, ok := HighWatermark(10, []int32{0, 1, 2}, 0, func(id int32) int64 { return leos[id] }, 2)
 	fmt.Println(hw, ok)
 	// Output: 7 true
+}
+
+// TestNewReplicaRealLog runs a leader and a follower over core/log logs in
+// temp dirs: the follower copies through Replica.Read slices, the logs end
+// byte-identical and a restart reloads the epoch cache and the HW.
+func TestNewReplicaRealLog(t *testing.T) {
+	open := func(dir string) *log.Log {
+		l, _, err := log.Open(dir, log.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	d0, d1 := t.TempDir(), t.TempDir()
+	l0, l1 := open(d0), open(d1)
+	r0, err := NewReplica("t", 0, 0, l0, d0, Config{MinInsyncReplicas: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, err := NewReplica("t", 0, 1, l1, d1, Config{MinInsyncReplicas: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := controller.PartitionState{Topic: "t", Leader: 0, LeaderEpoch: 4, Replicas: []int32{0, 1}, ISR: []int32{0, 1}}
+	if err := r0.MakeLeader(st); err != nil {
+		t.Fatal(err)
+	}
+	if err := r1.MakeFollower(st); err != nil {
+		t.Fatal(err)
+	}
+	fetch := func() {
+		t.Helper()
+		off := r1.LEO()
+		if _, err := r0.UpdateFollower(1, off, r1.LogStart()); err != nil {
+			t.Fatal(err)
+		}
+		sl, err := r0.Read(off, r0.LEO(), 1<<20, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := sl.ReadAll(nil)
+		sl.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r1.AppendAsFollower(data, r0.HW()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := r0.AppendAsLeader(oneBatch(3), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r0.WaitForHW(ctx, info.LastOffset) }()
+	fetch()
+	fetch()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if r0.HW() != 3 || r1.HW() != 3 {
+		t.Fatalf("HW leader %d follower %d, want 3", r0.HW(), r1.HW())
+	}
+	b0, _ := l0.Bytes(0, 3)
+	b1, _ := l1.Bytes(0, 3)
+	if !bytes.Equal(b0, b1) {
+		t.Fatal("replica logs differ")
+	}
+	if got := r1.Epochs().Entries(); !slices.Equal(got, []EpochEntry{{4, 0}}) {
+		t.Fatalf("follower epochs %v", got)
+	}
+	if err := r1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r1b, err := NewReplica("t", 0, 1, open(d1), d1, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r1b.Close()
+	if err := r1b.RestoreHW(99); err != nil || r1b.HW() != 3 {
+		t.Fatalf("RestoreHW clamps to the LEO: HW %d err %v", r1b.HW(), err)
+	}
+	if got := r1b.Epochs().Entries(); !slices.Equal(got, []EpochEntry{{4, 0}}) {
+		t.Fatalf("reloaded follower epochs %v", got)
+	}
+	if e, end := r0.EndOffsetForEpoch(4); e != 4 || end != 3 {
+		t.Fatalf("EndOffsetForEpoch(4) = (%d, %d)", e, end)
+	}
+	r0.Close()
 }

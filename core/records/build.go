@@ -8,7 +8,8 @@ import (
 )
 
 // Record is one record for AppendBatch. Key or Value nil encodes as null (length -1).
-// OffsetDelta is ignored by AppendBatch, which numbers records 0..n-1.
+// OffsetDelta is ignored by AppendBatch, which numbers records 0..n-1. A plain value: share it
+// read-only between goroutines.
 type Record struct {
 	Key, Value     []byte
 	Headers        []RecordHeader
@@ -16,7 +17,7 @@ type Record struct {
 	OffsetDelta    int32
 }
 
-// RecordHeader is one record header (key is never null on the wire; value may be).
+// RecordHeader is one record header (key is never null on the wire; value may be). A plain value.
 type RecordHeader struct {
 	Key   string
 	Value []byte

@@ -1,0 +1,202 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/isrbench/isrbench/core/controller"
+	"github.com/isrbench/isrbench/core/records"
+)
+
+// scriptConn is a FetchConn driven by the test: every call is handed to
+// the test through calls, which answers through the call's reply channel.
+type scriptConn struct{ calls chan *scriptCall }
+
+type scriptCall struct {
+	fetch  *ReplicaFetch // copy
+	epochs []EpochQuery
+	reply  chan scriptReply
+}
+
+type scriptReply struct {
+	fetch  *ReplicaFetchResponse
+	epochs []EpochAnswer
+	err    error
+}
+
+func (c *scriptConn) Fetch(ctx context.Context, req *ReplicaFetch) (*ReplicaFetchResponse, error) {
+	cp := *req
+	cp.Partitions = append([]ReplicaFetchPartition(nil), req.Partitions...)
+	call := &scriptCall{fetch: &cp, reply: make(chan scriptReply, 1)}
+	select {
+	case c.calls <- call:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case r := <-call.reply:
+		return r.fetch, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *scriptConn) OffsetForLeaderEpoch(ctx context.Context, q []EpochQuery) ([]EpochAnswer, error) {
+	call := &scriptCall{epochs: append([]EpochQuery(nil), q...), reply: make(chan scriptReply, 1)}
+	select {
+	case c.calls <- call:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case r := <-call.reply:
+		return r.epochs, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *scriptConn) Close() error { return nil }
+
+type scriptTransport struct{ conn *scriptConn }
+
+func (t scriptTransport) Dial(ctx context.Context, source int32, idx int) (FetchConn, error) {
+	return t.conn, nil
+}
+
+// TestFetcherOffsetOutOfRange scripts a leader against one real follower:
+// OFFSET_OUT_OF_RANGE below the leader's log start -> the follower restarts
+// its log there; above the leader's LEO -> it truncates to the leader's LEO
+// (end offset of the current epoch); a connection error -> re-dial.
+func TestFetcherOffsetOutOfRange(t *testing.T) {
+	// Brokers 0 and 1 are scripted; broker 2 is the real follower.
+	ctrl := controller.New(controller.DefaultConfig())
+	for id := int32(0); id < 3; id++ {
+		ctrl.RegisterBroker(id, "127.0.0.1", 9092+id)
+	}
+	states, err := ctrl.CreateTopic("t", 1, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const p = 0
+	if states[0].Leader != 0 || states[0].Replicas[1] != 1 {
+		t.Fatalf("placement changed: %v", states[0])
+	}
+	conn := &scriptConn{calls: make(chan *scriptCall)}
+	cfg := testConfig()
+	cfg.ID, cfg.DataDir = 2, t.TempDir()
+	cfg.ReplicaFetchBackoffMs = 1
+	b, err := New(cfg, ctrl, scriptTransport{conn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	r, ok := b.Replica("t", p)
+	if !ok {
+		t.Fatal("replica not opened")
+	}
+	// next returns the next call for partition p (answering others empty).
+	next := func() *scriptCall {
+		t.Helper()
+		timeout := time.NewTimer(10 * time.Second)
+		defer timeout.Stop()
+		for {
+			select {
+			case c := <-conn.calls:
+				if c.fetch != nil {
+					for _, fp := range c.fetch.Partitions {
+						if fp.Partition == p {
+							return c
+						}
+					}
+					c.reply <- scriptReply{fetch: &ReplicaFetchResponse{}}
+					continue
+				}
+				return c
+			case <-timeout.C:
+				t.Fatal("no call from the fetcher")
+			}
+		}
+	}
+	fetchOf := func(c *scriptCall) ReplicaFetchPartition {
+		t.Helper()
+		if c.fetch == nil {
+			t.Fatalf("expected a Fetch, got OffsetForLeaderEpoch %v", c.epochs)
+		}
+		for _, fp := range c.fetch.Partitions {
+			if fp.Partition == p {
+				return fp
+			}
+		}
+		panic("unreachable")
+	}
+	reply := func(c *scriptCall, res ReplicaFetchResult) {
+		res.Topic, res.Partition = "t", p
+		c.reply <- scriptReply{fetch: &ReplicaFetchResponse{Partitions: []ReplicaFetchResult{res}}}
+	}
+
+	// 1. Empty follower fetches at 0; the leader's log starts at 100.
+	c := next()
+	if fp := fetchOf(c); fp.FetchOffset != 0 || fp.CurrentLeaderEpoch != 0 || c.fetch.ReplicaID != 2 || c.fetch.MaxWaitMs != cfg.ReplicaFetchWaitMaxMs {
+		t.Fatalf("first fetch %+v", c.fetch)
+	}
+	reply(c, ReplicaFetchResult{Err: fmt.Errorf("%w: below log start", kerr.OffsetOutOfRange), HighWatermark: 150, LogStartOffset: 100})
+
+	// 2. It restarts at 100 and receives a 3-record batch.
+	c = next()
+	if fp := fetchOf(c); fp.FetchOffset != 100 {
+		t.Fatalf("after OOR below log start: fetch offset %d, want 100", fp.FetchOffset)
+	}
+	if r.LogStart() != 100 || r.LEO() != 100 {
+		t.Fatalf("log start %d LEO %d, want 100 100", r.LogStart(), r.LEO())
+	}
+	recs := []records.Record{{Value: []byte("a")}, {Value: []byte("b")}, {Value: []byte("c")}}
+	reply(c, ReplicaFetchResult{Records: records.AppendBatch(nil, 100, 0, 1, recs), HighWatermark: 102, LogStartOffset: 100})
+
+	// 3. Next fetch at 103; now the leader says 103 is beyond its LEO.
+	c = next()
+	if fp := fetchOf(c); fp.FetchOffset != 103 {
+		t.Fatalf("fetch offset %d, want 103", fp.FetchOffset)
+	}
+	if r.HW() != 102 {
+		t.Fatalf("follower HW %d, want min(leader HW 102, LEO 103)", r.HW())
+	}
+	reply(c, ReplicaFetchResult{Err: fmt.Errorf("%w: above LEO", kerr.OffsetOutOfRange), HighWatermark: 100, LogStartOffset: 100})
+
+	// 4. It asks for the end offset of the current epoch (= leader LEO).
+	c = next()
+	if c.fetch != nil || len(c.epochs) != 1 || c.epochs[0].LeaderEpoch != 0 || c.epochs[0].CurrentLeaderEpoch != 0 {
+		t.Fatalf("expected OffsetForLeaderEpoch(0), got %+v / %+v", c.fetch, c.epochs)
+	}
+	c.reply <- scriptReply{epochs: []EpochAnswer{{Topic: "t", Partition: p, LeaderEpoch: 0, EndOffset: 100}}}
+
+	// 5. Truncated to 100; a connection error makes it re-dial and refetch.
+	c = next()
+	if fp := fetchOf(c); fp.FetchOffset != 100 || r.LEO() != 100 || r.HW() != 100 {
+		t.Fatalf("after OOR above LEO: fetch offset %d LEO %d HW %d, want 100", fp.FetchOffset, r.LEO(), r.HW())
+	}
+	c.reply <- scriptReply{err: errors.New("connection reset")}
+	c = next()
+	if fp := fetchOf(c); fp.FetchOffset != 100 {
+		t.Fatalf("after connection error: fetch offset %d", fp.FetchOffset)
+	}
+	// 6. FENCED_LEADER_EPOCH: the partition stops fetching until new
+	// metadata; the leader moves to broker 1 at epoch 1 and the follower
+	// fetches from it (its log is empty at 100: no epoch to ask about, so
+	// it truncates to its HW locally).
+	reply(c, ReplicaFetchResult{Err: kerr.FencedLeaderEpoch, HighWatermark: -1, LogStartOffset: -1})
+	ctrl.BrokerDown(0)
+	c = next()
+	if fp := fetchOf(c); fp.CurrentLeaderEpoch != 1 || fp.FetchOffset != 100 {
+		t.Fatalf("fetch after leader change %+v", fp)
+	}
+	reply(c, ReplicaFetchResult{HighWatermark: 100, LogStartOffset: 100})
+}
