@@ -43,10 +43,19 @@ func fillPartition(b *testing.B, rc *rawClient, topic string, batches int) {
 
 // BenchmarkFetchServe measures how fast one broker serves a consumer that
 // fetches a pre-filled partition (8 MiB) from offset 0 again and again over
-// loopback, with sendfile (zerocopy=on) and with pread+write (off).
+// loopback, 1 MiB (replica.fetch.max.bytes' default) or 8 MiB per
+// response, with sendfile (zerocopy=on) and with pread+write (off).
 func BenchmarkFetchServe(b *testing.B) {
-	for _, zc := range []bool{true, false} {
-		b.Run(fmt.Sprintf("zerocopy=%v", map[bool]string{true: "on", false: "off"}[zc]), func(b *testing.B) {
+	for _, fetchMiB := range []int32{1, 8} {
+		for _, zc := range []bool{true, false} {
+			benchFetchServe(b, fetchMiB, zc)
+		}
+	}
+}
+
+func benchFetchServe(b *testing.B, fetchMiB int32, zc bool) {
+	{
+		b.Run(fmt.Sprintf("fetch=%dMiB/zerocopy=%v", fetchMiB, map[bool]string{true: "on", false: "off"}[zc]), func(b *testing.B) {
 			c := testCluster(b, 1, func(cfg *ClusterConfig) { cfg.ZeroCopy = zc })
 			if err := c.CreateTopic("bench", 1, 1, nil); err != nil {
 				b.Fatal(err)
@@ -62,7 +71,7 @@ func BenchmarkFetchServe(b *testing.B) {
 			ft := kmsg.NewFetchRequestTopic()
 			ft.Topic = "bench"
 			fp := kmsg.NewFetchRequestTopicPartition()
-			fp.FetchOffset, fp.PartitionMaxBytes = 0, 64<<20
+			fp.FetchOffset, fp.PartitionMaxBytes = 0, fetchMiB<<20
 			ft.Partitions = append(ft.Partitions, fp)
 			req.Topics = append(req.Topics, ft)
 			var frame []byte
@@ -90,8 +99,8 @@ func BenchmarkFetchServe(b *testing.B) {
 				return n
 			}
 			n := fetchOnce()
-			if n < 8<<20 {
-				b.Fatalf("fetch response %d bytes, want >= 8 MiB", n)
+			if n < int(fetchMiB)<<20-(256<<10) {
+				b.Fatalf("fetch response %d bytes, want about %d MiB", n, fetchMiB)
 			}
 			before := c.Stats()
 			b.SetBytes(int64(n))

@@ -19,7 +19,7 @@ import (
 
 // ClusterConfig configures an embedded cluster: one in-process controller
 // and Brokers brokers, each with its own listener, data directory and
-// replica fetchers.
+// replica fetchers. A value: StartCluster copies it.
 type ClusterConfig struct {
 	Brokers  int    // number of brokers (ids 0..Brokers-1), default 3
 	Host     string // listener host, default 127.0.0.1

@@ -390,10 +390,37 @@ func TestKillLeaderElectsISRMemberNoAckedLoss(t *testing.T) {
 	}
 	wait := watchPartition(t, c, survivor, topic, 0)
 	cl := newClient(t, c, kgo.RecordDeliveryTimeout(25*time.Second))
-	acks := produce(t, cl, topic, "pre", 300)
+	acks := produce(t, cl, topic, "pre", 100)
+	// Kill the leader while acks=all produces are in flight.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// One record at a time, so that the kill lands among in-flight requests.
+	enough := make(chan struct{})
+	done := make(chan []ack, 1)
+	go func() {
+		var mid []ack
+		defer func() { done <- mid }()
+		for i := 0; i < 300; i++ {
+			r := &kgo.Record{Topic: topic, Key: []byte(fmt.Sprint(i % 5)), Value: []byte(fmt.Sprintf("mid-%05d", i))}
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Errorf("produce %s around the kill: %v", r.Value, err)
+				return
+			}
+			mid = append(mid, ack{r.Partition, r.Offset, string(r.Value)})
+			if i == 50 {
+				close(enough)
+			}
+		}
+	}()
+	select {
+	case <-enough:
+	case <-ctx.Done():
+		t.Fatal("produces never acknowledged")
+	}
 	if err := c.KillBroker(victim); err != nil {
 		t.Fatal(err)
 	}
+	acks = append(acks, <-done...)
 	after := wait("a new leader", func(s controller.PartitionState) bool { return s.Leader >= 0 && s.Leader != victim })
 	if !slices.Contains(before.ISR, after.Leader) || after.LeaderEpoch <= before.LeaderEpoch {
 		t.Errorf("new leader %d (epoch %d) not from ISR %v (epoch %d)", after.Leader, after.LeaderEpoch, before.ISR, before.LeaderEpoch)

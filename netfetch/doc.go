@@ -37,6 +37,24 @@
 // temporary data dir). A Server: NewServer -> Serve (in a goroutine) ->
 // Pause/Resume -> Close (closes the listener and every connection).
 //
+// # Pause and kill
+//
+// PauseBroker freezes a broker like SIGSTOP: the broker stops fetching and
+// heartbeating, and the server handles no further request and writes no
+// response (connections stay open) until ResumeBroker; the controller
+// fences it once broker.session.timeout.ms passes without a heartbeat.
+// KillBroker closes the listener and every connection and fences the
+// broker at once (KillBrokerAwaitSession leaves the fencing to the session
+// timeout, as a real Kafka controller would).
+//
+// # Buffers
+//
+// A connection reuses one request buffer: produce records are passed to
+// broker.Produce aliasing it, which is safe because Produce appends (and
+// copies to the page cache) before it returns. Fetch slices are released
+// after the response is written. A replica FetchConn's Records alias its
+// response buffer until its next call.
+//
 // # Concurrency
 //
 // Server, Cluster and Transport are safe for concurrent use. A connection's

@@ -10,7 +10,8 @@ import (
 )
 
 // LinkFault describes the replica link from a source (leader) broker to a
-// fetching (follower) broker. The zero value is a healthy link.
+// fetching (follower) broker. The zero value is a healthy link. A value:
+// SetLink copies it.
 type LinkFault struct {
 	// Latency is added once per direction per request: before the request
 	// is written and before its response is read (RTT grows by 2*Latency).

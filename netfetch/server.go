@@ -26,7 +26,8 @@ import (
 // DefaultSocketRequestMaxBytes is socket.request.max.bytes' default (100 MiB).
 const DefaultSocketRequestMaxBytes = 100 << 20
 
-// ServerConfig configures one broker's Kafka wire server.
+// ServerConfig configures one broker's Kafka wire server. A value: NewServer
+// copies it.
 type ServerConfig struct {
 	BrokerID   int32
 	Broker     *broker.Broker
@@ -54,7 +55,7 @@ type ServerConfig struct {
 	stats *counters // shared across restarts by Cluster; nil = private
 }
 
-// ServerStats are cumulative wire-server counters.
+// ServerStats are cumulative wire-server counters (a snapshot value).
 type ServerStats struct {
 	SendfileBytes int64 // record bytes sent with sendfile(2) (zero copy)
 	SendfileCalls int64 // sendfile(2) system calls that moved bytes

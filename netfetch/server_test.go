@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -423,5 +424,44 @@ func TestPausedServerAnswersNothingUntilResume(t *testing.T) {
 	got, _, err := rc.recv()
 	if err != nil || got != corr {
 		t.Fatalf("after resume: corr %d err %v, want the pending answer %d", got, err, corr)
+	}
+	// Closing the cluster with a paused broker (cleanup) must not hang.
+	if err := c.PauseBroker(0); err != nil {
+		t.Fatal(err)
+	}
+	rc.send(kmsg.NewPtrApiVersionsRequest())
+}
+
+// TestFetchGoroutineLabeled checks the pprof labels of a connection
+// goroutine parked in a Fetch long poll: broker=<id>, role=fetch-serve.
+func TestFetchGoroutineLabeled(t *testing.T) {
+	c := testCluster(t, 1, nil)
+	if err := c.CreateTopic("lbl", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	rc := dialRaw(t, c.Addr(0))
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(12)
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = -1, 30000, 1<<20, 1<<20, -1
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "lbl"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	req.Topics = append(req.Topics, ft)
+	rc.send(req)
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var sb strings.Builder
+		pprof.Lookup("goroutine").WriteTo(&sb, 1)
+		if strings.Contains(sb.String(), `"role":"fetch-serve"`) && strings.Contains(sb.String(), `"broker":"0"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no goroutine labeled broker=0 role=fetch-serve while a fetch is parked")
+		}
+		<-tick.C
 	}
 }

@@ -27,8 +27,22 @@
 // an unknown key, a wrong type or an out-of-range value is an error naming the key, its line
 // and the allowed values.
 //
+// The full key list with defaults, units and allowed values is KeyHelp (printed by
+// `isrbench run --help`).
+//
 // rate is the total over all producers (split evenly, their schedules interleaved); rate 0 is a
 // closed loop as fast as the client's buffer (max.buffered.records) allows.
+//
+// # Faults
+//
+// faults is a schedule of {at, duration, kind, target, partition, latency, jitter, bandwidth};
+// at is relative to the start of measurement. Kinds (embedded target only): pause
+// (PauseBroker, like SIGSTOP; resumed after duration), kill (KillBroker, fenced at once;
+// restarted after duration), crash (kill plus loss of unsynced data; restarted), slow-link
+// (latency/jitter/bandwidth on every replica link of the broker, both directions) and
+// partition (those links down). target is "leader" or "follower" of the given partition of
+// the benchmark topic at the moment the fault starts, or a broker id. Applied faults are
+// listed in result.json faults.
 //
 // # Open loop
 //
@@ -49,7 +63,8 @@
 //
 // On the embedded target the core reports, per leader batch, the time from its append until
 // the HW passed it, weighted by its record count (broker Config.OnHWLag) into one
-// results.Recorder. A kafka:// cluster does not expose that; its hw_lag histogram stays empty
+// results.Recorder, counted when the HW advance happens inside the measurement window. A
+// kafka:// cluster does not expose that; its hw_lag histogram stays empty
 // and result.config["hw_lag.note"] says so.
 //
 // # Lifecycle and concurrency

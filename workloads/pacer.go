@@ -29,7 +29,7 @@ var DefaultWaitMode = WaitTimerfd
 var SpinWindow = 200 * time.Microsecond
 
 // TimerfdEarly is how long before a slot a WaitTimerfd pacer's timer fires; the rest is spun.
-var TimerfdEarly = 15 * time.Microsecond
+var TimerfdEarly = 30 * time.Microsecond
 
 // Pacer hands out the open-loop schedule of one producer: slot i is due at start + i/rate.
 // It never skips a slot: when the caller is behind, Next returns at once and the delay shows

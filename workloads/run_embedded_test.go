@@ -16,7 +16,8 @@ import (
 func TestRunEmbedded(t *testing.T) {
 	s := shortSpec(t, "duration=2s", "warmup=500ms", "producers.rate=2000")
 	out := t.TempDir()
-	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "isrbench-run-*"))
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // the run's data dir goes here; it must be gone afterwards
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	res, err := Run(ctx, s, Options{OutDir: out, Quiet: true, Profile: []string{"cpu"}})
@@ -42,8 +43,30 @@ func TestRunEmbedded(t *testing.T) {
 		t.Errorf("bench.txt: %v %q", err, b)
 	}
 	// The temp data dir is gone.
-	after, _ := filepath.Glob(filepath.Join(os.TempDir(), "isrbench-run-*"))
-	if len(after) > len(before) {
-		t.Errorf("data dirs left behind: %v (before %v)", after, before)
+	if left, _ := filepath.Glob(filepath.Join(tmp, "isrbench-run-*")); len(left) > 0 {
+		t.Errorf("data dirs left behind: %v", left)
+	}
+}
+
+// TestRunEmbeddedCancel: cancelling a run (ctrl-C) mid-measurement returns promptly with the
+// context's error and removes the embedded cluster's data dir.
+func TestRunEmbeddedCancel(t *testing.T) {
+	s := shortSpec(t, "duration=30s", "warmup=0s", "producers.rate=1000")
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // the run's data dir goes here; it must be gone afterwards
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := time.AfterFunc(1500*time.Millisecond, cancel) // the user presses ctrl-C
+	defer stop.Stop()
+	began := time.Now()
+	_, err := Run(ctx, s, Options{OutDir: t.TempDir(), Quiet: true})
+	if err == nil || !strings.Contains(err.Error(), "context canceled") {
+		t.Fatalf("err %v, want context canceled", err)
+	}
+	if took := time.Since(began); took > 20*time.Second {
+		t.Fatalf("cancelled run took %v", took)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "isrbench-run-*")); len(left) > 0 {
+		t.Errorf("data dirs left behind: %v", left)
 	}
 }

@@ -38,6 +38,9 @@ type Sample struct {
 	Shrinks         int64   // cumulative ISR shrinks (IsrShrinksPerSec as a total)
 	Expands         int64   // cumulative ISR expands
 	Leaders         []int32 // per partition, -1 if none
+	// HWTotal and LEOTotal sum the leaders' HW and LEO over the partitions (exclusive offsets);
+	// MaxLag is Kafka's MaxLag (records) over the leaders. Zero when the target cannot tell.
+	HWTotal, LEOTotal, MaxLag int64
 }
 
 // TargetOptions configure a target.
@@ -169,6 +172,10 @@ func ensureTopic(ctx context.Context, adm *kadm.Client, s *Spec, deadline time.D
 		md, err := adm.Metadata(ctx, s.Topic.Name)
 		why = readyProblem(md, err, s)
 		if why == "" {
+			if n := len(md.Topics[s.Topic.Name].Partitions); n != s.Topic.Partitions {
+				return created, fmt.Errorf("topic %s exists with %d partitions, the spec says topic.partitions=%d: delete it or --set topic.partitions=%d",
+					s.Topic.Name, n, s.Topic.Partitions, n)
+			}
 			return created, nil
 		}
 		select {

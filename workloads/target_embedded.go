@@ -27,6 +27,11 @@ type embedded struct {
 	minISR  int
 	closeMu sync.Once
 	err     error
+
+	// Cumulative ISR counters across broker restarts (a restarted broker starts from 0).
+	cntMu            sync.Mutex
+	lastCnt          map[int32][2]int64 // broker -> last seen (shrinks, expands)
+	shrinks, expands int64
 }
 
 // ClusterConfig maps the spec onto an embedded cluster configuration.
@@ -106,7 +111,6 @@ func (e *embedded) Close() error {
 func (e *embedded) Sample(_ context.Context, topic string) (Sample, error) {
 	var s Sample
 	s.ISRMin = int(^uint(0) >> 1)
-	leaders := map[int32]int32{}
 	n := 0
 	for _, id := range e.c.BrokerIDs() {
 		b := e.c.Broker(id)
@@ -114,14 +118,15 @@ func (e *embedded) Sample(_ context.Context, topic string) (Sample, error) {
 			continue
 		}
 		m := b.Metrics()
-		s.Shrinks += m.IsrShrinks
-		s.Expands += m.IsrExpands
+		e.count(id, m.IsrShrinks, m.IsrExpands)
+		s.MaxLag = max(s.MaxLag, m.MaxLag)
 		for _, p := range b.Partitions() {
 			if p.Topic != topic || !p.IsLeader {
 				continue
 			}
 			n++
-			leaders[p.Partition] = id
+			s.HWTotal += p.HW
+			s.LEOTotal += p.LEO
 			isr := len(p.ISR)
 			s.ISRMin = min(s.ISRMin, isr)
 			s.ISRMax = max(s.ISRMax, isr)
@@ -136,12 +141,35 @@ func (e *embedded) Sample(_ context.Context, topic string) (Sample, error) {
 	if n == 0 {
 		s.ISRMin = 0
 	}
+	e.cntMu.Lock()
+	s.Shrinks, s.Expands = e.shrinks, e.expands
+	e.cntMu.Unlock()
 	if st, ok := e.c.Controller().Partitions(topic); ok {
 		for _, p := range st {
 			s.Leaders = append(s.Leaders, p.Leader)
 		}
 	}
 	return s, nil
+}
+
+// count folds one broker's counters into the cumulative totals; a counter that went down
+// belongs to a restarted broker and counts from 0.
+func (e *embedded) count(id int32, shrinks, expands int64) {
+	e.cntMu.Lock()
+	defer e.cntMu.Unlock()
+	if e.lastCnt == nil {
+		e.lastCnt = map[int32][2]int64{}
+	}
+	last := e.lastCnt[id]
+	if shrinks < last[0] {
+		last[0] = 0
+	}
+	if expands < last[1] {
+		last[1] = 0
+	}
+	e.shrinks += shrinks - last[0]
+	e.expands += expands - last[1]
+	e.lastCnt[id] = [2]int64{shrinks, expands}
 }
 
 // ApplyFault resolves the target broker and applies the fault; heal undoes it.

@@ -35,7 +35,7 @@ func newTimeline(r *run, path string, start, end time.Time) (*timeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	tl, err := results.NewTimeline(f, "shrinks", "expands", "leaders")
+	tl, err := results.NewTimeline(f, "shrinks", "expands", "hw_total", "leo_total", "max_lag", "leaders")
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -155,7 +155,7 @@ func (t *timeline) row(ctx context.Context, now time.Time, dt time.Duration) {
 			t.underReplicatedS += secs
 		}
 	}
-	row.Extra = []any{t.shrinks(), t.expands(), fmt.Sprint(s.Leaders)}
+	row.Extra = []any{t.shrinks(), t.expands(), s.HWTotal, s.LEOTotal, s.MaxLag, fmt.Sprint(s.Leaders)}
 	if err := t.tl.Write(row); err != nil && !t.r.opts.Quiet {
 		fmt.Fprintf(t.r.opts.Stderr, "timeline: %v\n", err)
 	}

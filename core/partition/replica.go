@@ -336,12 +336,14 @@ func (r *Replica) WaitForHW(ctx context.Context, lastOffset int64) error {
 	}
 	for {
 		ch := r.hwSig.wait()
+		// The HW is checked first: a record the HW has passed is committed even if
+		// leadership moved since (the new leader holds it: it was in the ISR).
+		if r.hw.Load() > lastOffset {
+			return nil
+		}
 		s = r.state.Load()
 		if !s.leader || s.closed || s.st.LeaderEpoch != epoch {
 			return r.errNotLeader(s)
-		}
-		if r.hw.Load() > lastOffset {
-			return nil
 		}
 		if len(s.st.ISR) < r.cfg.MinInsyncReplicas {
 			return fmt.Errorf("partition %s-%d: offset %d written but ISR %v is below min.insync.replicas %d: %w",
