@@ -153,11 +153,13 @@ func checkDurability(ctx context.Context, seeds []string, topic string, start, e
 					return
 				}
 				if seen[i].set(h.Seq) {
-					dc.Duplicated++
+					dc.Duplicated++ // a second copy is a duplicate, not also out of order
+					return
 				}
 				k := [2]int64{int64(i), int64(p)}
 				if l, ok := last[k]; ok && h.Seq < l {
-					dc.OutOfOrder++
+					dc.OutOfOrder++ // first copy, but after a later record of its producer
+					return
 				}
 				last[k] = h.Seq
 			})

@@ -52,12 +52,18 @@
 // e2e latency = consumer receive - intended (the record value carries a 24-byte header with
 // the intended time, see PutHeader); send delay = actual send - intended.
 //
-// The wait is a timerfd armed TimerfdEarly (60 µs) before the slot, then a short
-// runtime.Gosched spin (WaitTimerfd, the default). Measured against a no-op sink on this
-// 2-core machine (`go test -run '^$' -bench PacerFloor -benchtime 1x ./workloads/`, an
-// otherwise idle machine) at 5000 slots/s: timerfd p50 0.14 µs / p99 21 µs; sleep-then-spin
-// (time.Sleep to 200 µs before, then spin) p50 0.14 µs / p99 1.3 ms, because the runtime timer
-// itself wakes late; plain time.Sleep p50 540 µs / p99 1.1 ms.
+// The wait is a timerfd armed TimerfdEarly (30 µs) before the slot on a thread with a 1 ns
+// timer slack, then a short runtime.Gosched spin (WaitTimerfd, the default). Measured against
+// a no-op sink on this 2-core Firecracker VM, 5000 slots/s, best of three quiet runs
+// (`go test -run '^$' -bench PacerFloor -benchtime 1x ./workloads/`):
+//
+//	mode     send delay p50   p99      CPU per slot
+//	timerfd  8 µs             18 µs    43 µs  (22% of a core at 5000/s; timer syscalls are costly in this VM)
+//	spin     0.13 µs          4 µs     200 µs (a whole core: it sleeps to 200 µs before, then spins)
+//	sleep    535 µs           1.07 ms  6 µs   (time.Sleep wakes about 0.5 ms late)
+//
+// spin is the most precise but burns a core the embedded cluster needs on a 2-core machine,
+// so timerfd is the default; Options.WaitMode selects another.
 //
 // # HW lag
 //

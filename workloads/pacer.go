@@ -21,8 +21,8 @@ const (
 	WaitSleep WaitMode = "sleep"
 )
 
-// DefaultWaitMode is the mode the producers use: see pacer_test.go's TestPacerFloor and the
-// package doc for the measurement that picked it.
+// DefaultWaitMode is the mode the producers use: see BenchmarkPacerFloor and the package doc
+// for the measurement that picked it.
 var DefaultWaitMode = WaitTimerfd
 
 // SpinWindow is how long before a slot a WaitSpin pacer stops sleeping and starts spinning.

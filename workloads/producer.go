@@ -69,6 +69,9 @@ func producerOpts(p ProducerSpec, topic string) []kgo.Opt {
 	switch p.Acks {
 	case "all":
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+		if !p.EnableIdempotence {
+			opts = append(opts, kgo.DisableIdempotentWrite())
+		}
 	case "1":
 		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
 	case "0":

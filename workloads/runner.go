@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -137,11 +138,14 @@ func makeRunDir(parent, id string) (string, error) {
 }
 
 type run struct {
-	spec  *Spec
-	opts  Options
-	dir   string
-	tgt   Target
-	win   window
+	spec *Spec
+	opts Options
+	dir  string
+	tgt  Target
+	win  window
+	// hwWin is win for the core's OnHWLag callbacks (broker goroutines, synchronised with the
+	// runner only through sockets): published atomically.
+	hwWin atomic.Pointer[window]
 	hwlag *results.Recorder // HW lag from the core, filtered to the window
 
 	prods []*producer
@@ -190,7 +194,18 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	measureStart := loadStart.Add(s.Warmup)
 	measureEnd := measureStart.Add(s.Duration)
 	r.win = window{start: measureStart.UnixNano(), end: measureEnd.UnixNano()}
+	r.hwWin.Store(&r.win)
 
+	tl, err := newTimeline(r, filepath.Join(r.dir, "timeline.csv"), measureStart, measureEnd)
+	if err != nil {
+		return nil, err
+	}
+	tlStarted := false
+	defer func() {
+		if !tlStarted {
+			tl.f.Close() // loop closes it once started
+		}
+	}()
 	base := rand.Uint32() &^ 0xffff
 	ids := map[uint32]bool{}
 	for i := 0; i < s.Producers.Count; i++ {
@@ -233,12 +248,9 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	}
 
 	// Timeline, progress, faults and profiles run alongside.
-	tl, err := newTimeline(r, filepath.Join(r.dir, "timeline.csv"), measureStart, measureEnd)
-	if err != nil {
-		return nil, err
-	}
 	tlCtx, stopTL := context.WithCancel(ctx)
 	tlDone := make(chan struct{})
+	tlStarted = true
 	go func() { defer close(tlDone); tl.loop(tlCtx) }()
 	faultsDone := make(chan struct{})
 	go func() { defer close(faultsDone); r.runFaults(ctx, measureStart) }()
@@ -347,7 +359,11 @@ func (r *run) closeClients() {
 }
 
 func (r *run) onHWLag(lagNs, records int64) {
-	if now := time.Now().UnixNano(); now >= r.win.start && now < r.win.end {
+	w := r.hwWin.Load()
+	if w == nil {
+		return
+	}
+	if now := time.Now().UnixNano(); w.in(now) {
 		r.hwlag.RecordNsN(lagNs, records)
 	}
 }

@@ -90,6 +90,9 @@ type ProducerSpec struct {
 	Keys               string // none (round robin, no key) | uniform (random key) | fixed (one key)
 	MaxBufferedRecords int    // producers.max.buffered.records: kgo MaxBufferedRecords, default 10000
 	DeliveryTimeoutMs  int64  // delivery.timeout.ms: kgo RecordDeliveryTimeout, default 120000
+	// EnableIdempotence is enable.idempotence (default true); it applies to acks=all only
+	// (with acks 1 or 0 the producers are never idempotent, as in Kafka).
+	EnableIdempotence bool
 }
 
 // ConsumerSpec describes the end-to-end consumers: Count kgo clients, each reading every
@@ -143,7 +146,7 @@ func DefaultSpec() *Spec {
 			TruncateMode:                 "epoch",
 		},
 		Producers: ProducerSpec{Count: 2, Acks: "all", MessageSize: 1024, Rate: 5000, BatchSize: 16384,
-			Keys: "none", MaxBufferedRecords: 10000, DeliveryTimeoutMs: 120000},
+			Keys: "none", MaxBufferedRecords: 10000, DeliveryTimeoutMs: 120000, EnableIdempotence: true},
 		Consumers: ConsumerSpec{Count: 1},
 		Duration:  20 * time.Second,
 		Warmup:    5 * time.Second,
@@ -758,6 +761,8 @@ var params = []Param{
 	enumP("producers.keys", []string{"keys"}, []string{"none", "uniform", "fixed"}, "record keys: none (round robin), uniform (random key), fixed (one key); default none", func(s *Spec) *string { return &s.Producers.Keys }),
 	intP("producers.max.buffered.records", []string{"max.buffered.records"}, 1, 1000000, "kgo MaxBufferedRecords per producer, default 10000", func(s *Spec) *int { return &s.Producers.MaxBufferedRecords }),
 	int64P("producers.delivery.timeout.ms", []string{"delivery.timeout.ms"}, 0, 24*3600*1000, "kgo RecordDeliveryTimeout (ms, 0 = none), default 120000", func(s *Spec) *int64 { return &s.Producers.DeliveryTimeoutMs }),
+
+	boolP("producers.enable.idempotence", []string{"enable.idempotence"}, "idempotent producers (acks=all only), default true", func(s *Spec) *bool { return &s.Producers.EnableIdempotence }),
 
 	intP("consumers.count", nil, 0, 64, "end-to-end consumers (each reads every partition), default 1", func(s *Spec) *int { return &s.Consumers.Count }),
 }

@@ -72,7 +72,7 @@ func OpenTarget(ctx context.Context, name string, s *Spec, o TargetOptions) (Tar
 				return nil, fmt.Errorf("target %q: %q is not host:port", name, h)
 			}
 		}
-		return newKafkaTarget(name, hosts)
+		return newKafkaTarget(name, hosts, s.Topic.MinInsyncReplicas)
 	}
 	return nil, fmt.Errorf("target %q: allowed embedded or kafka://host:port[,host:port]", name)
 }
@@ -80,21 +80,22 @@ func OpenTarget(ctx context.Context, name string, s *Spec, o TargetOptions) (Tar
 // kafkaTarget is any Kafka-protocol cluster reached through franz-go. ISR shrinks/expands are
 // inferred from ISR changes between samples (a change missed between two samples is missed).
 type kafkaTarget struct {
-	name  string
-	seeds []string
-	cl    *kgo.Client
-	adm   *kadm.Client
+	name   string
+	seeds  []string
+	cl     *kgo.Client
+	adm    *kadm.Client
+	minISR int
 	// sample state (Sample's goroutine only)
 	lastISR          map[int32]int
 	shrinks, expands int64
 }
 
-func newKafkaTarget(name string, seeds []string) (*kafkaTarget, error) {
+func newKafkaTarget(name string, seeds []string, minISR int) (*kafkaTarget, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", name, err)
 	}
-	return &kafkaTarget{name: name, seeds: seeds, cl: cl, adm: kadm.NewClient(cl), lastISR: map[int32]int{}}, nil
+	return &kafkaTarget{name: name, seeds: seeds, cl: cl, adm: kadm.NewClient(cl), lastISR: map[int32]int{}, minISR: minISR}, nil
 }
 
 func (k *kafkaTarget) Name() string    { return k.name }
@@ -111,7 +112,7 @@ func (k *kafkaTarget) Sample(ctx context.Context, topic string) (Sample, error) 
 	if err != nil {
 		return Sample{}, err
 	}
-	return sampleFromMetadata(md, topic, 0, k.lastISR, &k.shrinks, &k.expands)
+	return sampleFromMetadata(md, topic, k.minISR, k.lastISR, &k.shrinks, &k.expands)
 }
 
 func sampleFromMetadata(md kadm.Metadata, topic string, minISR int, last map[int32]int, shrinks, expands *int64) (Sample, error) {

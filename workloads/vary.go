@@ -7,13 +7,14 @@ import (
 
 // Axis is one swept key with its values, in the order given.
 type Axis struct {
-	Key    string // canonical key
-	Values []string
+	Key    string   `json:"key"` // canonical key
+	Values []string `json:"values"`
 }
 
 // Setting is one key=value of a sweep point.
 type Setting struct {
-	Key, Value string
+	Key   string `json:"key"`
+	Value string `json:"value"`
 }
 
 // Point is one combination of a sweep: one value per axis, in axis order.
