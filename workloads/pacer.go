@@ -3,6 +3,7 @@ package workloads
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"time"
 
@@ -43,43 +44,41 @@ type Pacer struct {
 	interval float64   // ns between slots (0 = closed loop)
 	n        int64
 	mode     WaitMode
-	tfd      int // timerfd, -1 if none
+	tfd      *os.File // WaitTimerfd: a non-blocking timerfd read through the runtime poller
+	tfdRaw   int      // its descriptor (not via tfd.Fd(), which would make it blocking)
 	timer    *time.Timer
-	locked   bool // WaitTimerfd: the goroutine is locked to its thread (slack 1 ns)
 }
 
 // NewPacer returns a pacer for rate records/s (0 = closed loop) whose slots run from start
 // (inclusive) to end (exclusive).
 func NewPacer(rate float64, start, end time.Time, mode WaitMode) (*Pacer, error) {
-	p := &Pacer{start: start, end: end, mode: mode, tfd: -1}
+	p := &Pacer{start: start, end: end, mode: mode}
 	if rate > 0 {
 		p.interval = 1e9 / rate
 	}
 	switch mode {
 	case WaitSpin, WaitSleep:
 	case WaitTimerfd:
-		fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC)
+		// Non-blocking, so os.NewFile registers it with the runtime poller: a read parks the
+		// goroutine (its P runs other goroutines) and epoll wakes it when the timer expires.
+		// A blocking read(2) would hold the P for the whole wait; with two pacers on two
+		// cores that starves the network poller until sysmon steps in (~10 ms stalls).
+		fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC|unix.TFD_NONBLOCK)
 		if err != nil {
 			return nil, fmt.Errorf("timerfd_create: %w", err)
 		}
-		p.tfd = fd
+		p.tfd, p.tfdRaw = os.NewFile(uintptr(fd), "pacer-timerfd"), fd
 	default:
 		return nil, fmt.Errorf("pacer wait mode %q; allowed spin|timerfd|sleep", mode)
 	}
 	return p, nil
 }
 
-// Close releases the timerfd, if any, and the thread lock; call it from the goroutine that
-// called Next.
+// Close releases the timerfd, if any; call it from the goroutine that called Next.
 func (p *Pacer) Close() {
-	if p.locked {
-		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0) // back to the default slack
-		runtime.UnlockOSThread()
-		p.locked = false
-	}
-	if p.tfd >= 0 {
-		unix.Close(p.tfd)
-		p.tfd = -1
+	if p.tfd != nil {
+		p.tfd.Close()
+		p.tfd = nil
 	}
 }
 
@@ -141,13 +140,6 @@ func (p *Pacer) wait(ctx context.Context, t time.Time) bool {
 	case WaitSleep:
 		return p.coarse(ctx, t, 0)
 	case WaitTimerfd:
-		if !p.locked {
-			// The thread that blocks on the timerfd gets a 1 ns timer slack (default 50 µs),
-			// so the kernel wakes it on time; the goroutine keeps that thread until Close.
-			runtime.LockOSThread()
-			p.locked = true
-			_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
-		}
 		// Long waits through the runtime timer (ctx-aware), the last 2 ms on the timerfd.
 		if time.Until(t) > 5*time.Millisecond && !p.coarse(ctx, t, 2*time.Millisecond) {
 			return false
@@ -160,15 +152,12 @@ func (p *Pacer) wait(ctx context.Context, t time.Time) bool {
 			return p.spin(t)
 		}
 		spec := unix.ItimerSpec{Value: unix.NsecToTimespec(d.Nanoseconds())}
-		if err := unix.TimerfdSettime(p.tfd, 0, &spec, nil); err != nil {
+		if err := unix.TimerfdSettime(p.tfdRaw, 0, &spec, nil); err != nil {
 			return p.coarse(ctx, t, 0)
 		}
 		var buf [8]byte
-		for {
-			_, err := unix.Read(p.tfd, buf[:])
-			if err != unix.EINTR {
-				break
-			}
+		if _, err := p.tfd.Read(buf[:]); err != nil {
+			return p.coarse(ctx, t, 0)
 		}
 		return p.spin(t)
 	default: // WaitSpin
