@@ -363,7 +363,9 @@ func (r *run) onHWLag(lagNs, records int64) {
 	if w == nil {
 		return
 	}
-	if now := time.Now().UnixNano(); w.in(now) {
+	// A batch belongs to the window by its leader append time, as the producer-side
+	// histograms go by intended send time: warm-up batches the HW passes later stay out.
+	if appended := time.Now().UnixNano() - lagNs; w.in(appended) {
 		r.hwlag.RecordNsN(lagNs, records)
 	}
 }
