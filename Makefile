@@ -44,17 +44,34 @@ bench:
 sweep: build
 	$(BIN) sweep -w fetchers --duration 10s --warmup 2s
 
-## gate: a short regression gate against the committed baseline.
-gate: build
-	$(BIN) gate -w gate --baseline results/baselines/gate
+## gate: the CI regression gate, ~1.5 min: this tree (B) against GATE_BASE (A), 5+5 runs of the
+## gate spec interleaved A B A B on this machine (isrbench gate --against). GATE_BASE is a git
+## revision (default HEAD: in CI a same-vs-same check; set GATE_BASE=origin/main for a PR) or a
+## baseline directory such as results/baselines/gate (fair only on the machine that recorded it).
+## Outside git it compares two runs of this build. Thresholds: see results/baselines/README.md.
+gate:
+	$(GO) build -trimpath -o bin/isrbench-gate ./cmd/isrbench
+	@base='$(or $(GATE_BASE),HEAD)'; \
+	if [ -d "$$base" ]; then mode="--baseline $$base"; \
+	elif git rev-parse --verify -q "$$base^{commit}" >/dev/null 2>&1; then mode="--against $$base"; \
+	else echo "gate: $$base is neither a directory nor a git revision: comparing two runs of this build"; mode="--binary bin/isrbench-gate"; fi; \
+	echo "bin/isrbench-gate gate $$mode"; \
+	bin/isrbench-gate gate -w workloads/specs/gate.yaml $$mode --repeat 5 --alpha 0.01 \
+	  --threshold records/s=10% --threshold MB/s=10% --threshold p50-ack=50% --threshold p99-ack=100% \
+	  --threshold p999-ack=100% --threshold p99-hwlag=100% --threshold p99-e2e=100%
 
-## profile: a default run with cpu, heap, mutex and block profiles; then the top functions by role.
+## profile: a default run with cpu, heap, allocs, mutex and block profiles of the measurement window
+## (profiles/runs/<id>/profiles/*.pprof); then the cpu profile's top functions and its split by role.
 profile: build
-	$(BIN) run -w $(SPEC) --duration 10s --warmup 2s --profile cpu,heap,mutex,block --out profiles/runs
+	$(BIN) run -w $(SPEC) --duration 10s --warmup 2s --profile cpu,heap,allocs,mutex,block --out profiles/runs
+	@cpu=$$(ls -t $$(find profiles/runs -name cpu.pprof) | head -1); \
+	$(BIN) profile top "$$cpu" -n 20 && $(BIN) profile top "$$cpu" --by role -n 10
 
-## flame: pprof's web UI (flame graph) for the newest cpu profile.
+## flame: pprof's web UI (flame graph at /ui/flamegraph) for the newest cpu profile (make profile first).
 flame: build
-	$(BIN) profile web $$(ls -t $$(find profiles/runs -name 'cpu.pprof') | head -1)
+	@cpu=$$(ls -t $$(find profiles/runs -name cpu.pprof 2>/dev/null) 2>/dev/null | head -1); \
+	if [ -z "$$cpu" ]; then echo "flame: no cpu.pprof under profiles/runs: run make profile first"; exit 2; fi; \
+	$(BIN) profile web "$$cpu"
 
 clean:
 	rm -rf bin results/runs profiles/runs

@@ -25,6 +25,10 @@ type fetchState struct {
 	enc   fetchEncoder
 	copy  []byte   // copy path: the whole response (ZeroCopy=false)
 	segs  []outSeg // zero-copy path: the pieces of the response
+
+	zw       zcWriter           // zero-copy path: the write in progress
+	zwFn     func(uintptr) bool // zw.write, bound once
+	uncorkFn func(uintptr)
 }
 
 // topicSpan is one request topic: Partitions[start:end] of the broker request.
@@ -263,60 +267,18 @@ func (c *conn) sendZeroCopy(parts []broker.FetchPartition) error {
 	}
 	segs = append(segs, outSeg{b: e.buf[prev:], file: -1})
 	c.fetch.segs = segs
-	cork := len(segs) > 1
-	corked := false
-	var serr error
-	idx := 0
-	werr := c.raw.Write(func(fd uintptr) bool {
-		sock := int(fd)
-		if cork && !corked {
-			if err := unix.SetsockoptInt(sock, unix.IPPROTO_TCP, unix.TCP_CORK, 1); err == nil {
-				corked = true
-			}
-		}
-		for idx < len(segs) {
-			sg := &segs[idx]
-			var n int
-			var err error
-			if sg.file < 0 {
-				if len(sg.b) == 0 {
-					idx++
-					continue
-				}
-				n, err = unix.Write(sock, sg.b)
-				if n > 0 {
-					sg.b = sg.b[n:]
-				}
-			} else {
-				if sg.n == 0 {
-					idx++
-					continue
-				}
-				n, err = unix.Sendfile(sock, sg.file, &sg.off, int(min(sg.n, 1<<30)))
-				if n > 0 {
-					sg.n -= int64(n)
-					c.s.stats.sendfileBytes.Add(int64(n))
-					c.s.stats.sendfileCalls.Add(1)
-				} else if err == nil {
-					serr = fmt.Errorf("%w: %d bytes missing at position %d", errShortFile, sg.n, sg.off)
-					return true
-				}
-			}
-			switch err {
-			case nil:
-			case unix.EAGAIN:
-				return false
-			case unix.EINTR:
-			default:
-				serr = err
-				return true
-			}
-		}
-		return true
-	})
-	if corked {
-		c.raw.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_CORK, 0) })
+	zw := &c.fetch.zw
+	*zw = zcWriter{segs: segs, cork: len(segs) > 1, stats: c.s.stats}
+	if c.fetch.zwFn == nil {
+		c.fetch.zwFn = zw.write // bound once: a closure per response allocated
+		c.fetch.uncorkFn = uncork
 	}
+	werr := c.raw.Write(c.fetch.zwFn)
+	if zw.corked {
+		c.raw.Control(c.fetch.uncorkFn)
+	}
+	serr := zw.err
+	zw.segs = nil
 	for i := range parts { // the slices' files must stay open until here
 		runtime.KeepAlive(parts[i].Records.File)
 	}
@@ -328,6 +290,67 @@ func (c *conn) sendZeroCopy(parts []broker.FetchPartition) error {
 	}
 	return nil
 }
+
+// zcWriter is the state of one zero-copy response write inside
+// RawConn.Write: it resumes at segs[idx] after an EAGAIN.
+type zcWriter struct {
+	segs   []outSeg
+	idx    int
+	cork   bool
+	corked bool
+	err    error
+	stats  *counters
+}
+
+func (z *zcWriter) write(fd uintptr) bool {
+	sock := int(fd)
+	if z.cork && !z.corked {
+		if err := unix.SetsockoptInt(sock, unix.IPPROTO_TCP, unix.TCP_CORK, 1); err == nil {
+			z.corked = true
+		}
+	}
+	for z.idx < len(z.segs) {
+		sg := &z.segs[z.idx]
+		var n int
+		var err error
+		if sg.file < 0 {
+			if len(sg.b) == 0 {
+				z.idx++
+				continue
+			}
+			n, err = unix.Write(sock, sg.b)
+			if n > 0 {
+				sg.b = sg.b[n:]
+			}
+		} else {
+			if sg.n == 0 {
+				z.idx++
+				continue
+			}
+			n, err = unix.Sendfile(sock, sg.file, &sg.off, int(min(sg.n, 1<<30)))
+			if n > 0 {
+				sg.n -= int64(n)
+				z.stats.sendfileBytes.Add(int64(n))
+				z.stats.sendfileCalls.Add(1)
+			} else if err == nil {
+				z.err = fmt.Errorf("%w: %d bytes missing at position %d", errShortFile, sg.n, sg.off)
+				return true
+			}
+		}
+		switch err {
+		case nil:
+		case unix.EAGAIN:
+			return false
+		case unix.EINTR:
+		default:
+			z.err = err
+			return true
+		}
+	}
+	return true
+}
+
+func uncork(fd uintptr) { unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_CORK, 0) }
 
 // appendSlice appends the slice's bytes to dst with pread (Slice.ReadAll
 // appends, growing dst only when its capacity is short).

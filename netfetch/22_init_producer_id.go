@@ -6,8 +6,10 @@ import (
 )
 
 // handleInitProducerID hands out increasing producer ids with epoch 0 so
-// that idempotent producers (kgo's default) can start. Sequence numbers are
-// not checked by the broker. Transactional ids are refused.
+// that idempotent producers (kgo's default) can produce; the partitions check
+// their sequence numbers (core/partition producer state). Ids start at the
+// wall clock in µs (newCounters), so they stay unique across restarts.
+// Transactional ids are refused.
 func (c *conn) handleInitProducerID(req *kmsg.InitProducerIDRequest) (kmsg.Response, error) {
 	resp := kmsg.NewPtrInitProducerIDResponse()
 	if req.TransactionalID != nil {

@@ -120,7 +120,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if cfg.NumPartitions <= 0 {
 		cfg.NumPartitions = 1
 	}
-	c := &Cluster{cfg: cfg, stats: new(counters), nodes: map[int32]*node{}}
+	c := &Cluster{cfg: cfg, stats: newCounters(), nodes: map[int32]*node{}}
 	if cfg.DataDir == "" {
 		dir, err := os.MkdirTemp("", "isrbench-cluster-")
 		if err != nil {
@@ -338,6 +338,11 @@ func (c *Cluster) KillBrokerAwaitSession(id int32) error { return c.stopBroker(i
 // CrashBroker is KillBroker plus a simulated power loss: every segment loses
 // what was not fsynced (broker.Crash).
 func (c *Cluster) CrashBroker(id int32) error { return c.stopBroker(id, true, true) }
+
+// CrashBrokerAwaitSession is CrashBroker without the immediate fencing: the
+// controller fences the broker when its session expires (as
+// KillBrokerAwaitSession).
+func (c *Cluster) CrashBrokerAwaitSession(id int32) error { return c.stopBroker(id, true, false) }
 
 func (c *Cluster) stopBroker(id int32, crash, fence bool) error {
 	c.opMu.Lock()

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -74,6 +75,15 @@ type counters struct {
 	producerID    atomic.Int64 // last producer id handed out by InitProducerId
 }
 
+// newCounters returns zeroed counters whose producer ids start at the wall
+// clock in µs, so ids handed out by InitProducerId stay unique across
+// broker and cluster restarts (the partitions keep producer state).
+func newCounters() *counters {
+	c := new(counters)
+	c.producerID.Store(time.Now().UnixMicro())
+	return c
+}
+
 func (c *counters) snapshot() ServerStats {
 	st := ServerStats{
 		SendfileBytes: c.sendfileBytes.Load(),
@@ -130,7 +140,7 @@ func NewServer(cfg ServerConfig, ln net.Listener) *Server {
 	}
 	s := &Server{cfg: cfg, ln: ln, stats: cfg.stats, done: make(chan struct{})}
 	if s.stats == nil {
-		s.stats = new(counters)
+		s.stats = newCounters()
 	}
 	id := strconv.Itoa(int(cfg.BrokerID))
 	bg := context.Background()
@@ -253,6 +263,34 @@ type conn struct {
 	req   []byte // reused request body buffer
 	out   []byte // reused response buffer
 	fetch fetchState
+
+	// Reused request objects for the hot APIs: kmsg's ReadFrom resets every
+	// field and refills the slices within their capacity. A request (and the
+	// bytes it aliases in req) is dead once its response is written.
+	fetchReq   *kmsg.FetchRequest
+	produceReq *kmsg.ProduceRequest
+}
+
+// requestFor returns the request object to decode a request of key into:
+// the connection's reused one for Fetch and Produce, a new one otherwise.
+func (c *conn) requestFor(key int16) kmsg.Request {
+	switch key {
+	case 1:
+		if c.fetchReq == nil {
+			c.fetchReq = kmsg.NewPtrFetchRequest()
+		}
+		topics := c.fetchReq.Topics[:0]
+		*c.fetchReq = kmsg.FetchRequest{Topics: topics}
+		return c.fetchReq
+	case 0:
+		if c.produceReq == nil {
+			c.produceReq = kmsg.NewPtrProduceRequest()
+		}
+		topics := c.produceReq.Topics[:0]
+		*c.produceReq = kmsg.ProduceRequest{Topics: topics}
+		return c.produceReq
+	}
+	return kmsg.RequestForKey(key)
 }
 
 func newConn(s *Server, tc *net.TCPConn) (*conn, error) {
@@ -366,6 +404,12 @@ func (c *conn) readRequest() ([]byte, error) {
 // parseHeader decodes the request header; the kmsg request returned has
 // its version set and body not yet read.
 func parseHeader(body []byte) (reqHeader, kmsg.Request, []byte, error) {
+	return parseHeaderWith(body, kmsg.RequestForKey)
+}
+
+// parseHeaderWith is parseHeader with the request object for a key coming
+// from newReq (a connection reuses its Fetch and Produce objects).
+func parseHeaderWith(body []byte, newReq func(key int16) kmsg.Request) (reqHeader, kmsg.Request, []byte, error) {
 	var h reqHeader
 	r := kbin.Reader{Src: body}
 	h.key = r.Int16()
@@ -377,7 +421,7 @@ func parseHeader(body []byte) (reqHeader, kmsg.Request, []byte, error) {
 	if err := r.Complete(); err != nil {
 		return h, nil, nil, fmt.Errorf("request header truncated: %w", err)
 	}
-	req := kmsg.RequestForKey(h.key)
+	req := newReq(h.key)
 	if req == nil {
 		return h, nil, r.Src, nil
 	}
@@ -392,7 +436,7 @@ func parseHeader(body []byte) (reqHeader, kmsg.Request, []byte, error) {
 }
 
 func (c *conn) handle(body []byte) error {
-	h, req, rest, err := parseHeader(body)
+	h, req, rest, err := parseHeaderWith(body, c.requestFor)
 	if err != nil {
 		return closef("%v", err)
 	}

@@ -101,6 +101,15 @@ type fetchConn struct {
 	wbuf         []byte
 	rbuf         []byte // response body; Records alias it until the next call
 	closeOnce    sync.Once
+
+	// Reused per call (owned by the fetcher goroutine): the Fetch request and
+	// response objects, the returned response, and the context whose
+	// cancellation breaks the socket I/O (registered once, not per call).
+	freq    *kmsg.FetchRequest
+	fresp   *kmsg.FetchResponse
+	out     broker.ReplicaFetchResponse
+	ctx     context.Context
+	ctxStop func() bool
 }
 
 var _ broker.FetchConn = (*fetchConn)(nil)
@@ -109,6 +118,9 @@ func (c *fetchConn) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
 		err = c.nc.Close()
+		if stop := c.ctxStop; stop != nil {
+			stop()
+		}
 		if c.l != nil {
 			c.l.mu.Lock()
 			delete(c.l.conns, c)
@@ -126,8 +138,15 @@ func (c *fetchConn) roundTrip(ctx context.Context, req kmsg.Request, resp kmsg.R
 	} else {
 		c.nc.SetDeadline(time.Time{})
 	}
-	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	if ctx != c.ctx {
+		// One AfterFunc per context, not per call (the fetcher passes the
+		// same context every time): cancellation breaks any blocked I/O.
+		if c.ctxStop != nil {
+			c.ctxStop()
+		}
+		c.ctx = ctx
+		c.ctxStop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
+	}
 
 	c.corr++
 	b := append(c.wbuf[:0], 0, 0, 0, 0)
@@ -186,31 +205,55 @@ func (c *fetchConn) ioErr(ctx context.Context, what string, req kmsg.Request, er
 // Fetch sends a Fetch v12 with replica_id set and decodes the response;
 // the returned Records alias the connection's buffer until the next call.
 func (c *fetchConn) Fetch(ctx context.Context, rf *broker.ReplicaFetch) (*broker.ReplicaFetchResponse, error) {
-	req := kmsg.NewPtrFetchRequest()
+	// The request, response and result objects are reused: the Fetch path
+	// of a fetcher allocates nothing per call once they have grown (except
+	// the response's topic names).
+	req := c.freq
+	if req == nil {
+		req = kmsg.NewPtrFetchRequest()
+		c.freq = req
+	}
+	topics := req.Topics[:0]
+	*req = kmsg.FetchRequest{}
+	req.Default()
 	req.SetVersion(replicaFetchVersion)
 	req.ReplicaID = rf.ReplicaID
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = rf.MaxWaitMs, rf.MinBytes, rf.MaxBytes
 	req.SessionID, req.SessionEpoch = 0, -1 // no fetch session: every request is full
 	for _, p := range rf.Partitions {
-		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != p.Topic {
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic = p.Topic
-			req.Topics = append(req.Topics, t)
+		if n := len(topics); n == 0 || topics[n-1].Topic != p.Topic {
+			if n < cap(topics) {
+				topics = topics[:n+1]
+				keep := topics[n].Partitions[:0]
+				topics[n] = kmsg.NewFetchRequestTopic()
+				topics[n].Partitions = keep
+			} else {
+				topics = append(topics, kmsg.NewFetchRequestTopic())
+			}
+			topics[n].Topic = p.Topic
 		}
-		t := &req.Topics[len(req.Topics)-1]
+		t := &topics[len(topics)-1]
 		fp := kmsg.NewFetchRequestTopicPartition()
 		fp.Partition, fp.CurrentLeaderEpoch, fp.FetchOffset = p.Partition, p.CurrentLeaderEpoch, p.FetchOffset
 		fp.LastFetchedEpoch, fp.LogStartOffset, fp.PartitionMaxBytes = -1, p.LogStartOffset, p.MaxBytes
 		t.Partitions = append(t.Partitions, fp)
 	}
-	resp := kmsg.NewPtrFetchResponse()
+	req.Topics = topics
+	resp := c.fresp
+	if resp == nil {
+		resp = kmsg.NewPtrFetchResponse()
+		c.fresp = resp
+	}
+	rtopics := resp.Topics[:0]
+	*resp = kmsg.FetchResponse{Topics: rtopics}
 	if err := c.roundTrip(ctx, req, resp); err != nil {
 		return nil, err
 	}
 	if resp.ErrorCode != 0 {
 		return nil, fmt.Errorf("replica fetcher %d->%d: fetch: %w", c.self, c.source, kerr.ErrorForCode(resp.ErrorCode))
 	}
-	out := &broker.ReplicaFetchResponse{Partitions: make([]broker.ReplicaFetchResult, 0, len(rf.Partitions))}
+	out := &c.out
+	out.Partitions = out.Partitions[:0]
 	for i := range resp.Topics {
 		t := &resp.Topics[i]
 		for j := range t.Partitions {

@@ -197,7 +197,8 @@ func Compare(base, new []*Result, opts CompareOptions) (*Report, error) {
 	if len(bg) == 1 && len(ng) == 1 {
 		pairs = append(pairs, pair{bg[0], ng[0]})
 		if bg[0].Key != ng[0].Key {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("base %q and new %q differ in configuration; compared anyway", bg[0].Label, ng[0].Label))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("base %q and new %q differ in configuration (%s); compared anyway",
+				bg[0].Label, ng[0].Label, configDiff(bg[0].Results[0], ng[0].Results[0], 4)))
 		}
 	} else {
 		newByKey := map[string]*Group{}
@@ -221,6 +222,8 @@ func Compare(base, new []*Result, opts CompareOptions) (*Report, error) {
 	}
 	multi := len(pairs) > 1
 	needN := 0
+	ciN := RunsForCI(opts.Confidence)
+	infCI := false
 	for _, p := range pairs {
 		switch {
 		case p.n == nil:
@@ -242,6 +245,9 @@ func Compare(base, new []*Result, opts CompareOptions) (*Report, error) {
 			if row.Base.N == 0 && row.New.N == 0 {
 				continue // metric absent on both sides (e.g. no consumer): nothing to say
 			}
+			if (row.Base.N > 0 && row.Base.N < ciN) || (row.New.N > 0 && row.New.N < ciN) {
+				infCI = true
+			}
 			if row.TooFew {
 				if n := RunsNeeded(opts.Alpha); n > needN {
 					needN = n
@@ -258,10 +264,74 @@ func Compare(base, new []*Result, opts CompareOptions) (*Report, error) {
 		}
 		rep.Groups = append(rep.Groups, gr)
 	}
+	if infCI {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("± ∞: a %v%% confidence interval of a median needs >= %d runs per side", opts.Confidence*100, ciN))
+	}
 	if needN > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("too few runs to call any change significant: need >= %d runs per side for alpha=%v (not failing)", needN, opts.Alpha))
 	}
 	return rep, nil
+}
+
+// configDiff names up to max config keys whose values differ between base result b and new
+// result n ("key=bv->nv"; "unset" where a side has no such key), run identifiers left out.
+func configDiff(b, n *Result, max int) string {
+	keys := map[string]bool{}
+	for k := range b.Config {
+		keys[k] = true
+	}
+	for k := range n.Config {
+		keys[k] = true
+	}
+	var diffs []string
+	for k := range keys {
+		if ignoredKey(k) {
+			continue
+		}
+		bv, bok := b.Config[k]
+		nv, nok := n.Config[k]
+		bs, ns := configValue(bv), configValue(nv)
+		if !bok {
+			bs = "unset"
+		}
+		if !nok {
+			ns = "unset"
+		}
+		if bs != ns {
+			diffs = append(diffs, k+"="+bs+"->"+ns)
+		}
+	}
+	if len(diffs) == 0 {
+		return "run identifiers only"
+	}
+	sort.Strings(diffs)
+	if len(diffs) > max {
+		return strings.Join(diffs[:max], ", ") + fmt.Sprintf(", and %d more", len(diffs)-max)
+	}
+	return strings.Join(diffs, ", ")
+}
+
+// configValue formats a config value so that a number read back from result.json (float64)
+// equals the same number of a result made in process (int, int64, ...).
+func configValue(v any) string {
+	var f float64
+	switch x := v.(type) {
+	case int:
+		f = float64(x)
+	case int32:
+		f = float64(x)
+	case int64:
+		f = float64(x)
+	case uint64:
+		f = float64(x)
+	case float32:
+		f = float64(x)
+	case float64:
+		f = x
+	default:
+		return fmt.Sprint(v)
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
 func samples(m Metric, rs []*Result) []float64 {
@@ -339,6 +409,23 @@ func MinPValue(n1, n2 int) float64 {
 	l2, _ := math.Lgamma(float64(n2 + 1))
 	p := 2 / math.Exp(lc-l1-l2)
 	return math.Min(p, 1)
+}
+
+// RunsForCI is the smallest number of samples for which the distribution-free confidence
+// interval of the median (benchmath.AssumeNothing) at confidence is finite; fewer give ± ∞.
+func RunsForCI(confidence float64) int {
+	th := &benchmath.Thresholds{CompareAlpha: 0.05}
+	for n := 1; n < 1000; n++ {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = float64(i)
+		}
+		sum := benchmath.AssumeNothing.Summary(benchmath.NewSample(v, th), confidence)
+		if !math.IsInf(sum.Lo, 0) && !math.IsInf(sum.Hi, 0) {
+			return n
+		}
+	}
+	return 1000
 }
 
 // RunsNeeded is the smallest n such that n runs per side can reach significance at alpha.

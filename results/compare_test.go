@@ -306,3 +306,32 @@ func TestGroupResultsKeepsStringSweepKeys(t *testing.T) {
 		t.Fatalf("groups %d", len(gs))
 	}
 }
+
+func TestCompareNotesDifferingConfigAndInfiniteCI(t *testing.T) {
+	base := reps("gate", map[string]any{"acks": "all", "isrbench.produce.delay": "0s", "old.key": 1, "flush.ms": float64(1 << 62)}, 5, 3000, 100, 200, slight)
+	nw := reps("gate", map[string]any{"acks": "all", "isrbench.produce.delay": "2ms", "flush.ms": int64(1 << 62)}, 5, 3000, 100, 200, slight)
+	rep, err := Compare(base, nw, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(rep.Notes, "\n")
+	for _, want := range []string{
+		`differ in configuration (isrbench.produce.delay=0s->2ms, old.key=1->unset); compared anyway`,
+		"± ∞: a 95% confidence interval of a median needs >= 6 runs per side",
+	} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes %q lack %q", notes, want)
+		}
+	}
+	if rep.Regressed() {
+		t.Errorf("identical numbers regressed: %v", rep.Regressions)
+	}
+	// With 6 runs per side the CI is finite: no ± ∞ note.
+	rep, err = Compare(reps("gate", nil, 6, 3000, 100, 200, slight), reps("gate", nil, 6, 3000, 100, 200, slight), CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Join(rep.Notes, "\n"); strings.Contains(n, "± ∞") || strings.Contains(n, "differ in configuration") {
+		t.Errorf("6+6 runs of one config: notes %q", n)
+	}
+}

@@ -84,8 +84,10 @@ func (c *consumer) close() { c.cl.Close() }
 // the HW after the run) and compares what it finds with what the producers had acknowledged.
 // Records of other writers are ignored. A record seen twice counts as duplicated; a
 // producer's sequence going backwards within a partition counts as out of order.
-func checkDurability(ctx context.Context, seeds []string, topic string, start, end []int64, prods []*producer) (results.DurabilityCounts, error) {
-	var dc results.DurabilityCounts
+//
+// It returns the totals and the counts by the producers' acks setting ("all", "1", "0").
+func checkDurability(ctx context.Context, seeds []string, topic string, start, end []int64, prods []*producer) (results.DurabilityCounts, map[string]results.DurabilityCounts, error) {
+	dcs := make([]results.DurabilityCounts, len(prods)) // per producer index
 	byID := make(map[uint32]int, len(prods))
 	seen := make([]bitset, len(prods))
 	for i, p := range prods {
@@ -104,7 +106,7 @@ func checkDurability(ctx context.Context, seeds []string, topic string, start, e
 			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}),
 			kgo.FetchMaxWait(200*time.Millisecond))
 		if err != nil {
-			return dc, err
+			return sumCounts(dcs, prods)
 		}
 		defer cl.Close()
 		last := make(map[[2]int64]uint64) // (producer index, partition) -> last seq
@@ -121,8 +123,9 @@ func checkDurability(ctx context.Context, seeds []string, topic string, start, e
 						left = append(left, fmt.Sprintf("%d at %d of [%d, %d) (last error: %v)", p, read[p], start[p], end[p], lastErr[int32(p)]))
 					}
 				}
-				countAcked(&dc, prods)
-				return dc, fmt.Errorf("reading back %s: partitions not read to their HW: %s: %w", topic, strings.Join(left, "; "), ctx.Err())
+				countAcked(dcs, prods)
+				tot, by, _ := sumCounts(dcs, prods)
+				return tot, by, fmt.Errorf("reading back %s: partitions not read to their HW: %s: %w", topic, strings.Join(left, "; "), ctx.Err())
 			}
 			fs.EachError(func(t string, p int32, err error) {
 				// The client retries retriable errors; remember the last one for the report.
@@ -153,12 +156,12 @@ func checkDurability(ctx context.Context, seeds []string, topic string, start, e
 					return
 				}
 				if seen[i].set(h.Seq) {
-					dc.Duplicated++ // a second copy is a duplicate, not also out of order
+					dcs[i].Duplicated++ // a second copy is a duplicate, not also out of order
 					return
 				}
 				k := [2]int64{int64(i), int64(p)}
 				if l, ok := last[k]; ok && h.Seq < l {
-					dc.OutOfOrder++ // first copy, but after a later record of its producer
+					dcs[i].OutOfOrder++ // first copy, but after a later record of its producer
 					return
 				}
 				last[k] = h.Seq
@@ -170,24 +173,44 @@ func checkDurability(ctx context.Context, seeds []string, topic string, start, e
 		for wi, w := range p.acked.w {
 			for ; w != 0; w &= w - 1 {
 				seq := uint64(wi)*64 + uint64(bits.TrailingZeros64(w))
-				dc.Acked++
+				dcs[i].Acked++
 				if seen[i].has(seq) {
-					dc.Verified++
+					dcs[i].Verified++
 				} else {
-					dc.Lost++
+					dcs[i].Lost++
 				}
 			}
 		}
 		p.mu.Unlock()
 	}
-	return dc, nil
+	return sumCounts(dcs, prods)
+}
+
+// sumCounts adds per-producer counts into totals and by-acks counts (error always nil).
+func sumCounts(dcs []results.DurabilityCounts, prods []*producer) (results.DurabilityCounts, map[string]results.DurabilityCounts, error) {
+	var tot results.DurabilityCounts
+	by := map[string]results.DurabilityCounts{}
+	for i, d := range dcs {
+		tot = addCounts(tot, d)
+		by[prods[i].spec.Acks] = addCounts(by[prods[i].spec.Acks], d)
+	}
+	return tot, by, nil
+}
+
+func addCounts(a, b results.DurabilityCounts) results.DurabilityCounts {
+	a.Acked += b.Acked
+	a.Verified += b.Verified
+	a.Lost += b.Lost
+	a.Duplicated += b.Duplicated
+	a.OutOfOrder += b.OutOfOrder
+	return a
 }
 
 // countAcked fills only Acked (when the read-back could not finish).
-func countAcked(dc *results.DurabilityCounts, prods []*producer) {
-	for _, p := range prods {
+func countAcked(dcs []results.DurabilityCounts, prods []*producer) {
+	for i, p := range prods {
 		p.mu.Lock()
-		dc.Acked += p.acked.count()
+		dcs[i].Acked = p.acked.count()
 		p.mu.Unlock()
 	}
 }

@@ -35,14 +35,65 @@
 //
 // # Faults
 //
-// faults is a schedule of {at, duration, kind, target, partition, latency, jitter, bandwidth};
-// at is relative to the start of measurement. Kinds (embedded target only): pause
-// (PauseBroker, like SIGSTOP; resumed after duration), kill (KillBroker, fenced at once;
-// restarted after duration), crash (kill plus loss of unsynced data; restarted), slow-link
-// (latency/jitter/bandwidth on every replica link of the broker, both directions) and
-// partition (those links down). target is "leader" or "follower" of the given partition of
-// the benchmark topic at the moment the fault starts, or a broker id. Applied faults are
-// listed in result.json faults.
+// faults is a schedule of {at, duration, kind, target, partition, fence, latency, jitter,
+// bandwidth}; at is relative to the start of measurement, and each fault is healed duration
+// after it was applied, at the latest when the measurement ends (embedded target only). Kinds (FaultKinds; pause, kill, restart,
+// crash are accepted as aliases):
+//
+//   - pause-broker: PauseBroker, like SIGSTOP or a long GC pause (the broker stops fetching,
+//     heartbeating and answering); resumed after duration.
+//   - kill-broker: an abrupt stop (no checkpoints); restarted from its data dir after
+//     duration, or with duration 0 left down until a restart-broker fault or the end of the
+//     measurement. fence: now (default) fences it in the controller at once; fence: session
+//     only after broker.session.timeout.ms, so a quick restart keeps its ISR membership.
+//   - crash-broker: kill-broker plus a power loss: every log loses what was not fsynced
+//     (flush.messages / flush.ms).
+//   - restart-broker: starts a stopped broker, or restarts a running one cleanly (HW
+//     checkpoint written, ISR membership kept); no duration.
+//   - slow-link: latency (+ uniform jitter) per request direction and a token-bucket
+//     bandwidth cap in bytes/s per connection and direction, on every replica link between
+//     the target and the other brokers. The cap is per connection, so more fetchers
+//     (num.replica.fetchers: one connection each) get more bandwidth, as on a real WAN link.
+//   - partition: no replica traffic between two groups of brokers ("0|1,2", or the target
+//     and every other broker). The in-process controller still sees every broker and client
+//     connections stay up: the cut-off followers leave the ISR after replica.lag.time.max.ms.
+//
+// target is a broker id, leader-of:TOPIC-PARTITION, follower-of:TOPIC-PARTITION (the first
+// running ISR follower), any-follower (a random running follower of faults[].partition), or
+// leader / follower (of faults[].partition of the benchmark topic); roles are resolved when
+// the fault starts. After the schedule, Run heals whatever is still broken (HealAll), waits
+// for full ISRs, then checks durability. Applied faults are listed in result.json faults in
+// schedule order, each with its timeline figures.
+//
+// # Partition timeline
+//
+// On the embedded target partitions.csv (linked from result.json config files.partitions)
+// has one row per partition every 100 ms from the start of measurement until the cluster is
+// fully replicated again after the run: leader, leader epoch, replicas, ISR, the leader's HW,
+// each running replica's LEO, under-replicated / under-min-ISR flags and the produce errors
+// by error name in that interval. From it the summary lists the ISR shrinks and expands with
+// their times, and per fault (config faults[i].*): the time from the fault's start to the
+// first ISR shrink, from its end to full ISRs again, and the failed produces meanwhile;
+// isr.leaderless_partition_s is the time partitions had no leader.
+//
+// # Producer groups
+//
+// producers may be a list of groups ({count, acks, rate, ...} each, rate per group); the flat
+// producers.* keys set the first group. Durability is reported per acks level
+// (durability.by_acks), failures per group (config producers[i].failed / .errors).
+//
+// # Durability
+//
+// Every record value starts with (producer id, seq) (see Header). After the run the
+// partitions are read back through a consumer from the leaders, from the offsets listed
+// before the load (inclusive) to the HW after it (exclusive): acknowledged / verified
+// (found) / lost / duplicated / out of order, per acks level. On the embedded target every
+// running replica's log is also read directly (batches parsed with core/records) over the
+// same range: replica logs must hold the leader's records at the same offsets
+// (durability.replicas_identical, config durability.replica_logs_*). A run with acks=all
+// producers that lost an acknowledged record fails (ErrDurability, exit 1) unless the spec
+// allows loss: unclean.leader.election.enable, isrbench.truncate.mode=hw, or crash-broker
+// without flush.messages=1 (config durability.loss_expected says which).
 //
 // # Open loop
 //
@@ -87,8 +138,7 @@
 // merged after the goroutines stopped. Samples whose intended send time lies outside
 // [measurement start, measurement end) are not recorded, so warm-up needs no reset.
 //
-// After the measurement the producers are drained, the consumers catch up to the HW, and the
-// durability check reads every partition back from the offsets listed before the load
-// (inclusive) to the HW after it (exclusive), counting acknowledged records verified, lost,
-// duplicated and out of order.
+// After the measurement the producers are drained, the faults healed, the consumers catch up
+// to the HW, and the durability checks run (see Durability). The partition timeline has its
+// own goroutine; it reads the producers' error counts under their locks.
 package workloads

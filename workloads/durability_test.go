@@ -35,22 +35,22 @@ func TestCheckDurability(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := &producer{id: pid}
+	p := &producer{id: pid, spec: ProducerSpec{Acks: "all"}}
 	for seq := uint64(0); seq < 5; seq++ {
 		p.acked.set(seq)
 	}
-	dc, err := checkDurability(ctx, seeds, "d", []int64{0}, []int64{7}, []*producer{p})
+	dc, by, err := checkDurability(ctx, seeds, "d", []int64{0}, []int64{7}, []*producer{p})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := results.DurabilityCounts{Acked: 5, Verified: 4, Lost: 1, Duplicated: 1, OutOfOrder: 1}
-	if dc != want {
-		t.Fatalf("durability %+v, want %+v", dc, want)
+	if dc != want || by["all"] != want || len(by) != 1 {
+		t.Fatalf("durability %+v (by acks %+v), want %+v", dc, by, want)
 	}
 	// Reading past what exists cannot finish: the check reports which partition is short.
 	short, cancel2 := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel2()
-	if _, err := checkDurability(short, seeds, "d", []int64{0}, []int64{9}, []*producer{p}); err == nil ||
+	if _, _, err := checkDurability(short, seeds, "d", []int64{0}, []int64{9}, []*producer{p}); err == nil ||
 		!strings.Contains(err.Error(), "0 at 7 of [0, 9)") {
 		t.Fatalf("short read: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"runtime/pprof"
 	"sync"
@@ -39,14 +40,16 @@ type producer struct {
 	sendDelay *results.Histogram // producer goroutine only
 	ack       *results.Recorder  // promise goroutines; the timeline takes intervals
 
-	mu     sync.Mutex // guards acked, errs
-	acked  bitset     // seq -> acknowledged (whole run, for the durability check)
-	errs   map[string]int64
-	sent   atomic.Int64 // records handed to the client (whole run)
-	nAcked atomic.Int64 // acknowledged in the window
-	nBytes atomic.Int64 // acknowledged bytes in the window
-	nErrs  atomic.Int64 // failed records (whole run)
-	inFl   sync.WaitGroup
+	mu        sync.Mutex // guards acked, errs, partErrs, failTimes
+	acked     bitset     // seq -> acknowledged (whole run, for the durability check)
+	errs      map[string]int64
+	partErrs  map[int32]map[string]int64 // partition -> error name -> failed records (whole run)
+	failTimes []int64                    // intended send times (unix ns) of failed records
+	sent      atomic.Int64               // records handed to the client (whole run)
+	nAcked    atomic.Int64               // acknowledged in the window
+	nBytes    atomic.Int64               // acknowledged bytes in the window
+	nErrs     atomic.Int64               // failed records (whole run)
+	inFl      sync.WaitGroup
 
 	pool sync.Pool // *kgo.Record with a message.size value
 }
@@ -65,6 +68,9 @@ func producerOpts(p ProducerSpec, topic string) []kgo.Opt {
 	}
 	if p.DeliveryTimeoutMs > 0 {
 		opts = append(opts, kgo.RecordDeliveryTimeout(time.Duration(p.DeliveryTimeoutMs)*time.Millisecond))
+	}
+	if p.Retries < math.MaxInt32 {
+		opts = append(opts, kgo.RecordRetries(p.Retries))
 	}
 	switch p.Acks {
 	case "all":
@@ -168,6 +174,16 @@ func (p *producer) promise(r *kgo.Record, err error) {
 		name := errorName(err)
 		p.mu.Lock()
 		p.errs[name]++
+		if p.partErrs == nil {
+			p.partErrs = map[int32]map[string]int64{}
+		}
+		pe := p.partErrs[r.Partition]
+		if pe == nil {
+			pe = map[string]int64{}
+			p.partErrs[r.Partition] = pe
+		}
+		pe[name]++
+		p.failTimes = append(p.failTimes, h.Intended)
 		p.mu.Unlock()
 	} else {
 		now := time.Now().UnixNano()

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -152,7 +153,7 @@ type run struct {
 	cons  []*consumer
 
 	faultsMu sync.Mutex
-	faults   []results.Fault
+	faults   []indexedFault
 	hists    runHists
 }
 
@@ -164,7 +165,7 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 		}
 	}
 	// Cancellation (ctrl-C) must still clean up: the target is closed by the defer below.
-	tgt, err := OpenTarget(ctx, r.opts.Target, s, TargetOptions{OnHWLag: r.onHWLag, Log: r.opts.Stderr})
+	tgt, err := OpenTarget(ctx, r.opts.Target, s, TargetOptions{OnHWLag: r.onHWLag, Log: r.opts.Stderr, Seed: rand.Uint64()})
 	if err != nil {
 		return nil, err
 	}
@@ -208,15 +209,23 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	}()
 	base := rand.Uint32() &^ 0xffff
 	ids := map[uint32]bool{}
-	for i := 0; i < s.Producers.Count; i++ {
-		rate := s.Producers.Rate / float64(s.Producers.Count)
-		p, err := newProducer(base+uint32(i), seeds, s.Producers, s.Topic.Name, rate, r.win, r.opts.WaitMode)
-		if err != nil {
-			r.closeClients()
-			return nil, err
+	type startAt struct{ group, index int }
+	var starts []startAt
+	for gi, g := range s.ProducerGroups() {
+		for i := 0; i < g.Count; i++ {
+			rate := 0.0
+			if g.Count > 0 {
+				rate = g.Rate / float64(g.Count)
+			}
+			p, err := newProducer(base+uint32(len(r.prods)), seeds, g, s.Topic.Name, rate, r.win, r.opts.WaitMode)
+			if err != nil {
+				r.closeClients()
+				return nil, err
+			}
+			ids[p.id] = true
+			r.prods = append(r.prods, p)
+			starts = append(starts, startAt{gi, i})
 		}
-		ids[p.id] = true
-		r.prods = append(r.prods, p)
 	}
 	defer r.closeClients()
 	ours := func(pid uint32) bool { return ids[pid] }
@@ -240,8 +249,8 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	prodErrs := make([]error, len(r.prods))
 	for i, p := range r.prods {
 		st := loadStart
-		if s.Producers.Rate > 0 {
-			st = st.Add(time.Duration(float64(i) * 1e9 / s.Producers.Rate))
+		if g := s.ProducerGroups()[starts[i].group]; g.Rate > 0 {
+			st = st.Add(time.Duration(float64(starts[i].index) * 1e9 / g.Rate))
 		}
 		prodWG.Add(1)
 		go func() { defer prodWG.Done(); prodErrs[i] = p.run(ctx, st, measureEnd) }()
@@ -253,7 +262,17 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	tlStarted = true
 	go func() { defer close(tlDone); tl.loop(tlCtx) }()
 	faultsDone := make(chan struct{})
-	go func() { defer close(faultsDone); r.runFaults(ctx, measureStart) }()
+	go func() { defer close(faultsDone); r.runFaults(ctx, measureStart, measureEnd) }()
+	var pt *partTimeline
+	ptDone := make(chan struct{})
+	ptCtx, stopPT := context.WithCancel(ctx)
+	if ps, ok := tgt.(partitionSampler); ok {
+		pt = newPartTimeline(r, ps, filepath.Join(r.dir, "partitions.csv"), measureStart)
+		go func() { defer close(ptDone); pt.loop(ptCtx) }()
+	} else {
+		close(ptDone)
+	}
+	defer func() { stopPT(); <-ptDone }() // before closeClients (deferred earlier): pt reads r.prods
 
 	var profFiles []string
 	var profErr error
@@ -265,6 +284,15 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	prodWG.Wait()
 	profStop()
 	<-faultsDone
+	if h, ok := tgt.(healer); ok {
+		restarted, err := h.HealAll()
+		if len(restarted) > 0 {
+			notef("end of measurement: restarted brokers %v still down from the fault schedule", restarted)
+		}
+		if err != nil {
+			notef("healing faults: %v", err)
+		}
+	}
 	for i, e := range prodErrs {
 		if e != nil {
 			stopTL()
@@ -285,6 +313,23 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	if len(s.Faults) > 0 {
+		// Give the healed cluster time to get every replica back in the ISR, so the replica
+		// logs can be compared; the partition timeline keeps recording meanwhile.
+		if _, err := ensureTopic(ctx, adm, s, 30*time.Second); err != nil {
+			notef("after the faults: %v", err)
+		}
+	}
+	if ps, ok := tgt.(partitionSampler); ok {
+		if behind := waitReplicated(ctx, ps, s.Topic.Name, 30*time.Second); behind != "" {
+			notef("replication not caught up before the read-back: %s", behind)
+		}
+	}
+	stopPT()
+	<-ptDone
+	if pt != nil && pt.err != nil {
+		notef("partition timeline: %v", pt.err)
+	}
 
 	// Let the consumers reach the HW, then check durability.
 	endOffs, err := listOffsets(ctx, adm, s.Topic.Name, s.Topic.Partitions, true)
@@ -295,13 +340,13 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	stopCons()
 	consWG.Wait()
 	verifyCtx, cancelVerify := context.WithTimeout(ctx, 60*time.Second)
-	dc, verr := checkDurability(verifyCtx, seeds, s.Topic.Name, startOffs, endOffs, r.prods)
+	dc, byAcks, verr := checkDurability(verifyCtx, seeds, s.Topic.Name, startOffs, endOffs, r.prods)
 	cancelVerify()
 	if verr != nil {
 		notef("durability check: %v", verr)
 	}
 
-	res := r.result(id, startedAt, tl, dc)
+	res := r.result(id, startedAt, tl, dc, byAcks)
 	if rc, ok := tgt.(replicaChecker); ok {
 		same, why, err := rc.ReplicasIdentical(s.Topic.Name)
 		switch {
@@ -312,6 +357,29 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 			res.Config["durability.replicas_note"] = why
 		}
 		res.Durability.ReplicasIdentical = same
+	}
+	fr := &FaultsReport{ProducerGroups: r.groupFigures()}
+	if rr, ok := tgt.(replicaRecords); ok {
+		rep := checkReplicaLogs(rr, s.Topic.Name, startOffs, r.prods)
+		rep.apply(res, fr)
+		if rep.err != nil {
+			notef("replica logs: %v", rep.err)
+		}
+		if !rep.identical {
+			notef("replica logs differ: %s", rep.why)
+		}
+	}
+	if why := lossExpected(s); why != "" {
+		res.Config["durability.loss_expected"] = why // derived from the settings
+		fr.LossExpected = why
+	}
+	if pt != nil {
+		pt.summarize(res, fr)
+		res.Config["files.partitions"] = fr.PartitionsCSV // constant names: safe for grouping
+	}
+	res.Config["files.faults"] = FaultsReportFile
+	if err := writeFaultsReport(r.dir, fr); err != nil {
+		return res, err
 	}
 	res.Files.Profiles = profFiles
 	if profErr != nil {
@@ -324,15 +392,111 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 		if err := results.PrintSummary(r.opts.Stdout, res); err != nil {
 			return res, err
 		}
+		fr.print(r.opts.Stdout)
 		fmt.Fprintf(r.opts.Stdout, "results: %s\n", r.dir)
 	}
 	if verr != nil {
 		return res, fmt.Errorf("durability check incomplete: %w", verr)
 	}
-	if dc.Lost > 0 && !s.Broker.UncleanLeaderElectionEnable && s.Broker.TruncateMode != "hw" && s.Producers.Acks == "all" {
-		return res, fmt.Errorf("%w: %d of %d acks=all records lost with clean elections only", ErrDurability, dc.Lost, dc.Acked)
+	if all := byAcks["all"]; all.Lost > 0 && lossExpected(s) == "" {
+		return res, fmt.Errorf("%w: %d of %d acks=all records lost with clean elections only", ErrDurability, all.Lost, all.Acked)
 	}
 	return res, nil
+}
+
+// groupFigures sums the producers' acknowledgements and failures per producer group.
+func (r *run) groupFigures() []GroupFigures {
+	var out []GroupFigures
+	pi := 0
+	for gi, g := range r.spec.ProducerGroups() {
+		gf := GroupFigures{Group: gi, Acks: g.Acks, Count: g.Count, Errors: map[string]int64{}}
+		for n := 0; n < g.Count && pi < len(r.prods); n, pi = n+1, pi+1 {
+			p := r.prods[pi]
+			gf.Failed += p.nErrs.Load()
+			p.mu.Lock()
+			gf.Acked += p.acked.count()
+			p.mu.Unlock()
+			for k, v := range p.errCounts() {
+				gf.Errors[k] += v
+			}
+		}
+		out = append(out, gf)
+	}
+	return out
+}
+
+// formatCounts is "A=1 B=2" in name order.
+func formatCounts(m map[string]int64) string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// lossExpected says why this spec may lose acknowledged acks=all records ("" = it must not):
+// unclean leader election, the truncate-to-HW ablation, or a crash (power loss) without an
+// fsync per message.
+func lossExpected(s *Spec) string {
+	var why []string
+	if s.Broker.UncleanLeaderElectionEnable {
+		why = append(why, "unclean.leader.election.enable=true")
+	}
+	if s.Broker.TruncateMode == "hw" {
+		why = append(why, "isrbench.truncate.mode=hw (ablation)")
+	}
+	if s.Broker.FlushMessages > 1 {
+		for _, f := range s.Faults {
+			if f.Kind == "crash-broker" {
+				why = append(why, "crash-broker with flush.messages > 1 (unsynced data dropped)")
+				break
+			}
+		}
+	}
+	return strings.Join(why, "; ")
+}
+
+// partitionErrors sums the producers' failed records by partition and error name (whole run).
+func (r *run) partitionErrors() map[int32]map[string]int64 {
+	out := map[int32]map[string]int64{}
+	for _, p := range r.prods {
+		p.mu.Lock()
+		for part, m := range p.partErrs {
+			o := out[part]
+			if o == nil {
+				o = map[string]int64{}
+				out[part] = o
+			}
+			for k, v := range m {
+				o[k] += v
+			}
+		}
+		p.mu.Unlock()
+	}
+	return out
+}
+
+// failedBetween counts failed records whose intended send time lies in [from, to] seconds
+// after the start of measurement.
+func (r *run) failedBetween(from, to float64) int64 {
+	lo := r.win.start + int64(from*1e9)
+	hi := r.win.start + int64(to*1e9)
+	var n int64
+	for _, p := range r.prods {
+		p.mu.Lock()
+		for _, t := range p.failTimes {
+			if t >= lo && t <= hi {
+				n++
+			}
+		}
+		p.mu.Unlock()
+	}
+	return n
 }
 
 // replicaChecker is implemented by targets that can compare replica logs (the embedded one).
@@ -425,7 +589,7 @@ func (r *run) startProfilesAt(ctx context.Context, at time.Time, files *[]string
 }
 
 // result assembles result.json from the merged histograms and counters.
-func (r *run) result(id string, startedAt time.Time, tl *timeline, dc results.DurabilityCounts) *results.Result {
+func (r *run) result(id string, startedAt time.Time, tl *timeline, dc results.DurabilityCounts, byAcks map[string]results.DurabilityCounts) *results.Result {
 	s := r.spec
 	ack, sd, e2e := results.NewHistogram(), results.NewHistogram(), results.NewHistogram()
 	var recs, bytes int64
@@ -456,15 +620,18 @@ func (r *run) result(id string, startedAt time.Time, tl *timeline, dc results.Du
 	}
 	res.Config["target"] = r.tgt.Name()
 	res.Durability.DurabilityCounts = dc
-	res.Durability.ByAcks = map[string]results.DurabilityCounts{s.Producers.Acks: dc}
-	if s.Producers.Acks == "0" {
+	res.Durability.ByAcks = byAcks
+	if _, ok := byAcks["0"]; ok {
 		res.Config["durability.note"] = "acks=0: nothing is acknowledged, durability counts only duplicates"
 	}
 	if !r.tgt.HasHWLag() {
 		res.Config["hw_lag.note"] = "hw_lag is measured inside the embedded core only; empty for " + r.tgt.Name()
 	}
 	r.faultsMu.Lock()
-	res.Faults = append(res.Faults, r.faults...)
+	sort.Slice(r.faults, func(a, b int) bool { return r.faults[a].i < r.faults[b].i })
+	for _, f := range r.faults {
+		res.Faults = append(res.Faults, f.f)
+	}
 	r.faultsMu.Unlock()
 	r.hists = runHists{ack, hw, e2e, sd}
 	return res

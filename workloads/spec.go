@@ -30,11 +30,15 @@ type Spec struct {
 	Name        string
 	Description string
 	// Brokers is the size of the embedded cluster (ignored for kafka:// targets). Default 3.
-	Brokers   int
-	Topic     TopicSpec
-	Broker    BrokerSpec
-	Producers ProducerSpec
-	Consumers ConsumerSpec
+	Brokers int
+	Topic   TopicSpec
+	Broker  BrokerSpec
+	// Producers is the first producer group (the flat keys producers.* and their aliases set
+	// it); MoreProducers are further groups, given in YAML as a list under producers:
+	// (producers: [{count: 1, acks: all}, {count: 1, acks: 1}]). See ProducerGroups.
+	Producers     ProducerSpec
+	MoreProducers []ProducerSpec
+	Consumers     ConsumerSpec
 	// Duration is the measurement window, after Warmup. Default 20s.
 	Duration time.Duration
 	// Warmup runs the full load before measurement; its samples are discarded. Default 5s.
@@ -73,6 +77,8 @@ type BrokerSpec struct {
 	HWUpdate                     string        // isrbench.hw.update: atomic|mutex, default atomic
 	TruncateMode                 string        // isrbench.truncate.mode: epoch|hw, default epoch (hw is an ablation that can lose data)
 	ProduceDelay                 time.Duration // isrbench.produce.delay: artificial delay per produce (gate tests), default 0
+	// HWCheckpointIntervalMs is replica.high.watermark.checkpoint.interval.ms, default 5000.
+	HWCheckpointIntervalMs int64
 }
 
 // ProducerSpec describes the producers: Count kgo clients, each on its own goroutine.
@@ -90,6 +96,10 @@ type ProducerSpec struct {
 	Keys               string // none (round robin, no key) | uniform (random key) | fixed (one key)
 	MaxBufferedRecords int    // producers.max.buffered.records: kgo MaxBufferedRecords, default 10000
 	DeliveryTimeoutMs  int64  // delivery.timeout.ms: kgo RecordDeliveryTimeout, default 120000
+	// Retries is the producer's retries (kgo RecordRetries), default 2147483647 (retry until
+	// delivery.timeout.ms, as Kafka's producer). 0 surfaces a retriable error such as
+	// NOT_ENOUGH_REPLICAS at once instead of retrying it.
+	Retries int
 	// EnableIdempotence is enable.idempotence (default true); it applies to acks=all only
 	// (with acks 1 or 0 the producers are never idempotent, as in Kafka).
 	EnableIdempotence bool
@@ -105,22 +115,29 @@ type ConsumerSpec struct {
 type Fault struct {
 	// At is when the fault starts, relative to the start of measurement.
 	At time.Duration
-	// Duration is how long it lasts before it is healed (resume, restart, link restored);
-	// 0 heals immediately after it was applied (e.g. kill then restart).
+	// Duration is how long it lasts before it is healed (resume, restart, link restored).
+	// kill-broker and crash-broker with duration 0 stay down until a restart-broker fault
+	// or the end of the measurement; restart-broker takes no duration.
 	Duration time.Duration
-	// Kind is pause|kill|crash|slow-link|partition (see FaultKinds).
+	// Kind is one of FaultKinds (pause-broker, kill-broker, restart-broker, crash-broker,
+	// slow-link, partition); the short names pause, kill, restart, crash are accepted.
 	Kind string
-	// Target names the broker: "leader" / "follower" (of Partition of the benchmark topic) or a broker id.
+	// Target names the broker(s), see ParseFaultTarget: a broker id,
+	// leader-of:TOPIC-PARTITION, follower-of:TOPIC-PARTITION, any-follower, leader, follower;
+	// for partition also two groups "0|1,2". Default "leader".
 	Target string
-	// Partition whose leader/follower Target refers to; default 0.
+	// Partition of the benchmark topic that leader, follower and any-follower refer to; default 0.
 	Partition int
-	// Latency, Jitter and Bandwidth (bytes/s) shape a slow-link fault on every replica link of the target.
+	// Fence is how the controller learns of a kill-broker / crash-broker: "now" (default,
+	// fenced at once, as after a controlled shutdown notice) or "session" (only when
+	// broker.session.timeout.ms passes without a heartbeat, as for a real crash; a broker
+	// restarted before that stays registered and in its ISRs).
+	Fence string
+	// Latency, Jitter and Bandwidth (bytes/s per connection and direction) shape a slow-link
+	// fault on every replica link between the target and the other brokers, both directions.
 	Latency, Jitter time.Duration
 	Bandwidth       int64
 }
-
-// FaultKinds lists the fault kinds.
-var FaultKinds = []string{"pause", "kill", "crash", "slow-link", "partition"}
 
 // DefaultSpec returns a Spec with every field at its default (the values of specs/default.yaml
 // before its own settings).
@@ -144,9 +161,10 @@ func DefaultSpec() *Spec {
 			IO:                           "pwritev",
 			HWUpdate:                     "atomic",
 			TruncateMode:                 "epoch",
+			HWCheckpointIntervalMs:       5000,
 		},
 		Producers: ProducerSpec{Count: 2, Acks: "all", MessageSize: 1024, Rate: 5000, BatchSize: 16384,
-			Keys: "none", MaxBufferedRecords: 10000, DeliveryTimeoutMs: 120000, EnableIdempotence: true},
+			Keys: "none", MaxBufferedRecords: 10000, DeliveryTimeoutMs: 120000, EnableIdempotence: true, Retries: math.MaxInt32},
 		Consumers: ConsumerSpec{Count: 1},
 		Duration:  20 * time.Second,
 		Warmup:    5 * time.Second,
@@ -157,6 +175,7 @@ func DefaultSpec() *Spec {
 func (s *Spec) Clone() *Spec {
 	c := *s
 	c.Faults = append([]Fault(nil), s.Faults...)
+	c.MoreProducers = append([]ProducerSpec(nil), s.MoreProducers...)
 	c.SweepKeys = append([]string(nil), s.SweepKeys...)
 	if s.Sweep != nil {
 		c.Sweep = make(map[string][]string, len(s.Sweep))
@@ -255,6 +274,11 @@ func (s *Spec) applyNode(prefix string, m *yaml.Node) error {
 				return err
 			}
 			continue
+		case prefix == "" && key == "producers" && v.Kind == yaml.SequenceNode:
+			if err := s.applyProducerList(v); err != nil {
+				return err
+			}
+			continue
 		case prefix == "" && sections[key]:
 			if v.Kind == yaml.ScalarNode && (v.Tag == "!!null" || v.Value == "") {
 				continue
@@ -289,6 +313,61 @@ func nodeKind(n *yaml.Node) string {
 		return "list"
 	}
 	return "value"
+}
+
+// applyProducerList reads producers: as a list of groups: the first into Producers, the rest
+// into MoreProducers (each group starts from the defaults).
+func (s *Spec) applyProducerList(v *yaml.Node) error {
+	if len(v.Content) == 0 {
+		return fmt.Errorf("line %d: producers: empty list; want at least one group {count, acks, ...}", v.Line)
+	}
+	s.MoreProducers = nil
+	for i, it := range v.Content {
+		if it.Kind != yaml.MappingNode {
+			return fmt.Errorf("line %d: producers[%d]: want a mapping of producer settings", it.Line, i)
+		}
+		tmp := DefaultSpec()
+		if err := tmp.applyNode("producers", it); err != nil {
+			return fmt.Errorf("producers[%d]: %w", i, err)
+		}
+		if i == 0 {
+			s.Producers = tmp.Producers
+		} else {
+			s.MoreProducers = append(s.MoreProducers, tmp.Producers)
+		}
+	}
+	return nil
+}
+
+// ProducerGroups returns every producer group: Producers, then MoreProducers.
+func (s *Spec) ProducerGroups() []ProducerSpec {
+	return append([]ProducerSpec{s.Producers}, s.MoreProducers...)
+}
+
+// validateProducerGroups range-checks every group and its rate against the duration.
+func (s *Spec) validateProducerGroups() error {
+	for i, g := range s.ProducerGroups() {
+		name := "producers"
+		if len(s.MoreProducers) > 0 {
+			name = fmt.Sprintf("producers[%d]", i)
+		}
+		if i > 0 {
+			tmp := s.Clone()
+			tmp.Producers = g
+			for _, p := range params {
+				if strings.HasPrefix(p.Key, "producers.") {
+					if err := p.set(tmp.Clone(), fmt.Sprint(p.get(tmp))); err != nil {
+						return fmt.Errorf("%s: %w", name, err)
+					}
+				}
+			}
+		}
+		if g.Count > 0 && g.Rate > 0 && g.Rate < float64(g.Count)/s.Duration.Seconds() {
+			return fmt.Errorf("%s.rate: %g records/s gives each of %d producers less than one record in %s",
+				name, g.Rate, g.Count, s.Duration)
+		}
+	}
+	return nil
 }
 
 func (s *Spec) applySweep(v *yaml.Node) error {
@@ -366,13 +445,15 @@ func (s *Spec) applyFaults(v *yaml.Node) error {
 			case "duration":
 				f.Duration, err = parseDuration(name, val.Value, 0, 24*time.Hour)
 			case "kind":
-				f.Kind, err = parseEnum(name, val.Value, FaultKinds)
+				f.Kind, err = CanonicalFaultKind(name, val.Value)
 			case "target":
 				f.Target = val.Value
 			case "partition":
 				var n int64
 				n, err = parseInt(name, val.Value, 0, 100000)
 				f.Partition = int(n)
+			case "fence":
+				f.Fence, err = parseEnum(name, val.Value, []string{"now", "session"})
 			case "latency":
 				f.Latency, err = parseDuration(name, val.Value, 0, time.Minute)
 			case "jitter":
@@ -380,7 +461,7 @@ func (s *Spec) applyFaults(v *yaml.Node) error {
 			case "bandwidth":
 				f.Bandwidth, err = parseInt(name, val.Value, 0, math.MaxInt64)
 			default:
-				err = fmt.Errorf("unknown key %q (known: at, duration, kind, target, partition, latency, jitter, bandwidth)", name)
+				err = fmt.Errorf("unknown key %q (known: at, duration, kind, target, partition, fence, latency, jitter, bandwidth)", name)
 			}
 			if err != nil {
 				return fmt.Errorf("line %d: %w", val.Line, err)
@@ -413,30 +494,11 @@ func (s *Spec) Validate() error {
 		return fmt.Errorf("producers.rate: %g records/s gives each of %d producers less than one record in %s",
 			s.Producers.Rate, s.Producers.Count, s.Duration)
 	}
-	for i, f := range s.Faults {
-		if f.At >= s.Duration {
-			return fmt.Errorf("faults[%d].at: %s is not inside the measurement (duration %s); allowed 0s..%s (exclusive)",
-				i, f.At, s.Duration, s.Duration)
-		}
-		if f.Partition >= s.Topic.Partitions {
-			return fmt.Errorf("faults[%d].partition: %d, topic has %d partitions; allowed 0..%d",
-				i, f.Partition, s.Topic.Partitions, s.Topic.Partitions-1)
-		}
-		switch f.Target {
-		case "leader", "follower":
-		default:
-			id, err := strconv.Atoi(f.Target)
-			if err != nil || id < 0 || id >= s.Brokers {
-				return fmt.Errorf("faults[%d].target: %q; allowed leader, follower or a broker id 0..%d",
-					i, f.Target, s.Brokers-1)
-			}
-		}
-		if f.Kind != "slow-link" && (f.Latency != 0 || f.Jitter != 0 || f.Bandwidth != 0) {
-			return fmt.Errorf("faults[%d]: latency/jitter/bandwidth apply only to kind slow-link, not %s", i, f.Kind)
-		}
-		if f.Kind == "slow-link" && f.Latency == 0 && f.Bandwidth == 0 {
-			return fmt.Errorf("faults[%d]: slow-link needs latency or bandwidth", i)
-		}
+	if err := s.validateProducerGroups(); err != nil {
+		return err
+	}
+	if err := s.validateFaults(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -485,6 +547,18 @@ func (s *Spec) Config() map[string]any {
 		m[p.Key] = v
 	}
 	m["faults"] = len(s.Faults)
+	if len(s.MoreProducers) > 0 {
+		m["producers.groups"] = 1 + len(s.MoreProducers)
+		for i, g := range s.MoreProducers {
+			tmp := *s
+			tmp.Producers = g
+			for _, p := range params {
+				if rest, ok := strings.CutPrefix(p.Key, "producers."); ok {
+					m[fmt.Sprintf("producers[%d].%s", i+1, rest)] = p.get(&tmp)
+				}
+			}
+		}
+	}
 	return m
 }
 
@@ -728,6 +802,7 @@ var params = []Param{
 	enumP("isrbench.io", []string{"broker.isrbench.io"}, []string{"pwritev", "uring", "write"}, "log write path, default pwritev", func(s *Spec) *string { return &s.Broker.IO }),
 	enumP("isrbench.hw.update", []string{"broker.isrbench.hw.update"}, []string{"atomic", "mutex"}, "HW advance, default atomic", func(s *Spec) *string { return &s.Broker.HWUpdate }),
 	enumP("isrbench.truncate.mode", []string{"broker.isrbench.truncate.mode"}, []string{"epoch", "hw"}, "follower truncation, default epoch (hw: ablation)", func(s *Spec) *string { return &s.Broker.TruncateMode }),
+	int64P("replica.high.watermark.checkpoint.interval.ms", []string{"broker.replica.high.watermark.checkpoint.interval.ms"}, 1, 24*3600*1000, "how often each broker writes its HW checkpoint (ms), default 5000", func(s *Spec) *int64 { return &s.Broker.HWCheckpointIntervalMs }),
 	durP("isrbench.produce.delay", []string{"broker.isrbench.produce.delay"}, 0, time.Minute, "artificial delay per produce, default 0", func(s *Spec) *time.Duration { return &s.Broker.ProduceDelay }),
 
 	intP("producers.count", nil, 0, 1024, "producer clients, default 2", func(s *Spec) *int { return &s.Producers.Count }),
@@ -762,6 +837,7 @@ var params = []Param{
 	intP("producers.max.buffered.records", []string{"max.buffered.records"}, 1, 1000000, "kgo MaxBufferedRecords per producer, default 10000", func(s *Spec) *int { return &s.Producers.MaxBufferedRecords }),
 	int64P("producers.delivery.timeout.ms", []string{"delivery.timeout.ms"}, 0, 24*3600*1000, "kgo RecordDeliveryTimeout (ms, 0 = none), default 120000", func(s *Spec) *int64 { return &s.Producers.DeliveryTimeoutMs }),
 
+	intP("producers.retries", []string{"retries"}, 0, math.MaxInt32, "producer retries of a retriable error, default 2147483647", func(s *Spec) *int { return &s.Producers.Retries }),
 	boolP("producers.enable.idempotence", []string{"enable.idempotence"}, "idempotent producers (acks=all only), default true", func(s *Spec) *bool { return &s.Producers.EnableIdempotence }),
 
 	intP("consumers.count", nil, 0, 64, "end-to-end consumers (each reads every partition), default 1", func(s *Spec) *int { return &s.Consumers.Count }),

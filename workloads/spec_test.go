@@ -59,7 +59,7 @@ func TestDefaultSpecValues(t *testing.T) {
 		t.Fatalf("fetchers sweep = %+v", f.SweepAxes())
 	}
 	lk, _ := Load("leader-kill")
-	if len(lk.Faults) != 3 || lk.Faults[1].At != 8*time.Second || lk.Faults[1].Kind != "kill" || lk.Faults[1].Target != "leader" {
+	if len(lk.Faults) != 3 || lk.Faults[1].At != 8*time.Second || lk.Faults[1].Kind != "kill-broker" || lk.Faults[1].Target != "leader-of:isrbench-0" {
 		t.Fatalf("leader-kill faults = %+v", lk.Faults)
 	}
 }
@@ -84,9 +84,9 @@ func TestSpecErrors(t *testing.T) {
 		{"section not a map", "broker: 3\n", []string{"broker", "mapping"}},
 		{"list for scalar", "brokers: [1, 2]\n", []string{"brokers", "single value"}},
 		{"fault unknown key", "faults:\n  - {at: 1s, kind: pause, when: 2s}\n", []string{`faults[0].when`, "known: at, duration"}},
-		{"fault kind", "faults: [{at: 1s, kind: reboot}]\n", []string{"faults[0].kind", "pause|kill|crash|slow-link|partition"}},
+		{"fault kind", "faults: [{at: 1s, kind: reboot}]\n", []string{"faults[0].kind", "pause-broker|kill-broker|restart-broker|crash-broker|slow-link|partition"}},
 		{"fault after end", "duration: 5s\nfaults: [{at: 6s, kind: pause}]\n", []string{"faults[0].at", "allowed 0s..5s"}},
-		{"fault target", "faults: [{at: 1s, kind: pause, target: 7}]\n", []string{"faults[0].target", "broker id 0..2"}},
+		{"fault target", "faults: [{at: 1s, kind: pause, target: 7}]\n", []string{"faults[0].target", "broker ids 0..2"}},
 		{"fault no kind", "faults: [{at: 1s}]\n", []string{"faults[0].kind is required"}},
 		{"slow link params", "faults: [{at: 1s, kind: pause, latency: 5ms}]\n", []string{"only to kind slow-link"}},
 		{"sweep unknown", "sweep: {fetchers: [1, 2]}\n", []string{"sweep", `"fetchers"`}},

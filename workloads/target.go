@@ -48,6 +48,8 @@ type TargetOptions struct {
 	// OnHWLag receives the core's leader append -> HW lag (ns, records) (embedded only).
 	OnHWLag func(lagNs, records int64)
 	Log     io.Writer
+	// Seed drives random fault targets (any-follower).
+	Seed uint64
 }
 
 // embeddedTarget is set by target_embedded.go (the netfetch embedded cluster).

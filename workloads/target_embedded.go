@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/isrbench/isrbench/core/log"
 	"github.com/isrbench/isrbench/core/partition"
+	"github.com/isrbench/isrbench/core/records"
 	"github.com/isrbench/isrbench/netfetch"
 )
 
@@ -27,6 +29,11 @@ type embedded struct {
 	minISR  int
 	closeMu sync.Once
 	err     error
+
+	mu          sync.Mutex // guards stopped, faultyLinks, rng
+	stopped     map[int32]bool
+	faultyLinks [][2][]int32
+	rng         *rand.Rand
 
 	// Cumulative ISR counters across broker restarts (a restarted broker starts from 0).
 	cntMu            sync.Mutex
@@ -54,6 +61,7 @@ func (s *Spec) ClusterConfig() (netfetch.ClusterConfig, error) {
 	b.HWUpdate = s.Broker.HWUpdate
 	b.TruncateMode = s.Broker.TruncateMode
 	b.ProduceDelay = s.Broker.ProduceDelay
+	b.ReplicaHighWatermarkCheckpointIntervalMs = s.Broker.HWCheckpointIntervalMs
 	w, err := log.NewWriter(s.Broker.IO)
 	if err != nil {
 		return cc, fmt.Errorf("isrbench.io: %w", err)
@@ -61,6 +69,9 @@ func (s *Spec) ClusterConfig() (netfetch.ClusterConfig, error) {
 	b.Log.Writer = w
 	cc.Controller.UncleanLeaderElectionEnable = s.Broker.UncleanLeaderElectionEnable
 	cc.Controller.BrokerSessionTimeoutMs = s.Broker.BrokerSessionTimeoutMs
+	// broker.heartbeat.interval.ms: Kafka's 2000 against its 9000 ms session, scaled down for
+	// shorter sessions (a heartbeat every session/3 would let one late tick fence a broker).
+	b.HeartbeatIntervalMs = min(2000, max(10, s.Broker.BrokerSessionTimeoutMs/4))
 	return cc, nil
 }
 
@@ -88,7 +99,8 @@ func openEmbedded(ctx context.Context, s *Spec, o TargetOptions) (Target, error)
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("embedded cluster: %w", err)
 	}
-	return &embedded{c: c, dir: dir, seeds: splitList(c.Bootstrap()), minISR: s.Topic.MinInsyncReplicas}, nil
+	return &embedded{c: c, dir: dir, seeds: splitList(c.Bootstrap()), minISR: s.Topic.MinInsyncReplicas,
+		rng: rand.New(rand.NewPCG(o.Seed, 0x15b))}, nil
 }
 
 func (e *embedded) Name() string    { return "embedded" }
@@ -172,82 +184,198 @@ func (e *embedded) count(id int32, shrinks, expands int64) {
 	e.lastCnt[id] = [2]int64{shrinks, expands}
 }
 
-// ApplyFault resolves the target broker and applies the fault; heal undoes it.
+// ApplyFault resolves the target broker(s) and applies the fault; heal undoes it (nil for
+// restart-broker, and for kill-broker / crash-broker with duration 0, which stay down until a
+// restart-broker fault or HealAll).
 func (e *embedded) ApplyFault(_ context.Context, topic string, f Fault) (string, func() error, error) {
-	id, err := e.resolve(topic, f)
+	pt, err := ParseFaultTarget("target", f, len(e.c.BrokerIDs()), topic, int(^uint(0)>>1))
+	if err != nil {
+		return "", nil, err
+	}
+	if f.Kind == "partition" && pt.IsGroups() {
+		return e.partition(pt.Groups[0], pt.Groups[1])
+	}
+	id, err := e.resolve(pt.Ref, f.Kind == "restart-broker")
 	if err != nil {
 		return "", nil, err
 	}
 	desc := "broker=" + strconv.Itoa(int(id))
 	switch f.Kind {
-	case "pause":
+	case "pause-broker":
 		if err := e.c.PauseBroker(id); err != nil {
 			return desc, nil, err
 		}
 		return desc, func() error { return e.c.ResumeBroker(id) }, nil
-	case "kill":
-		if err := e.c.KillBroker(id); err != nil {
+	case "kill-broker", "crash-broker":
+		stop := e.c.KillBroker
+		switch {
+		case f.Kind == "crash-broker" && f.Fence == "session":
+			stop = e.c.CrashBrokerAwaitSession
+		case f.Kind == "crash-broker":
+			stop = e.c.CrashBroker
+		case f.Fence == "session":
+			stop = e.c.KillBrokerAwaitSession
+		}
+		if err := stop(id); err != nil {
 			return desc, nil, err
 		}
-		return desc, func() error { return e.c.RestartBroker(id) }, nil
-	case "crash":
-		if err := e.c.CrashBroker(id); err != nil {
-			return desc, nil, err
+		e.setStopped(id, true)
+		if f.Duration == 0 {
+			return desc, nil, nil
 		}
-		return desc, func() error { return e.c.RestartBroker(id) }, nil
-	case "slow-link", "partition":
-		lf := netfetch.LinkFault{Latency: f.Latency, Jitter: f.Jitter, BandwidthBytesPerSec: f.Bandwidth, Down: f.Kind == "partition"}
-		var others []int32
-		for _, o := range e.c.BrokerIDs() {
-			if o != id {
-				others = append(others, o)
-				e.c.SetLink(id, o, lf)
-				e.c.SetLink(o, id, lf)
-			}
-		}
-		desc = fmt.Sprintf("links=%d<->%v", id, others)
 		return desc, func() error {
-			for _, o := range others {
-				e.c.SetLink(id, o, netfetch.LinkFault{})
-				e.c.SetLink(o, id, netfetch.LinkFault{})
+			if !e.isStopped(id) {
+				return nil // a restart-broker fault restarted it already
 			}
-			return nil
+			return e.restart(id)
 		}, nil
+	case "restart-broker":
+		return desc, nil, e.restart(id)
+	case "slow-link":
+		lf := netfetch.LinkFault{Latency: f.Latency, Jitter: f.Jitter, BandwidthBytesPerSec: f.Bandwidth}
+		return e.setLinks([]int32{id}, e.others(id), lf)
+	case "partition":
+		return e.partition([]int32{id}, e.others(id))
 	}
 	return "", nil, fmt.Errorf("fault kind %q; allowed %s", f.Kind, strings.Join(FaultKinds, "|"))
 }
 
-func (e *embedded) resolve(topic string, f Fault) (int32, error) {
-	switch f.Target {
-	case "leader", "follower":
-		st, ok := e.c.Controller().Partition(topic, int32(f.Partition))
-		if !ok {
-			return 0, fmt.Errorf("fault target %s: no partition %s-%d", f.Target, topic, f.Partition)
+func (e *embedded) others(id int32) []int32 {
+	var o []int32
+	for _, b := range e.c.BrokerIDs() {
+		if b != id {
+			o = append(o, b)
 		}
-		if f.Target == "leader" {
-			if st.Leader < 0 {
-				return 0, fmt.Errorf("fault target leader: %s-%d has no leader", topic, f.Partition)
-			}
-			return st.Leader, nil
-		}
-		// A follower in the ISR (the interesting one: pausing it shrinks the ISR).
-		for _, r := range st.ISR {
-			if r != st.Leader {
-				return r, nil
-			}
-		}
-		for _, r := range st.Replicas {
-			if r != st.Leader {
-				return r, nil
-			}
-		}
-		return 0, fmt.Errorf("fault target follower: %s-%d has no follower (replicas %v)", topic, f.Partition, st.Replicas)
 	}
-	id, err := strconv.Atoi(f.Target)
-	if err != nil || !slices.Contains(e.c.BrokerIDs(), int32(id)) {
-		return 0, fmt.Errorf("fault target %q: allowed leader, follower or a broker id %v", f.Target, e.c.BrokerIDs())
+	return o
+}
+
+// partition cuts every replica link between the groups a and b (both directions). The
+// controller is in-process and still sees every broker (like a KRaft quorum reachable from
+// both sides), and client connections are not cut: the followers cut off from their leader
+// fall out of its ISR, and acks=all fails with NOT_ENOUGH_REPLICAS once the ISR is below
+// min.insync.replicas.
+func (e *embedded) partition(a, b []int32) (string, func() error, error) {
+	return e.setLinks(a, b, netfetch.LinkFault{Down: true})
+}
+
+// setLinks applies lf to every replica link between a and b, both directions.
+func (e *embedded) setLinks(a, b []int32, lf netfetch.LinkFault) (string, func() error, error) {
+	for _, x := range a {
+		for _, y := range b {
+			e.c.SetLink(x, y, lf)
+			e.c.SetLink(y, x, lf)
+		}
 	}
-	return int32(id), nil
+	e.mu.Lock()
+	e.faultyLinks = append(e.faultyLinks, [2][]int32{a, b})
+	e.mu.Unlock()
+	desc := fmt.Sprintf("links=%v<->%v", a, b)
+	return desc, func() error {
+		for _, x := range a {
+			for _, y := range b {
+				e.c.SetLink(x, y, netfetch.LinkFault{})
+				e.c.SetLink(y, x, netfetch.LinkFault{})
+			}
+		}
+		return nil
+	}, nil
+}
+
+func (e *embedded) setStopped(id int32, v bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped == nil {
+		e.stopped = map[int32]bool{}
+	}
+	e.stopped[id] = v
+}
+
+func (e *embedded) isStopped(id int32) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stopped[id]
+}
+
+// restart starts a stopped broker from its data dir, or restarts a running one cleanly.
+func (e *embedded) restart(id int32) error {
+	if err := e.c.RestartBroker(id); err != nil {
+		return err
+	}
+	e.setStopped(id, false)
+	return nil
+}
+
+// HealAll restarts every broker still stopped and heals every link fault; the runner calls it
+// after the schedule, before the read-back. It returns the brokers it restarted.
+func (e *embedded) HealAll() ([]int32, error) {
+	var restarted []int32
+	var firstErr error
+	for _, id := range e.c.BrokerIDs() {
+		if e.isStopped(id) {
+			if err := e.restart(id); err != nil && firstErr == nil {
+				firstErr = err
+			} else {
+				restarted = append(restarted, id)
+			}
+		}
+	}
+	e.mu.Lock()
+	links := e.faultyLinks
+	e.faultyLinks = nil
+	e.mu.Unlock()
+	for _, g := range links {
+		for _, x := range g[0] {
+			for _, y := range g[1] {
+				e.c.SetLink(x, y, netfetch.LinkFault{})
+				e.c.SetLink(y, x, netfetch.LinkFault{})
+			}
+		}
+	}
+	return restarted, firstErr
+}
+
+// resolve finds the broker a target names at this moment. Roles pick among running brokers;
+// stoppedOK allows a stopped broker named by id (restart-broker).
+func (e *embedded) resolve(t TargetRef, stoppedOK bool) (int32, error) {
+	if t.Role == "id" {
+		if e.isStopped(t.ID) && !stoppedOK {
+			return 0, fmt.Errorf("fault target broker %d is stopped (kill-broker/crash-broker without a restart yet)", t.ID)
+		}
+		return t.ID, nil
+	}
+	st, ok := e.c.Controller().Partition(t.Topic, int32(t.Partition))
+	if !ok {
+		return 0, fmt.Errorf("fault target %s: no partition %s-%d", t, t.Topic, t.Partition)
+	}
+	if t.Role == "leader" {
+		if st.Leader < 0 {
+			return 0, fmt.Errorf("fault target %s: %s-%d has no leader", t, t.Topic, t.Partition)
+		}
+		return st.Leader, nil
+	}
+	// A running follower in the ISR (the interesting one: pausing it shrinks the ISR), else
+	// any running follower.
+	var cands []int32
+	for _, set := range [][]int32{st.ISR, st.Replicas} {
+		for _, r := range set {
+			if r != st.Leader && !e.isStopped(r) && !slices.Contains(cands, r) {
+				cands = append(cands, r)
+			}
+		}
+		if len(cands) > 0 {
+			break
+		}
+	}
+	if len(cands) == 0 {
+		return 0, fmt.Errorf("fault target %s: %s-%d has no running follower (leader %d, replicas %v)", t, t.Topic, t.Partition, st.Leader, st.Replicas)
+	}
+	if t.Role == "any-follower" {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return cands[e.rng.IntN(len(cands))], nil
+	}
+	return cands[0], nil
 }
 
 // ReplicasIdentical compares, for every partition of topic, the bytes of each ISR member's log
@@ -321,4 +449,69 @@ func readChunk(r *partition.Replica, off, to int64, buf *[]byte) (int64, error) 
 	}
 	*buf, err = sl.ReadAll((*buf)[:0])
 	return sl.NextOffset, err
+}
+
+// replicaRecords is implemented by targets whose replica logs can be read directly (embedded).
+type replicaRecords interface {
+	// PartitionReplicas returns the partition's leader (-1 if none), HW (exclusive) and
+	// running replicas.
+	PartitionReplicas(topic string, p int32) (leader int32, hw int64, replicas []int32, err error)
+	// ReadReplica calls fn for every record in [from, to) (from inclusive, to exclusive) of
+	// broker id's replica log, in offset order.
+	ReadReplica(topic string, p int32, id int32, from, to int64, fn func(offset int64, value []byte)) error
+}
+
+func (e *embedded) PartitionReplicas(topic string, p int32) (int32, int64, []int32, error) {
+	st, ok := e.c.Controller().Partition(topic, p)
+	if !ok {
+		return -1, 0, nil, fmt.Errorf("no partition %s-%d", topic, p)
+	}
+	var running []int32
+	for _, id := range st.Replicas {
+		if !e.isStopped(id) && e.c.Broker(id) != nil {
+			running = append(running, id)
+		}
+	}
+	if st.Leader < 0 || e.isStopped(st.Leader) {
+		return -1, 0, running, nil
+	}
+	lr, ok := e.c.Broker(st.Leader).Replica(topic, p)
+	if !ok {
+		return -1, 0, running, fmt.Errorf("leader %d does not host %s-%d", st.Leader, topic, p)
+	}
+	return st.Leader, lr.HW(), running, nil
+}
+
+func (e *embedded) ReadReplica(topic string, p int32, id int32, from, to int64, fn func(offset int64, value []byte)) error {
+	b := e.c.Broker(id)
+	if b == nil || e.isStopped(id) {
+		return fmt.Errorf("broker %d is not running", id)
+	}
+	r, ok := b.Replica(topic, p)
+	if !ok {
+		return fmt.Errorf("broker %d does not host %s-%d", id, topic, p)
+	}
+	if ls := r.LogStart(); from < ls {
+		return fmt.Errorf("broker %d %s-%d: log starts at %d, after %d", id, topic, p, ls, from)
+	}
+	var buf []byte
+	for off := from; off < to; {
+		next, err := readChunk(r, off, to, &buf)
+		if err != nil {
+			return fmt.Errorf("broker %d %s-%d at %d: %w", id, topic, p, off, err)
+		}
+		err = records.Split(buf, func(batch []byte, h records.Header) error {
+			return records.ForEachRecord(batch, func(o, _ int64, _, value []byte) error {
+				if o >= off && o < to {
+					fn(o, value)
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return fmt.Errorf("broker %d %s-%d in [%d, %d): %w", id, topic, p, off, next, err)
+		}
+		off = next
+	}
+	return nil
 }

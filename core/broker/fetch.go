@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -48,15 +49,21 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest) {
 	var deadline time.Time
 	var timer *time.Timer
 	var cases []reflect.SelectCase
+	var chBuf [maxStaticWait]<-chan struct{}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+			timerPool.Put(timer)
+		}
+	}()
 	for {
-		total, anyErr, waitChs := b.readPartitions(req, replica)
+		total, anyErr, waitChs := b.readPartitions(req, replica, chBuf[:0])
 		if anyErr || total >= int64(req.MinBytes) || req.MaxWait <= 0 || len(waitChs) == 0 || !b.running() || ctx.Err() != nil {
 			return
 		}
 		if timer == nil {
 			deadline = time.Now().Add(req.MaxWait)
-			timer = time.NewTimer(req.MaxWait)
-			defer timer.Stop()
+			timer = getTimer(req.MaxWait)
 		} else if !time.Now().Before(deadline) {
 			return
 		}
@@ -65,14 +72,25 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest) {
 			parts[i].Records.Release()
 			parts[i].Records = emptySlice
 		}
-		if len(waitChs) == 1 {
+		if len(waitChs) <= maxStaticWait {
+			// An allocation-free select over up to maxStaticWait channels (nil
+			// channels never fire); reflect.Select allocates on every call.
+			var w [maxStaticWait]<-chan struct{}
+			copy(w[:], waitChs)
 			select {
-			case <-waitChs[0]:
+			case <-w[0]:
+			case <-w[1]:
+			case <-w[2]:
+			case <-w[3]:
+			case <-w[4]:
+			case <-w[5]:
+			case <-w[6]:
+			case <-w[7]:
 			case <-timer.C:
-				b.readPartitions(req, replica)
+				b.readPartitions(req, replica, chBuf[:0])
 				return
 			case <-ctx.Done():
-				b.readPartitions(req, replica)
+				b.readPartitions(req, replica, chBuf[:0])
 				return
 			case <-b.ctx.Done():
 				return
@@ -90,12 +108,29 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest) {
 		chosen, _, _ := reflect.Select(cases)
 		switch chosen {
 		case 0, 1:
-			b.readPartitions(req, replica)
+			b.readPartitions(req, replica, chBuf[:0])
 			return
 		case 2:
 			return
 		}
 	}
+}
+
+// maxStaticWait is the number of partition channels a parked Fetch waits on
+// with a plain select; more fall back to reflect.Select.
+const maxStaticWait = 8
+
+// timerPool recycles long-poll timers (a time.Timer per parked Fetch was a
+// steady source of garbage). Go 1.23+ timers: Stop + Reset leave no stale
+// tick in the channel.
+var timerPool sync.Pool
+
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := timerPool.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
 }
 
 // updateFollower records a replica fetch's offset on the leader (before any
@@ -150,7 +185,8 @@ func checkEpoch(r *partition.Replica, current int32) error {
 // previous pass) and returns the total bytes, whether any partition failed,
 // and the channels that signal new data (taken before reading, so nothing
 // is missed between the read and the park).
-func (b *Broker) readPartitions(req *FetchRequest, replica bool) (total int64, anyErr bool, waitChs []<-chan struct{}) {
+func (b *Broker) readPartitions(req *FetchRequest, replica bool, waitChs []<-chan struct{}) (total int64, anyErr bool, _ []<-chan struct{}) {
+	waitChs = waitChs[:0]
 	budget := int64(req.MaxBytes)
 	if budget <= 0 {
 		budget = 1 // still returns the first batch (KIP-74)

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -49,6 +50,51 @@ func TestLongPollWokenByAppend(t *testing.T) {
 	}
 	if el := time.Since(start); el > 30*time.Second {
 		t.Fatalf("took %v", el)
+	}
+}
+
+// TestLongPollManyPartitionsWokenByAppend covers both park paths of Fetch:
+// the allocation-free select (up to maxStaticWait partitions) and the
+// reflect.Select fallback, each woken by an append to the last partition.
+func TestLongPollManyPartitionsWokenByAppend(t *testing.T) {
+	for _, n := range []int{2, maxStaticWait, maxStaticWait + 3} {
+		t.Run(fmt.Sprintf("partitions=%d", n), func(t *testing.T) {
+			c := newTestCluster(t, 1, testConfig())
+			c.createTopic("t", int32(n), 1, nil)
+			l := c.leader("t", 0)
+			req := &FetchRequest{ReplicaID: -1, MaxWait: time.Minute, MinBytes: 1, MaxBytes: 1 << 20}
+			for p := 0; p < n; p++ {
+				req.Partitions = append(req.Partitions, FetchPartition{Topic: "t", Partition: int32(p), CurrentLeaderEpoch: -1, MaxBytes: 1 << 20})
+			}
+			done := make(chan struct{})
+			go func() {
+				l.Fetch(context.Background(), req)
+				close(done)
+			}()
+			last := int32(n - 1)
+			if res := produce(t, l, 1, "t", last, batch("x", 3)); res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("long poll not woken by the append")
+			}
+			for i := range req.Partitions {
+				p := &req.Partitions[i]
+				want := int64(0)
+				if p.Partition == last {
+					want = 3
+				}
+				// The fetch may have read before the append landed on the
+				// last partition only if it then parked and was woken: the
+				// final read must see it.
+				if p.Err != nil || p.Records.NextOffset != want && p.Partition == last {
+					t.Errorf("partition %d: err %v next %d, want %d", p.Partition, p.Err, p.Records.NextOffset, want)
+				}
+				p.Records.Release()
+			}
+		})
 	}
 }
 

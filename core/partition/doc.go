@@ -66,5 +66,9 @@
 // cache's mutex (never on the leader's append/ack path), the HW-lag ring's
 // small mutex (only with Config.OnHWLag, after the waiters are signalled)
 // and, in the isrbench.hw.update=mutex ablation, one mutex around every
-// follower update and HW read.
+// follower update and HW read. Batches of idempotent producers (producer id
+// >= 0, producerstate.go) are the exception on the leader's append path:
+// each producer id's check + append + record runs under that producer's
+// own mutex (and a short map mutex), so retries are deduplicated exactly;
+// batches without a producer id never take them.
 package partition

@@ -140,6 +140,10 @@ type Replica struct {
 	hwSig  notifier
 	leoSig notifier
 	lag    lagRing
+
+	// producers is the idempotent-producer state (producerstate.go), with
+	// its own mutex, taken only for batches carrying a producer id.
+	producers producerState
 }
 
 // snapshot is an immutable view of the replica's role and ISR; it is
@@ -221,6 +225,10 @@ func newReplica(topic string, partition int32, brokerID int32, l logStore, dir s
 		epochStart: -1,
 	})
 	r.hw.Store(min(l.LogStart(), l.LEO()))
+	// Idempotent producers: rebuild their state from the recovered log.
+	if err := r.rebuildProducers(); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -294,6 +302,13 @@ func (r *Replica) errNotLeader(s *snapshot) error {
 // and len(ISR) < min.insync.replicas, NotEnoughReplicas and nothing is
 // appended (acks 0 and 1 append anyway). Waiting for acks=all is the
 // caller's WaitForHW(info.LastOffset).
+//
+// Idempotent producers (producerstate.go): a batch with a producer id >= 0
+// is sequence-checked and appended under the partition's producer-state
+// mutex. A duplicate (a retry of one of the producer's last 5 batches) is
+// not appended: it returns the original batch's offsets with Batches == 0
+// and Records == 0. Sequence errors: OutOfOrderSequenceNumber,
+// InvalidProducerEpoch. Batches without a producer id take no lock.
 func (r *Replica) AppendAsLeader(blob []byte, requiredAcks int16) (log.AppendInfo, error) {
 	s := r.state.Load()
 	if !s.leader || s.closed {
@@ -303,7 +318,17 @@ func (r *Replica) AppendAsLeader(blob []byte, requiredAcks int16) (log.AppendInf
 		return log.AppendInfo{}, fmt.Errorf("partition %s-%d: ISR %v has %d members, min.insync.replicas is %d: %w",
 			r.topic, r.partition, s.st.ISR, len(s.st.ISR), r.cfg.MinInsyncReplicas, kerr.NotEnoughReplicas)
 	}
-	info, err := r.log.Append(blob, true, s.st.LeaderEpoch)
+	var info log.AppendInfo
+	var err error
+	if isIdempotentBlob(blob) { // hook: idempotent producers (producerstate.go)
+		var dup bool
+		info, dup, err = r.appendIdempotent(blob, s.st.LeaderEpoch)
+		if dup {
+			return info, nil // duplicate: nothing appended, original offsets
+		}
+	} else {
+		info, err = r.log.Append(blob, true, s.st.LeaderEpoch)
+	}
 	if err != nil {
 		return info, err
 	}
@@ -726,6 +751,7 @@ func (r *Replica) AppendAsFollower(blob []byte, leaderHW int64) (log.AppendInfo,
 		if err != nil {
 			return info, undo(err)
 		}
+		r.applyFollowerProducers(blob) // hook: idempotent producer state (producerstate.go)
 		r.leoSig.notify()
 	}
 	if leaderHW >= 0 {
@@ -757,7 +783,8 @@ func (r *Replica) truncateLocked(offset int64) error {
 		return fmt.Errorf("partition %s-%d: TruncateTo(%d) on broker %d (leader=%v closed=%v): %w",
 			r.topic, r.partition, offset, r.id, s.leader, s.closed, kerr.NotLeaderForPartition)
 	}
-	if offset < r.log.LEO() {
+	truncated := offset < r.log.LEO()
+	if truncated {
 		if err := r.log.TruncateTo(offset); err != nil {
 			return err
 		}
@@ -765,6 +792,12 @@ func (r *Replica) truncateLocked(offset int64) error {
 	leo := r.log.LEO()
 	if err := r.epochs.TruncateFromEnd(leo); err != nil {
 		return err
+	}
+	// hook: forget producer batches above the truncation point (producerstate.go).
+	if truncated {
+		if err := r.rebuildProducers(); err != nil {
+			return err
+		}
 	}
 	if r.hw.Load() > leo {
 		r.hw.Store(leo)
@@ -789,6 +822,7 @@ func (r *Replica) TruncateFullyAndStartAt(offset int64) error {
 	if err := r.epochs.Clear(); err != nil {
 		return err
 	}
+	r.clearProducers() // hook: the log is empty (producerstate.go)
 	r.hw.Store(offset)
 	r.leoSig.notifyAll()
 	return nil

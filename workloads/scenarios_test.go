@@ -1,0 +1,418 @@
+package workloads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/isrbench/isrbench/results"
+)
+
+// scenario loads an embedded spec in a short form: the sets (duration, warmup, lag times,
+// rate) are applied, then the faults that no longer start inside the measurement are dropped.
+func scenario(t *testing.T, name string, sets ...string) *Spec {
+	t.Helper()
+	s, err := Load(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range sets {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := s.Set(k, v); err != nil {
+			t.Fatalf("%s: --set %s: %v", name, kv, err)
+		}
+	}
+	var keep []Fault
+	for _, f := range s.Faults {
+		if f.At < s.Duration {
+			keep = append(keep, f)
+		}
+	}
+	s.Faults = keep
+	if err := s.Validate(); err != nil {
+		t.Fatalf("%s short form: %v", name, err)
+	}
+	return s
+}
+
+// runScenario runs s on the embedded cluster; the table goes to the test log on failure.
+func runScenario(t *testing.T, s *Spec) (*results.Result, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	var out strings.Builder
+	res, err := Run(ctx, s, Options{OutDir: t.TempDir(), Stdout: &out, Stderr: &out})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s output:\n%s", s.Name, out.String())
+		}
+	})
+	if res == nil {
+		t.Fatalf("%s: no result: %v", s.Name, err)
+	}
+	return res, err
+}
+
+// report reads the run's faults.json.
+func report(t *testing.T, res *results.Result) *FaultsReport {
+	t.Helper()
+	if res.Config["files.faults"] != FaultsReportFile {
+		t.Errorf("config files.faults = %v", res.Config["files.faults"])
+	}
+	fr, err := ReadFaultsReport(filepath.Dir(res.Files.Timeline))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fr
+}
+
+func skipShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("embedded fault scenario (skipped with -short)")
+	}
+}
+
+// TestScenarioFollowerPause: the ISR shrinks within lag + lag/2 of the pause, the follower
+// rejoins after the resume, acks=all keeps working and nothing acknowledged is lost.
+func TestScenarioFollowerPause(t *testing.T) {
+	skipShort(t)
+	const lag = 1000 * time.Millisecond
+	s := scenario(t, "follower-pause", "duration=5s", "warmup=500ms", "rate=400",
+		fmt.Sprintf("replica.lag.time.max.ms=%d", lag.Milliseconds()))
+	res, err := runScenario(t, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr := report(t, res)
+	if len(fr.Faults) != 1 || fr.PartitionsCSV != "partitions.csv" {
+		t.Fatalf("report %+v", fr)
+	}
+	shrink := fr.Faults[0].TimeToShrinkS
+	// lag + lag/2 (Kafka checks every lag/2), plus one 100 ms timeline sample.
+	if shrink < 0 || shrink > (lag+lag/2+100*time.Millisecond).Seconds() {
+		t.Errorf("time to shrink %.2fs, want <= %.2fs", shrink, (lag + lag/2 + 100*time.Millisecond).Seconds())
+	}
+	if rejoin := fr.Faults[0].TimeToRejoinS; rejoin < 0 {
+		t.Errorf("follower never rejoined the ISR")
+	}
+	if res.ISR.Shrinks < 1 || res.ISR.Expands < 1 {
+		t.Errorf("isr %+v, want a shrink and an expand", res.ISR)
+	}
+	d := res.Durability
+	if d.Acked == 0 || d.Lost != 0 || !d.ReplicasIdentical {
+		t.Errorf("durability %+v", d)
+	}
+	if res.Produced.Errors["NOT_ENOUGH_REPLICAS"] != 0 {
+		t.Errorf("acks=all refused with min ISR 2 and one follower paused: %v", res.Produced.Errors)
+	}
+}
+
+// TestScenarioLeaderKill: a leader killed under acks=all load; a clean election loses nothing.
+func TestScenarioLeaderKill(t *testing.T) {
+	skipShort(t)
+	s := scenario(t, "leader-kill", "duration=4s", "warmup=500ms", "rate=400")
+	res, err := runScenario(t, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Faults) != 1 || res.Faults[0].Error != "" {
+		t.Fatalf("faults %+v", res.Faults)
+	}
+	d := res.Durability
+	if d.Acked == 0 || d.Lost != 0 || d.OutOfOrder != 0 || !d.ReplicasIdentical {
+		t.Errorf("durability %+v", d)
+	}
+	if fr := report(t, res); fr.Faults[0].TimeToShrinkS < 0 || fr.ReplicaLogs == nil || !fr.ReplicaLogs.Identical {
+		t.Errorf("the killed leader never left the ISR, or replica logs differ: %+v %+v", fr.Faults, fr.ReplicaLogs)
+	}
+}
+
+// TestScenarioMinISR: with both followers down acks=all is refused with NOT_ENOUGH_REPLICAS
+// while the acks=1 group keeps being accepted.
+func TestScenarioMinISR(t *testing.T) {
+	skipShort(t)
+	s := scenario(t, "min-isr", "duration=4s", "warmup=500ms")
+	res, err := runScenario(t, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Produced.Errors["NOT_ENOUGH_REPLICAS"] == 0 {
+		t.Errorf("no NOT_ENOUGH_REPLICAS: errors %v", res.Produced.Errors)
+	}
+	fr := report(t, res)
+	if len(fr.ProducerGroups) != 2 || fr.ProducerGroups[1].Acks != "1" || fr.ProducerGroups[1].Errors["NOT_ENOUGH_REPLICAS"] != 0 ||
+		fr.ProducerGroups[0].Errors["NOT_ENOUGH_REPLICAS"] == 0 {
+		t.Errorf("producer groups %+v", fr.ProducerGroups)
+	}
+	one := res.Durability.ByAcks["1"]
+	all := res.Durability.ByAcks["all"]
+	if one.Acked == 0 || one.Lost != 0 || all.Lost != 0 {
+		t.Errorf("by acks %+v", res.Durability.ByAcks)
+	}
+	// acks=1 records meant for the outage were acknowledged: more than the acks=all ones.
+	if one.Acked <= all.Acked {
+		t.Errorf("acks=1 acked %d <= acks=all acked %d", one.Acked, all.Acked)
+	}
+}
+
+// TestScenarioUncleanElection: an out-of-sync replica is elected; the loss is counted and
+// shown, and the run does not fail.
+func TestScenarioUncleanElection(t *testing.T) {
+	skipShort(t)
+	s := scenario(t, "unclean-election", "duration=6s", "warmup=500ms", "rate=400")
+	res, err := runScenario(t, s)
+	if err != nil {
+		t.Fatalf("unclean election run failed (loss is expected, not an error): %v", err)
+	}
+	if res.Durability.Lost == 0 {
+		t.Errorf("no loss counted: %+v, faults %+v", res.Durability, res.Faults)
+	}
+	if why, _ := res.Config["durability.loss_expected"].(string); !strings.Contains(why, "unclean") {
+		t.Errorf("durability.loss_expected = %q", why)
+	}
+}
+
+// TestScenarioPowerLoss: crashing the whole ISR loses acknowledged records without fsync and
+// none with flush.messages=1.
+func TestScenarioPowerLoss(t *testing.T) {
+	skipShort(t)
+	for _, tc := range []struct {
+		flush    string
+		wantLoss bool
+	}{{"9223372036854775807", true}, {"1", false}} {
+		t.Run("flush.messages="+tc.flush, func(t *testing.T) {
+			s := scenario(t, "power-loss", "duration=5s", "warmup=500ms", "rate=300", "flush.messages="+tc.flush)
+			res, err := runScenario(t, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lost := res.Durability.Lost; (lost > 0) != tc.wantLoss || res.Durability.Acked == 0 {
+				t.Errorf("durability %+v, want loss %v", res.Durability, tc.wantLoss)
+			}
+		})
+	}
+}
+
+// TestScenarioKIP101: the follower-restart + failover sequence loses acknowledged records
+// with truncate-to-HW and none with leader epochs (whose replica logs end identical).
+func TestScenarioKIP101(t *testing.T) {
+	skipShort(t)
+	for _, mode := range []string{"epoch", "hw"} {
+		t.Run(mode, func(t *testing.T) {
+			s := scenario(t, "kip101-truncate-hw", "duration=5s", "warmup=1s", "isrbench.truncate.mode="+mode)
+			res, err := runScenario(t, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := res.Durability
+			if mode == "epoch" && (d.Lost != 0 || !d.ReplicasIdentical || d.Acked == 0) {
+				t.Errorf("epoch: durability %+v", d)
+			}
+			if mode == "hw" && d.Lost == 0 {
+				t.Errorf("hw: no acknowledged record lost: %+v, faults %+v", d, res.Faults)
+			}
+		})
+	}
+}
+
+// TestScenarioCrossDC: the slow link shows in the HW lag (at least a round trip).
+func TestScenarioCrossDC(t *testing.T) {
+	skipShort(t)
+	s := scenario(t, "cross-dc", "duration=3s", "warmup=500ms", "rate=1000")
+	res, err := runScenario(t, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p99 := res.HWLagUs.P99; p99 < 200_000 {
+		t.Errorf("hw lag p99 %.0f µs with a 100 ms one-way link, want >= 200 ms", p99)
+	}
+	if res.Durability.Lost != 0 {
+		t.Errorf("durability %+v", res.Durability)
+	}
+}
+
+// TestRandomFaults runs random kill / restart / pause sequences under acks=all load (RF 3,
+// min ISR 2, clean elections): every acknowledged record must be found and the replica logs
+// must be identical. ISRBENCH_FAULT_SEEDS=n runs n seeds (default 4).
+func TestRandomFaults(t *testing.T) {
+	skipShort(t)
+	n := 4
+	if v := os.Getenv("ISRBENCH_FAULT_SEEDS"); v != "" {
+		fmt.Sscan(v, &n)
+	}
+	for seed := uint64(1); seed <= uint64(n); seed++ {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			s := randomFaultSpec(t, seed)
+			res, err := runScenario(t, s)
+			d := res.Durability
+			if err != nil || d.Lost != 0 || d.OutOfOrder != 0 || !d.ReplicasIdentical || d.Acked == 0 {
+				t.Errorf("seed %d: err %v, durability %+v, replicas note %v\nfaults %+v", seed, err, d,
+					res.Config["durability.replica_logs_note"], res.Faults)
+			}
+			if fr := report(t, res); fr.ReplicaLogs == nil || fr.ReplicaLogs.Checked == 0 || fr.ReplicaLogs.Lost != 0 {
+				t.Errorf("seed %d: replica logs %+v", seed, fr.ReplicaLogs)
+			}
+		})
+	}
+}
+
+func randomFaultSpec(t *testing.T, seed uint64) *Spec {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 101))
+	s := shortSpec(t, "duration=4s", "warmup=300ms", "rate=300", "partitions=3",
+		"replica.lag.time.max.ms=500", "broker.session.timeout.ms=1500", "delivery.timeout.ms=60000")
+	s.Name = fmt.Sprintf("random-faults-%d", seed)
+	targets := []string{"leader-of:isrbench-0", "follower-of:isrbench-1", "any-follower", "leader", "0", "1", "2"}
+	kinds := []string{"kill-broker", "pause-broker", "restart-broker", "kill-broker"}
+	at := 300 * time.Millisecond
+	for i := 0; i < 4 && at < 3*time.Second; i++ {
+		f := Fault{At: at, Kind: kinds[rng.IntN(len(kinds))], Target: targets[rng.IntN(len(targets))],
+			Partition: rng.IntN(3)}
+		if f.Kind != "restart-broker" {
+			f.Duration = time.Duration(300+rng.IntN(900)) * time.Millisecond
+		}
+		s.Faults = append(s.Faults, f)
+		at += time.Duration(200+rng.IntN(700)) * time.Millisecond
+	}
+	if err := s.Validate(); err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	t.Logf("seed %d faults: %+v", seed, s.Faults)
+	return s
+}
+
+// TestFaultTargets pins the target grammar and its errors.
+func TestFaultTargets(t *testing.T) {
+	for _, tc := range []struct {
+		kind, target string
+		want         string // ParsedTarget as text, or an error substring
+	}{
+		{"pause-broker", "2", "id 2"},
+		{"pause-broker", "leader-of:isrbench-3", "leader isrbench 3"},
+		{"pause-broker", "follower-of:my-topic-12", "follower my-topic 12"},
+		{"kill-broker", "any-follower", "any-follower isrbench 1"},
+		{"kill-broker", "leader", "leader isrbench 1"},
+		{"partition", "0|1,2", "groups [0] [1 2]"},
+		{"partition", "0,1|2", "groups [0 1] [2]"},
+		{"pause-broker", "0|1", "only kind partition"},
+		{"partition", "0|0", "names broker 0 twice"},
+		{"partition", "0|5", `"5", not a broker id`},
+		{"pause-broker", "7", "broker ids 0..2"},
+		{"pause-broker", "leader-of:isrbench", "no TOPIC-PARTITION"},
+		{"pause-broker", "leader-of:isrbench-x", "not a partition number"},
+		{"pause-broker", "leader-of:isrbench-9", "has 6 partitions"},
+		{"pause-broker", "boss", "leader-of:TOPIC-PARTITION"},
+	} {
+		pt, err := ParseFaultTarget("faults[0].target", Fault{Kind: tc.kind, Target: tc.target, Partition: 1}, 3, "isrbench", 6)
+		var got string
+		switch {
+		case err != nil:
+			got = err.Error()
+			if !strings.Contains(got, "faults[0].target") {
+				t.Errorf("%s: error %q does not name the field", tc.target, got)
+			}
+		case pt.IsGroups():
+			got = fmt.Sprintf("groups %v %v", pt.Groups[0], pt.Groups[1])
+		case pt.Ref.Role == "id":
+			got = fmt.Sprintf("id %d", pt.Ref.ID)
+		default:
+			got = fmt.Sprintf("%s %s %d", pt.Ref.Role, pt.Ref.Topic, pt.Ref.Partition)
+		}
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("target %q (%s): got %q, want %q", tc.target, tc.kind, got, tc.want)
+		}
+	}
+}
+
+// TestFaultSpecErrors: fault schedule validation names the field and the allowed values.
+func TestFaultSpecErrors(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"faults: [{at: 1s, kind: restart-broker, target: 1, duration: 1s}]\n", "faults[0].duration"},
+		{"faults: [{at: 1s, kind: pause-broker, target: 1}]\n", "needs a duration"},
+		{"faults: [{at: 1s, duration: 1s, kind: pause-broker, fence: session}]\n", "fence applies only"},
+		{"faults: [{at: 1s, kind: kill-broker, fence: later}]\n", "now|session"},
+		{"faults: [{at: 1s, duration: 1s, kind: slow-link, jitter: 5ms, bandwidth: 1000}]\n", "jitter"},
+		{"producers: []\n", "empty list"},
+		{"producers: [{acks: 2}]\n", "producers.acks"},
+		{"producers: [{count: 1}, {acks: 5}]\n", "producers[1]"},
+	} {
+		_, err := Parse([]byte(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) = %v, want an error mentioning %q", tc.yaml, err, tc.want)
+		}
+	}
+	// Aliases and lists parse.
+	s, err := Parse([]byte("faults: [{at: 1s, duration: 1s, kind: pause, target: follower-of:isrbench-2}, {at: 2s, kind: kill, fence: session}]\n" +
+		"producers: [{count: 1, acks: all}, {count: 2, acks: 1, rate: 100}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Faults[0].Kind != "pause-broker" || s.Faults[1].Kind != "kill-broker" || s.Faults[1].Fence != "session" {
+		t.Errorf("faults %+v", s.Faults)
+	}
+	g := s.ProducerGroups()
+	if len(g) != 2 || g[0].Acks != "all" || g[1].Acks != "1" || g[1].Count != 2 || g[1].Rate != 100 {
+		t.Errorf("groups %+v", g)
+	}
+	if c := s.Config(); c["producers.groups"] != 2 || c["producers[1].acks"] != "1" {
+		t.Errorf("config %v", c)
+	}
+}
+
+// TestLossExpected pins when acks=all loss fails a run.
+func TestLossExpected(t *testing.T) {
+	s := DefaultSpec()
+	if lossExpected(s) != "" {
+		t.Fatal("default spec expects loss")
+	}
+	s.Faults = []Fault{{Kind: "crash-broker"}}
+	if !strings.Contains(lossExpected(s), "flush.messages") {
+		t.Error("crash without fsync")
+	}
+	s.Broker.FlushMessages = 1
+	if lossExpected(s) != "" {
+		t.Error("crash with flush.messages=1 expects loss")
+	}
+	s.Broker.UncleanLeaderElectionEnable = true
+	if !strings.Contains(lossExpected(s), "unclean") {
+		t.Error("unclean")
+	}
+	if !errors.Is(fmt.Errorf("%w: x", ErrDurability), ErrDurability) {
+		t.Error("ErrDurability")
+	}
+}
+
+// TestFaultTimes pins the timeline arithmetic: time to shrink from the first shrink at or
+// after the fault, time to rejoin from the first fully replicated sample after its end.
+func TestFaultTimes(t *testing.T) {
+	pt := &partTimeline{interval: 100 * time.Millisecond,
+		events: []ISREvent{
+			{T: 0.5, Kind: "expand"},
+			{T: 3.3, Kind: "shrink"},
+			{T: 7.4, Kind: "expand"},
+		},
+		full: []fullMark{{T: 0, Full: true}, {T: 3.3, Full: false}, {T: 7.4, Full: true}},
+	}
+	for _, tc := range []struct {
+		at, end              float64
+		shrink, rejoin, lead float64
+	}{
+		{2, 7, 1.3, 0.4, 0.3},       // pause 2..7: shrink 1.3 s after, full again 0.4 s after the end
+		{2, 0, 1.3, 5.4, 0.3},       // instantaneous at 2: full again at 7.4
+		{8, 8.5, -1, 0, 0},          // nothing happened: fully replicated at the end
+		{3.35, 3.36, -1, 4.04, 0.3}, // no shrink after 3.35
+	} {
+		ft := pt.faultTimes(tc.at, tc.end)
+		if !near(ft.ShrinkAfterS, tc.shrink) || !near(ft.RejoinAfterS, tc.rejoin) {
+			t.Errorf("faultTimes(%v, %v) = %+v, want shrink %v rejoin %v", tc.at, tc.end, ft, tc.shrink, tc.rejoin)
+		}
+	}
+}
+
+func near(a, b float64) bool { return a-b < 1e-6 && b-a < 1e-6 }
