@@ -72,6 +72,7 @@ var setters = map[string]setter{
 	"log.index.interval.bytes":         intSetter(0, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.Log.IndexIntervalBytes = int(n) }),
 	"log.retention.bytes":              intSetter(-1, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.Log.RetentionBytes = n }),
 	"log.retention.ms":                 intSetter(-1, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.Log.RetentionMs = n }),
+	"log.retention.check.interval.ms":  intSetter(1, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.LogRetentionCheckIntervalMs = n }),
 	"flush.messages":                   intSetter(1, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.Log.FlushMessages = n }),
 	"flush.ms":                         intSetter(0, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.Log.FlushMs = n }),
 	"broker.session.timeout.ms":        intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Controller.BrokerSessionTimeoutMs = n }),

@@ -106,7 +106,6 @@ type fetchConn struct {
 	// response objects, the returned response, and the context whose
 	// cancellation breaks the socket I/O (registered once, not per call).
 	freq    *kmsg.FetchRequest
-	fresp   *kmsg.FetchResponse
 	out     broker.ReplicaFetchResponse
 	ctx     context.Context
 	ctxStop func() bool
@@ -133,6 +132,20 @@ func (c *fetchConn) Close() error {
 // roundTrip writes req (request header v1/v2) and reads its response into
 // resp. The context's deadline and cancellation apply to the socket I/O.
 func (c *fetchConn) roundTrip(ctx context.Context, req kmsg.Request, resp kmsg.Response) error {
+	body, err := c.roundTripBody(ctx, req)
+	if err != nil {
+		return err
+	}
+	resp.SetVersion(req.GetVersion())
+	if err := resp.ReadFrom(body); err != nil {
+		return fmt.Errorf("replica fetcher %d->%d: decoding %s response: %w", c.self, c.source, kmsg.NameForKey(req.Key()), err)
+	}
+	return nil
+}
+
+// roundTripBody writes req and returns its response body after the
+// response header (aliasing c.rbuf until the next call).
+func (c *fetchConn) roundTripBody(ctx context.Context, req kmsg.Request) ([]byte, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		c.nc.SetDeadline(dl)
 	} else {
@@ -161,38 +174,34 @@ func (c *fetchConn) roundTrip(ctx context.Context, req kmsg.Request, resp kmsg.R
 	binary.BigEndian.PutUint32(b[:4], uint32(len(b)-4))
 	c.wbuf = b
 	if _, err := c.nc.Write(b); err != nil {
-		return c.ioErr(ctx, "writing", req, err)
+		return nil, c.ioErr(ctx, "writing", req, err)
 	}
 	var szb [4]byte
 	if _, err := io.ReadFull(c.br, szb[:]); err != nil {
-		return c.ioErr(ctx, "reading", req, err)
+		return nil, c.ioErr(ctx, "reading", req, err)
 	}
 	size := int32(binary.BigEndian.Uint32(szb[:]))
 	if size < 4 || size > maxReplicaResponseBytes {
-		return fmt.Errorf("replica fetcher %d->%d: %s response size %d out of range [4, %d]", c.self, c.source, kmsg.NameForKey(req.Key()), size, maxReplicaResponseBytes)
+		return nil, fmt.Errorf("replica fetcher %d->%d: %s response size %d out of range [4, %d]", c.self, c.source, kmsg.NameForKey(req.Key()), size, maxReplicaResponseBytes)
 	}
 	if cap(c.rbuf) < int(size) {
 		c.rbuf = make([]byte, size)
 	}
 	body := c.rbuf[:size]
 	if _, err := io.ReadFull(c.br, body); err != nil {
-		return c.ioErr(ctx, "reading", req, err)
+		return nil, c.ioErr(ctx, "reading", req, err)
 	}
 	if corr := int32(binary.BigEndian.Uint32(body)); corr != c.corr {
-		return fmt.Errorf("replica fetcher %d->%d: response correlation id %d, want %d", c.self, c.source, corr, c.corr)
+		return nil, fmt.Errorf("replica fetcher %d->%d: response correlation id %d, want %d", c.self, c.source, corr, c.corr)
 	}
 	r := kbin.Reader{Src: body[4:]}
-	resp.SetVersion(req.GetVersion())
-	if resp.IsFlexible() {
+	if req.IsFlexible() { // response header v1 (not used for ApiVersions here)
 		kmsg.SkipTags(&r)
 	}
 	if err := r.Complete(); err != nil {
-		return fmt.Errorf("replica fetcher %d->%d: %s response header: %w", c.self, c.source, kmsg.NameForKey(req.Key()), err)
+		return nil, fmt.Errorf("replica fetcher %d->%d: %s response header: %w", c.self, c.source, kmsg.NameForKey(req.Key()), err)
 	}
-	if err := resp.ReadFrom(r.Src); err != nil {
-		return fmt.Errorf("replica fetcher %d->%d: decoding %s response: %w", c.self, c.source, kmsg.NameForKey(req.Key()), err)
-	}
-	return nil
+	return r.Src, nil
 }
 
 func (c *fetchConn) ioErr(ctx context.Context, what string, req kmsg.Request, err error) error {
@@ -239,32 +248,89 @@ func (c *fetchConn) Fetch(ctx context.Context, rf *broker.ReplicaFetch) (*broker
 		t.Partitions = append(t.Partitions, fp)
 	}
 	req.Topics = topics
-	resp := c.fresp
-	if resp == nil {
-		resp = kmsg.NewPtrFetchResponse()
-		c.fresp = resp
-	}
-	rtopics := resp.Topics[:0]
-	*resp = kmsg.FetchResponse{Topics: rtopics}
-	if err := c.roundTrip(ctx, req, resp); err != nil {
+	body, err := c.roundTripBody(ctx, req)
+	if err != nil {
 		return nil, err
 	}
-	if resp.ErrorCode != 0 {
-		return nil, fmt.Errorf("replica fetcher %d->%d: fetch: %w", c.self, c.source, kerr.ErrorForCode(resp.ErrorCode))
-	}
 	out := &c.out
-	out.Partitions = out.Partitions[:0]
-	for i := range resp.Topics {
-		t := &resp.Topics[i]
-		for j := range t.Partitions {
-			p := &t.Partitions[j]
-			out.Partitions = append(out.Partitions, broker.ReplicaFetchResult{
-				Topic: t.Topic, Partition: p.Partition, Err: kerr.ErrorForCode(p.ErrorCode),
-				HighWatermark: p.HighWatermark, LogStartOffset: p.LogStartOffset, Records: p.RecordBatches,
-			})
-		}
+	if err := decodeReplicaFetchResponse(body, rf, out); err != nil {
+		return nil, fmt.Errorf("replica fetcher %d->%d: %w", c.self, c.source, err)
 	}
 	return out, nil
+}
+
+// decodeReplicaFetchResponse decodes a Fetch v12 response body (after the
+// response header) into out, reusing out.Partitions. Records alias body;
+// topic names are the request's strings (a topic the request did not name
+// keeps a copy), so a steady-state response allocates nothing. It reports
+// a whole-response error code as an error wrapping the kerr error.
+func decodeReplicaFetchResponse(body []byte, rf *broker.ReplicaFetch, out *broker.ReplicaFetchResponse) error {
+	out.Partitions = out.Partitions[:0]
+	r := kbin.Reader{Src: body}
+	r.Int32() // throttle_time_ms
+	if ec := r.Int16(); ec != 0 && r.Ok() {
+		return fmt.Errorf("fetch: %w", kerr.ErrorForCode(ec))
+	}
+	r.Int32() // session_id
+	nt := r.CompactArrayLen()
+	if !r.Ok() || nt < 0 || int(nt) > len(r.Src) {
+		return fmt.Errorf("decoding Fetch v%d response: bad topic count %d", replicaFetchVersion, nt)
+	}
+	for i := int32(0); i < nt && r.Ok(); i++ {
+		name := r.Span(int(r.Uvarint()) - 1)
+		topic := ""
+		for j := range rf.Partitions {
+			if rf.Partitions[j].Topic == string(name) { // no allocation: comparison only
+				topic = rf.Partitions[j].Topic
+				break
+			}
+		}
+		if topic == "" && r.Ok() {
+			topic = string(name)
+		}
+		np := r.CompactArrayLen()
+		if !r.Ok() || np < 0 || int(np) > len(r.Src) {
+			return fmt.Errorf("decoding Fetch v%d response: bad partition count %d for topic %q", replicaFetchVersion, np, topic)
+		}
+		for k := int32(0); k < np && r.Ok(); k++ {
+			res := broker.ReplicaFetchResult{Topic: topic}
+			res.Partition = r.Int32()
+			ec := r.Int16()
+			res.HighWatermark = r.Int64()
+			r.Int64() // last_stable_offset
+			res.LogStartOffset = r.Int64()
+			if na := r.CompactArrayLen(); na > 0 { // aborted_transactions
+				if int(na) > len(r.Src) {
+					return fmt.Errorf("decoding Fetch v%d response: bad aborted transaction count %d", replicaFetchVersion, na)
+				}
+				for a := int32(0); a < na && r.Ok(); a++ {
+					r.Int64() // producer_id
+					r.Int64() // first_offset
+					skipTags(&r)
+				}
+			}
+			r.Int32() // preferred_read_replica
+			res.Records = r.CompactNullableBytes()
+			skipTags(&r) // diverging_epoch, current_leader, snapshot_id
+			res.Err = kerr.ErrorForCode(ec)
+			out.Partitions = append(out.Partitions, res)
+		}
+		skipTags(&r) // topic
+	}
+	skipTags(&r) // response
+	if err := r.Complete(); err != nil {
+		return fmt.Errorf("decoding Fetch v%d response: %w", replicaFetchVersion, err)
+	}
+	return nil
+}
+
+// skipTags skips a tagged-field section (kmsg.SkipTags takes an interface,
+// which would move the reader to the heap).
+func skipTags(r *kbin.Reader) {
+	for n := r.Uvarint(); n > 0 && r.Ok(); n-- {
+		r.Uvarint() // tag
+		r.Span(int(r.Uvarint()))
+	}
 }
 
 // OffsetForLeaderEpoch sends an OffsetForLeaderEpoch v4 with replica_id set.

@@ -42,6 +42,17 @@ type Result struct {
 	Durability Durability `json:"durability"`
 	Faults     []Fault    `json:"faults,omitempty"`
 	Files      Files      `json:"files"`
+	// Notes are remarks about how to read this run ("hw_lag": "measured inside the embedded
+	// core only"), keyed by the field they concern. Not settings: compare ignores them.
+	Notes map[string]string `json:"notes,omitempty"`
+}
+
+// Note records a remark about field key (see Notes).
+func (r *Result) Note(key, text string) {
+	if r.Notes == nil {
+		r.Notes = map[string]string{}
+	}
+	r.Notes[key] = text
 }
 
 // Env describes where a run ran.
@@ -117,15 +128,22 @@ type Durability struct {
 	ReplicasIdentical bool `json:"replicas_identical"` // all ISR replica logs byte-identical up to the HW
 	// ByAcks splits the counts by the producer's acks setting ("all", "1", "0").
 	ByAcks map[string]DurabilityCounts `json:"by_acks,omitempty"`
+	// LossExpected is why acknowledged loss is expected from the settings (an unclean election,
+	// truncate-to-HW, a crash without fsync); empty when a loss fails the run.
+	LossExpected string `json:"loss_expected,omitempty"`
 }
 
-// DurabilityCounts are record counts; Lost+Verified == Acked when every acked record was checked.
+// DurabilityCounts are record counts; Verified+Lost+Expired == Acked when every acked record was checked.
 type DurabilityCounts struct {
 	Acked      int64 `json:"acked"`        // acknowledged to the producer
 	Verified   int64 `json:"verified"`     // acknowledged and found, in order, after the run
 	Lost       int64 `json:"lost"`         // acknowledged but missing
 	Duplicated int64 `json:"duplicated"`   // found more than once
 	OutOfOrder int64 `json:"out_of_order"` // found, but not in produce order within its partition/producer
+	// Expired counts acknowledged records deleted by log retention before the read-back (older,
+	// within their partition and producer, than the first record still above the log start).
+	// They are neither verified nor lost: Verified+Lost+Expired == Acked.
+	Expired int64 `json:"expired,omitempty"`
 }
 
 // Fault is one applied fault of the schedule.
@@ -147,6 +165,10 @@ type Files struct {
 	Bench    string   `json:"bench"`
 	Profiles []string `json:"profiles"`
 	Plots    []string `json:"plots"`
+	// Partitions is the per-partition timeline (every 100 ms: leader, epoch, ISR, HW, LEO per
+	// replica); Faults is the fault report (times to shrink/rejoin, producer-group figures).
+	Partitions string `json:"partitions,omitempty"`
+	Faults     string `json:"faults,omitempty"`
 }
 
 // WriteResult writes r as indented JSON to path atomically (temp file + rename). Schema is set to

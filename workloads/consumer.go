@@ -85,14 +85,23 @@ func (c *consumer) close() { c.cl.Close() }
 // Records of other writers are ignored. A record seen twice counts as duplicated; a
 // producer's sequence going backwards within a partition counts as out of order.
 //
+// loadStart[p] is the partition's end offset before the load. Where start[p] > loadStart[p],
+// retention deleted [loadStart[p], start[p]) before the read-back: an acknowledged record of
+// producer i that is missing there and whose sequence is below the first sequence of producer
+// i read in its partition (records of one producer land in a partition in sequence order) was
+// in the deleted range; it counts as expired, not lost. A missing record of a producer of
+// which nothing is left in that partition counts as lost (the check never hides a loss it
+// cannot place).
+//
 // It returns the totals and the counts by the producers' acks setting ("all", "1", "0").
-func checkDurability(ctx context.Context, seeds []string, topic string, start, end []int64, prods []*producer) (results.DurabilityCounts, map[string]results.DurabilityCounts, error) {
+func checkDurability(ctx context.Context, seeds []string, topic string, loadStart, start, end []int64, prods []*producer) (results.DurabilityCounts, map[string]results.DurabilityCounts, error) {
 	dcs := make([]results.DurabilityCounts, len(prods)) // per producer index
 	byID := make(map[uint32]int, len(prods))
 	seen := make([]bitset, len(prods))
 	for i, p := range prods {
 		byID[p.id] = i
 	}
+	first := make(map[[2]int64]uint64) // (producer index, partition) -> first seq read (lowest offset)
 	remaining := 0
 	offs := map[int32]kgo.Offset{}
 	for p := range start {
@@ -160,6 +169,9 @@ func checkDurability(ctx context.Context, seeds []string, topic string, start, e
 					return
 				}
 				k := [2]int64{int64(i), int64(p)}
+				if _, ok := first[k]; !ok {
+					first[k] = h.Seq
+				}
 				if l, ok := last[k]; ok && h.Seq < l {
 					dcs[i].OutOfOrder++ // first copy, but after a later record of its producer
 					return
@@ -168,15 +180,27 @@ func checkDurability(ctx context.Context, seeds []string, topic string, start, e
 			})
 		}
 	}
+	// expired: seq of producer i (p.mu held) lies in its partition's range deleted by retention.
+	expired := func(i int, p *producer, seq uint64) bool {
+		part := p.ackPart.get(seq)
+		if int(part) >= len(start) || int(part) >= len(loadStart) || start[part] <= loadStart[part] {
+			return false
+		}
+		f, ok := first[[2]int64{int64(i), int64(part)}]
+		return ok && seq < f
+	}
 	for i, p := range prods {
 		p.mu.Lock()
 		for wi, w := range p.acked.w {
 			for ; w != 0; w &= w - 1 {
 				seq := uint64(wi)*64 + uint64(bits.TrailingZeros64(w))
 				dcs[i].Acked++
-				if seen[i].has(seq) {
+				switch {
+				case seen[i].has(seq):
 					dcs[i].Verified++
-				} else {
+				case expired(i, p, seq):
+					dcs[i].Expired++
+				default:
 					dcs[i].Lost++
 				}
 			}
@@ -203,6 +227,7 @@ func addCounts(a, b results.DurabilityCounts) results.DurabilityCounts {
 	a.Lost += b.Lost
 	a.Duplicated += b.Duplicated
 	a.OutOfOrder += b.OutOfOrder
+	a.Expired += b.Expired
 	return a
 }
 

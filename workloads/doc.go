@@ -15,7 +15,7 @@
 //	consumers: {count: 1}
 //	duration: 20s
 //	warmup: 5s
-//	faults: [{at: 2s, duration: 5s, kind: pause, target: follower, partition: 0}]
+//	faults: [{at: 2s, duration: 5s, kind: pause-broker, target: follower-of:isrbench-0}]
 //	sweep: {num.replica.fetchers: [1, 2, 4]}
 //
 // Every setting has a flat key (Keys, KeyHelp): broker properties under their bare Kafka name
@@ -65,22 +65,32 @@
 // for full ISRs, then checks durability. Applied faults are listed in result.json faults in
 // schedule order, each with its timeline figures.
 //
+// Scenario specs (specs/): follower-pause, leader-kill, min-isr (two producer groups, acks=all
+// refused with NOT_ENOUGH_REPLICAS while acks=1 is accepted), unclean-election (loss counted),
+// power-loss (sweep over flush.messages), cross-dc (sweep over num.replica.fetchers x
+// replica.fetch.max.bytes behind a slow link) and kip101-truncate-hw (the KIP-101 sequence,
+// sweep over isrbench.truncate.mode). Their tests run each in a short form and check its
+// outcome (scenarios_test.go), plus randomized kill/restart/pause sequences.
+//
 // # Partition timeline
 //
-// On the embedded target partitions.csv (linked from result.json config files.partitions)
+// On the embedded target partitions.csv (linked from result.json files.partitions)
 // has one row per partition every 100 ms from the start of measurement until the cluster is
 // fully replicated again after the run: leader, leader epoch, replicas, ISR, the leader's HW,
 // each running replica's LEO, under-replicated / under-min-ISR flags and the produce errors
-// by error name in that interval. From it the summary lists the ISR shrinks and expands with
-// their times, and per fault (config faults[i].*): the time from the fault's start to the
-// first ISR shrink, from its end to full ISRs again, and the failed produces meanwhile;
-// isr.leaderless_partition_s is the time partitions had no leader.
+// by error name in that interval (ISR changes shorter than 100 ms can be missed there; the
+// brokers' IsrShrinks/IsrExpands counters in result.json isr count every one). From it the
+// summary lists the ISR shrinks and expands with their times, and per fault: the time from the
+// fault's start to the first ISR shrink, from its end to full ISRs again, the failed produces
+// and the partition-seconds without a leader meanwhile. These measurements go to faults.json
+// (FaultsReport, named by result.json files.faults) and, as text, to result.json faults[i].detail,
+// not to config, which identifies a configuration for grouping and sweeps.
 //
 // # Producer groups
 //
 // producers may be a list of groups ({count, acks, rate, ...} each, rate per group); the flat
 // producers.* keys set the first group. Durability is reported per acks level
-// (durability.by_acks), failures per group (config producers[i].failed / .errors).
+// (durability.by_acks), failures per group in faults.json producer_groups.
 //
 // # Durability
 //
@@ -90,10 +100,39 @@
 // (found) / lost / duplicated / out of order, per acks level. On the embedded target every
 // running replica's log is also read directly (batches parsed with core/records) over the
 // same range: replica logs must hold the leader's records at the same offsets
-// (durability.replicas_identical, config durability.replica_logs_*). A run with acks=all
+// (durability.replicas_identical; details in faults.json replica_logs). A run with acks=all
 // producers that lost an acknowledged record fails (ErrDurability, exit 1) unless the spec
 // allows loss: unclean.leader.election.enable, isrbench.truncate.mode=hw, or crash-broker
-// without flush.messages=1 (config durability.loss_expected says which).
+// without flush.messages=1 (result.json durability.loss_expected says which).
+//
+// Retention (see Disk) may delete the oldest acknowledged records before the read-back. The
+// read-back therefore starts at max(offset before the load, log start after retention was
+// applied once more on every broker); the replica-log comparison starts at the latest log
+// start of the partition's replicas. An acknowledged record that is missing counts as expired
+// (durability.expired, not lost) when retention moved its partition's log start past the
+// pre-load offset and its sequence is below the first sequence of its producer still read
+// in that partition (the producer records the partition of every acknowledged record, one
+// byte per record, to place it). A record lost below the log start cannot be told from an
+// expired one; a missing record of a producer with nothing left in its partition counts as
+// lost. Verified+Lost+Expired == Acked.
+//
+// # Disk
+//
+// Disk is finite: the embedded cluster's data dir is temporary, and retention bounds a long
+// run. The harness's defaults differ from Kafka's there: log.segment.bytes 64 MiB (Kafka
+// 1 GiB), log.retention.bytes 256 MiB per partition replica (Kafka unlimited) and
+// log.retention.check.interval.ms 1000 (Kafka 5 min); log.retention.ms stays 7 days. A
+// replica's log holds at most about retention.bytes + segment.bytes (retention never deletes
+// the active segment nor past the HW) plus one check interval of writes, so 6 partitions x
+// RF 3 stay below ~6.5 GiB whatever the duration (a 60 s max-throughput run without retention
+// wrote 47 GB). Set log.retention.bytes=-1 to keep everything.
+//
+// The disk guard (embedded target; a kafka:// cluster's disks are its own) checks the free
+// space of the data dir's filesystem (statfs f_bavail) before
+// the load and every second during it. Below isrbench.min.free.disk (default 2GiB; a size or
+// a percentage of the filesystem, 0 = off) the run stops producing, ends with a *LowDiskError
+// (ErrLowDisk) naming the path, the free bytes and the floor (exit 1), and its data dir is
+// removed. result.json notes["disk"] has the data dir's peak size and the least free space.
 //
 // # Open loop
 //

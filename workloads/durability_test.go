@@ -39,7 +39,7 @@ func TestCheckDurability(t *testing.T) {
 	for seq := uint64(0); seq < 5; seq++ {
 		p.acked.set(seq)
 	}
-	dc, by, err := checkDurability(ctx, seeds, "d", []int64{0}, []int64{7}, []*producer{p})
+	dc, by, err := checkDurability(ctx, seeds, "d", []int64{0}, []int64{0}, []int64{7}, []*producer{p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestCheckDurability(t *testing.T) {
 	// Reading past what exists cannot finish: the check reports which partition is short.
 	short, cancel2 := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel2()
-	if _, _, err := checkDurability(short, seeds, "d", []int64{0}, []int64{9}, []*producer{p}); err == nil ||
+	if _, _, err := checkDurability(short, seeds, "d", []int64{0}, []int64{0}, []int64{9}, []*producer{p}); err == nil ||
 		!strings.Contains(err.Error(), "0 at 7 of [0, 9)") {
 		t.Fatalf("short read: %v", err)
 	}

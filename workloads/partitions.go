@@ -399,11 +399,12 @@ func (rep replicaReport) apply(res *results.Result, fr *FaultsReport) {
 	}
 	if !rep.identical {
 		res.Durability.ReplicasIdentical = false
-		res.Config["durability.replica_logs_note"] = rep.why
+		res.Note("durability.replica_logs", rep.why)
 	}
 }
 
-// checkReplicaLogs reads every partition from start[p] (inclusive) to the leader's HW
+// checkReplicaLogs reads every partition from start[p] (inclusive; or from the latest log
+// start of its replicas where retention deleted past it) to the leader's HW
 // (exclusive) from the leader's log and from every running replica's log, parsing the
 // batches, and checks that each replica holds the same records (offset, producer id, seq) as
 // the leader, and that no acknowledged record of the leader's range is missing on a replica.
@@ -435,8 +436,16 @@ func checkReplicaLogs(rr replicaRecords, topic string, start []int64, prods []*p
 			rep.why = fmt.Sprintf("partition %d has no leader", p)
 			continue
 		}
+		// Retention runs on each broker by itself: compare from the latest log start of
+		// the replicas (inclusive), never below start[p].
+		from := start[p]
+		for _, id := range append([]int32{leader}, replicas...) {
+			if ls, err := rr.ReplicaLogStart(topic, int32(p), id); err == nil {
+				from = max(from, min(ls, hw))
+			}
+		}
 		want := make(map[int64]rec)
-		err = rr.ReadReplica(topic, int32(p), leader, start[p], hw, func(off int64, v []byte) {
+		err = rr.ReadReplica(topic, int32(p), leader, from, hw, func(off int64, v []byte) {
 			h, _ := ParseHeader(v)
 			want[off] = rec{h.ProducerID, h.Seq}
 		})
@@ -451,7 +460,7 @@ func checkReplicaLogs(rr replicaRecords, topic string, start []int64, prods []*p
 			}
 			got := 0
 			diff := ""
-			err := rr.ReadReplica(topic, int32(p), id, start[p], hw, func(off int64, v []byte) {
+			err := rr.ReadReplica(topic, int32(p), id, from, hw, func(off int64, v []byte) {
 				h, _ := ParseHeader(v)
 				got++
 				if w, ok := want[off]; !ok || w != (rec{h.ProducerID, h.Seq}) {
@@ -482,7 +491,7 @@ func checkReplicaLogs(rr replicaRecords, topic string, start []int64, prods []*p
 				}
 				// Count acknowledged leader records this replica lacks.
 				seen := map[int64]bool{}
-				_ = rr.ReadReplica(topic, int32(p), id, start[p], hw, func(off int64, v []byte) { seen[off] = true })
+				_ = rr.ReadReplica(topic, int32(p), id, from, hw, func(off int64, v []byte) { seen[off] = true })
 				for off, w := range want {
 					if !seen[off] && acked(Header{ProducerID: w.pid, Seq: w.seq}) {
 						rep.lost++

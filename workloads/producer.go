@@ -42,6 +42,7 @@ type producer struct {
 
 	mu        sync.Mutex // guards acked, errs, partErrs, failTimes
 	acked     bitset     // seq -> acknowledged (whole run, for the durability check)
+	ackPart   partLog    // seq -> partition of the acknowledged record (to tell expired from lost)
 	errs      map[string]int64
 	partErrs  map[int32]map[string]int64 // partition -> error name -> failed records (whole run)
 	failTimes []int64                    // intended send times (unix ns) of failed records
@@ -195,6 +196,7 @@ func (p *producer) promise(r *kgo.Record, err error) {
 		if p.spec.Acks != "0" {
 			p.mu.Lock()
 			p.acked.set(h.Seq)
+			p.ackPart.set(h.Seq, r.Partition)
 			p.mu.Unlock()
 		}
 	}
@@ -280,4 +282,51 @@ func (b *bitset) count() int64 {
 		}
 	}
 	return n
+}
+
+// partLog maps a producer sequence number to the partition its record was acknowledged in:
+// one byte per sequence while every partition is below 255, two bytes once one is not (the
+// durability check needs it to tell records deleted by retention from lost ones). Not safe
+// for concurrent use.
+type partLog struct {
+	b8  []uint8
+	b16 []uint16 // used instead of b8 once a partition >= 255 was set
+}
+
+// set records partition p for seq (p >= 0).
+func (l *partLog) set(seq uint64, p int32) {
+	if l.b16 == nil && p >= math.MaxUint8 {
+		l.b16 = make([]uint16, len(l.b8), max(cap(l.b8), 64))
+		for i, v := range l.b8 {
+			l.b16[i] = uint16(v)
+		}
+		l.b8 = nil
+	}
+	i := int(seq)
+	if l.b16 != nil {
+		for i >= len(l.b16) {
+			l.b16 = append(l.b16, make([]uint16, len(l.b16)+64)...)
+		}
+		l.b16[i] = uint16(p)
+		return
+	}
+	for i >= len(l.b8) {
+		l.b8 = append(l.b8, make([]uint8, len(l.b8)+64)...)
+	}
+	l.b8[i] = uint8(p)
+}
+
+// get returns the partition recorded for seq (0 if none was).
+func (l *partLog) get(seq uint64) int32 {
+	i := int(seq)
+	if l.b16 != nil {
+		if i < len(l.b16) {
+			return int32(l.b16[i])
+		}
+		return 0
+	}
+	if i < len(l.b8) {
+		return int32(l.b8[i])
+	}
+	return 0
 }

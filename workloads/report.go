@@ -8,7 +8,7 @@ import (
 )
 
 // FaultsReportFile is the name of the run's fault and replication report, next to
-// result.json (result.json config "files.faults" names it).
+// result.json (result.json files.faults names it).
 const FaultsReportFile = "faults.json"
 
 // FaultsReport is faults.json: what the partition timeline, the producer groups and the

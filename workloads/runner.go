@@ -45,6 +45,9 @@ type Options struct {
 	TimelineInterval time.Duration
 	// Commit is recorded in env.commit (default: the binary's VCS revision).
 	Commit string
+
+	// statFS replaces the disk guard's statfs (tests simulate a filling disk).
+	statFS func(path string) (free, total uint64, err error)
 }
 
 // ErrDurability is wrapped by Run's error when acknowledged records were lost although only
@@ -175,6 +178,16 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 			notef("closing target: %v", cerr)
 		}
 	}()
+	// The disk guard: refuse to start below isrbench.min.free.disk, and stop the load when
+	// the data dir's filesystem falls below it (see diskguard.go).
+	var guard *diskGuard
+	if dd, ok := tgt.(dataDirTarget); ok {
+		guard = newDiskGuard(dd.DataDir(), s.Broker.MinFreeDisk, r.opts.statFS)
+		if err := guard.check(); err != nil {
+			os.RemoveAll(r.dir) // no result: leave no empty run dir behind
+			return nil, err
+		}
+	}
 	seeds := tgt.Seeds()
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
@@ -236,6 +249,9 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 		}
 		r.cons = append(r.cons, c)
 	}
+	// loadCtx ends the load early when the disk guard trips (its cause is the *LowDiskError).
+	loadCtx, stopLoad := context.WithCancelCause(ctx)
+	defer stopLoad(nil)
 	consCtx, stopCons := context.WithCancel(ctx)
 	var consWG sync.WaitGroup
 	for _, c := range r.cons {
@@ -253,7 +269,7 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 			st = st.Add(time.Duration(float64(starts[i].index) * 1e9 / g.Rate))
 		}
 		prodWG.Add(1)
-		go func() { defer prodWG.Done(); prodErrs[i] = p.run(ctx, st, measureEnd) }()
+		go func() { defer prodWG.Done(); prodErrs[i] = p.run(loadCtx, st, measureEnd) }()
 	}
 
 	// Timeline, progress, faults and profiles run alongside.
@@ -262,7 +278,18 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	tlStarted = true
 	go func() { defer close(tlDone); tl.loop(tlCtx) }()
 	faultsDone := make(chan struct{})
-	go func() { defer close(faultsDone); r.runFaults(ctx, measureStart, measureEnd) }()
+	go func() { defer close(faultsDone); r.runFaults(loadCtx, measureStart, measureEnd) }()
+	guardCtx, stopGuard := context.WithCancel(loadCtx)
+	guardDone := make(chan struct{})
+	if guard != nil {
+		go func() {
+			defer close(guardDone)
+			guard.loop(guardCtx, diskGuardInterval, func(err error) { stopLoad(err) })
+		}()
+	} else {
+		close(guardDone)
+	}
+	defer func() { stopGuard(); <-guardDone }()
 	var pt *partTimeline
 	ptDone := make(chan struct{})
 	ptCtx, stopPT := context.WithCancel(ctx)
@@ -282,6 +309,17 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	}
 
 	prodWG.Wait()
+	stopGuard()
+	<-guardDone
+	if cause := context.Cause(loadCtx); errors.Is(cause, ErrLowDisk) {
+		// Stop everything at once; the deferred Close removes the data dir.
+		profStop()
+		<-faultsDone
+		stopTL()
+		<-tlDone
+		os.RemoveAll(r.dir) // no result (a partial timeline only): the disk is short already
+		return nil, cause
+	}
 	profStop()
 	<-faultsDone
 	if h, ok := tgt.(healer); ok {
@@ -339,14 +377,41 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	r.waitConsumers(ctx, endOffs, 5*time.Second)
 	stopCons()
 	consWG.Wait()
+	// Retention may have deleted the oldest acknowledged records: settle it (embedded), then
+	// read back from the log start where it is past the offsets listed before the load.
+	if ra, ok := tgt.(retentionApplier); ok {
+		ra.ApplyRetention()
+	}
+	logStarts, err := listOffsets(ctx, adm, s.Topic.Name, s.Topic.Partitions, false)
+	if err != nil {
+		return nil, err
+	}
+	readFrom := make([]int64, len(startOffs))
+	for p := range startOffs {
+		readFrom[p] = max(startOffs[p], min(logStarts[p], endOffs[p]))
+	}
 	verifyCtx, cancelVerify := context.WithTimeout(ctx, 60*time.Second)
-	dc, byAcks, verr := checkDurability(verifyCtx, seeds, s.Topic.Name, startOffs, endOffs, r.prods)
+	dc, byAcks, verr := checkDurability(verifyCtx, seeds, s.Topic.Name, startOffs, readFrom, endOffs, r.prods)
 	cancelVerify()
 	if verr != nil {
 		notef("durability check: %v", verr)
 	}
+	if after, err := listOffsets(ctx, adm, s.Topic.Name, s.Topic.Partitions, false); err == nil {
+		for p := range after {
+			if after[p] > readFrom[p] {
+				notef("durability check: log start of partition %d moved from %d to %d during the read-back (retention): records between may count as lost", p, readFrom[p], after[p])
+			}
+		}
+	}
 
 	res := r.result(id, startedAt, tl, dc, byAcks)
+	if dc.Expired > 0 {
+		res.Note("durability.expired", fmt.Sprintf("%d acknowledged records were deleted by retention (log.retention.bytes=%d, log.retention.ms=%d) before the read-back, which starts at the log start; they are not counted as lost", dc.Expired, s.Broker.LogRetentionBytes, s.Broker.LogRetentionMs))
+	}
+	if guard != nil {
+		peak, minFree := guard.stats()
+		res.Note("disk", fmt.Sprintf("data dir peak %s (%d bytes, sampled every %s), least free space %s, floor isrbench.min.free.disk=%s", humanBytes(peak), peak, diskGuardInterval, humanBytes(minFree), s.Broker.MinFreeDisk))
+	}
 	if rc, ok := tgt.(replicaChecker); ok {
 		same, why, err := rc.ReplicasIdentical(s.Topic.Name)
 		switch {
@@ -354,13 +419,13 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 			notef("replica comparison: %v", err)
 		case !same:
 			notef("replicas differ: %s", why)
-			res.Config["durability.replicas_note"] = why
+			res.Note("durability.replicas", why)
 		}
 		res.Durability.ReplicasIdentical = same
 	}
 	fr := &FaultsReport{ProducerGroups: r.groupFigures()}
 	if rr, ok := tgt.(replicaRecords); ok {
-		rep := checkReplicaLogs(rr, s.Topic.Name, startOffs, r.prods)
+		rep := checkReplicaLogs(rr, s.Topic.Name, readFrom, r.prods)
 		rep.apply(res, fr)
 		if rep.err != nil {
 			notef("replica logs: %v", rep.err)
@@ -370,14 +435,14 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 		}
 	}
 	if why := lossExpected(s); why != "" {
-		res.Config["durability.loss_expected"] = why // derived from the settings
+		res.Durability.LossExpected = why // derived from the settings
 		fr.LossExpected = why
 	}
 	if pt != nil {
 		pt.summarize(res, fr)
-		res.Config["files.partitions"] = fr.PartitionsCSV // constant names: safe for grouping
+		res.Files.Partitions = fr.PartitionsCSV
 	}
-	res.Config["files.faults"] = FaultsReportFile
+	res.Files.Faults = FaultsReportFile
 	if err := writeFaultsReport(r.dir, fr); err != nil {
 		return res, err
 	}
@@ -393,6 +458,13 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 			return res, err
 		}
 		fr.print(r.opts.Stdout)
+		if dc.Expired > 0 {
+			fmt.Fprintf(r.opts.Stdout, "expired: %d acknowledged records deleted by retention before the read-back (not lost)\n", dc.Expired)
+		}
+		if guard != nil {
+			peak, _ := guard.stats()
+			fmt.Fprintf(r.opts.Stdout, "disk: data dir peak %s (log.retention.bytes=%d, log.segment.bytes=%d)\n", humanBytes(peak), s.Broker.LogRetentionBytes, s.Broker.LogSegmentBytes)
+		}
 		fmt.Fprintf(r.opts.Stdout, "results: %s\n", r.dir)
 	}
 	if verr != nil {
@@ -498,6 +570,16 @@ func (r *run) failedBetween(from, to float64) int64 {
 	}
 	return n
 }
+
+// dataDirTarget is implemented by targets with a local data dir (embedded): the disk guard
+// watches its filesystem.
+type dataDirTarget interface{ DataDir() string }
+
+// retentionApplier is implemented by targets that can run log retention on demand (embedded).
+type retentionApplier interface{ ApplyRetention() }
+
+// diskGuardInterval is how often the disk guard checks the data dir's filesystem.
+var diskGuardInterval = time.Second
 
 // replicaChecker is implemented by targets that can compare replica logs (the embedded one).
 type replicaChecker interface {
@@ -622,10 +704,10 @@ func (r *run) result(id string, startedAt time.Time, tl *timeline, dc results.Du
 	res.Durability.DurabilityCounts = dc
 	res.Durability.ByAcks = byAcks
 	if _, ok := byAcks["0"]; ok {
-		res.Config["durability.note"] = "acks=0: nothing is acknowledged, durability counts only duplicates"
+		res.Note("durability", "acks=0: nothing is acknowledged, durability counts only duplicates")
 	}
 	if !r.tgt.HasHWLag() {
-		res.Config["hw_lag.note"] = "hw_lag is measured inside the embedded core only; empty for " + r.tgt.Name()
+		res.Note("hw_lag", "hw_lag is measured inside the embedded core only; empty for "+r.tgt.Name())
 	}
 	r.faultsMu.Lock()
 	sort.Slice(r.faults, func(a, b int) bool { return r.faults[a].i < r.faults[b].i })

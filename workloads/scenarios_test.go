@@ -62,8 +62,8 @@ func runScenario(t *testing.T, s *Spec) (*results.Result, error) {
 // report reads the run's faults.json.
 func report(t *testing.T, res *results.Result) *FaultsReport {
 	t.Helper()
-	if res.Config["files.faults"] != FaultsReportFile {
-		t.Errorf("config files.faults = %v", res.Config["files.faults"])
+	if res.Files.Faults != FaultsReportFile {
+		t.Errorf("files.faults = %v", res.Files.Faults)
 	}
 	fr, err := ReadFaultsReport(filepath.Dir(res.Files.Timeline))
 	if err != nil {
@@ -137,7 +137,7 @@ func TestScenarioLeaderKill(t *testing.T) {
 // while the acks=1 group keeps being accepted.
 func TestScenarioMinISR(t *testing.T) {
 	skipShort(t)
-	s := scenario(t, "min-isr", "duration=4s", "warmup=500ms")
+	s := scenario(t, "min-isr", "duration=6s", "warmup=500ms", "retries=1") // outage 2.2 s .. 6 s
 	res, err := runScenario(t, s)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +152,9 @@ func TestScenarioMinISR(t *testing.T) {
 	}
 	one := res.Durability.ByAcks["1"]
 	all := res.Durability.ByAcks["all"]
-	if one.Acked == 0 || one.Lost != 0 || all.Lost != 0 {
+	// acks=1 records the killed brokers had acknowledged as leaders (of the other partitions)
+	// but not yet replicated may be lost: that is acks=1. acks=all must lose nothing.
+	if one.Acked == 0 || all.Lost != 0 || all.Acked == 0 {
 		t.Errorf("by acks %+v", res.Durability.ByAcks)
 	}
 	// acks=1 records meant for the outage were acknowledged: more than the acks=all ones.
@@ -173,7 +175,7 @@ func TestScenarioUncleanElection(t *testing.T) {
 	if res.Durability.Lost == 0 {
 		t.Errorf("no loss counted: %+v, faults %+v", res.Durability, res.Faults)
 	}
-	if why, _ := res.Config["durability.loss_expected"].(string); !strings.Contains(why, "unclean") {
+	if why, _ := res.Durability.LossExpected, true; !strings.Contains(why, "unclean") {
 		t.Errorf("durability.loss_expected = %q", why)
 	}
 }
@@ -253,7 +255,7 @@ func TestRandomFaults(t *testing.T) {
 			d := res.Durability
 			if err != nil || d.Lost != 0 || d.OutOfOrder != 0 || !d.ReplicasIdentical || d.Acked == 0 {
 				t.Errorf("seed %d: err %v, durability %+v, replicas note %v\nfaults %+v", seed, err, d,
-					res.Config["durability.replica_logs_note"], res.Faults)
+					res.Notes["durability.replica_logs"], res.Faults)
 			}
 			if fr := report(t, res); fr.ReplicaLogs == nil || fr.ReplicaLogs.Checked == 0 || fr.ReplicaLogs.Lost != 0 {
 				t.Errorf("seed %d: replica logs %+v", seed, fr.ReplicaLogs)
@@ -416,3 +418,36 @@ func TestFaultTimes(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a-b < 1e-6 && b-a < 1e-6 }
+
+// TestScenarioNetworkPartition: broker 0 is cut off from brokers 1 and 2 (replica traffic
+// only): the followers on each side leave the ISRs after the lag time, come back after the
+// heal, and with min ISR 2 acks=all loses nothing.
+func TestScenarioNetworkPartition(t *testing.T) {
+	skipShort(t)
+	s, err := Parse([]byte(`name: network-partition
+topic: {partitions: 3, min.insync.replicas: 2}
+broker: {replica.lag.time.max.ms: 500, replica.fetch.wait.max.ms: 100}
+producers: {count: 1, acks: all, rate: 300, delivery.timeout.ms: 60000}
+duration: 3s
+warmup: 300ms
+faults:
+  - {at: 500ms, duration: 1500ms, kind: partition, target: "0|1,2"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runScenario(t, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr := report(t, res)
+	if len(fr.Faults) != 1 || fr.Faults[0].Target != "links=[0]<->[1 2]" {
+		t.Fatalf("faults %+v", fr.Faults)
+	}
+	if f := fr.Faults[0]; f.TimeToShrinkS < 0 || f.TimeToShrinkS > 0.85 || f.TimeToRejoinS < 0 {
+		t.Errorf("fault figures %+v, want a shrink within lag + lag/2 (+100 ms) and a rejoin", f)
+	}
+	if d := res.Durability; d.Acked == 0 || d.Lost != 0 || !d.ReplicasIdentical {
+		t.Errorf("durability %+v", d)
+	}
+}

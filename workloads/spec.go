@@ -61,22 +61,33 @@ type TopicSpec struct {
 
 // BrokerSpec holds broker properties under their Kafka names (defaults are Kafka's unless noted).
 type BrokerSpec struct {
-	NumReplicaFetchers           int           // num.replica.fetchers, default 1
-	ReplicaFetchWaitMaxMs        int           // replica.fetch.wait.max.ms, default 500
-	ReplicaFetchMinBytes         int           // replica.fetch.min.bytes, default 1
-	ReplicaFetchMaxBytes         int           // replica.fetch.max.bytes (per partition), default 1048576
-	ReplicaFetchResponseMaxBytes int           // replica.fetch.response.max.bytes, default 10485760
-	ReplicaLagTimeMaxMs          int64         // replica.lag.time.max.ms, default 30000
-	UncleanLeaderElectionEnable  bool          // unclean.leader.election.enable, default false
-	BrokerSessionTimeoutMs       int64         // broker.session.timeout.ms, default 9000
-	LogSegmentBytes              int64         // log.segment.bytes, default 1073741824
-	FlushMessages                int64         // flush.messages, default 9223372036854775807 (never fsync on count)
-	FlushMs                      int64         // flush.ms, default 9223372036854775807
-	ZeroCopy                     bool          // isrbench.zero.copy: sendfile fetch responses, default true
-	IO                           string        // isrbench.io: pwritev|uring|write, default pwritev
-	HWUpdate                     string        // isrbench.hw.update: atomic|mutex, default atomic
-	TruncateMode                 string        // isrbench.truncate.mode: epoch|hw, default epoch (hw is an ablation that can lose data)
-	ProduceDelay                 time.Duration // isrbench.produce.delay: artificial delay per produce (gate tests), default 0
+	NumReplicaFetchers           int   // num.replica.fetchers, default 1
+	ReplicaFetchWaitMaxMs        int   // replica.fetch.wait.max.ms, default 500
+	ReplicaFetchMinBytes         int   // replica.fetch.min.bytes, default 1
+	ReplicaFetchMaxBytes         int   // replica.fetch.max.bytes (per partition), default 1048576
+	ReplicaFetchResponseMaxBytes int   // replica.fetch.response.max.bytes, default 10485760
+	ReplicaLagTimeMaxMs          int64 // replica.lag.time.max.ms, default 30000
+	UncleanLeaderElectionEnable  bool  // unclean.leader.election.enable, default false
+	BrokerSessionTimeoutMs       int64 // broker.session.timeout.ms, default 9000
+	LogSegmentBytes              int64 // log.segment.bytes, harness default 67108864 (Kafka: 1073741824), see DefaultLogSegmentBytes
+	// LogRetentionBytes is log.retention.bytes per partition replica, harness default
+	// DefaultLogRetentionBytes (Kafka: -1, unlimited); -1 = unlimited.
+	LogRetentionBytes int64
+	// LogRetentionMs is log.retention.ms, default 604800000 (7 days, Kafka's); -1 = unlimited.
+	LogRetentionMs int64
+	// LogRetentionCheckIntervalMs is log.retention.check.interval.ms, harness default 1000
+	// (Kafka: 300000), so retention keeps up with a benchmark's write rate.
+	LogRetentionCheckIntervalMs int64
+	// MinFreeDisk is isrbench.min.free.disk: the free-space floor of the data dir's
+	// filesystem below which a run stops (see DiskFloor), default 2GiB.
+	MinFreeDisk   DiskFloor
+	FlushMessages int64         // flush.messages, default 9223372036854775807 (never fsync on count)
+	FlushMs       int64         // flush.ms, default 9223372036854775807
+	ZeroCopy      bool          // isrbench.zero.copy: sendfile fetch responses, default true
+	IO            string        // isrbench.io: pwritev|uring|write, default pwritev
+	HWUpdate      string        // isrbench.hw.update: atomic|mutex, default atomic
+	TruncateMode  string        // isrbench.truncate.mode: epoch|hw, default epoch (hw is an ablation that can lose data)
+	ProduceDelay  time.Duration // isrbench.produce.delay: artificial delay per produce (gate tests), default 0
 	// HWCheckpointIntervalMs is replica.high.watermark.checkpoint.interval.ms, default 5000.
 	HWCheckpointIntervalMs int64
 }
@@ -154,7 +165,11 @@ func DefaultSpec() *Spec {
 			ReplicaFetchResponseMaxBytes: 10485760,
 			ReplicaLagTimeMaxMs:          30000,
 			BrokerSessionTimeoutMs:       9000,
-			LogSegmentBytes:              1 << 30,
+			LogSegmentBytes:              DefaultLogSegmentBytes,
+			LogRetentionBytes:            DefaultLogRetentionBytes,
+			LogRetentionMs:               604800000,
+			LogRetentionCheckIntervalMs:  1000,
+			MinFreeDisk:                  DefaultMinFreeDisk,
 			FlushMessages:                math.MaxInt64,
 			FlushMs:                      math.MaxInt64,
 			ZeroCopy:                     true,
@@ -795,7 +810,19 @@ var params = []Param{
 	int64P("replica.lag.time.max.ms", []string{"broker.replica.lag.time.max.ms"}, 1, 24*3600*1000, "ISR lag time (ms), default 30000", func(s *Spec) *int64 { return &s.Broker.ReplicaLagTimeMaxMs }),
 	boolP("unclean.leader.election.enable", []string{"broker.unclean.leader.election.enable"}, "elect out-of-sync replicas, default false", func(s *Spec) *bool { return &s.Broker.UncleanLeaderElectionEnable }),
 	int64P("broker.session.timeout.ms", []string{"broker.broker.session.timeout.ms"}, 1, 24*3600*1000, "controller fences a broker silent this long (ms), default 9000", func(s *Spec) *int64 { return &s.Broker.BrokerSessionTimeoutMs }),
-	int64P("log.segment.bytes", []string{"broker.log.segment.bytes"}, 14, math.MaxInt32, "segment size, default 1073741824", func(s *Spec) *int64 { return &s.Broker.LogSegmentBytes }),
+	int64P("log.segment.bytes", []string{"broker.log.segment.bytes"}, 14, math.MaxInt32, "segment size; harness default 67108864 (Kafka 1073741824) so retention, which never deletes the active segment, keeps the disk bounded", func(s *Spec) *int64 { return &s.Broker.LogSegmentBytes }),
+	int64P("log.retention.bytes", []string{"broker.log.retention.bytes", "retention.bytes"}, -1, math.MaxInt64, "bytes kept per partition replica before the oldest segments are deleted, -1 = unlimited; harness default 268435456 (Kafka -1): a replica holds at most about retention.bytes + log.segment.bytes", func(s *Spec) *int64 { return &s.Broker.LogRetentionBytes }),
+	int64P("log.retention.ms", []string{"broker.log.retention.ms", "retention.ms"}, -1, math.MaxInt64, "delete segments whose newest record is older (ms), -1 = unlimited; default 604800000", func(s *Spec) *int64 { return &s.Broker.LogRetentionMs }),
+	int64P("log.retention.check.interval.ms", []string{"broker.log.retention.check.interval.ms"}, 1, 24*3600*1000, "how often each broker applies retention (ms); harness default 1000 (Kafka 300000)", func(s *Spec) *int64 { return &s.Broker.LogRetentionCheckIntervalMs }),
+	{Key: "isrbench.min.free.disk", Aliases: []string{"broker.isrbench.min.free.disk", "min.free.disk"},
+		Help: "stop the run when the data dir's filesystem has less free space: bytes (2147483648), a size (2GiB, 500MiB, 10GB) or a percentage of the filesystem (5%); 0 = off; default 2GiB",
+		set: func(s *Spec, v string) error {
+			f, err := ParseDiskFloor("isrbench.min.free.disk", v)
+			if err == nil {
+				s.Broker.MinFreeDisk = f
+			}
+			return err
+		}, get: func(s *Spec) any { return s.Broker.MinFreeDisk.String() }},
 	int64P("flush.messages", []string{"broker.flush.messages"}, 1, math.MaxInt64, "fsync every N messages, default 9223372036854775807 (never)", func(s *Spec) *int64 { return &s.Broker.FlushMessages }),
 	int64P("flush.ms", []string{"broker.flush.ms"}, 0, math.MaxInt64, "fsync every N ms, default 9223372036854775807 (never)", func(s *Spec) *int64 { return &s.Broker.FlushMs }),
 	boolP("isrbench.zero.copy", []string{"broker.isrbench.zero.copy"}, "sendfile fetch responses, default true", func(s *Spec) *bool { return &s.Broker.ZeroCopy }),

@@ -56,6 +56,9 @@ func (s *Spec) ClusterConfig() (netfetch.ClusterConfig, error) {
 	b.ReplicaLagTimeMaxMs = s.Broker.ReplicaLagTimeMaxMs
 	b.MinInsyncReplicas = s.Topic.MinInsyncReplicas
 	b.Log.SegmentBytes = s.Broker.LogSegmentBytes
+	b.Log.RetentionBytes = s.Broker.LogRetentionBytes
+	b.Log.RetentionMs = s.Broker.LogRetentionMs
+	b.LogRetentionCheckIntervalMs = s.Broker.LogRetentionCheckIntervalMs
 	b.Log.FlushMessages = s.Broker.FlushMessages
 	b.Log.FlushMs = s.Broker.FlushMs
 	b.HWUpdate = s.Broker.HWUpdate
@@ -103,7 +106,20 @@ func openEmbedded(ctx context.Context, s *Spec, o TargetOptions) (Target, error)
 		rng: rand.New(rand.NewPCG(o.Seed, 0x15b))}, nil
 }
 
-func (e *embedded) Name() string    { return "embedded" }
+func (e *embedded) Name() string { return "embedded" }
+
+// DataDir is the cluster's temporary data dir (the disk guard watches its filesystem).
+func (e *embedded) DataDir() string { return e.dir }
+
+// ApplyRetention runs log retention on every running broker now (as its
+// log.retention.check.interval.ms timer would), so the read-back sees settled log starts.
+func (e *embedded) ApplyRetention() {
+	for _, id := range e.c.BrokerIDs() {
+		if b := e.c.Broker(id); b != nil && !e.isStopped(id) {
+			b.ApplyRetention()
+		}
+	}
+}
 func (e *embedded) Seeds() []string { return e.seeds }
 func (e *embedded) HasHWLag() bool  { return true }
 
@@ -459,6 +475,20 @@ type replicaRecords interface {
 	// ReadReplica calls fn for every record in [from, to) (from inclusive, to exclusive) of
 	// broker id's replica log, in offset order.
 	ReadReplica(topic string, p int32, id int32, from, to int64, fn func(offset int64, value []byte)) error
+	// ReplicaLogStart returns broker id's log start offset (inclusive) of the partition.
+	ReplicaLogStart(topic string, p int32, id int32) (int64, error)
+}
+
+func (e *embedded) ReplicaLogStart(topic string, p int32, id int32) (int64, error) {
+	b := e.c.Broker(id)
+	if b == nil || e.isStopped(id) {
+		return 0, fmt.Errorf("broker %d is not running", id)
+	}
+	r, ok := b.Replica(topic, p)
+	if !ok {
+		return 0, fmt.Errorf("broker %d does not host %s-%d", id, topic, p)
+	}
+	return r.LogStart(), nil
 }
 
 func (e *embedded) PartitionReplicas(topic string, p int32) (int32, int64, []int32, error) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads"
 )
@@ -15,13 +16,14 @@ func init() {
 }
 
 func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const usage = "sweep -w SPEC [--vary key=v1,v2 ...] [--set key=value ...] [--repeat N] [--target T] [--duration D] [--warmup D] [--out DIR]"
+	const usage = "sweep -w SPEC [--vary key=v1,v2 ...] [--set key=value ...] [--repeat N] [--target T] [--duration D] [--warmup D] [--out DIR] [--profile kinds]"
 	fs := newFlags("sweep", usage, stderr)
 	var sf specFlags
 	sf.register(fs)
 	var vary multiFlag
 	fs.Var(&vary, "vary", "sweep a setting over values, key=v1,v2,... (repeatable: cartesian product)")
 	repeat := fs.Int("repeat", 1, "runs per point, interleaved (A B C A B C)")
+	profile := fs.String("profile", "", "pprof kinds captured during each run's measurement: cpu,heap,allocs,mutex,block,goroutine")
 	withKeyHelp(fs, usage, stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -36,12 +38,18 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	var kinds []string
+	if *profile != "" {
+		if kinds, err = profiles.ParseKinds(*profile); err != nil {
+			return usagef("--profile: %v", err)
+		}
+	}
 	axes, err := workloads.ParseVary(vary)
 	if err != nil {
 		return usagef("%v", err)
 	}
 	out, err := workloads.Sweep(ctx, s, axes, *repeat, workloads.Options{Target: sf.target, OutDir: sf.out,
-		Stdout: stdout, Stderr: stderr})
+		Profile: kinds, Stdout: stdout, Stderr: stderr})
 	if out != nil && len(out.Results) > 0 {
 		if perr := results.PrintSweep(stdout, out.Results); perr != nil {
 			fmt.Fprintf(stderr, "sweep table: %v\n", perr)

@@ -1,0 +1,249 @@
+package workloads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Disk bounds of a run (see the package doc, "Disk"). The harness's defaults differ from
+// Kafka's (log.retention.bytes -1, log.segment.bytes 1 GiB, check every 5 min) so that a run
+// of any duration stays within a few GB: a partition replica's log holds at most about
+// log.retention.bytes + log.segment.bytes (retention never deletes the active segment) plus
+// what it takes in during one log.retention.check.interval.ms. With 6 partitions, RF 3 and
+// 250 MB/s that is 18 x (256 + 64 + ~42) MiB, about 6.5 GiB at worst.
+const (
+	// DefaultLogRetentionBytes is the harness's log.retention.bytes: 256 MiB per partition replica.
+	DefaultLogRetentionBytes = 256 << 20
+	// DefaultLogSegmentBytes is the harness's log.segment.bytes: 64 MiB.
+	DefaultLogSegmentBytes = 64 << 20
+)
+
+// DefaultMinFreeDisk is the default isrbench.min.free.disk: 2 GiB.
+var DefaultMinFreeDisk = DiskFloor{Bytes: 2 << 30}
+
+// DiskFloor is isrbench.min.free.disk: the least free space the data dir's filesystem may
+// have during a run, either absolute (Bytes) or a share of the filesystem (Percent, 0..100).
+// The zero value disables the guard. A DiskFloor is a plain value.
+type DiskFloor struct {
+	Bytes   int64
+	Percent float64
+}
+
+// Of returns the floor in bytes for a filesystem of total bytes.
+func (f DiskFloor) Of(total uint64) int64 {
+	if f.Percent > 0 {
+		return int64(math.Ceil(float64(total) * f.Percent / 100))
+	}
+	return f.Bytes
+}
+
+// Off reports whether the guard is disabled.
+func (f DiskFloor) Off() bool { return f.Bytes <= 0 && f.Percent <= 0 }
+
+// String is the canonical text form that ParseDiskFloor reads back ("2GiB", "5%", "0").
+func (f DiskFloor) String() string {
+	switch {
+	case f.Percent > 0:
+		return strconv.FormatFloat(f.Percent, 'g', -1, 64) + "%"
+	case f.Bytes <= 0:
+		return "0"
+	}
+	for _, u := range []struct {
+		s string
+		n int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}} {
+		if f.Bytes%u.n == 0 {
+			return strconv.FormatInt(f.Bytes/u.n, 10) + u.s
+		}
+	}
+	return strconv.FormatInt(f.Bytes, 10)
+}
+
+var diskUnits = []struct {
+	s string
+	n float64
+}{
+	{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10},
+	{"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1},
+}
+
+// ParseDiskFloor reads a floor: a byte count ("2147483648"), a size with a unit (B, KB, MB,
+// GB, TB, KiB, MiB, GiB, TiB: "2GiB", "500MiB") or a percentage of the filesystem ("5%",
+// 0 < p < 100). "0" disables the guard. Errors name key and the allowed forms.
+func ParseDiskFloor(key, v string) (DiskFloor, error) {
+	t := strings.TrimSpace(v)
+	bad := func(why string) (DiskFloor, error) {
+		return DiskFloor{}, fmt.Errorf("%s: %q %s; allowed bytes (2147483648), a size (2GiB, 500MiB, 10GB) or a percentage of the filesystem (5%%), 0 = off", key, v, why)
+	}
+	if p, ok := strings.CutSuffix(t, "%"); ok {
+		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || math.IsNaN(f) {
+			return bad("is not a percentage")
+		}
+		if f <= 0 || f >= 100 {
+			return bad("is out of range (0 < percent < 100)")
+		}
+		return DiskFloor{Percent: f}, nil
+	}
+	mult := 1.0
+	for _, u := range diskUnits {
+		if n, ok := strings.CutSuffix(t, u.s); ok {
+			t, mult = strings.TrimSpace(n), u.n
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return bad("is not a size")
+	}
+	b := f * mult
+	if b < 0 || b > float64(math.MaxInt64/2) {
+		return bad("is out of range")
+	}
+	return DiskFloor{Bytes: int64(b)}, nil
+}
+
+// LowDiskError ends a run whose data dir's filesystem fell below isrbench.min.free.disk.
+type LowDiskError struct {
+	Path  string // the guarded directory
+	Free  int64  // bytes available to the process (statfs f_bavail)
+	Floor int64  // the floor in bytes
+	Spec  string // the floor as configured ("2GiB", "5%")
+	// During is true when the load was running (it was stopped), false when the run was
+	// refused before the load.
+	During bool
+}
+
+func (e *LowDiskError) Error() string {
+	what := "run not started"
+	if e.During {
+		what = "stopped producing and ended the run early"
+	}
+	return fmt.Sprintf("disk guard: free space on the filesystem of %s is %d bytes (%s), below isrbench.min.free.disk=%s (%d bytes): %s; data dir removed",
+		e.Path, e.Free, humanBytes(e.Free), e.Spec, e.Floor, what)
+}
+
+// ErrLowDisk is matched (errors.Is) by every *LowDiskError.
+var ErrLowDisk = errors.New("disk guard: free space below isrbench.min.free.disk")
+
+func (e *LowDiskError) Is(target error) bool { return target == ErrLowDisk }
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// statFS returns the bytes available to an unprivileged process and the filesystem's size.
+func statFS(path string) (free, total uint64, err error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return 0, 0, fmt.Errorf("statfs %s: %w", path, err)
+	}
+	bs := uint64(st.Bsize)
+	return st.Bavail * bs, st.Blocks * bs, nil
+}
+
+// diskGuard watches the filesystem of one directory. check is called from the guard's
+// goroutine (and once synchronously before the load); peak and minFree are read after the
+// goroutine stopped, or under mu.
+type diskGuard struct {
+	path  string
+	floor DiskFloor
+	stat  func(path string) (free, total uint64, err error) // statFS; tests fake a filling disk
+
+	mu       sync.Mutex
+	peakSize int64 // largest apparent size of path seen (bytes of its regular files)
+	minFree  int64 // least free bytes seen; -1 before the first check
+}
+
+func newDiskGuard(path string, floor DiskFloor, stat func(string) (uint64, uint64, error)) *diskGuard {
+	if stat == nil {
+		stat = statFS
+	}
+	return &diskGuard{path: path, floor: floor, stat: stat, minFree: -1}
+}
+
+// check measures the directory and its filesystem once; it returns a *LowDiskError when the
+// free space is below the floor, or a statfs error.
+func (g *diskGuard) check() error {
+	free, total, err := g.stat(g.path)
+	if err != nil {
+		return err
+	}
+	size := dirSize(g.path)
+	g.mu.Lock()
+	g.peakSize = max(g.peakSize, size)
+	if g.minFree < 0 || int64(free) < g.minFree {
+		g.minFree = int64(free)
+	}
+	g.mu.Unlock()
+	if g.floor.Off() {
+		return nil
+	}
+	if floor := g.floor.Of(total); int64(free) < floor {
+		return &LowDiskError{Path: g.path, Free: int64(free), Floor: floor, Spec: g.floor.String()}
+	}
+	return nil
+}
+
+// stats returns the peak directory size and the least free space seen.
+func (g *diskGuard) stats() (peakSize, minFree int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.peakSize, g.minFree
+}
+
+// loop checks every interval until ctx ends; the first check below the floor calls stop with
+// its *LowDiskError and ends the loop.
+func (g *diskGuard) loop(ctx context.Context, every time.Duration, stop func(error)) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		// A failing statfs (not expected on a directory the run created) skips the tick.
+		var le *LowDiskError
+		if err := g.check(); errors.As(err, &le) {
+			le.During = true
+			stop(le)
+			return
+		}
+	}
+}
+
+// dirSize sums the sizes of the regular files under dir (apparent size; segment files are
+// written densely, so it is close to what du reports). Files that vanish meanwhile (retention,
+// a segment roll) are skipped.
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}

@@ -1,0 +1,241 @@
+package workloads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestParseDiskFloor(t *testing.T) {
+	for _, c := range []struct {
+		in      string
+		want    DiskFloor
+		str     string
+		wantErr string
+	}{
+		{in: "2GiB", want: DiskFloor{Bytes: 2 << 30}, str: "2GiB"},
+		{in: "500 MiB", want: DiskFloor{Bytes: 500 << 20}, str: "500MiB"},
+		{in: "10GB", want: DiskFloor{Bytes: 10e9}, str: "10000000000"},
+		{in: "1.5GiB", want: DiskFloor{Bytes: 3 << 29}, str: "1536MiB"},
+		{in: "2147483648", want: DiskFloor{Bytes: 2 << 30}, str: "2GiB"},
+		{in: "12345", want: DiskFloor{Bytes: 12345}, str: "12345"},
+		{in: "5%", want: DiskFloor{Percent: 5}, str: "5%"},
+		{in: "0.5%", want: DiskFloor{Percent: 0.5}, str: "0.5%"},
+		{in: "0", want: DiskFloor{}, str: "0"},
+		{in: "", wantErr: "is not a size"},
+		{in: "lots", wantErr: "is not a size"},
+		{in: "-1GiB", wantErr: "out of range"},
+		{in: "100%", wantErr: "0 < percent < 100"},
+		{in: "0%", wantErr: "0 < percent < 100"},
+		{in: "x%", wantErr: "is not a percentage"},
+		{in: "1e30", wantErr: "out of range"},
+		{in: "NaN", wantErr: "is not a size"},
+	} {
+		got, err := ParseDiskFloor("isrbench.min.free.disk", c.in)
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) || !strings.Contains(err.Error(), "isrbench.min.free.disk") {
+				t.Errorf("%q: err %v, want one naming the key and %q", c.in, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != c.want || got.String() != c.str {
+			t.Errorf("%q: %+v %q %v, want %+v %q", c.in, got, got.String(), err, c.want, c.str)
+			continue
+		}
+		back, err := ParseDiskFloor("k", got.String())
+		if err != nil || back != got {
+			t.Errorf("%q: round trip %+v %v", c.in, back, err)
+		}
+	}
+	if f := (DiskFloor{Percent: 5}); f.Of(1000) != 50 || f.Off() {
+		t.Errorf("5%% of 1000 = %d", f.Of(1000))
+	}
+	if !(DiskFloor{}).Off() {
+		t.Error("zero floor is not off")
+	}
+}
+
+// TestRetentionSpecKeys: the retention keys and the disk floor are validated spec keys with
+// the harness defaults, documented in KeyHelp, reported in Config and mapped onto the
+// embedded cluster.
+func TestRetentionSpecKeys(t *testing.T) {
+	s, err := Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.Config()
+	for k, want := range map[string]any{
+		"log.retention.bytes": int64(DefaultLogRetentionBytes), "log.segment.bytes": int64(DefaultLogSegmentBytes),
+		"log.retention.ms": int64(604800000), "log.retention.check.interval.ms": int64(1000),
+		"isrbench.min.free.disk": "2GiB",
+	} {
+		if cfg[k] != want {
+			t.Errorf("config[%s] = %v (%T), want %v", k, cfg[k], cfg[k], want)
+		}
+		if !strings.Contains(KeyHelp(), k) {
+			t.Errorf("KeyHelp lacks %s", k)
+		}
+	}
+	if err := s.ApplySets([]string{"retention.bytes=-1", "broker.log.retention.ms=60000", "log.retention.check.interval.ms=50", "min.free.disk=5%"}); err != nil {
+		t.Fatal(err)
+	}
+	cc, err := s.ClusterConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := cc.Broker; b.Log.RetentionBytes != -1 || b.Log.RetentionMs != 60000 || b.LogRetentionCheckIntervalMs != 50 || s.Broker.MinFreeDisk.Percent != 5 {
+		t.Errorf("cluster config retention %d %d %d floor %+v", b.Log.RetentionBytes, b.Log.RetentionMs, b.LogRetentionCheckIntervalMs, s.Broker.MinFreeDisk)
+	}
+	for _, c := range []struct{ set, want string }{
+		{"log.retention.bytes=-2", "log.retention.bytes: -2 is out of range"},
+		{"log.retention.ms=soon", "log.retention.ms: \"soon\" is not an integer"},
+		{"log.retention.check.interval.ms=0", "log.retention.check.interval.ms: 0 is out of range"},
+		{"isrbench.min.free.disk=much", "isrbench.min.free.disk: \"much\" is not a size"},
+	} {
+		if err := s.Clone().ApplySets([]string{c.set}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--set %s: %v, want %q", c.set, err, c.want)
+		}
+	}
+	// In YAML, under broker:.
+	y := "name: r\nbroker:\n  log.retention.bytes: 1048576\n  isrbench.min.free.disk: 3GiB\n"
+	s2, err := Parse([]byte(y))
+	if err != nil || s2.Broker.LogRetentionBytes != 1<<20 || s2.Broker.MinFreeDisk.Bytes != 3<<30 {
+		t.Fatalf("yaml: %v %+v", err, s2)
+	}
+	if _, err := Parse([]byte("name: r\nbroker:\n  isrbench.min.free.disk: 150%\n")); err == nil || !strings.Contains(err.Error(), "line 3") {
+		t.Errorf("bad yaml floor: %v", err)
+	}
+}
+
+// TestDiskGuardRefusesToStart: a floor above the current free space stops the run at once,
+// before any load, with an error naming the data dir, the free bytes and the floor; the data
+// dir is removed.
+func TestDiskGuardRefusesToStart(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	free, _, err := statFS(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	floor := int64(free) + 1<<40 // a TiB more than there is
+	s := shortSpec(t, "duration=30s", "warmup=0s", fmt.Sprintf("isrbench.min.free.disk=%d", floor))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	began := time.Now()
+	out := t.TempDir()
+	res, err := Run(ctx, s, Options{OutDir: out, Quiet: true})
+	var le *LowDiskError
+	if !errors.As(err, &le) || !errors.Is(err, ErrLowDisk) || res != nil || le.During {
+		t.Fatalf("Run: %v (result %v), want a *LowDiskError", err, res != nil)
+	}
+	if !strings.HasPrefix(le.Path, filepath.Join(tmp, "isrbench-run-")) || le.Floor != floor || le.Free <= 0 || le.Free >= floor {
+		t.Errorf("error %+v", le)
+	}
+	msg := err.Error()
+	if ents, _ := os.ReadDir(out); len(ents) > 0 {
+		t.Errorf("run dir left in %s: %v", out, ents)
+	}
+	for _, want := range []string{le.Path, fmt.Sprint(le.Free), fmt.Sprint(floor), "isrbench.min.free.disk", "run not started"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+	if took := time.Since(began); took > 15*time.Second {
+		t.Errorf("refusing to start took %v", took)
+	}
+	if _, err := os.Stat(le.Path); !os.IsNotExist(err) {
+		t.Errorf("data dir %s still there: %v", le.Path, err)
+	}
+}
+
+// TestDiskGuardStopsRun: the disk fills up during the measurement (a fake statfs reports less
+// and less free space): the run stops producing, returns the guard's error long before its
+// 30 s duration, and removes its data dir.
+func TestDiskGuardStopsRun(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	s := shortSpec(t, "duration=30s", "warmup=0s", "producers.rate=500", "isrbench.min.free.disk=1GiB")
+	var calls atomic.Int64
+	const total = 100 << 30
+	stat := func(path string) (uint64, uint64, error) {
+		if !strings.HasPrefix(path, tmp) {
+			return 0, 0, fmt.Errorf("guard watches %s, not the data dir under %s", path, tmp)
+		}
+		if calls.Add(1) <= 2 { // the check before the load and the first tick
+			return 50 << 30, total, nil
+		}
+		return 512 << 20, total, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	began := time.Now()
+	_, err := Run(ctx, s, Options{OutDir: t.TempDir(), Quiet: true, statFS: stat})
+	var le *LowDiskError
+	if !errors.As(err, &le) || le.Free != 512<<20 || le.Floor != 1<<30 || le.Spec != "1GiB" || !le.During {
+		t.Fatalf("Run: %v, want a *LowDiskError with free 512 MiB and floor 1 GiB", err)
+	}
+	if !strings.Contains(err.Error(), "536870912 bytes") || !strings.Contains(err.Error(), "isrbench.min.free.disk=1GiB (1073741824 bytes): stopped producing") {
+		t.Errorf("message %q", err)
+	}
+	if took := time.Since(began); took > 15*time.Second {
+		t.Errorf("the guard stopped the run after %v", took)
+	}
+	if calls.Load() < 3 {
+		t.Errorf("guard checked %d times", calls.Load())
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "isrbench-run-*")); len(left) > 0 {
+		t.Errorf("data dirs left behind: %v", left)
+	}
+}
+
+// TestRetentionExpired: with tiny segments and retention, acknowledged records deleted by
+// retention before the read-back count as expired, never as lost, and the replica logs still
+// compare equal from their common log start.
+func TestRetentionExpired(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	s := shortSpec(t, "duration=2s", "warmup=0s", "producers.rate=2000",
+		"log.segment.bytes=8192", "log.retention.bytes=16384", "log.retention.check.interval.ms=100")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res, err := Run(ctx, s, Options{OutDir: t.TempDir(), Quiet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := res.Durability
+	if d.Expired == 0 || d.Lost != 0 || d.Verified == 0 || d.Verified+d.Lost+d.Expired != d.Acked {
+		t.Fatalf("durability %+v: want expired > 0, lost 0, verified+expired == acked", d.DurabilityCounts)
+	}
+	if all := d.ByAcks["all"]; all.Expired != d.Expired {
+		t.Errorf("by acks %+v", d.ByAcks)
+	}
+	if !d.ReplicasIdentical {
+		t.Errorf("replicas not identical: %v", res.Notes)
+	}
+	if res.Config["log.retention.bytes"] != int64(16384) || !strings.Contains(res.Notes["durability.expired"], "retention") {
+		t.Errorf("config %v notes %v", res.Config["log.retention.bytes"], res.Notes)
+	}
+	if !strings.Contains(res.Notes["disk"], "data dir peak") {
+		t.Errorf("notes %v", res.Notes)
+	}
+	t.Logf("durability %+v; %s", d.DurabilityCounts, res.Notes["disk"])
+}
+
+func TestPartLog(t *testing.T) {
+	var l partLog
+	l.set(0, 3)
+	l.set(200, 254)
+	if l.get(0) != 3 || l.get(200) != 254 || l.get(5) != 0 || l.get(1<<20) != 0 || l.b16 != nil {
+		t.Fatalf("byte log: %d %d", l.get(0), l.get(200))
+	}
+	l.set(7, 9999) // widens
+	if l.get(0) != 3 || l.get(200) != 254 || l.get(7) != 9999 || l.b8 != nil {
+		t.Fatalf("wide log: %d %d %d", l.get(0), l.get(200), l.get(7))
+	}
+}
