@@ -121,8 +121,12 @@ func PrintSummary(w io.Writer, r *Result) error {
 		fmt.Fprintln(w, "errors: none")
 	}
 	d := r.Durability
-	fmt.Fprintf(w, "durability: acked %d, verified %d, lost %d, duplicated %d, out of order %d, replicas identical %v\n",
-		d.Acked, d.Verified, d.Lost, d.Duplicated, d.OutOfOrder, d.ReplicasIdentical)
+	expired := ""
+	if d.Expired > 0 {
+		expired = fmt.Sprintf(", expired by retention %d", d.Expired)
+	}
+	fmt.Fprintf(w, "durability: acked %d, verified %d%s, lost %d, duplicated %d, out of order %d, replicas identical %v\n",
+		d.Acked, d.Verified, expired, d.Lost, d.Duplicated, d.OutOfOrder, d.ReplicasIdentical)
 	if len(d.ByAcks) > 0 {
 		keys := make([]string, 0, len(d.ByAcks))
 		for k := range d.ByAcks {

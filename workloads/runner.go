@@ -458,9 +458,6 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 			return res, err
 		}
 		fr.print(r.opts.Stdout)
-		if dc.Expired > 0 {
-			fmt.Fprintf(r.opts.Stdout, "expired: %d acknowledged records deleted by retention before the read-back (not lost)\n", dc.Expired)
-		}
 		if guard != nil {
 			peak, _ := guard.stats()
 			fmt.Fprintf(r.opts.Stdout, "disk: data dir peak %s (log.retention.bytes=%d, log.segment.bytes=%d)\n", humanBytes(peak), s.Broker.LogRetentionBytes, s.Broker.LogSegmentBytes)
