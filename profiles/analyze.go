@@ -295,6 +295,13 @@ func trimFloat(f float64) string {
 // base and new columns show each side. The profiles must have the same
 // sample types.
 func Diff(w io.Writer, base, new string, n int) error {
+	return DiffBy(w, base, new, n, false)
+}
+
+// DiffBy is Diff ranking by flat growth (cum false) or by cumulative growth (cum true: a
+// function's own time plus its callees', so a path such as the copy path of a fetch response
+// shows at the function that chose it, not only at the syscall it ends in).
+func DiffBy(w io.Writer, base, new string, n int, cum bool) error {
 	bp, err := Load(base)
 	if err != nil {
 		return err
@@ -303,10 +310,10 @@ func Diff(w io.Writer, base, new string, n int) error {
 	if err != nil {
 		return err
 	}
-	return diff(w, filepath.Base(base), filepath.Base(new), bp, np, n)
+	return diff(w, filepath.Base(base), filepath.Base(new), bp, np, n, cum)
 }
 
-func diff(w io.Writer, baseName, newName string, bp, np *profile.Profile, n int) error {
+func diff(w io.Writer, baseName, newName string, bp, np *profile.Profile, n int, cum bool) error {
 	if a, b := sampleTypes(bp), sampleTypes(np); a != b {
 		return fmt.Errorf("profiles: %s and %s cannot be compared: sample types [%s] vs [%s]", baseName, newName, a, b)
 	}
@@ -322,16 +329,27 @@ func diff(w io.Writer, baseName, newName string, bp, np *profile.Profile, n int)
 	deltas, dtotal := funcStats(merged, vi, nil)
 	baseStats, btotal := funcStats(bp, vi, nil)
 	newStats, ntotal := funcStats(np, vi, nil)
+	val, by := func(s funcStat) int64 { return s.flat }, "flat"
+	if cum {
+		val, by = func(s funcStat) int64 { return s.cum }, "cum"
+	}
 	flatOf := func(stats []funcStat) map[string]int64 {
 		m := make(map[string]int64, len(stats))
 		for _, s := range stats {
-			m[s.name] = s.flat
+			m[s.name] = val(s)
 		}
 		return m
 	}
 	bflat, nflat := flatOf(baseStats), flatOf(newStats)
+	kept := deltas[:0] // functions whose ranked value did not change are left out
+	for _, d := range deltas {
+		if val(d) != 0 {
+			kept = append(kept, d)
+		}
+	}
+	deltas = kept
 	slices.SortFunc(deltas, func(a, b funcStat) int {
-		if c := cmp.Compare(b.flat, a.flat); c != 0 {
+		if c := cmp.Compare(val(b), val(a)); c != 0 {
 			return c
 		}
 		return strings.Compare(a.name, b.name)
@@ -343,11 +361,11 @@ func diff(w io.Writer, baseName, newName string, bp, np *profile.Profile, n int)
 	if n > 0 && n < shown {
 		shown = n
 	}
-	fmt.Fprintf(w, "Showing top %d of %d functions by flat growth\n", shown, len(deltas))
+	fmt.Fprintf(w, "Showing top %d of %d functions by %s growth\n", shown, len(deltas), by)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "delta\tdelta%\tbase\tnew\t\n")
 	for _, d := range deltas[:shown] {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t  %s\n", signed(fmtv, d.flat), signedPct(d.flat, btotal), fmtv(bflat[d.name]), fmtv(nflat[d.name]), d.name)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t  %s\n", signed(fmtv, val(d)), signedPct(val(d), btotal), fmtv(bflat[d.name]), fmtv(nflat[d.name]), d.name)
 	}
 	return tw.Flush()
 }

@@ -28,6 +28,7 @@ func FuzzAnalyze(f *testing.F) {
 			}
 		}
 		_ = folded(io.Discard, p)
-		_ = diff(io.Discard, "a", "b", p, p.Copy(), 3)
+		_ = diff(io.Discard, "a", "b", p, p.Copy(), 3, false)
+		_ = diff(io.Discard, "a", "b", p, p.Copy(), 3, true)
 	})
 }

@@ -379,3 +379,39 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestDiffByCumShowsTheCaller: the copy path's growth ends in a syscall shared with the
+// zero-copy path; ranked by flat only the syscall shows, ranked by cum the function that chose
+// the copy path (its caller) shows with the growth.
+func TestDiffByCumShowsTheCaller(t *testing.T) {
+	base := synth([]synthSample{
+		{[]string{"syscall.Syscall6", "net.sendZeroCopy", "net.serve"}, 100 * ms, nil},
+	})
+	cur := synth([]synthSample{
+		{[]string{"syscall.Syscall6", "net.sendZeroCopy", "net.serve"}, 20 * ms, nil},
+		{[]string{"syscall.Syscall6", "net.sendCopy", "net.serve"}, 150 * ms, nil},
+	})
+	bp, np := writeProfile(t, base, "base.pprof"), writeProfile(t, cur, "new.pprof")
+	var flat, cum bytes.Buffer
+	if err := DiffBy(&flat, bp, np, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := DiffBy(&cum, bp, np, 0, true); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(flat.String(), "net.sendCopy") {
+		t.Errorf("flat diff names the caller (it has no flat time):\n%s", flat.String())
+	}
+	first := ""
+	for _, line := range strings.Split(cum.String(), "\n") {
+		if f := strings.Fields(line); len(f) == 5 && strings.HasPrefix(f[4], "net.sendCopy") {
+			first = f[0]
+		}
+	}
+	if first != "+150ms" {
+		t.Fatalf("cum diff: net.sendCopy delta %q, want +150ms:\n%s", first, cum.String())
+	}
+	if !strings.Contains(cum.String(), "by cum growth") || !strings.Contains(cum.String(), "-80ms") {
+		t.Errorf("cum diff misses the header or the shrinking zero-copy path:\n%s", cum.String())
+	}
+}

@@ -18,7 +18,7 @@ func init() {
 // profileUsage is each subcommand's usage line.
 var profileUsage = map[string]string{
 	"top":    "profile top FILE [--by flat|cum|LABEL] [-n 20]",
-	"diff":   "profile diff BASE NEW [-n 20]",
+	"diff":   "profile diff BASE NEW [-n 20] [--cum]",
 	"folded": "profile folded FILE",
 	"web":    "profile web [--http 127.0.0.1:0] FILE|BASE NEW",
 }
@@ -106,7 +106,8 @@ func cmdProfileTop(ctx context.Context, args []string, stdout, stderr io.Writer)
 
 func cmdProfileDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("profile diff", profileUsage["diff"], stderr)
-	n := fs.Int("n", 20, "number of functions to show, largest flat growth first; 0 = all")
+	n := fs.Int("n", 20, "number of functions to show, largest growth first; 0 = all")
+	cum := fs.Bool("cum", false, "rank by cumulative growth (own time + callees) instead of flat")
 	pos, err := parseProfileArgs(fs, args)
 	if err != nil {
 		return err
@@ -118,7 +119,7 @@ func cmdProfileDiff(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *n < 0 {
 		return usagef("profile diff: -n %d: want >= 0", *n)
 	}
-	return profiles.Diff(stdout, pos[0], pos[1], *n)
+	return profiles.DiffBy(stdout, pos[0], pos[1], *n, *cum)
 }
 
 func cmdProfileFolded(ctx context.Context, args []string, stdout, stderr io.Writer) error {
