@@ -27,6 +27,17 @@ var allowed = map[string][]string{
 	"profiles":        {"profiles"},
 }
 
+// stdlibOnly lists packages that may import, besides the standard library, only one other
+// package: iouring is a binding on golang.org/x/sys/unix alone (no cgo: "C" is not stdlib).
+var stdlibOnly = map[string]string{"iouring": "golang.org/x/sys/unix"}
+
+// isStdlib reports whether an import path is in the standard library (no dot in its first
+// element; "C" is cgo, not stdlib).
+func isStdlib(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return path != "C" && !strings.Contains(first, ".")
+}
+
 // TestDependencyDirection fails when a package imports a module package that the layout forbids
 // (for example core importing netfetch, or results importing core).
 func TestDependencyDirection(t *testing.T) {
@@ -53,6 +64,11 @@ func TestDependencyDirection(t *testing.T) {
 		if !ok {
 			t.Errorf("package %s is not in the layout of DESIGN.md; add it to the allowed table", rel)
 			continue
+		}
+		for _, imp := range p.Imports {
+			if rest, ok := stdlibOnly[rel]; ok && imp != rest && !isStdlib(imp) {
+				t.Errorf("%s imports %s: only %s and the standard library are allowed (no cgo)", rel, imp, rest)
+			}
 		}
 		for _, imp := range append(p.Imports, p.TestImports...) {
 			if !strings.HasPrefix(imp, module+"/") {

@@ -146,29 +146,23 @@ func validateConfig(cfg *Config) error {
 	if cfg.DataDir == "" {
 		return errors.New("broker: log.dirs (Config.DataDir) must be set")
 	}
-	if cfg.NumReplicaFetchers < 1 {
-		return fmt.Errorf("broker %d: num.replica.fetchers must be >= 1, got %d", cfg.ID, cfg.NumReplicaFetchers)
-	}
-	if cfg.ReplicaFetchWaitMaxMs < 0 {
-		return fmt.Errorf("broker %d: replica.fetch.wait.max.ms must be >= 0, got %d", cfg.ID, cfg.ReplicaFetchWaitMaxMs)
-	}
-	if cfg.ReplicaFetchMinBytes < 0 {
-		return fmt.Errorf("broker %d: replica.fetch.min.bytes must be >= 0, got %d", cfg.ID, cfg.ReplicaFetchMinBytes)
-	}
-	if cfg.ReplicaFetchMaxBytes < 1 {
-		return fmt.Errorf("broker %d: replica.fetch.max.bytes must be >= 1, got %d", cfg.ID, cfg.ReplicaFetchMaxBytes)
-	}
-	if cfg.ReplicaFetchResponseMaxBytes < 1 {
-		return fmt.Errorf("broker %d: replica.fetch.response.max.bytes must be >= 1, got %d", cfg.ID, cfg.ReplicaFetchResponseMaxBytes)
-	}
-	if cfg.ReplicaFetchBackoffMs < 0 {
-		return fmt.Errorf("broker %d: replica.fetch.backoff.ms must be >= 0, got %d", cfg.ID, cfg.ReplicaFetchBackoffMs)
-	}
-	if cfg.ReplicaLagTimeMaxMs < 2 {
-		return fmt.Errorf("broker %d: replica.lag.time.max.ms must be >= 2, got %d", cfg.ID, cfg.ReplicaLagTimeMaxMs)
-	}
-	if cfg.MinInsyncReplicas < 1 {
-		return fmt.Errorf("broker %d: min.insync.replicas must be >= 1, got %d", cfg.ID, cfg.MinInsyncReplicas)
+	// Each numeric setting under its Kafka name, with its lower bound.
+	for _, c := range []struct {
+		name     string
+		val, min int64
+	}{
+		{"num.replica.fetchers", int64(cfg.NumReplicaFetchers), 1},
+		{"replica.fetch.wait.max.ms", int64(cfg.ReplicaFetchWaitMaxMs), 0},
+		{"replica.fetch.min.bytes", int64(cfg.ReplicaFetchMinBytes), 0},
+		{"replica.fetch.max.bytes", int64(cfg.ReplicaFetchMaxBytes), 1},
+		{"replica.fetch.response.max.bytes", int64(cfg.ReplicaFetchResponseMaxBytes), 1},
+		{"replica.fetch.backoff.ms", int64(cfg.ReplicaFetchBackoffMs), 0},
+		{"replica.lag.time.max.ms", cfg.ReplicaLagTimeMaxMs, 2},
+		{"min.insync.replicas", int64(cfg.MinInsyncReplicas), 1},
+	} {
+		if c.val < c.min {
+			return fmt.Errorf("broker %d: %s must be >= %d, got %d", cfg.ID, c.name, c.min, c.val)
+		}
 	}
 	if cfg.ReplicaHighWatermarkCheckpointIntervalMs <= 0 {
 		cfg.ReplicaHighWatermarkCheckpointIntervalMs = 5000
