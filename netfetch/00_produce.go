@@ -2,6 +2,7 @@ package netfetch
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -14,7 +15,6 @@ import (
 // broker.Produce call (acks=-1 waits for the HW) and answers per partition.
 // acks=0 requests get no response (nil, nil).
 func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
-	resp := kmsg.NewPtrProduceResponse()
 	var reqErr error
 	switch {
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
@@ -26,7 +26,7 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	for i := range req.Topics {
 		n += len(req.Topics[i].Partitions)
 	}
-	parts := make([]broker.ProducePartition, 0, n)
+	parts := slices.Grow(c.produceParts[:0], n) // reused: no allocation per request once grown
 	if reqErr == nil {
 		for i := range req.Topics {
 			t := &req.Topics[i]
@@ -41,13 +41,32 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
 		}
 		c.s.cfg.Broker.Produce(c.ctx, req.Acks, timeout, parts)
 	}
+	c.produceParts = parts
 	if req.Acks == 0 {
 		return nil, nil
 	}
+	// The response is reused like the request: its Topics and their
+	// Partitions keep their capacity (the response is dead once written).
+	resp := c.produceResp
+	if resp == nil {
+		resp = kmsg.NewPtrProduceResponse()
+		c.produceResp = resp
+	}
+	topics := resp.Topics[:0]
+	*resp = kmsg.ProduceResponse{}
 	k := 0
 	for i := range req.Topics {
 		t := &req.Topics[i]
-		rt := kmsg.NewProduceResponseTopic()
+		n := len(topics)
+		if n < cap(topics) {
+			topics = topics[:n+1]
+			keep := topics[n].Partitions[:0]
+			topics[n] = kmsg.NewProduceResponseTopic()
+			topics[n].Partitions = keep
+		} else {
+			topics = append(topics, kmsg.NewProduceResponseTopic())
+		}
+		rt := &topics[n]
 		rt.Topic = t.Topic
 		for j := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
@@ -68,7 +87,7 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
-		resp.Topics = append(resp.Topics, rt)
 	}
+	resp.Topics = topics
 	return resp, nil
 }

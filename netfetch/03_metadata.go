@@ -57,7 +57,6 @@ func (c *conn) handleMetadata(req *kmsg.MetadataRequest) (kmsg.Response, error) 
 	}
 	allowAuto := req.Version < 4 || req.AllowAutoTopicCreation
 	for _, name := range names {
-		name := name
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic = &name
 		parts, ok := ctrl.Partitions(name)

@@ -358,12 +358,7 @@ func (c *Cluster) stopBroker(id int32, crash, fence bool) error {
 		return fmt.Errorf("netfetch: broker %d is already stopped", id)
 	}
 	n.state.Store(nodeStopped)
-	srv := n.srv.Load()
-	srv.Resume() // let paused connection goroutines exit
-	srv.Close()
-	<-n.serve
-	b := n.b.Load()
-	b.Resume()
+	b := n.stopServing()
 	if crash {
 		b.Crash()
 	} else {
@@ -390,13 +385,7 @@ func (c *Cluster) RestartBroker(id int32) error {
 	}
 	if n.state.Load() != nodeStopped {
 		n.state.Store(nodeStopped)
-		srv := n.srv.Load()
-		srv.Resume()
-		srv.Close()
-		<-n.serve
-		b := n.b.Load()
-		b.Resume()
-		if err := b.Close(); err != nil {
+		if err := n.stopServing().Close(); err != nil {
 			return fmt.Errorf("netfetch: broker %d clean stop before restart: %w", id, err)
 		}
 	}
@@ -456,7 +445,24 @@ func (c *Cluster) ResumeBroker(id int32) error {
 // (replica.fetch.backoff.ms later).
 func (c *Cluster) SetLink(from, to int32, l LinkFault) { c.links.set(from, to, l) }
 
-func (c *Cluster) closeNodes() {
+// stopServing closes the node's server (resuming it first so that paused
+// connection goroutines exit), waits for its Serve to return, and returns
+// the node's broker, resumed and still to be stopped by the caller.
+func (n *node) stopServing() *broker.Broker {
+	if srv := n.srv.Load(); srv != nil {
+		srv.Resume()
+		srv.Close()
+		<-n.serve
+	}
+	b := n.b.Load()
+	if b != nil {
+		b.Resume()
+	}
+	return b
+}
+
+// closeNodes stops every running broker cleanly and returns their Close errors.
+func (c *Cluster) closeNodes() error {
 	// Stop every broker's fetchers and heartbeats first so that no fetcher
 	// keeps re-dialing a broker that is already gone.
 	for _, id := range c.ids {
@@ -467,24 +473,20 @@ func (c *Cluster) closeNodes() {
 			}
 		}
 	}
+	var errs []error
 	for _, id := range c.ids {
 		n := c.nodes[id]
 		if n.state.Load() == nodeStopped {
 			continue
 		}
 		n.state.Store(nodeStopped)
-		if srv := n.srv.Load(); srv != nil {
-			srv.Resume()
-			srv.Close()
-			<-n.serve
-		}
-		if b := n.b.Load(); b != nil {
-			b.Resume()
-			if err := b.Close(); err != nil && c.cfg.Logf != nil {
-				c.cfg.Logf("netfetch: broker %d close: %v", id, err)
+		if b := n.stopServing(); b != nil {
+			if err := b.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("netfetch: broker %d close: %w", id, err))
 			}
 		}
 	}
+	return errors.Join(errs...)
 }
 
 func (c *Cluster) cleanup() {
@@ -496,7 +498,8 @@ func (c *Cluster) cleanup() {
 
 // Close stops every broker cleanly, the session checker and the
 // controller's deliveries, and removes the data directory if it was
-// temporary. Idempotent.
+// temporary. It returns the brokers' Close errors (a failed HW checkpoint
+// or log close). Idempotent: a second Close returns nil.
 func (c *Cluster) Close() error {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
@@ -506,7 +509,7 @@ func (c *Cluster) Close() error {
 	c.closed = true
 	c.stopCheck()
 	<-c.checkDone
-	c.closeNodes()
+	err := c.closeNodes()
 	c.cleanup()
-	return nil
+	return err
 }

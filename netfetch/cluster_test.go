@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -583,5 +584,32 @@ func TestAdminCreateDescribeListOffsets(t *testing.T) {
 		if e.Err != nil || s.Err != nil || e.Offset != perPart[p] || s.Offset != 0 {
 			t.Errorf("partition %d: earliest %d (%v) latest %d (%v), want 0 and %d", p, s.Offset, s.Err, e.Offset, e.Err, perPart[p])
 		}
+	}
+}
+
+// TestCloseReportsBrokerCloseError: a broker whose clean stop fails (here
+// its HW checkpoint cannot be written: the data directory is gone) makes
+// Cluster.Close return the error instead of dropping it.
+func TestCloseReportsBrokerCloseError(t *testing.T) {
+	cfg := DefaultClusterConfig()
+	cfg.Brokers = 1
+	cfg.DataDir = t.TempDir()
+	cfg.Logf = t.Logf
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := StartCluster(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(cfg.DataDir); err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	err = c.Close()
+	if err == nil || !strings.Contains(err.Error(), "broker 0 close") {
+		t.Fatalf("Close = %v, want the broker 0 close error", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close = %v, want nil", err)
 	}
 }

@@ -1,6 +1,7 @@
 package netfetch
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -157,4 +158,37 @@ func TestLinkDownDropsFollowerAndHealRejoins(t *testing.T) {
 	c.SetLink(leader, follower, LinkFault{})
 	checkNoLoss(t, acks, consumeAll(t, c, topic))
 	checkReplicasIdentical(t, c, topic, 1)
+}
+
+// TestFetchConnCanceledContextDoesNotBlock: a call with a context that was
+// canceled by an earlier call's time must fail at once, not block on a
+// peer that never answers (the per-call SetDeadline would otherwise clear
+// the deadline the cancellation had set).
+func TestFetchConnCanceledContextDoesNotBlock(t *testing.T) {
+	a, b := tcpPair(t)
+	go io.Copy(io.Discard, b) // a peer that reads requests and never answers
+	fc := &fetchConn{self: 1, source: 2, clientID: "t", nc: a, br: bufio.NewReader(a)}
+	defer fc.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	rf := &broker.ReplicaFetch{ReplicaID: 1, MaxWaitMs: 10, MinBytes: 1, MaxBytes: 1 << 20}
+	call := func() <-chan error {
+		done := make(chan error, 1)
+		go func() { _, err := fc.Fetch(ctx, rf); done <- err }()
+		return done
+	}
+	first := call()
+	cancel()
+	for i, done := range []<-chan error{first, nil} {
+		if done == nil {
+			done = call() // same, already canceled context
+		}
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("call %d: %v, want context.Canceled", i+1, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("call %d with a canceled context still blocked after 5 s", i+1)
+		}
+	}
 }

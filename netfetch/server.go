@@ -269,6 +269,10 @@ type conn struct {
 	// bytes it aliases in req) is dead once its response is written.
 	fetchReq   *kmsg.FetchRequest
 	produceReq *kmsg.ProduceRequest
+	// produceParts and produceResp are handleProduce's reused broker
+	// request (its entries alias req like produceReq does) and response.
+	produceParts []broker.ProducePartition
+	produceResp  *kmsg.ProduceResponse
 }
 
 // requestFor returns the request object to decode a request of key into:
@@ -358,7 +362,8 @@ func (c *conn) serve() {
 			return
 		}
 		if cap(c.req) > 8<<20 { // do not pin a huge buffer after one large request
-			c.req = nil
+			// (nor through the reused produce objects, whose records alias it)
+			c.req, c.produceReq, c.produceParts = nil, nil, nil
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -463,5 +464,57 @@ func TestFetchGoroutineLabeled(t *testing.T) {
 			t.Fatalf("no goroutine labeled broker=0 role=fetch-serve while a fetch is parked")
 		}
 		<-tick.C
+	}
+}
+
+// TestProduceResponseReuseFollowsEachRequest: a connection reuses its
+// produce request and response objects; each response must have exactly
+// the shape of its own request (no topic or partition left over from a
+// larger earlier one), with fresh offsets and errors.
+func TestProduceResponseReuseFollowsEachRequest(t *testing.T) {
+	c := testCluster(t, 1, nil)
+	for _, tp := range []string{"ra", "rb"} {
+		if err := c.CreateTopic(tp, 2, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc := dialRaw(t, c.Addr(0))
+	big := newProduce("ra", 1, testBatch(0))
+	big.Topics[0].Partitions = append(big.Topics[0].Partitions, big.Topics[0].Partitions[0])
+	big.Topics[0].Partitions[1].Partition = 1
+	big.Topics = append(big.Topics, newProduce("rb", 1, testBatch(0)).Topics[0])
+	big.Topics[1].Partitions[0].Partition = 9 // unknown partition: an error
+	type part struct {
+		topic   string
+		p       int32
+		ec      int16
+		baseOff int64
+	}
+	shape := func(r *kmsg.ProduceResponse) []part {
+		var out []part
+		for _, rt := range r.Topics {
+			for _, rp := range rt.Partitions {
+				out = append(out, part{rt.Topic, rp.Partition, rp.ErrorCode, rp.BaseOffset})
+			}
+		}
+		return out
+	}
+	resp := newProduceResp()
+	rc.roundTrip(big, resp)
+	want := []part{{"ra", 0, 0, 0}, {"ra", 1, 0, 0}, {"rb", 9, kerr.UnknownTopicOrPartition.Code, -1}}
+	if got := shape(resp); !slices.Equal(got, want) {
+		t.Fatalf("first response %v, want %v", got, want)
+	}
+	small := newProduce("rb", 1, testBatch(0))
+	resp = newProduceResp()
+	rc.roundTrip(small, resp)
+	want = []part{{"rb", 0, 0, 0}}
+	if got := shape(resp); !slices.Equal(got, want) {
+		t.Fatalf("second response %v, want %v", got, want)
+	}
+	rc.roundTrip(big, resp)
+	want = []part{{"ra", 0, 0, 1}, {"ra", 1, 0, 1}, {"rb", 9, kerr.UnknownTopicOrPartition.Code, -1}}
+	if got := shape(resp); !slices.Equal(got, want) {
+		t.Fatalf("third response %v, want %v", got, want)
 	}
 }

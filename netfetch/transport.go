@@ -38,7 +38,8 @@ type Transport struct {
 	links *links // may be nil: no fault injection
 }
 
-// NewTransport returns a transport for broker self. links may be nil.
+// NewTransport returns a transport for broker self without fault injection
+// (a Cluster builds its transports with its links).
 func NewTransport(self int32, ctrl *controller.Controller) *Transport {
 	return &Transport{self: self, ctrl: ctrl}
 }
@@ -159,6 +160,12 @@ func (c *fetchConn) roundTripBody(ctx context.Context, req kmsg.Request) ([]byte
 		}
 		c.ctx = ctx
 		c.ctxStop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
+	}
+	// Checked after SetDeadline: a context canceled earlier has had its
+	// AfterFunc's past deadline overwritten above, and the I/O below would
+	// block until the peer answers.
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("replica fetcher %d->%d: %s: %w", c.self, c.source, kmsg.NameForKey(req.Key()), err)
 	}
 
 	c.corr++

@@ -54,15 +54,18 @@ func (c *consumer) run(ctx context.Context) {
 		for ctx.Err() == nil {
 			fs := c.cl.PollFetches(ctx)
 			now := time.Now().UnixNano()
-			fs.EachRecord(func(r *kgo.Record) {
-				if int(r.Partition) < len(c.next) {
-					c.next[r.Partition].Store(r.Offset + 1)
+			fs.EachPartition(func(p kgo.FetchTopicPartition) {
+				// Records come in offset order: one store per partition and fetch.
+				if n := len(p.Records); n > 0 && int(p.Partition) < len(c.next) {
+					c.next[p.Partition].Store(p.Records[n-1].Offset + 1)
 				}
-				h, err := ParseHeader(r.Value)
-				if err != nil || !c.ours(h.ProducerID) || !c.win.in(h.Intended) {
-					return
+				for _, r := range p.Records {
+					h, err := ParseHeader(r.Value)
+					if err != nil || !c.ours(h.ProducerID) || !c.win.in(h.Intended) {
+						continue
+					}
+					c.e2e.RecordNs(now - h.Intended)
 				}
-				c.e2e.RecordNs(now - h.Intended)
 			})
 		}
 	})
@@ -115,7 +118,9 @@ func checkDurability(ctx context.Context, seeds []string, topic string, loadStar
 			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}),
 			kgo.FetchMaxWait(200*time.Millisecond))
 		if err != nil {
-			return sumCounts(dcs, prods)
+			countAcked(dcs, prods)
+			tot, by, _ := sumCounts(dcs, prods)
+			return tot, by, fmt.Errorf("reading back %s: %w", topic, err)
 		}
 		defer cl.Close()
 		last := make(map[[2]int64]uint64) // (producer index, partition) -> last seq

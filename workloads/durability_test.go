@@ -73,3 +73,18 @@ func TestBitset(t *testing.T) {
 		t.Fatalf("bitset %v", b.count())
 	}
 }
+
+// TestCheckDurabilityClientError: a read-back that cannot even start is an error, not a
+// clean verdict of zero records.
+func TestCheckDurabilityClientError(t *testing.T) {
+	p := &producer{id: 1, spec: ProducerSpec{Acks: "all"}}
+	p.acked.set(0)
+	p.acked.set(1)
+	dc, _, err := checkDurability(context.Background(), []string{"host:notaport"}, "d", []int64{0}, []int64{0}, []int64{2}, []*producer{p})
+	if err == nil {
+		t.Fatalf("no error; counts %+v", dc)
+	}
+	if dc.Acked != 2 || dc.Verified != 0 {
+		t.Fatalf("counts %+v, want Acked 2 (nothing verified)", dc)
+	}
+}

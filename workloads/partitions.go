@@ -3,6 +3,7 @@ package workloads
 import (
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -96,10 +97,14 @@ func (pt *partTimeline) loop(ctx context.Context) {
 		pt.err = err
 		return
 	}
-	defer f.Close()
 	w := csv.NewWriter(f)
-	defer w.Flush()
-	_ = w.Write(partitionsHeader)
+	defer func() {
+		w.Flush()
+		if err := errors.Join(w.Error(), f.Close()); err != nil && pt.err == nil {
+			pt.err = fmt.Errorf("writing %s: %w", pt.path, err)
+		}
+	}()
+	_ = w.Write(partitionsHeader) // a write error sticks in w: reported by the deferred check
 	if !waitUntil(ctx, pt.start) {
 		return
 	}

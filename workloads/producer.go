@@ -40,13 +40,12 @@ type producer struct {
 	sendDelay *results.Histogram // producer goroutine only
 	ack       *results.Recorder  // promise goroutines; the timeline takes intervals
 
-	mu        sync.Mutex // guards acked, errs, partErrs, failTimes
+	mu        sync.Mutex // guards acked, ackPart, errs, partErrs, failTimes
 	acked     bitset     // seq -> acknowledged (whole run, for the durability check)
 	ackPart   partLog    // seq -> partition of the acknowledged record (to tell expired from lost)
 	errs      map[string]int64
 	partErrs  map[int32]map[string]int64 // partition -> error name -> failed records (whole run)
 	failTimes []int64                    // intended send times (unix ns) of failed records
-	sent      atomic.Int64               // records handed to the client (whole run)
 	nAcked    atomic.Int64               // acknowledged in the window
 	nBytes    atomic.Int64               // acknowledged bytes in the window
 	nErrs     atomic.Int64               // failed records (whole run)
@@ -141,10 +140,12 @@ func (p *producer) loop(ctx context.Context, start, end time.Time) error {
 			return nil
 		}
 		in := intended.UnixNano()
-		if p.win.in(in) && p.rate > 0 {
-			p.sendDelay.RecordNs(actual.Sub(intended).Nanoseconds())
-		} else if p.win.in(in) {
-			p.sendDelay.Record(0)
+		if p.win.in(in) {
+			if p.rate > 0 {
+				p.sendDelay.RecordNs(actual.Sub(intended).Nanoseconds())
+			} else {
+				p.sendDelay.Record(0) // closed loop: every slot is "now"
+			}
 		}
 		r := p.pool.Get().(*kgo.Record)
 		PutHeader(r.Value, Header{ProducerID: p.id, Seq: seq, Intended: in})
@@ -158,7 +159,6 @@ func (p *producer) loop(ctx context.Context, start, end time.Time) error {
 			r.Key = fixedKey
 		}
 		seq++
-		p.sent.Add(1)
 		p.inFl.Add(1)
 		p.cl.Produce(ctx, r, p.promise)
 	}

@@ -505,11 +505,7 @@ func (s *Spec) Validate() error {
 		return fmt.Errorf("topic.min.insync.replicas: %d is more than topic.replication.factor (%d); allowed 1..%d",
 			s.Topic.MinInsyncReplicas, s.Topic.ReplicationFactor, s.Topic.ReplicationFactor)
 	}
-	if s.Producers.Count > 0 && s.Producers.Rate > 0 && s.Producers.Rate < float64(s.Producers.Count)/s.Duration.Seconds() {
-		return fmt.Errorf("producers.rate: %g records/s gives each of %d producers less than one record in %s",
-			s.Producers.Rate, s.Producers.Count, s.Duration)
-	}
-	if err := s.validateProducerGroups(); err != nil {
+	if err := s.validateProducerGroups(); err != nil { // also every group's rate against the duration
 		return err
 	}
 	if err := s.validateFaults(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,9 @@ func Sweep(ctx context.Context, base *Spec, axes []Axis, repeat int, o Options) 
 	if o.OutDir == "" {
 		o.OutDir = filepath.Join("results", "runs")
 	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard // as in Run: the per-point lines below are printed unless Quiet
+	}
 	started := time.Now()
 	dir, err := makeRunDir(o.OutDir, started.UTC().Format("20060102-150405")+"-sweep-"+base.Name)
 	if err != nil {
@@ -107,9 +111,7 @@ func Sweep(ctx context.Context, base *Spec, axes []Axis, repeat int, o Options) 
 			if err != nil {
 				out.Failed++
 				sr.Error = err.Error()
-				if o.Stderr != nil {
-					fmt.Fprintf(o.Stderr, "sweep: point %s repeat %d failed: %v\n", orNone(pt.Label()), rep, err)
-				}
+				fmt.Fprintf(o.Stderr, "sweep: point %s repeat %d failed: %v\n", orNone(pt.Label()), rep, err)
 			}
 			out.Index.Runs = append(out.Index.Runs, sr)
 			if err := writeIndex(filepath.Join(dir, "sweep.json"), &out.Index); err != nil {

@@ -67,3 +67,12 @@ func TestSweepFailingPointGoesOn(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepNilStderr: Options.Stderr nil means discard (as for Run), also when not Quiet.
+func TestSweepNilStderr(t *testing.T) {
+	s := shortSpec(t, "duration=200ms", "warmup=0s")
+	out, err := Sweep(context.Background(), s, nil, 1, Options{Target: "bogus", OutDir: t.TempDir()})
+	if err == nil || out == nil || out.Failed != 1 {
+		t.Fatalf("err %v, outcome %+v", err, out)
+	}
+}

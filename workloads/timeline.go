@@ -93,7 +93,9 @@ func (t *timeline) loop(ctx context.Context) {
 			if t.tty && !t.r.opts.Quiet {
 				fmt.Fprint(t.r.opts.Stderr, "\n")
 			}
-			_ = t.tl.Flush()
+			if err := t.tl.Flush(); err != nil && !t.r.opts.Quiet {
+				fmt.Fprintf(t.r.opts.Stderr, "timeline: %v\n", err)
+			}
 			return
 		case now := <-tick.C:
 			if now.Before(t.start) {

@@ -25,52 +25,17 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Var(&thresholds, "threshold", "per-metric minimum change, metric=pct (repeatable), e.g. p99-ack=20%")
 
 	// Flags may come before, between or after BASE and NEW.
-	var pos []string
-	rest := args
-	for {
-		if err := parseFlags(fs, rest); err != nil {
-			return err
-		}
-		rest = fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		pos = append(pos, rest[0])
-		rest = rest[1:]
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
 	}
 	if len(pos) != 2 {
 		fs.Usage()
 		return usagef("compare: want BASE and NEW, got %d argument(s)", len(pos))
 	}
-	if !(*alpha > 0 && *alpha < 1) {
-		return usagef("compare: --alpha %v: want 0 < alpha < 1", *alpha)
-	}
-	opts := results.CompareOptions{Alpha: *alpha, Thresholds: map[string]float64{}}
-	mc, err := results.ParsePercent(*minChange)
+	opts, err := compareOptions("compare", *metric, *alpha, *minChange, thresholds)
 	if err != nil {
-		return usagef("compare: --min-change: %v", err)
-	}
-	opts.MinChange = mc
-	if mc == 0 {
-		opts.MinChange = 1e-12 // any significant change counts
-	}
-	for _, m := range strings.Split(*metric, ",") {
-		if m = strings.TrimSpace(m); m != "" {
-			opts.Metrics = append(opts.Metrics, m)
-		}
-	}
-	known := results.Metrics()
-	for _, m := range opts.Metrics {
-		if _, ok := known[m]; !ok {
-			return usagef("compare: --metric: unknown metric %q (known: %s)", m, strings.Join(results.MetricNames(), ", "))
-		}
-	}
-	for _, t := range thresholds {
-		name, frac, err := results.ParseThreshold(t)
-		if err != nil {
-			return usagef("compare: --threshold: %v", err)
-		}
-		opts.Thresholds[name] = frac
+		return err
 	}
 	base, err := results.LoadResults(pos[0])
 	if err != nil {
@@ -94,6 +59,42 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return &exitError{code: 1, err: errors.New(pluralRegressions(len(rep.Regressions)))}
 	}
 	return nil
+}
+
+// compareOptions builds the options of compare and gate from their --metric,
+// --alpha, --min-change and --threshold flags; errors are usage errors
+// prefixed with cmd.
+func compareOptions(cmd, metric string, alpha float64, minChange string, thresholds []string) (results.CompareOptions, error) {
+	if !(alpha > 0 && alpha < 1) {
+		return results.CompareOptions{}, usagef("%s: --alpha %v: want 0 < alpha < 1", cmd, alpha)
+	}
+	opts := results.CompareOptions{Alpha: alpha, Thresholds: map[string]float64{}}
+	mc, err := results.ParsePercent(minChange)
+	if err != nil {
+		return opts, usagef("%s: --min-change: %v", cmd, err)
+	}
+	opts.MinChange = mc
+	if mc == 0 {
+		opts.MinChange = 1e-12 // any significant change counts
+	}
+	known := results.Metrics()
+	for _, m := range strings.Split(metric, ",") {
+		if m = strings.TrimSpace(m); m == "" {
+			continue
+		}
+		if _, ok := known[m]; !ok {
+			return opts, usagef("%s: --metric: unknown metric %q (known: %s)", cmd, m, strings.Join(results.MetricNames(), ", "))
+		}
+		opts.Metrics = append(opts.Metrics, m)
+	}
+	for _, t := range thresholds {
+		name, frac, err := results.ParseThreshold(t)
+		if err != nil {
+			return opts, usagef("%s: --threshold: %v", cmd, err)
+		}
+		opts.Thresholds[name] = frac
+	}
+	return opts, nil
 }
 
 func pluralRegressions(n int) string {

@@ -33,6 +33,24 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// parseInterspersed parses flags placed before, between or after the
+// positional arguments and returns the positionals in order.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	rest := args
+	for {
+		if err := parseFlags(fs, rest); err != nil {
+			return nil, err
+		}
+		rest = fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		rest = rest[1:]
+	}
+}
+
 // multiFlag collects a repeatable string flag such as --set k=v or --vary k=v1,v2.
 type multiFlag []string
 

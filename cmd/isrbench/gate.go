@@ -89,33 +89,10 @@ func cmdGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usagef("gate: --set-base needs an interleaved mode (--binary or --against)")
 	case o.repeat < 1:
 		return usagef("gate: --repeat %d; allowed >= 1", o.repeat)
-	case !(*alpha > 0 && *alpha < 1):
-		return usagef("gate: --alpha %v: want 0 < alpha < 1", *alpha)
 	}
-	o.compare = results.CompareOptions{Alpha: *alpha, Thresholds: map[string]float64{}}
-	mc, err := results.ParsePercent(*minChange)
-	if err != nil {
-		return usagef("gate: --min-change: %v", err)
-	}
-	o.compare.MinChange = mc
-	if mc == 0 {
-		o.compare.MinChange = 1e-12
-	}
-	known := results.Metrics()
-	for _, m := range strings.Split(*metric, ",") {
-		if m = strings.TrimSpace(m); m == "" {
-			continue
-		} else if _, ok := known[m]; !ok {
-			return usagef("gate: --metric: unknown metric %q (known: %s)", m, strings.Join(results.MetricNames(), ", "))
-		}
-		o.compare.Metrics = append(o.compare.Metrics, strings.TrimSpace(m))
-	}
-	for _, t := range thresholds {
-		name, frac, err := results.ParseThreshold(t)
-		if err != nil {
-			return usagef("gate: --threshold: %v", err)
-		}
-		o.compare.Thresholds[name] = frac
+	var err error
+	if o.compare, err = compareOptions("gate", *metric, *alpha, *minChange, thresholds); err != nil {
+		return err
 	}
 	// Validate the spec and both sides' settings before running anything.
 	newSpec, err := o.spec(o.setNew)

@@ -12,6 +12,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// newAdmin returns an admin client for --bootstrap host:port[,host:port]
+// (Close closes its kgo client); a bad address is a usage error.
+func newAdmin(cmd, bootstrap string) (*kadm.Client, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...))
+	if err != nil {
+		return nil, usagef("%s: --bootstrap %q: %v", cmd, bootstrap, err)
+	}
+	return kadm.NewClient(cl), nil
+}
+
 func init() {
 	register("offsets", "print each partition's earliest and latest (HW) offsets (GetOffsetShell)", cmdOffsets)
 }
@@ -27,15 +37,17 @@ func cmdOffsets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return usagef("offsets: unexpected arguments %q", fs.Args())
+	}
 	if *topic == "" {
 		return usagef("offsets: --topic is required")
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*bootstrap, ",")...))
+	adm, err := newAdmin("offsets", *bootstrap)
 	if err != nil {
-		return usagef("offsets: --bootstrap %q: %v", *bootstrap, err)
+		return err
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	defer adm.Close()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	start, err := adm.ListStartOffsets(ctx, *topic)
@@ -61,7 +73,11 @@ func cmdOffsets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		e, ok := end.Lookup(o.Topic, o.Partition)
 		if !ok || e.Err != nil {
 			if ferr == nil {
-				ferr = fmt.Errorf("offsets: %s-%d latest: %v", o.Topic, o.Partition, e.Err)
+				if !ok {
+					ferr = fmt.Errorf("offsets: %s-%d latest: no answer for the partition", o.Topic, o.Partition)
+				} else {
+					ferr = fmt.Errorf("offsets: %s-%d latest: %w", o.Topic, o.Partition, e.Err)
+				}
 			}
 			continue
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -65,29 +64,11 @@ func cmdProfile(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return run(ctx, args[1:], stdout, stderr)
 }
 
-// parseProfileArgs parses flags placed before, between or after the
-// positional arguments and returns the positionals.
-func parseProfileArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	rest := args
-	for {
-		if err := parseFlags(fs, rest); err != nil {
-			return nil, err
-		}
-		rest = fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, rest[0])
-		rest = rest[1:]
-	}
-}
-
 func cmdProfileTop(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("profile top", profileUsage["top"], stderr)
 	by := fs.String("by", "flat", "order by flat or cum, or split by a pprof label ("+profiles.LabelRole+", "+profiles.LabelBroker+")")
 	n := fs.Int("n", 20, "number of functions to show (per label value with --by LABEL); 0 = all")
-	pos, err := parseProfileArgs(fs, args)
+	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
@@ -108,7 +89,7 @@ func cmdProfileDiff(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs := newFlags("profile diff", profileUsage["diff"], stderr)
 	n := fs.Int("n", 20, "number of functions to show, largest growth first; 0 = all")
 	cum := fs.Bool("cum", false, "rank by cumulative growth (own time + callees) instead of flat")
-	pos, err := parseProfileArgs(fs, args)
+	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
@@ -124,7 +105,7 @@ func cmdProfileDiff(ctx context.Context, args []string, stdout, stderr io.Writer
 
 func cmdProfileFolded(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("profile folded", profileUsage["folded"], stderr)
-	pos, err := parseProfileArgs(fs, args)
+	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
@@ -138,7 +119,7 @@ func cmdProfileFolded(ctx context.Context, args []string, stdout, stderr io.Writ
 func cmdProfileWeb(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("profile web", profileUsage["web"], stderr)
 	addr := fs.String("http", "127.0.0.1:0", "host:port to serve the pprof web UI on (port 0 = any free port); no browser is opened")
-	pos, err := parseProfileArgs(fs, args)
+	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 )
 
 func TestRunSweepUsage(t *testing.T) {
+	tmp := t.TempDir() // a failing run may leave its run directory behind
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -21,7 +22,7 @@ func TestRunSweepUsage(t *testing.T) {
 		{[]string{"run", "--set", "num.replica.fetchers=0"}, 2, "allowed 1..64"},
 		{[]string{"run", "-w", "nosuch"}, 2, "no embedded spec"},
 		{[]string{"run", "--profile", "cpu,disk"}, 2, `unknown profile kind "disk"`},
-		{[]string{"run", "--target", "redis://x"}, 1, "allowed embedded or kafka://"},
+		{[]string{"run", "--target", "redis://x", "--out", tmp}, 1, "allowed embedded or kafka://"},
 		{[]string{"run", "extra"}, 2, "unexpected arguments"},
 		{[]string{"run", "--help"}, 0, "num.replica.fetchers (broker.num.replica.fetchers)"},
 		{[]string{"sweep", "--vary", "acks"}, 2, "want key=v1,v2"},

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func init() {
@@ -35,23 +35,25 @@ func cmdTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return usagef("topics: unexpected arguments %q", fs.Args())
+	}
 	if *describe == *create {
 		return usagef("topics: exactly one of --describe or --create is required")
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*bootstrap, ",")...))
+	adm, err := newAdmin("topics", *bootstrap)
 	if err != nil {
-		return usagef("topics: --bootstrap %q: %v", *bootstrap, err)
+		return err
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	defer adm.Close()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	if *create {
 		if *topic == "" {
 			return usagef("topics: --create needs --topic")
 		}
-		if *partitions < 1 || *rf < 1 || *rf > 32767 {
-			return usagef("topics: --partitions %d / --replication-factor %d must be >= 1", *partitions, *rf)
+		if *partitions < 1 || *partitions > math.MaxInt32 || *rf < 1 || *rf > math.MaxInt16 {
+			return usagef("topics: --partitions %d / --replication-factor %d: want 1..%d / 1..%d", *partitions, *rf, math.MaxInt32, math.MaxInt16)
 		}
 		cfgs := map[string]*string{}
 		for _, kv := range configs {

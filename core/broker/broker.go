@@ -11,6 +11,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -501,13 +502,15 @@ func (b *Broker) housekeepingLoop(ctx context.Context) {
 
 // ApplyRetention applies retention.bytes / retention.ms to every hosted
 // log, never deleting past the replica's HW (exclusive) nor the active
-// segment; the housekeeping goroutine calls it every
-// log.retention.check.interval.ms. Returns the number of segments deleted.
+// segment, and drops the leader epoch cache entries below the new log start
+// (partition.Replica.ApplyRetention); the housekeeping goroutine calls it
+// every log.retention.check.interval.ms. Returns the number of segments
+// deleted.
 func (b *Broker) ApplyRetention() int {
 	nowMs := time.Now().UnixMilli()
 	n := 0
 	for _, h := range b.allReplicas() {
-		d, err := h.l.ApplyRetention(nowMs, h.r.HW())
+		d, err := h.r.ApplyRetention(nowMs)
 		n += d
 		if err != nil {
 			b.logf("broker %d: %s: retention: %v", b.cfg.ID, h.key, err)
@@ -537,6 +540,17 @@ func (b *Broker) stop() bool {
 	return first
 }
 
+// shutdown stops the broker for Close, Kill and Crash. It reports whether
+// the caller must end the replicas: false when the broker never started (it
+// only becomes stopped) or was already stopped.
+func (b *Broker) shutdown() bool {
+	if b.state.CompareAndSwap(stateNew, stateStopped) {
+		b.cancel()
+		return false
+	}
+	return b.stop()
+}
+
 func (b *Broker) allReplicas() []*hosted {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -545,7 +559,7 @@ func (b *Broker) allReplicas() []*hosted {
 		out = append(out, h)
 	}
 	slices.SortFunc(out, func(x, y *hosted) int {
-		if c := compareStrings(x.key.topic, y.key.topic); c != 0 {
+		if c := strings.Compare(x.key.topic, y.key.topic); c != 0 {
 			return c
 		}
 		return int(x.key.partition - y.key.partition)
@@ -553,25 +567,10 @@ func (b *Broker) allReplicas() []*hosted {
 	return out
 }
 
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // Close stops the broker cleanly: fetchers and loops stop, the HW checkpoint
 // is written, every replica (and its log) is closed. Idempotent.
 func (b *Broker) Close() error {
-	if b.state.Load() == stateNew {
-		b.state.Store(stateStopped)
-		b.cancel()
-		return nil
-	}
-	if !b.stop() {
+	if !b.shutdown() {
 		return nil
 	}
 	var errs []error
@@ -592,12 +591,7 @@ func (b *Broker) Close() error {
 // on the same DataDir recovers from them. Logs are abandoned, not closed
 // (see killReplica). Idempotent.
 func (b *Broker) Kill() {
-	if b.state.Load() == stateNew {
-		b.state.Store(stateStopped)
-		b.cancel()
-		return
-	}
-	if !b.stop() {
+	if !b.shutdown() {
 		return
 	}
 	for _, h := range b.allReplicas() {
@@ -608,12 +602,7 @@ func (b *Broker) Kill() {
 // Crash is Kill followed by log.SimulatePowerLoss on every replica: every
 // segment loses what was not fsynced (the crash-broker fault).
 func (b *Broker) Crash() {
-	if b.state.Load() == stateNew {
-		b.state.Store(stateStopped)
-		b.cancel()
-		return
-	}
-	if !b.stop() {
+	if !b.shutdown() {
 		return
 	}
 	for _, h := range b.allReplicas() {

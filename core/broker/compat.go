@@ -20,15 +20,16 @@ func restoreHW(r *partition.Replica, hw int64) error {
 }
 
 // killReplica abandons a replica without writing anything (Kill): it is
-// demoted (pending acks=all waits end with NOT_LEADER_OR_FOLLOWER) but its
-// log is NOT closed, because log.Close fsyncs and writes the recovery-point
-// checkpoint, which a killed process would not do. The segment files stay
-// open until the abandoned Log is garbage collected (os.File finalizers);
-// a new Broker can open the same directory meanwhile (no file locks).
+// demoted (pending acks=all waits end with NOT_LEADER_OR_FOLLOWER) and its
+// log is abandoned (log.Abandon: files closed with no fsync, index or
+// recovery-point write, unlike log.Close), so no descriptor outlives the
+// kill and a late append cannot write into files a new Broker on the same
+// directory has recovered.
 func killReplica(h *hosted) {
 	st := h.r.State()
 	st.Leader = controller.NoLeader
-	_ = h.r.MakeFollower(st)
+	_ = h.r.MakeFollower(st) // fails only on a closed replica: nothing to demote
+	h.l.Abandon()
 }
 
 // appendAsFollower appends fetched records (possibly none) and applies the

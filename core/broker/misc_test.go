@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/isrbench/isrbench/core/controller"
+	"github.com/isrbench/isrbench/core/log"
 )
 
 func TestConfigValidation(t *testing.T) {
@@ -248,6 +249,10 @@ func TestRetentionAdvancesLogStart(t *testing.T) {
 	if err != nil || start <= 0 {
 		t.Fatalf("earliest after retention: %d %v", start, err)
 	}
+	// The leader epoch cache follows the log start (Kafka's truncateFromStart).
+	if r, _ := l.Replica("t", 0); r.Epochs().Entries()[0].StartOffset != start {
+		t.Fatalf("epoch cache after retention: %v, want the first entry to start at log start %d", r.Epochs().Entries(), start)
+	}
 	req := &FetchRequest{ReplicaID: -1, MaxBytes: 1 << 20, Partitions: []FetchPartition{{Topic: "t", FetchOffset: 0, CurrentLeaderEpoch: -1, MaxBytes: 1 << 20}}}
 	l.Fetch(context.Background(), req)
 	req.Partitions[0].Records.Release()
@@ -261,5 +266,24 @@ func TestRetentionAdvancesLogStart(t *testing.T) {
 	// Replication continues after retention.
 	if res := produce(t, l, -1, "t", 0, batch("after", 1)); res.Err != nil {
 		t.Fatal(res.Err)
+	}
+}
+
+// Kill releases the segment files (without flushing them), so repeated
+// kill/restart faults do not pile up descriptors until a GC runs.
+func TestKillClosesLogFiles(t *testing.T) {
+	c := newTestCluster(t, 3, testConfig())
+	c.createTopic("t", 1, 3, nil)
+	l := c.leader("t", 0)
+	if res := produce(t, l, -1, "t", 0, batch("k", 3)); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	h := l.lookup("t", 0)
+	l.Kill()
+	if n := h.l.Segments(); n != 0 {
+		t.Fatalf("after Kill the log still holds %d open segments", n)
+	}
+	if _, err := h.l.Read(0, h.l.LEO(), 1<<20, true); !errors.Is(err, log.ErrClosed) {
+		t.Fatalf("read after Kill: %v, want log.ErrClosed", err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/isrbench/isrbench/core/partition"
 )
 
 // Produce appends each partition's records as leader and fills its outputs
@@ -38,14 +40,17 @@ func (b *Broker) Produce(ctx context.Context, acks int16, timeout time.Duration,
 		}
 		return
 	}
+	// acks=all: the replica and last appended offset of every partition that
+	// appended (nil replica: nothing to wait for), so the wait needs no second
+	// lookup.
 	var waits int
-	var lastBuf [8]int64
-	lasts := lastBuf[:0]
+	var waitBuf [8]produceWait
+	var pending []produceWait
 	if acks == -1 {
-		if len(parts) > len(lastBuf) {
-			lasts = make([]int64, len(parts))
+		if len(parts) > len(waitBuf) {
+			pending = make([]produceWait, len(parts))
 		} else {
-			lasts = lastBuf[:len(parts)]
+			pending = waitBuf[:len(parts)]
 		}
 	}
 	for i := range parts {
@@ -65,7 +70,7 @@ func (b *Broker) Produce(ctx context.Context, acks int16, timeout time.Duration,
 		p.LogAppendTimeMs = -1
 		p.LogStartOffset = h.r.LogStart()
 		if acks == -1 {
-			lasts[i] = info.LastOffset
+			pending[i] = produceWait{r: h.r, last: info.LastOffset}
 		}
 		waits++
 	}
@@ -75,18 +80,20 @@ func (b *Broker) Produce(ctx context.Context, acks int16, timeout time.Duration,
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for i := range parts {
-		p := &parts[i]
-		if p.Err != nil {
+		w := &pending[i]
+		if w.r == nil {
 			continue
 		}
-		h := b.lookup(p.Topic, p.Partition)
-		if h == nil {
-			continue
-		}
-		if err := h.r.WaitForHW(wctx, lasts[i]); err != nil {
-			p.Err = kerrOf(err)
+		if err := w.r.WaitForHW(wctx, w.last); err != nil {
+			parts[i].Err = kerrOf(err)
 		}
 	}
+}
+
+// produceWait is one acks=all partition of a Produce call waiting for the HW.
+type produceWait struct {
+	r    *partition.Replica
+	last int64 // last appended offset (inclusive)
 }
 
 func failProduce(p *ProducePartition, err error) {

@@ -55,8 +55,9 @@
 // predecessor ends), rebuilds a missing or damaged .index, fsyncs what it verified, moves the
 // recovery point to the LEO and reports all of it in Recovery. Then Append, Read, TruncateTo,
 // TruncateFullyAndStartAt, ApplyRetention and Flush, in any order from any goroutine. Close
-// fsyncs everything and persists the recovery point; SimulatePowerLoss instead drops every
-// byte not known to be fsynced, as a machine crash would. Either way the Log is then unusable
+// fsyncs everything and persists the recovery point; Abandon closes the files writing nothing,
+// as a killed process would; SimulatePowerLoss instead drops every byte not known to be
+// fsynced, as a machine crash would. Either way the Log is then unusable
 // (ErrClosed) and the directory is re-Opened.
 //
 // A failed write, fsync, truncate or file creation poisons the Log: every later call returns an

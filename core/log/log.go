@@ -752,6 +752,17 @@ func (l *Log) Close() error {
 	return err
 }
 
+// Abandon closes the Log without writing anything, as a killed process would: no fsync, no
+// index or recovery-point write; the files keep what the page cache has. Later calls fail
+// with ErrClosed; open Slices stay valid until released. A no-op on a closed Log.
+func (l *Log) Abandon() {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if !l.closed.Load() {
+		l.shut()
+	}
+}
+
 // shut closes every segment and marks the Log closed (wmu held).
 func (l *Log) shut() {
 	l.closed.Store(true)

@@ -721,7 +721,9 @@ func (r *Replica) AppendAsFollower(blob []byte, leaderHW int64) (log.AppendInfo,
 		undo := func(err error) error {
 			// Drop the epochs this failed append introduced.
 			if assigned {
-				_ = r.epochs.TruncateFromEnd(r.log.LEO())
+				if terr := r.epochs.TruncateFromEnd(r.log.LEO()); terr != nil {
+					return errors.Join(err, terr)
+				}
 			}
 			return err
 		}

@@ -1,0 +1,55 @@
+package workloads
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The run's CSV outputs report write errors (here: /dev/full, where every write fails ENOSPC).
+
+type onePartition struct{}
+
+func (onePartition) SamplePartitions(string) ([]PartitionSample, error) {
+	return []PartitionSample{{Partition: 0, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}}}, nil
+}
+
+// TestPartTimelineWriteError: a partitions.csv that cannot be written is reported in pt.err.
+func TestPartTimelineWriteError(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	pt := newPartTimeline(&run{spec: DefaultSpec()}, onePartition{}, "/dev/full", time.Now().Add(-time.Second))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	pt.loop(ctx)
+	if pt.err == nil {
+		t.Fatal("write to /dev/full: no error reported")
+	}
+}
+
+type sampleOnly struct{ Target }
+
+func (sampleOnly) Sample(context.Context, string) (Sample, error) { return Sample{}, nil }
+
+// TestTimelineFlushError: a timeline.csv that cannot be written is reported, not dropped.
+func TestTimelineFlushError(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	var stderr strings.Builder
+	r := &run{spec: DefaultSpec(), tgt: sampleOnly{}, opts: Options{Stderr: &stderr, TimelineInterval: time.Second}}
+	now := time.Now()
+	tl, err := newTimeline(r, "/dev/full", now, now.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	tl.loop(ctx)
+	if !strings.Contains(stderr.String(), "timeline:") {
+		t.Fatalf("stderr %q: want the timeline write error", stderr.String())
+	}
+}
