@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -127,7 +128,14 @@ type Replica struct {
 	epochs *EpochCache
 
 	state atomic.Pointer[snapshot]
-	hw    atomic.Int64
+	// leaderAppends counts AppendAsLeader calls past their leadership check and not yet
+	// done. A role change stores its new snapshot first, then drains this to zero
+	// (drainLeaderAppends), so no append made under the old role or epoch lands after
+	// MakeFollower, MakeLeader or Close returns (Kafka holds a read lock across the append
+	// for the same reason). Sequentially consistent atomics make this a handshake: an append
+	// either sees the new snapshot or is counted before the role change looks.
+	leaderAppends atomic.Int64
+	hw            atomic.Int64
 
 	// hwMu is the HWUpdate "mutex" ablation: with it every follower update,
 	// HW computation and HW read takes this mutex.
@@ -310,6 +318,13 @@ func (r *Replica) errNotLeader(s *snapshot) error {
 // and Records == 0. Sequence errors: OutOfOrderSequenceNumber,
 // InvalidProducerEpoch. Batches without a producer id take no lock.
 func (r *Replica) AppendAsLeader(blob []byte, requiredAcks int16) (log.AppendInfo, error) {
+	if s := r.state.Load(); !s.leader || s.closed {
+		// Not the leader: refused without touching leaderAppends, so a flood of produces
+		// to a demoted leader does not keep a role change draining.
+		return log.AppendInfo{}, r.errNotLeader(s)
+	}
+	r.leaderAppends.Add(1) // before the state load that decides: see leaderAppends
+	defer r.leaderAppends.Add(-1)
 	s := r.state.Load()
 	if !s.leader || s.closed {
 		return log.AppendInfo{}, r.errNotLeader(s)
@@ -635,6 +650,14 @@ func (r *Replica) MakeLeader(st controller.PartitionState) error {
 		r.applyISRLocked(st)
 		return nil
 	}
+	if s.leader {
+		// Re-elected with a new epoch: fence the old term's appends before the new
+		// epoch's start offset is read, so no old-epoch batch lands above it.
+		fenced := *s
+		fenced.leader = false
+		r.state.Store(&fenced)
+		r.drainLeaderAppends()
+	}
 	leo := r.log.LEO()
 	if _, err := r.epochs.Assign(st.LeaderEpoch, leo); err != nil {
 		return err
@@ -680,9 +703,19 @@ func (r *Replica) MakeFollower(st controller.PartitionState) error {
 	}
 	r.lag.clear()
 	r.state.Store(&snapshot{st: st.Clone(), epochStart: -1})
+	r.drainLeaderAppends() // the fetcher truncates after this returns: no append may follow
 	r.hwSig.notifyAll()
 	r.leoSig.notifyAll()
 	return nil
+}
+
+// drainLeaderAppends waits until every AppendAsLeader that passed its leadership check
+// under an earlier snapshot has finished (roleMu held, the new snapshot stored). Appends
+// are short (one write, or a place in a group commit), so it yields rather than parks.
+func (r *Replica) drainLeaderAppends() {
+	for r.leaderAppends.Load() != 0 {
+		runtime.Gosched()
+	}
 }
 
 // RestoreHW sets the HW from a checkpoint (replication-offset-checkpoint)
@@ -959,6 +992,7 @@ func (r *Replica) Close() error {
 	ns.closed = true
 	ns.leader = false
 	r.state.Store(&ns)
+	r.drainLeaderAppends()
 	r.hwSig.notifyAll()
 	r.leoSig.notifyAll()
 	return r.log.Close()

@@ -716,3 +716,80 @@ func TestNewReplicaRealLog(t *testing.T) {
 	}
 	r0.Close()
 }
+
+// TestNoLeaderAppendAfterDemotion: appends racing MakeFollower (and a re-election with a new
+// epoch) either finish before the role change returns or fail; none lands after it, where it
+// would sit at the follower's LEO under the old epoch, above the truncation point the fetcher
+// is about to compute.
+func TestNoLeaderAppendAfterDemotion(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		dir := t.TempDir()
+		l, _, err := log.Open(dir, log.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := NewReplica("t", 0, 0, l, dir, Config{MinInsyncReplicas: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := controller.PartitionState{Topic: "t", Leader: 0, LeaderEpoch: 1, Replicas: []int32{0, 1}, ISR: []int32{0}}
+		if err := r.MakeLeader(st); err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		started := make(chan struct{}, 4)
+		var wg sync.WaitGroup
+		for g := 0; g < 4; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					if i == 1 {
+						started <- struct{}{}
+					}
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					_, _ = r.AppendAsLeader(oneBatch(2), 1) // errors once demoted
+				}
+			}()
+		}
+		for g := 0; g < 4; g++ {
+			<-started
+		}
+		if round%2 == 1 { // re-elected with a new epoch: no epoch-1 batch above epoch 2's start
+			st.LeaderEpoch = 2
+			if err := r.MakeLeader(st); err != nil {
+				t.Fatal(err)
+			}
+			start := r.Epochs().StartOffsetOf(2)
+			close(stop)
+			wg.Wait()
+			if err := l.ForEachBatchHeader(start, func(h records.Header) error {
+				if h.BaseOffset >= start && h.PartitionLeaderEpoch != 2 {
+					return fmt.Errorf("batch at %d has epoch %d above epoch 2's start %d", h.BaseOffset, h.PartitionLeaderEpoch, start)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			fst := st
+			fst.Leader, fst.LeaderEpoch = 1, 2
+			if err := r.MakeFollower(fst); err != nil {
+				t.Fatal(err)
+			}
+			leo := r.LEO()
+			close(stop)
+			wg.Wait()
+			if got := r.LEO(); got != leo {
+				t.Fatalf("round %d: LEO %d after MakeFollower returned, %d once appenders stopped: a leader append landed after demotion", round, leo, got)
+			}
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
