@@ -406,34 +406,39 @@ func (c *Cluster) RestartBroker(id int32) error {
 // broker.session.timeout.ms; followers fall out of ISRs after
 // replica.lag.time.max.ms.
 func (c *Cluster) PauseBroker(id int32) error {
-	c.opMu.Lock()
-	defer c.opMu.Unlock()
-	n, err := c.node(id)
-	if err != nil {
-		return err
-	}
-	if !n.state.CompareAndSwap(nodeRunning, nodePaused) {
-		return fmt.Errorf("netfetch: broker %d is not running", id)
-	}
-	n.srv.Load().Pause()
-	n.b.Load().Pause()
-	return nil
+	return c.setPaused(id, true)
 }
 
 // ResumeBroker undoes PauseBroker (heartbeats resume; a broker fenced by
 // its expired session is unfenced by its next heartbeat).
 func (c *Cluster) ResumeBroker(id int32) error {
+	return c.setPaused(id, false)
+}
+
+// setPaused moves broker id between running and paused. Pausing stops the
+// server first (no request answered), then the broker's fetchers and
+// heartbeats; resuming goes the other way round.
+func (c *Cluster) setPaused(id int32, pause bool) error {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
 	n, err := c.node(id)
 	if err != nil {
 		return err
 	}
-	if !n.state.CompareAndSwap(nodePaused, nodeRunning) {
-		return fmt.Errorf("netfetch: broker %d is not paused", id)
+	from, to, want := nodeRunning, nodePaused, "running"
+	if !pause {
+		from, to, want = nodePaused, nodeRunning, "paused"
 	}
-	n.b.Load().Resume()
-	n.srv.Load().Resume()
+	if !n.state.CompareAndSwap(from, to) {
+		return fmt.Errorf("netfetch: broker %d is not %s", id, want)
+	}
+	if pause {
+		n.srv.Load().Pause()
+		n.b.Load().Pause()
+	} else {
+		n.b.Load().Resume()
+		n.srv.Load().Resume()
+	}
 	return nil
 }
 

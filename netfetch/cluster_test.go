@@ -178,6 +178,21 @@ func checkNoLoss(t *testing.T, acks []ack, got map[int32][]ack) {
 
 // watchPartition subscribes to partition state changes (as broker `as`
 // sees them) and returns a function waiting for a state matching cond.
+// followedTopic creates topic with one partition, RF 3 and min.insync.replicas 2, and
+// returns its state and one follower of its leader.
+func followedTopic(t *testing.T, c *Cluster, topic string) (controller.PartitionState, int32) {
+	t.Helper()
+	if err := c.CreateTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := c.Controller().Partition(topic, 0)
+	follower := st.Replicas[0]
+	if follower == st.Leader {
+		follower = st.Replicas[1]
+	}
+	return st, follower
+}
+
 func watchPartition(t *testing.T, c *Cluster, as int32, topic string, p int32) func(what string, cond func(controller.PartitionState) bool) controller.PartitionState {
 	ch := make(chan controller.PartitionState, 1024)
 	cancel := c.Controller().Subscribe(as, func(st controller.PartitionState) {
@@ -344,15 +359,8 @@ func TestPausedFollowerLeavesAndRejoinsISR(t *testing.T) {
 		cfg.Broker.ReplicaFetchWaitMaxMs = 50
 	})
 	const topic = "paused"
-	if err := c.CreateTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
-		t.Fatal(err)
-	}
-	st, _ := c.Controller().Partition(topic, 0)
+	st, follower := followedTopic(t, c, topic)
 	leader := st.Leader
-	follower := st.Replicas[0]
-	if follower == leader {
-		follower = st.Replicas[1]
-	}
 	wait := watchPartition(t, c, leader, topic, 0)
 	cl := newClient(t, c)
 	acks := produce(t, cl, topic, "before", 50)
@@ -445,14 +453,7 @@ func TestPauseBeyondSessionTimeoutFencesThenRejoins(t *testing.T) {
 		cfg.Controller.BrokerSessionTimeoutMs = 1000
 	})
 	const topic = "fenced"
-	if err := c.CreateTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
-		t.Fatal(err)
-	}
-	st, _ := c.Controller().Partition(topic, 0)
-	follower := st.Replicas[0]
-	if follower == st.Leader {
-		follower = st.Replicas[1]
-	}
+	st, follower := followedTopic(t, c, topic)
 	wait := watchPartition(t, c, st.Leader, topic, 0)
 	cl := newClient(t, c)
 	acks := produce(t, cl, topic, "a", 20)
@@ -495,14 +496,7 @@ func TestPauseBeyondSessionTimeoutFencesThenRejoins(t *testing.T) {
 func TestCrashFollowerRestartsAndCatchesUp(t *testing.T) {
 	c := testCluster(t, 3, func(cfg *ClusterConfig) { cfg.Broker.ReplicaFetchWaitMaxMs = 50 })
 	const topic = "crashed"
-	if err := c.CreateTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
-		t.Fatal(err)
-	}
-	st, _ := c.Controller().Partition(topic, 0)
-	follower := st.Replicas[0]
-	if follower == st.Leader {
-		follower = st.Replicas[1]
-	}
+	st, follower := followedTopic(t, c, topic)
 	wait := watchPartition(t, c, st.Leader, topic, 0)
 	cl := newClient(t, c)
 	acks := produce(t, cl, topic, "a", 100)

@@ -137,15 +137,8 @@ func TestLinkDownDropsFollowerAndHealRejoins(t *testing.T) {
 		cfg.Broker.ReplicaFetchWaitMaxMs = 50
 	})
 	const topic = "linked"
-	if err := c.CreateTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
-		t.Fatal(err)
-	}
-	st, _ := c.Controller().Partition(topic, 0)
+	st, follower := followedTopic(t, c, topic)
 	leader := st.Leader
-	follower := st.Replicas[0]
-	if follower == leader {
-		follower = st.Replicas[1]
-	}
 	wait := watchPartition(t, c, leader, topic, 0)
 	cl := newClient(t, c)
 	acks := produce(t, cl, topic, "a", 20)

@@ -84,6 +84,18 @@ func newCounters() *counters {
 	return c
 }
 
+// labelsFor is the pprof label set of the goroutine handling req: role=produce for
+// Produce, fetch-serve for Fetch and OffsetForLeaderEpoch (the replica protocol), admin else.
+func (s *Server) labelsFor(req kmsg.Request) context.Context {
+	switch req.(type) {
+	case *kmsg.ProduceRequest:
+		return s.labelsProduce
+	case *kmsg.FetchRequest, *kmsg.OffsetForLeaderEpochRequest:
+		return s.labelsFetch
+	}
+	return s.labelsOther
+}
+
 func (c *counters) snapshot() ServerStats {
 	st := ServerStats{
 		SendfileBytes: c.sendfileBytes.Load(),
@@ -462,30 +474,23 @@ func (c *conn) handle(body []byte) error {
 		return closef("malformed %s v%d request from client %q: %v", kmsg.NameForKey(h.key), h.version, h.clientID, err)
 	}
 	var resp kmsg.Response
+	pprof.SetGoroutineLabels(c.s.labelsFor(req))
 	switch r := req.(type) {
 	case *kmsg.ProduceRequest:
-		pprof.SetGoroutineLabels(c.s.labelsProduce)
 		resp, err = c.handleProduce(r)
 	case *kmsg.FetchRequest:
-		pprof.SetGoroutineLabels(c.s.labelsFetch)
 		return c.handleFetch(h, r)
 	case *kmsg.ListOffsetsRequest:
-		pprof.SetGoroutineLabels(c.s.labelsOther)
 		resp, err = c.handleListOffsets(r)
 	case *kmsg.MetadataRequest:
-		pprof.SetGoroutineLabels(c.s.labelsOther)
 		resp, err = c.handleMetadata(r)
 	case *kmsg.CreateTopicsRequest:
-		pprof.SetGoroutineLabels(c.s.labelsOther)
 		resp, err = c.handleCreateTopics(r)
 	case *kmsg.InitProducerIDRequest:
-		pprof.SetGoroutineLabels(c.s.labelsOther)
 		resp, err = c.handleInitProducerID(r)
 	case *kmsg.OffsetForLeaderEpochRequest:
-		pprof.SetGoroutineLabels(c.s.labelsFetch)
 		resp, err = c.handleOffsetForLeaderEpoch(r)
 	case *kmsg.DescribeConfigsRequest:
-		pprof.SetGoroutineLabels(c.s.labelsOther)
 		resp, err = c.handleDescribeConfigs(r)
 	default:
 		return closef("BUG: no handler for supported API key %d", h.key)
