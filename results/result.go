@@ -115,7 +115,9 @@ type Summary struct {
 	Hdr   string  `json:"hdr"`
 }
 
-// ISR counts ISR changes seen during the run (Kafka's IsrShrinksPerSec / IsrExpandsPerSec as totals).
+// ISR counts ISR changes seen during the run (Kafka's IsrShrinksPerSec / IsrExpandsPerSec as
+// totals; on the embedded target shrinks also count the ISR removals the controller makes when
+// it fences a broker, which no leader's IsrShrinksPerSec sees).
 type ISR struct {
 	Shrinks          int64   `json:"shrinks"`
 	Expands          int64   `json:"expands"`

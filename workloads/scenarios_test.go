@@ -72,6 +72,15 @@ func report(t *testing.T, res *results.Result) *FaultsReport {
 	return fr
 }
 
+// shrinkBound is the latest a follower that stops fetching can leave the ISR, as partitions.csv
+// sees it: replica.lag.time.max.ms, plus lag/2 (the ISR check runs every lag/2), plus one
+// 100 ms timeline sample, plus 250 ms for goroutine scheduling on a shared, loaded machine.
+// The exact timing of the rule is pinned by core/partition's clock-injected tests; here the
+// bound catches a follower that is dropped late or never.
+func shrinkBound(lag time.Duration) time.Duration {
+	return lag + lag/2 + 100*time.Millisecond + 250*time.Millisecond
+}
+
 func skipShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("embedded fault scenario (skipped with -short)")
@@ -94,9 +103,10 @@ func TestScenarioFollowerPause(t *testing.T) {
 		t.Fatalf("report %+v", fr)
 	}
 	shrink := fr.Faults[0].TimeToShrinkS
-	// lag + lag/2 (Kafka checks every lag/2), plus one 100 ms timeline sample.
-	if shrink < 0 || shrink > (lag+lag/2+100*time.Millisecond).Seconds() {
-		t.Errorf("time to shrink %.2fs, want <= %.2fs", shrink, (lag + lag/2 + 100*time.Millisecond).Seconds())
+	// lag + lag/2 (Kafka checks every lag/2), plus one 100 ms timeline sample and the
+	// scheduling slack of a loaded machine.
+	if want := shrinkBound(lag); shrink < 0 || shrink > want.Seconds() {
+		t.Errorf("time to shrink %.2fs, want <= %.2fs", shrink, want.Seconds())
 	}
 	if rejoin := fr.Faults[0].TimeToRejoinS; rejoin < 0 {
 		t.Errorf("follower never rejoined the ISR")
@@ -144,6 +154,11 @@ func TestScenarioMinISR(t *testing.T) {
 	}
 	if res.Produced.Errors["NOT_ENOUGH_REPLICAS"] == 0 {
 		t.Errorf("no NOT_ENOUGH_REPLICAS: errors %v", res.Produced.Errors)
+	}
+	// The controller drops each killed follower from the ISR of the three partitions: those
+	// shrinks are in result.json although no leader's IsrShrinksPerSec counted them.
+	if res.ISR.Shrinks < 3 {
+		t.Errorf("isr %+v: the fenced followers' ISR removals are not counted", res.ISR)
 	}
 	fr := report(t, res)
 	if len(fr.ProducerGroups) != 2 || fr.ProducerGroups[1].Acks != "1" || fr.ProducerGroups[1].Errors["NOT_ENOUGH_REPLICAS"] != 0 ||
@@ -444,8 +459,8 @@ faults:
 	if len(fr.Faults) != 1 || fr.Faults[0].Target != "links=[0]<->[1 2]" {
 		t.Fatalf("faults %+v", fr.Faults)
 	}
-	if f := fr.Faults[0]; f.TimeToShrinkS < 0 || f.TimeToShrinkS > 0.85 || f.TimeToRejoinS < 0 {
-		t.Errorf("fault figures %+v, want a shrink within lag + lag/2 (+100 ms) and a rejoin", f)
+	if f := fr.Faults[0]; f.TimeToShrinkS < 0 || f.TimeToShrinkS > shrinkBound(500*time.Millisecond).Seconds() || f.TimeToRejoinS < 0 {
+		t.Errorf("fault figures %+v, want a shrink within %v and a rejoin", f, shrinkBound(500*time.Millisecond))
 	}
 	if d := res.Durability; d.Acked == 0 || d.Lost != 0 || !d.ReplicasIdentical {
 		t.Errorf("durability %+v", d)

@@ -35,7 +35,7 @@ type Sample struct {
 	ISRMin, ISRMax  int     // over the topic's partitions
 	UnderReplicated int     // partitions whose ISR is smaller than the replica set
 	UnderMinISR     int     // partitions whose ISR is below min.insync.replicas
-	Shrinks         int64   // cumulative ISR shrinks (IsrShrinksPerSec as a total)
+	Shrinks         int64   // cumulative ISR shrinks (IsrShrinksPerSec as a total, plus the controller's on fencing)
 	Expands         int64   // cumulative ISR expands
 	Leaders         []int32 // per partition, -1 if none
 	// HWTotal and LEOTotal sum the leaders' HW and LEO over the partitions (exclusive offsets);

@@ -135,7 +135,8 @@ func (e *embedded) Close() error {
 }
 
 // Sample reads the leaders' view: ISR sizes of the topic's partitions as their leaders see
-// them, and the brokers' cumulative IsrShrinks/IsrExpands counters.
+// them, and the cumulative ISR shrinks and expands: the brokers' IsrShrinks/IsrExpands
+// counters plus the shrinks the controller made when it fenced a broker.
 func (e *embedded) Sample(_ context.Context, topic string) (Sample, error) {
 	var s Sample
 	s.ISRMin = int(^uint(0) >> 1)
@@ -172,6 +173,9 @@ func (e *embedded) Sample(_ context.Context, topic string) (Sample, error) {
 	e.cntMu.Lock()
 	s.Shrinks, s.Expands = e.shrinks, e.expands
 	e.cntMu.Unlock()
+	// A killed or fenced follower leaves the ISR through the controller, not through its
+	// leader's IsrShrinksPerSec: both count.
+	s.Shrinks += e.c.Controller().Stats().ISRShrinks
 	if st, ok := e.c.Controller().Partitions(topic); ok {
 		for _, p := range st {
 			s.Leaders = append(s.Leaders, p.Leader)

@@ -32,7 +32,7 @@ type Controller struct {
 		subs   map[*subscriber]struct{}
 		closed bool
 		// counters of Stats (gauges are computed in Stats).
-		elections, unclean, lost, isrChanges int64
+		elections, unclean, lost, isrChanges, isrShrinks int64
 	}
 }
 
@@ -199,6 +199,7 @@ func (c *Controller) Stats() Stats {
 		UncleanElections: c.mu.unclean,
 		LostOffsets:      c.mu.lost,
 		ISRChanges:       c.mu.isrChanges,
+		ISRShrinks:       c.mu.isrShrinks,
 	}
 	for _, t := range c.mu.topics {
 		for i := range t.parts {

@@ -298,6 +298,7 @@ func TestElections(t *testing.T) {
 		lost        int64
 		offline     int
 		isrChanges  int64
+		isrShrinks  int64 // by the controller itself, not by AlterPartition
 		fencedAtEnd int
 	}{
 		{
@@ -306,7 +307,7 @@ func TestElections(t *testing.T) {
 				{op: "down", broker: 1, leader: 2, isrAfter: []int32{2, 3}, leaderEpoch: 1, partitionEpoch: 1},
 				{op: "down", broker: 2, leader: 3, isrAfter: []int32{3}, leaderEpoch: 2, partitionEpoch: 2},
 			},
-			elections: 2, fencedAtEnd: 2,
+			elections: 2, isrShrinks: 2, fencedAtEnd: 2,
 		},
 		{
 			name: "follower down shrinks ISR without leader change",
@@ -315,7 +316,7 @@ func TestElections(t *testing.T) {
 				{op: "down", broker: 2, leader: 1, isrAfter: []int32{1}, leaderEpoch: 0, partitionEpoch: 2},
 				{op: "up", broker: 2, leader: 1, isrAfter: []int32{1}, leaderEpoch: 0, partitionEpoch: 2},
 			},
-			isrChanges: 2, fencedAtEnd: 1,
+			isrChanges: 2, isrShrinks: 2, fencedAtEnd: 1,
 		},
 		{
 			name: "skips alive replica outside ISR; then offline keeping last ISR member",
@@ -328,7 +329,7 @@ func TestElections(t *testing.T) {
 				// the last ISR member comes back: clean election.
 				{op: "up", broker: 3, leader: 3, isrAfter: []int32{3}, leaderEpoch: 3, partitionEpoch: 4},
 			},
-			elections: 2, isrChanges: 1, fencedAtEnd: 0,
+			elections: 2, isrChanges: 1, isrShrinks: 1, fencedAtEnd: 0,
 		},
 		{
 			name:    "unclean by cluster config: out-of-ISR leader, lost offsets counted",
@@ -338,7 +339,7 @@ func TestElections(t *testing.T) {
 				{op: "alter", broker: 1, isr: []int32{1}, leader: 1, isrAfter: []int32{1}, leaderEpoch: 0, partitionEpoch: 1},
 				{op: "down", broker: 1, leader: 2, isrAfter: []int32{2}, leaderEpoch: 1, partitionEpoch: 2},
 			},
-			elections: 1, unclean: 1, lost: 30, isrChanges: 1, fencedAtEnd: 1,
+			elections: 1, unclean: 1, lost: 30, isrChanges: 1, isrShrinks: 1, fencedAtEnd: 1,
 		},
 		{
 			name:     "unclean by topic override",
@@ -348,7 +349,7 @@ func TestElections(t *testing.T) {
 				{op: "alter", broker: 1, isr: []int32{1}, leader: 1, isrAfter: []int32{1}, leaderEpoch: 0, partitionEpoch: 1},
 				{op: "down", broker: 1, leader: 2, isrAfter: []int32{2}, leaderEpoch: 1, partitionEpoch: 2},
 			},
-			elections: 1, unclean: 1, lost: 0, isrChanges: 1, fencedAtEnd: 1,
+			elections: 1, unclean: 1, lost: 0, isrChanges: 1, isrShrinks: 1, fencedAtEnd: 1,
 		},
 		{
 			name:     "topic override false beats cluster true: offline",
@@ -370,7 +371,7 @@ func TestElections(t *testing.T) {
 				{op: "down", broker: 1, leader: NoLeader, isrAfter: []int32{1}, leaderEpoch: 1, partitionEpoch: 3},
 				{op: "up", broker: 3, leader: 3, isrAfter: []int32{3}, leaderEpoch: 2, partitionEpoch: 4},
 			},
-			elections: 1, unclean: 1, lost: 30, offline: 0, isrChanges: 2, fencedAtEnd: 2,
+			elections: 1, unclean: 1, lost: 30, offline: 0, isrChanges: 2, isrShrinks: 3, fencedAtEnd: 2,
 		},
 		{
 			name: "down of a fenced or unknown broker changes nothing",
@@ -380,7 +381,7 @@ func TestElections(t *testing.T) {
 				{op: "down", broker: 42, leader: 1, isrAfter: []int32{1, 2}, leaderEpoch: 0, partitionEpoch: 1},
 				{op: "up", broker: 42, leader: 1, isrAfter: []int32{1, 2}, leaderEpoch: 0, partitionEpoch: 1},
 			},
-			isrChanges: 1, fencedAtEnd: 1,
+			isrChanges: 1, isrShrinks: 1, fencedAtEnd: 1,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -411,7 +412,7 @@ func TestElections(t *testing.T) {
 			}
 			got := c.Stats()
 			want := Stats{Elections: tc.elections, UncleanElections: tc.unclean, LostOffsets: tc.lost,
-				OfflinePartitions: tc.offline, ISRChanges: tc.isrChanges,
+				OfflinePartitions: tc.offline, ISRChanges: tc.isrChanges, ISRShrinks: tc.isrShrinks,
 				FencedBrokers: tc.fencedAtEnd, ActiveBrokers: 3 - tc.fencedAtEnd}
 			if got != want {
 				t.Errorf("Stats = %+v, want %+v", got, want)

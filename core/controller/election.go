@@ -127,8 +127,12 @@ func (c *Controller) installLeaderLocked(st *PartitionState, leader int32, uncle
 	c.commitLocked(st, next)
 }
 
-// commitLocked replaces *st by next and notifies subscribers.
+// commitLocked replaces *st by next and notifies subscribers. A change that
+// drops ISR members counts as a controller ISR shrink.
 func (c *Controller) commitLocked(st *PartitionState, next PartitionState) {
+	if slices.ContainsFunc(st.ISR, func(r int32) bool { return !slices.Contains(next.ISR, r) }) {
+		c.mu.isrShrinks++
+	}
 	*st = next
 	c.notifyLocked(st)
 }
@@ -389,7 +393,8 @@ func (c *Controller) AlterPartition(topic string, p int32, leader, leaderEpoch, 
 	next.ISR = slices.Clone(isr)
 	next.PartitionEpoch++
 	c.mu.isrChanges++
-	c.commitLocked(st, next)
+	*st = next // not commitLocked: a leader's own shrink is its IsrShrinksPerSec
+	c.notifyLocked(st)
 	return st.Clone(), nil
 }
 

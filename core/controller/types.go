@@ -152,4 +152,10 @@ type Stats struct {
 	// ISRChanges counts accepted AlterPartition requests that changed an
 	// ISR plus ISR shrinks made by fencing a broker.
 	ISRChanges int64
+	// ISRShrinks counts partition changes the controller made itself that
+	// removed members from an ISR: a fenced follower dropped, an election
+	// that leaves dead members out, an unclean election's ISR of one. A
+	// leader's own shrinks (AlterPartition) are its IsrShrinksPerSec, not
+	// counted here, so the two add up to every shrink.
+	ISRShrinks int64
 }
