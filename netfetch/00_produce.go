@@ -13,7 +13,8 @@ import (
 
 // handleProduce appends every partition of the request in one
 // broker.Produce call (acks=-1 waits for the HW) and answers per partition.
-// acks=0 requests get no response (nil, nil).
+// acks=0 requests get no response (nil, nil), and close the connection if
+// a partition failed.
 func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	var reqErr error
 	switch {
@@ -43,6 +44,13 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	}
 	c.produceParts = parts
 	if req.Acks == 0 {
+		// No response to carry an error: like Kafka, the broker closes the connection
+		// so that the client notices (and refreshes its metadata).
+		for i := range parts {
+			if err := parts[i].Err; err != nil {
+				return nil, closef("acks=0 produce to %s-%d failed: %v", parts[i].Topic, parts[i].Partition, err)
+			}
+		}
 		return nil, nil
 	}
 	// The response is reused like the request: its Topics and their

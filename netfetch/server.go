@@ -169,8 +169,14 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // Stats returns the cumulative counters.
 func (s *Server) Stats() ServerStats { return s.stats.snapshot() }
 
-// Serve accepts connections until Close; it returns nil after Close.
+// Serve accepts connections until Close; it returns nil after Close. An
+// accept error that passes (out of file descriptors, a connection reset
+// before it was accepted, no buffer space) is logged and retried after a
+// backoff of 5 ms doubling up to 1 s, as a broker keeps serving the
+// connections it has while it is out of descriptors; any other accept
+// error ends Serve with that error.
 func (s *Server) Serve() error {
+	var backoff time.Duration
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
@@ -179,12 +185,21 @@ func (s *Server) Serve() error {
 				return nil
 			default:
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if !transientAcceptError(err) {
+				return fmt.Errorf("broker %d: accept: %w", s.cfg.BrokerID, err)
 			}
-			return fmt.Errorf("broker %d: accept: %w", s.cfg.BrokerID, err)
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.cfg.Logf("netfetch: broker %d: accept: %v (retrying in %v)", s.cfg.BrokerID, err, backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-s.done:
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+			continue
 		}
+		backoff = 0
 		tc, ok := nc.(*net.TCPConn)
 		if !ok {
 			nc.Close()
@@ -209,6 +224,22 @@ func (s *Server) Serve() error {
 		s.mu.Unlock()
 		go c.serve()
 	}
+}
+
+// transientAcceptError reports whether an accept error can pass: a timeout,
+// or a shortage (file descriptors, buffers, memory) or a connection aborted
+// by the peer before it was accepted.
+func transientAcceptError(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	for _, e := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.EINTR} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // Close closes the listener and every connection abruptly (in-flight
@@ -333,6 +364,16 @@ func closef(format string, args ...any) error {
 	return &errClose{reason: fmt.Sprintf(format, args...)}
 }
 
+// peerGone reports whether err only says that the connection went away (the client hung
+// up, or the server is closing): nothing worth a log line.
+func peerGone(err error) bool {
+	var ce *errClose
+	if errors.As(err, &ce) {
+		return false
+	}
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
+}
+
 func (c *conn) serve() {
 	s := c.s
 	ctx, cancel := context.WithCancel(context.Background())
@@ -367,8 +408,9 @@ func (c *conn) serve() {
 			return
 		}
 		if err := c.handle(body); err != nil {
-			var ce *errClose
-			if errors.As(err, &ce) {
+			// Every reason is logged (a bad request, a response that could not be built or
+			// read from the log) except the peer or the server going away.
+			if !peerGone(err) {
 				s.cfg.Logf("netfetch: broker %d: closing connection from %s: %v", s.cfg.BrokerID, c.nc.RemoteAddr(), err)
 			}
 			return

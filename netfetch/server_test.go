@@ -225,6 +225,14 @@ func TestAcksZeroProduceGetsNoResponse(t *testing.T) {
 	if e := pr.Topics[0].Partitions[0]; e.ErrorCode != kerr.InvalidRequiredAcks.Code {
 		t.Fatalf("acks=2 produce: %+v", e)
 	}
+	// A failed acks=0 produce (a partition this broker does not have) has no response to
+	// carry the error: the broker closes the connection, as Kafka does.
+	p.Acks = 0
+	p.Topics[0].Partitions[0].Partition = 7
+	rc.send(p)
+	if _, err := rc.br.ReadByte(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("after a failed acks=0 produce the connection is still open (read: %v)", err)
+	}
 }
 
 func TestMetadataAutoCreate(t *testing.T) {

@@ -119,7 +119,14 @@ func Run(ctx context.Context, s *Spec, o Options) (res *results.Result, err erro
 	}
 	id = filepath.Base(dir)
 	r := &run{spec: s, opts: o, dir: dir, hwlag: results.NewRecorder()}
-	return r.do(ctx, id, startedAt)
+	res, err = r.do(ctx, id, startedAt)
+	if res == nil {
+		// A run that ended before it had anything to write (the target did not open, the
+		// topic could not be created, ctrl-C during setup) leaves no empty run dir behind;
+		// os.Remove keeps a dir that holds something (a partial timeline, profiles).
+		os.Remove(dir)
+	}
+	return res, err
 }
 
 func makeRunDir(parent, id string) (string, error) {

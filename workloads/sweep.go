@@ -20,7 +20,7 @@ type SweepRun struct {
 	Label    string            `json:"label"`    // "key=value,key=value"
 	Settings map[string]string `json:"settings"` // the point's settings
 	Repeat   int               `json:"repeat"`   // 1-based repetition
-	Dir      string            `json:"dir"`      // run directory
+	Dir      string            `json:"dir"`      // run directory; "" when the run failed before it measured anything
 	Result   string            `json:"result,omitempty"`
 	Error    string            `json:"error,omitempty"`
 }
@@ -97,8 +97,7 @@ func Sweep(ctx context.Context, base *Spec, axes []Axis, repeat int, o Options) 
 				fmt.Fprintf(o.Stderr, "sweep: point %d/%d %s, repeat %d/%d\n", i+1, len(points), orNone(pt.Label()), rep, repeat)
 			}
 			ro.Quiet = true
-			sr := SweepRun{Point: i, Label: pt.Label(), Settings: map[string]string{}, Repeat: rep,
-				Dir: filepath.Join(dir, ro.ID)}
+			sr := SweepRun{Point: i, Label: pt.Label(), Settings: map[string]string{}, Repeat: rep}
 			for _, kv := range pt {
 				sr.Settings[kv.Key] = kv.Value
 			}

@@ -56,8 +56,9 @@ func TestSweepFailingPointGoesOn(t *testing.T) {
 	s := shortSpec(t, "duration=200ms", "warmup=0s")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	dir := t.TempDir()
 	out, err := Sweep(ctx, s, []Axis{{Key: "producers.acks", Values: []string{"all", "1"}}}, 1,
-		Options{Target: "kafka://127.0.0.1:1", OutDir: t.TempDir(), Quiet: true})
+		Options{Target: "kafka://127.0.0.1:1", OutDir: dir, Quiet: true})
 	if err == nil || out == nil || out.Failed != 2 || len(out.Index.Runs) != 2 {
 		t.Fatalf("err %v, outcome %+v", err, out)
 	}
@@ -65,6 +66,14 @@ func TestSweepFailingPointGoesOn(t *testing.T) {
 		if r.Error == "" {
 			t.Errorf("run %+v has no error", r)
 		}
+		if r.Dir != "" || r.Result != "" {
+			t.Errorf("run %+v names a run dir, but it failed before it measured anything", r)
+		}
+	}
+	// Nor is an empty run dir left behind: only the sweep's dir and its sweep.json.
+	left, _ := filepath.Glob(filepath.Join(dir, "*", "p*"))
+	if len(left) > 0 {
+		t.Errorf("failed runs left %v behind", left)
 	}
 }
 
