@@ -388,6 +388,35 @@ func (e *embedded) SamplePartitions(topic string) ([]PartitionSample, error) {
 	return out, nil
 }
 
+// ReplicationReady reports "" when every partition of topic has a leader and every running
+// follower in its ISR has fetched from it at least once (the leader knows its LEO), else the
+// first partition and follower that has not.
+func (e *embedded) ReplicationReady(topic string) string {
+	st, ok := e.c.Controller().Partitions(topic)
+	if !ok {
+		return "no topic " + topic
+	}
+	for _, ps := range st {
+		if ps.Leader < 0 {
+			return fmt.Sprintf("partition %d has no leader", ps.Partition)
+		}
+		b := e.c.Broker(ps.Leader)
+		if b == nil || e.isStopped(ps.Leader) {
+			return fmt.Sprintf("partition %d: leader %d is not running", ps.Partition, ps.Leader)
+		}
+		r, ok := b.Replica(topic, ps.Partition)
+		if !ok || !r.IsLeader() {
+			return fmt.Sprintf("partition %d: broker %d has not taken leadership yet", ps.Partition, ps.Leader)
+		}
+		for _, id := range ps.ISR {
+			if id != ps.Leader && !e.isStopped(id) && r.FollowerLEO(id) < 0 {
+				return fmt.Sprintf("partition %d: follower %d has not fetched from leader %d yet", ps.Partition, id, ps.Leader)
+			}
+		}
+	}
+	return ""
+}
+
 // replicaReport is the verdict of the replica-log check.
 type replicaReport struct {
 	identical bool

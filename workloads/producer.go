@@ -6,7 +6,9 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,6 +102,9 @@ func producerOpts(p ProducerSpec, topic string) []kgo.Opt {
 
 func newProducer(id uint32, seeds []string, spec ProducerSpec, topic string, rate float64, win window, mode WaitMode) (*producer, error) {
 	opts := append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, producerOpts(spec, topic)...)
+	if l := clientLogger(); l != nil {
+		opts = append(opts, kgo.WithLogger(l))
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
@@ -329,4 +334,26 @@ func (l *partLog) get(seq uint64) int32 {
 		return int32(l.b8[i])
 	}
 	return 0
+}
+
+// ClientLogEnv names the environment variable that turns on the producers' kgo client log on
+// stderr: error, warn, info or debug (unset or anything else: off). Each line starts with the
+// wall-clock time in microseconds, to line up with timeline.csv and partitions.csv.
+const ClientLogEnv = "ISRBENCH_KGO_LOG"
+
+func clientLogger() kgo.Logger {
+	var level kgo.LogLevel
+	switch strings.ToLower(os.Getenv(ClientLogEnv)) {
+	case "error":
+		level = kgo.LogLevelError
+	case "warn":
+		level = kgo.LogLevelWarn
+	case "info":
+		level = kgo.LogLevelInfo
+	case "debug":
+		level = kgo.LogLevelDebug
+	default:
+		return nil
+	}
+	return kgo.BasicLogger(os.Stderr, level, func() string { return time.Now().Format("15:04:05.000000 ") })
 }

@@ -70,3 +70,22 @@ func TestRunEmbeddedCancel(t *testing.T) {
 		t.Errorf("data dirs left behind: %v", left)
 	}
 }
+
+// TestRunStartsAfterFollowersFetch: a follower whose first fetch races its leader's own
+// metadata update backs off replica.fetch.backoff.ms (as in Kafka); the load must start only
+// once every follower is fetching, so that this stall of topic creation does not land in the
+// first acks=all produces. With a 5 s backoff such a stall would be >= 5 s; without one the
+// slowest ack of the run is milliseconds (the bound leaves room for a loaded machine).
+func TestRunStartsAfterFollowersFetch(t *testing.T) {
+	s := shortSpec(t, "duration=1s", "warmup=0s", "producers.rate=600", "partitions=6",
+		"replica.fetch.backoff.ms=5000")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res, err := Run(ctx, s, Options{OutDir: t.TempDir(), Quiet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := res.AckLatencyUs; a.Count == 0 || a.Max > 2.5e6 {
+		t.Errorf("ack latency count %d max %.0f µs: the first produces waited for a follower's fetch backoff", a.Count, a.Max)
+	}
+}

@@ -205,6 +205,11 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	if _, err := ensureTopic(ctx, adm, s, 30*time.Second); err != nil {
 		return nil, err
 	}
+	if rr, ok := tgt.(replicationReadier); ok {
+		if why := waitFollowersFetching(ctx, rr, s.Topic.Name, 10*time.Second); why != "" {
+			notef("starting the load although not every follower is fetching yet: %s", why)
+		}
+	}
 	startOffs, err := listOffsets(ctx, adm, s.Topic.Name, s.Topic.Partitions, true)
 	if err != nil {
 		return nil, err
@@ -588,6 +593,37 @@ type dataDirTarget interface{ DataDir() string }
 
 // retentionApplier is implemented by targets that can run log retention on demand (embedded).
 type retentionApplier interface{ ApplyRetention() }
+
+// replicationReadier is implemented by targets that can tell whether every follower of the
+// topic is fetching (embedded): "" when ready, else what is not.
+type replicationReadier interface{ ReplicationReady(topic string) string }
+
+// waitFollowersFetching waits (up to d) until every follower of the freshly created topic has
+// fetched from its leader. A follower whose first fetch raced the leader's own metadata update
+// (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER) backs off replica.fetch.backoff.ms, as
+// in Kafka, and its partition then waits for the fetcher's parked long poll: acks=all produces
+// to it stall for up to backoff + replica.fetch.wait.max.ms (1.5 s by default). That belongs to
+// topic creation, not to the workload, so the load starts after it. It returns what is still
+// not fetching when d passes ("" when ready).
+func waitFollowersFetching(ctx context.Context, rr replicationReadier, topic string, d time.Duration) string {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		why := rr.ReplicationReady(topic)
+		if why == "" {
+			return ""
+		}
+		select {
+		case <-ctx.Done():
+			return why
+		case <-deadline.C:
+			return why
+		case <-tick.C:
+		}
+	}
+}
 
 // diskGuardInterval is how often the disk guard checks the data dir's filesystem.
 var diskGuardInterval = time.Second

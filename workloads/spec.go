@@ -63,6 +63,7 @@ type TopicSpec struct {
 type BrokerSpec struct {
 	NumReplicaFetchers           int   // num.replica.fetchers, default 1
 	ReplicaFetchWaitMaxMs        int   // replica.fetch.wait.max.ms, default 500
+	ReplicaFetchBackoffMs        int   // replica.fetch.backoff.ms, default 1000
 	ReplicaFetchMinBytes         int   // replica.fetch.min.bytes, default 1
 	ReplicaFetchMaxBytes         int   // replica.fetch.max.bytes (per partition), default 1048576
 	ReplicaFetchResponseMaxBytes int   // replica.fetch.response.max.bytes, default 10485760
@@ -160,6 +161,7 @@ func DefaultSpec() *Spec {
 		Broker: BrokerSpec{
 			NumReplicaFetchers:           1,
 			ReplicaFetchWaitMaxMs:        500,
+			ReplicaFetchBackoffMs:        1000,
 			ReplicaFetchMinBytes:         1,
 			ReplicaFetchMaxBytes:         1048576,
 			ReplicaFetchResponseMaxBytes: 10485760,
@@ -800,6 +802,7 @@ var params = []Param{
 
 	intP("num.replica.fetchers", []string{"broker.num.replica.fetchers"}, 1, 64, "fetcher goroutines per source broker, default 1", func(s *Spec) *int { return &s.Broker.NumReplicaFetchers }),
 	intP("replica.fetch.wait.max.ms", []string{"broker.replica.fetch.wait.max.ms"}, 0, 60000, "max replica fetch long-poll wait (ms), default 500", func(s *Spec) *int { return &s.Broker.ReplicaFetchWaitMaxMs }),
+	intP("replica.fetch.backoff.ms", []string{"broker.replica.fetch.backoff.ms"}, 0, 600000, "a follower's wait before it fetches a partition again after an error (ms), default 1000", func(s *Spec) *int { return &s.Broker.ReplicaFetchBackoffMs }),
 	intP("replica.fetch.min.bytes", []string{"broker.replica.fetch.min.bytes"}, 1, math.MaxInt32, "min bytes before a replica fetch returns, default 1", func(s *Spec) *int { return &s.Broker.ReplicaFetchMinBytes }),
 	intP("replica.fetch.max.bytes", []string{"broker.replica.fetch.max.bytes"}, 1024, math.MaxInt32, "max bytes per partition per replica fetch, default 1048576", func(s *Spec) *int { return &s.Broker.ReplicaFetchMaxBytes }),
 	intP("replica.fetch.response.max.bytes", []string{"broker.replica.fetch.response.max.bytes"}, 1024, math.MaxInt32, "max bytes per replica fetch response, default 10485760", func(s *Spec) *int { return &s.Broker.ReplicaFetchResponseMaxBytes }),

@@ -50,6 +50,7 @@ func (s *Spec) ClusterConfig() (netfetch.ClusterConfig, error) {
 	b := &cc.Broker
 	b.NumReplicaFetchers = s.Broker.NumReplicaFetchers
 	b.ReplicaFetchWaitMaxMs = int32(s.Broker.ReplicaFetchWaitMaxMs)
+	b.ReplicaFetchBackoffMs = int32(s.Broker.ReplicaFetchBackoffMs)
 	b.ReplicaFetchMinBytes = int32(s.Broker.ReplicaFetchMinBytes)
 	b.ReplicaFetchMaxBytes = int32(s.Broker.ReplicaFetchMaxBytes)
 	b.ReplicaFetchResponseMaxBytes = int32(s.Broker.ReplicaFetchResponseMaxBytes)
