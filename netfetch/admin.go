@@ -1,0 +1,324 @@
+package netfetch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// The admin HTTP server of an embedded cluster (`isrbench serve --admin`): the hands-on
+// experiments of stopping, killing, pausing and restarting one broker of a running cluster
+// while Kafka tools watch it, and the brokers' metrics under the names of Kafka's JMX MBeans
+// in the Prometheus text format.
+//
+//	GET  /brokers                  JSON: every broker's id, address, state, fenced flag
+//	                               and the partitions it leads
+//	GET  /metrics                  Prometheus text: ReplicaManager, ReplicaFetcherManager,
+//	                               Log, KafkaController and wire-server figures
+//	POST /brokers/<id>/<action>    stop | kill | crash | pause | resume | start
+//
+// Actions (each answers the broker's new state as JSON, or an error text with 404 for an
+// unknown broker, 400 for an unknown action, 409 when the broker's state does not allow it):
+//
+//	stop    a controlled stop (docker stop): the broker stops at once and the controller
+//	        fences it immediately, moving its leaderships to ISR members
+//	kill    kill -9: the broker stops at once; the controller fences it only when its
+//	        session expires (broker.session.timeout.ms)
+//	crash   kill -9 plus a power loss: every log drops what was not fsynced, then as kill
+//	pause   SIGSTOP: no fetch, no heartbeat, no answer; connections stay open
+//	resume  SIGCONT after pause
+//	start   start a stopped broker again from its data dir (log recovery, rejoin)
+
+// AdminActions lists the POST /brokers/<id>/<action> actions.
+var AdminActions = []string{"stop", "kill", "crash", "pause", "resume", "start"}
+
+// BrokerStatus is one broker as GET /brokers reports it.
+type BrokerStatus struct {
+	ID    int32  `json:"id"`
+	Addr  string `json:"addr"`
+	State string `json:"state"` // running | paused | stopped
+	// Fenced is the controller's view: a stopped or paused broker stays unfenced until its
+	// session expires (kill, pause) or is fenced at once (stop, crash).
+	Fenced bool `json:"fenced"`
+	// Leads lists the partitions it leads now, as "topic-partition".
+	Leads []string `json:"leads"`
+}
+
+// BrokerState returns broker id's state: running, paused or stopped (killed, crashed or
+// stopped through the admin API), and false for an unknown id.
+func (c *Cluster) BrokerState(id int32) (string, bool) {
+	n := c.nodes[id]
+	if n == nil {
+		return "", false
+	}
+	switch n.state.Load() {
+	case nodePaused:
+		return "paused", true
+	case nodeStopped:
+		return "stopped", true
+	}
+	return "running", true
+}
+
+// Statuses returns every broker's status in id order.
+func (c *Cluster) Statuses() []BrokerStatus {
+	out := make([]BrokerStatus, 0, len(c.ids))
+	for _, id := range c.ids {
+		st, _ := c.BrokerState(id)
+		bs := BrokerStatus{ID: id, Addr: c.Addr(id), State: st, Leads: []string{}}
+		if info, ok := c.ctrl.Broker(id); ok {
+			bs.Fenced = !info.Alive
+		}
+		for _, t := range c.ctrl.Topics() {
+			parts, _ := c.ctrl.Partitions(t)
+			for _, p := range parts {
+				if p.Leader == id {
+					bs.Leads = append(bs.Leads, fmt.Sprintf("%s-%d", t, p.Partition))
+				}
+			}
+		}
+		out = append(out, bs)
+	}
+	return out
+}
+
+// Act applies an admin action (one of AdminActions) to broker id and returns once every
+// running broker has applied the partition changes it caused (new leaders, smaller ISRs), so
+// that a describe right after it shows them.
+func (c *Cluster) Act(id int32, action string) error {
+	if err := c.act(id, action); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, b := range c.ids {
+		if st, _ := c.BrokerState(b); st != "running" {
+			continue // a paused broker applies nothing until it resumes
+		}
+		if err := c.ctrl.Sync(ctx, b); err != nil {
+			return fmt.Errorf("netfetch: broker %d %s done, but broker %d did not apply its partition changes: %w", id, action, b, err)
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) act(id int32, action string) error {
+	if _, ok := c.BrokerState(id); !ok {
+		return fmt.Errorf("%w: no broker %d (brokers %v)", errUnknownBroker, id, c.ids)
+	}
+	switch action {
+	case "stop":
+		return c.KillBroker(id)
+	case "kill":
+		return c.KillBrokerAwaitSession(id)
+	case "crash":
+		return c.CrashBrokerAwaitSession(id)
+	case "pause":
+		return c.PauseBroker(id)
+	case "resume":
+		return c.ResumeBroker(id)
+	case "start":
+		if st, _ := c.BrokerState(id); st != "stopped" {
+			return fmt.Errorf("netfetch: broker %d is %s, not stopped: nothing to start", id, st)
+		}
+		return c.RestartBroker(id)
+	}
+	return fmt.Errorf("%w %q (allowed: %s)", errUnknownAction, action, strings.Join(AdminActions, ", "))
+}
+
+var (
+	errUnknownBroker = errors.New("unknown broker")
+	errUnknownAction = errors.New("unknown action")
+)
+
+// Admin is the admin HTTP server of a cluster.
+type Admin struct {
+	c   *Cluster
+	srv *fasthttp.Server
+}
+
+// NewAdmin returns the admin server of c; Serve starts it.
+func NewAdmin(c *Cluster) *Admin {
+	a := &Admin{c: c}
+	a.srv = &fasthttp.Server{
+		Handler:            a.handle,
+		Name:               "isrbench-admin",
+		ReadTimeout:        10 * time.Second,
+		WriteTimeout:       30 * time.Second,
+		MaxRequestBodySize: 1 << 10,
+		NoDefaultDate:      true,
+		Logger:             discardLogger{},
+	}
+	return a
+}
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(string, ...any) {}
+
+// Serve answers on ln until Close; it returns nil after Close.
+func (a *Admin) Serve(ln net.Listener) error {
+	err := a.srv.Serve(ln)
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// Close stops accepting and closes open connections once their requests are answered.
+func (a *Admin) Close() error { return a.srv.Shutdown() }
+
+func (a *Admin) handle(ctx *fasthttp.RequestCtx) {
+	path := strings.Trim(string(ctx.Path()), "/")
+	parts := strings.Split(path, "/")
+	switch {
+	case path == "metrics":
+		if !allow(ctx, fasthttp.MethodGet) {
+			return
+		}
+		ctx.SetContentType("text/plain; version=0.0.4; charset=utf-8")
+		a.writeMetrics(ctx)
+	case path == "brokers":
+		if !allow(ctx, fasthttp.MethodGet) {
+			return
+		}
+		writeJSON(ctx, fasthttp.StatusOK, a.c.Statuses())
+	case len(parts) == 3 && parts[0] == "brokers":
+		if !allow(ctx, fasthttp.MethodPost) {
+			return
+		}
+		id, err := strconv.ParseInt(parts[1], 10, 32)
+		if err != nil {
+			ctx.Error(fmt.Sprintf("broker id %q: not an integer\n", parts[1]), fasthttp.StatusBadRequest)
+			return
+		}
+		if err := a.c.Act(int32(id), parts[2]); err != nil {
+			code := fasthttp.StatusConflict
+			switch {
+			case errors.Is(err, errUnknownBroker):
+				code = fasthttp.StatusNotFound
+			case errors.Is(err, errUnknownAction):
+				code = fasthttp.StatusBadRequest
+			}
+			ctx.Error(err.Error()+"\n", code)
+			return
+		}
+		for _, s := range a.c.Statuses() {
+			if s.ID == int32(id) {
+				writeJSON(ctx, fasthttp.StatusOK, s)
+			}
+		}
+	default:
+		ctx.Error(fmt.Sprintf("no such endpoint %q: GET /brokers, GET /metrics, POST /brokers/<id>/{%s}\n",
+			"/"+path, strings.Join(AdminActions, ",")), fasthttp.StatusNotFound)
+	}
+}
+
+// allow answers 405 with an Allow header unless the request uses method.
+func allow(ctx *fasthttp.RequestCtx, method string) bool {
+	if string(ctx.Method()) == method {
+		return true
+	}
+	ctx.Response.Header.Set("Allow", method)
+	ctx.Error(fmt.Sprintf("%s %s: use %s\n", ctx.Method(), ctx.Path(), method), fasthttp.StatusMethodNotAllowed)
+	return false
+}
+
+func writeJSON(ctx *fasthttp.RequestCtx, code int, v any) {
+	ctx.SetContentType("application/json")
+	ctx.SetStatusCode(code)
+	enc := json.NewEncoder(ctx)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+	}
+}
+
+// writeMetrics writes the Prometheus text exposition: per running broker its
+// ReplicaManager gauges and counters, its replica fetchers' MaxLag, per hosted partition
+// replica the Log LEO / log start and (on the leader) the HW and ISR size; the controller's
+// gauges and counters; the wire servers' counters.
+func (a *Admin) writeMetrics(w io.Writer) {
+	type sample struct {
+		labels string
+		v      float64
+	}
+	fams := map[string][]sample{}
+	var order []string
+	help := map[string]string{}
+	add := func(name, typ, h, labels string, v float64) {
+		if _, ok := help[name]; !ok {
+			help[name] = "# HELP " + name + " " + h + "\n# TYPE " + name + " " + typ + "\n"
+			order = append(order, name)
+		}
+		fams[name] = append(fams[name], sample{labels, v})
+	}
+	for _, s := range a.c.Statuses() {
+		bl := fmt.Sprintf(`broker="%d"`, s.ID)
+		up := 0.0
+		if s.State == "running" {
+			up = 1
+		}
+		add("isrbench_broker_up", "gauge", "1 if the broker is running (not stopped or paused).", bl, up)
+		b := a.c.Broker(s.ID)
+		if b == nil || s.State == "stopped" {
+			continue
+		}
+		m := b.Metrics()
+		add("kafka_server_replicamanager_isrshrinks_total", "counter", "ISR shrinks by this broker as leader (kafka.server:type=ReplicaManager,name=IsrShrinksPerSec).", bl, float64(m.IsrShrinks))
+		add("kafka_server_replicamanager_isrexpands_total", "counter", "ISR expands by this broker as leader (IsrExpandsPerSec).", bl, float64(m.IsrExpands))
+		add("kafka_server_replicamanager_underreplicatedpartitions", "gauge", "Led partitions whose ISR is smaller than the replica set (UnderReplicatedPartitions).", bl, float64(m.UnderReplicatedPartitions))
+		add("kafka_server_replicamanager_underminisrpartitioncount", "gauge", "Led partitions whose ISR is below min.insync.replicas (UnderMinIsrPartitionCount).", bl, float64(m.UnderMinIsrPartitionCount))
+		add("kafka_server_replicamanager_atminisrpartitioncount", "gauge", "Led partitions whose ISR is exactly min.insync.replicas (AtMinIsrPartitionCount).", bl, float64(m.AtMinIsrPartitionCount))
+		add("kafka_server_replicamanager_leadercount", "gauge", "Partitions led (LeaderCount).", bl, float64(m.LeaderCount))
+		add("kafka_server_replicamanager_partitioncount", "gauge", "Partition replicas hosted (PartitionCount).", bl, float64(m.PartitionCount))
+		add("kafka_server_replicafetchermanager_maxlag", "gauge", "Max over led partitions of leader LEO - follower LEO, in records (ReplicaFetcherManager MaxLag).", bl, float64(m.MaxLag))
+		for _, p := range b.Partitions() {
+			pl := fmt.Sprintf(`broker="%d",topic=%q,partition="%d"`, s.ID, p.Topic, p.Partition)
+			add("kafka_log_log_logendoffset", "gauge", "The replica's LEO, the next offset to write (kafka.log:type=Log,name=LogEndOffset).", pl, float64(p.LEO))
+			add("kafka_log_log_logstartoffset", "gauge", "The replica's log start offset (LogStartOffset).", pl, float64(p.LogStart))
+			add("isrbench_partition_high_watermark", "gauge", "The replica's HW: the first offset consumers cannot read.", pl, float64(p.HW))
+			if p.IsLeader {
+				add("kafka_cluster_partition_insyncreplicascount", "gauge", "ISR size of a led partition (kafka.cluster:type=Partition,name=InSyncReplicasCount).", pl, float64(len(p.ISR)))
+				add("isrbench_partition_leader_epoch", "gauge", "Leader epoch of a led partition.", pl, float64(p.LeaderEpoch))
+			}
+		}
+	}
+	cs := a.c.ctrl.Stats()
+	add("kafka_controller_kafkacontroller_activebrokercount", "gauge", "Unfenced brokers (ActiveBrokerCount).", "", float64(cs.ActiveBrokers))
+	add("kafka_controller_kafkacontroller_fencedbrokercount", "gauge", "Fenced brokers (FencedBrokerCount).", "", float64(cs.FencedBrokers))
+	add("kafka_controller_kafkacontroller_offlinepartitionscount", "gauge", "Partitions without a leader (OfflinePartitionsCount).", "", float64(cs.OfflinePartitions))
+	add("kafka_controller_controllerstats_leaderelections_total", "counter", "Leader elections after topic creation (LeaderElectionRateAndTimeMs count).", "", float64(cs.Elections))
+	add("kafka_controller_controllerstats_uncleanleaderelections_total", "counter", "Elections of a leader from outside the ISR (UncleanLeaderElectionsPerSec).", "", float64(cs.UncleanElections))
+	add("isrbench_controller_isr_shrinks_total", "counter", "ISR removals made by the controller itself when it fenced a broker or elected a leader.", "", float64(cs.ISRShrinks))
+	ss := a.c.Stats()
+	add("isrbench_fetch_sendfile_bytes_total", "counter", "Fetch record bytes sent with sendfile(2) (zero copy).", "", float64(ss.SendfileBytes))
+	add("isrbench_fetch_copy_bytes_total", "counter", "Fetch record bytes copied through user space (isrbench.zero.copy=false).", "", float64(ss.CopyBytes))
+	apis := make([]string, 0, len(ss.Requests))
+	for api := range ss.Requests {
+		apis = append(apis, api)
+	}
+	slices.Sort(apis)
+	for _, api := range apis {
+		add("kafka_network_requestmetrics_requests_total", "counter", "Requests by API (kafka.network:type=RequestMetrics,name=RequestsPerSec).", fmt.Sprintf(`request=%q`, api), float64(ss.Requests[api]))
+	}
+	for _, name := range order {
+		io.WriteString(w, help[name])
+		for _, s := range fams[name] {
+			if s.labels == "" {
+				fmt.Fprintf(w, "%s %s\n", name, strconv.FormatFloat(s.v, 'g', -1, 64))
+			} else {
+				fmt.Fprintf(w, "%s{%s} %s\n", name, s.labels, strconv.FormatFloat(s.v, 'g', -1, 64))
+			}
+		}
+	}
+}
