@@ -155,6 +155,11 @@ func TestAdminPauseKill(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &got); code != 200 || err != nil || got.State != step.state || got.Fenced != step.fenced {
 			t.Fatalf("%s broker %d: %d %v %s, want %s, fenced %v", step.action, step.broker, code, err, body, step.state, step.fenced)
 		}
+		// The metrics stay readable whatever the brokers' states (a paused broker included).
+		up := map[string]string{"running": "1", "paused": "0", "stopped": "0"}[step.state]
+		if code, m := httpDo(t, "GET", base+"/metrics"); code != 200 || !strings.Contains(m, `isrbench_broker_up{broker="`+itoa(step.broker)+`"} `+up) {
+			t.Fatalf("after %s broker %d: metrics %d:\n%s", step.action, step.broker, code, m)
+		}
 	}
 }
 
