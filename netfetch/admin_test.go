@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -163,4 +164,4 @@ func TestAdminPauseKill(t *testing.T) {
 	}
 }
 
-func itoa(id int32) string { return string(rune('0' + id)) }
+func itoa(id int32) string { return strconv.Itoa(int(id)) }

@@ -606,23 +606,7 @@ type replicationReadier interface{ ReplicationReady(topic string) string }
 // topic creation, not to the workload, so the load starts after it. It returns what is still
 // not fetching when d passes ("" when ready).
 func waitFollowersFetching(ctx context.Context, rr replicationReadier, topic string, d time.Duration) string {
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		why := rr.ReplicationReady(topic)
-		if why == "" {
-			return ""
-		}
-		select {
-		case <-ctx.Done():
-			return why
-		case <-deadline.C:
-			return why
-		case <-tick.C:
-		}
-	}
+	return pollUntil(ctx, d, 5*time.Millisecond, func() string { return rr.ReplicationReady(topic) })
 }
 
 // diskGuardInterval is how often the disk guard checks the data dir's filesystem.
