@@ -292,8 +292,8 @@ func TestAdvance(t *testing.T) {
 		{0, "abc|defgh|ij|"}, {1, "bc|defgh|ij|"}, {3, "defgh|ij|"}, {4, "efgh|ij|"},
 		{8, "ij|"}, {9, "j|"}, {10, ""},
 	} {
-		if got := str(advance(mk(), tc.n)); got != tc.want {
-			t.Errorf("advance(%d) = %q, want %q", tc.n, got, tc.want)
+		if got := str(AdvanceIovecs(mk(), tc.n)); got != tc.want {
+			t.Errorf("AdvanceIovecs(%d) = %q, want %q", tc.n, got, tc.want)
 		}
 	}
 }

@@ -390,7 +390,7 @@ func (w *Writer) completeLocked(r *request, res int32, me *request) {
 			res = h(res, r.chunk)
 		}
 		r.off += int64(res)
-		r.iov = advance(r.iov, int(res))
+		r.iov = AdvanceIovecs(r.iov, int(res))
 		if len(r.iov) > 0 {
 			w.requeueLocked(r)
 			return
@@ -458,9 +458,10 @@ func wake(r *request) {
 	}
 }
 
-// advance drops the first n bytes from iov, adjusting the first partially
-// written iovec in place. n must not exceed the iovecs' total length.
-func advance(iov []unix.Iovec, n int) []unix.Iovec {
+// AdvanceIovecs drops the first n bytes from iov (after a short writev or
+// pwritev), adjusting the first partially written iovec in place. n must not
+// exceed the iovecs' total length.
+func AdvanceIovecs(iov []unix.Iovec, n int) []unix.Iovec {
 	for n > 0 && len(iov) > 0 {
 		l := int(iov[0].Len)
 		if n < l {

@@ -365,13 +365,15 @@ func closef(format string, args ...any) error {
 }
 
 // peerGone reports whether err only says that the connection went away (the client hung
-// up, or the server is closing): nothing worth a log line.
+// up, also in the middle of a request, or the server is closing): nothing worth a log line.
+// The read and the handling of requests share it.
 func peerGone(err error) bool {
 	var ce *errClose
 	if errors.As(err, &ce) {
 		return false
 	}
-	return errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
 
 func (c *conn) serve() {
@@ -396,11 +398,8 @@ func (c *conn) serve() {
 	for {
 		body, err := c.readRequest()
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				var ce *errClose
-				if errors.As(err, &ce) {
-					s.cfg.Logf("netfetch: broker %d: closing connection from %s: %v", s.cfg.BrokerID, c.nc.RemoteAddr(), err)
-				}
+			if !peerGone(err) {
+				s.cfg.Logf("netfetch: broker %d: closing connection from %s: %v", s.cfg.BrokerID, c.nc.RemoteAddr(), err)
 			}
 			return
 		}

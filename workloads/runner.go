@@ -191,8 +191,7 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	if dd, ok := tgt.(dataDirTarget); ok {
 		guard = newDiskGuard(dd.DataDir(), s.Broker.MinFreeDisk, r.opts.statFS)
 		if err := guard.check(); err != nil {
-			os.RemoveAll(r.dir) // no result: leave no empty run dir behind
-			return nil, err
+			return nil, err // no result: Run removes the empty run dir
 		}
 	}
 	seeds := tgt.Seeds()

@@ -665,24 +665,13 @@ func knownUnder(prefix string) string {
 	return "known keys under " + prefix + ": " + strings.Join(ks, ", ")
 }
 
-func intP(key string, aliases []string, lo, hi int64, help string, f func(*Spec) *int) Param {
+// intP is an integer param of any width (int, int64): lo..hi is checked before the store.
+func intP[T int | int64](key string, aliases []string, lo, hi int64, help string, f func(*Spec) *T) Param {
 	return Param{Key: key, Aliases: aliases, Help: fmt.Sprintf("%s (int %d..%d)", help, lo, hi),
 		set: func(s *Spec, v string) error {
 			n, err := parseInt(key, v, lo, hi)
 			if err == nil {
-				*f(s) = int(n)
-			}
-			return err
-		},
-		get: func(s *Spec) any { return *f(s) }}
-}
-
-func int64P(key string, aliases []string, lo, hi int64, help string, f func(*Spec) *int64) Param {
-	return Param{Key: key, Aliases: aliases, Help: fmt.Sprintf("%s (int %d..%d)", help, lo, hi),
-		set: func(s *Spec, v string) error {
-			n, err := parseInt(key, v, lo, hi)
-			if err == nil {
-				*f(s) = n
+				*f(s) = T(n)
 			}
 			return err
 		},
@@ -806,13 +795,13 @@ var params = []Param{
 	intP("replica.fetch.min.bytes", []string{"broker.replica.fetch.min.bytes"}, 1, math.MaxInt32, "min bytes before a replica fetch returns, default 1", func(s *Spec) *int { return &s.Broker.ReplicaFetchMinBytes }),
 	intP("replica.fetch.max.bytes", []string{"broker.replica.fetch.max.bytes"}, 1024, math.MaxInt32, "max bytes per partition per replica fetch, default 1048576", func(s *Spec) *int { return &s.Broker.ReplicaFetchMaxBytes }),
 	intP("replica.fetch.response.max.bytes", []string{"broker.replica.fetch.response.max.bytes"}, 1024, math.MaxInt32, "max bytes per replica fetch response, default 10485760", func(s *Spec) *int { return &s.Broker.ReplicaFetchResponseMaxBytes }),
-	int64P("replica.lag.time.max.ms", []string{"broker.replica.lag.time.max.ms"}, 1, 24*3600*1000, "ISR lag time (ms), default 30000", func(s *Spec) *int64 { return &s.Broker.ReplicaLagTimeMaxMs }),
+	intP("replica.lag.time.max.ms", []string{"broker.replica.lag.time.max.ms"}, 1, 24*3600*1000, "ISR lag time (ms), default 30000", func(s *Spec) *int64 { return &s.Broker.ReplicaLagTimeMaxMs }),
 	boolP("unclean.leader.election.enable", []string{"broker.unclean.leader.election.enable"}, "elect out-of-sync replicas, default false", func(s *Spec) *bool { return &s.Broker.UncleanLeaderElectionEnable }),
-	int64P("broker.session.timeout.ms", []string{"broker.broker.session.timeout.ms"}, 1, 24*3600*1000, "controller fences a broker silent this long (ms), default 9000", func(s *Spec) *int64 { return &s.Broker.BrokerSessionTimeoutMs }),
-	int64P("log.segment.bytes", []string{"broker.log.segment.bytes"}, 14, math.MaxInt32, "segment size; harness default 67108864 (Kafka 1073741824) so retention, which never deletes the active segment, keeps the disk bounded", func(s *Spec) *int64 { return &s.Broker.LogSegmentBytes }),
-	int64P("log.retention.bytes", []string{"broker.log.retention.bytes", "retention.bytes"}, -1, math.MaxInt64, "bytes kept per partition replica before the oldest segments are deleted, -1 = unlimited; harness default 268435456 (Kafka -1): a replica holds at most about retention.bytes + log.segment.bytes", func(s *Spec) *int64 { return &s.Broker.LogRetentionBytes }),
-	int64P("log.retention.ms", []string{"broker.log.retention.ms", "retention.ms"}, -1, math.MaxInt64, "delete segments whose newest record is older (ms), -1 = unlimited; default 604800000", func(s *Spec) *int64 { return &s.Broker.LogRetentionMs }),
-	int64P("log.retention.check.interval.ms", []string{"broker.log.retention.check.interval.ms"}, 1, 24*3600*1000, "how often each broker applies retention (ms); harness default 1000 (Kafka 300000)", func(s *Spec) *int64 { return &s.Broker.LogRetentionCheckIntervalMs }),
+	intP("broker.session.timeout.ms", []string{"broker.broker.session.timeout.ms"}, 1, 24*3600*1000, "controller fences a broker silent this long (ms), default 9000", func(s *Spec) *int64 { return &s.Broker.BrokerSessionTimeoutMs }),
+	intP("log.segment.bytes", []string{"broker.log.segment.bytes"}, 14, math.MaxInt32, "segment size; harness default 67108864 (Kafka 1073741824) so retention, which never deletes the active segment, keeps the disk bounded", func(s *Spec) *int64 { return &s.Broker.LogSegmentBytes }),
+	intP("log.retention.bytes", []string{"broker.log.retention.bytes", "retention.bytes"}, -1, math.MaxInt64, "bytes kept per partition replica before the oldest segments are deleted, -1 = unlimited; harness default 268435456 (Kafka -1): a replica holds at most about retention.bytes + log.segment.bytes", func(s *Spec) *int64 { return &s.Broker.LogRetentionBytes }),
+	intP("log.retention.ms", []string{"broker.log.retention.ms", "retention.ms"}, -1, math.MaxInt64, "delete segments whose newest record is older (ms), -1 = unlimited; default 604800000", func(s *Spec) *int64 { return &s.Broker.LogRetentionMs }),
+	intP("log.retention.check.interval.ms", []string{"broker.log.retention.check.interval.ms"}, 1, 24*3600*1000, "how often each broker applies retention (ms); harness default 1000 (Kafka 300000)", func(s *Spec) *int64 { return &s.Broker.LogRetentionCheckIntervalMs }),
 	{Key: "isrbench.min.free.disk", Aliases: []string{"broker.isrbench.min.free.disk", "min.free.disk"},
 		Help: "stop the run when the data dir's filesystem has less free space: bytes (2147483648), a size (2GiB, 500MiB, 10GB) or a percentage of the filesystem (5%); 0 = off; default 2GiB",
 		set: func(s *Spec, v string) error {
@@ -822,13 +811,13 @@ var params = []Param{
 			}
 			return err
 		}, get: func(s *Spec) any { return s.Broker.MinFreeDisk.String() }},
-	int64P("flush.messages", []string{"broker.flush.messages"}, 1, math.MaxInt64, "fsync every N messages, default 9223372036854775807 (never)", func(s *Spec) *int64 { return &s.Broker.FlushMessages }),
-	int64P("flush.ms", []string{"broker.flush.ms"}, 0, math.MaxInt64, "fsync every N ms, default 9223372036854775807 (never)", func(s *Spec) *int64 { return &s.Broker.FlushMs }),
+	intP("flush.messages", []string{"broker.flush.messages"}, 1, math.MaxInt64, "fsync every N messages, default 9223372036854775807 (never)", func(s *Spec) *int64 { return &s.Broker.FlushMessages }),
+	intP("flush.ms", []string{"broker.flush.ms"}, 0, math.MaxInt64, "fsync every N ms, default 9223372036854775807 (never)", func(s *Spec) *int64 { return &s.Broker.FlushMs }),
 	boolP("isrbench.zero.copy", []string{"broker.isrbench.zero.copy"}, "sendfile fetch responses, default true", func(s *Spec) *bool { return &s.Broker.ZeroCopy }),
 	enumP("isrbench.io", []string{"broker.isrbench.io"}, []string{"pwritev", "uring", "write"}, "log write path, default pwritev", func(s *Spec) *string { return &s.Broker.IO }),
 	enumP("isrbench.hw.update", []string{"broker.isrbench.hw.update"}, []string{"atomic", "mutex"}, "HW advance, default atomic", func(s *Spec) *string { return &s.Broker.HWUpdate }),
 	enumP("isrbench.truncate.mode", []string{"broker.isrbench.truncate.mode"}, []string{"epoch", "hw"}, "follower truncation, default epoch (hw: ablation)", func(s *Spec) *string { return &s.Broker.TruncateMode }),
-	int64P("replica.high.watermark.checkpoint.interval.ms", []string{"broker.replica.high.watermark.checkpoint.interval.ms"}, 1, 24*3600*1000, "how often each broker writes its HW checkpoint (ms), default 5000", func(s *Spec) *int64 { return &s.Broker.HWCheckpointIntervalMs }),
+	intP("replica.high.watermark.checkpoint.interval.ms", []string{"broker.replica.high.watermark.checkpoint.interval.ms"}, 1, 24*3600*1000, "how often each broker writes its HW checkpoint (ms), default 5000", func(s *Spec) *int64 { return &s.Broker.HWCheckpointIntervalMs }),
 	durP("isrbench.produce.delay", []string{"broker.isrbench.produce.delay"}, 0, time.Minute, "artificial delay per produce, default 0", func(s *Spec) *time.Duration { return &s.Broker.ProduceDelay }),
 
 	intP("producers.count", nil, 0, 1024, "producer clients, default 2", func(s *Spec) *int { return &s.Producers.Count }),
@@ -861,7 +850,7 @@ var params = []Param{
 	intP("producers.batch.size", []string{"batch.size"}, 1024, 64<<20, "producer batch bytes, default 16384", func(s *Spec) *int { return &s.Producers.BatchSize }),
 	enumP("producers.keys", []string{"keys"}, []string{"none", "uniform", "fixed"}, "record keys: none (round robin), uniform (random key), fixed (one key); default none", func(s *Spec) *string { return &s.Producers.Keys }),
 	intP("producers.max.buffered.records", []string{"max.buffered.records"}, 1, 1000000, "kgo MaxBufferedRecords per producer, default 10000", func(s *Spec) *int { return &s.Producers.MaxBufferedRecords }),
-	int64P("producers.delivery.timeout.ms", []string{"delivery.timeout.ms"}, 0, 24*3600*1000, "kgo RecordDeliveryTimeout (ms, 0 = none), default 120000", func(s *Spec) *int64 { return &s.Producers.DeliveryTimeoutMs }),
+	intP("producers.delivery.timeout.ms", []string{"delivery.timeout.ms"}, 0, 24*3600*1000, "kgo RecordDeliveryTimeout (ms, 0 = none), default 120000", func(s *Spec) *int64 { return &s.Producers.DeliveryTimeoutMs }),
 
 	intP("producers.retries", []string{"retries"}, 0, math.MaxInt32, "producer retries of a retriable error, default 2147483647", func(s *Spec) *int { return &s.Producers.Retries }),
 	boolP("producers.enable.idempotence", []string{"enable.idempotence"}, "idempotent producers (acks=all only), default true", func(s *Spec) *bool { return &s.Producers.EnableIdempotence }),

@@ -81,11 +81,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	var kinds []string
-	if *profile != "" {
-		if kinds, err = profiles.ParseKinds(*profile); err != nil {
-			return usagef("--profile: %v", err)
-		}
+	kinds, err := profileKinds(*profile)
+	if err != nil {
+		return err
 	}
 	_, err = workloads.Run(ctx, s, workloads.Options{Target: sf.target, OutDir: sf.out, Profile: kinds,
 		Quiet: *quiet, Stdout: stdout, Stderr: stderr})
@@ -93,4 +91,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return &exitError{code: 1, err: err}
 	}
 	return err
+}
+
+// profileKinds parses --profile (empty: no profiles); a bad kind is a usage error.
+func profileKinds(flag string) ([]string, error) {
+	if flag == "" {
+		return nil, nil
+	}
+	kinds, err := profiles.ParseKinds(flag)
+	if err != nil {
+		return nil, usagef("--profile: %v", err)
+	}
+	return kinds, nil
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads"
 )
@@ -38,11 +37,9 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	var kinds []string
-	if *profile != "" {
-		if kinds, err = profiles.ParseKinds(*profile); err != nil {
-			return usagef("--profile: %v", err)
-		}
+	kinds, err := profileKinds(*profile)
+	if err != nil {
+		return err
 	}
 	axes, err := workloads.ParseVary(vary)
 	if err != nil {

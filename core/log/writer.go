@@ -106,27 +106,12 @@ func (PwritevWriter) WriteAt(f *os.File, off int64, bufs [][]byte) error {
 		}
 		off += int64(r)
 		total -= int(r)
-		iov = advanceIovecs(iov, int(r))
+		iov = iouring.AdvanceIovecs(iov, int(r))
 	}
 	if total != 0 {
 		return fmt.Errorf("log: pwritev %s: %d bytes unwritten: %w", f.Name(), total, io.ErrShortWrite)
 	}
 	return nil
-}
-
-// advanceIovecs drops n written bytes from the front of iov.
-func advanceIovecs(iov []unix.Iovec, n int) []unix.Iovec {
-	for n > 0 && len(iov) > 0 {
-		l := int(iov[0].Len)
-		if n < l {
-			iov[0].Base = (*byte)(unsafe.Add(unsafe.Pointer(iov[0].Base), n))
-			iov[0].SetLen(l - n)
-			return iov
-		}
-		n -= l
-		iov = iov[1:]
-	}
-	return iov
 }
 
 // WriteWriter is the naive path: one pwrite(2) per buffer. Safe for concurrent use.

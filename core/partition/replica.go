@@ -667,12 +667,7 @@ func (r *Replica) MakeLeader(st controller.PartitionState) error {
 		start = leo
 	}
 	ns := &snapshot{st: st.Clone(), leader: true, epochStart: start}
-	now := r.cfg.Now()
-	for _, id := range ns.st.Replicas {
-		if id != r.id {
-			ns.followers = append(ns.followers, newProgress(id, leo, now, slices.Contains(ns.st.ISR, id)))
-		}
-	}
+	ns.followers = r.carryFollowers(&snapshot{}, ns.st) // nothing carried: every follower starts fresh
 	if hw := r.hw.Load(); hw > leo {
 		r.hw.Store(leo) // BUG guard: a HW above the LEO cannot be served
 	}
