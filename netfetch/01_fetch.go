@@ -46,6 +46,7 @@ func (c *conn) handleFetch(h reqHeader, r *kmsg.FetchRequest) error {
 	st := &c.fetch
 	req := &st.req
 	req.ReplicaID = r.ReplicaID
+	req.ReplicaEpoch = replicaEpochOf(r)
 	req.MaxWait = time.Duration(r.MaxWaitMillis) * time.Millisecond
 	req.MinBytes, req.MaxBytes, req.IsolationLevel = r.MinBytes, r.MaxBytes, r.IsolationLevel
 	req.Partitions = req.Partitions[:0]

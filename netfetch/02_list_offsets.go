@@ -6,7 +6,9 @@ import (
 
 // handleListOffsets answers ListOffsets: timestamp -2 = earliest (log
 // start, inclusive), -1 = latest (the HW for consumers: exclusive end of
-// what they may read). Other timestamps are passed to the broker.
+// what they may read; the LEO for a replica, replica_id >= 0), a timestamp >= 0 the
+// first offset with a record at or after it (-1 if none). current_leader_epoch (v4+) is
+// fenced as in Fetch.
 func (c *conn) handleListOffsets(req *kmsg.ListOffsetsRequest) (kmsg.Response, error) {
 	resp := kmsg.NewPtrListOffsetsResponse()
 	for i := range req.Topics {
@@ -18,7 +20,11 @@ func (c *conn) handleListOffsets(req *kmsg.ListOffsetsRequest) (kmsg.Response, e
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.Timestamp = -1
-			off, err := c.s.cfg.Broker.ListOffset(t.Topic, p.Partition, p.Timestamp, req.IsolationLevel)
+			cle := p.CurrentLeaderEpoch
+			if req.Version < 4 {
+				cle = -1
+			}
+			off, err := c.s.cfg.Broker.ListOffsetFor(req.ReplicaID, cle, t.Topic, p.Partition, p.Timestamp, req.IsolationLevel)
 			rp.ErrorCode = errCode(err)
 			if err == nil {
 				rp.Offset = off

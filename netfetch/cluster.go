@@ -15,7 +15,12 @@ import (
 
 	"github.com/isrbench/isrbench/core/broker"
 	"github.com/isrbench/isrbench/core/controller"
+	"github.com/isrbench/isrbench/core/vfs"
 )
+
+// MetadataDir is the directory under the cluster's data directory that holds the
+// controller's metadata log (topics, configs, partition states, broker epochs).
+const MetadataDir = "metadata"
 
 // ClusterConfig configures an embedded cluster: one in-process controller
 // and Brokers brokers, each with its own listener, data directory and
@@ -68,6 +73,10 @@ func DefaultClusterConfig() ClusterConfig {
 // concurrent use; fault methods (Kill/Crash/Restart/Pause/Resume) are
 // serialized with each other.
 type Cluster struct {
+	// Recovery says what was loaded from the metadata log at start (topics, partitions,
+	// brokers; a torn tail cut).
+	Recovery controller.Recovery
+
 	cfg        ClusterConfig
 	ctrl       *controller.Controller
 	root       string
@@ -92,6 +101,7 @@ const (
 
 type node struct {
 	id    int32
+	fs    *vfs.PowerLossFS // the broker's disk: what Crash loses is what was not fsynced
 	host  string
 	port  int
 	dir   string
@@ -133,12 +143,23 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		}
 		c.root = cfg.DataDir
 	}
-	c.ctrl = controller.New(cfg.Controller)
+	ccfg := cfg.Controller
+	ccfg.Dir = filepath.Join(c.root, MetadataDir)
+	if ccfg.Logf == nil {
+		ccfg.Logf = cfg.Logf
+	}
+	ctrl, rec, err := controller.Open(ccfg)
+	if err != nil {
+		c.cleanup()
+		return nil, fmt.Errorf("netfetch: cluster metadata: %w", err)
+	}
+	c.ctrl = ctrl
+	c.Recovery = rec
 	c.ctrl.SetOffsets(c)
 
 	for i := 0; i < cfg.Brokers; i++ {
 		id := int32(i)
-		n := &node{id: id, host: cfg.Host, dir: filepath.Join(c.root, "broker-"+strconv.Itoa(i))}
+		n := &node{id: id, host: cfg.Host, dir: filepath.Join(c.root, "broker-"+strconv.Itoa(i)), fs: vfs.NewPowerLossFS(vfs.OS)}
 		port := 0
 		if cfg.BasePort > 0 {
 			port = cfg.BasePort + i
@@ -183,7 +204,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 // startNode creates and starts broker n on listener ln.
 func (c *Cluster) startNode(n *node, ln net.Listener) error {
 	bcfg := c.cfg.Broker
-	bcfg.ID, bcfg.DataDir = n.id, n.dir
+	bcfg.ID, bcfg.DataDir, bcfg.FS = n.id, n.dir, n.fs
 	bcfg.Addr = net.JoinHostPort(n.host, strconv.Itoa(n.port))
 	tr := &Transport{self: n.id, ctrl: c.ctrl, links: &c.links}
 	b, err := broker.New(bcfg, c.ctrl, tr)
@@ -360,7 +381,9 @@ func (c *Cluster) stopBroker(id int32, crash, fence bool) error {
 	n.state.Store(nodeStopped)
 	b := n.stopServing()
 	if crash {
-		b.Crash()
+		if err := b.Crash(); err != nil {
+			c.cfg.Logf("netfetch: %v", err)
+		}
 	} else {
 		b.Kill()
 	}
@@ -371,8 +394,9 @@ func (c *Cluster) stopBroker(id int32, crash, fence bool) error {
 }
 
 // RestartBroker starts a new broker on a stopped broker's data directory
-// and port (its logs are recovered), registers it again and unfences it.
-// A running broker is closed cleanly first.
+// and port: its logs are recovered and it registers as a new incarnation (a new
+// broker epoch), so it leads nothing and is in no ISR until it has caught up
+// (controller.RegisterBroker). A running broker is closed cleanly first.
 func (c *Cluster) RestartBroker(id int32) error {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
@@ -393,11 +417,7 @@ func (c *Cluster) RestartBroker(id int32) error {
 	if err != nil {
 		return fmt.Errorf("netfetch: broker %d listen again on port %d: %w", id, n.port, err)
 	}
-	if err := c.startNode(n, ln); err != nil {
-		return err
-	}
-	c.ctrl.BrokerUp(id)
-	return nil
+	return c.startNode(n, ln)
 }
 
 // PauseBroker freezes broker id like SIGSTOP: it stops fetching and
@@ -495,7 +515,9 @@ func (c *Cluster) closeNodes() error {
 }
 
 func (c *Cluster) cleanup() {
-	c.ctrl.Close()
+	if c.ctrl != nil {
+		c.ctrl.Close()
+	}
 	if c.removeRoot {
 		os.RemoveAll(c.root)
 	}

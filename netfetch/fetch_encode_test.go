@@ -17,6 +17,7 @@ import (
 
 	"github.com/isrbench/isrbench/core/broker"
 	"github.com/isrbench/isrbench/core/log"
+	"github.com/isrbench/isrbench/core/vfs"
 	"github.com/isrbench/isrbench/core/records"
 )
 
@@ -53,10 +54,10 @@ func fetchParts(f *os.File, blob []byte) ([]broker.FetchPartition, []topicSpan) 
 	})
 	parts := []broker.FetchPartition{
 		{Topic: "alpha", Partition: 0, HighWatermark: 42, LastStableOffset: 42, LogStartOffsetOut: 0,
-			Records: log.Slice{File: f, Pos: 7, Size: int64(len(blob)), FirstOffset: 0}, DivergingEpoch: -1, DivergingEndOffset: -1},
+			Records: log.Slice{File: vfs.WrapOS(f), Pos: 7, Size: int64(len(blob)), FirstOffset: 0}, DivergingEpoch: -1, DivergingEndOffset: -1},
 		{Topic: "alpha", Partition: 1, Err: fmt.Errorf("wrapped: %w", kerr.NotLeaderForPartition), DivergingEpoch: -1, DivergingEndOffset: -1},
 		{Topic: "beta", Partition: 7, HighWatermark: 3, LastStableOffset: 3, LogStartOffsetOut: 0,
-			Records: log.Slice{File: f, Pos: 7, Size: int64(half)}, DivergingEpoch: 4, DivergingEndOffset: 17},
+			Records: log.Slice{File: vfs.WrapOS(f), Pos: 7, Size: int64(half)}, DivergingEpoch: 4, DivergingEndOffset: 17},
 	}
 	spans := []topicSpan{{topic: "alpha", start: 0, end: 2}, {topic: "beta", start: 2, end: 3}}
 	return parts, spans
@@ -225,7 +226,7 @@ func TestSendfileShortFileIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parts := []broker.FetchPartition{{Topic: "t", Records: log.Slice{File: f, Pos: 7, Size: int64(len(blob)) + 100}}}
+	parts := []broker.FetchPartition{{Topic: "t", Records: log.Slice{File: vfs.WrapOS(f), Pos: 7, Size: int64(len(blob)) + 100}}}
 	if err := c.fetch.enc.encode(12, 1, parts, []topicSpan{{topic: "t", start: 0, end: 1}}); err != nil {
 		t.Fatal(err)
 	}

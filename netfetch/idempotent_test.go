@@ -272,8 +272,8 @@ func waitState(t *testing.T, c *Cluster, topic string, p int32, what string, con
 	t.Helper()
 	st, _ := c.Controller().Partition(topic, p)
 	wake := make(chan struct{}, 1)
-	cancel := c.Controller().Subscribe(st.Replicas[0], func(s controller.PartitionState) {
-		if s.Topic == topic && s.Partition == p {
+	cancel := c.Controller().Subscribe(st.Replicas[0], func(u controller.Update) {
+		if s := u.Partition; s != nil && s.Topic == topic && s.Partition == p {
 			select {
 			case wake <- struct{}{}:
 			default:

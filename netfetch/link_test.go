@@ -143,8 +143,8 @@ func TestLinkDownDropsFollowerAndHealRejoins(t *testing.T) {
 	cl := newClient(t, c)
 	acks := produce(t, cl, topic, "a", 20)
 	c.SetLink(leader, follower, LinkFault{Down: true})
+	acks = append(acks, produce(t, cl, topic, "b", 20)...) // leaves the cut-off follower behind the LEO
 	wait("ISR without the cut-off follower", func(s controller.PartitionState) bool { return !slices.Contains(s.ISR, follower) })
-	acks = append(acks, produce(t, cl, topic, "b", 20)...)
 	c.SetLink(leader, follower, LinkFault{Latency: 2 * time.Millisecond}) // slow but up
 	wait("ISR with the follower over a slow link", func(s controller.PartitionState) bool { return slices.Contains(s.ISR, follower) })
 	acks = append(acks, produce(t, cl, topic, "c", 20)...)

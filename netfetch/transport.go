@@ -23,6 +23,7 @@ import (
 const (
 	replicaFetchVersion        = 12
 	replicaEpochVersion        = 4
+	replicaListOffsetsVersion  = 7
 	maxReplicaResponseBytes    = 1 << 30
 	replicaDialTimeout         = 5 * time.Second
 	replicaResponseHeaderBytes = 4
@@ -106,10 +107,11 @@ type fetchConn struct {
 	// Reused per call (owned by the fetcher goroutine): the Fetch request and
 	// response objects, the returned response, and the context whose
 	// cancellation breaks the socket I/O (registered once, not per call).
-	freq    *kmsg.FetchRequest
-	out     broker.ReplicaFetchResponse
-	ctx     context.Context
-	ctxStop func() bool
+	freq         *kmsg.FetchRequest
+	replicaState []byte // the encoded ReplicaState tag of freq
+	out          broker.ReplicaFetchResponse
+	ctx          context.Context
+	ctxStop      func() bool
 }
 
 var _ broker.FetchConn = (*fetchConn)(nil)
@@ -236,6 +238,8 @@ func (c *fetchConn) Fetch(ctx context.Context, rf *broker.ReplicaFetch) (*broker
 	req.ReplicaID = rf.ReplicaID
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = rf.MaxWaitMs, rf.MinBytes, rf.MaxBytes
 	req.SessionID, req.SessionEpoch = 0, -1 // no fetch session: every request is full
+	c.replicaState = appendReplicaState(c.replicaState[:0], rf.ReplicaID, rf.ReplicaEpoch)
+	req.UnknownTags.Set(replicaStateTag, c.replicaState)
 	for _, p := range rf.Partitions {
 		if n := len(topics); n == 0 || topics[n-1].Topic != p.Topic {
 			if n < cap(topics) {
@@ -338,6 +342,89 @@ func skipTags(r *kbin.Reader) {
 		r.Uvarint() // tag
 		r.Span(int(r.Uvarint()))
 	}
+}
+
+// The follower's broker epoch travels in Fetch's ReplicaState (KIP-903). Kafka defines it
+// from Fetch v15, which also names topics by ID; isrbench's replica fetches are v12, so the
+// same struct is sent as the same tagged field (tag 1: ReplicaId int32, ReplicaEpoch int64,
+// no tags), which servers that do not know it skip.
+const replicaStateTag = 1
+
+func appendReplicaState(dst []byte, id int32, epoch int64) []byte {
+	dst = kbin.AppendInt32(dst, id)
+	dst = kbin.AppendInt64(dst, epoch)
+	return append(dst, 0) // no tagged fields
+}
+
+// replicaEpochOf returns the broker epoch a replica Fetch carries in its ReplicaState
+// (v15+ field, or the tag of an isrbench v12 request), or -1.
+func replicaEpochOf(r *kmsg.FetchRequest) int64 {
+	if r.ReplicaState.Epoch >= 0 {
+		return r.ReplicaState.Epoch
+	}
+	epoch := int64(-1)
+	r.UnknownTags.Each(func(tag uint32, val []byte) {
+		if tag != replicaStateTag {
+			return
+		}
+		rd := kbin.Reader{Src: val}
+		rd.Int32()
+		if e := rd.Int64(); rd.Ok() {
+			epoch = e
+		}
+	})
+	return epoch
+}
+
+// ListOffsets sends a ListOffsets v7 as replica replicaID (the leader answers its log start
+// for -2 and its LEO for -1).
+func (c *fetchConn) ListOffsets(ctx context.Context, replicaID int32, q []broker.OffsetQuery) ([]broker.OffsetAnswer, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.SetVersion(replicaListOffsetsVersion)
+	req.ReplicaID = replicaID
+	for _, p := range q {
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != p.Topic {
+			t := kmsg.NewListOffsetsRequestTopic()
+			t.Topic = p.Topic
+			req.Topics = append(req.Topics, t)
+		}
+		t := &req.Topics[len(req.Topics)-1]
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = p.Partition, p.CurrentLeaderEpoch, p.Timestamp
+		t.Partitions = append(t.Partitions, rp)
+	}
+	resp := kmsg.NewPtrListOffsetsResponse()
+	if err := c.roundTrip(ctx, req, resp); err != nil {
+		return nil, err
+	}
+	// One answer per query, in query order (a topic-partition may be asked twice).
+	out := make([]broker.OffsetAnswer, 0, len(q))
+	next := map[[2]any]int{}
+	for _, p := range q {
+		ans := broker.OffsetAnswer{Topic: p.Topic, Partition: p.Partition, Timestamp: p.Timestamp, Offset: -1,
+			Err: fmt.Errorf("ListOffsets response lacks %s-%d: %w", p.Topic, p.Partition, kerr.UnknownServerError)}
+		k := [2]any{p.Topic, p.Partition}
+		seen := 0
+		for i := range resp.Topics {
+			t := &resp.Topics[i]
+			if t.Topic != p.Topic {
+				continue
+			}
+			for j := range t.Partitions {
+				rp := &t.Partitions[j]
+				if rp.Partition != p.Partition {
+					continue
+				}
+				if seen == next[k] {
+					ans.Offset, ans.Err = rp.Offset, kerr.ErrorForCode(rp.ErrorCode)
+				}
+				seen++
+			}
+		}
+		next[k]++
+		out = append(out, ans)
+	}
+	return out, nil
 }
 
 // OffsetForLeaderEpoch sends an OffsetForLeaderEpoch v4 with replica_id set.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	stdlog "log"
 	"net"
-	"os"
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
@@ -21,14 +20,12 @@ import (
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/log"
 	"github.com/isrbench/isrbench/core/partition"
+	"github.com/isrbench/isrbench/core/vfs"
 )
 
 // HWCheckpointFile is the name of the HW checkpoint in DataDir (Kafka's
 // ReplicaManager.HighWatermarkFilename).
 const HWCheckpointFile = "replication-offset-checkpoint"
-
-// errBrokerStopped is returned by calls on a closed/killed broker.
-var errBrokerStopped = errors.New("broker is stopped")
 
 type tp struct {
 	topic     string
@@ -37,14 +34,22 @@ type tp struct {
 
 func (k tp) String() string { return k.topic + "-" + strconv.Itoa(int(k.partition)) }
 
+func tpLess(a, b tp) int {
+	if c := strings.Compare(a.topic, b.topic); c != 0 {
+		return c
+	}
+	return int(a.partition - b.partition)
+}
+
 // hosted is one replica on this broker.
 type hosted struct {
-	key    tp
-	r      *partition.Replica
-	l      *log.Log
-	minISR int
-	// applied is the last controller state applied (guarded by Broker.applyMu).
-	applied controller.PartitionState
+	key tp
+	r   *partition.Replica
+	l   *log.Log
+	// applied is the last controller state applied and topicConfigs the topic's config
+	// overrides last applied (both guarded by Broker.applyMu).
+	applied      controller.PartitionState
+	topicConfigs map[string]string
 
 	alterMu      sync.Mutex
 	lastAlterErr string // last AlterPartition error logged (log de-duplication)
@@ -57,39 +62,57 @@ const (
 )
 
 // Broker is one broker's replica manager. All methods are safe for
-// concurrent use.
+// concurrent use. See the package doc for the lock order.
 type Broker struct {
 	cfg       Config
+	fs        vfs.FS
 	ctrl      *controller.Controller
 	transport Transport
 	now       func() int64
 
 	state  atomic.Int32
-	ctx    context.Context // cancelled by Close/Kill/Crash
+	epoch  atomic.Int64 // broker epoch of this incarnation (its registration), -1 before Start
+	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	unsub  func()
 
-	mu       sync.RWMutex // guards replicas and fetchers maps
-	replicas map[tp]*hosted
-	fetchers map[fetcherKey]*fetcher
+	// offline is set once the log directory failed (KAFKA_STORAGE_ERROR): the broker
+	// reported it to the controller and serves no replica any more.
+	offline atomic.Pointer[error]
 
-	applyMu sync.Mutex // serialises controller state application
+	mu struct { // guards the replica and fetcher maps
+		sync.RWMutex
+		replicas map[tp]*hosted
+		fetchers map[fetcherKey]*Fetcher
+	}
 
-	ckptMu  sync.Mutex
-	ckptHWs map[tp]int64 // HWs read from the checkpoint at New (restore on open)
+	applyMu sync.Mutex // serialises controller state application (taken before mu)
 
-	// ISR expansion proposals from the fetch path (tp -> proposed ISR).
-	expMu      sync.Mutex
-	expPending map[tp][]int32
-	expSignal  chan struct{}
+	ckpt struct {
+		sync.Mutex
+		hws     map[tp]int64 // HWs read from the checkpoint at New (restored on open)
+		missing bool         // no checkpoint file: a new or wiped log directory
+		err     error        // the checkpoint could not be read
+	}
 
-	pauseMu  sync.Mutex
-	paused   bool
-	resumeCh chan struct{} // closed on Resume; replaced on Pause
+	// ISR expansion proposals from the fetch path (partition -> followers).
+	exp struct {
+		sync.Mutex
+		pending map[tp][]int32
+		signal  chan struct{}
+	}
 
-	changedMu sync.Mutex
-	changedCh chan struct{} // closed on the next state change (Changed)
+	pause struct {
+		sync.Mutex
+		paused   bool
+		resumeCh chan struct{} // closed on Resume; replaced on Pause
+	}
+
+	changed struct {
+		sync.Mutex
+		ch chan struct{} // closed on the next state change (Changed)
+	}
 
 	isrShrinks atomic.Int64
 	isrExpands atomic.Int64
@@ -98,7 +121,7 @@ type Broker struct {
 }
 
 // New validates cfg and builds a stopped broker; Start brings it up. The
-// HW checkpoint in DataDir is read here (a corrupt checkpoint is an error).
+// HW checkpoint in DataDir is read here.
 func New(cfg Config, ctrl *controller.Controller, transport Transport) (*Broker, error) {
 	if err := validateConfig(&cfg); err != nil {
 		return nil, err
@@ -109,34 +132,38 @@ func New(cfg Config, ctrl *controller.Controller, transport Transport) (*Broker,
 	if transport == nil {
 		return nil, errors.New("broker: transport is nil")
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	fs := vfs.Or(cfg.FS)
+	if err := fs.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker %d: log.dirs %q: %w", cfg.ID, cfg.DataDir, err)
-	}
-	hws, err := readHWCheckpoint(filepath.Join(cfg.DataDir, HWCheckpointFile))
-	if err != nil {
-		return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)
 	}
 	now := cfg.Now
 	if now == nil {
 		now = func() int64 { return time.Now().UnixNano() }
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	b := &Broker{
-		cfg:        cfg,
-		ctrl:       ctrl,
-		transport:  transport,
-		now:        now,
-		ctx:        ctx,
-		cancel:     cancel,
-		replicas:   make(map[tp]*hosted),
-		fetchers:   make(map[fetcherKey]*fetcher),
-		ckptHWs:    hws,
-		expPending: make(map[tp][]int32),
-		expSignal:  make(chan struct{}, 1),
-		resumeCh:   make(chan struct{}),
-		changedCh:  make(chan struct{}),
+	cfg.Log.FS = fs
+	if cfg.Log.NowMs == nil {
+		cfg.Log.NowMs = func() int64 { return now() / int64(time.Millisecond) }
 	}
-	close(b.resumeCh) // not paused
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &Broker{cfg: cfg, fs: fs, ctrl: ctrl, transport: transport, now: now, ctx: ctx, cancel: cancel}
+	b.epoch.Store(-1)
+	b.mu.replicas = make(map[tp]*hosted)
+	b.mu.fetchers = make(map[fetcherKey]*Fetcher)
+	b.exp.pending = make(map[tp][]int32)
+	b.exp.signal = make(chan struct{}, 1)
+	b.pause.resumeCh = make(chan struct{})
+	close(b.pause.resumeCh) // not paused
+	b.changed.ch = make(chan struct{})
+	path := filepath.Join(cfg.DataDir, HWCheckpointFile)
+	hws, missing, err := readHWCheckpoint(fs, path)
+	if err != nil {
+		// Kafka would take the log dir offline. The checkpoint only serves to restore HWs
+		// and to detect damage, so the broker starts without it, treating every replica as
+		// possibly damaged.
+		b.logf("broker %d: %v: every replica is treated as damaged", cfg.ID, err)
+		b.ckpt.err = err
+	}
+	b.ckpt.hws, b.ckpt.missing = hws, missing
 	return b, nil
 }
 
@@ -165,6 +192,12 @@ func validateConfig(cfg *Config) error {
 			return fmt.Errorf("broker %d: %s must be >= %d, got %d", cfg.ID, c.name, c.min, c.val)
 		}
 	}
+	// Kafka refuses to start with a fetch wait longer than the lag time: followers would
+	// drop out of the ISR while their fetch is parked (KafkaConfig's requirement).
+	if int64(cfg.ReplicaFetchWaitMaxMs) > cfg.ReplicaLagTimeMaxMs {
+		return fmt.Errorf("broker %d: replica.fetch.wait.max.ms (%d) must be <= replica.lag.time.max.ms (%d): a parked follower fetch would fall out of the ISR",
+			cfg.ID, cfg.ReplicaFetchWaitMaxMs, cfg.ReplicaLagTimeMaxMs)
+	}
 	if cfg.ReplicaHighWatermarkCheckpointIntervalMs <= 0 {
 		cfg.ReplicaHighWatermarkCheckpointIntervalMs = 5000
 	}
@@ -176,15 +209,15 @@ func validateConfig(cfg *Config) error {
 	}
 	switch cfg.HWUpdate {
 	case "":
-		cfg.HWUpdate = "atomic"
-	case "atomic", "mutex":
+		cfg.HWUpdate = partition.HWUpdateAtomic
+	case partition.HWUpdateAtomic, partition.HWUpdateMutex:
 	default:
 		return fmt.Errorf("broker %d: isrbench.hw.update must be atomic or mutex, got %q", cfg.ID, cfg.HWUpdate)
 	}
 	switch cfg.TruncateMode {
 	case "":
-		cfg.TruncateMode = "epoch"
-	case "epoch", "hw":
+		cfg.TruncateMode = partition.TruncateModeEpoch
+	case partition.TruncateModeEpoch, partition.TruncateModeHW:
 	default:
 		return fmt.Errorf("broker %d: truncate mode must be epoch or hw, got %q", cfg.ID, cfg.TruncateMode)
 	}
@@ -205,18 +238,23 @@ func (b *Broker) logf(format string, args ...any) {
 // ID returns the broker id.
 func (b *Broker) ID() int32 { return b.cfg.ID }
 
+// Epoch returns the broker epoch of this incarnation (-1 before Start registered it).
+func (b *Broker) Epoch() int64 { return b.epoch.Load() }
+
 // Config returns the effective configuration (defaults filled in).
 func (b *Broker) Config() Config { return b.cfg }
 
-// Start subscribes to the controller, registers the broker if Config.Addr is
-// set, opens every hosted replica (recovering its log) and starts the ISR,
-// heartbeat/checkpoint and fetcher goroutines. Start may be called once.
+// Start recovers the replicas the controller assigns to this broker (opening and checking
+// their logs), registers this incarnation with the controller (reporting the replicas that
+// lost acknowledged data), subscribes to the controller's changes and, unless
+// Config.Manual, starts the fetcher, ISR, heartbeat, checkpoint and retention goroutines.
+// A broker leads nothing and is in no ISR when it starts: the controller fenced its
+// previous incarnation (see controller.RegisterBroker). Start may be called once.
 func (b *Broker) Start() error {
 	if !b.state.CompareAndSwap(stateNew, stateRunning) {
 		return fmt.Errorf("broker %d: Start called twice or after stop", b.cfg.ID)
 	}
-	var host string
-	var port int32
+	reg := controller.Registration{ID: b.cfg.ID}
 	if b.cfg.Addr != "" {
 		h, p, err := net.SplitHostPort(b.cfg.Addr)
 		if err != nil {
@@ -226,25 +264,35 @@ func (b *Broker) Start() error {
 		if err != nil {
 			return fmt.Errorf("broker %d: Addr %q: bad port: %w", b.cfg.ID, b.cfg.Addr, err)
 		}
-		host, port = h, int32(pn)
+		reg.Host, reg.Port = h, int32(pn)
 	}
-	b.goLabeled("isr-expiration", b.isrLoop)
-	b.goLabeled("housekeeping", b.housekeepingLoop)
-	b.unsub = b.ctrl.Subscribe(b.cfg.ID, b.onPartitionState)
-	if b.cfg.Addr != "" {
-		b.ctrl.RegisterBroker(b.cfg.ID, host, port)
-	}
-	// Catch up with states that existed before the subscription.
-	for _, topic := range b.ctrl.Topics() {
-		states, ok := b.ctrl.Partitions(topic)
-		if !ok {
+	b.applyMu.Lock()
+	for _, st := range b.ctrl.PartitionsOf(b.cfg.ID) {
+		key := tp{st.Topic, st.Partition}
+		_, damage, err := b.openReplica(key)
+		if err != nil {
+			// A storage error took the log directory offline (reported after the
+			// registration below); anything else leaves this replica closed.
+			b.logf("broker %d: %s: %v", b.cfg.ID, key, err)
 			continue
 		}
-		for _, st := range states {
-			if slices.Contains(st.Replicas, b.cfg.ID) {
-				b.onPartitionState(st)
-			}
+		if damage != "" {
+			b.logf("broker %d: %s: replica damaged: %s; it will not lead until it has rejoined the ISR", b.cfg.ID, key, damage)
+			reg.Damaged = append(reg.Damaged, controller.TopicPartition{Topic: key.topic, Partition: key.partition})
 		}
+	}
+	b.applyMu.Unlock()
+	b.epoch.Store(b.ctrl.RegisterBroker(reg))
+	if b.offline.Load() != nil {
+		b.ctrl.ReportOfflineLogDir(b.cfg.ID, b.epoch.Load()) // failed during recovery
+	}
+	if err := b.WriteHWCheckpoint(); err != nil {
+		b.logf("broker %d: %v", b.cfg.ID, err)
+	}
+	b.unsub = b.ctrl.Subscribe(b.cfg.ID, b.onUpdate)
+	if !b.cfg.Manual {
+		b.goLabeled("isr-expiration", b.isrLoop)
+		b.goLabeled("housekeeping", b.housekeepingLoop)
 	}
 	return nil
 }
@@ -262,9 +310,48 @@ func (b *Broker) goLabeled(role string, fn func(ctx context.Context), extra ...s
 
 func (b *Broker) running() bool { return b.state.Load() == stateRunning }
 
+// usable returns nil when the broker runs with its log directory online, else why not
+// (a KAFKA_STORAGE_ERROR, or a stopped broker as NOT_LEADER_OR_FOLLOWER).
+func (b *Broker) usable() error {
+	if p := b.offline.Load(); p != nil {
+		return *p
+	}
+	if !b.running() {
+		return fmt.Errorf("%w: broker %d is not running", kerr.NotLeaderForPartition, b.cfg.ID)
+	}
+	return nil
+}
+
+// LogDirOffline returns the error that took the log directory offline, or nil.
+func (b *Broker) LogDirOffline() error {
+	if p := b.offline.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// storageFailed handles err from a log operation: a KAFKA_STORAGE_ERROR takes the whole log
+// directory offline (once): it is logged, the controller is told (it fences this broker, so
+// leaderships move and it leaves the ISRs), and from then on every request for a replica
+// here gets KAFKA_STORAGE_ERROR. Other errors are ignored. Returns err.
+func (b *Broker) storageFailed(err error) error {
+	if err == nil || !errors.Is(err, kerr.KafkaStorageError) {
+		return err
+	}
+	e := fmt.Errorf("broker %d: log directory %s is offline: %w", b.cfg.ID, b.cfg.DataDir, err)
+	if b.offline.CompareAndSwap(nil, &e) {
+		b.logf("%v; reporting it to the controller", e)
+		if epoch := b.epoch.Load(); epoch >= 0 { // else Start reports it once registered
+			b.ctrl.ReportOfflineLogDir(b.cfg.ID, epoch)
+		}
+		b.notifyChanged()
+	}
+	return err
+}
+
 func (b *Broker) lookup(topic string, p int32) *hosted {
 	b.mu.RLock()
-	h := b.replicas[tp{topic, p}]
+	h := b.mu.replicas[tp{topic, p}]
 	b.mu.RUnlock()
 	return h
 }
@@ -290,9 +377,9 @@ func (b *Broker) ReplicaOffsets(broker int32, topic string, p int32) (leo, hw in
 	return h.r.LEO(), h.r.HW(), true
 }
 
-// onPartitionState applies one controller change (subscription callback and
-// Start's catch-up scan). States older than the last applied one are ignored.
-func (b *Broker) onPartitionState(st controller.PartitionState) {
+// onUpdate applies one controller change (the subscription callback). States older than
+// the last applied one are ignored.
+func (b *Broker) onUpdate(u controller.Update) {
 	if !b.running() {
 		return
 	}
@@ -301,8 +388,17 @@ func (b *Broker) onPartitionState(st controller.PartitionState) {
 	if !b.running() {
 		return
 	}
-	if err := b.applyLocked(st); err != nil {
-		b.logf("broker %d: %s-%d: applying %v: %v", b.cfg.ID, st.Topic, st.Partition, st, err)
+	switch {
+	case u.Partition != nil:
+		if err := b.applyLocked(*u.Partition); err != nil {
+			b.logf("broker %d: %s-%d: applying %v: %v", b.cfg.ID, u.Partition.Topic, u.Partition.Partition, *u.Partition, err)
+		}
+	case u.Topic != nil && !u.Topic.Deleted:
+		for _, h := range b.allReplicas() {
+			if h.key.topic == u.Topic.Name {
+				b.applyTopicConfigsLocked(h, u.Topic.Configs)
+			}
+		}
 	}
 }
 
@@ -321,11 +417,14 @@ func (b *Broker) applyLocked(st controller.PartitionState) error {
 	h := b.lookup(st.Topic, st.Partition)
 	if h == nil {
 		var err error
-		h, err = b.openReplica(key)
-		if err != nil {
+		var damage string
+		if h, damage, err = b.openReplica(key); err != nil {
 			return err
 		}
-	} else if !newer(st, h.applied) {
+		if damage != "" {
+			b.logf("broker %d: %s: replica opened after start is damaged: %s", b.cfg.ID, key, damage)
+		}
+	} else if h.applied.Topic != "" && !newer(st, h.applied) {
 		return nil
 	}
 	roleChange := h.applied.Topic == "" || st.LeaderEpoch != h.applied.LeaderEpoch ||
@@ -335,14 +434,14 @@ func (b *Broker) applyLocked(st controller.PartitionState) error {
 	case st.Leader == b.cfg.ID && roleChange:
 		b.removeFromFetchers(key)
 		if err := h.r.MakeLeader(st); err != nil {
-			return fmt.Errorf("MakeLeader: %w", err)
+			return fmt.Errorf("MakeLeader: %w", b.storageFailed(err))
 		}
 	case st.Leader == b.cfg.ID:
 		h.r.ApplyISR(st)
 	case roleChange:
 		b.removeFromFetchers(key)
 		if err := h.r.MakeFollower(st); err != nil {
-			return fmt.Errorf("MakeFollower: %w", err)
+			return fmt.Errorf("MakeFollower: %w", b.storageFailed(err))
 		}
 		if st.Leader != controller.NoLeader {
 			b.addToFetcher(h, st.Leader, st.LeaderEpoch)
@@ -360,163 +459,60 @@ func (b *Broker) applyLocked(st controller.PartitionState) error {
 // stops). For tests and the harness: take the channel, check the state,
 // then wait on it.
 func (b *Broker) Changed() <-chan struct{} {
-	b.changedMu.Lock()
-	defer b.changedMu.Unlock()
-	return b.changedCh
+	b.changed.Lock()
+	defer b.changed.Unlock()
+	return b.changed.ch
 }
 
 func (b *Broker) notifyChanged() {
-	b.changedMu.Lock()
-	close(b.changedCh)
-	b.changedCh = make(chan struct{})
-	b.changedMu.Unlock()
-}
-
-// openReplica opens (creating if needed) the replica directory, reports the
-// log recovery and builds the partition.Replica. Called under applyMu.
-func (b *Broker) openReplica(key tp) (*hosted, error) {
-	dir := filepath.Join(b.cfg.DataDir, key.String())
-	l, rec, err := log.Open(dir, b.cfg.Log)
-	if err != nil {
-		return nil, fmt.Errorf("open log %s: %w", dir, err)
-	}
-	if b.cfg.OnRecovery != nil {
-		b.cfg.OnRecovery(key.topic, key.partition, rec)
-	} else if rec.TruncatedBytes > 0 || rec.IndexesRebuilt > 0 {
-		b.logf("broker %d: %s recovery: %s", b.cfg.ID, key, rec)
-	}
-	minISR := b.cfg.MinInsyncReplicas
-	if v, ok := b.ctrl.TopicConfig(key.topic)["min.insync.replicas"]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			b.logf("broker %d: %s: topic config min.insync.replicas=%q is not an integer >= 1; using %d", b.cfg.ID, key, v, minISR)
-		} else {
-			minISR = n
-		}
-	}
-	r, err := partition.NewReplica(key.topic, key.partition, b.cfg.ID, l, dir, partition.Config{
-		MinInsyncReplicas:   minISR,
-		ReplicaLagTimeMaxMs: b.cfg.ReplicaLagTimeMaxMs,
-		HWUpdate:            b.cfg.HWUpdate,
-		TruncateMode:        b.cfg.TruncateMode,
-		Now:                 b.now,
-		OnHWLag:             b.cfg.OnHWLag,
-	})
-	if err != nil {
-		_ = l.Close()
-		return nil, fmt.Errorf("replica %s: %w", key, err)
-	}
-	b.ckptMu.Lock()
-	hw, ok := b.ckptHWs[key]
-	b.ckptMu.Unlock()
-	if ok {
-		if err := restoreHW(r, min(hw, r.LEO())); err != nil {
-			b.logf("broker %d: %s: restore HW %d: %v", b.cfg.ID, key, hw, err)
-		}
-	}
-	h := &hosted{key: key, r: r, l: l, minISR: minISR}
-	b.mu.Lock()
-	b.replicas[key] = h
-	b.mu.Unlock()
-	return h, nil
+	b.changed.Lock()
+	close(b.changed.ch)
+	b.changed.ch = make(chan struct{})
+	b.changed.Unlock()
 }
 
 // Pause stops fetching, heartbeating and ISR expiration (as a SIGSTOPped or
 // GC-paused broker would) until Resume. Serving requests is not paused (the
 // wire server pauses its side).
 func (b *Broker) Pause() {
-	b.pauseMu.Lock()
-	defer b.pauseMu.Unlock()
-	if b.paused {
+	b.pause.Lock()
+	defer b.pause.Unlock()
+	if b.pause.paused {
 		return
 	}
-	b.paused = true
-	b.resumeCh = make(chan struct{})
+	b.pause.paused = true
+	b.pause.resumeCh = make(chan struct{})
 }
 
 // Resume undoes Pause.
 func (b *Broker) Resume() {
-	b.pauseMu.Lock()
-	defer b.pauseMu.Unlock()
-	if !b.paused {
+	b.pause.Lock()
+	defer b.pause.Unlock()
+	if !b.pause.paused {
 		return
 	}
-	b.paused = false
-	close(b.resumeCh)
+	b.pause.paused = false
+	close(b.pause.resumeCh)
 }
 
 // Paused reports whether the broker is paused.
 func (b *Broker) Paused() bool {
-	b.pauseMu.Lock()
-	defer b.pauseMu.Unlock()
-	return b.paused
+	b.pause.Lock()
+	defer b.pause.Unlock()
+	return b.pause.paused
 }
 
 // waitResumed blocks while paused; false when ctx is done first.
 func (b *Broker) waitResumed(ctx context.Context) bool {
-	b.pauseMu.Lock()
-	ch := b.resumeCh
-	b.pauseMu.Unlock()
+	b.pause.Lock()
+	ch := b.pause.resumeCh
+	b.pause.Unlock()
 	select {
 	case <-ch:
 		return true
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// housekeepingLoop heartbeats the controller, writes the HW checkpoint and
-// applies log retention.
-func (b *Broker) housekeepingLoop(ctx context.Context) {
-	hb := time.NewTicker(time.Duration(b.cfg.HeartbeatIntervalMs) * time.Millisecond)
-	defer hb.Stop()
-	ck := time.NewTicker(time.Duration(b.cfg.ReplicaHighWatermarkCheckpointIntervalMs) * time.Millisecond)
-	defer ck.Stop()
-	ret := time.NewTicker(time.Duration(b.cfg.LogRetentionCheckIntervalMs) * time.Millisecond)
-	defer ret.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ret.C:
-			if !b.Paused() {
-				b.ApplyRetention()
-			}
-		case <-hb.C:
-			// Under pauseMu: once Pause returns no heartbeat is in flight.
-			b.pauseMu.Lock()
-			if !b.paused {
-				b.ctrl.Heartbeat(b.cfg.ID)
-			}
-			b.pauseMu.Unlock()
-		case <-ck.C:
-			if b.Paused() {
-				continue
-			}
-			if err := b.WriteHWCheckpoint(); err != nil {
-				b.logf("broker %d: %v", b.cfg.ID, err)
-			}
-		}
-	}
-}
-
-// ApplyRetention applies retention.bytes / retention.ms to every hosted
-// log, never deleting past the replica's HW (exclusive) nor the active
-// segment, and drops the leader epoch cache entries below the new log start
-// (partition.Replica.ApplyRetention); the housekeeping goroutine calls it
-// every log.retention.check.interval.ms. Returns the number of segments
-// deleted.
-func (b *Broker) ApplyRetention() int {
-	nowMs := time.Now().UnixMilli()
-	n := 0
-	for _, h := range b.allReplicas() {
-		d, err := h.r.ApplyRetention(nowMs)
-		n += d
-		if err != nil {
-			b.logf("broker %d: %s: retention: %v", b.cfg.ID, h.key, err)
-		}
-	}
-	return n
 }
 
 // stop cancels every goroutine and waits for them. Returns false if the
@@ -551,19 +547,15 @@ func (b *Broker) shutdown() bool {
 	return b.stop()
 }
 
+// allReplicas returns the hosted replicas sorted by topic and partition.
 func (b *Broker) allReplicas() []*hosted {
 	b.mu.RLock()
-	defer b.mu.RUnlock()
-	out := make([]*hosted, 0, len(b.replicas))
-	for _, h := range b.replicas {
+	out := make([]*hosted, 0, len(b.mu.replicas))
+	for _, h := range b.mu.replicas {
 		out = append(out, h)
 	}
-	slices.SortFunc(out, func(x, y *hosted) int {
-		if c := strings.Compare(x.key.topic, y.key.topic); c != 0 {
-			return c
-		}
-		return int(x.key.partition - y.key.partition)
-	})
+	b.mu.RUnlock()
+	slices.SortFunc(out, func(x, y *hosted) int { return tpLess(x.key, y.key) })
 	return out
 }
 
@@ -574,11 +566,13 @@ func (b *Broker) Close() error {
 		return nil
 	}
 	var errs []error
-	if err := b.WriteHWCheckpoint(); err != nil {
-		errs = append(errs, err)
+	if b.offline.Load() == nil {
+		if err := b.WriteHWCheckpoint(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, h := range b.allReplicas() {
-		if err := h.r.Close(); err != nil {
+		if err := h.r.Close(); err != nil && b.offline.Load() == nil {
 			errs = append(errs, fmt.Errorf("close %s: %w", h.key, err))
 		}
 	}
@@ -588,29 +582,34 @@ func (b *Broker) Close() error {
 // Kill stops the broker abruptly, as SIGKILL would: goroutines stop, no HW
 // checkpoint, recovery point or epoch checkpoint is written and nothing is
 // fsynced; the files are left as the page cache has them, so a new Broker
-// on the same DataDir recovers from them. Logs are abandoned, not closed
-// (see killReplica). Idempotent.
+// on the same DataDir recovers from them. Each replica is demoted (pending acks=all waits
+// end with NOT_LEADER_OR_FOLLOWER) and its log abandoned (log.Abandon: files closed with no
+// fsync, index or recovery-point write), so no descriptor outlives the kill and a late
+// append cannot write into files a new Broker has recovered. Idempotent.
 func (b *Broker) Kill() {
 	if !b.shutdown() {
 		return
 	}
 	for _, h := range b.allReplicas() {
-		killReplica(h)
+		st := h.r.State()
+		st.Leader = controller.NoLeader
+		_ = h.r.MakeFollower(st) // fails only on a closed replica: nothing to demote
+		h.l.Abandon()
 	}
 }
 
-// Crash is Kill followed by log.SimulatePowerLoss on every replica: every
-// segment loses what was not fsynced (the crash-broker fault).
-func (b *Broker) Crash() {
-	if !b.shutdown() {
-		return
+// Crash is Kill followed by a power loss of the broker's file system: everything not
+// fsynced is gone (Config.FS must be a vfs.Crasher: vfs.PowerLossFS or vfs.MemFS).
+func (b *Broker) Crash() error {
+	b.Kill()
+	c, ok := b.fs.(vfs.Crasher)
+	if !ok {
+		return fmt.Errorf("broker %d: the file system of %s cannot simulate a power loss (use a vfs.PowerLossFS)", b.cfg.ID, b.cfg.DataDir)
 	}
-	for _, h := range b.allReplicas() {
-		if err := h.l.SimulatePowerLoss(); err != nil {
-			b.logf("broker %d: %s: simulate power loss: %v", b.cfg.ID, h.key, err)
-		}
-		_ = h.r.Close() // the log is already closed: this only ends the replica
+	if err := c.Crash(); err != nil {
+		return fmt.Errorf("broker %d: power loss: %w", b.cfg.ID, err)
 	}
+	return nil
 }
 
 // kerrOf maps err to a Kafka error (UNKNOWN_SERVER_ERROR when it wraps none).

@@ -1,13 +1,18 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/isrbench/isrbench/core/log"
+	"github.com/isrbench/isrbench/core/vfs"
 )
 
 // The HW checkpoint is Kafka's replication-offset-checkpoint:
@@ -55,44 +60,53 @@ func decodeHWCheckpoint(path string, version int, lines []string) (map[tp]int64,
 	return out, nil
 }
 
-func readHWCheckpoint(path string) (map[tp]int64, error) {
-	version, lines, err := log.ReadCheckpoint(path)
+// readHWCheckpoint reads the HW checkpoint; missing reports that there is no file.
+func readHWCheckpoint(fs vfs.FS, path string) (hws map[tp]int64, missing bool, err error) {
+	if _, err := fs.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return map[tp]int64{}, true, nil
+	}
+	version, lines, err := log.ReadCheckpoint(fs, path)
 	if err != nil {
-		if isNotExist(err) {
-			return map[tp]int64{}, nil
-		}
-		return nil, fmt.Errorf("read HW checkpoint: %w", err)
+		return map[tp]int64{}, false, fmt.Errorf("read HW checkpoint: %w", err)
 	}
 	if lines == nil && version == 0 {
-		return map[tp]int64{}, nil
+		return map[tp]int64{}, false, nil
 	}
-	return decodeHWCheckpoint(path, version, lines)
+	hws, err = decodeHWCheckpoint(path, version, lines)
+	if err != nil {
+		return map[tp]int64{}, false, err
+	}
+	return hws, false, nil
 }
 
 // WriteHWCheckpoint writes every hosted replica's HW to
 // <DataDir>/replication-offset-checkpoint (periodically and on Close).
 // Entries read at startup for replicas not opened yet are kept.
 func (b *Broker) WriteHWCheckpoint() error {
-	b.ckptMu.Lock()
-	defer b.ckptMu.Unlock()
-	hws := make(map[tp]int64, len(b.ckptHWs))
-	for k, v := range b.ckptHWs {
+	if err := b.LogDirOffline(); err != nil {
+		return err
+	}
+	b.ckpt.Lock()
+	defer b.ckpt.Unlock()
+	hws := make(map[tp]int64, len(b.ckpt.hws))
+	for k, v := range b.ckpt.hws {
 		hws[k] = v
 	}
 	for _, h := range b.allReplicas() {
 		hws[h.key] = h.r.HW()
 	}
 	path := filepath.Join(b.cfg.DataDir, HWCheckpointFile)
-	if err := log.WriteCheckpoint(path, hwCheckpointVersion, encodeHWCheckpoint(hws)); err != nil {
-		return fmt.Errorf("write HW checkpoint %s: %w", path, err)
+	if err := log.WriteCheckpoint(b.fs, path, hwCheckpointVersion, encodeHWCheckpoint(hws)); err != nil {
+		return b.storageFailed(fmt.Errorf("write HW checkpoint %s: %w: %w", path, err, kerr.KafkaStorageError))
 	}
+	b.ckpt.missing = false
 	return nil
 }
 
 // ReadHWCheckpoint reads a replication-offset-checkpoint file into
 // "topic-partition" -> HW (exclusive). A missing file gives an empty map.
 func ReadHWCheckpoint(path string) (map[string]int64, error) {
-	m, err := readHWCheckpoint(path)
+	m, _, err := readHWCheckpoint(vfs.OS, path)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/isrbench/isrbench/core/vfs"
 )
 
 func TestHWCheckpointFormatRoundTrip(t *testing.T) {
@@ -15,7 +17,7 @@ func TestHWCheckpointFormatRoundTrip(t *testing.T) {
 	if err := os.WriteFile(path, []byte("0\n3\n"+strings.Join(encodeHWCheckpoint(want), "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := readHWCheckpoint(path)
+	got, _, err := readHWCheckpoint(vfs.OS, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +33,7 @@ func TestHWCheckpointFormatRoundTrip(t *testing.T) {
 		t.Errorf("lines %q", lines)
 	}
 	// Missing file: empty.
-	if m, err := readHWCheckpoint(filepath.Join(dir, "nope")); err != nil || len(m) != 0 {
+	if m, _, err := readHWCheckpoint(vfs.OS, filepath.Join(dir, "nope")); err != nil || len(m) != 0 {
 		t.Errorf("missing: %v %v", m, err)
 	}
 	for name, body := range map[string]string{
@@ -44,7 +46,7 @@ func TestHWCheckpointFormatRoundTrip(t *testing.T) {
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := readHWCheckpoint(path); err == nil {
+		if _, _, err := readHWCheckpoint(vfs.OS, path); err == nil {
 			t.Errorf("%s: no error for %q", name, body)
 		} else if !strings.Contains(err.Error(), HWCheckpointFile) {
 			t.Errorf("%s: error %q does not name the file", name, err)

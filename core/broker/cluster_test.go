@@ -12,6 +12,7 @@ import (
 
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/records"
+	"github.com/isrbench/isrbench/core/vfs"
 )
 
 // testCluster is n brokers over a LocalTransport with a real controller.
@@ -24,7 +25,8 @@ type testCluster struct {
 
 	mu      sync.Mutex
 	brokers map[int32]*Broker
-	ctrlCh  chan struct{} // closed on the next controller change (any broker's subscription)
+	fss     map[int32]*vfs.PowerLossFS // one per broker, so a crash loses that broker's unsynced bytes
+	ctrlCh  chan struct{}              // closed on the next controller change (any broker's subscription)
 }
 
 func testConfig() Config {
@@ -53,7 +55,7 @@ func newTestCluster(t testing.TB, n int, cfg Config) *testCluster {
 	for id := int32(0); id < int32(n); id++ {
 		c.dirs[id] = t.TempDir()
 		// The test's own subscription: wakes waitFor on every change.
-		c.ctrl.Subscribe(id, func(controller.PartitionState) { c.notify() })
+		c.ctrl.Subscribe(id, func(controller.Update) { c.notify() })
 		c.start(id)
 	}
 	t.Cleanup(func() {
@@ -84,6 +86,19 @@ func (c *testCluster) ids() []int32 {
 	return ids
 }
 
+// fs returns broker id's file system (the OS one, tracking what was fsynced).
+func (c *testCluster) fs(id int32) *vfs.PowerLossFS {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fss == nil {
+		c.fss = map[int32]*vfs.PowerLossFS{}
+	}
+	if c.fss[id] == nil {
+		c.fss[id] = vfs.NewPowerLossFS(vfs.OS)
+	}
+	return c.fss[id]
+}
+
 func (c *testCluster) broker(id int32) *Broker {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -96,8 +111,9 @@ func (c *testCluster) start(id int32) *Broker {
 	cfg := c.cfg
 	cfg.ID = id
 	cfg.DataDir = c.dirs[id]
-	cfg.Addr = fmt.Sprintf("127.0.0.1:%d", 9092+id) // Start registers (and unfences) the broker
-	b, err := New(cfg, c.ctrl, c.transport.From(id))
+	cfg.Addr = fmt.Sprintf("127.0.0.1:%d", 9092+id) // Start registers the broker
+	cfg.FS = c.fs(id)
+	b, err := New(cfg, c.ctrl, c.transport)
 	if err != nil {
 		c.t.Fatalf("New broker %d: %v", id, err)
 	}

@@ -28,9 +28,28 @@
 //
 // Lifecycle: New -> Start -> (Produce/Fetch/... from any goroutine) ->
 // Close (clean: checkpoints written, logs closed) or Kill (abrupt: nothing
-// written, files left as the page cache has them) or Crash (Kill + every log
-// truncated to what was fsynced). A stopped Broker is not restarted: a new
-// Broker is built on the same DataDir and recovers from it.
+// written, files left as the page cache has them) or Crash (Kill + a power loss
+// of Config.FS). A stopped Broker is not restarted: a new Broker is built on the
+// same DataDir and recovers from it.
+//
+// Incarnations: Start recovers every replica the controller assigns to this broker,
+// then registers a new incarnation (controller.RegisterBroker: a new broker epoch),
+// reporting the replicas that lost acknowledged data (a log shorter than its
+// checkpointed HW, a missing directory or checkpoint). The controller has then
+// fenced the previous incarnation: the new one leads nothing and is in no ISR (except
+// as the last member of an offline partition) until it truncated to the leader and
+// met the join rule. Replica fetches carry the broker epoch (ReplicaFetch.ReplicaEpoch)
+// and a leader refuses those of an older incarnation; AlterPartition carries the
+// leader's and the new members' epochs (KIP-903).
+//
+// Storage failures: a KAFKA_STORAGE_ERROR from any log operation takes the log
+// directory offline (Kafka's offline log dir): the broker reports it to the
+// controller (ReportOfflineLogDir: fenced, leaderships move) and answers every later
+// request for its replicas with KAFKA_STORAGE_ERROR.
+//
+// Topic configs: a topic config change reaches the broker as a controller update;
+// it reconfigures its replicas (retention, segment size, index interval, flush
+// policy, min.insync.replicas).
 //
 // Concurrency: every exported method of Broker is safe for concurrent use.
 // Goroutines started by a Broker carry the runtime/pprof labels
@@ -41,31 +60,38 @@
 // which is also held while a fetch response is appended so that a partition
 // removed from a fetcher never receives data from the old leader afterwards.
 // Nothing on the produce -> replica fetch -> HW -> ack path takes a
-// broker-wide lock except a read lock on the replica map.
+// broker-wide lock except a read lock on the replica map. With Config.Manual no
+// goroutine is started: the caller (the simulator) runs every loop's step.
+//
+// # Lock order
+//
+// applyMu, then Broker.mu (replica and fetcher maps), then a Fetcher's mu, then a
+// Replica's role mutex, then its log's locks. The controller is never called with
+// Broker.mu or a Fetcher's mu held; alterISR calls it with none held and takes
+// applyMu only to apply the answer. ckpt, exp, pause and changed are leaves: nothing
+// is acquired while holding them except that Heartbeat calls the controller under
+// pause (so that a heartbeat cannot race a Pause). The controller calls back
+// (subscription delivery) on its own goroutine with none of its locks held.
 //
 // # Replica fetcher protocol
 //
-// Each fetcher loops: wait while paused; OffsetForLeaderEpoch round for
-// partitions that must truncate (on every new assignment; KIP-279 loop via
-// partition.Replica.TruncationFor; TruncateMode "hw" truncates to the local
-// HW instead); then one ReplicaFetch of all ready partitions (FetchOffset =
-// local LEO) and AppendAsFollower(records, leader HW) for each result.
-// Partition errors: OFFSET_OUT_OF_RANGE below the leader's log start ->
-// TruncateFullyAndStartAt(leader log start); above the leader's LEO ->
-// truncate to the leader's LEO (asked as the end offset of the current
-// epoch); FENCED_LEADER_EPOCH -> the partition waits for the next
-// controller state; UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER and others
-// -> retried after replica.fetch.backoff.ms. Connection errors close the
-// FetchConn, back off (a timer interrupted by reassignment or stop) and
-// re-dial. A response that arrives while the broker is paused is dropped
-// with its connection.
+// Each fetcher runs rounds of its partitions' partition.FetchState: while paused it
+// waits; partitions that truncate ask OffsetForLeaderEpoch (KIP-101/KIP-279 rounds;
+// the "hw" ablation and a replica with no epoch truncate to the local HW), partitions
+// whose fetch was out of range ask ListOffsets as a replica for the leader's log start
+// and end (Kafka's fetchOffsetAndTruncate: start over at the leader's log start, or
+// truncate to its end); otherwise one ReplicaFetch of all fetching partitions
+// (FetchOffset = local LEO) and AppendAsFollower(records, leader HW) for each result.
+// FENCED_LEADER_EPOCH -> the partition waits for the next controller state;
+// UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER and others -> retried after
+// replica.fetch.backoff.ms. Connection errors close the FetchConn, back off (a timer
+// interrupted by reassignment or stop) and re-dial. A response that arrives while the
+// broker is paused is dropped with its connection.
 //
 // # What the wire server (netfetch) calls
 //
-//   - Registration: if Config.Addr is set, Start calls
-//     controller.RegisterBroker itself (also on restart, which unfences a
-//     broker fenced by BrokerDown); otherwise the caller must call
-//     RegisterBroker before Start. Start heartbeats every
+//   - Registration: Start calls controller.RegisterBroker itself with Config.Addr
+//     (every start is a new incarnation). It heartbeats every
 //     Config.HeartbeatIntervalMs; calling controller.CheckSessions (or
 //     Controller.Run) is the cluster's job.
 //   - Produce: call Broker.Produce on the connection goroutine; it applies

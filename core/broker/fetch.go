@@ -40,10 +40,16 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest) {
 		p.DivergingEpoch, p.DivergingEndOffset = -1, -1
 		p.Err = nil
 	}
+	if err := b.usable(); err != nil {
+		for i := range parts {
+			parts[i].Err = err
+		}
+		return
+	}
 	replica := req.ReplicaID >= 0
 	if replica {
 		for i := range parts {
-			b.updateFollower(req.ReplicaID, &parts[i])
+			b.updateFollower(req.ReplicaID, req.ReplicaEpoch, &parts[i])
 		}
 	}
 	var deadline time.Time
@@ -134,20 +140,20 @@ func getTimer(d time.Duration) *time.Timer {
 }
 
 // updateFollower records a replica fetch's offset on the leader (before any
-// read) and queues an ISR expansion if one is proposed.
-func (b *Broker) updateFollower(replicaID int32, p *FetchPartition) {
+// read) and queues an ISR expansion when the follower may join.
+func (b *Broker) updateFollower(replicaID int32, replicaEpoch int64, p *FetchPartition) {
 	h, err := b.leaderFor(p.Topic, p.Partition, p.CurrentLeaderEpoch)
 	if err != nil {
 		p.Err = err
 		return
 	}
-	isr, err := h.r.UpdateFollower(replicaID, p.FetchOffset, p.LogStartOffset)
+	join, err := h.r.UpdateFollower(replicaID, replicaEpoch, p.FetchOffset, p.LogStartOffset)
 	if err != nil {
 		p.Err = kerrOf(err)
 		return
 	}
-	if isr != nil {
-		b.proposeExpand(h.key, isr)
+	if join {
+		b.proposeExpand(h.key, replicaID)
 	}
 }
 
@@ -234,7 +240,7 @@ func (b *Broker) readPartitions(req *FetchRequest, replica bool, waitChs []<-cha
 		}
 		s, err := r.Read(p.FetchOffset, end, int(max(limit, 0)), minOne)
 		if err != nil {
-			p.Err = kerrOf(err)
+			p.Err = kerrOf(b.storageFailed(err))
 			anyErr = true
 			continue
 		}

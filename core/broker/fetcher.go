@@ -2,12 +2,13 @@ package broker
 
 import (
 	"context"
-	"errors"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/isrbench/isrbench/core/partition"
 )
 
 // fetcherKey identifies one replica fetcher: (source broker, fetcher index).
@@ -16,70 +17,104 @@ type fetcherKey struct {
 	index  int
 }
 
-// fetchPart is one partition assigned to a fetcher. Guarded by fetcher.mu.
+// fetchPart is one partition assigned to a fetcher. Guarded by Fetcher.mu.
 type fetchPart struct {
-	h           *hosted
-	leaderEpoch int32  // the leader epoch this follower was assigned with
-	gen         uint64 // unique per assignment: responses for an older gen are dropped
-	// truncating: the partition must truncate (OffsetForLeaderEpoch) before
-	// fetching (set on assignment and after divergence/append errors).
-	truncating bool
-	// oor: the leader answered OFFSET_OUT_OF_RANGE above its log start: truncate
-	// to the leader's LEO (asked as the end offset of its current epoch).
-	oor bool
-	// waitMetadata: fenced; skip until reassigned with a newer epoch.
-	waitMetadata bool
-	delayedUntil time.Time // zero = not delayed
+	h   *hosted
+	gen uint64 // unique per assignment: answers for an older gen are dropped
+	fs  partition.FetchState
 }
 
-// fetcher is one replica fetcher goroutine with one FetchConn to its source
-// broker. Its partition map is guarded by mu, which is also held while a
-// response is applied: after removeFromFetchers returns, the old fetcher
-// never touches that partition again.
-type fetcher struct {
+// Fetcher is one replica fetcher: one connection to its source broker over which it runs
+// the replica-fetch protocol (partition.FetchState) for the partitions assigned to it, in
+// rounds: the OffsetForLeaderEpoch and ListOffsets questions of the partitions that must
+// truncate, else one Fetch of the partitions that fetch. Unless Config.Manual a goroutine
+// runs the rounds (labelled role=replica-fetcher); the simulator runs them itself with
+// Plan and the Apply methods. Its partition map is guarded by mu, which is also held while
+// an answer is applied: after removeFromFetchers returns, the fetcher never touches that
+// partition again.
+type Fetcher struct {
 	b    *Broker
 	key  fetcherKey
 	wake chan struct{} // cap 1: partition set changed / stop
 
 	mu    sync.Mutex
 	parts map[tp]*fetchPart
+	order []tp // keys of parts, sorted (deterministic rounds)
 
 	// Owned by the fetcher goroutine (closeConn after it exited).
 	conn        FetchConn
 	dialFailing bool
-	req         ReplicaFetch
-	gens        []uint64
-	reqIdx      map[tp]int
-	queries     []EpochQuery
-	qgens       []uint64
+	round       Round
 }
 
-var genCounter struct {
-	sync.Mutex
-	n uint64
+// Round is one round's requests, built by Plan and answered through Apply*: Epochs and
+// Offsets for partitions that truncate or resolve an out-of-range fetch, else Fetch. The
+// slices are reused by the next Plan.
+type Round struct {
+	Epochs  []EpochQuery
+	Offsets []OffsetQuery
+	Fetch   ReplicaFetch // no partitions: nothing to fetch
+	// Wait is, when the round is empty, how long until the earliest delayed partition is
+	// ready (0: none is delayed).
+	Wait time.Duration
+
+	epochGens  []uint64
+	offsetGens []uint64 // one per partition (two queries each: earliest, latest)
+	fetchGens  []uint64
 }
 
-func nextGen() uint64 {
-	genCounter.Lock()
-	defer genCounter.Unlock()
-	genCounter.n++
-	return genCounter.n
+// Empty reports whether the round has no request.
+func (r *Round) Empty() bool {
+	return len(r.Epochs) == 0 && len(r.Offsets) == 0 && len(r.Fetch.Partitions) == 0
 }
+
+var genCounter atomic.Uint64
+
+func nextGen() uint64 { return genCounter.Add(1) }
+
+// Fetchers returns the broker's replica fetchers, ordered by source broker and index.
+func (b *Broker) Fetchers() []*Fetcher {
+	b.mu.RLock()
+	out := make([]*Fetcher, 0, len(b.mu.fetchers))
+	for _, f := range b.mu.fetchers {
+		out = append(out, f)
+	}
+	b.mu.RUnlock()
+	slices.SortFunc(out, func(x, y *Fetcher) int {
+		if x.key.source != y.key.source {
+			return int(x.key.source - y.key.source)
+		}
+		return x.key.index - y.key.index
+	})
+	return out
+}
+
+// Source is the broker this fetcher fetches from.
+func (f *Fetcher) Source() int32 { return f.key.source }
+
+// Index is the fetcher's index among num.replica.fetchers for its source.
+func (f *Fetcher) Index() int { return f.key.index }
 
 // addToFetcher assigns a follower replica to the fetcher of its leader
 // (FetcherFor index), starting the fetcher if needed. Called under applyMu.
 func (b *Broker) addToFetcher(h *hosted, leader int32, leaderEpoch int32) {
 	key := fetcherKey{leader, FetcherFor(h.key.topic, h.key.partition, b.cfg.NumReplicaFetchers)}
 	b.mu.Lock()
-	f := b.fetchers[key]
+	f := b.mu.fetchers[key]
 	if f == nil {
-		f = &fetcher{b: b, key: key, wake: make(chan struct{}, 1), parts: make(map[tp]*fetchPart), reqIdx: make(map[tp]int)}
-		b.fetchers[key] = f
-		b.goLabeled("replica-fetcher", f.run, "source", strconv.Itoa(int(key.source)), "fetcher", strconv.Itoa(key.index))
+		f = &Fetcher{b: b, key: key, wake: make(chan struct{}, 1), parts: make(map[tp]*fetchPart)}
+		b.mu.fetchers[key] = f
+		if !b.cfg.Manual {
+			b.goLabeled("replica-fetcher", f.run, "source", strconv.Itoa(int(key.source)), "fetcher", strconv.Itoa(key.index))
+		}
 	}
 	b.mu.Unlock()
 	f.mu.Lock()
-	f.parts[h.key] = &fetchPart{h: h, leaderEpoch: leaderEpoch, gen: nextGen(), truncating: true}
+	if _, ok := f.parts[h.key]; !ok {
+		i, _ := slices.BinarySearchFunc(f.order, h.key, tpLess)
+		f.order = slices.Insert(f.order, i, h.key)
+	}
+	f.parts[h.key] = &fetchPart{h: h, gen: nextGen(), fs: partition.NewFetchState(leaderEpoch, b.cfg.TruncateMode == partition.TruncateModeHW)}
 	f.mu.Unlock()
 	f.signal()
 }
@@ -87,16 +122,15 @@ func (b *Broker) addToFetcher(h *hosted, leader int32, leaderEpoch int32) {
 // removeFromFetchers removes a partition from every fetcher. When it
 // returns, no fetcher applies data to it any more. Called under applyMu.
 func (b *Broker) removeFromFetchers(key tp) {
-	b.mu.RLock()
-	fs := make([]*fetcher, 0, len(b.fetchers))
-	for _, f := range b.fetchers {
-		fs = append(fs, f)
-	}
-	b.mu.RUnlock()
-	for _, f := range fs {
+	for _, f := range b.Fetchers() {
 		f.mu.Lock()
 		_, ok := f.parts[key]
-		delete(f.parts, key)
+		if ok {
+			delete(f.parts, key)
+			if i, found := slices.BinarySearchFunc(f.order, key, tpLess); found {
+				f.order = slices.Delete(f.order, i, i+1)
+			}
+		}
 		f.mu.Unlock()
 		if ok {
 			f.signal()
@@ -104,14 +138,14 @@ func (b *Broker) removeFromFetchers(key tp) {
 	}
 }
 
-func (f *fetcher) signal() {
+func (f *Fetcher) signal() {
 	select {
 	case f.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (f *fetcher) closeConn() {
+func (f *Fetcher) closeConn() {
 	if f.conn != nil {
 		_ = f.conn.Close()
 		f.conn = nil
@@ -119,7 +153,7 @@ func (f *fetcher) closeConn() {
 }
 
 // sleep waits d, or until the partition set changes or ctx is done.
-func (f *fetcher) sleep(ctx context.Context, d time.Duration) {
+func (f *Fetcher) sleep(ctx context.Context, d time.Duration) {
 	if d <= 0 {
 		return
 	}
@@ -132,22 +166,22 @@ func (f *fetcher) sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-func (f *fetcher) backoff() time.Duration {
-	return time.Duration(f.b.cfg.ReplicaFetchBackoffMs) * time.Millisecond
+func (f *Fetcher) backoffNs() int64 {
+	return int64(f.b.cfg.ReplicaFetchBackoffMs) * int64(time.Millisecond)
 }
 
 // run is the fetcher loop (labelled role=replica-fetcher).
-func (f *fetcher) run(ctx context.Context) {
+func (f *Fetcher) run(ctx context.Context) {
 	defer f.closeConn()
 	b := f.b
 	for ctx.Err() == nil {
 		if !b.waitResumed(ctx) {
 			return
 		}
-		nTrunc, nFetch, wait := f.plan()
-		if nTrunc == 0 && nFetch == 0 {
-			if wait > 0 {
-				f.sleep(ctx, wait)
+		r := f.Plan()
+		if r.Empty() {
+			if r.Wait > 0 {
+				f.sleep(ctx, r.Wait)
 			} else {
 				select {
 				case <-f.wake:
@@ -163,93 +197,116 @@ func (f *fetcher) run(ctx context.Context) {
 					return
 				}
 				if !f.dialFailing { // log the first failure of a streak only
-					b.logf("broker %d: replica fetcher %d-%d: dial: %v (retrying every %v)", b.cfg.ID, f.key.source, f.key.index, err, f.backoff())
+					b.logf("broker %d: replica fetcher %d-%d: dial: %v (retrying every %v)", b.cfg.ID, f.key.source, f.key.index, err, time.Duration(f.backoffNs()))
 				}
 				f.dialFailing = true
-				f.sleep(ctx, f.backoff())
+				f.sleep(ctx, time.Duration(f.backoffNs()))
 				continue
 			}
 			f.conn = conn
 			f.dialFailing = false
 		}
-		if nTrunc > 0 {
-			if err := f.truncate(ctx); err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				f.closeConn()
-				f.sleep(ctx, f.backoff())
+		var err error
+		if len(r.Epochs) > 0 {
+			var ans []EpochAnswer
+			if ans, err = f.conn.OffsetForLeaderEpoch(ctx, r.Epochs); err == nil {
+				f.ApplyEpochs(r, ans)
 			}
-			continue
 		}
-		resp, err := f.conn.Fetch(ctx, &f.req)
+		if err == nil && len(r.Offsets) > 0 {
+			var ans []OffsetAnswer
+			if ans, err = f.conn.ListOffsets(ctx, b.cfg.ID, r.Offsets); err == nil {
+				f.ApplyOffsets(r, ans)
+			}
+		}
+		if err == nil && len(r.Fetch.Partitions) > 0 {
+			var resp *ReplicaFetchResponse
+			if resp, err = f.conn.Fetch(ctx, &r.Fetch); err == nil {
+				if b.Paused() {
+					// Paused while the fetch was in flight: the response is lost
+					// (as a stopped process's would time out); drop the connection
+					// so a stream transport cannot desynchronise, re-dial on Resume.
+					f.closeConn()
+					continue
+				}
+				f.ApplyFetch(r, resp)
+			}
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			f.closeConn()
-			f.sleep(ctx, f.backoff())
-			continue
+			f.sleep(ctx, time.Duration(f.backoffNs()))
 		}
-		if b.Paused() {
-			// Paused while the fetch was in flight: the response is lost
-			// (as a stopped process's would time out); drop the connection
-			// so a stream transport cannot desynchronise, re-dial on Resume.
-			f.closeConn()
-			continue
-		}
-		f.process(resp)
 	}
 }
 
-// plan builds f.req from the partitions ready to fetch and counts those
-// that must truncate first; wait is the time until the earliest delayed
-// partition is ready (0 = none delayed).
-func (f *fetcher) plan() (nTrunc, nFetch int, wait time.Duration) {
-	cfg := &f.b.cfg
-	f.req.ReplicaID = cfg.ID
-	f.req.MaxWaitMs = cfg.ReplicaFetchWaitMaxMs
-	f.req.MinBytes = cfg.ReplicaFetchMinBytes
-	f.req.MaxBytes = cfg.ReplicaFetchResponseMaxBytes
-	f.req.Partitions = f.req.Partitions[:0]
-	f.gens = f.gens[:0]
-	clear(f.reqIdx)
-	now := time.Now()
+// Plan builds the next round from the partitions ready now (clock: Config.Now). A partition
+// that truncates without asking the leader (TruncationStep: the "hw" ablation, or no local
+// epoch) is truncated here. Nothing is planned while the log directory is offline. The
+// returned Round is reused by the next Plan.
+func (f *Fetcher) Plan() *Round {
+	b := f.b
+	cfg := &b.cfg
+	r := &f.round
+	r.Epochs, r.Offsets, r.Wait = r.Epochs[:0], r.Offsets[:0], 0
+	r.epochGens, r.offsetGens, r.fetchGens = r.epochGens[:0], r.offsetGens[:0], r.fetchGens[:0]
+	r.Fetch = ReplicaFetch{ReplicaID: cfg.ID, ReplicaEpoch: b.epoch.Load(), MaxWaitMs: cfg.ReplicaFetchWaitMaxMs,
+		MinBytes: cfg.ReplicaFetchMinBytes, MaxBytes: cfg.ReplicaFetchResponseMaxBytes, Partitions: r.Fetch.Partitions[:0]}
+	if b.usable() != nil {
+		return r
+	}
+	now := b.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for key, fp := range f.parts {
-		if fp.waitMetadata {
+	var fetch []*fetchPart
+	for _, key := range f.order {
+		fp := f.parts[key]
+		if !fp.fs.Ready(now) {
+			if d := fp.fs.DelayedUntil - now; fp.fs.Phase != partition.PhaseAwaitingAssignment && d > 0 && (r.Wait == 0 || time.Duration(d) < r.Wait) {
+				r.Wait = time.Duration(d)
+			}
 			continue
 		}
-		if !fp.delayedUntil.IsZero() {
-			if d := fp.delayedUntil.Sub(now); d > 0 {
-				if wait == 0 || d < wait {
-					wait = d
-				}
+		fp.fs.DelayedUntil = 0
+		switch fp.fs.Phase {
+		case partition.PhaseTruncating:
+			epoch, ask, act := fp.fs.TruncationStep(fp.h.r)
+			if !ask {
+				f.act(fp, act, now)
 				continue
 			}
-			fp.delayedUntil = time.Time{}
+			r.Epochs = append(r.Epochs, EpochQuery{Topic: key.topic, Partition: key.partition, CurrentLeaderEpoch: fp.fs.LeaderEpoch, LeaderEpoch: epoch})
+			r.epochGens = append(r.epochGens, fp.gen)
+		case partition.PhaseResolvingOffsets:
+			for _, ts := range []int64{-2, -1} {
+				r.Offsets = append(r.Offsets, OffsetQuery{Topic: key.topic, Partition: key.partition, CurrentLeaderEpoch: fp.fs.LeaderEpoch, Timestamp: ts})
+			}
+			r.offsetGens = append(r.offsetGens, fp.gen)
+		case partition.PhaseFetching:
+			fetch = append(fetch, fp)
 		}
-		if fp.truncating || fp.oor {
-			nTrunc++
-			continue
-		}
-		r := fp.h.r
-		f.reqIdx[key] = len(f.req.Partitions)
-		f.req.Partitions = append(f.req.Partitions, ReplicaFetchPartition{
-			Topic: key.topic, Partition: key.partition,
-			FetchOffset:        r.LEO(),
-			CurrentLeaderEpoch: fp.leaderEpoch,
-			LogStartOffset:     r.LogStart(),
+	}
+	if len(r.Epochs) > 0 || len(r.Offsets) > 0 {
+		return r // truncate before fetching anything
+	}
+	for _, fp := range fetch {
+		rep := fp.h.r
+		r.Fetch.Partitions = append(r.Fetch.Partitions, ReplicaFetchPartition{
+			Topic: fp.h.key.topic, Partition: fp.h.key.partition,
+			FetchOffset:        rep.LEO(),
+			CurrentLeaderEpoch: fp.fs.LeaderEpoch,
+			LogStartOffset:     rep.LogStart(),
 			MaxBytes:           cfg.ReplicaFetchMaxBytes,
 		})
-		f.gens = append(f.gens, fp.gen)
+		r.fetchGens = append(r.fetchGens, fp.gen)
 	}
-	return nTrunc, len(f.req.Partitions), wait
+	return r
 }
 
-// current returns the partition's state if it is still assigned with gen.
-func (f *fetcher) current(topic string, p int32, gen uint64) *fetchPart {
+// current returns the partition's state if it is still assigned with gen (mu held).
+func (f *Fetcher) current(topic string, p int32, gen uint64) *fetchPart {
 	fp := f.parts[tp{topic, p}]
 	if fp == nil || fp.gen != gen {
 		return nil
@@ -257,171 +314,146 @@ func (f *fetcher) current(topic string, p int32, gen uint64) *fetchPart {
 	return fp
 }
 
-func (f *fetcher) delay(fp *fetchPart) {
-	fp.delayedUntil = time.Now().Add(f.backoff())
+// act carries out a FetchState action on the local replica (mu held).
+func (f *Fetcher) act(fp *fetchPart, a partition.FetchAction, now int64) {
+	var err error
+	switch a.Kind {
+	case partition.ActNone:
+		return
+	case partition.ActTruncate:
+		err = fp.h.r.TruncateTo(a.Offset)
+	case partition.ActTruncateFully:
+		err = fp.h.r.TruncateFullyAndStartAt(a.Offset)
+	}
+	if err != nil {
+		f.b.logf("broker %d: %s: truncate to %d: %v", f.b.cfg.ID, fp.h.key, a.Offset, f.b.storageFailed(err))
+		fp.fs.OnAppendError(err, now, f.backoffNs())
+	}
 }
 
-// process applies one fetch response under f.mu.
-func (f *fetcher) process(resp *ReplicaFetchResponse) {
-	b := f.b
+// Failed applies a connection error to the round's partitions: they back off
+// replica.fetch.backoff.ms (the goroutine also closes and re-dials the connection).
+func (f *Fetcher) Failed(r *Round) {
+	now := f.b.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for i := range resp.Partitions {
-		res := &resp.Partitions[i]
-		idx, ok := f.reqIdx[tp{res.Topic, res.Partition}]
-		if !ok {
-			continue // not asked for (peer bug) — ignore
-		}
-		fp := f.current(res.Topic, res.Partition, f.gens[idx])
-		if fp == nil {
-			continue // reassigned while the fetch was in flight
-		}
-		r := fp.h.r
-		fetchOffset := f.req.Partitions[idx].FetchOffset
-		if res.Err != nil {
-			f.handleFetchError(fp, res, fetchOffset)
-			continue
-		}
-		if r.LEO() != fetchOffset {
-			continue // truncated meanwhile; refetch
-		}
-		if err := appendAsFollower(r, res.Records, res.HighWatermark); err != nil {
-			switch {
-			case errors.Is(err, kerr.KafkaStorageError):
-				b.logf("broker %d: %s: follower append failed, partition stops fetching: %v", b.cfg.ID, fp.h.key, err)
-				fp.waitMetadata = true
-			default:
-				b.logf("broker %d: %s: follower append at %d: %v; re-truncating", b.cfg.ID, fp.h.key, fetchOffset, err)
-				fp.truncating = true
-				f.delay(fp)
+	for _, gens := range [][]uint64{r.epochGens, r.offsetGens, r.fetchGens} {
+		for _, g := range gens {
+			for _, fp := range f.parts {
+				if fp.gen == g {
+					fp.fs.DelayedUntil = now + f.backoffNs()
+				}
 			}
 		}
 	}
 }
 
-func (f *fetcher) handleFetchError(fp *fetchPart, res *ReplicaFetchResult, fetchOffset int64) {
-	b := f.b
-	switch {
-	case errors.Is(res.Err, kerr.OffsetOutOfRange):
-		if res.LogStartOffset >= 0 && fetchOffset < res.LogStartOffset {
-			// Below the leader's log start: start over at it (Kafka's
-			// truncateFullyAndStartAt).
-			if err := truncateFullyAndStartAt(fp.h.r, res.LogStartOffset); err != nil {
-				b.logf("broker %d: %s: truncate fully at %d: %v", b.cfg.ID, fp.h.key, res.LogStartOffset, err)
-				f.delay(fp)
-			}
-			return
-		}
-		fp.oor = true // above the leader's LEO: truncate to it
-	case errors.Is(res.Err, kerr.FencedLeaderEpoch):
-		fp.waitMetadata = true // our epoch is old: wait for the new assignment
-	default:
-		// UNKNOWN_LEADER_EPOCH (the leader has not applied the new epoch
-		// yet), NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, ...
-		f.delay(fp)
-	}
-}
-
-// truncate runs one OffsetForLeaderEpoch round for every partition that
-// must truncate; a returned error is a connection error.
-func (f *fetcher) truncate(ctx context.Context) error {
-	b := f.b
-	f.queries = f.queries[:0]
-	f.qgens = f.qgens[:0]
-	f.mu.Lock()
-	for key, fp := range f.parts {
-		if fp.waitMetadata || !fp.delayedUntil.IsZero() || (!fp.truncating && !fp.oor) {
-			continue
-		}
-		r := fp.h.r
-		if fp.oor {
-			f.queries = append(f.queries, EpochQuery{Topic: key.topic, Partition: key.partition, CurrentLeaderEpoch: fp.leaderEpoch, LeaderEpoch: fp.leaderEpoch})
-			f.qgens = append(f.qgens, fp.gen)
-			continue
-		}
-		latest := r.LatestEpoch()
-		if b.cfg.TruncateMode == "hw" || latest < 0 {
-			// Ablation (or no epoch known locally, as Kafka's fallback):
-			// truncate to the local HW.
-			if err := truncateTo(r, min(r.HW(), r.LEO())); err != nil {
-				b.logf("broker %d: %s: truncate to HW: %v", b.cfg.ID, key, err)
-				f.delay(fp)
-				continue
-			}
-			fp.truncating = false
-			continue
-		}
-		f.queries = append(f.queries, EpochQuery{Topic: key.topic, Partition: key.partition, CurrentLeaderEpoch: fp.leaderEpoch, LeaderEpoch: latest})
-		f.qgens = append(f.qgens, fp.gen)
-	}
-	f.mu.Unlock()
-	if len(f.queries) == 0 {
-		return nil
-	}
-	answers, err := f.conn.OffsetForLeaderEpoch(ctx, f.queries)
-	if err != nil {
-		return err
-	}
+// ApplyEpochs applies the OffsetForLeaderEpoch answers to r.Epochs (KIP-101/KIP-279).
+func (f *Fetcher) ApplyEpochs(r *Round, answers []EpochAnswer) {
+	now := f.b.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i := range answers {
 		a := &answers[i]
-		qi := -1
-		for j := range f.queries {
-			if f.queries[j].Topic == a.Topic && f.queries[j].Partition == a.Partition {
-				qi = j
-				break
-			}
-		}
+		qi := slices.IndexFunc(r.Epochs, func(q EpochQuery) bool { return q.Topic == a.Topic && q.Partition == a.Partition })
 		if qi < 0 {
+			continue // not asked for (peer bug)
+		}
+		fp := f.current(a.Topic, a.Partition, r.epochGens[qi])
+		if fp == nil || fp.fs.Phase != partition.PhaseTruncating {
 			continue
 		}
-		fp := f.current(a.Topic, a.Partition, f.qgens[qi])
-		if fp == nil {
+		if a.Err == nil && a.LeaderEpoch > r.Epochs[qi].LeaderEpoch {
+			f.b.logf("broker %d: %s: OffsetForLeaderEpoch(%d) answered epoch %d", f.b.cfg.ID, fp.h.key, r.Epochs[qi].LeaderEpoch, a.LeaderEpoch)
+		}
+		f.act(fp, fp.fs.OnEpochAnswer(fp.h.r, r.Epochs[qi].LeaderEpoch, a.LeaderEpoch, a.EndOffset, a.Err, now, f.backoffNs()), now)
+	}
+}
+
+// ApplyOffsets applies the ListOffsets answers (earliest and latest) to r.Offsets (Kafka's
+// fetchOffsetAndTruncate after OFFSET_OUT_OF_RANGE).
+func (f *Fetcher) ApplyOffsets(r *Round, answers []OffsetAnswer) {
+	now := f.b.now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, gen := range r.offsetGens {
+		q := r.Offsets[2*i]
+		fp := f.current(q.Topic, q.Partition, gen)
+		if fp == nil || fp.fs.Phase != partition.PhaseResolvingOffsets {
 			continue
 		}
-		if a.Err != nil {
-			if errors.Is(a.Err, kerr.FencedLeaderEpoch) {
-				fp.waitMetadata = true
-			} else {
-				f.delay(fp)
-			}
-			continue
-		}
-		r := fp.h.r
-		leo := r.LEO()
-		if fp.oor {
-			if a.EndOffset < 0 {
-				f.delay(fp)
+		start, end := int64(-1), int64(-1)
+		var err error
+		for j := range answers {
+			a := &answers[j]
+			if a.Topic != q.Topic || a.Partition != q.Partition {
 				continue
 			}
-			if a.EndOffset < leo {
-				if err := truncateTo(r, a.EndOffset); err != nil {
-					b.logf("broker %d: %s: truncate to leader LEO %d: %v", b.cfg.ID, fp.h.key, a.EndOffset, err)
-					f.delay(fp)
-					continue
-				}
+			if a.Err != nil {
+				err = a.Err
 			}
-			fp.oor = false
-			continue
-		}
-		if a.LeaderEpoch > f.queries[qi].LeaderEpoch {
-			// A leader must answer with an epoch <= the one asked for.
-			b.logf("broker %d: %s: OffsetForLeaderEpoch(%d) answered epoch %d", b.cfg.ID, fp.h.key, f.queries[qi].LeaderEpoch, a.LeaderEpoch)
-			f.delay(fp)
-			continue
-		}
-		t := r.TruncationFor(a.LeaderEpoch, a.EndOffset)
-		if t.Offset < leo {
-			if err := truncateTo(r, t.Offset); err != nil {
-				b.logf("broker %d: %s: truncate to %d: %v", b.cfg.ID, fp.h.key, t.Offset, err)
-				f.delay(fp)
-				continue
+			switch a.Timestamp {
+			case -2:
+				start = a.Offset
+			case -1:
+				end = a.Offset
 			}
 		}
-		if t.Done {
-			fp.truncating = false
+		f.act(fp, fp.fs.OnLeaderOffsets(fp.h.r, start, end, err, now, f.backoffNs()), now)
+	}
+}
+
+// ApplyFetch applies a replica fetch response to r.Fetch: each partition's records are
+// appended (then the leader's HW applied), or its error handled by its FetchState.
+func (f *Fetcher) ApplyFetch(r *Round, resp *ReplicaFetchResponse) {
+	b := f.b
+	now := b.now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range resp.Partitions {
+		res := &resp.Partitions[i]
+		idx := slices.IndexFunc(r.Fetch.Partitions, func(p ReplicaFetchPartition) bool {
+			return p.Topic == res.Topic && p.Partition == res.Partition
+		})
+		if idx < 0 {
+			continue // not asked for (peer bug) — ignore
+		}
+		fp := f.current(res.Topic, res.Partition, r.fetchGens[idx])
+		if fp == nil || fp.fs.Phase != partition.PhaseFetching {
+			continue // reassigned or re-truncating meanwhile
+		}
+		rep := fp.h.r
+		fetchOffset := r.Fetch.Partitions[idx].FetchOffset
+		if res.Err != nil {
+			fp.fs.OnFetchError(res.Err, now, f.backoffNs())
+			continue
+		}
+		if rep.LEO() != fetchOffset {
+			continue // truncated meanwhile; refetch
+		}
+		if _, err := rep.AppendAsFollower(res.Records, res.HighWatermark); err != nil {
+			b.logf("broker %d: %s: follower append at %d: %v", b.cfg.ID, fp.h.key, fetchOffset, b.storageFailed(err))
+			fp.fs.OnAppendError(err, now, f.backoffNs())
 		}
 	}
-	return nil
+}
+
+// Partitions returns the partitions assigned to this fetcher with their fetch state, in
+// order (for tests and the simulator's trace).
+func (f *Fetcher) Partitions() []FetcherPartition {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]FetcherPartition, 0, len(f.order))
+	for _, k := range f.order {
+		fp := f.parts[k]
+		out = append(out, FetcherPartition{Topic: k.topic, Partition: k.partition, State: fp.fs})
+	}
+	return out
+}
+
+// FetcherPartition is one partition of a fetcher and its fetch state.
+type FetcherPartition struct {
+	Topic     string
+	Partition int32
+	State     partition.FetchState
 }

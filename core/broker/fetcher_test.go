@@ -18,15 +18,32 @@ import (
 type scriptConn struct{ calls chan *scriptCall }
 
 type scriptCall struct {
-	fetch  *ReplicaFetch // copy
-	epochs []EpochQuery
-	reply  chan scriptReply
+	fetch   *ReplicaFetch // copy
+	epochs  []EpochQuery
+	offsets []OffsetQuery
+	reply   chan scriptReply
 }
 
 type scriptReply struct {
-	fetch  *ReplicaFetchResponse
-	epochs []EpochAnswer
-	err    error
+	fetch   *ReplicaFetchResponse
+	epochs  []EpochAnswer
+	offsets []OffsetAnswer
+	err     error
+}
+
+func (c *scriptConn) ListOffsets(ctx context.Context, replicaID int32, q []OffsetQuery) ([]OffsetAnswer, error) {
+	call := &scriptCall{offsets: append([]OffsetQuery(nil), q...), reply: make(chan scriptReply, 1)}
+	select {
+	case c.calls <- call:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case r := <-call.reply:
+		return r.offsets, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 func (c *scriptConn) Fetch(ctx context.Context, req *ReplicaFetch) (*ReplicaFetchResponse, error) {
@@ -70,14 +87,15 @@ func (t scriptTransport) Dial(ctx context.Context, source int32, idx int) (Fetch
 }
 
 // TestFetcherOffsetOutOfRange scripts a leader against one real follower:
-// OFFSET_OUT_OF_RANGE below the leader's log start -> the follower restarts
-// its log there; above the leader's LEO -> it truncates to the leader's LEO
-// (end offset of the current epoch); a connection error -> re-dial.
+// OFFSET_OUT_OF_RANGE -> the follower asks the leader for its log start and end
+// (ListOffsets as a replica: the error response carries no log start on the wire);
+// below the leader's log start it restarts its log there; above the leader's LEO it
+// truncates to it; a connection error -> re-dial.
 func TestFetcherOffsetOutOfRange(t *testing.T) {
 	// Brokers 0 and 1 are scripted; broker 2 is the real follower.
 	ctrl := controller.New(controller.DefaultConfig())
 	for id := int32(0); id < 3; id++ {
-		ctrl.RegisterBroker(id, "127.0.0.1", 9092+id)
+		ctrl.RegisterBroker(controller.Registration{ID: id, Host: "127.0.0.1", Port: 9092 + id})
 	}
 	states, err := ctrl.CreateTopic("t", 1, 3, nil)
 	if err != nil {
@@ -148,7 +166,18 @@ func TestFetcherOffsetOutOfRange(t *testing.T) {
 	if fp := fetchOf(c); fp.FetchOffset != 0 || fp.CurrentLeaderEpoch != 0 || c.fetch.ReplicaID != 2 || c.fetch.MaxWaitMs != cfg.ReplicaFetchWaitMaxMs {
 		t.Fatalf("first fetch %+v", c.fetch)
 	}
-	reply(c, ReplicaFetchResult{Err: fmt.Errorf("%w: below log start", kerr.OffsetOutOfRange), HighWatermark: 150, LogStartOffset: 100})
+	reply(c, ReplicaFetchResult{Err: fmt.Errorf("%w: below log start", kerr.OffsetOutOfRange), HighWatermark: -1, LogStartOffset: -1})
+	offsets := func(start, end int64) {
+		t.Helper()
+		c := next()
+		if len(c.offsets) != 2 || c.offsets[0].Timestamp != -2 || c.offsets[1].Timestamp != -1 || c.offsets[0].CurrentLeaderEpoch != 0 {
+			t.Fatalf("expected ListOffsets(earliest, latest), got fetch %+v epochs %+v offsets %+v", c.fetch, c.epochs, c.offsets)
+		}
+		c.reply <- scriptReply{offsets: []OffsetAnswer{
+			{Topic: "t", Partition: p, Timestamp: -2, Offset: start},
+			{Topic: "t", Partition: p, Timestamp: -1, Offset: end}}}
+	}
+	offsets(100, 150)
 
 	// 2. It restarts at 100 and receives a 3-record batch.
 	c = next()
@@ -169,14 +198,10 @@ func TestFetcherOffsetOutOfRange(t *testing.T) {
 	if r.HW() != 102 {
 		t.Fatalf("follower HW %d, want min(leader HW 102, LEO 103)", r.HW())
 	}
-	reply(c, ReplicaFetchResult{Err: fmt.Errorf("%w: above LEO", kerr.OffsetOutOfRange), HighWatermark: 100, LogStartOffset: 100})
+	reply(c, ReplicaFetchResult{Err: fmt.Errorf("%w: above LEO", kerr.OffsetOutOfRange), HighWatermark: -1, LogStartOffset: -1})
 
-	// 4. It asks for the end offset of the current epoch (= leader LEO).
-	c = next()
-	if c.fetch != nil || len(c.epochs) != 1 || c.epochs[0].LeaderEpoch != 0 || c.epochs[0].CurrentLeaderEpoch != 0 {
-		t.Fatalf("expected OffsetForLeaderEpoch(0), got %+v / %+v", c.fetch, c.epochs)
-	}
-	c.reply <- scriptReply{epochs: []EpochAnswer{{Topic: "t", Partition: p, LeaderEpoch: 0, EndOffset: 100}}}
+	// 4. It asks for the leader's log start and end: its LEO is 100.
+	offsets(100, 100)
 
 	// 5. Truncated to 100; a connection error makes it re-dial and refetch.
 	c = next()

@@ -7,27 +7,21 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/isrbench/isrbench/core/controller"
+	"github.com/isrbench/isrbench/core/partition"
 )
 
-// proposeExpand queues an ISR expansion proposed by UpdateFollower for the
-// ISR goroutine (the fetch path never calls the controller). A newer
-// proposal for the same partition is merged with a pending one (the ISR
-// goroutine re-bases it on the current ISR); never blocks.
-func (b *Broker) proposeExpand(key tp, isr []int32) {
-	b.expMu.Lock()
-	if old, ok := b.expPending[key]; ok {
-		for _, id := range isr {
-			if !slices.Contains(old, id) {
-				old = append(old, id)
-			}
-		}
-		b.expPending[key] = old
-	} else {
-		b.expPending[key] = slices.Clone(isr)
+// proposeExpand queues follower for joining the ISR of key, for the ISR goroutine (the
+// fetch path never calls the controller); never blocks.
+func (b *Broker) proposeExpand(key tp, follower int32) {
+	b.exp.Lock()
+	if ids := b.exp.pending[key]; !slices.Contains(ids, follower) {
+		b.exp.pending[key] = append(ids, follower)
 	}
-	b.expMu.Unlock()
+	b.exp.Unlock()
 	select {
-	case b.expSignal <- struct{}{}:
+	case b.exp.signal <- struct{}{}:
 	default:
 	}
 }
@@ -46,68 +40,70 @@ func (b *Broker) isrLoop(ctx context.Context) {
 				return
 			}
 			b.MaybeShrinkISRs()
-		case <-b.expSignal:
+		case <-b.exp.signal:
 			if !b.waitResumed(ctx) {
 				return
 			}
-			b.applyExpansions()
+			b.ApplyExpansions()
 		}
 	}
 }
 
-// MaybeShrinkISRs runs one ISR expiration pass over the partitions this
-// broker leads (the ISR goroutine calls it every replica.lag.time.max.ms/2;
-// exported for tests with an injected clock). Followers not caught up within
-// the lag time are removed through the controller.
+// MaybeShrinkISRs runs one ISR expiration pass over the partitions this broker leads (the
+// ISR goroutine calls it every replica.lag.time.max.ms/2; exported for tests with an
+// injected clock and the simulator): followers that are not caught up are removed through
+// the controller.
 func (b *Broker) MaybeShrinkISRs() {
-	for _, h := range b.allReplicas() {
-		if !h.r.IsLeader() {
-			continue
-		}
-		isr := h.r.MaybeShrinkISR()
-		if isr == nil {
-			continue
-		}
-		b.alterISR(h, isr, false)
-	}
-}
-
-func (b *Broker) applyExpansions() {
-	b.expMu.Lock()
-	pending := b.expPending
-	b.expPending = make(map[tp][]int32, len(pending))
-	b.expMu.Unlock()
-	for key, proposed := range pending {
-		h := b.lookup(key.topic, key.partition)
-		if h == nil || !h.r.IsLeader() {
-			continue
-		}
-		// Re-base on the current ISR: only add the proposed newcomers (a
-		// shrink may have happened since the proposal).
-		cur := h.r.ISR()
-		isr := slices.Clone(cur)
-		for _, id := range proposed {
-			if !slices.Contains(isr, id) {
-				isr = append(isr, id)
-			}
-		}
-		if len(isr) == len(cur) {
-			continue
-		}
-		b.alterISR(h, isr, true)
-	}
-}
-
-// alterISR asks the controller to change the ISR of a led partition and
-// applies the accepted state. Not called under applyMu (the controller may
-// wait for subscription delivery); the accepted state is applied under it.
-func (b *Broker) alterISR(h *hosted, isr []int32, expand bool) {
-	st := h.r.State()
-	if st.Leader != b.cfg.ID {
+	if b.usable() != nil {
 		return
 	}
-	newSt, err := b.ctrl.AlterPartition(st.Topic, st.Partition, b.cfg.ID, st.LeaderEpoch, st.PartitionEpoch, isr)
+	for _, h := range b.allReplicas() {
+		if p := h.r.PrepareShrink(); p != nil {
+			b.alterISR(h, p, false)
+		}
+	}
+}
+
+// ApplyExpansions proposes the queued ISR expansions to the controller (the ISR goroutine
+// calls it when the fetch path queued one; exported for the simulator). Each is checked
+// again first (PrepareExpand).
+func (b *Broker) ApplyExpansions() {
+	b.exp.Lock()
+	pending := b.exp.pending
+	b.exp.pending = make(map[tp][]int32, len(pending))
+	b.exp.Unlock()
+	if b.usable() != nil {
+		return
+	}
+	keys := make([]tp, 0, len(pending))
+	for k := range pending {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, tpLess)
+	for _, key := range keys {
+		h := b.lookup(key.topic, key.partition)
+		if h == nil {
+			continue
+		}
+		for _, id := range pending[key] {
+			if p := h.r.PrepareExpand(id); p != nil {
+				b.alterISR(h, p, true)
+			}
+		}
+	}
+}
+
+// alterISR sends a pending ISR change to the controller (AlterPartition) and applies the
+// accepted state, or withdraws the change when it is refused. Not called under applyMu;
+// the accepted state is applied under it.
+func (b *Broker) alterISR(h *hosted, p *partition.ISRProposal, expand bool) {
+	st := p.Base
+	newSt, err := b.ctrl.AlterPartition(controller.AlterPartitionRequest{
+		Topic: st.Topic, Partition: st.Partition, Leader: b.cfg.ID, LeaderBrokerEpoch: b.epoch.Load(),
+		LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch, ISR: p.ISR, BrokerEpochs: p.BrokerEpochs,
+	})
 	if err != nil {
+		h.r.AbortISRChange(p)
 		if !errors.Is(err, kerr.InvalidUpdateVersion) && !errors.Is(err, kerr.FencedLeaderEpoch) && !errors.Is(err, kerr.NotLeaderForPartition) {
 			// e.g. a fenced follower proposed for the ISR: log each distinct
 			// error once, not on every fetch that re-proposes it.
@@ -117,19 +113,23 @@ func (b *Broker) alterISR(h *hosted, isr []int32, expand bool) {
 			h.lastAlterErr = msg
 			h.alterMu.Unlock()
 			if !repeat {
-				b.logf("broker %d: %s: AlterPartition isr=%v: %v", b.cfg.ID, h.key, isr, err)
+				b.logf("broker %d: %s: AlterPartition isr=%v: %v", b.cfg.ID, h.key, p.ISR, err)
 			}
 		}
 		// Stale: the subscription delivers the current state.
 		return
 	}
+	if newSt.PartitionEpoch == st.PartitionEpoch {
+		h.r.AbortISRChange(p) // nothing changed
+		return
+	}
 	b.applyMu.Lock()
-	defer b.applyMu.Unlock()
 	if b.running() {
 		if err := b.applyLocked(newSt); err != nil {
 			b.logf("broker %d: %s: applying %v: %v", b.cfg.ID, h.key, newSt, err)
 		}
 	}
+	b.applyMu.Unlock()
 	// Counted after the apply: whoever sees the counter sees the new ISR.
 	if expand {
 		b.isrExpands.Add(1)

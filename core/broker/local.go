@@ -4,161 +4,159 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
 
 // ErrUnreachable is returned by LocalTransport connections when the source
-// broker is missing, stopped, or the link is marked down.
+// broker is missing or stopped.
 var ErrUnreachable = errors.New("broker unreachable")
 
 // LocalTransport is an in-process Transport: its FetchConn calls the source
-// broker's Fetch / EndOffsetForEpoch directly and copies the records
+// broker's Fetch / EndOffsetForEpoch / ListOffsetFor directly and copies the records
 // (Slice.ReadAll) into the response, so the whole replication protocol runs
 // without sockets (tests, benchmarks). Safe for concurrent use.
 type LocalTransport struct {
 	resolve func(id int32) *Broker
-
-	mu   sync.Mutex
-	down map[[2]int32]bool // (from, to) links that fail
 }
 
 // NewLocalTransport returns a transport that finds source brokers with
 // resolve (called on every request, so a restarted broker is picked up;
 // nil = unreachable).
 func NewLocalTransport(resolve func(id int32) *Broker) *LocalTransport {
-	return &LocalTransport{resolve: resolve, down: make(map[[2]int32]bool)}
+	return &LocalTransport{resolve: resolve}
 }
 
-// SetLinkDown makes requests from broker `from` to broker `to` fail with
-// ErrUnreachable (down = true) or work again.
-func (t *LocalTransport) SetLinkDown(from, to int32, down bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if down {
-		t.down[[2]int32{from, to}] = true
-	} else {
-		delete(t.down, [2]int32{from, to})
-	}
-}
-
-func (t *LocalTransport) source(from, to int32) (*Broker, error) {
-	t.mu.Lock()
-	d := t.down[[2]int32{from, to}]
-	t.mu.Unlock()
-	if d {
-		return nil, fmt.Errorf("local transport %d -> %d: link down: %w", from, to, ErrUnreachable)
-	}
+func (t *LocalTransport) source(to int32) (*Broker, error) {
 	b := t.resolve(to)
 	if b == nil || !b.running() {
-		return nil, fmt.Errorf("local transport %d -> %d: %w", from, to, ErrUnreachable)
+		return nil, fmt.Errorf("local transport to broker %d: %w", to, ErrUnreachable)
 	}
 	return b, nil
 }
 
-// Dial implements Transport for an unnamed fetching broker (link faults
-// set with SetLinkDown apply once its first ReplicaFetch names it); use
-// From(id) to give each broker a transport that knows its id.
+// Dial implements Transport.
 func (t *LocalTransport) Dial(ctx context.Context, source int32, fetcherIndex int) (FetchConn, error) {
-	return t.dial(ctx, -1, source)
-}
-
-// From returns a Transport for broker id (link faults apply from the start).
-func (t *LocalTransport) From(id int32) Transport { return localFrom{t, id} }
-
-type localFrom struct {
-	t  *LocalTransport
-	id int32
-}
-
-func (f localFrom) Dial(ctx context.Context, source int32, fetcherIndex int) (FetchConn, error) {
-	return f.t.dial(ctx, f.id, source)
-}
-
-func (t *LocalTransport) dial(ctx context.Context, from, source int32) (FetchConn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if _, err := t.source(from, source); err != nil {
+	if _, err := t.source(source); err != nil {
 		return nil, err
 	}
-	return &localConn{t: t, src: source, from: from}, nil
+	return &localConn{t: t, src: source}, nil
 }
 
 type localConn struct {
-	t    *LocalTransport
-	src  int32
-	from int32 // fetching broker id (learnt from the first ReplicaFetch)
+	t   *LocalTransport
+	src int32
+	rc  ReplicaServe
+}
+
+func (c *localConn) Fetch(ctx context.Context, rf *ReplicaFetch) (*ReplicaFetchResponse, error) {
+	b, err := c.t.source(c.src)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.rc.Fetch(ctx, b, rf)
+	if err != nil {
+		return nil, fmt.Errorf("local transport %d -> %d: %w", rf.ReplicaID, c.src, err)
+	}
+	if !b.running() {
+		return nil, fmt.Errorf("local transport %d -> %d: %w", rf.ReplicaID, c.src, ErrUnreachable)
+	}
+	return resp, nil
+}
+
+func (c *localConn) OffsetForLeaderEpoch(ctx context.Context, q []EpochQuery) ([]EpochAnswer, error) {
+	b, err := c.t.source(c.src)
+	if err != nil {
+		return nil, err
+	}
+	return ServeEpochs(b, q), nil
+}
+
+func (c *localConn) ListOffsets(ctx context.Context, replicaID int32, q []OffsetQuery) ([]OffsetAnswer, error) {
+	b, err := c.t.source(c.src)
+	if err != nil {
+		return nil, err
+	}
+	return ServeOffsets(b, replicaID, q), nil
+}
+
+func (c *localConn) Close() error { return nil }
+
+// ReplicaServe serves replica fetches on a leader in-process: it turns a ReplicaFetch into
+// the leader's Fetch and copies the records into a reused buffer. LocalTransport uses one
+// per connection; the simulator uses it to answer fetches it delivers. Not safe for
+// concurrent use; a response is valid until the next Fetch on the same ReplicaServe.
+type ReplicaServe struct {
 	req  FetchRequest
 	buf  []byte
 	resp ReplicaFetchResponse
 }
 
-func (c *localConn) Fetch(ctx context.Context, rf *ReplicaFetch) (*ReplicaFetchResponse, error) {
-	c.from = rf.ReplicaID
-	b, err := c.t.source(c.from, c.src)
-	if err != nil {
-		return nil, err
-	}
-	c.req.ReplicaID = rf.ReplicaID
-	c.req.MaxWait = time.Duration(rf.MaxWaitMs) * time.Millisecond
-	c.req.MinBytes = rf.MinBytes
-	c.req.MaxBytes = rf.MaxBytes
-	c.req.IsolationLevel = 0
-	c.req.Partitions = c.req.Partitions[:0]
+// Fetch runs rf on leader b (MaxWaitMs applies: it may park as a long poll) and returns its
+// response.
+func (s *ReplicaServe) Fetch(ctx context.Context, b *Broker, rf *ReplicaFetch) (*ReplicaFetchResponse, error) {
+	s.req.ReplicaID = rf.ReplicaID
+	s.req.ReplicaEpoch = rf.ReplicaEpoch
+	s.req.MaxWait = time.Duration(rf.MaxWaitMs) * time.Millisecond
+	s.req.MinBytes = rf.MinBytes
+	s.req.MaxBytes = rf.MaxBytes
+	s.req.IsolationLevel = 0
+	s.req.Partitions = s.req.Partitions[:0]
 	for _, p := range rf.Partitions {
-		c.req.Partitions = append(c.req.Partitions, FetchPartition{
+		s.req.Partitions = append(s.req.Partitions, FetchPartition{
 			Topic: p.Topic, Partition: p.Partition, FetchOffset: p.FetchOffset,
 			CurrentLeaderEpoch: p.CurrentLeaderEpoch, LogStartOffset: p.LogStartOffset, MaxBytes: p.MaxBytes,
 		})
 	}
-	b.Fetch(ctx, &c.req)
-	// The buffer and response are reused: the Records are valid until the
-	// next Fetch on this connection (the ReplicaFetchResponse contract).
-	c.buf = c.buf[:0]
-	if cap(c.resp.Partitions) < len(c.req.Partitions) {
-		c.resp.Partitions = make([]ReplicaFetchResult, len(c.req.Partitions))
+	b.Fetch(ctx, &s.req)
+	s.buf = s.buf[:0]
+	if cap(s.resp.Partitions) < len(s.req.Partitions) {
+		s.resp.Partitions = make([]ReplicaFetchResult, len(s.req.Partitions))
 	}
-	c.resp.Partitions = c.resp.Partitions[:len(c.req.Partitions)]
-	resp := &c.resp
+	s.resp.Partitions = s.resp.Partitions[:len(s.req.Partitions)]
 	var firstErr error
-	for i := range c.req.Partitions {
-		p := &c.req.Partitions[i]
-		r := &resp.Partitions[i]
+	for i := range s.req.Partitions {
+		p := &s.req.Partitions[i]
+		r := &s.resp.Partitions[i]
 		*r = ReplicaFetchResult{Topic: p.Topic, Partition: p.Partition, Err: p.Err}
 		r.HighWatermark, r.LogStartOffset = p.HighWatermark, p.LogStartOffsetOut
 		if p.Records.Size > 0 && firstErr == nil {
-			start := len(c.buf)
-			c.buf, err = p.Records.ReadAll(c.buf)
+			start := len(s.buf)
+			var err error
+			s.buf, err = p.Records.ReadAll(s.buf)
 			if err != nil {
 				firstErr = err
 			} else {
-				r.Records = c.buf[start:len(c.buf):len(c.buf)]
+				r.Records = s.buf[start:len(s.buf):len(s.buf)]
 			}
 		}
 		p.Records.Release()
 		p.Records = emptySlice
 	}
 	if firstErr != nil {
-		return nil, fmt.Errorf("local transport %d -> %d: read records: %w", c.from, c.src, firstErr)
+		return nil, fmt.Errorf("read records: %w", firstErr)
 	}
-	if !b.running() {
-		return nil, fmt.Errorf("local transport %d -> %d: %w", c.from, c.src, ErrUnreachable)
-	}
-	return resp, nil
+	return &s.resp, nil
 }
 
-func (c *localConn) OffsetForLeaderEpoch(ctx context.Context, q []EpochQuery) ([]EpochAnswer, error) {
-	b, err := c.t.source(c.from, c.src)
-	if err != nil {
-		return nil, err
-	}
+// ServeEpochs answers OffsetForLeaderEpoch questions on leader b.
+func ServeEpochs(b *Broker, q []EpochQuery) []EpochAnswer {
 	out := make([]EpochAnswer, len(q))
 	for i, e := range q {
 		ep, end, err := b.EndOffsetForEpoch(e.Topic, e.Partition, e.CurrentLeaderEpoch, e.LeaderEpoch)
 		out[i] = EpochAnswer{Topic: e.Topic, Partition: e.Partition, Err: err, LeaderEpoch: ep, EndOffset: end}
 	}
-	return out, nil
+	return out
 }
 
-func (c *localConn) Close() error { return nil }
+// ServeOffsets answers a replica's ListOffsets questions on leader b.
+func ServeOffsets(b *Broker, replicaID int32, q []OffsetQuery) []OffsetAnswer {
+	out := make([]OffsetAnswer, len(q))
+	for i, e := range q {
+		off, err := b.ListOffsetFor(replicaID, e.CurrentLeaderEpoch, e.Topic, e.Partition, e.Timestamp, 0)
+		out[i] = OffsetAnswer{Topic: e.Topic, Partition: e.Partition, Timestamp: e.Timestamp, Err: err, Offset: off}
+	}
+	return out
+}

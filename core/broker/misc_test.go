@@ -104,17 +104,13 @@ func TestManyFetchersAndConcurrentProducers(t *testing.T) {
 	// Fetcher assignment: each follower's fetchers per source follow FetcherFor.
 	for _, id := range c.ids() {
 		b := c.broker(id)
-		b.mu.RLock()
-		for key, f := range b.fetchers {
-			f.mu.Lock()
-			for k := range f.parts {
-				if want := FetcherFor(k.topic, k.partition, 2); want != key.index {
-					t.Errorf("broker %d: %s on fetcher %d, want %d", id, k, key.index, want)
+		for _, f := range b.Fetchers() {
+			for _, k := range f.Partitions() {
+				if want := FetcherFor(k.Topic, k.Partition, 2); want != f.Index() {
+					t.Errorf("broker %d: %s-%d on fetcher %d, want %d", id, k.Topic, k.Partition, f.Index(), want)
 				}
 			}
-			f.mu.Unlock()
 		}
-		b.mu.RUnlock()
 		pis := b.Partitions()
 		if len(pis) != parts {
 			t.Fatalf("broker %d Partitions: %d", id, len(pis))
@@ -141,15 +137,11 @@ func TestManyFetchersAndConcurrentProducers(t *testing.T) {
 	used := map[int]bool{}
 	for _, id := range c.ids() {
 		b := c.broker(id)
-		b.mu.RLock()
-		for key, f := range b.fetchers {
-			f.mu.Lock()
-			if len(f.parts) > 0 {
-				used[key.index] = true
+		for _, f := range b.Fetchers() {
+			if len(f.Partitions()) > 0 {
+				used[f.Index()] = true
 			}
-			f.mu.Unlock()
 		}
-		b.mu.RUnlock()
 	}
 	if !used[0] || !used[1] {
 		t.Errorf("fetcher indexes in use: %v", used)
@@ -207,7 +199,7 @@ func TestPausedBrokerStopsHeartbeating(t *testing.T) {
 		brokers: map[int32]*Broker{}, ctrlCh: make(chan struct{})}
 	c.cfg.HeartbeatIntervalMs = 5
 	c.transport = NewLocalTransport(c.broker)
-	ctrl.Subscribe(0, func(controller.PartitionState) { c.notify() })
+	ctrl.Subscribe(0, func(controller.Update) { c.notify() })
 	b := c.start(0)
 	t.Cleanup(func() { b.Close() })
 	c.createTopic("t", 1, 1, nil)

@@ -13,19 +13,14 @@ import (
 // Produce appends each partition's records as leader and fills its outputs
 // (Err, BaseOffset, LogAppendTimeMs = -1, LogStartOffset). acks 0 and 1
 // return after the appends; acks -1 (all) then waits, up to timeout, until
-// the HW passes the last appended offset of every partition that appended
+// the HW of the leadership term each batch was appended in passes it
 // (REQUEST_TIMED_OUT on timeout, NOT_ENOUGH_REPLICAS_AFTER_APPEND if the
-// ISR fell below min.insync.replicas meanwhile). Records are patched in
-// place (base offset, leader epoch). Runs on the caller's goroutine; safe
-// for concurrent use. If Config.ProduceDelay > 0 it first sleeps that long
-// (the regression-gate slowdown) — the wire server must not add its own.
+// ISR fell below min.insync.replicas meanwhile, NOT_LEADER_OR_FOLLOWER if the
+// term ended first). Records are patched in place (base offset, leader epoch).
+// Runs on the caller's goroutine; safe for concurrent use. If
+// Config.ProduceDelay > 0 it first sleeps that long (the regression-gate
+// slowdown) — the wire server must not add its own.
 func (b *Broker) Produce(ctx context.Context, acks int16, timeout time.Duration, parts []ProducePartition) {
-	if acks != 0 && acks != 1 && acks != -1 {
-		for i := range parts {
-			failProduce(&parts[i], fmt.Errorf("%w: acks must be -1, 0 or 1, got %d", kerr.InvalidRequiredAcks, acks))
-		}
-		return
-	}
 	if b.cfg.ProduceDelay > 0 {
 		t := time.NewTimer(b.cfg.ProduceDelay)
 		select {
@@ -34,24 +29,58 @@ func (b *Broker) Produce(ctx context.Context, acks int16, timeout time.Duration,
 			t.Stop()
 		}
 	}
-	if !b.running() {
-		for i := range parts {
-			failProduce(&parts[i], fmt.Errorf("%w: broker %d is not running", kerr.NotLeaderForPartition, b.cfg.ID))
-		}
+	var buf [8]produceWait
+	waits := b.produceAppend(acks, parts, buf[:0])
+	if len(waits) == 0 {
 		return
 	}
-	// acks=all: the replica and last appended offset of every partition that
-	// appended (nil replica: nothing to wait for), so the wait needs no second
-	// lookup.
-	var waits int
-	var waitBuf [8]produceWait
-	var pending []produceWait
-	if acks == -1 {
-		if len(parts) > len(waitBuf) {
-			pending = make([]produceWait, len(parts))
-		} else {
-			pending = waitBuf[:len(parts)]
+	w := ProduceWait{parts: parts, waits: waits}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	w.Wait(wctx)
+}
+
+// ProduceWait is the acks=all part of a produce: the partitions whose append succeeded and
+// that wait for the HW. It belongs to one goroutine.
+type ProduceWait struct {
+	parts []ProducePartition
+	waits []produceWait
+}
+
+// produceWait is one acks=all partition of a Produce call waiting for the HW.
+type produceWait struct {
+	i     int // index into parts
+	r     *partition.Replica
+	last  int64 // last appended offset (inclusive)
+	epoch int32 // leader epoch of the append
+	done  bool
+}
+
+// ProduceAppend is the first half of Produce without the delay and the wait: it appends
+// and fills the outputs; for acks=all it returns the wait for the HW (nil when nothing
+// waits). The simulator calls it, then Check after every step.
+func (b *Broker) ProduceAppend(acks int16, parts []ProducePartition) *ProduceWait {
+	waits := b.produceAppend(acks, parts, nil)
+	if len(waits) == 0 {
+		return nil
+	}
+	return &ProduceWait{parts: parts, waits: waits}
+}
+
+// produceAppend appends every partition and returns waits extended by the acks=all waits
+// (append style, so the caller's buffer can stay on its stack).
+func (b *Broker) produceAppend(acks int16, parts []ProducePartition, waits []produceWait) []produceWait {
+	if acks != 0 && acks != 1 && acks != -1 {
+		for i := range parts {
+			failProduce(&parts[i], fmt.Errorf("%w: acks must be -1, 0 or 1, got %d", kerr.InvalidRequiredAcks, acks))
 		}
+		return waits
+	}
+	if err := b.usable(); err != nil {
+		for i := range parts {
+			failProduce(&parts[i], err)
+		}
+		return waits
 	}
 	for i := range parts {
 		p := &parts[i]
@@ -62,7 +91,7 @@ func (b *Broker) Produce(ctx context.Context, acks int16, timeout time.Duration,
 		}
 		info, err := h.r.AppendAsLeader(p.Records, acks)
 		if err != nil {
-			failProduce(p, kerrOf(err))
+			failProduce(p, kerrOf(b.storageFailed(err)))
 			continue
 		}
 		p.Err = nil
@@ -70,30 +99,57 @@ func (b *Broker) Produce(ctx context.Context, acks int16, timeout time.Duration,
 		p.LogAppendTimeMs = -1
 		p.LogStartOffset = h.r.LogStart()
 		if acks == -1 {
-			pending[i] = produceWait{r: h.r, last: info.LastOffset}
+			waits = append(waits, produceWait{i: i, r: h.r, last: info.LastOffset, epoch: info.LeaderEpoch})
 		}
-		waits++
 	}
-	if acks != -1 || waits == 0 {
-		return
-	}
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for i := range parts {
-		w := &pending[i]
-		if w.r == nil {
+	return waits
+}
+
+// Check fills the outputs of the partitions whose wait is over and reports whether all are.
+// Lock-free; it does not block.
+func (w *ProduceWait) Check() bool {
+	all := true
+	for k := range w.waits {
+		pw := &w.waits[k]
+		if pw.done {
 			continue
 		}
-		if err := w.r.WaitForHW(wctx, w.last); err != nil {
-			parts[i].Err = kerrOf(err)
+		done, err := pw.r.CheckHW(pw.last, pw.epoch)
+		if !done {
+			all = false
+			continue
 		}
+		pw.done = true
+		if err != nil {
+			w.parts[pw.i].Err = kerrOf(err)
+		}
+	}
+	return all
+}
+
+// Wait blocks until every partition's wait is over or ctx ends; the partitions still
+// waiting then get REQUEST_TIMED_OUT.
+func (w *ProduceWait) Wait(ctx context.Context) {
+	for k := range w.waits {
+		pw := &w.waits[k]
+		if pw.done {
+			continue
+		}
+		if err := pw.r.WaitForHW(ctx, pw.last, pw.epoch); err != nil {
+			w.parts[pw.i].Err = kerrOf(err)
+		}
+		pw.done = true
 	}
 }
 
-// produceWait is one acks=all partition of a Produce call waiting for the HW.
-type produceWait struct {
-	r    *partition.Replica
-	last int64 // last appended offset (inclusive)
+// Expire gives REQUEST_TIMED_OUT to the partitions still waiting (the request timed out).
+func (w *ProduceWait) Expire() {
+	for k := range w.waits {
+		if pw := &w.waits[k]; !pw.done {
+			pw.done = true
+			w.parts[pw.i].Err = fmt.Errorf("%w: the HW did not pass offset %d of %s-%d in time", kerr.RequestTimedOut, pw.last, pw.r.Topic(), pw.r.Partition())
+		}
+	}
 }
 
 func failProduce(p *ProducePartition, err error) {

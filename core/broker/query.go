@@ -14,6 +14,9 @@ import (
 // for the current epoch), or (-1, -1) if undefined. currentLeaderEpoch (-1 =
 // unchecked) is fenced as in Fetch. Safe for concurrent use.
 func (b *Broker) EndOffsetForEpoch(topic string, p int32, currentLeaderEpoch, epoch int32) (int32, int64, error) {
+	if err := b.usable(); err != nil {
+		return -1, -1, err
+	}
 	h, err := b.leaderFor(topic, p, currentLeaderEpoch)
 	if err != nil {
 		return -1, -1, err
@@ -24,17 +27,20 @@ func (b *Broker) EndOffsetForEpoch(topic string, p int32, currentLeaderEpoch, ep
 
 // ListOffset answers ListOffsets for a consumer (see ListOffsetFor).
 func (b *Broker) ListOffset(topic string, p int32, timestamp int64, isolation int8) (int64, error) {
-	return b.ListOffsetFor(-1, topic, p, timestamp, isolation)
+	return b.ListOffsetFor(-1, -1, topic, p, timestamp, isolation)
 }
 
-// ListOffsetFor answers ListOffsets on the leader for replicaID (-1 a
-// consumer): timestamp -2 (EARLIEST) = log start offset (inclusive); -1
-// (LATEST) = HW (exclusive) for consumers, LEO for a replica; a timestamp
-// >= 0 = the first offset whose record timestamp is >= it (LEO if none, as
-// Kafka returns no offset). Other negative timestamps are INVALID_REQUEST.
-// Safe for concurrent use.
-func (b *Broker) ListOffsetFor(replicaID int32, topic string, p int32, timestamp int64, isolation int8) (int64, error) {
-	h, err := b.leaderFor(topic, p, -1)
+// ListOffsetFor answers ListOffsets on the leader for replicaID (-1 a consumer), fencing
+// currentLeaderEpoch as Fetch does (-1 unchecked): timestamp -2 (EARLIEST) = log start
+// offset (inclusive); -1 (LATEST) = HW (exclusive) for consumers, LEO for a replica; a
+// timestamp >= 0 = the first offset whose record timestamp is >= it, or -1 when no record
+// has such a timestamp (Kafka answers offset -1 then). Other negative timestamps are
+// INVALID_REQUEST. Safe for concurrent use.
+func (b *Broker) ListOffsetFor(replicaID int32, currentLeaderEpoch int32, topic string, p int32, timestamp int64, isolation int8) (int64, error) {
+	if err := b.usable(); err != nil {
+		return -1, err
+	}
+	h, err := b.leaderFor(topic, p, currentLeaderEpoch)
 	if err != nil {
 		return -1, err
 	}
@@ -100,9 +106,9 @@ func (b *Broker) Metrics() Metrics {
 		if isr < len(st.Replicas) {
 			m.UnderReplicatedPartitions++
 		}
-		if isr < h.minISR {
+		if minISR := minISROf(h); isr < minISR {
 			m.UnderMinIsrPartitionCount++
-		} else if isr == h.minISR {
+		} else if isr == minISR {
 			m.AtMinIsrPartitionCount++
 		}
 		m.MaxLag = max(m.MaxLag, r.MaxLag())
@@ -112,7 +118,7 @@ func (b *Broker) Metrics() Metrics {
 
 // offsetForTimestamp scans [logStart, end) in chunks for the first record
 // with timestamp >= ts (Kafka's ListOffsets by time, without a time index:
-// O(log size), meant for tools). Returns end when there is none.
+// O(log size), meant for tools). Returns -1 when there is none.
 func (b *Broker) offsetForTimestamp(h *hosted, ts int64, end int64) (int64, error) {
 	const chunk = 1 << 20
 	off := h.r.LogStart()
@@ -161,5 +167,5 @@ func (b *Broker) offsetForTimestamp(h *hosted, ts int64, end int64) (int64, erro
 		}
 		off = next
 	}
-	return end, nil
+	return -1, nil
 }

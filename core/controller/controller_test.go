@@ -30,7 +30,7 @@ func newTestController(t *testing.T, n int, cfg Config) (*Controller, *fakeClock
 	c := New(cfg)
 	t.Cleanup(c.Close)
 	for id := int32(1); id <= int32(n); id++ {
-		c.RegisterBroker(id, "127.0.0.1", 9090+id)
+		c.RegisterBroker(Registration{ID: id, Host: "127.0.0.1", Port: 9090 + id})
 	}
 	return c, clk
 }
@@ -398,7 +398,7 @@ func TestElections(t *testing.T) {
 					c.BrokerUp(s.broker)
 				case "alter":
 					cur := mustPart(t, c, "t", 0)
-					if _, err := c.AlterPartition("t", 0, s.broker, cur.LeaderEpoch, cur.PartitionEpoch, s.isr); err != nil {
+					if _, err := alterISR(c, "t", 0, s.broker, cur.LeaderEpoch, cur.PartitionEpoch, s.isr); err != nil {
 						t.Fatalf("step %d: AlterPartition: %v", i, err)
 					}
 				}
@@ -499,7 +499,7 @@ func TestAlterPartition(t *testing.T) {
 				t.Fatalf("setup state %v", cur)
 			}
 			before := c.Stats()
-			st, err := c.AlterPartition("t", 0, tc.leader, cur.LeaderEpoch+tc.leaderEpoch, cur.PartitionEpoch+tc.partitionEpoch, tc.isr)
+			st, err := alterISR(c, "t", 0, tc.leader, cur.LeaderEpoch+tc.leaderEpoch, cur.PartitionEpoch+tc.partitionEpoch, tc.isr)
 			if tc.want == nil {
 				if err != nil {
 					t.Fatalf("AlterPartition: %v", err)
@@ -540,11 +540,11 @@ func TestAlterPartition(t *testing.T) {
 		})
 	}
 	c, _ := newTestController(t, 1, Config{})
-	if _, err := c.AlterPartition("nope", 0, 1, 0, 0, []int32{1}); !errors.Is(err, kerr.UnknownTopicOrPartition) {
+	if _, err := alterISR(c, "nope", 0, 1, 0, 0, []int32{1}); !errors.Is(err, kerr.UnknownTopicOrPartition) {
 		t.Fatalf("unknown topic: %v", err)
 	}
 	mustCreate(t, c, "t", 1, 1, nil)
-	if _, err := c.AlterPartition("t", 1, 1, 0, 0, []int32{1}); !errors.Is(err, kerr.UnknownTopicOrPartition) {
+	if _, err := alterISR(c, "t", 1, 1, 0, 0, []int32{1}); !errors.Is(err, kerr.UnknownTopicOrPartition) {
 		t.Fatalf("unknown partition: %v", err)
 	}
 }
@@ -573,13 +573,13 @@ func TestElectLeaderAndTransfer(t *testing.T) {
 		t.Fatalf("preferred: %v %v", st, err)
 	}
 	// Preferred replica out of the ISR.
-	if _, err := c.AlterPartition("t", 0, 1, 2, st.PartitionEpoch, []int32{1, 2}); err != nil {
+	if _, err := alterISR(c, "t", 0, 1, 2, st.PartitionEpoch, []int32{1, 2}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.TransferLeader("t", 0, 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.AlterPartition("t", 0, 2, 3, mustPart(t, c, "t", 0).PartitionEpoch, []int32{2}); err != nil {
+	if _, err := alterISR(c, "t", 0, 2, 3, mustPart(t, c, "t", 0).PartitionEpoch, []int32{2}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.ElectLeader("t", 0, false); !errors.Is(err, kerr.PreferredLeaderNotAvailable) {
@@ -623,8 +623,8 @@ func TestSessionExpiry(t *testing.T) {
 		return ids
 	}
 	clk.Advance(5 * time.Second)
-	c.Heartbeat(2)
-	c.Heartbeat(3)
+	c.Heartbeat(2, -1)
+	c.Heartbeat(3, -1)
 	clk.Advance(4 * time.Second) // broker 1: exactly 9000 ms since its heartbeat
 	c.CheckSessions()
 	if got := alive(); !slices.Equal(got, []int32{1, 2, 3}) {
@@ -639,29 +639,29 @@ func TestSessionExpiry(t *testing.T) {
 		t.Fatalf("partition 0 after fencing its leader: %v", st)
 	}
 	// A session-fenced broker that heartbeats again is unfenced.
-	c.Heartbeat(1)
+	c.Heartbeat(1, -1)
 	if got := alive(); !slices.Equal(got, []int32{1, 2, 3}) {
 		t.Fatalf("heartbeat did not unfence: %v", got)
 	}
 	// A broker fenced by BrokerDown stays fenced on heartbeats.
 	c.BrokerDown(3)
-	c.Heartbeat(3)
+	c.Heartbeat(3, -1)
 	if got := alive(); !slices.Equal(got, []int32{1, 2}) {
 		t.Fatalf("heartbeat revived a killed broker: %v", got)
 	}
 	// RegisterBroker (restart) does revive it.
-	c.RegisterBroker(3, "127.0.0.1", 19093)
+	c.RegisterBroker(Registration{ID: 3, Host: "127.0.0.1", Port: 19093})
 	if b, _ := c.Broker(3); !b.Alive || b.Port != 19093 {
 		t.Fatalf("re-register: %+v", b)
 	}
 	// All three expire together: stalest first, partition ends offline with
 	// the last fenced broker as its ISR.
 	clk.Advance(time.Second)
-	c.Heartbeat(3)
+	c.Heartbeat(3, -1)
 	clk.Advance(time.Second)
-	c.Heartbeat(1)
+	c.Heartbeat(1, -1)
 	clk.Advance(10 * time.Second)
-	c.Heartbeat(42) // unknown: ignored
+	c.Heartbeat(42, -1) // unknown: ignored
 	c.CheckSessions()
 	if got := alive(); len(got) != 0 {
 		t.Fatalf("alive after all expired: %v", got)
@@ -687,11 +687,11 @@ func TestRunTicksCheckSessions(t *testing.T) {
 	c, clk := newTestController(t, 2, Config{})
 	mustCreate(t, c, "t", 1, 2, nil)
 	changed := make(chan PartitionState, 16)
-	cancelSub := c.Subscribe(2, func(st PartitionState) { changed <- st })
+	cancelSub := c.Subscribe(2, onPartition(func(st PartitionState) { changed <- st }))
 	defer cancelSub()
 	<-changed // initial state
 	clk.Advance(10 * time.Second)
-	c.Heartbeat(2)
+	c.Heartbeat(2, -1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx, time.Millisecond) }()
@@ -744,7 +744,7 @@ func TestAlterTopicConfig(t *testing.T) {
 	}
 	// Offline partition; enabling unclean election elects the out-of-ISR replica.
 	cur := mustPart(t, c, "t", 0)
-	if _, err := c.AlterPartition("t", 0, 1, cur.LeaderEpoch, cur.PartitionEpoch, []int32{1}); err != nil {
+	if _, err := alterISR(c, "t", 0, 1, cur.LeaderEpoch, cur.PartitionEpoch, []int32{1}); err != nil {
 		t.Fatal(err)
 	}
 	c.BrokerDown(1)
@@ -760,4 +760,24 @@ func TestAlterTopicConfig(t *testing.T) {
 	if s := c.Stats(); s.UncleanElections != 1 || s.LostOffsets != 5 {
 		t.Fatalf("stats %+v", s)
 	}
+}
+
+// onPartition adapts a partition-state callback to Subscribe (topic updates are ignored).
+func onPartition(fn func(PartitionState)) func(Update) {
+	return func(u Update) {
+		if u.Partition != nil {
+			fn(*u.Partition)
+		}
+	}
+}
+
+// alterISR is AlterPartition with every proposed member's current broker epoch (the
+// tests here are about the ISR rules, not about incarnations).
+func alterISR(c *Controller, topic string, p int32, leader, leaderEpoch, partitionEpoch int32, isr []int32) (PartitionState, error) {
+	epochs := make([]int64, len(isr))
+	for i, id := range isr {
+		epochs[i] = c.BrokerEpoch(id)
+	}
+	return c.AlterPartition(AlterPartitionRequest{Topic: topic, Partition: p, Leader: leader, LeaderBrokerEpoch: -1,
+		LeaderEpoch: leaderEpoch, PartitionEpoch: partitionEpoch, ISR: isr, BrokerEpochs: epochs})
 }

@@ -89,19 +89,22 @@ func (s offsetSnapshot) lostOffsets(k tpKey, newLeader int32) int64 {
 }
 
 // chooseLeaderLocked applies Kafka's election rule to st: the first replica
-// in replica order that is in the ISR and alive; failing that, if
-// allowUnclean, the first alive replica (necessarily outside the ISR).
-// Returns NoLeader if there is none.
+// in replica order that is in the ISR, alive and not damaged; failing that, if
+// allowUnclean, the first alive replica (necessarily outside the ISR, or damaged),
+// undamaged ones first. Returns NoLeader if there is none.
 func (c *Controller) chooseLeaderLocked(st *PartitionState, allowUnclean bool) (leader int32, unclean bool) {
+	damaged := c.damagedLocked(st.Topic, st.Partition)
 	for _, r := range st.Replicas {
-		if slices.Contains(st.ISR, r) && c.aliveLocked(r) {
+		if slices.Contains(st.ISR, r) && c.aliveLocked(r) && !slices.Contains(damaged, r) {
 			return r, false
 		}
 	}
 	if allowUnclean {
-		for _, r := range st.Replicas {
-			if c.aliveLocked(r) {
-				return r, true
+		for _, pass := range []bool{false, true} {
+			for _, r := range st.Replicas {
+				if c.aliveLocked(r) && slices.Contains(damaged, r) == pass {
+					return r, true
+				}
 			}
 		}
 	}
@@ -120,20 +123,28 @@ func (c *Controller) installLeaderLocked(st *PartitionState, leader int32, uncle
 		next.ISR = []int32{leader}
 		c.mu.unclean++
 		c.mu.lost += snap.lostOffsets(tpKey{st.Topic, st.Partition}, leader)
+		c.clearDamagedLocked(TopicPartition{st.Topic, st.Partition}, leader) // its log is the truth now
 	} else {
-		next.ISR = slices.DeleteFunc(next.ISR, func(r int32) bool { return !c.aliveLocked(r) })
+		damaged := c.damagedLocked(st.Topic, st.Partition)
+		next.ISR = slices.DeleteFunc(next.ISR, func(r int32) bool { return !c.aliveLocked(r) || slices.Contains(damaged, r) })
 	}
 	c.mu.elections++
 	c.commitLocked(st, next)
 }
 
-// commitLocked replaces *st by next and notifies subscribers. A change that
-// drops ISR members counts as a controller ISR shrink.
+// commitLocked replaces *st by next, records it in the metadata log and notifies
+// subscribers. A change that drops ISR members counts as a controller ISR shrink.
 func (c *Controller) commitLocked(st *PartitionState, next PartitionState) {
 	if slices.ContainsFunc(st.ISR, func(r int32) bool { return !slices.Contains(next.ISR, r) }) {
 		c.mu.isrShrinks++
 	}
+	c.storeLocked(st, next)
+}
+
+// storeLocked replaces *st by next, records it and notifies subscribers (mu held).
+func (c *Controller) storeLocked(st *PartitionState, next PartitionState) {
 	*st = next
+	c.recordPartitionLocked(st)
 	c.notifyLocked(st)
 }
 
@@ -157,8 +168,8 @@ func (c *Controller) BrokerDown(id int32) { c.brokerDown(id, false) }
 
 func (c *Controller) brokerDown(id int32, bySession bool) {
 	snap := c.snapshotOffsets(func(st *PartitionState) bool { return st.Leader == id })
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	b, ok := c.mu.brokers[id]
 	if !ok {
 		return
@@ -172,8 +183,16 @@ func (c *Controller) brokerDown(id int32, bySession bool) {
 	if bySession && c.now()-b.lastHeartbeat <= c.timeoutNs {
 		return // heartbeated since CheckSessions looked
 	}
+	c.fenceLocked(id, bySession, snap)
+}
+
+// fenceLocked marks alive broker id fenced and moves its leaderships and ISR memberships
+// as BrokerDown describes (mu held).
+func (c *Controller) fenceLocked(id int32, bySession bool, snap offsetSnapshot) {
+	b := c.mu.brokers[id]
 	b.info.Alive = false
 	b.fencedBySession = bySession
+	c.publishEpochsLocked()
 	for _, name := range c.sortedTopicsLocked() {
 		t := c.mu.topics[name]
 		for i := range t.parts {
@@ -208,6 +227,31 @@ func (c *Controller) brokerDown(id int32, bySession bool) {
 	}
 }
 
+// dropFromISRsLocked takes a newly registered incarnation of broker id out of every ISR of
+// a partition that has a leader: it must catch up from that leader and rejoin by the join
+// rule (mu held; id is fenced, so it leads nothing). In an offline partition it stays,
+// unless its replica is damaged and the ISR has other members: it may be the last replica
+// known to be in sync.
+func (c *Controller) dropFromISRsLocked(id int32) {
+	for _, name := range c.sortedTopicsLocked() {
+		t := c.mu.topics[name]
+		for i := range t.parts {
+			st := &t.parts[i]
+			if st.Leader == id || !slices.Contains(st.ISR, id) {
+				continue
+			}
+			if st.Leader == NoLeader && (len(st.ISR) == 1 || !slices.Contains(t.damaged[int32(i)], id)) {
+				continue
+			}
+			next := st.Clone()
+			next.ISR = slices.DeleteFunc(next.ISR, func(r int32) bool { return r == id })
+			next.PartitionEpoch++
+			c.mu.isrChanges++
+			c.commitLocked(st, next)
+		}
+	}
+}
+
 // BrokerUp unfences broker id (recording a heartbeat now) and elects leaders
 // for the offline partitions it hosts: a partition with Leader == NoLeader
 // whose ISR contains id elects it (clean; or another alive ISR member that
@@ -222,21 +266,30 @@ func (c *Controller) brokerUp(id int32, fromHeartbeat bool) {
 	snap := c.snapshotOffsets(func(st *PartitionState) bool {
 		return st.Leader == NoLeader && slices.Contains(st.Replicas, id)
 	})
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	b, ok := c.mu.brokers[id]
 	if !ok {
 		return
 	}
-	if fromHeartbeat && (b.info.Alive || !b.fencedBySession) {
+	if fromHeartbeat && (b.info.Alive || !b.fencedBySession || b.offlineDir) {
 		return // somebody else changed it meanwhile
 	}
-	b.lastHeartbeat = c.now()
 	if b.info.Alive {
+		b.lastHeartbeat = c.now()
 		return
 	}
+	c.unfenceLocked(id, snap)
+}
+
+// unfenceLocked marks broker id alive (heartbeat now) and elects it, or an earlier ISR
+// member, for the offline partitions it hosts (mu held).
+func (c *Controller) unfenceLocked(id int32, snap offsetSnapshot) {
+	b := c.mu.brokers[id]
+	b.lastHeartbeat = c.now()
 	b.info.Alive = true
 	b.fencedBySession = false
+	c.publishEpochsLocked()
 	for _, name := range c.sortedTopicsLocked() {
 		t := c.mu.topics[name]
 		for i := range t.parts {
@@ -249,6 +302,26 @@ func (c *Controller) brokerUp(id int32, fromHeartbeat bool) {
 			}
 		}
 	}
+}
+
+// ReportOfflineLogDir is a broker's report that its log directory failed (a write, fsync or
+// truncation error: KAFKA_STORAGE_ERROR; Kafka's offline log dir). The broker (incarnation
+// brokerEpoch; -1 skips the check) is fenced as BrokerDown does, so its leaderships move and
+// it leaves the ISRs, and it stays fenced until it registers again (a restart with the disk
+// repaired).
+func (c *Controller) ReportOfflineLogDir(id int32, brokerEpoch int64) {
+	snap := c.snapshotOffsets(func(st *PartitionState) bool { return st.Leader == id })
+	c.lock()
+	defer c.unlock()
+	b, ok := c.mu.brokers[id]
+	if !ok || (brokerEpoch >= 0 && brokerEpoch != b.epoch) {
+		return
+	}
+	b.offlineDir = true
+	if b.info.Alive {
+		c.fenceLocked(id, false, snap)
+	}
+	b.fencedBySession = false
 }
 
 // ElectLeader runs an election requested by a tool or a fault injector, with
@@ -281,8 +354,8 @@ func (c *Controller) ElectLeader(topic string, p int32, unclean bool) (Partition
 			snap = queryOffsets(o, []offJob{{tpKey{topic, p}, replicas}})
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	st := c.partLocked(topic, p)
 	if st == nil {
 		return PartitionState{}, fmt.Errorf("elect leader %s-%d: %w", topic, p, kerr.UnknownTopicOrPartition)
@@ -292,7 +365,7 @@ func (c *Controller) ElectLeader(topic string, p int32, unclean bool) (Partition
 		switch {
 		case st.Leader == pref:
 			return st.Clone(), fmt.Errorf("elect preferred leader %s-%d: broker %d already leads: %w", topic, p, pref, kerr.ElectionNotNeeded)
-		case !c.aliveLocked(pref) || !slices.Contains(st.ISR, pref):
+		case !c.aliveLocked(pref) || !slices.Contains(st.ISR, pref) || slices.Contains(c.damagedLocked(topic, p), pref):
 			return st.Clone(), fmt.Errorf("elect preferred leader %s-%d: preferred replica %d is fenced or not in ISR %v: %w",
 				topic, p, pref, st.ISR, kerr.PreferredLeaderNotAvailable)
 		}
@@ -317,8 +390,8 @@ func (c *Controller) ElectLeader(topic string, p int32, unclean bool) (Partition
 // not an alive ISR member; kerr.UnknownTopicOrPartition for unknown
 // partitions.
 func (c *Controller) TransferLeader(topic string, p int32, to int32) (PartitionState, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	st := c.partLocked(topic, p)
 	if st == nil {
 		return PartitionState{}, fmt.Errorf("transfer leader %s-%d: %w", topic, p, kerr.UnknownTopicOrPartition)
@@ -326,33 +399,52 @@ func (c *Controller) TransferLeader(topic string, p int32, to int32) (PartitionS
 	switch {
 	case st.Leader == to:
 		return st.Clone(), fmt.Errorf("transfer leader %s-%d: broker %d already leads: %w", topic, p, to, kerr.ElectionNotNeeded)
-	case !slices.Contains(st.ISR, to) || !c.aliveLocked(to):
-		return st.Clone(), fmt.Errorf("transfer leader %s-%d: broker %d is not an alive member of ISR %v: %w",
+	case !slices.Contains(st.ISR, to) || !c.aliveLocked(to) || slices.Contains(c.damagedLocked(topic, p), to):
+		return st.Clone(), fmt.Errorf("transfer leader %s-%d: broker %d is not an alive, undamaged member of ISR %v: %w",
 			topic, p, to, st.ISR, kerr.InvalidRequest)
 	}
 	c.installLeaderLocked(st, to, false, nil)
 	return st.Clone(), nil
 }
 
-// AlterPartition is the leader's request to change a partition's ISR
-// (Kafka's AlterPartition). leader, leaderEpoch and partitionEpoch must be
-// the partition's current ones; isr must contain the leader, name only
-// assigned replicas, each once, and no fenced broker. On success the ISR is
-// replaced by a copy of isr, PartitionEpoch is bumped, subscribers are
-// notified and the new state is returned; an isr equal to the current one
-// (same members, same order) changes nothing and returns the current state.
+// AlterPartitionRequest is a leader's request to change a partition's ISR (Kafka's
+// AlterPartition, with the broker epochs of KIP-903).
+type AlterPartitionRequest struct {
+	Topic     string
+	Partition int32
+	Leader    int32
+	// LeaderBrokerEpoch is the leader's broker epoch (-1 skips the check).
+	LeaderBrokerEpoch int64
+	LeaderEpoch       int32
+	PartitionEpoch    int32
+	ISR               []int32
+	// BrokerEpochs, parallel to ISR, is the broker epoch of each member's fetches as the
+	// leader saw them (-1 unknown). A member the change adds must have its current one.
+	BrokerEpochs []int64
+}
+
+// AlterPartition is the leader's request to change a partition's ISR. The leader, its
+// broker epoch, the leader epoch and the partition epoch must be the current ones; the ISR
+// must contain the leader, name only assigned replicas, each once, and no fenced broker; a
+// member the change adds must be fetching from its current incarnation (its broker epoch).
+// On success the ISR is replaced by a copy, PartitionEpoch is bumped, the change is
+// recorded and subscribers are notified, and the new state is returned; an ISR equal to
+// the current one (same members, same order) changes nothing and returns the current
+// state. A damaged replica added back to the ISR is no longer damaged (it caught up from
+// the leader).
 //
-// Errors: kerr.UnknownTopicOrPartition; kerr.NotLeaderForPartition if leader
-// is not the current leader; kerr.FencedLeaderEpoch if leaderEpoch is not the
-// current one; kerr.InvalidUpdateVersion if partitionEpoch is not the current
-// one; kerr.InvalidRequest if isr lacks the leader, names a non-replica or a
-// broker twice; kerr.InvalidRequest together with kerr.IneligibleReplica
-// (errors.Is matches both; the first is the error code) if isr names a fenced
-// broker. On error the current state is returned too (zero for unknown
-// partitions).
-func (c *Controller) AlterPartition(topic string, p int32, leader, leaderEpoch, partitionEpoch int32, isr []int32) (PartitionState, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// Errors: kerr.UnknownTopicOrPartition; kerr.NotLeaderForPartition if Leader is not the
+// current leader; kerr.StaleBrokerEpoch if the leader's broker epoch is not its current
+// registration's; kerr.FencedLeaderEpoch if LeaderEpoch is not the current one;
+// kerr.InvalidUpdateVersion if PartitionEpoch is not the current one; kerr.InvalidRequest if
+// the ISR lacks the leader, names a non-replica or a broker twice; kerr.InvalidRequest
+// together with kerr.IneligibleReplica (errors.Is matches both; the first is the error
+// code) if it names a fenced broker or adds one with a stale or unknown broker epoch. On
+// error the current state is returned too (zero for unknown partitions).
+func (c *Controller) AlterPartition(req AlterPartitionRequest) (PartitionState, error) {
+	c.lock()
+	defer c.unlock()
+	topic, p, leader, isr := req.Topic, req.Partition, req.Leader, req.ISR
 	st := c.partLocked(topic, p)
 	if st == nil {
 		return PartitionState{}, fmt.Errorf("alter partition %s-%d: %w", topic, p, kerr.UnknownTopicOrPartition)
@@ -362,12 +454,15 @@ func (c *Controller) AlterPartition(topic string, p int32, leader, leaderEpoch, 
 	case leader != st.Leader:
 		return cur, fmt.Errorf("alter partition %s-%d: broker %d is not the leader (leader is %d): %w",
 			topic, p, leader, st.Leader, kerr.NotLeaderForPartition)
-	case leaderEpoch != st.LeaderEpoch:
+	case req.LeaderBrokerEpoch >= 0 && req.LeaderBrokerEpoch != c.mu.brokers[leader].epoch:
+		return cur, fmt.Errorf("alter partition %s-%d: leader %d broker epoch %d is not its current registration's %d: %w",
+			topic, p, leader, req.LeaderBrokerEpoch, c.mu.brokers[leader].epoch, kerr.StaleBrokerEpoch)
+	case req.LeaderEpoch != st.LeaderEpoch:
 		return cur, fmt.Errorf("alter partition %s-%d: leader epoch %d is not the current %d: %w",
-			topic, p, leaderEpoch, st.LeaderEpoch, kerr.FencedLeaderEpoch)
-	case partitionEpoch != st.PartitionEpoch:
+			topic, p, req.LeaderEpoch, st.LeaderEpoch, kerr.FencedLeaderEpoch)
+	case req.PartitionEpoch != st.PartitionEpoch:
 		return cur, fmt.Errorf("alter partition %s-%d: partition epoch %d is not the current %d: %w",
-			topic, p, partitionEpoch, st.PartitionEpoch, kerr.InvalidUpdateVersion)
+			topic, p, req.PartitionEpoch, st.PartitionEpoch, kerr.InvalidUpdateVersion)
 	case !slices.Contains(isr, leader):
 		return cur, fmt.Errorf("alter partition %s-%d: proposed ISR %v lacks the leader %d: %w",
 			topic, p, isr, leader, kerr.InvalidRequest)
@@ -385,6 +480,16 @@ func (c *Controller) AlterPartition(topic string, p int32, leader, leaderEpoch, 
 			return cur, fmt.Errorf("alter partition %s-%d: proposed ISR %v names fenced broker %d: %w: %w",
 				topic, p, isr, r, kerr.InvalidRequest, kerr.IneligibleReplica)
 		}
+		if !slices.Contains(st.ISR, r) {
+			var e int64 = -1
+			if i < len(req.BrokerEpochs) {
+				e = req.BrokerEpochs[i]
+			}
+			if cur := c.mu.brokers[r].epoch; e != cur {
+				return st.Clone(), fmt.Errorf("alter partition %s-%d: proposed ISR %v adds broker %d with broker epoch %d, its current registration is %d: %w: %w",
+					topic, p, isr, r, e, cur, kerr.InvalidRequest, kerr.IneligibleReplica)
+			}
+		}
 	}
 	if slices.Equal(isr, st.ISR) {
 		return cur, nil
@@ -393,9 +498,55 @@ func (c *Controller) AlterPartition(topic string, p int32, leader, leaderEpoch, 
 	next.ISR = slices.Clone(isr)
 	next.PartitionEpoch++
 	c.mu.isrChanges++
-	*st = next // not commitLocked: a leader's own shrink is its IsrShrinksPerSec
-	c.notifyLocked(st)
+	for _, r := range isr {
+		if !slices.Contains(st.ISR, r) {
+			c.clearDamagedLocked(TopicPartition{topic, p}, r)
+		}
+	}
+	c.storeLocked(st, next) // not commitLocked: a leader's own shrink is its IsrShrinksPerSec
 	return st.Clone(), nil
+}
+
+// damagedLocked returns the brokers whose replica of topic-p is damaged (shared: do not
+// modify).
+func (c *Controller) damagedLocked(topic string, p int32) []int32 {
+	if t, ok := c.mu.topics[topic]; ok {
+		return t.damaged[p]
+	}
+	return nil
+}
+
+func (c *Controller) markDamagedLocked(tp TopicPartition, id int32) {
+	t, ok := c.mu.topics[tp.Topic]
+	if !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.parts) || slices.Contains(t.damaged[tp.Partition], id) {
+		return
+	}
+	if t.damaged == nil {
+		t.damaged = map[int32][]int32{}
+	}
+	t.damaged[tp.Partition] = append(slices.Clone(t.damaged[tp.Partition]), id)
+	c.recordDamagedLocked(t, tp.Partition)
+}
+
+func (c *Controller) clearDamagedLocked(tp TopicPartition, id int32) {
+	t, ok := c.mu.topics[tp.Topic]
+	if !ok || !slices.Contains(t.damaged[tp.Partition], id) {
+		return
+	}
+	d := slices.DeleteFunc(slices.Clone(t.damaged[tp.Partition]), func(b int32) bool { return b == id })
+	if len(d) == 0 {
+		delete(t.damaged, tp.Partition)
+	} else {
+		t.damaged[tp.Partition] = d
+	}
+	c.recordDamagedLocked(t, tp.Partition)
+}
+
+// Damaged returns the brokers whose replica of topic-p is recorded as damaged.
+func (c *Controller) Damaged(topic string, p int32) []int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.damagedLocked(topic, p))
 }
 
 func (c *Controller) sortedTopicsLocked() []string {

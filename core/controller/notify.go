@@ -3,22 +3,48 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 )
 
-// subscriber delivers the partition changes of one broker to fn, in order,
-// from its own goroutine. Lock order: Controller.mu before subscriber.mu;
-// fn runs with neither held.
+// Update is one metadata change delivered to a subscriber, in commit order: exactly one of
+// Partition and Topic is set.
+type Update struct {
+	// Partition is a partition's new state (leader, epochs, ISR).
+	Partition *PartitionState
+	// Topic is a change of a topic as a whole: its configs, or its deletion.
+	Topic *TopicUpdate
+}
+
+// TopicUpdate is a topic-level change: the topic's config overrides after the change, or
+// the topic's deletion.
+type TopicUpdate struct {
+	Name    string
+	Configs map[string]string // private copy
+	Deleted bool
+}
+
+// outMsg is a notification waiting for the operation's metadata records to be persisted.
+type outMsg struct {
+	u        Update
+	replicas []int32 // brokers that get it
+}
+
+func (m outMsg) forBroker(id int32) bool { return slices.Contains(m.replicas, id) }
+
+// subscriber delivers the changes of one broker to fn, in order,
+// from its own goroutine (or from DeliverPending, with Config.ManualDelivery).
+// Lock order: Controller.mu before subscriber.mu; fn runs with neither held.
 type subscriber struct {
 	c      *Controller
 	broker int32
-	fn     func(PartitionState)
+	fn     func(Update)
 	wake   chan struct{} // capacity 1: "queue non-empty or stopped"
 
 	mu struct {
 		sync.Mutex
-		queue   []PartitionState // FIFO; queue[head:] are pending
+		queue   []Update // FIFO; queue[head:] are pending
 		head    int
 		stopped bool
 		exited  bool
@@ -35,19 +61,21 @@ type syncWaiter struct {
 }
 
 // Subscribe calls fn with every change of a partition for which broker is a
-// replica (leader or ISR or epochs), in change order; first, at subscription,
-// with the current state of each such partition (ordered by topic name, then
-// partition). Each subscriber has an unbounded FIFO queue and one delivery
-// goroutine, so fn is never called under the controller lock and may call
-// any Controller method (but not Sync for its own broker, which would wait
-// for itself). A broker may have several subscriptions; each gets every
-// change.
+// replica (leader or ISR or epochs) and of such a partition's topic (configs,
+// deletion), in change order; first, at subscription, with the current state of
+// each such partition (ordered by topic name, then partition). Each subscriber has
+// an unbounded FIFO queue and one delivery goroutine (none with
+// Config.ManualDelivery: DeliverPending delivers), so fn is never called under the
+// controller lock and may call any Controller method (but not Sync for its own
+// broker, which would wait for itself). A broker may have several subscriptions;
+// each gets every change. Changes are delivered only after they are durable in
+// the metadata log.
 //
 // cancel stops delivery: after it returns no new fn call starts (pending
 // states are dropped). cancel does not wait for a call already running, so
 // fn may call it; use Sync to wait for that. cancel is idempotent and safe
 // for concurrent use.
-func (c *Controller) Subscribe(broker int32, fn func(PartitionState)) (cancel func()) {
+func (c *Controller) Subscribe(broker int32, fn func(Update)) (cancel func()) {
 	s := &subscriber{c: c, broker: broker, fn: fn, wake: make(chan struct{}, 1)}
 	c.mu.Lock()
 	if c.mu.closed {
@@ -58,14 +86,92 @@ func (c *Controller) Subscribe(broker int32, fn func(PartitionState)) (cancel fu
 		t := c.mu.topics[name]
 		for i := range t.parts {
 			if slices.Contains(t.parts[i].Replicas, broker) {
-				s.push(&t.parts[i])
+				st := t.parts[i].Clone()
+				s.push(Update{Partition: &st})
 			}
 		}
 	}
 	c.mu.subs[s] = struct{}{}
 	c.mu.Unlock()
-	go s.run()
+	if !c.cfg.ManualDelivery {
+		go s.run()
+	}
 	return s.stop
+}
+
+// DeliverPending delivers, on the caller's goroutine, up to max (<= 0: all) of the changes
+// queued for broker's subscriptions, in order, and returns how many it delivered. Only with
+// Config.ManualDelivery (the simulator decides when a broker learns of a change); a
+// cancelled subscription delivers nothing and is forgotten.
+func (c *Controller) DeliverPending(broker int32, max int) int {
+	if !c.cfg.ManualDelivery {
+		panic("BUG: controller.DeliverPending without Config.ManualDelivery")
+	}
+	c.mu.Lock()
+	var subs []*subscriber
+	for s := range c.mu.subs {
+		if s.broker == broker {
+			subs = append(subs, s)
+		}
+	}
+	c.mu.Unlock()
+	n := 0
+	for _, s := range subs {
+		for max <= 0 || n < max {
+			if !s.deliverOne() {
+				break
+			}
+			n++
+		}
+	}
+	return n
+}
+
+// Pending returns the number of changes queued for broker's subscriptions.
+func (c *Controller) Pending(broker int32) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for s := range c.mu.subs {
+		if s.broker == broker {
+			s.mu.Lock()
+			n += len(s.mu.queue) - s.mu.head
+			s.mu.Unlock()
+		}
+	}
+	return n
+}
+
+// deliverOne delivers the next queued change (manual delivery); false when none is queued
+// or the subscription stopped (it is then forgotten).
+func (s *subscriber) deliverOne() bool {
+	s.mu.Lock()
+	if s.mu.stopped {
+		s.mu.exited = true
+		s.releaseLocked()
+		s.mu.Unlock()
+		s.c.mu.Lock()
+		delete(s.c.mu.subs, s)
+		s.c.mu.Unlock()
+		return false
+	}
+	if s.mu.head == len(s.mu.queue) {
+		s.mu.Unlock()
+		return false
+	}
+	u := s.mu.queue[s.mu.head]
+	s.mu.queue[s.mu.head] = Update{}
+	s.mu.head++
+	if s.mu.head == len(s.mu.queue) {
+		s.mu.queue, s.mu.head = s.mu.queue[:0], 0
+	}
+	s.mu.Unlock()
+	s.fn(u)
+	s.mu.Lock()
+	s.mu.done++
+	s.releaseLocked()
+	s.mu.Unlock()
+	return true
 }
 
 // Sync waits until every state enqueued so far for broker's subscribers
@@ -99,24 +205,45 @@ func (c *Controller) Sync(ctx context.Context, broker int32) error {
 	return nil
 }
 
-// notifyLocked enqueues st for every subscriber of a replica of st. Called
-// with c.mu held, after each change, so every queue sees changes in order.
+// notifyLocked queues st for every subscriber of a replica of st, to be delivered once the
+// operation's records are persisted (unlock). Called with c.mu held, after each change, so
+// every queue sees changes in order.
 func (c *Controller) notifyLocked(st *PartitionState) {
-	for s := range c.mu.subs {
-		if slices.Contains(st.Replicas, s.broker) {
-			s.push(st)
-		}
-	}
+	cl := st.Clone()
+	c.mu.outbox = append(c.mu.outbox, outMsg{u: Update{Partition: &cl}, replicas: cl.Replicas})
 }
 
-// push enqueues a private copy of st unless s is stopped.
-func (s *subscriber) push(st *PartitionState) {
+// notifyTopicLocked queues a topic change for the brokers hosting any of t's partitions.
+func (c *Controller) notifyTopicLocked(t *topicState, deleted bool) {
+	var hosts []int32
+	for i := range t.parts {
+		for _, r := range t.parts[i].Replicas {
+			if !slices.Contains(hosts, r) {
+				hosts = append(hosts, r)
+			}
+		}
+	}
+	u := &TopicUpdate{Name: t.name, Configs: maps.Clone(t.configs), Deleted: deleted}
+	c.mu.outbox = append(c.mu.outbox, outMsg{u: Update{Topic: u}, replicas: hosts})
+}
+
+// push enqueues u unless s is stopped. u's contents are private to the subscriber.
+func (s *subscriber) push(u Update) {
 	s.mu.Lock()
 	if s.mu.stopped {
 		s.mu.Unlock()
 		return
 	}
-	s.mu.queue = append(s.mu.queue, st.Clone())
+	if u.Partition != nil {
+		st := u.Partition.Clone()
+		u.Partition = &st
+	}
+	if u.Topic != nil {
+		t := *u.Topic
+		t.Configs = maps.Clone(t.Configs)
+		u.Topic = &t
+	}
+	s.mu.queue = append(s.mu.queue, u)
 	s.mu.enq++
 	s.mu.Unlock()
 	select {
@@ -174,7 +301,7 @@ func (s *subscriber) run() {
 			return
 		}
 		st := s.mu.queue[s.mu.head]
-		s.mu.queue[s.mu.head] = PartitionState{}
+		s.mu.queue[s.mu.head] = Update{}
 		s.mu.head++
 		if s.mu.head == len(s.mu.queue) {
 			s.mu.queue, s.mu.head = s.mu.queue[:0], 0

@@ -38,13 +38,13 @@ func TestSubscribeDeliversInOrder(t *testing.T) {
 	c, _ := newTestController(t, 3, Config{})
 	mustCreate(t, c, "a", 3, 2, nil) // a-0 [1 2], a-1 [2 3], a-2 [3 1]
 	var r3 recorder
-	cancel := c.Subscribe(3, r3.fn)
+	cancel := c.Subscribe(3, onPartition(r3.fn))
 	defer cancel()
 	mustCreate(t, c, "b", 1, 3, nil) // b-0 [2 3 1]
 	c.BrokerDown(2)                  // a-0 shrink, a-1 -> leader 3, b-0 -> leader 3
 	c.BrokerUp(2)
 	cur := mustPart(t, c, "a", 1)
-	if _, err := c.AlterPartition("a", 1, 3, cur.LeaderEpoch, cur.PartitionEpoch, []int32{3, 2}); err != nil {
+	if _, err := alterISR(c, "a", 1, 3, cur.LeaderEpoch, cur.PartitionEpoch, []int32{3, 2}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Sync(syncCtx(t), 3); err != nil {
@@ -96,7 +96,7 @@ func TestSubscribeReentrant(t *testing.T) {
 		last[id] = map[int32]int32{}
 	}
 	for id := int32(1); id <= 3; id++ {
-		cancels = append(cancels, c.Subscribe(id, func(st PartitionState) {
+		cancels = append(cancels, c.Subscribe(id, onPartition(func(st PartitionState) {
 			// Reads under a held lock would deadlock here.
 			if _, ok := c.Partition(st.Topic, st.Partition); !ok {
 				t.Errorf("partition vanished")
@@ -116,9 +116,9 @@ func TestSubscribeReentrant(t *testing.T) {
 					b, _ := c.Broker(r)
 					return !b.Alive
 				})
-				_, _ = c.AlterPartition(st.Topic, st.Partition, id, st.LeaderEpoch, st.PartitionEpoch, full)
+				_, _ = alterISR(c, st.Topic, st.Partition, id, st.LeaderEpoch, st.PartitionEpoch, full)
 			}
-		}))
+		})))
 	}
 	for round := 0; round < 20; round++ {
 		down := int32(round%3) + 1
@@ -136,11 +136,11 @@ func TestSubscribeReentrant(t *testing.T) {
 	var n int
 	var cancelSelf func()
 	ready := make(chan struct{})
-	cancelSelf = c.Subscribe(1, func(PartitionState) {
+	cancelSelf = c.Subscribe(1, onPartition(func(PartitionState) {
 		<-ready
 		n++
 		once.Do(func() { cancelSelf() })
-	})
+	}))
 	close(ready)
 	if err := c.Sync(syncCtx(t), 1); err != nil {
 		t.Fatal(err)
@@ -160,11 +160,11 @@ func TestCancelStopsDelivery(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
 	var r recorder
-	cancel := c.Subscribe(1, func(st PartitionState) {
+	cancel := c.Subscribe(1, onPartition(func(st PartitionState) {
 		r.fn(st)
 		entered <- struct{}{}
 		<-release
-	})
+	}))
 	<-entered // blocked in the callback with the initial state
 	c.BrokerDown(2)
 	c.BrokerUp(2) // queued behind the blocked callback
@@ -184,7 +184,7 @@ func TestCancelStopsDelivery(t *testing.T) {
 	// After Close, Subscribe delivers nothing.
 	c.Close()
 	var r2 recorder
-	c.Subscribe(1, r2.fn)()
+	c.Subscribe(1, onPartition(r2.fn))()
 	if err := c.Sync(syncCtx(t), 1); err != nil || len(r2.states()) != 0 {
 		t.Fatalf("subscribe after Close: %v %v", err, r2.states())
 	}
@@ -199,7 +199,7 @@ func TestConcurrentStress(t *testing.T) {
 	recs := make([]*recorder, 6)
 	for id := int32(1); id <= 5; id++ {
 		recs[id] = &recorder{}
-		defer c.Subscribe(id, recs[id].fn)()
+		defer c.Subscribe(id, onPartition(recs[id].fn))()
 	}
 	var wg sync.WaitGroup
 	for g := int32(1); g <= 5; g++ {
@@ -213,13 +213,13 @@ func TestConcurrentStress(t *testing.T) {
 				case 1:
 					c.BrokerUp(g)
 				case 2:
-					c.Heartbeat(g)
+					c.Heartbeat(g, -1)
 					c.CheckSessions()
 				case 3:
 					sts, _ := c.Partitions("s")
 					for _, st := range sts {
 						if st.Leader == g {
-							_, _ = c.AlterPartition("s", st.Partition, g, st.LeaderEpoch, st.PartitionEpoch, []int32{g})
+							_, _ = alterISR(c, "s", st.Partition, g, st.LeaderEpoch, st.PartitionEpoch, []int32{g})
 						}
 					}
 				}

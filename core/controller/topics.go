@@ -40,7 +40,11 @@ const (
 type configCheck func(v string, rf int16) (string, error)
 
 // topicConfigs maps each supported key to its validator, which returns the
-// normalized value. Ranges are Kafka's (LogConfig's ConfigDef).
+// normalized value. Ranges are Kafka's (LogConfig's ConfigDef). Every accepted value
+// is applied: the brokers reconfigure their replicas on a change (min.insync.replicas,
+// retention, segment size, index interval, flush policy, max.message.bytes), the
+// controller applies unclean.leader.election.enable; the keys of features isrbench does
+// not implement accept only Kafka's default value, so nothing is accepted and ignored.
 var topicConfigs = map[string]configCheck{
 	ConfigMinInsyncReplicas: func(v string, rf int16) (string, error) {
 		return intIn(v, 1, int64(rf), "an integer in [1, replication factor %d]", rf)
@@ -51,23 +55,32 @@ var topicConfigs = map[string]configCheck{
 	ConfigSegmentBytes: func(v string, _ int16) (string, error) {
 		return intIn(v, 14, 1<<31-1, "an integer in [14, 2147483647] bytes")
 	},
-	ConfigSegmentMs: longAtLeast(1, "milliseconds"),
-	ConfigSegmentIndexBytes: func(v string, _ int16) (string, error) {
-		return intIn(v, 4, 1<<31-1, "an integer in [4, 2147483647] bytes")
-	},
 	ConfigIndexIntervalBytes: func(v string, _ int16) (string, error) {
 		return intIn(v, 0, 1<<31-1, "an integer in [0, 2147483647] bytes")
 	},
 	ConfigFlushMessages: longAtLeast(1, "messages"),
 	ConfigFlushMs:       longAtLeast(0, "milliseconds"),
-	ConfigCleanupPolicy: oneOf("delete"),
 	ConfigMaxMessageBytes: func(v string, _ int16) (string, error) {
 		return intIn(v, 0, 1<<31-1, "an integer in [0, 2147483647] bytes")
 	},
-	ConfigMessageTimestampType: oneOf("CreateTime", "LogAppendTime"),
-	ConfigCompressionType:      oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
-	ConfigFileDeleteDelayMs:    longAtLeast(0, "milliseconds"),
-	ConfigPreallocate:          boolean,
+	// Features isrbench does not implement: only Kafka's default is accepted.
+	ConfigCleanupPolicy:        onlyDefault("delete", "log compaction is not implemented"),
+	ConfigMessageTimestampType: onlyDefault("CreateTime", "LogAppendTime (broker-assigned timestamps) is not implemented"),
+	ConfigCompressionType:      onlyDefault("producer", "the broker keeps the producer's compression; recompression is not implemented"),
+	ConfigSegmentMs:            onlyDefault("604800000", "time-based segment rolling is not implemented"),
+	ConfigSegmentIndexBytes:    onlyDefault("10485760", "the offset index has no size limit"),
+	ConfigFileDeleteDelayMs:    onlyDefault("60000", "segments are deleted at once"),
+	ConfigPreallocate:          onlyDefault("false", "segment preallocation is not implemented"),
+}
+
+// onlyDefault accepts Kafka's default value only, saying why no other is.
+func onlyDefault(def, why string) configCheck {
+	return func(v string, _ int16) (string, error) {
+		if strings.TrimSpace(v) == def {
+			return def, nil
+		}
+		return "", fmt.Errorf("isrbench supports only %s (%s)", def, why)
+	}
 }
 
 // SupportedTopicConfigs returns the topic config names CreateTopic accepts,
@@ -120,18 +133,6 @@ func boolean(v string, _ int16) (string, error) {
 	return "", fmt.Errorf("must be true or false")
 }
 
-func oneOf(allowed ...string) configCheck {
-	return func(v string, _ int16) (string, error) {
-		t := strings.TrimSpace(v)
-		for _, a := range allowed {
-			if t == a {
-				return a, nil
-			}
-		}
-		return "", fmt.Errorf("must be one of %s (isrbench supports no other)", strings.Join(allowed, ", "))
-	}
-}
-
 // ValidateTopicName checks name against Kafka's topic name rules: 1 to 249
 // characters from [a-zA-Z0-9._-], not "." or "..". Errors wrap
 // kerr.InvalidTopicException.
@@ -173,8 +174,8 @@ func ValidateTopicName(name string) error {
 // (InvalidPartitions); rf < 1 or > alive brokers (InvalidReplicationFactor);
 // an unknown config key or bad value (InvalidConfig).
 func (c *Controller) CreateTopic(name string, partitions int32, rf int16, configs map[string]string) ([]PartitionState, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	norm, err := c.validateCreateLocked(name, partitions, rf, configs)
 	if err != nil {
 		return nil, err
@@ -200,7 +201,9 @@ func (c *Controller) CreateTopic(name string, partitions int32, rf int16, config
 		out[p] = t.parts[p].Clone()
 	}
 	c.mu.topics[name] = t
+	c.recordTopicLocked(t)
 	for p := range t.parts {
+		c.recordPartitionLocked(&t.parts[p])
 		c.notifyLocked(&t.parts[p])
 	}
 	return out, nil
@@ -288,6 +291,23 @@ func (c *Controller) Partitions(topic string) ([]PartitionState, bool) {
 	return out, true
 }
 
+// PartitionsOf returns copies of the states of every partition broker hosts a replica of,
+// ordered by topic, then partition.
+func (c *Controller) PartitionsOf(broker int32) []PartitionState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []PartitionState
+	for _, name := range c.sortedTopicsLocked() {
+		t := c.mu.topics[name]
+		for i := range t.parts {
+			if slices.Contains(t.parts[i].Replicas, broker) {
+				out = append(out, t.parts[i].Clone())
+			}
+		}
+	}
+	return out
+}
+
 // Partition returns a copy of one partition's state; ok is false if the
 // topic or partition does not exist.
 func (c *Controller) Partition(topic string, p int32) (PartitionState, bool) {
@@ -324,8 +344,8 @@ func (c *Controller) uncleanLocked(topic string) bool {
 // validated as in CreateTopic (against the topic's replication factor) and
 // the change is all-or-nothing. When the change enables unclean leader
 // election, the topic's offline partitions get an unclean election at once
-// (as the KRaft controller does). Topic config changes are not delivered to
-// subscribers: brokers read TopicConfig when they need it.
+// (as the KRaft controller does). The change is delivered to the brokers hosting the
+// topic (a TopicUpdate), which apply it to their replicas.
 //
 // Errors: kerr.UnknownTopicOrPartition for an unknown topic; kerr.InvalidConfig
 // naming the key for an unknown key or a bad value, or a key both set and
@@ -349,8 +369,8 @@ func (c *Controller) AlterTopicConfig(topic string, set map[string]string, del [
 			snap = queryOffsets(o, jobs)
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	t, ok := c.mu.topics[topic]
 	if !ok {
 		return fmt.Errorf("alter topic config %q: %w", topic, kerr.UnknownTopicOrPartition)
@@ -374,6 +394,8 @@ func (c *Controller) AlterTopicConfig(topic string, set map[string]string, del [
 		delete(next, k)
 	}
 	t.configs = next
+	c.recordTopicLocked(t)
+	c.notifyTopicLocked(t, false)
 	if c.uncleanLocked(topic) {
 		for i := range t.parts {
 			st := &t.parts[i]

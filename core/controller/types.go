@@ -3,6 +3,8 @@ package controller
 import (
 	"strconv"
 	"strings"
+
+	"github.com/isrbench/isrbench/core/vfs"
 )
 
 // NoLeader is the Leader value of a partition without a leader (offline),
@@ -93,6 +95,16 @@ type Config struct {
 	// Now returns the current time in nanoseconds (any fixed origin). nil
 	// means time.Now().UnixNano(). Tests inject a fake clock here.
 	Now func() int64
+	// Dir, if set, keeps the metadata durable in a metadata log there (see Open); FS is
+	// its file system (nil: vfs.OS).
+	Dir string
+	FS  vfs.FS
+	// ManualDelivery: subscriptions get no delivery goroutine; DeliverPending delivers
+	// (the deterministic simulator decides when each broker learns of a change).
+	ManualDelivery bool
+	// Logf receives the controller's log lines (metadata log errors); nil = the standard
+	// logger.
+	Logf func(format string, args ...any)
 }
 
 // DefaultBrokerSessionTimeoutMs is Kafka's broker.session.timeout.ms default.

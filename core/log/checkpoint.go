@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/isrbench/isrbench/core/vfs"
 )
 
 // WriteCheckpoint atomically replaces the checkpoint file at path with Kafka's checkpoint text
@@ -22,7 +23,7 @@ import (
 // leaves either the old or the new file, never a mix. A stale .tmp from an earlier crash is
 // overwritten. Lines must not contain a newline. Safe for concurrent use on different paths;
 // callers serialise writes to one path.
-func WriteCheckpoint(path string, version int, lines []string) error {
+func WriteCheckpoint(fs vfs.FS, path string, version int, lines []string) error {
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "%d\n%d\n", version, len(lines))
 	for i, l := range lines {
@@ -32,37 +33,8 @@ func WriteCheckpoint(path string, version int, lines []string) error {
 		buf.WriteString(l)
 		buf.WriteByte('\n')
 	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
+	if err := vfs.WriteFileAtomic(vfs.Or(fs), path, buf.Bytes()); err != nil {
 		return fmt.Errorf("log: checkpoint %s: %w", path, err)
-	}
-	if _, err := f.Write(buf.Bytes()); err != nil {
-		f.Close()
-		return fmt.Errorf("log: checkpoint %s: write temp: %w", path, err)
-	}
-	if err := syncFile(f); err != nil {
-		f.Close()
-		return fmt.Errorf("log: checkpoint %s: fsync temp: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("log: checkpoint %s: close temp: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("log: checkpoint %s: rename: %w", path, err)
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("log: open dir %s for fsync: %w", dir, err)
-	}
-	err = syncFile(d)
-	d.Close()
-	if err != nil {
-		return fmt.Errorf("log: fsync dir %s: %w", dir, err)
 	}
 	return nil
 }
@@ -71,8 +43,8 @@ func syncDir(dir string) error {
 // (0, nil, nil): callers treat it as "no checkpoint yet". A malformed file (bad version or
 // count line, fewer or more lines than the count says) is an error naming the problem.
 // A leftover path+".tmp" is ignored.
-func ReadCheckpoint(path string) (version int, lines []string, err error) {
-	data, err := os.ReadFile(path)
+func ReadCheckpoint(fs vfs.FS, path string) (version int, lines []string, err error) {
+	data, err := vfs.ReadFile(vfs.Or(fs), path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil, nil
 	}
@@ -119,6 +91,3 @@ func ReadCheckpoint(path string) (version int, lines []string, err error) {
 	}
 	return version, lines, nil
 }
-
-// syncFile is fsync; a variable so fuzz tests can skip the disk flushes.
-var syncFile = (*os.File).Sync

@@ -56,9 +56,9 @@
 // recovery point to the LEO and reports all of it in Recovery. Then Append, Read, TruncateTo,
 // TruncateFullyAndStartAt, ApplyRetention and Flush, in any order from any goroutine. Close
 // fsyncs everything and persists the recovery point; Abandon closes the files writing nothing,
-// as a killed process would; SimulatePowerLoss instead drops every byte not known to be
-// fsynced, as a machine crash would. Either way the Log is then unusable
-// (ErrClosed) and the directory is re-Opened.
+// as a killed process would. Either way the Log is then unusable (ErrClosed) and the
+// directory is re-Opened. A machine crash is the file system's business: Config.FS may be a
+// vfs.MemFS or vfs.PowerLossFS, whose Crash keeps only what was fsynced.
 //
 // A failed write, fsync, truncate or file creation poisons the Log: every later call returns an
 // error wrapping kerr.KafkaStorageError (Kafka takes the log directory offline). There is no

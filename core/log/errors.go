@@ -6,7 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// ErrClosed is returned by calls on a closed Log (after Close or SimulatePowerLoss). It wraps
+// ErrClosed is returned by calls on a closed Log (after Close or Abandon). It wraps
 // kerr.KafkaStorageError.
 var ErrClosed = fmt.Errorf("log: closed: %w", kerr.KafkaStorageError)
 

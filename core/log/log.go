@@ -10,8 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/isrbench/isrbench/core/records"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/isrbench/isrbench/core/records"
+	"github.com/isrbench/isrbench/core/vfs"
 )
 
 // RecoveryPointFile is the checkpoint in a replica directory holding the recovery point: the
@@ -27,11 +29,13 @@ const RecoveryPointFile = "recovery-point"
 type Log struct {
 	dir    string
 	cfg    Config
+	fs     vfs.FS
 	w      Writer
-	fsync  func(*os.File) error
+	syncer Syncer // nil: File.Sync
 	nowMs  func() int64
 	flushT bool // flush.ms is finite
 
+	segBytes atomic.Int64 // cfg.SegmentBytes, read lock-free by Append's validation
 	leo      atomic.Int64 // exclusive; published after the write
 	logStart atomic.Int64 // inclusive; mirror of segs[0].base
 	size     atomic.Int64
@@ -94,18 +98,18 @@ func Open(dir string, cfg Config) (*Log, Recovery, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, Recovery{}, err
 	}
-	l := &Log{dir: dir, cfg: cfg, w: cfg.Writer, nowMs: cfg.NowMs, flushT: cfg.FlushMs != math.MaxInt64}
+	l := &Log{dir: dir, cfg: cfg, fs: vfs.Or(cfg.FS), w: cfg.Writer, nowMs: cfg.NowMs, flushT: cfg.FlushMs != math.MaxInt64}
 	if l.w == nil {
 		l.w = PwritevWriter{}
 	}
-	l.fsync = syncFile
 	if s, ok := l.w.(Syncer); ok {
-		l.fsync = s.Fsync
+		l.syncer = s
 	}
 	if l.nowMs == nil {
 		l.nowMs = func() int64 { return time.Now().UnixMilli() }
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	l.segBytes.Store(cfg.SegmentBytes)
+	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, Recovery{}, storageErrorf("create log dir: %w", err)
 	}
 	rec, err := l.recover()
@@ -145,6 +149,37 @@ func (l *Log) poison(op string, err error) error {
 	return perr
 }
 
+// Reconfigure applies a topic config change: segment.bytes (from the next roll; a batch
+// larger than it is refused), retention.bytes and retention.ms (from the next
+// ApplyRetention), index.interval.bytes and flush.messages / flush.ms (from the next
+// append). The other fields of c are ignored (the Writer, FS and clock stay). A bad value
+// is an error naming it and changes nothing.
+func (l *Log) Reconfigure(c Config) error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	l.cfg.SegmentBytes, l.cfg.IndexIntervalBytes = c.SegmentBytes, c.IndexIntervalBytes
+	l.cfg.RetentionBytes, l.cfg.RetentionMs = c.RetentionBytes, c.RetentionMs
+	l.cfg.FlushMessages, l.cfg.FlushMs = c.FlushMessages, c.FlushMs
+	l.segBytes.Store(c.SegmentBytes)
+	if ft := c.FlushMs != math.MaxInt64; ft && !l.flushT {
+		l.lastFlushMs = l.nowMs()
+		l.flushT = true
+	} else if !ft {
+		l.flushT = false
+	}
+	return nil
+}
+
+// Config returns the log's current configuration.
+func (l *Log) Config() Config {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	return l.cfg
+}
+
 // Dir returns the replica directory.
 func (l *Log) Dir() string { return l.dir }
 
@@ -177,8 +212,8 @@ func (l *Log) prepare(r *appendReq, blob []byte, assign bool) error {
 		if err != nil {
 			return fmt.Errorf("log: append: batch %d at byte %d: %w", r.batches, pos, err)
 		}
-		if int64(h.Size()) > l.cfg.SegmentBytes {
-			return fmt.Errorf("log: append: batch %d is %d bytes, larger than log.segment.bytes %d: %w", r.batches, h.Size(), l.cfg.SegmentBytes, kerr.RecordListTooLarge)
+		if sb := l.segBytes.Load(); int64(h.Size()) > sb {
+			return fmt.Errorf("log: append: batch %d is %d bytes, larger than log.segment.bytes %d: %w", r.batches, h.Size(), sb, kerr.RecordListTooLarge)
 		}
 		if assign {
 			if h.Compression() == records.CompressionNone && int64(h.RecordsCount) != int64(h.LastOffsetDelta)+1 {
@@ -364,7 +399,7 @@ func (l *Log) commit(group []*appendReq) {
 // writeOut writes bufs at off in seg with one Writer call and publishes the pending batches.
 func (l *Log) writeOut(seg *segment, off int64, bufs [][]byte, leo int64) error {
 	if len(bufs) > 0 {
-		if err := l.w.WriteAt(seg.f, off, bufs); err != nil {
+		if err := l.writeAt(seg.f, off, bufs); err != nil {
 			return l.poison("write", err)
 		}
 	}
@@ -405,7 +440,7 @@ func (l *Log) roll(old *segment, base int64) (*segment, error) {
 	if l.idxScratch, err = old.writeIndex(l.idxScratch); err != nil {
 		return nil, l.poison("index write", err)
 	}
-	s, err := createSegment(l.dir, base)
+	s, err := createSegment(l.fs, l.dir, base)
 	if err != nil {
 		return nil, l.poison("segment roll", err)
 	}
@@ -413,6 +448,30 @@ func (l *Log) roll(old *segment, base int64) (*segment, error) {
 	l.segs = append(l.segs, s)
 	l.mu.Unlock()
 	return s, nil
+}
+
+// writeAt writes bufs at off in f: through the Writer when f has a descriptor, else with one
+// WriteAt per buffer (in-memory files).
+func (l *Log) writeAt(f vfs.File, off int64, bufs [][]byte) error {
+	if osf := f.OS(); osf != nil {
+		return l.w.WriteAt(osf, off, bufs)
+	}
+	for _, b := range bufs {
+		if _, err := f.WriteAt(b, off); err != nil {
+			return fmt.Errorf("log: write %s at %d: %w", f.Name(), off, err)
+		}
+		off += int64(len(b))
+	}
+	return nil
+}
+
+// fsync makes f's contents durable: through the Writer's Syncer (io_uring) when it has one
+// and f has a descriptor, else File.Sync.
+func (l *Log) fsync(f vfs.File) error {
+	if osf := f.OS(); osf != nil && l.syncer != nil {
+		return l.syncer.Fsync(osf)
+	}
+	return f.Sync()
 }
 
 // fsyncDirty fsyncs every segment with unsynced bytes (wmu held).
@@ -452,7 +511,7 @@ func (l *Log) flushLocked() error {
 			return l.poison("index write", err)
 		}
 		if s.idxSynced < s.idxWritten {
-			if err := syncFile(s.idx); err != nil {
+			if err := s.idx.Sync(); err != nil {
 				return l.poison("index fsync", err)
 			}
 			s.idxSynced = s.idxWritten
@@ -466,7 +525,7 @@ func (l *Log) setRecoveryPoint(rp int64) error {
 	if rp == l.recoveryPoint {
 		return nil
 	}
-	if err := WriteCheckpoint(filepath.Join(l.dir, RecoveryPointFile), 0, []string{fmt.Sprint(rp)}); err != nil {
+	if err := WriteCheckpoint(l.fs, filepath.Join(l.dir, RecoveryPointFile), 0, []string{fmt.Sprint(rp)}); err != nil {
 		return l.poison("recovery-point checkpoint", err)
 	}
 	l.recoveryPoint = rp
@@ -619,7 +678,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	var rmErr error
 	for _, s := range removed {
-		if err := s.remove(); err != nil && rmErr == nil {
+		if err := s.remove(l.fs); err != nil && rmErr == nil {
 			rmErr = err
 		}
 	}
@@ -654,17 +713,17 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	// Unlink first: the new segment may reuse a name. Open Slices keep their files.
 	var rmErr error
 	for _, s := range old {
-		if err := os.Remove(s.logPath); err != nil && !os.IsNotExist(err) && rmErr == nil {
+		if err := l.fs.Remove(s.logPath); err != nil && !os.IsNotExist(err) && rmErr == nil {
 			rmErr = err
 		}
-		if err := os.Remove(s.idxPath); err != nil && !os.IsNotExist(err) && rmErr == nil {
+		if err := l.fs.Remove(s.idxPath); err != nil && !os.IsNotExist(err) && rmErr == nil {
 			rmErr = err
 		}
 	}
 	if rmErr != nil {
 		return l.poison("truncate fully", rmErr)
 	}
-	ns, err := createSegment(l.dir, offset)
+	ns, err := createSegment(l.fs, l.dir, offset)
 	if err != nil {
 		return l.poison("truncate fully", err)
 	}
@@ -678,7 +737,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		s.idx.Close()
 		s.unref()
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.poison("truncate fully", err)
 	}
 	l.recoveryPoint = -1 // force the write
@@ -727,7 +786,7 @@ func (l *Log) ApplyRetention(nowMs int64, maxDeletableOffset int64) (deletedSegm
 		l.logStart.Store(l.segs[0].base)
 		l.mu.Unlock()
 		l.size.Add(-s.size)
-		if err := s.remove(); err != nil {
+		if err := s.remove(l.fs); err != nil {
 			return deletedSegments, l.poison("retention delete", err)
 		}
 		deletedSegments++
@@ -773,28 +832,6 @@ func (l *Log) shut() {
 	for _, s := range segs {
 		s.close()
 	}
-}
-
-// SimulatePowerLoss models a machine crash: every segment file (and index) is truncated to
-// the bytes known fsynced, dropping the rest, and the Log is closed (ErrClosed afterwards);
-// re-Open it to recover. Used by the crash-broker fault.
-func (l *Log) SimulatePowerLoss() error {
-	l.wmu.Lock()
-	defer l.wmu.Unlock()
-	if l.closed.Load() {
-		return ErrClosed
-	}
-	var first error
-	for _, s := range l.segs {
-		if err := s.f.Truncate(s.synced); err != nil && first == nil {
-			first = fmt.Errorf("log: power loss: truncate %s: %w", s.logPath, err)
-		}
-		if err := s.idx.Truncate(int64(s.idxSynced) * indexEntrySize); err != nil && first == nil {
-			first = fmt.Errorf("log: power loss: truncate %s: %w", s.idxPath, err)
-		}
-	}
-	l.shut()
-	return first
 }
 
 // Bytes returns the raw bytes of the whole batches from the one containing from up to the last

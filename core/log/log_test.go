@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/isrbench/isrbench/core/records"
+	"github.com/isrbench/isrbench/core/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -539,7 +540,7 @@ func TestTruncateLowersRecoveryPoint(t *testing.T) {
 	if err := l.TruncateTo(4); err != nil {
 		t.Fatal(err)
 	}
-	_, lines, _ := ReadCheckpoint(filepath.Join(dir, RecoveryPointFile))
+	_, lines, _ := ReadCheckpoint(vfs.OS, filepath.Join(dir, RecoveryPointFile))
 	if fmt.Sprint(lines) != "[4]" {
 		t.Fatalf("recovery point %v after truncation to 4", lines)
 	}
@@ -750,54 +751,72 @@ func TestFlushPolicies(t *testing.T) {
 	})
 }
 
-func TestSimulatePowerLoss(t *testing.T) {
-	t.Run("flush.messages=1 keeps everything", func(t *testing.T) {
-		dir := t.TempDir()
-		cfg := testConfig()
-		cfg.FlushMessages = 1
-		l, _ := mustOpen(t, dir, cfg)
-		for i := 0; i < 25; i++ {
-			mustAppend(t, l, batch(2, 300, "p", 1))
-		}
-		leo := l.LEO()
-		if err := l.SimulatePowerLoss(); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := l.Append(batch(1, 1, "x", 1), true, 0); !errors.Is(err, ErrClosed) {
-			t.Fatalf("append after power loss: %v", err)
-		}
-		l, rec := mustOpen(t, dir, cfg)
-		defer l.Close()
-		if l.LEO() != leo || rec.TruncatedBytes != 0 {
-			t.Fatalf("LEO %d want %d, %v", l.LEO(), leo, rec)
-		}
-		checkContiguous(t, allRecords(t, l), 0, leo)
-	})
-	t.Run("no flush drops unsynced", func(t *testing.T) {
-		dir := t.TempDir()
-		cfg := testConfig()
-		l, _ := mustOpen(t, dir, cfg)
-		for i := 0; i < 10; i++ {
-			mustAppend(t, l, batch(2, 300, "s", 1))
-		}
-		if err := l.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		synced := l.LEO()
-		for i := 0; i < 10; i++ {
-			mustAppend(t, l, batch(2, 300, "u", 1))
-		}
-		if err := l.SimulatePowerLoss(); err != nil {
-			t.Fatal(err)
-		}
-		l, rec := mustOpen(t, dir, cfg)
-		defer l.Close()
-		if l.LEO() != synced {
-			t.Fatalf("LEO %d after power loss, want the flushed %d (%v)", l.LEO(), synced, rec)
-		}
-		checkContiguous(t, allRecords(t, l), 0, synced)
-		mustAppend(t, l, batch(1, 1, "again", 1))
-	})
+// TestPowerLoss crashes a log's file system (an in-memory one and the OS one through
+// vfs.PowerLossFS) and recovers: only fsynced batches survive, nothing else is reported lost.
+func TestPowerLoss(t *testing.T) {
+	type crashFS interface {
+		vfs.FS
+		vfs.Crasher
+	}
+	for _, fsys := range []struct {
+		name string
+		mk   func(t *testing.T) (crashFS, string)
+	}{
+		{"memfs", func(t *testing.T) (crashFS, string) { return vfs.NewMemFS(nil), "/data/t-0" }},
+		{"os", func(t *testing.T) (crashFS, string) { return vfs.NewPowerLossFS(vfs.OS), t.TempDir() }},
+	} {
+		t.Run(fsys.name+"/flush.messages=1 keeps everything", func(t *testing.T) {
+			fs, dir := fsys.mk(t)
+			cfg := testConfig()
+			cfg.FS = fs
+			cfg.FlushMessages = 1
+			l, _ := mustOpen(t, dir, cfg)
+			for i := 0; i < 25; i++ {
+				mustAppend(t, l, batch(2, 300, "p", 1))
+			}
+			leo := l.LEO()
+			l.Abandon()
+			if err := fs.Crash(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Append(batch(1, 1, "x", 1), true, 0); !errors.Is(err, ErrClosed) {
+				t.Fatalf("append after power loss: %v", err)
+			}
+			l, rec := mustOpen(t, dir, cfg)
+			defer l.Close()
+			if l.LEO() != leo || rec.TruncatedBytes != 0 {
+				t.Fatalf("LEO %d want %d, %v", l.LEO(), leo, rec)
+			}
+			checkContiguous(t, allRecords(t, l), 0, leo)
+		})
+		t.Run(fsys.name+"/no flush drops unsynced", func(t *testing.T) {
+			fs, dir := fsys.mk(t)
+			cfg := testConfig()
+			cfg.FS = fs
+			l, _ := mustOpen(t, dir, cfg)
+			for i := 0; i < 10; i++ {
+				mustAppend(t, l, batch(2, 300, "s", 1))
+			}
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			synced := l.LEO()
+			for i := 0; i < 10; i++ {
+				mustAppend(t, l, batch(2, 300, "u", 1))
+			}
+			l.Abandon()
+			if err := fs.Crash(); err != nil {
+				t.Fatal(err)
+			}
+			l, rec := mustOpen(t, dir, cfg)
+			defer l.Close()
+			if l.LEO() != synced {
+				t.Fatalf("LEO %d after power loss, want the flushed %d (%v)", l.LEO(), synced, rec)
+			}
+			checkContiguous(t, allRecords(t, l), 0, synced)
+			mustAppend(t, l, batch(1, 1, "again", 1))
+		})
+	}
 }
 
 // TestConcurrentAppends: many goroutines append; every record lands once, offsets do not
@@ -973,10 +992,10 @@ func TestWriters(t *testing.T) {
 func TestCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "leader-epoch-checkpoint")
-	if v, lines, err := ReadCheckpoint(path); v != 0 || lines != nil || err != nil {
+	if v, lines, err := ReadCheckpoint(vfs.OS, path); v != 0 || lines != nil || err != nil {
 		t.Fatalf("missing: %d %v %v", v, lines, err)
 	}
-	if err := WriteCheckpoint(path, 0, []string{"0 0", "3 120"}); err != nil {
+	if err := WriteCheckpoint(vfs.OS, path, 0, []string{"0 0", "3 120"}); err != nil {
 		t.Fatal(err)
 	}
 	if data, _ := os.ReadFile(path); string(data) != "0\n2\n0 0\n3 120\n" {
@@ -985,26 +1004,26 @@ func TestCheckpoint(t *testing.T) {
 	// A crash between writing the temp file and the rename leaves a stale temp: the old
 	// checkpoint is what a reader sees, and the next write replaces both.
 	os.WriteFile(path+".tmp", []byte("0\n5\ngarb"), 0o644)
-	if v, lines, err := ReadCheckpoint(path); err != nil || v != 0 || fmt.Sprint(lines) != "[0 0 3 120]" {
+	if v, lines, err := ReadCheckpoint(vfs.OS, path); err != nil || v != 0 || fmt.Sprint(lines) != "[0 0 3 120]" {
 		t.Fatalf("after crash: %d %v %v", v, lines, err)
 	}
-	if err := WriteCheckpoint(path, 1, []string{"x"}); err != nil {
+	if err := WriteCheckpoint(vfs.OS, path, 1, []string{"x"}); err != nil {
 		t.Fatal(err)
 	}
-	if v, lines, err := ReadCheckpoint(path); err != nil || v != 1 || fmt.Sprint(lines) != "[x]" {
+	if v, lines, err := ReadCheckpoint(vfs.OS, path); err != nil || v != 1 || fmt.Sprint(lines) != "[x]" {
 		t.Fatalf("rewrite: %d %v %v", v, lines, err)
 	}
 	if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
 		t.Fatalf("temp file left behind")
 	}
-	if err := WriteCheckpoint(path, 0, []string{"a\nb"}); err == nil {
+	if err := WriteCheckpoint(vfs.OS, path, 0, []string{"a\nb"}); err == nil {
 		t.Fatal("newline in a line accepted")
 	}
 	for name, content := range map[string]string{
 		"bad version": "x\n0\n", "bad count": "0\n-1\n", "short": "0\n3\na\nb\n", "long": "0\n1\na\nb\n", "empty": "",
 	} {
 		os.WriteFile(path, []byte(content), 0o644)
-		if _, _, err := ReadCheckpoint(path); err == nil {
+		if _, _, err := ReadCheckpoint(vfs.OS, path); err == nil {
 			t.Fatalf("%s: malformed checkpoint accepted", name)
 		}
 	}

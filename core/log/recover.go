@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/isrbench/isrbench/core/records"
+	"github.com/isrbench/isrbench/core/vfs"
 )
 
 // scanChunk is how much the recovery scanner reads at a time.
@@ -20,7 +21,7 @@ const scanChunk = 256 << 10
 type scanner struct {
 	buf    []byte
 	bufPos int64
-	f      *os.File
+	f      vfs.File
 }
 
 // bytes returns file bytes [pos, pos+n); the caller guarantees pos+n <= fileSize.
@@ -114,7 +115,7 @@ func parseSegmentName(name, ext string) (int64, bool) {
 func (l *Log) recover() (Recovery, error) {
 	rec := Recovery{TruncatedAtOffset: -1}
 	var reasons []string
-	ents, err := os.ReadDir(l.dir)
+	ents, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return rec, storageErrorf("read log dir: %w", err)
 	}
@@ -131,7 +132,7 @@ func (l *Log) recover() (Recovery, error) {
 	}
 	for _, b := range indexes {
 		if !logs[b] {
-			if err := os.Remove(filepath.Join(l.dir, segmentName(b, ".index"))); err != nil {
+			if err := l.fs.Remove(filepath.Join(l.dir, segmentName(b, ".index"))); err != nil {
 				return rec, storageErrorf("remove orphan index: %w", err)
 			}
 		}
@@ -140,7 +141,7 @@ func (l *Log) recover() (Recovery, error) {
 
 	rp := int64(-1)
 	rpPath := filepath.Join(l.dir, RecoveryPointFile)
-	if v, lines, err := ReadCheckpoint(rpPath); err != nil || (lines != nil && (v != 0 || len(lines) != 1)) {
+	if v, lines, err := ReadCheckpoint(l.fs, rpPath); err != nil || (lines != nil && (v != 0 || len(lines) != 1)) {
 		reasons = append(reasons, fmt.Sprintf("recovery-point checkpoint unusable (%v, version %d, %d lines): checking every batch", err, v, len(lines)))
 	} else if len(lines) == 1 {
 		if rp, err = strconv.ParseInt(lines[0], 10, 64); err != nil || rp < 0 {
@@ -151,14 +152,14 @@ func (l *Log) recover() (Recovery, error) {
 	l.recoveryPoint = rp
 
 	if len(bases) == 0 {
-		s, err := createSegment(l.dir, 0)
+		s, err := createSegment(l.fs, l.dir, 0)
 		if err != nil {
 			return rec, storageErrorf("%w", err)
 		}
 		l.segs = []*segment{s}
 		rec.Segments = 1
-		if err := syncDir(l.dir); err != nil {
-			return rec, storageErrorf("%w", err)
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return rec, storageErrorf("fsync dir %s: %w", l.dir, err)
 		}
 		if err := l.setRecoveryPoint(0); err != nil {
 			return rec, err
@@ -181,24 +182,24 @@ func (l *Log) recover() (Recovery, error) {
 			reasons = append(reasons, fmt.Sprintf("segment %s starts at offset %d but the previous segment ends at %d: deleting it and later segments", filepath.Base(logPath), base, expect))
 		}
 		if cut {
-			if st, err := os.Stat(logPath); err == nil {
+			if st, err := l.fs.Stat(logPath); err == nil {
 				rec.TruncatedBytes += st.Size()
 			}
-			if err := os.Remove(logPath); err != nil {
+			if err := l.fs.Remove(logPath); err != nil {
 				return rec, storageErrorf("delete segment after corruption: %w", err)
 			}
-			if err := os.Remove(idxPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := l.fs.Remove(idxPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return rec, storageErrorf("delete index after corruption: %w", err)
 			}
 			continue
 		}
 		s := &segment{base: base, next: base, maxTs: -1, logPath: logPath, idxPath: idxPath}
-		_, statErr := os.Stat(idxPath)
+		_, statErr := l.fs.Stat(idxPath)
 		idxMissing := errors.Is(statErr, os.ErrNotExist)
-		if s.f, err = os.OpenFile(logPath, os.O_RDWR, 0); err != nil {
+		if s.f, err = l.fs.OpenFile(logPath, os.O_RDWR, 0); err != nil {
 			return rec, storageErrorf("open segment: %w", err)
 		}
-		if s.idx, err = os.OpenFile(idxPath, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+		if s.idx, err = l.fs.OpenFile(idxPath, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
 			s.f.Close()
 			return rec, storageErrorf("open index: %w", err)
 		}
@@ -248,8 +249,8 @@ func (l *Log) recover() (Recovery, error) {
 		s.synced = s.size
 		size += s.size
 	}
-	if err := syncDir(l.dir); err != nil {
-		return rec, storageErrorf("%w", err)
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return rec, storageErrorf("fsync dir %s: %w", l.dir, err)
 	}
 	last := l.segs[len(l.segs)-1]
 	l.leo.Store(last.next)

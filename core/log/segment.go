@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"sync/atomic"
+
+	"github.com/isrbench/isrbench/core/vfs"
 )
 
 // entry locates one batch inside a segment: its base offset relative to the segment's base
@@ -24,8 +26,8 @@ const indexEntrySize = 8
 // read under Log.mu (read lock) or Log.wmu; the writer-only fields are guarded by Log.wmu.
 type segment struct {
 	base    int64
-	f       *os.File
-	idx     *os.File
+	f       vfs.File
+	idx     vfs.File
 	logPath string
 	idxPath string
 	refs    atomic.Int64 // 1 for the Log + 1 per live Slice; the .log file closes at 0
@@ -47,15 +49,15 @@ type segment struct {
 func segmentName(base int64, ext string) string { return fmt.Sprintf("%020d%s", base, ext) }
 
 // createSegment creates (or truncates a stale) empty segment at base in dir.
-func createSegment(dir string, base int64) (*segment, error) {
+func createSegment(fs vfs.FS, dir string, base int64) (*segment, error) {
 	s := &segment{base: base, next: base, maxTs: -1,
 		logPath: filepath.Join(dir, segmentName(base, ".log")),
 		idxPath: filepath.Join(dir, segmentName(base, ".index"))}
 	var err error
-	if s.f, err = os.OpenFile(s.logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+	if s.f, err = fs.OpenFile(s.logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
 		return nil, fmt.Errorf("log: create segment: %w", err)
 	}
-	if s.idx, err = os.OpenFile(s.idxPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+	if s.idx, err = fs.OpenFile(s.idxPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
 		s.f.Close()
 		return nil, fmt.Errorf("log: create index: %w", err)
 	}
@@ -142,7 +144,7 @@ func (s *segment) rebuildIndex(interval int) error {
 	if _, err := s.writeIndex(nil); err != nil {
 		return err
 	}
-	if err := syncFile(s.idx); err != nil {
+	if err := s.idx.Sync(); err != nil {
 		return fmt.Errorf("log: fsync index %s: %w", s.idxPath, err)
 	}
 	s.idxSynced = s.idxWritten
@@ -209,9 +211,9 @@ func (s *segment) truncateIndex(pos int64) error {
 
 // remove unlinks the segment's files, closes the index and drops the Log's reference; the
 // .log file stays open for live Slices.
-func (s *segment) remove() error {
-	err1 := os.Remove(s.logPath)
-	err2 := os.Remove(s.idxPath)
+func (s *segment) remove(fs vfs.FS) error {
+	err1 := fs.Remove(s.logPath)
+	err2 := fs.Remove(s.idxPath)
 	s.idx.Close()
 	s.unref()
 	if err1 != nil && !os.IsNotExist(err1) {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"math"
 	"os"
+
+	"github.com/isrbench/isrbench/core/vfs"
 )
 
 // Config is a Log's configuration, with Kafka's topic/broker config names. A plain value:
@@ -17,6 +19,7 @@ type Config struct {
 	FlushMessages      int64  // flush.messages: fsync after this many unflushed records; default math.MaxInt64 (never on count), >= 1
 	FlushMs            int64  // flush.ms: fsync (checked at append) when this long passed since the last fsync; default math.MaxInt64, >= 0
 	Writer             Writer // isrbench.io: the write path; nil = pwritev (one pwritev per Append call)
+	FS                 vfs.FS // the file system; nil = vfs.OS (tests and the simulator use a vfs.MemFS)
 
 	// NowMs is the wall clock in ms used for flush.ms; nil = time.Now().UnixMilli(). Tests inject it.
 	NowMs func() int64
@@ -77,6 +80,7 @@ type AppendInfo struct {
 	Batches                 int
 	Bytes                   int64
 	MaxTimestamp            int64 // largest batch maxTimestamp (ms)
+	LeaderEpoch             int32 // leader appends: the partitionLeaderEpoch the batches were stamped with
 }
 
 // Slice is a byte range [Pos, Pos+Size) of one segment file holding whole batches with offsets
@@ -89,7 +93,7 @@ type AppendInfo struct {
 // is still serving) leaves the Slice pointing at shortened or rewritten bytes; readers of such
 // a Slice see a short read (ReadAll error) or batches that fail their consumer's validation.
 type Slice struct {
-	File        *os.File
+	File        vfs.File
 	Pos         int64
 	Size        int64
 	FirstOffset int64 // base offset of the first batch, inclusive

@@ -9,6 +9,7 @@ import (
 
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/log"
+	"github.com/isrbench/isrbench/core/records"
 )
 
 // benchLog is a log whose appends only move the LEO, so the benchmarks
@@ -25,6 +26,9 @@ func (b *benchLog) TruncateTo(int64) error                   { return nil }
 func (b *benchLog) TruncateFullyAndStartAt(int64) error      { return nil }
 func (b *benchLog) ApplyRetention(int64, int64) (int, error) { return 0, nil }
 func (b *benchLog) Close() error                             { return nil }
+func (b *benchLog) ForEachBatchHeader(int64, func(records.Header) error) error {
+	return nil
+}
 func (b *benchLog) Read(int64, int64, int, bool) (log.Slice, error) {
 	return log.Slice{}, nil
 }
@@ -61,7 +65,7 @@ func BenchmarkUpdateFollower(b *testing.B) {
 					if f == 1 {
 						off++
 					}
-					r.UpdateFollower(f, off, 0)
+					r.UpdateFollower(f, -1, off, 0)
 				}
 				if r.HW() < off-1 {
 					b.Fatalf("HW %d did not follow %d", r.HW(), off)
@@ -77,7 +81,7 @@ func BenchmarkUpdateFollower(b *testing.B) {
 					var off int64
 					for pb.Next() {
 						off++
-						r.UpdateFollower(f, off, 0)
+						r.UpdateFollower(f, -1, off, 0)
 					}
 				})
 			})
@@ -99,9 +103,9 @@ func BenchmarkAckPath(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				r.UpdateFollower(1, info.LastOffset+1, 0)
-				r.UpdateFollower(2, info.LastOffset+1, 0)
-				if err := r.WaitForHW(ctx, info.LastOffset); err != nil {
+				r.UpdateFollower(1, -1, info.LastOffset+1, 0)
+				r.UpdateFollower(2, -1, info.LastOffset+1, 0)
+				if err := r.WaitForHW(ctx, info.LastOffset, r.LeaderEpoch()); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -56,6 +56,7 @@ type testBroker struct {
 	alive bool
 	hwCkp int64 // HW at the last stop (the replication-offset-checkpoint)
 	asks  int   // OffsetForLeaderEpoch requests in the last truncation
+	fs    FetchState
 }
 
 func newTestCluster(t testing.TB, cfg Config, ids []int32, realLog bool) *testCluster {
@@ -155,12 +156,33 @@ func (c *testCluster) truncate(b *testBroker) error {
 		return nil // nobody to truncate against yet
 	}
 	b.asks = 0
-	_, err = b.r.TruncateToLeader(func(epoch int32) (int32, int64, error) {
-		b.asks++
-		e, end := lb.r.EndOffsetForEpoch(epoch)
-		return e, end, nil
-	})
-	return err
+	b.fs = NewFetchState(c.st.LeaderEpoch, c.cfg.TruncateMode == TruncateModeHW)
+	for b.fs.Phase == PhaseTruncating {
+		epoch, ask, act := b.fs.TruncationStep(b.r)
+		if ask {
+			b.asks++
+			e, end := lb.r.EndOffsetForEpoch(epoch)
+			act = b.fs.OnEpochAnswer(b.r, epoch, e, end, nil, c.clock.ns, 0)
+		}
+		if err := c.act(b, act); err != nil {
+			return err
+		}
+		if b.asks > 1<<12 {
+			return fmt.Errorf("broker %d: truncation did not converge", b.id)
+		}
+	}
+	return nil
+}
+
+// act carries out a FetchState action on b's replica, as the broker's fetcher does.
+func (c *testCluster) act(b *testBroker, a FetchAction) error {
+	switch a.Kind {
+	case ActTruncate:
+		return b.r.TruncateTo(a.Offset)
+	case ActTruncateFully:
+		return b.r.TruncateFullyAndStartAt(a.Offset)
+	}
+	return nil
 }
 
 // applyISR is the controller accepting an AlterPartition.
@@ -190,15 +212,16 @@ func (c *testCluster) fetch(f int32, maxBatches int) error {
 		return err
 	}
 	off := fb.r.LEO()
-	if leo := lb.r.LEO(); off > leo {
-		// OFFSET_OUT_OF_RANGE: a follower ahead of the leader truncates to
-		// the leader's LEO (Kafka's handleOutOfRangeOffset).
-		if err := fb.r.TruncateTo(leo); err != nil {
+	if off > lb.r.LEO() || off < lb.r.LogStart() {
+		// OFFSET_OUT_OF_RANGE: the follower asks the leader for its log start and end
+		// and truncates (FetchState, Kafka's fetchOffsetAndTruncate).
+		fb.fs.OnFetchError(kerr.OffsetOutOfRange, c.clock.ns, 0)
+		if err := c.act(fb, fb.fs.OnLeaderOffsets(fb.r, lb.r.LogStart(), lb.r.LEO(), nil, c.clock.ns, 0)); err != nil {
 			return err
 		}
 		off = fb.r.LEO()
 	}
-	isr, err := lb.r.UpdateFollower(f, off, fb.r.LogStart())
+	join, err := lb.r.UpdateFollower(f, -1, off, fb.r.LogStart())
 	if err != nil {
 		return fmt.Errorf("UpdateFollower(%d, %d): %w", f, off, err)
 	}
@@ -209,10 +232,17 @@ func (c *testCluster) fetch(f int32, maxBatches int) error {
 	if _, err := fb.r.AppendAsFollower(blob, lb.r.HW()); err != nil {
 		return fmt.Errorf("AppendAsFollower(%d): %w", f, err)
 	}
-	if isr != nil {
-		c.applyISR(isr)
+	if join {
+		c.expand(lb, f)
 	}
 	return nil
+}
+
+// expand is the leader's ISR expansion of f, accepted by the controller at once.
+func (c *testCluster) expand(lb *testBroker, f int32) {
+	if p := lb.r.PrepareExpand(f); p != nil {
+		c.applyISR(p.ISR)
+	}
 }
 
 // fetchBytes returns what a replica fetch at off returns: whole batches up
@@ -274,8 +304,15 @@ func (c *testCluster) crashKeep(b *testBroker, keep int64) error {
 		if err := l.Close(); err != nil {
 			return err
 		}
-	} else if err := b.log.TruncateTo(keep); err != nil {
-		return err
+	} else {
+		ml := b.log.(*memLog).reopen()
+		if err := ml.TruncateTo(keep); err != nil {
+			return err
+		}
+		if err := ml.Close(); err != nil {
+			return err
+		}
+		b.log = ml
 	}
 	b.hwCkp = min(b.hwCkp, keep)
 	return nil

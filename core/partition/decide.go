@@ -15,15 +15,15 @@ const (
 	UndefinedEpochOffset int64 = -1
 )
 
-// HighWatermark returns the leader's high watermark: the minimum LEO of every
-// ISR member, the leader included (its LEO is leaderLEO; followerLEO is asked
-// for every other member and returns -1 for an unknown LEO).
+// HighWatermark returns the minimum LEO over the leader (leaderLEO) and the listed ISR
+// members (followerLEO is asked for every member other than the leader and returns -1 for
+// an unknown LEO). ok is false when len(isr) < minISR: the HW is frozen while the ISR is
+// below the effective min.insync.replicas, as in Kafka >= 3.7 (KAFKA-15583), so "the HW
+// passed the record" implies "the record is on at least min.insync.replicas replicas".
 //
-// ok is false when len(isr) < minISR: this implementation uses a strict
-// min.insync.replicas rule and does not advance the HW while the ISR is
-// below it. Kafka itself keeps advancing the HW there and only fails acks=all
-// produces; the strict rule makes "HW passed the record" imply "the record is
-// on at least min.insync.replicas replicas".
+// The Replica's own computation (computeHW) goes further, as Kafka's maybeIncrementLeaderHW
+// does: it counts the maximal ISR (the committed ISR plus a pending expansion, KIP-497) and
+// every caught-up follower eligible to join. This pure form is the worked examples' rule.
 //
 // The caller applies the result as compare-and-swap-to-max: the HW never
 // decreases, so a result below the current HW (a follower that just rejoined,
@@ -69,9 +69,11 @@ func CaughtUpUpdate(fetchOffset, leaderLEONow, lastFetchLeaderLEO, lastFetchTime
 }
 
 // OutOfSync reports whether a follower whose last caught-up time is
-// lastCaughtUpNs must leave the ISR at nowNs: it has not been caught up for
-// more than replica.lag.time.max.ms (lagMaxNs). Exactly lagMaxNs is still in
-// sync (Kafka: "(currentTimeMs - lastCaughtUpTimeMs) > maxLagMs").
+// lastCaughtUpNs has not been caught up for more than replica.lag.time.max.ms
+// (lagMaxNs) at nowNs. Exactly lagMaxNs is still in sync (Kafka's isCaughtUp:
+// "currentTimeMs - lastCaughtUpTimeMs <= replicaMaxLagMs"). A follower whose LEO
+// equals the leader's is caught up whatever the time (the Replica checks that first,
+// KAFKA-7152), so an idle in-sync follower never leaves the ISR.
 func OutOfSync(lastCaughtUpNs, nowNs, lagMaxNs int64) bool {
 	return nowNs-lastCaughtUpNs > lagMaxNs
 }

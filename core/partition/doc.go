@@ -19,7 +19,10 @@
 // (Kafka's lastCaughtUpTimeMs rule against replica.lag.time.max.ms),
 // CanJoinISR (LEO >= HW and >= the start of the leader's epoch) and
 // TruncationOffset (KIP-101 / KIP-279 divergence from an
-// OffsetForLeaderEpoch answer). EpochCache is Kafka's LeaderEpochFileCache,
+// OffsetForLeaderEpoch answer). fetchstate.go is the follower's per-partition
+// replica-fetch state machine (FetchState: truncating, fetching, resolving an
+// out-of-range offset with ListOffsets, awaiting a new assignment), pure as
+// well; the broker's fetchers run it and carry out its actions. EpochCache is Kafka's LeaderEpochFileCache,
 // persisted to <replica dir>/leader-epoch-checkpoint through
 // core/log.WriteCheckpoint:
 //
@@ -40,15 +43,17 @@
 // with the checkpointed HW -> MakeLeader or MakeFollower on every controller
 // change (leader epochs only move forward) -> Close (closes the log).
 //
-// Leader: AppendAsLeader, then WaitForHW for acks=all; UpdateFollower on
-// every replica fetch (returns a proposed ISR expansion); MaybeShrinkISR
-// every replica.lag.time.max.ms/2; ApplyISR with the state the controller
-// accepted (the broker does the AlterPartition round trip).
+// Leader: AppendAsLeader, then WaitForHW (or CheckHW) with the append's leader
+// epoch for acks=all; UpdateFollower on every replica fetch (reports whether the
+// follower may join); PrepareShrink every replica.lag.time.max.ms/2 and
+// PrepareExpand for a joiner mark an ISR change pending; the broker sends it to
+// the controller (AlterPartition) and calls ApplyISR with the accepted state or
+// AbortISRChange.
 //
-// Follower: TruncateToLeader (OffsetForLeaderEpoch rounds against the new
-// leader, or to the local HW in the "hw" ablation) before fetching, then
-// AppendAsFollower(records, leader HW) per fetch response, so the HW is
-// applied only after any truncation.
+// Follower: the fetcher's FetchState truncates (OffsetForLeaderEpoch rounds
+// against the new leader, TruncationFor + TruncateTo; or to the local HW in the
+// "hw" ablation) before fetching, then AppendAsFollower(records, leader HW) per
+// fetch response, so the HW is applied only after any truncation.
 //
 // # Concurrency
 //
@@ -61,14 +66,46 @@
 // an atomic.Pointer replaced on change (copy-on-write), and acks=all waiters
 // park on a channel that the HW advance closes and replaces only when
 // someone armed it (so the advance allocates nothing while nobody waits).
+//
+// # Why the lock-free HW is linearizable with ISR and role changes
+//
+// An HW computed from a snapshot that has been replaced must not be published
+// when the change would make it wrong. Every leader operation (AppendAsLeader,
+// UpdateFollower and the HW advance they make) registers on the snapshot it
+// read (snapshot.active: raise the count, then check the snapshot is still
+// current, else retry); every change (install) stores the next snapshot, then
+// waits until the old one's count is zero. After install returns, no
+// operation that read the old snapshot is still running, so:
+//
+//   - ISR expansion (PrepareExpand): the joiner first enters the maximal ISR
+//     (a pending change, KIP-497), the old snapshot drains, and only then is
+//     "joiner LEO >= HW" checked. From then on every HW computation counts the
+//     joiner, so the HW cannot pass its LEO before or after the controller
+//     commits the change: a member of the ISR always holds [log start, HW).
+//     A failed check or a refused AlterPartition withdraws the joiner.
+//   - ISR shrink: the removed member stays in the maximal ISR until the
+//     controller commits; computing over more members only holds the HW back.
+//   - Demotion (MakeFollower, re-election, Close): a fencing snapshot stops new
+//     leader operations, running ones drain, then the term's final HW is read
+//     and recorded (prevTerm). No append or HW advance of the old term lands
+//     after the role change, and an acks=all wait is answered by the HW of the
+//     term its batch was appended in (CheckHW): committed if that term's HW
+//     passed it, else NOT_LEADER_OR_FOLLOWER, even if a later term's HW passes
+//     the same offset over other records.
+//
+// Changing min.insync.replicas (SetMinInsyncReplicas) is an atomic and takes
+// effect at the next computation; a lower value can only let the HW advance
+// where Kafka would.
+//
 // The only locks are: the role mutex (MakeLeader, MakeFollower, ApplyISR,
-// follower appends, truncation, Close — rare or single-caller), the epoch
-// cache's mutex (never on the leader's append/ack path), the HW-lag ring's
-// small mutex (only with Config.OnHWLag, after the waiters are signalled)
-// and, in the isrbench.hw.update=mutex ablation, one mutex around every
-// follower update and HW read. Batches of idempotent producers (producer id
-// >= 0, producerstate.go) are the exception on the leader's append path:
-// each producer id's check + append + record runs under that producer's
-// own mutex (and a short map mutex), so retries are deduplicated exactly;
-// batches without a producer id never take them.
+// PrepareShrink/PrepareExpand, follower appends, truncation, Close — rare or
+// single-caller), the epoch cache's mutex (never on the leader's append/ack
+// path), the HW-lag ring's small mutex (only with Config.OnHWLag, after the
+// waiters are signalled) and, in the isrbench.hw.update=mutex ablation, Kafka's
+// leaderIsrUpdateLock as a read/write lock (HW advances read, snapshot changes
+// write). Batches of idempotent producers (producer id >= 0, producerstate.go)
+// are the exception on the leader's append path: each producer id's check +
+// append + record runs under that producer's own mutex (and a short map
+// mutex), so retries are deduplicated exactly; batches without a producer id
+// never take them.
 package partition

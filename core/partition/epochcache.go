@@ -7,7 +7,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/isrbench/isrbench/core/log"
+	"github.com/isrbench/isrbench/core/vfs"
 )
 
 // EpochCheckpointFile is the name of the leader epoch checkpoint in a replica
@@ -40,6 +43,7 @@ type EpochEntry struct {
 // A cache with a non-empty path writes its checkpoint file on every change.
 type EpochCache struct {
 	mu      sync.Mutex
+	fs      vfs.FS
 	path    string // "" = in memory only
 	entries []EpochEntry
 }
@@ -49,13 +53,14 @@ func NewEpochCache() *EpochCache { return &EpochCache{} }
 
 // LoadEpochCache reads dir/leader-epoch-checkpoint (a missing file is an
 // empty cache) and returns a cache that writes its changes back there.
-func LoadEpochCache(dir string) (*EpochCache, error) {
-	path := filepath.Join(dir, EpochCheckpointFile)
-	version, lines, err := log.ReadCheckpoint(path)
+func LoadEpochCache(fs vfs.FS, dir string) (*EpochCache, error) {
+	path := epochPath(dir)
+	fs = vfs.Or(fs)
+	version, lines, err := log.ReadCheckpoint(fs, path)
 	if err != nil {
 		return nil, err
 	}
-	c := &EpochCache{path: path}
+	c := &EpochCache{fs: fs, path: path}
 	if lines == nil && version == 0 {
 		return c, nil
 	}
@@ -66,6 +71,8 @@ func LoadEpochCache(dir string) (*EpochCache, error) {
 	c.entries = entries
 	return c, nil
 }
+
+func epochPath(dir string) string { return filepath.Join(dir, EpochCheckpointFile) }
 
 func parseEpochLines(version int, lines []string) ([]EpochEntry, error) {
 	if version != epochCheckpointVersion {
@@ -246,8 +253,8 @@ func (c *EpochCache) flushLocked() error {
 	for i, e := range c.entries {
 		lines[i] = strconv.FormatInt(int64(e.Epoch), 10) + " " + strconv.FormatInt(e.StartOffset, 10)
 	}
-	if err := log.WriteCheckpoint(c.path, epochCheckpointVersion, lines); err != nil {
-		return fmt.Errorf("leader epoch checkpoint %s: %w", c.path, err)
+	if err := log.WriteCheckpoint(c.fs, c.path, epochCheckpointVersion, lines); err != nil {
+		return fmt.Errorf("leader epoch checkpoint %s: %w: %w", c.path, err, kerr.KafkaStorageError)
 	}
 	return nil
 }

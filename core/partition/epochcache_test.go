@@ -101,7 +101,7 @@ func TestEpochCacheTruncate(t *testing.T) {
 
 func TestEpochCachePersist(t *testing.T) {
 	dir := t.TempDir()
-	c, err := LoadEpochCache(dir)
+	c, err := LoadEpochCache(nil, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestEpochCachePersist(t *testing.T) {
 	if got, want := string(data), "0\n2\n0 0\n3 1500\n"; got != want {
 		t.Fatalf("checkpoint file %q, want Kafka format %q", got, want)
 	}
-	c2, err := LoadEpochCache(dir)
+	c2, err := LoadEpochCache(nil, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestEpochCachePersist(t *testing.T) {
 		t.Fatalf("reloaded %v, want %v", c2.Entries(), c.Entries())
 	}
 	c2.TruncateFromEnd(1000)
-	c3, _ := LoadEpochCache(dir)
+	c3, _ := LoadEpochCache(nil, dir)
 	if want := []EpochEntry{{0, 0}}; !reflect.DeepEqual(c3.Entries(), want) {
 		t.Fatalf("after TruncateFromEnd reloaded %v, want %v", c3.Entries(), want)
 	}
@@ -146,7 +146,7 @@ func TestEpochCacheBadFiles(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, EpochCheckpointFile), []byte(tc.content), 0o644)
-		_, err := LoadEpochCache(dir)
+		_, err := LoadEpochCache(nil, dir)
 		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("content %q: err %v, want it to mention %q", tc.content, err, tc.wantErr)
 		}
@@ -164,7 +164,7 @@ func FuzzLoadEpochCache(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		c, err := LoadEpochCache(dir)
+		c, err := LoadEpochCache(nil, dir)
 		if err != nil {
 			return
 		}

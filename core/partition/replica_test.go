@@ -165,10 +165,10 @@ func TestAppendAsLeaderErrors(t *testing.T) {
 	if h.PartitionLeaderEpoch != 2 {
 		t.Fatalf("batch stamped with epoch %d, want 2", h.PartitionLeaderEpoch)
 	}
-	if _, err := r.UpdateFollower(7, 0, 0); !errors.Is(err, kerr.ReplicaNotAvailable) {
+	if _, err := r.UpdateFollower(7, -1, 0, 0); !errors.Is(err, kerr.ReplicaNotAvailable) {
 		t.Fatalf("unknown follower: %v", err)
 	}
-	if _, err := r.UpdateFollower(1, 4, 0); !errors.Is(err, kerr.OffsetOutOfRange) {
+	if _, err := r.UpdateFollower(1, -1, 4, 0); !errors.Is(err, kerr.OffsetOutOfRange) {
 		t.Fatalf("fetch past LEO: %v", err)
 	}
 	if err := r.TruncateTo(0); !errors.Is(err, kerr.NotLeaderForPartition) {
@@ -188,15 +188,15 @@ func TestWaitForHW(t *testing.T) {
 			t.Fatal(err)
 		}
 		done := make(chan error, 1)
-		go func() { done <- r.WaitForHW(ctx, info.LastOffset) }()
+		go func() { done <- r.WaitForHW(ctx, info.LastOffset, r.LeaderEpoch()) }()
 		waitArmed(t, &r.hwSig)
-		r.UpdateFollower(1, 5, 0)
+		r.UpdateFollower(1, -1, 5, 0)
 		select {
 		case err := <-done:
 			t.Fatalf("returned with one follower of two: %v", err)
 		default:
 		}
-		r.UpdateFollower(2, 5, 0)
+		r.UpdateFollower(2, -1, 5, 0)
 		select {
 		case err := <-done:
 			if err != nil {
@@ -211,13 +211,13 @@ func TestWaitForHW(t *testing.T) {
 		r.AppendAsLeader(oneBatch(1), -1)
 		cctx, cancel := context.WithTimeout(ctx, time.Millisecond)
 		defer cancel()
-		wantCode(t, r.WaitForHW(cctx, 0), kerr.RequestTimedOut)
+		wantCode(t, r.WaitForHW(cctx, 0, r.LeaderEpoch()), kerr.RequestTimedOut)
 	})
 	t.Run("ISR below min", func(t *testing.T) {
 		r, _, _ := newLeader(t, 3, Config{MinInsyncReplicas: 2})
 		r.AppendAsLeader(oneBatch(1), -1)
 		done := make(chan error, 1)
-		go func() { done <- r.WaitForHW(ctx, 0) }()
+		go func() { done <- r.WaitForHW(ctx, 0, r.LeaderEpoch()) }()
 		waitArmed(t, &r.hwSig)
 		st := r.State()
 		st.ISR, st.PartitionEpoch = []int32{0}, st.PartitionEpoch+1
@@ -233,7 +233,7 @@ func TestWaitForHW(t *testing.T) {
 		r, _, _ := newLeader(t, 3, Config{})
 		r.AppendAsLeader(oneBatch(1), -1)
 		done := make(chan error, 1)
-		go func() { done <- r.WaitForHW(ctx, 0) }()
+		go func() { done <- r.WaitForHW(ctx, 0, r.LeaderEpoch()) }()
 		waitArmed(t, &r.hwSig)
 		r.MakeFollower(controller.PartitionState{Topic: "t", Leader: 1, LeaderEpoch: 1, Replicas: []int32{0, 1, 2}, ISR: []int32{1, 2}})
 		select {
@@ -246,14 +246,14 @@ func TestWaitForHW(t *testing.T) {
 	t.Run("single replica commits on append", func(t *testing.T) {
 		r, _, _ := newLeader(t, 1, Config{})
 		info, _ := r.AppendAsLeader(oneBatch(2), -1)
-		if err := r.WaitForHW(ctx, info.LastOffset); err != nil || r.HW() != 2 {
+		if err := r.WaitForHW(ctx, info.LastOffset, r.LeaderEpoch()); err != nil || r.HW() != 2 {
 			t.Fatalf("HW %d err %v", r.HW(), err)
 		}
 	})
 	t.Run("closed", func(t *testing.T) {
 		r, _, _ := newLeader(t, 1, Config{})
 		r.Close()
-		wantCode(t, r.WaitForHW(ctx, 0), kerr.NotLeaderForPartition)
+		wantCode(t, r.WaitForHW(ctx, 0, r.LeaderEpoch()), kerr.NotLeaderForPartition)
 	})
 }
 
@@ -271,7 +271,7 @@ func TestHWChangedAndLEOChanged(t *testing.T) {
 		t.Fatal("HWChanged closed without an HW advance")
 	default:
 	}
-	r.UpdateFollower(1, 1, 0)
+	r.UpdateFollower(1, -1, 1, 0)
 	select {
 	case <-hwc:
 	default:
@@ -289,10 +289,10 @@ func TestHWLag(t *testing.T) {
 	clk.ns = 2_000_000
 	r.AppendAsLeader(oneBatch(3), -1) // offsets 5..7 at 2 ms
 	clk.ns = 5_000_000
-	r.UpdateFollower(1, 5, 0) // HW 5 at 5 ms: first batch, 4 ms
+	r.UpdateFollower(1, -1, 5, 0) // HW 5 at 5 ms: first batch, 4 ms
 	clk.ns = 9_000_000
-	r.UpdateFollower(1, 7, 0) // HW 7: second batch not passed yet
-	r.UpdateFollower(1, 8, 0) // HW 8 at 9 ms: 7 ms
+	r.UpdateFollower(1, -1, 7, 0) // HW 7: second batch not passed yet
+	r.UpdateFollower(1, -1, 8, 0) // HW 8 at 9 ms: 7 ms
 	want := []sample{{4_000_000, 5}, {7_000_000, 3}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("HW lag samples %v, want %v", got, want)
@@ -380,13 +380,22 @@ func TestAppendAsFollower(t *testing.T) {
 }
 
 func TestApplyRetention(t *testing.T) {
-	r, l, _ := newLeader(t, 2, Config{})
+	cfg := log.DefaultConfig()
+	cfg.SegmentBytes, cfg.RetentionBytes = int64(len(batches(1))), 0 // a segment per batch; keep only the active one
+	l := newMemLogWith(cfg)
+	r, err := newReplica("t", 0, 0, l, "", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.MakeLeader(controller.PartitionState{Topic: "t", Leader: 0, Replicas: []int32{0, 1}, ISR: []int32{0, 1}}); err != nil {
+		t.Fatal(err)
+	}
 	r.AppendAsLeader(batches(5), 1)
 	st := r.State()
 	st.LeaderEpoch++
 	r.MakeLeader(st) // epoch 1 starts at 5
 	r.AppendAsLeader(batches(5), 1)
-	r.UpdateFollower(1, 7, 0) // HW 7
+	r.UpdateFollower(1, -1, 7, 0) // HW 7
 	n, err := r.ApplyRetention(0)
 	if err != nil || n != 7 || l.LogStart() != 7 {
 		t.Fatalf("retention deleted %d (err %v), log start %d; want the 7 batches below the HW, start 7", n, err, l.LogStart())
@@ -399,8 +408,8 @@ func TestApplyRetention(t *testing.T) {
 func TestMakeLeaderResetsFollowers(t *testing.T) {
 	r, _, clk := newLeader(t, 3, Config{ReplicaLagTimeMaxMs: 1000})
 	r.AppendAsLeader(batches(10), 1)
-	r.UpdateFollower(1, 10, 0)
-	r.UpdateFollower(2, 10, 0)
+	r.UpdateFollower(1, -1, 10, 0)
+	r.UpdateFollower(2, -1, 10, 0)
 	if r.HW() != 10 {
 		t.Fatalf("HW %d", r.HW())
 	}
@@ -412,17 +421,21 @@ func TestMakeLeaderResetsFollowers(t *testing.T) {
 	if r.HW() != 10 {
 		t.Fatalf("HW changed by MakeLeader: %d", r.HW())
 	}
-	if r.FollowerLEO(1) != -1 || r.FollowerLastCaughtUp(1) != 5e9 || r.FollowerLastCaughtUp(2) != 0 {
+	if r.FollowerLEO(1) != -1 || r.FollowerLastCaughtUp(1) != 5e9 || r.FollowerLastCaughtUp(2) != neverCaughtUp {
 		t.Fatalf("follower progress not reset: leo %d caught %d/%d", r.FollowerLEO(1), r.FollowerLastCaughtUp(1), r.FollowerLastCaughtUp(2))
 	}
 	if r.Epochs().StartOffsetOf(2) != 10 {
 		t.Fatalf("epoch 2 start %d, want LEO 10", r.Epochs().StartOffsetOf(2))
 	}
 	// Follower 2 (outside the ISR) at LEO 10 >= HW and >= epoch start: join.
-	isr, err := r.UpdateFollower(2, 10, 0)
-	if err != nil || !slices.Equal(isr, []int32{0, 1, 2}) {
-		t.Fatalf("proposed ISR %v err %v", isr, err)
+	join, err := r.UpdateFollower(2, -1, 10, 0)
+	if err != nil || !join {
+		t.Fatalf("may join %v err %v", join, err)
 	}
+	if p := r.PrepareExpand(2); p == nil || !slices.Equal(p.ISR, []int32{0, 1, 2}) {
+		t.Fatalf("proposed ISR %v", p)
+	}
+	r.AbortISRChange(r.pendingProposal())
 	if r.MaxLag() != 10 {
 		t.Fatalf("MaxLag %d, want 10 (follower 1 unknown)", r.MaxLag())
 	}
@@ -430,7 +443,7 @@ func TestMakeLeaderResetsFollowers(t *testing.T) {
 		t.Fatalf("out of sync %v right after MakeLeader", out)
 	}
 	clk.ns += 1e9 + 1
-	if got := r.MaybeShrinkISR(); !slices.Equal(got, []int32{0}) {
+	if got := r.PrepareShrink(); got == nil || !slices.Equal(got.ISR, []int32{0}) {
 		t.Fatalf("shrink %v", got)
 	}
 }
@@ -488,7 +501,7 @@ func TestHWUpdateRace(t *testing.T) {
 							fail("append: %v", err)
 							return
 						}
-						if err := r.WaitForHW(ctx, info.LastOffset); err != nil {
+						if err := r.WaitForHW(ctx, info.LastOffset, r.LeaderEpoch()); err != nil {
 							fail("WaitForHW(%d): %v (HW %d)", info.LastOffset, err, r.HW())
 							return
 						}
@@ -533,7 +546,7 @@ func TestHWUpdateRace(t *testing.T) {
 							off += 1 + rng.Int64N(leo-off)
 						}
 						before := r.HW()
-						if _, err := r.UpdateFollower(f, off, 0); err != nil {
+						if _, err := r.UpdateFollower(f, -1, off, 0); err != nil {
 							fail("UpdateFollower(%d, %d): %v", f, off, err)
 							return
 						}
@@ -552,7 +565,7 @@ func TestHWUpdateRace(t *testing.T) {
 			// The final full ISR is in place; one more round of fetches at
 			// the final offsets settles the HW the churn may have held back.
 			for f := int32(1); f < rf; f++ {
-				r.UpdateFollower(f, want, 0)
+				r.UpdateFollower(f, -1, want, 0)
 			}
 			if failures.Load() > 0 {
 				return
@@ -585,8 +598,8 @@ func TestHWSameAsMutexReference(t *testing.T) {
 			default:
 				f := int32(1 + rng.IntN(4))
 				off := rng.Int64N(la.LEO() + 1)
-				_, e1 := a.UpdateFollower(f, off, 0)
-				_, e2 := m.UpdateFollower(f, off, 0)
+				_, e1 := a.UpdateFollower(f, -1, off, 0)
+				_, e2 := m.UpdateFollower(f, -1, off, 0)
 				if (e1 == nil) != (e2 == nil) {
 					t.Fatalf("seed %d step %d: errors differ: %v / %v", seed, step, e1, e2)
 				}
@@ -606,8 +619,8 @@ func TestUpdateFollowerAllocs(t *testing.T) {
 			var off int64
 			allocs := testing.AllocsPerRun(2000, func() {
 				off++
-				r.UpdateFollower(1, off, 0)
-				r.UpdateFollower(2, off, 0)
+				r.UpdateFollower(1, -1, off, 0)
+				r.UpdateFollower(2, -1, off, 0)
 			})
 			if allocs != 0 {
 				t.Fatalf("UpdateFollower + HW advance allocates %.1f per run with no waiter", allocs)
@@ -657,7 +670,7 @@ func TestNewReplicaRealLog(t *testing.T) {
 	fetch := func() {
 		t.Helper()
 		off := r1.LEO()
-		if _, err := r0.UpdateFollower(1, off, r1.LogStart()); err != nil {
+		if _, err := r0.UpdateFollower(1, -1, off, r1.LogStart()); err != nil {
 			t.Fatal(err)
 		}
 		sl, err := r0.Read(off, r0.LEO(), 1<<20, true)
@@ -680,7 +693,7 @@ func TestNewReplicaRealLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- r0.WaitForHW(ctx, info.LastOffset) }()
+	go func() { done <- r0.WaitForHW(ctx, info.LastOffset, r0.LeaderEpoch()) }()
 	fetch()
 	fetch()
 	if err := <-done; err != nil {

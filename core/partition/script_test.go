@@ -331,12 +331,12 @@ func (s *scriptRun) do(f []string) error {
 		if err != nil {
 			return err
 		}
-		isr, err := lb.r.UpdateFollower(fb.id, off, 0)
+		join, err := lb.r.UpdateFollower(fb.id, -1, off, 0)
 		if err != nil {
 			return err
 		}
-		if isr != nil {
-			s.c.applyISR(isr)
+		if join {
+			s.c.expand(lb, fb.id)
 		}
 		return nil
 	case "tick":
@@ -351,8 +351,8 @@ func (s *scriptRun) do(f []string) error {
 		if err != nil {
 			return err
 		}
-		if isr := lb.r.MaybeShrinkISR(); isr != nil {
-			s.c.applyISR(isr)
+		if p := lb.r.PrepareShrink(); p != nil {
+			s.c.applyISR(p.ISR)
 		}
 		return nil
 	case "kill", "crash":

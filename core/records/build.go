@@ -110,23 +110,25 @@ type recordReader struct {
 	err error
 }
 
-func (r *recordReader) varint(field string) int64 {
+// field names are passed as two parts (joined only for an error message), so decoding
+// allocates nothing.
+func (r *recordReader) varint(field, suffix string) int64 {
 	if r.err != nil {
 		return 0
 	}
 	v, n := binary.Varint(r.b)
 	if n <= 0 {
-		r.err = corruptf("record %s: bad varint", field)
+		r.err = corruptf("record %s%s: bad varint", field, suffix)
 		return 0
 	}
 	r.b = r.b[n:]
 	return v
 }
 
-func (r *recordReader) int32Varint(field string) int32 {
-	v := r.varint(field)
+func (r *recordReader) int32Varint(field, suffix string) int32 {
+	v := r.varint(field, suffix)
 	if r.err == nil && (v < math.MinInt32 || v > math.MaxInt32) {
-		r.err = corruptf("record %s %d overflows int32", field, v)
+		r.err = corruptf("record %s%s %d overflows int32", field, suffix, v)
 		return 0
 	}
 	return int32(v)
@@ -134,7 +136,7 @@ func (r *recordReader) int32Varint(field string) int32 {
 
 // bytes reads a length-prefixed byte string; null (length -1) returns nil and null=true.
 func (r *recordReader) bytes(field string) (v []byte, null bool) {
-	n := r.int32Varint(field + " length")
+	n := r.int32Varint(field, " length")
 	if r.err != nil {
 		return nil, false
 	}
@@ -170,7 +172,7 @@ func ForEachRecord(batch []byte, fn func(offset int64, timestamp int64, key, val
 	rest := batch[HeaderSize:h.Size()]
 	for i := int32(0); i < h.RecordsCount; i++ {
 		r := recordReader{b: rest}
-		length := r.int32Varint("length")
+		length := r.int32Varint("length", "")
 		if r.err != nil {
 			return fmt.Errorf("record %d of batch at baseOffset %d: %w", i, h.BaseOffset, r.err)
 		}
@@ -183,11 +185,11 @@ func ForEachRecord(batch []byte, fn func(offset int64, timestamp int64, key, val
 			return corruptf("record %d of batch at baseOffset %d: attributes missing", i, h.BaseOffset)
 		}
 		r.b = r.b[1:] // record attributes (unused)
-		tsDelta := r.varint("timestampDelta")
-		offDelta := r.int32Varint("offsetDelta")
+		tsDelta := r.varint("timestampDelta", "")
+		offDelta := r.int32Varint("offsetDelta", "")
 		key, _ := r.bytes("key")
 		value, _ := r.bytes("value")
-		nh := r.int32Varint("headers count")
+		nh := r.int32Varint("headers count", "")
 		for j := int32(0); j < nh && r.err == nil; j++ {
 			if _, null := r.bytes("header key"); null && r.err == nil {
 				r.err = corruptf("record header %d key is null", j)

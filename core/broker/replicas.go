@@ -1,0 +1,156 @@
+package broker
+
+import (
+	"fmt"
+	"maps"
+	"path/filepath"
+	"strconv"
+
+	"github.com/isrbench/isrbench/core/controller"
+	"github.com/isrbench/isrbench/core/log"
+	"github.com/isrbench/isrbench/core/partition"
+)
+
+// openReplica opens (creating if needed) the replica directory, reports the log recovery,
+// builds the partition.Replica with the topic's configs and restores its HW from the
+// checkpoint (applyMu held, or Start before the subscription). damage says why the replica
+// lost acknowledged data ("" if it did not, as far as recovery can tell): its log ends below
+// the HW it checkpointed (a deleted segment or directory, unsynced bytes below the HW lost
+// in a power loss), or the checkpoint that would tell is missing or unreadable.
+func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
+	dir := filepath.Join(b.cfg.DataDir, key.String())
+	_, statErr := b.fs.Stat(dir)
+	dirMissing := statErr != nil
+	configs := b.ctrl.TopicConfig(key.topic)
+	lcfg, err := topicLogConfig(b.cfg.Log, configs)
+	if err != nil {
+		b.logf("broker %d: %s: topic configs: %v (using the broker's)", b.cfg.ID, key, err)
+		lcfg = b.cfg.Log
+	}
+	l, rec, err := log.Open(dir, lcfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("open log %s: %w", dir, b.storageFailed(err))
+	}
+	if b.cfg.OnRecovery != nil {
+		b.cfg.OnRecovery(key.topic, key.partition, rec)
+	} else if rec.TruncatedBytes > 0 || rec.IndexesRebuilt > 0 {
+		b.logf("broker %d: %s recovery: %s", b.cfg.ID, key, rec)
+	}
+	r, err := partition.NewReplica(key.topic, key.partition, b.cfg.ID, l, dir, partition.Config{
+		MinInsyncReplicas:   topicMinISR(b.cfg.MinInsyncReplicas, configs),
+		ReplicaLagTimeMaxMs: b.cfg.ReplicaLagTimeMaxMs,
+		HWUpdate:            b.cfg.HWUpdate,
+		TruncateMode:        b.cfg.TruncateMode,
+		Now:                 b.now,
+		BrokerEpoch:         b.ctrl.BrokerEpoch,
+		OnHWLag:             b.cfg.OnHWLag,
+		FS:                  b.fs,
+	})
+	if err != nil {
+		_ = l.Close()
+		return nil, "", fmt.Errorf("replica %s: %w", key, err)
+	}
+	if why := r.EpochCacheRebuilt(); why != "" {
+		b.logf("broker %d: %s recovery: %s", b.cfg.ID, key, why)
+	}
+	b.ckpt.Lock()
+	hw, ok := b.ckpt.hws[key]
+	missing, ckErr := b.ckpt.missing, b.ckpt.err
+	b.ckpt.Unlock()
+	switch {
+	case ckErr != nil:
+		damage = "the HW checkpoint is unreadable, so lost acknowledged data cannot be ruled out"
+	case ok && hw > r.LEO():
+		damage = fmt.Sprintf("its log ends at offset %d, below the checkpointed HW %d", r.LEO(), hw)
+		if dirMissing {
+			damage = fmt.Sprintf("its directory %s was missing (checkpointed HW %d)", dir, hw)
+		}
+	case missing && r.LEO() == 0 && dirMissing:
+		damage = fmt.Sprintf("the log directory has no %s and the replica has no directory: a new or wiped disk", HWCheckpointFile)
+	}
+	if ok {
+		if err := r.RestoreHW(min(hw, r.LEO())); err != nil {
+			b.logf("broker %d: %s: restore HW %d: %v", b.cfg.ID, key, hw, err)
+		}
+	}
+	h = &hosted{key: key, r: r, l: l, topicConfigs: configs}
+	b.mu.Lock()
+	b.mu.replicas[key] = h
+	b.mu.Unlock()
+	return h, damage, nil
+}
+
+// topicMinISR is the topic's min.insync.replicas override, else the broker's.
+func topicMinISR(broker int, configs map[string]string) int {
+	if v, ok := configs[controller.ConfigMinInsyncReplicas]; ok {
+		if n, err := strconv.Atoi(v); err == nil && n >= 1 {
+			return n
+		}
+	}
+	return broker
+}
+
+// topicLogConfig is the broker's log config with the topic's overrides (validated by the
+// controller) applied.
+func topicLogConfig(base log.Config, configs map[string]string) (log.Config, error) {
+	c := base
+	for k, v := range configs {
+		var dst *int64
+		switch k {
+		case controller.ConfigRetentionMs:
+			dst = &c.RetentionMs
+		case controller.ConfigRetentionBytes:
+			dst = &c.RetentionBytes
+		case controller.ConfigSegmentBytes:
+			dst = &c.SegmentBytes
+		case controller.ConfigFlushMessages:
+			dst = &c.FlushMessages
+		case controller.ConfigFlushMs:
+			dst = &c.FlushMs
+		case controller.ConfigIndexIntervalBytes:
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return base, fmt.Errorf("%s=%q: %w", k, v, err)
+			}
+			c.IndexIntervalBytes = n
+			continue
+		default:
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return base, fmt.Errorf("%s=%q: %w", k, v, err)
+		}
+		*dst = n
+	}
+	return c, nil
+}
+
+// applyTopicConfigsLocked applies a topic config change to a hosted replica: its log
+// (retention, segment size, index interval, flush policy) and min.insync.replicas
+// (applyMu held).
+func (b *Broker) applyTopicConfigsLocked(h *hosted, configs map[string]string) {
+	if maps.Equal(configs, h.topicConfigs) {
+		return
+	}
+	h.topicConfigs = configs
+	lcfg, err := topicLogConfig(b.cfg.Log, configs)
+	if err == nil {
+		err = h.l.Reconfigure(lcfg)
+	}
+	if err != nil {
+		b.logf("broker %d: %s: applying topic configs %v: %v", b.cfg.ID, h.key, configs, err)
+	}
+	h.r.SetMinInsyncReplicas(topicMinISR(b.cfg.MinInsyncReplicas, configs))
+	b.notifyChanged()
+}
+
+// minISROf returns the effective min.insync.replicas of the replica h: the configured
+// value capped by the replication factor.
+func minISROf(h *hosted) int {
+	n := h.r.Config().MinInsyncReplicas
+	if rf := len(h.r.State().Replicas); rf > 0 && rf < n {
+		return rf
+	}
+	return n
+}

@@ -1,0 +1,142 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/isrbench/isrbench/core/log"
+	"github.com/isrbench/isrbench/core/records"
+)
+
+// AppendAsFollower appends blob (batches fetched from the leader, starting
+// at this replica's LEO) keeping their offsets, records each batch's
+// partitionLeaderEpoch in the epoch cache, then sets the follower HW to
+// min(leaderHW, LEO). Truncation, if any, must have happened before (a
+// separate TruncateTo call by the fetcher), so the HW is applied after it.
+// An empty blob only updates the HW.
+// Errors: NotLeaderForPartition on the leader; malformed batches (wrapping
+// CorruptMessage / InvalidRecord); non-contiguous offsets (OffsetOutOfRange,
+// from the log).
+func (r *Replica) AppendAsFollower(blob []byte, leaderHW int64) (log.AppendInfo, error) {
+	r.roleMu.Lock()
+	defer r.roleMu.Unlock()
+	s := r.state.Load()
+	if s.leader || s.closed || s.fencing {
+		return log.AppendInfo{}, fmt.Errorf("partition %s-%d: AppendAsFollower on broker %d (leader=%v closed=%v): %w",
+			r.topic, r.partition, r.id, s.leader, s.closed, kerr.NotLeaderForPartition)
+	}
+	var info log.AppendInfo
+	if len(blob) > 0 {
+		assigned := false
+		undo := func(err error) error {
+			// Drop the epochs this failed append introduced.
+			if assigned {
+				if terr := r.epochs.TruncateFromEnd(r.log.LEO()); terr != nil {
+					return errors.Join(err, terr)
+				}
+			}
+			return err
+		}
+		// Record new epochs first (as Kafka does): an entry past the LEO
+		// after a crash is dropped by NewReplica.
+		latest := r.epochs.Latest()
+		for b := blob; len(b) > 0; {
+			h, err := records.ParseHeader(b)
+			if err != nil {
+				return info, undo(fmt.Errorf("partition %s-%d: follower append: %w", r.topic, r.partition, err))
+			}
+			if h.Size() > len(b) {
+				return info, undo(fmt.Errorf("partition %s-%d: follower append: batch at offset %d needs %d bytes, %d left: %w",
+					r.topic, r.partition, h.BaseOffset, h.Size(), len(b), kerr.CorruptMessage))
+			}
+			if h.PartitionLeaderEpoch > latest {
+				assigned = true
+				if _, err := r.epochs.Assign(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
+					return info, undo(err)
+				}
+				latest = h.PartitionLeaderEpoch
+			}
+			b = b[h.Size():]
+		}
+		var err error
+		info, err = r.log.Append(blob, false, 0)
+		if err != nil {
+			return info, undo(err)
+		}
+		r.applyFollowerProducers(blob) // hook: idempotent producer state (producerstate.go)
+		r.leoSig.notify()
+	}
+	if leaderHW >= 0 {
+		r.hw.Store(min(leaderHW, r.log.LEO()))
+		r.hwSig.notify()
+	}
+	return info, nil
+}
+
+// TruncateTo truncates the follower's log to offset (exclusive end; rounded
+// down to a batch boundary by the log), then the epoch cache from the new
+// LEO and the HW to at most the new LEO. Not allowed on the leader.
+func (r *Replica) TruncateTo(offset int64) error {
+	r.roleMu.Lock()
+	defer r.roleMu.Unlock()
+	s := r.state.Load()
+	if s.leader || s.closed || s.fencing {
+		return fmt.Errorf("partition %s-%d: TruncateTo(%d) on broker %d (leader=%v closed=%v): %w",
+			r.topic, r.partition, offset, r.id, s.leader, s.closed, kerr.NotLeaderForPartition)
+	}
+	truncated := offset < r.log.LEO()
+	if truncated {
+		if err := r.log.TruncateTo(offset); err != nil {
+			return err
+		}
+	}
+	leo := r.log.LEO()
+	if err := r.epochs.TruncateFromEnd(leo); err != nil {
+		return err
+	}
+	// hook: forget producer batches above the truncation point (producerstate.go).
+	if truncated {
+		if err := r.rebuildProducers(); err != nil {
+			return err
+		}
+	}
+	if r.hw.Load() > leo {
+		r.hw.Store(leo)
+	}
+	r.leoSig.notifyAll()
+	return nil
+}
+
+// TruncateFullyAndStartAt empties the follower's log and restarts it at
+// offset (the leader's log start offset, when the follower's fetch offset
+// fell below it); the epoch cache is cleared and the HW set to offset.
+func (r *Replica) TruncateFullyAndStartAt(offset int64) error {
+	r.roleMu.Lock()
+	defer r.roleMu.Unlock()
+	s := r.state.Load()
+	if s.leader || s.closed || s.fencing {
+		return fmt.Errorf("partition %s-%d: TruncateFullyAndStartAt on broker %d: %w", r.topic, r.partition, r.id, kerr.NotLeaderForPartition)
+	}
+	if err := r.log.TruncateFullyAndStartAt(offset); err != nil {
+		return err
+	}
+	if err := r.epochs.Clear(); err != nil {
+		return err
+	}
+	r.clearProducers() // hook: the log is empty (producerstate.go)
+	r.hw.Store(offset)
+	r.leoSig.notifyAll()
+	return nil
+}
+
+// TruncationFor is the follower's decision after an OffsetForLeaderEpoch
+// answer (leaderEpoch, leaderEndOffset) to its latest epoch: see
+// TruncationOffset. It does not truncate.
+func (r *Replica) TruncationFor(leaderEpoch int32, leaderEndOffset int64) Truncation {
+	leo := r.log.LEO()
+	return TruncationOffset(leaderEpoch, leaderEndOffset, leo, r.hw.Load(), func(e int32) (int32, int64) {
+		return r.epochs.EndOffsetFor(e, leo)
+	})
+}

@@ -1,0 +1,439 @@
+package partition
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/isrbench/isrbench/core/controller"
+	"github.com/isrbench/isrbench/core/log"
+)
+
+// AppendAsLeader appends blob (one or more RecordBatch v2 batches) as the
+// leader: offsets from the LEO, partitionLeaderEpoch = the leader epoch
+// (returned in info.LeaderEpoch). Errors: NotLeaderForPartition when not the
+// leader; with requiredAcks -1 and len(ISR) < the effective min.insync.replicas,
+// NotEnoughReplicas and nothing is appended (acks 0 and 1 append anyway). Waiting
+// for acks=all is the caller's WaitForHW(ctx, info.LastOffset, info.LeaderEpoch).
+//
+// Idempotent producers (producerstate.go): a batch with a producer id >= 0
+// is sequence-checked and appended under the partition's producer-state
+// mutex. A duplicate (a retry of one of the producer's last 5 batches) is
+// not appended: it returns the original batch's offsets with Batches == 0
+// and Records == 0. Sequence errors: OutOfOrderSequenceNumber,
+// InvalidProducerEpoch. Batches without a producer id take no lock.
+func (r *Replica) AppendAsLeader(blob []byte, requiredAcks int16) (log.AppendInfo, error) {
+	s, ok := r.enterLeader()
+	if !ok {
+		return log.AppendInfo{}, r.errNotLeader(s)
+	}
+	defer s.exit()
+	if requiredAcks == -1 && len(s.st.ISR) < r.effectiveMinISR(s) {
+		return log.AppendInfo{}, fmt.Errorf("partition %s-%d: ISR %v has %d members, min.insync.replicas is %d: %w",
+			r.topic, r.partition, s.st.ISR, len(s.st.ISR), r.effectiveMinISR(s), kerr.NotEnoughReplicas)
+	}
+	var info log.AppendInfo
+	var err error
+	if isIdempotentBlob(blob) { // hook: idempotent producers (producerstate.go)
+		var dup bool
+		info, dup, err = r.appendIdempotent(blob, s.st.LeaderEpoch)
+		if dup {
+			return info, nil // duplicate: nothing appended, original offsets
+		}
+	} else {
+		info, err = r.log.Append(blob, true, s.st.LeaderEpoch)
+	}
+	if err != nil {
+		return info, err
+	}
+	info.LeaderEpoch = s.st.LeaderEpoch
+	if r.cfg.OnHWLag != nil {
+		now := r.cfg.Now()
+		r.lag.push(lagEntry{lastOffset: info.LastOffset, appendNs: now, records: info.Records})
+		if hw := r.hw.Load(); hw > info.LastOffset {
+			r.lag.drain(hw, now, r.cfg.OnHWLag) // a follower was faster than us
+		}
+	}
+	r.leoSig.notify()
+	// An ISR of the leader alone (with min.insync.replicas <= 1) commits
+	// right away; otherwise this is a no-op until followers fetch.
+	r.maybeAdvanceHW(s)
+	return info, nil
+}
+
+// CheckHW reports whether a batch appended as leader in leaderEpoch with last offset
+// lastOffset (inclusive) is committed: done with a nil error once the HW of that leadership
+// term passed it; done with an error when it can no longer be acknowledged:
+// NotLeaderForPartition when the term ended before its HW passed the batch (the batch may
+// be truncated away: it must not be acknowledged even if a later term's HW passes that
+// offset), NotEnoughReplicasAfterAppend while the ISR is below the effective
+// min.insync.replicas. Not done otherwise (wait on HWChanged and ask again). Lock-free.
+func (r *Replica) CheckHW(lastOffset int64, leaderEpoch int32) (done bool, err error) {
+	s := r.state.Load()
+	hw := r.hw.Load()
+	if r.state.Load() != s {
+		return false, nil // changed meanwhile: ask again
+	}
+	switch {
+	case s.fencing:
+		return false, nil // a role change is under way; its final snapshot decides
+	case s.leader && !s.closed && s.st.LeaderEpoch == leaderEpoch:
+		if hw > lastOffset {
+			return true, nil
+		}
+		if len(s.st.ISR) < r.effectiveMinISR(s) {
+			return true, fmt.Errorf("partition %s-%d: offset %d written but ISR %v is below min.insync.replicas %d: %w",
+				r.topic, r.partition, lastOffset, s.st.ISR, r.effectiveMinISR(s), kerr.NotEnoughReplicasAfterAppend)
+		}
+		return false, nil
+	case s.prevTerm.epoch == leaderEpoch && s.prevTerm.hw > lastOffset:
+		return true, nil // committed before the term ended
+	}
+	return true, fmt.Errorf("partition %s-%d: leadership of epoch %d ended before the HW passed offset %d: %w",
+		r.topic, r.partition, leaderEpoch, lastOffset, r.errNotLeader(s))
+}
+
+// WaitForHW blocks until CheckHW(lastOffset, leaderEpoch) is done and returns its error;
+// ctx done first -> RequestTimedOut.
+func (r *Replica) WaitForHW(ctx context.Context, lastOffset int64, leaderEpoch int32) error {
+	if done, err := r.CheckHW(lastOffset, leaderEpoch); done {
+		return err // fast path: nothing armed
+	}
+	for {
+		ch := r.hwSig.wait()
+		if done, err := r.CheckHW(lastOffset, leaderEpoch); done {
+			return err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("partition %s-%d: waiting for HW to pass offset %d (HW %d): %v: %w",
+				r.topic, r.partition, lastOffset, r.hw.Load(), ctx.Err(), kerr.RequestTimedOut)
+		}
+	}
+}
+
+// maybeAdvanceHW recomputes the leader HW from s and applies it as CAS-to-max, then
+// signals waiters. The caller has entered s (enterLeader) or holds roleMu with s current.
+func (r *Replica) maybeAdvanceHW(s *snapshot) {
+	if r.mutexHW {
+		r.isrLock.RLock()
+		defer r.isrLock.RUnlock()
+	}
+	hw, ok := r.computeHW(s)
+	if !ok {
+		return
+	}
+	for {
+		cur := r.hw.Load()
+		if hw <= cur {
+			return
+		}
+		if r.hw.CompareAndSwap(cur, hw) {
+			r.afterAdvance(hw)
+			return
+		}
+	}
+}
+
+// computeHW is Kafka's Partition.maybeIncrementLeaderHW: the minimum LEO over the leader and
+// every follower that is in the maximal ISR or is caught up and eligible to join it
+// (shouldWaitForReplicaToJoinIsr, so a catching-up follower is not starved by appends);
+// ok is false while the committed ISR is below the effective min.insync.replicas (the HW
+// is frozen then, as in Kafka >= 3.7).
+func (r *Replica) computeHW(s *snapshot) (hw int64, ok bool) {
+	if len(s.st.ISR) < r.effectiveMinISR(s) {
+		return 0, false
+	}
+	leo := r.log.LEO()
+	hw = leo
+	now := int64(-1)
+	for _, f := range s.followers {
+		fl := f.leo.Load()
+		if fl >= hw {
+			continue
+		}
+		if slices.Contains(s.maximal, f.id) {
+			hw = fl
+			continue
+		}
+		if now < 0 {
+			now = r.cfg.Now()
+		}
+		if r.caughtUp(f, leo, now) && r.eligible(f) {
+			hw = fl
+		}
+	}
+	return hw, true
+}
+
+// caughtUp is Kafka's ReplicaState.isCaughtUp: the follower has the leader's LEO, or it was
+// caught up within replica.lag.time.max.ms.
+func (r *Replica) caughtUp(f *progress, leaderLEO, now int64) bool {
+	return f.leo.Load() == leaderLEO || !OutOfSync(f.lastCaughtUpNs.Load(), now, r.lagMaxNs)
+}
+
+// Broker epochs of a follower's progress: unknown (no fetch yet this term) and "the fetch
+// carried none" (Kafka's -1, which bypasses the check).
+const (
+	brokerEpochUnknown int64 = -2
+	brokerEpochNone    int64 = -1
+)
+
+// eligible is Kafka's isReplicaIsrEligible: the follower's broker is alive and unfenced and
+// its fetches come from its current registration (broker epoch).
+func (r *Replica) eligible(f *progress) bool {
+	if r.cfg.BrokerEpoch == nil {
+		return true
+	}
+	cur := r.cfg.BrokerEpoch(f.id)
+	e := f.brokerEpoch.Load()
+	return cur >= 0 && (e == cur || e == brokerEpochNone)
+}
+
+// afterAdvance runs after the HW moved to nw: waiters first (the ack path), then the HW-lag
+// bookkeeping.
+func (r *Replica) afterAdvance(nw int64) {
+	r.hwSig.notify()
+	if r.cfg.OnHWLag != nil {
+		r.lag.drain(nw, r.cfg.Now(), r.cfg.OnHWLag)
+	}
+}
+
+// UpdateFollower records a replica fetch of follower (broker epoch brokerEpoch, -1 if the
+// request carried none) at fetchOffset (the follower's LEO, exclusive) with its log start
+// offset (inclusive): the follower's LEO, Kafka's caught-up time, then the HW
+// (CAS-to-max) and the acks=all waiters. canJoin reports that the follower is outside the
+// ISR and meets the join rule now; the caller then proposes the expansion
+// (PrepareExpand, which checks it again). Errors: NotLeaderForPartition when not the
+// leader or for a fetch from an older incarnation of the follower's broker (a stale broker
+// epoch), ReplicaNotAvailable for a broker that is not a replica, OffsetOutOfRange for a
+// fetch offset past the leader's LEO.
+//
+// Safe for concurrent use; fetches of one follower are expected one at a time (as Kafka's
+// fetch sessions are), concurrent ones stay race-free.
+func (r *Replica) UpdateFollower(follower int32, brokerEpoch int64, fetchOffset int64, followerLogStart int64) (canJoin bool, err error) {
+	s, ok := r.enterLeader()
+	if !ok {
+		return false, r.errNotLeader(s)
+	}
+	defer s.exit()
+	f := s.follower(follower)
+	if f == nil {
+		return false, fmt.Errorf("partition %s-%d: broker %d is not a follower replica (replicas %v): %w",
+			r.topic, r.partition, follower, s.st.Replicas, kerr.ReplicaNotAvailable)
+	}
+	if brokerEpoch >= 0 && r.cfg.BrokerEpoch != nil {
+		if cur := r.cfg.BrokerEpoch(follower); cur > brokerEpoch {
+			return false, fmt.Errorf("partition %s-%d: fetch from broker %d with broker epoch %d, its current registration is %d (a stale incarnation): %w",
+				r.topic, r.partition, follower, brokerEpoch, cur, kerr.NotLeaderForPartition)
+		}
+	}
+	leo := r.log.LEO()
+	if fetchOffset > leo || fetchOffset < 0 {
+		return false, fmt.Errorf("partition %s-%d: follower %d fetch offset %d outside [0, LEO %d]: %w",
+			r.topic, r.partition, follower, fetchOffset, leo, kerr.OffsetOutOfRange)
+	}
+	r.recordFetch(f, brokerEpoch, fetchOffset, followerLogStart, leo, r.cfg.Now())
+	r.maybeAdvanceHW(s)
+	return s.pending == nil && !s.inISR(follower) && r.canJoin(s, f), nil
+}
+
+// canJoin is Kafka's needsExpandIsr: the follower is eligible and its LEO has reached the
+// HW and the start of the leader's epoch (CanJoinISR).
+func (r *Replica) canJoin(s *snapshot, f *progress) bool {
+	return CanJoinISR(f.leo.Load(), r.hw.Load(), s.epochStart) && r.eligible(f)
+}
+
+func (r *Replica) recordFetch(f *progress, brokerEpoch, fetchOffset, logStart, leaderLEO, now int64) {
+	if brokerEpoch < 0 {
+		brokerEpoch = brokerEpochNone
+	}
+	f.brokerEpoch.Store(brokerEpoch)
+	f.leo.Store(fetchOffset)
+	f.logStart.Store(logStart)
+	caught := CaughtUpUpdate(fetchOffset, leaderLEO, f.lastFetchLeaderLEO.Load(), f.lastFetchTimeNs.Load(), f.lastCaughtUpNs.Load(), now)
+	for {
+		cur := f.lastCaughtUpNs.Load()
+		if caught <= cur || f.lastCaughtUpNs.CompareAndSwap(cur, caught) {
+			break
+		}
+	}
+	f.lastFetchLeaderLEO.Store(max(leaderLEO, f.lastFetchLeaderLEO.Load()))
+	f.lastFetchTimeNs.Store(now)
+}
+
+// OutOfSyncReplicas returns the ISR followers that are not caught up (Kafka's
+// getOutOfSyncReplicas: neither at the leader's LEO nor caught up within
+// replica.lag.time.max.ms), or nil when there are none, this replica does not lead, or an
+// ISR change is pending.
+func (r *Replica) OutOfSyncReplicas() []int32 {
+	s := r.state.Load()
+	if !s.leader || s.closed || s.pending != nil {
+		return nil
+	}
+	return r.outOfSync(s)
+}
+
+func (r *Replica) outOfSync(s *snapshot) []int32 {
+	now := r.cfg.Now()
+	leo := r.log.LEO()
+	var out []int32
+	for _, id := range s.st.ISR {
+		if id == r.id {
+			continue
+		}
+		if f := s.follower(id); f == nil || !r.caughtUp(f, leo, now) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// ISRProposal is an ISR change the leader sends to the controller (AlterPartition): the
+// committed state it is based on, the proposed ISR, and the broker epoch of each proposed
+// member's fetches (-1 for the leader itself and when unknown; the controller checks the
+// new members' epochs against their registrations, KIP-903).
+type ISRProposal struct {
+	Base         controller.PartitionState
+	ISR          []int32
+	BrokerEpochs []int64 // parallel to ISR
+}
+
+// PrepareShrink marks a shrink of the ISR to its caught-up members as pending and returns
+// it, or nil when every member is caught up, this replica does not lead, or a change is
+// pending. While it is pending the HW still counts the removed members (the maximal ISR is
+// the committed one). The caller sends it to the controller, then calls ApplyISR with the
+// accepted state or AbortISRChange.
+func (r *Replica) PrepareShrink() *ISRProposal {
+	r.roleMu.Lock()
+	defer r.roleMu.Unlock()
+	s := r.state.Load()
+	if !s.leader || s.closed || s.pending != nil {
+		return nil
+	}
+	out := r.outOfSync(s)
+	if len(out) == 0 {
+		return nil
+	}
+	isr := slices.DeleteFunc(slices.Clone(s.st.ISR), func(id int32) bool { return slices.Contains(out, id) })
+	return r.propose(s, isr, s.maximal)
+}
+
+// PrepareExpand marks adding follower to the ISR as pending and returns the proposal, or
+// nil when the follower may not join. The follower enters the maximal ISR first (the HW
+// counts it from then on), the operations that computed an HW without it drain, and only
+// then is the join rule checked again against the HW: so once the controller accepts, the
+// new member holds [log start, HW) and the HW cannot pass its LEO while the change is
+// pending or after (the linearizability of HW advances and ISR changes; see the package
+// doc). A failed re-check withdraws the change.
+func (r *Replica) PrepareExpand(follower int32) *ISRProposal {
+	r.roleMu.Lock()
+	defer r.roleMu.Unlock()
+	s := r.state.Load()
+	if !s.leader || s.closed || s.pending != nil || s.inISR(follower) {
+		return nil
+	}
+	f := s.follower(follower)
+	if f == nil {
+		return nil
+	}
+	isr := append(slices.Clone(s.st.ISR), follower)
+	p := r.propose(s, isr, isr)
+	if !r.canJoin(r.state.Load(), f) {
+		r.withdraw()
+		return nil
+	}
+	return p
+}
+
+// propose installs the pending change (roleMu held).
+func (r *Replica) propose(s *snapshot, isr, maximal []int32) *ISRProposal {
+	ns := &snapshot{st: s.st, leader: true, epochStart: s.epochStart, followers: s.followers,
+		maximal: maximal, pending: isr, prevTerm: s.prevTerm}
+	r.install(ns)
+	epochs := make([]int64, len(isr))
+	for i, id := range isr {
+		epochs[i] = -1
+		if f := s.follower(id); f != nil {
+			if e := f.brokerEpoch.Load(); e >= 0 {
+				epochs[i] = e
+			}
+		}
+	}
+	return &ISRProposal{Base: s.st.Clone(), ISR: slices.Clone(isr), BrokerEpochs: epochs}
+}
+
+// withdraw drops the pending change (roleMu held): the maximal ISR is the committed one
+// again. A withdrawn expansion may let the HW advance past the would-be member, which is
+// fine: it is not in the ISR.
+func (r *Replica) withdraw() {
+	s := r.state.Load()
+	if s.pending == nil {
+		return
+	}
+	ns := &snapshot{st: s.st, leader: s.leader, closed: s.closed, epochStart: s.epochStart,
+		followers: s.followers, maximal: s.st.ISR, prevTerm: s.prevTerm}
+	r.install(ns)
+	if ns.leader {
+		r.maybeAdvanceHW(ns)
+	}
+	r.hwSig.notifyAll()
+}
+
+// AbortISRChange withdraws p if it is still the pending change (the controller refused it;
+// its notification brings the current state).
+func (r *Replica) AbortISRChange(p *ISRProposal) {
+	r.roleMu.Lock()
+	defer r.roleMu.Unlock()
+	s := r.state.Load()
+	if s.pending == nil || s.st.PartitionEpoch != p.Base.PartitionEpoch || s.st.LeaderEpoch != p.Base.LeaderEpoch {
+		return
+	}
+	r.withdraw()
+}
+
+// FollowerLEO returns the leader's record of follower id's LEO (exclusive),
+// -1 when unknown or when this replica is not the leader.
+func (r *Replica) FollowerLEO(id int32) int64 {
+	s := r.state.Load()
+	if !s.leader {
+		return -1
+	}
+	return s.followerLEO(id)
+}
+
+// FollowerLastCaughtUp returns the follower's last caught-up time (ns), -1
+// when unknown or not the leader.
+func (r *Replica) FollowerLastCaughtUp(id int32) int64 {
+	s := r.state.Load()
+	if f := s.follower(id); s.leader && f != nil {
+		return f.lastCaughtUpNs.Load()
+	}
+	return -1
+}
+
+// MaxLag returns, on the leader, the largest LEO - follower LEO over the
+// followers (records; a follower with an unknown LEO counts from its log
+// start 0). 0 on a follower.
+func (r *Replica) MaxLag() int64 {
+	s := r.state.Load()
+	if !s.leader {
+		return 0
+	}
+	leo := r.log.LEO()
+	var lag int64
+	for _, f := range s.followers {
+		lag = max(lag, leo-max(0, f.leo.Load()))
+	}
+	return lag
+}
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch for epoch from this
+// replica's epoch cache and LEO: the largest epoch <= epoch and its end
+// offset (exclusive), or (-1, -1). The leadership check is the caller's.
+func (r *Replica) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	return r.epochs.EndOffsetFor(epoch, r.log.LEO())
+}

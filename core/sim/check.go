@@ -1,0 +1,146 @@
+package sim
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/isrbench/isrbench/core/controller"
+)
+
+// check verifies the invariants after a step.
+func (s *Sim) check() {
+	if s.err != nil {
+		return
+	}
+	for p := int32(0); p < int32(s.o.Partitions); p++ {
+		st, ok := s.ctrl.Partition(topic, p)
+		if !ok {
+			s.fail("partition %d is gone from the metadata", p)
+			return
+		}
+		if desc := fmt.Sprintf("leader %d epoch %d isr %v", st.Leader, st.LeaderEpoch, st.ISR); desc != s.lastState[p] {
+			s.lastState[p] = desc
+			s.tracef("controller: p%d %s (partition epoch %d)", p, desc, st.PartitionEpoch)
+		}
+		for _, n := range s.nodes {
+			if !n.up() {
+				continue
+			}
+			if r, ok := n.b.Replica(topic, p); ok && r.HW() > r.LEO() {
+				s.fail("broker %d p%d: HW %d > LEO %d", n.id, p, r.HW(), r.LEO())
+				return
+			}
+		}
+		if st.Leader == controller.NoLeader {
+			continue
+		}
+		ln := s.nodes[st.Leader]
+		if !ln.up() {
+			continue
+		}
+		lr, ok := ln.b.Replica(topic, p)
+		if !ok || !lr.IsLeader() || lr.LeaderEpoch() != st.LeaderEpoch {
+			continue // the leader has not applied its election yet
+		}
+		hw := lr.HW()
+		tk := termKey{p, ln.id, ln.inc, st.LeaderEpoch}
+		if last, seen := s.hwSeen[tk]; seen && hw < last {
+			s.fail("p%d: leader %d HW went back from %d to %d in epoch %d", p, ln.id, last, hw, st.LeaderEpoch)
+			return
+		}
+		s.hwSeen[tk] = hw
+		want, err := rawLog(lr, lr.LogStart(), hw)
+		if err != nil {
+			s.fail("p%d: reading leader %d [%d, %d): %v", p, ln.id, lr.LogStart(), hw, err)
+			return
+		}
+		for _, m := range s.nodes {
+			if m == ln || !m.up() {
+				continue
+			}
+			mr, ok := m.b.Replica(topic, p)
+			if !ok {
+				continue
+			}
+			if s.synced[syncKey{m.id, m.inc, p}] == st.LeaderEpoch && mr.LeaderEpoch() == st.LeaderEpoch && mr.HW() > hw {
+				s.fail("p%d: follower %d HW %d > leader %d HW %d in epoch %d", p, m.id, mr.HW(), ln.id, hw, st.LeaderEpoch)
+				return
+			}
+			if !slices.Contains(st.ISR, m.id) || !slices.Contains(lr.ISR(), m.id) {
+				continue
+			}
+			if mr.LEO() < hw {
+				s.fail("p%d: ISR member %d has LEO %d < leader %d HW %d (ISR %v)", p, m.id, mr.LEO(), ln.id, hw, st.ISR)
+				return
+			}
+			if mr.LogStart() != lr.LogStart() {
+				continue
+			}
+			got, err := rawLog(mr, mr.LogStart(), hw)
+			if err != nil {
+				s.fail("p%d: reading ISR member %d: %v", p, m.id, err)
+				return
+			}
+			if !bytes.Equal(got, want) {
+				s.fail("p%d: ISR member %d does not hold leader %d's [%d, HW %d) byte for byte", p, m.id, ln.id, lr.LogStart(), hw)
+				return
+			}
+		}
+	}
+	if s.crashPending && s.crashSafe() {
+		s.crashPending = false // the crashed broker is back in every ISR
+		s.tracef("the crashed broker has caught up")
+	}
+	if s.stats.Steps%25 == 0 {
+		s.checkDurability(false)
+	}
+}
+
+// checkDurability checks that every acks=all acknowledged record, and every record a
+// consumer read, is in the current leader's log at its offset. final: every partition must
+// have a running leader.
+func (s *Sim) checkDurability(final bool) {
+	for p := int32(0); p < int32(s.o.Partitions); p++ {
+		st, _ := s.ctrl.Partition(topic, p)
+		if st.Leader == controller.NoLeader || !s.nodes[st.Leader].up() {
+			if final {
+				s.fail("p%d has no running leader at the end: %v", p, st)
+			}
+			continue
+		}
+		lr, ok := s.nodes[st.Leader].b.Replica(topic, p)
+		if !ok || !lr.IsLeader() {
+			if final {
+				s.fail("p%d: broker %d does not act as leader at the end", p, st.Leader)
+			}
+			continue
+		}
+		vals, err := readLog(lr, lr.LogStart(), lr.LEO())
+		if err != nil {
+			s.fail("p%d: reading leader %d: %v", p, st.Leader, err)
+			return
+		}
+		for _, c := range []struct {
+			what string
+			m    map[key]entry
+		}{{"acknowledged (acks=all)", s.acked}, {"consumed", s.consumed}} {
+			what, m := c.what, c.m
+			keys := slices.SortedFunc(maps.Keys(m), func(a, b key) int { return cmp.Or(cmp.Compare(a.p, b.p), cmp.Compare(a.off, b.off)) })
+			for _, k := range keys {
+				e := m[k]
+				if k.p != p || e.seq <= s.lossAllowedUpTo {
+					continue
+				}
+				if got, ok := vals[k.off]; !ok || got != e.value {
+					v := e.value
+					s.fail("p%d: %s record %s at offset %d is lost: leader %d (epoch %d, log [%d, %d), HW %d) has %q there",
+						p, what, v, k.off, st.Leader, st.LeaderEpoch, lr.LogStart(), lr.LEO(), lr.HW(), got)
+					return
+				}
+			}
+		}
+	}
+}

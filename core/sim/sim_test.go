@@ -1,0 +1,89 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/isrbench/isrbench/internal/simflag"
+)
+
+// defaultSeeds is how many seeds TestSimulation runs without -sim.seeds: fewer under the
+// race detector (every step is real broker code and several times slower there); CI runs
+// the full count without it (make sim-ci).
+func defaultSeeds() int {
+	if raceEnabled {
+		return 150
+	}
+	return 2000
+}
+
+// TestSimulation runs the deterministic simulator over many seeds and fails with the seed
+// and the end of its trace on the first invariant violation. -sim.seed=N replays one seed
+// and prints its whole trace.
+func TestSimulation(t *testing.T) {
+	if seed := *simflag.Seed; seed != 0 {
+		res := Run(Options{Seed: seed, Steps: *simflag.Steps})
+		t.Logf("seed %d trace:\n%s", seed, strings.Join(res.Trace, "\n"))
+		t.Logf("stats %+v", res.Stats)
+		if res.Err != nil {
+			t.Fatalf("seed %d: %v", seed, res.Err)
+		}
+		return
+	}
+	n := *simflag.Seeds
+	if n == 0 {
+		n = defaultSeeds()
+		if testing.Short() {
+			n /= 10
+		}
+	}
+	start := time.Now()
+	var total Stats
+	for seed := uint64(1); seed <= uint64(n); seed++ {
+		res := Run(Options{Seed: seed, Steps: *simflag.Steps})
+		if res.Err != nil {
+			tail := res.Trace
+			if len(tail) > 80 {
+				tail = tail[len(tail)-80:]
+			}
+			t.Fatalf("seed %d: %v\n(replay: go test ./core/sim -run TestSimulation -sim.seed=%d)\nlast steps:\n%s",
+				seed, res.Err, seed, strings.Join(tail, "\n"))
+		}
+		add(&total, res.Stats)
+	}
+	t.Logf("%d seeds in %v: %s", n, time.Since(start).Round(time.Millisecond), fmt.Sprintf("%+v", total))
+}
+
+func add(t *Stats, s Stats) {
+	t.Steps += s.Steps
+	t.Produced += s.Produced
+	t.AckedAll += s.AckedAll
+	t.AckedOne += s.AckedOne
+	t.Consumed += s.Consumed
+	t.Kills += s.Kills
+	t.Crashes += s.Crashes
+	t.Restarts += s.Restarts
+	t.Pauses += s.Pauses
+	t.Partitions += s.Partitions
+	t.DiskFul += s.DiskFul
+	t.ClusterRestarts += s.ClusterRestarts
+	t.LeaderMoves += s.LeaderMoves
+	t.CtrlCuts += s.CtrlCuts
+	t.Correlated += s.Correlated
+}
+
+// TestSimulationDeterministic: the same seed gives the same trace.
+func TestSimulationDeterministic(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		a, b := Run(Options{Seed: seed}), Run(Options{Seed: seed})
+		if x, y := strings.Join(a.Trace, "\n"), strings.Join(b.Trace, "\n"); x != y {
+			i := 0
+			for i < len(a.Trace) && i < len(b.Trace) && a.Trace[i] == b.Trace[i] {
+				i++
+			}
+			t.Fatalf("seed %d gave two different traces, from step line %d:\n%v\n%v", seed, i, a.Trace[i:min(i+3, len(a.Trace))], b.Trace[i:min(i+3, len(b.Trace))])
+		}
+	}
+}

@@ -1,0 +1,11 @@
+// Package vfs is the small file-system interface under isrbench's storage (core/log, the
+// checkpoints, the controller's metadata log), in the spirit of pebble's vfs: OS is the
+// operating system's file system; MemFS is an in-memory one whose CrashClone keeps only what
+// was fsynced, and which can fail operations on demand (SetInjector, SetCapacity), so tests and
+// the deterministic simulator can crash a broker's disk or fill it.
+//
+// What survives a crash in MemFS (the model of a journaling Linux file system): file contents
+// only once the file was Synced; creations, removals, renames and truncations at once.
+//
+// Concurrency: OS and MemFS are safe for concurrent use; a File is as safe as *os.File.
+package vfs

@@ -1,0 +1,501 @@
+package vfs
+
+import (
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Op names a mutating file-system operation, for error injection.
+type Op string
+
+// The operations an Injector sees.
+const (
+	OpCreate   Op = "create"
+	OpWrite    Op = "write"
+	OpTruncate Op = "truncate"
+	OpSync     Op = "sync"
+	OpRemove   Op = "remove"
+	OpRename   Op = "rename"
+	OpMkdir    Op = "mkdir"
+)
+
+// Injector decides whether a mutating operation on path fails: a non-nil error is returned
+// to the caller (wrapped in *os.PathError) and the operation does nothing.
+type Injector func(op Op, path string) error
+
+// MemFS is an in-memory file system that models what survives a machine crash, in the way a
+// journaling Linux file system (ext4, data=ordered) behaves:
+//
+//   - file contents written with WriteAt/Write are volatile until the file is Synced;
+//   - creations, removals, renames and truncations are journaled: they survive a crash even
+//     without a directory fsync (a truncation also cuts the durable contents);
+//   - CrashClone returns the file system as it would be found after a power loss: every file
+//     holds exactly its durable contents.
+//
+// Open files keep working after their name is removed (unix semantics). Errors can be
+// injected (SetInjector) and the capacity bounded (SetCapacity: ENOSPC past it). All methods
+// are safe for concurrent use.
+type MemFS struct {
+	mu struct {
+		sync.Mutex
+		nodes    map[string]*memNode // cleaned path -> node; "." is the root
+		inject   Injector
+		capacity int64 // bytes; <= 0 unlimited
+		used     int64 // bytes of file contents (current)
+	}
+	now func() time.Time
+}
+
+type memNode struct {
+	dir     bool
+	data    []byte // current contents (the page cache)
+	durable []byte // contents as of the last Sync (what a crash leaves)
+	mod     time.Time
+}
+
+// NewMemFS returns an empty MemFS whose clock is now (nil: time.Now), used for modification
+// times.
+func NewMemFS(now func() time.Time) *MemFS {
+	if now == nil {
+		now = time.Now
+	}
+	m := &MemFS{now: now}
+	m.mu.nodes = map[string]*memNode{".": {dir: true}, "/": {dir: true}}
+	return m
+}
+
+// SetInjector installs (nil: removes) an error injector.
+func (m *MemFS) SetInjector(inj Injector) {
+	m.mu.Lock()
+	m.mu.inject = inj
+	m.mu.Unlock()
+}
+
+// SetCapacity bounds the total file contents to n bytes (n <= 0: unbounded); a write that
+// would grow past it fails with ENOSPC, as a full disk does.
+func (m *MemFS) SetCapacity(n int64) {
+	m.mu.Lock()
+	m.mu.capacity = n
+	m.mu.Unlock()
+}
+
+// Used returns the bytes of file contents held now.
+func (m *MemFS) Used() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.used
+}
+
+// Clone returns a new MemFS holding a copy of m as it is now (contents and durable contents):
+// the disk of a process that stopped, for a second one to open.
+func (m *MemFS) Clone() *MemFS {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := NewMemFS(m.now)
+	for p, n := range m.mu.nodes {
+		c.mu.nodes[p] = &memNode{dir: n.dir, data: slices.Clone(n.data), durable: slices.Clone(n.durable), mod: n.mod}
+		c.mu.used += int64(len(n.data))
+	}
+	return c
+}
+
+// CrashClone returns a new MemFS holding what a power loss would leave of m: the same files
+// and directories, each file with its durable contents only. m itself is unchanged; open
+// files of m do not refer to the clone. The clone has no injector and no capacity bound.
+func (m *MemFS) CrashClone() *MemFS {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := NewMemFS(m.now)
+	for p, n := range m.mu.nodes {
+		if n.dir {
+			c.mu.nodes[p] = &memNode{dir: true, mod: n.mod}
+			continue
+		}
+		d := slices.Clone(n.durable)
+		c.mu.nodes[p] = &memNode{data: d, durable: slices.Clone(d), mod: n.mod}
+		c.mu.used += int64(len(d))
+	}
+	return c
+}
+
+func clean(name string) string { return filepath.Clean(name) }
+
+func (m *MemFS) injectLocked(op Op, name string) error {
+	if m.mu.inject == nil {
+		return nil
+	}
+	if err := m.mu.inject(op, name); err != nil {
+		return &os.PathError{Op: string(op), Path: name, Err: err}
+	}
+	return nil
+}
+
+func (m *MemFS) parentExistsLocked(p string) bool {
+	d, ok := m.mu.nodes[filepath.Dir(p)]
+	return ok && d.dir
+}
+
+// OpenFile implements FS.
+func (m *MemFS) OpenFile(name string, flag int, _ os.FileMode) (File, error) {
+	p := clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.mu.nodes[p]
+	switch {
+	case ok && n.dir:
+		if flag&(os.O_WRONLY|os.O_RDWR) != 0 {
+			return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EISDIR}
+		}
+		return &memFile{fs: m, n: n, name: name}, nil
+	case ok && flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0:
+		return nil, &os.PathError{Op: "open", Path: name, Err: fs.ErrExist}
+	case !ok && flag&os.O_CREATE == 0:
+		return nil, &os.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	case !ok:
+		if !m.parentExistsLocked(p) {
+			return nil, &os.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+		}
+		if err := m.injectLocked(OpCreate, name); err != nil {
+			return nil, err
+		}
+		n = &memNode{mod: m.now()}
+		m.mu.nodes[p] = n
+	}
+	if flag&os.O_TRUNC != 0 && len(n.data) > 0 {
+		if err := m.injectLocked(OpTruncate, name); err != nil {
+			return nil, err
+		}
+		m.mu.used -= int64(len(n.data))
+		n.data, n.durable = nil, nil
+		n.mod = m.now()
+	}
+	return &memFile{fs: m, n: n, name: name, writable: flag&(os.O_WRONLY|os.O_RDWR) != 0}, nil
+}
+
+// Remove implements FS.
+func (m *MemFS) Remove(name string) error {
+	p := clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.mu.nodes[p]
+	if !ok {
+		return &os.PathError{Op: "remove", Path: name, Err: fs.ErrNotExist}
+	}
+	if n.dir && len(m.childrenLocked(p)) > 0 {
+		return &os.PathError{Op: "remove", Path: name, Err: syscall.ENOTEMPTY}
+	}
+	if err := m.injectLocked(OpRemove, name); err != nil {
+		return err
+	}
+	delete(m.mu.nodes, p)
+	m.mu.used -= int64(len(n.data))
+	return nil
+}
+
+// RemoveAll implements FS.
+func (m *MemFS) RemoveAll(name string) error {
+	p := clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.injectLocked(OpRemove, name); err != nil {
+		return err
+	}
+	for q, n := range m.mu.nodes {
+		if q == p || strings.HasPrefix(q, p+string(filepath.Separator)) {
+			delete(m.mu.nodes, q)
+			m.mu.used -= int64(len(n.data))
+		}
+	}
+	return nil
+}
+
+// Rename implements FS.
+func (m *MemFS) Rename(oldpath, newpath string) error {
+	o, n := clean(oldpath), clean(newpath)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	node, ok := m.mu.nodes[o]
+	if !ok {
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: fs.ErrNotExist}
+	}
+	if node.dir {
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: syscall.EINVAL}
+	}
+	if !m.parentExistsLocked(n) {
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: fs.ErrNotExist}
+	}
+	if err := m.injectLocked(OpRename, newpath); err != nil {
+		return err
+	}
+	if old, ok := m.mu.nodes[n]; ok {
+		if old.dir {
+			return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: syscall.EISDIR}
+		}
+		m.mu.used -= int64(len(old.data))
+	}
+	delete(m.mu.nodes, o)
+	m.mu.nodes[n] = node
+	return nil
+}
+
+// MkdirAll implements FS.
+func (m *MemFS) MkdirAll(dir string, _ os.FileMode) error {
+	p := clean(dir)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var missing []string
+	for q := p; ; q = filepath.Dir(q) {
+		n, ok := m.mu.nodes[q]
+		if ok {
+			if !n.dir {
+				return &os.PathError{Op: "mkdir", Path: q, Err: syscall.ENOTDIR}
+			}
+			break
+		}
+		missing = append(missing, q)
+		if q == filepath.Dir(q) {
+			break
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := m.injectLocked(OpMkdir, dir); err != nil {
+		return err
+	}
+	for _, q := range missing {
+		m.mu.nodes[q] = &memNode{dir: true, mod: m.now()}
+	}
+	return nil
+}
+
+func (m *MemFS) childrenLocked(p string) []string {
+	var out []string
+	for q := range m.mu.nodes {
+		if q != p && filepath.Dir(q) == p {
+			out = append(out, q)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ReadDir implements FS.
+func (m *MemFS) ReadDir(dir string) ([]os.DirEntry, error) {
+	p := clean(dir)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.mu.nodes[p]
+	if !ok {
+		return nil, &os.PathError{Op: "readdir", Path: dir, Err: fs.ErrNotExist}
+	}
+	if !n.dir {
+		return nil, &os.PathError{Op: "readdir", Path: dir, Err: syscall.ENOTDIR}
+	}
+	kids := m.childrenLocked(p)
+	out := make([]os.DirEntry, 0, len(kids))
+	for _, q := range kids {
+		out = append(out, fs.FileInfoToDirEntry(m.infoLocked(q, m.mu.nodes[q])))
+	}
+	return out, nil
+}
+
+// Stat implements FS.
+func (m *MemFS) Stat(name string) (os.FileInfo, error) {
+	p := clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.mu.nodes[p]
+	if !ok {
+		return nil, &os.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
+	}
+	return m.infoLocked(p, n), nil
+}
+
+// SyncDir implements FS: entries are journaled (durable at once) in this model, so it only
+// checks that dir exists and consults the injector.
+func (m *MemFS) SyncDir(dir string) error {
+	p := clean(dir)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n, ok := m.mu.nodes[p]; !ok || !n.dir {
+		return &os.PathError{Op: "sync", Path: dir, Err: fs.ErrNotExist}
+	}
+	return m.injectLocked(OpSync, dir)
+}
+
+func (m *MemFS) infoLocked(p string, n *memNode) memInfo {
+	mode := fs.FileMode(0o644)
+	if n.dir {
+		mode = fs.ModeDir | 0o755
+	}
+	return memInfo{name: filepath.Base(p), size: int64(len(n.data)), mode: mode, mod: n.mod}
+}
+
+type memInfo struct {
+	name string
+	size int64
+	mode fs.FileMode
+	mod  time.Time
+}
+
+func (i memInfo) Name() string       { return i.name }
+func (i memInfo) Size() int64        { return i.size }
+func (i memInfo) Mode() fs.FileMode  { return i.mode }
+func (i memInfo) ModTime() time.Time { return i.mod }
+func (i memInfo) IsDir() bool        { return i.mode.IsDir() }
+func (i memInfo) Sys() any           { return nil }
+
+// memFile is an open MemFS file. Its node stays valid after the name is removed.
+type memFile struct {
+	fs       *MemFS
+	n        *memNode
+	name     string
+	writable bool
+	off      int64 // for Write
+
+	mu     sync.Mutex
+	closed bool
+}
+
+func (f *memFile) check(op string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return &os.PathError{Op: op, Path: f.name, Err: os.ErrClosed}
+	}
+	return nil
+}
+
+func (f *memFile) ReadAt(b []byte, off int64) (int, error) {
+	if err := f.check("read"); err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, &os.PathError{Op: "read", Path: f.name, Err: syscall.EINVAL}
+	}
+	if len(b) == 0 {
+		return 0, nil
+	}
+	m := f.fs
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if off >= int64(len(f.n.data)) {
+		return 0, io.EOF
+	}
+	n := copy(b, f.n.data[off:])
+	if n < len(b) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (f *memFile) WriteAt(b []byte, off int64) (int, error) {
+	if err := f.check("write"); err != nil {
+		return 0, err
+	}
+	if !f.writable {
+		return 0, &os.PathError{Op: "write", Path: f.name, Err: syscall.EBADF}
+	}
+	if off < 0 {
+		return 0, &os.PathError{Op: "write", Path: f.name, Err: syscall.EINVAL}
+	}
+	m := f.fs
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.injectLocked(OpWrite, f.name); err != nil {
+		return 0, err
+	}
+	end := off + int64(len(b))
+	if grow := end - int64(len(f.n.data)); grow > 0 {
+		if m.mu.capacity > 0 && m.mu.used+grow > m.mu.capacity {
+			return 0, &os.PathError{Op: "write", Path: f.name, Err: syscall.ENOSPC}
+		}
+		m.mu.used += grow
+		f.n.data = append(f.n.data, make([]byte, grow)...)
+	}
+	copy(f.n.data[off:], b)
+	f.n.mod = m.now()
+	return len(b), nil
+}
+
+func (f *memFile) Write(b []byte) (int, error) {
+	n, err := f.WriteAt(b, f.off)
+	f.off += int64(n)
+	return n, err
+}
+
+func (f *memFile) Truncate(size int64) error {
+	if err := f.check("truncate"); err != nil {
+		return err
+	}
+	if size < 0 {
+		return &os.PathError{Op: "truncate", Path: f.name, Err: syscall.EINVAL}
+	}
+	m := f.fs
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.injectLocked(OpTruncate, f.name); err != nil {
+		return err
+	}
+	cur := int64(len(f.n.data))
+	if size > cur {
+		if m.mu.capacity > 0 && m.mu.used+size-cur > m.mu.capacity {
+			return &os.PathError{Op: "truncate", Path: f.name, Err: syscall.ENOSPC}
+		}
+		f.n.data = append(f.n.data, make([]byte, size-cur)...)
+	} else {
+		f.n.data = f.n.data[:size]
+	}
+	m.mu.used += size - cur
+	if int64(len(f.n.durable)) > size {
+		f.n.durable = f.n.durable[:size] // journaled: a truncation survives a crash
+	}
+	f.n.mod = m.now()
+	return nil
+}
+
+func (f *memFile) Sync() error {
+	if err := f.check("sync"); err != nil {
+		return err
+	}
+	m := f.fs
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.injectLocked(OpSync, f.name); err != nil {
+		return err
+	}
+	f.n.durable = append(f.n.durable[:0], f.n.data...)
+	return nil
+}
+
+func (f *memFile) Stat() (os.FileInfo, error) {
+	if err := f.check("stat"); err != nil {
+		return nil, err
+	}
+	m := f.fs
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.infoLocked(clean(f.name), f.n), nil
+}
+
+func (f *memFile) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return &os.PathError{Op: "close", Path: f.name, Err: os.ErrClosed}
+	}
+	f.closed = true
+	return nil
+}
+
+func (f *memFile) Name() string { return f.name }
+func (f *memFile) Fd() uintptr  { return InvalidFd }
+func (f *memFile) OS() *os.File { return nil }

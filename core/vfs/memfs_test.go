@@ -1,0 +1,137 @@
+package vfs
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+func write(t *testing.T, fs FS, name, data string, sync bool) File {
+	t.Helper()
+	f, err := fs.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte(data), 0); err != nil {
+		t.Fatal(err)
+	}
+	if sync {
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+func contents(t *testing.T, fs FS, name string) string {
+	t.Helper()
+	b, err := ReadFile(fs, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestMemFSCrashKeepsSyncedOnly pins the crash model: unsynced contents are lost, synced ones
+// and journaled metadata (create, truncate, rename, remove) survive.
+func TestMemFSCrashKeepsSyncedOnly(t *testing.T) {
+	m := NewMemFS(nil)
+	if err := m.MkdirAll("d/e", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := write(t, m, "d/a", "hello", true)
+	if _, err := f.WriteAt([]byte(" world"), 5); err != nil {
+		t.Fatal(err)
+	}
+	write(t, m, "d/b", "unsynced", false)
+	g := write(t, m, "d/c", "0123456789", true)
+	if err := g.Truncate(4); err != nil {
+		t.Fatal(err)
+	}
+	write(t, m, "d/r", "renamed", true)
+	if err := m.Rename("d/r", "d/e/r2"); err != nil {
+		t.Fatal(err)
+	}
+	write(t, m, "d/gone", "x", true)
+	if err := m.Remove("d/gone"); err != nil {
+		t.Fatal(err)
+	}
+	if got := contents(t, m, "d/a"); got != "hello world" {
+		t.Fatalf("before crash d/a = %q", got)
+	}
+	c := m.CrashClone()
+	for name, want := range map[string]string{"d/a": "hello", "d/b": "", "d/c": "0123", "d/e/r2": "renamed"} {
+		if got := contents(t, c, name); got != want {
+			t.Errorf("after crash %s = %q, want %q", name, got, want)
+		}
+	}
+	if _, err := c.Stat("d/gone"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("removed file after crash: %v", err)
+	}
+	if _, err := c.Stat("d/r"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("renamed-away file after crash: %v", err)
+	}
+	// The original is untouched by the clone.
+	if got := contents(t, m, "d/a"); got != "hello world" {
+		t.Fatalf("original after clone d/a = %q", got)
+	}
+}
+
+func TestMemFSErrors(t *testing.T) {
+	m := NewMemFS(nil)
+	if _, err := m.OpenFile("nodir/x", os.O_CREATE|os.O_RDWR, 0o644); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("create without parent: %v", err)
+	}
+	m.SetCapacity(10)
+	f := write(t, m, "a", "12345", false)
+	if _, err := f.WriteAt([]byte("123456"), 5); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("write past capacity: %v", err)
+	}
+	m.SetCapacity(0)
+	m.SetInjector(func(op Op, path string) error {
+		if op == OpSync && filepath.Base(path) == "a" {
+			return syscall.EIO
+		}
+		return nil
+	})
+	if err := f.Sync(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("injected sync error: %v", err)
+	}
+	m.SetInjector(nil)
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.ReadAt(make([]byte, 1), 0); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("read after close: %v", err)
+	}
+	// A removed file stays readable through an open handle.
+	g := write(t, m, "b", "keep", true)
+	if err := m.Remove("b"); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4)
+	if _, err := g.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) || string(buf) != "keep" {
+		t.Fatalf("read of removed open file: %q %v", buf, err)
+	}
+	ents, err := m.ReadDir(".")
+	if err != nil || len(ents) != 1 || ents[0].Name() != "a" {
+		t.Fatalf("ReadDir = %v, %v", ents, err)
+	}
+}
+
+func TestWriteFileAtomicOS(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	if err := WriteFileAtomic(OS, p, []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFileAtomic(OS, p, []byte("v2")); err != nil {
+		t.Fatal(err)
+	}
+	if got := contents(t, OS, p); got != "v2" {
+		t.Fatalf("got %q", got)
+	}
+}

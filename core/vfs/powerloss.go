@@ -1,0 +1,192 @@
+package vfs
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// PowerLossFS wraps a file system (normally OS) and remembers, for every file written through
+// it, how many of its bytes were made durable (the size at its last Sync, cut by later
+// truncations). Crash then does to the files what a machine crash does to the page cache:
+// every file written since its last Sync is truncated back to its durable length.
+//
+// It models lost appends exactly (the broker's segments, indexes and checkpoints are
+// append-only or replaced by rename), not in-place overwrites of synced bytes. A broker of the
+// embedded cluster runs on its own PowerLossFS, so the crash fault affects that broker only.
+// Safe for concurrent use.
+type PowerLossFS struct {
+	FS
+	mu struct {
+		sync.Mutex
+		files map[string]*plState // cleaned path -> state
+	}
+}
+
+type plState struct {
+	durable int64
+}
+
+// NewPowerLossFS returns a PowerLossFS over base (nil: OS).
+func NewPowerLossFS(base FS) *PowerLossFS {
+	p := &PowerLossFS{FS: Or(base)}
+	p.mu.files = map[string]*plState{}
+	return p
+}
+
+func (p *PowerLossFS) state(name string, size int64) *plState {
+	k := filepath.Clean(name)
+	st := p.mu.files[k]
+	if st == nil {
+		st = &plState{durable: size}
+		p.mu.files[k] = st
+	}
+	return st
+}
+
+// OpenFile implements FS.
+func (p *PowerLossFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	_, statErr := p.FS.Stat(name)
+	f, err := p.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case errors.Is(statErr, fs.ErrNotExist), flag&os.O_TRUNC != 0:
+		st := p.state(name, 0)
+		st.durable = 0 // a new or truncated file: nothing of it is durable yet
+	default:
+		if fi, err := f.Stat(); err == nil {
+			p.state(name, fi.Size())
+		}
+	}
+	return &plFile{File: f, p: p, name: filepath.Clean(name)}, nil
+}
+
+// Remove implements FS.
+func (p *PowerLossFS) Remove(name string) error {
+	if err := p.FS.Remove(name); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	delete(p.mu.files, filepath.Clean(name))
+	p.mu.Unlock()
+	return nil
+}
+
+// RemoveAll implements FS.
+func (p *PowerLossFS) RemoveAll(name string) error {
+	if err := p.FS.RemoveAll(name); err != nil {
+		return err
+	}
+	k := filepath.Clean(name)
+	p.mu.Lock()
+	for q := range p.mu.files {
+		if q == k || len(q) > len(k) && q[:len(k)+1] == k+string(filepath.Separator) {
+			delete(p.mu.files, q)
+		}
+	}
+	p.mu.Unlock()
+	return nil
+}
+
+// Rename implements FS.
+func (p *PowerLossFS) Rename(oldpath, newpath string) error {
+	if err := p.FS.Rename(oldpath, newpath); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	o, n := filepath.Clean(oldpath), filepath.Clean(newpath)
+	if st, ok := p.mu.files[o]; ok {
+		p.mu.files[n] = st
+		delete(p.mu.files, o)
+	} else {
+		delete(p.mu.files, n)
+	}
+	p.mu.Unlock()
+	return nil
+}
+
+// Crash truncates every file longer than its durable length back to it, as a power loss would
+// leave it, and returns the first error. (Writes may bypass the wrapper through File.OS, for
+// pwritev and io_uring, so the check is by size, not by tracking each write.) Files must not be written meanwhile (the
+// broker using them is stopped first).
+func (p *PowerLossFS) Crash() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var first error
+	for name, st := range p.mu.files {
+		f, err := p.FS.OpenFile(name, os.O_RDWR, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err == nil {
+			if fi, serr := f.Stat(); serr == nil && fi.Size() > st.durable {
+				err = f.Truncate(st.durable)
+			}
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+type plFile struct {
+	File
+	p    *PowerLossFS
+	name string
+}
+
+func (f *plFile) Truncate(size int64) error {
+	if err := f.File.Truncate(size); err != nil {
+		return err
+	}
+	f.p.mu.Lock()
+	st := f.p.state(f.name, size)
+	st.durable = min(st.durable, size)
+	f.p.mu.Unlock()
+	return nil
+}
+
+func (f *plFile) Sync() error {
+	if err := f.File.Sync(); err != nil {
+		return err
+	}
+	fi, err := f.File.Stat()
+	if err != nil {
+		return err
+	}
+	f.p.mu.Lock()
+	st := f.p.state(f.name, fi.Size())
+	st.durable = fi.Size()
+	f.p.mu.Unlock()
+	return nil
+}
+
+// Crasher is a file system that can simulate a power loss in place (PowerLossFS, MemFS).
+type Crasher interface {
+	Crash() error
+}
+
+// Crash implements Crasher for MemFS: every file's contents revert to their durable contents,
+// in place (open files see the reverted contents).
+func (m *MemFS) Crash() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, n := range m.mu.nodes {
+		if n.dir {
+			continue
+		}
+		m.mu.used += int64(len(n.durable) - len(n.data))
+		n.data = append(n.data[:0], n.durable...)
+	}
+	return nil
+}

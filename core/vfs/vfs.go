@@ -1,0 +1,148 @@
+package vfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// InvalidFd is the Fd of a File that has no operating-system descriptor (an in-memory file).
+const InvalidFd = ^uintptr(0)
+
+// File is an open file. The methods follow *os.File. Safe for concurrent use as *os.File is
+// (ReadAt and WriteAt at distinct ranges from any goroutine; the caller orders writes).
+type File interface {
+	io.ReaderAt
+	io.WriterAt
+	io.Writer
+	io.Closer
+	// Truncate changes the file's size.
+	Truncate(size int64) error
+	// Sync makes the file's contents durable (fsync).
+	Sync() error
+	// Stat returns the file's size and modification time.
+	Stat() (os.FileInfo, error)
+	// Name is the path the file was opened with.
+	Name() string
+	// Fd is the operating-system descriptor, or InvalidFd for an in-memory file.
+	Fd() uintptr
+	// OS is the *os.File behind this File, or nil for an in-memory file: sendfile,
+	// pwritev and io_uring need a real descriptor.
+	OS() *os.File
+}
+
+// FS is a file system: the operating system's (OS) or an in-memory one for tests (MemFS).
+// Implementations are safe for concurrent use.
+type FS interface {
+	// OpenFile opens name with os.OpenFile's flags (O_RDONLY, O_RDWR, O_CREATE, O_TRUNC,
+	// O_WRONLY, O_EXCL).
+	OpenFile(name string, flag int, perm os.FileMode) (File, error)
+	// Remove removes a file or an empty directory.
+	Remove(name string) error
+	// RemoveAll removes a path and everything under it.
+	RemoveAll(name string) error
+	// Rename renames oldpath to newpath, replacing newpath if it exists.
+	Rename(oldpath, newpath string) error
+	// MkdirAll creates dir and any missing parents.
+	MkdirAll(dir string, perm os.FileMode) error
+	// ReadDir lists dir's entries sorted by name.
+	ReadDir(dir string) ([]os.DirEntry, error)
+	// Stat describes name.
+	Stat(name string) (os.FileInfo, error)
+	// SyncDir makes dir's entries (creations, removals, renames) durable.
+	SyncDir(dir string) error
+}
+
+// OS is the operating system's file system.
+var OS FS = osFS{}
+
+// Or returns fs, or OS when fs is nil.
+func Or(fs FS) FS {
+	if fs == nil {
+		return OS
+	}
+	return fs
+}
+
+// ReadFile reads the whole file name.
+func ReadFile(fs FS, name string) ([]byte, error) {
+	f, err := fs.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, st.Size())
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return buf[:n], nil
+}
+
+// WriteFileAtomic replaces name with data durably: it writes name+".tmp", fsyncs it, renames
+// it over name and fsyncs the directory, so a crash leaves the old or the new file.
+func WriteFileAtomic(fs FS, name string, data []byte) error {
+	tmp := name + ".tmp"
+	f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("fsync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if err := fs.Rename(tmp, name); err != nil {
+		return err
+	}
+	return fs.SyncDir(filepath.Dir(name))
+}
+
+type osFS struct{}
+
+func (osFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	f, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+func (osFS) Remove(name string) error                  { return os.Remove(name) }
+func (osFS) RemoveAll(name string) error               { return os.RemoveAll(name) }
+func (osFS) Rename(o, n string) error                  { return os.Rename(o, n) }
+func (osFS) MkdirAll(dir string, p os.FileMode) error  { return os.MkdirAll(dir, p) }
+func (osFS) ReadDir(dir string) ([]os.DirEntry, error) { return os.ReadDir(dir) }
+func (osFS) Stat(name string) (os.FileInfo, error)     { return os.Stat(name) }
+
+func (osFS) SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// osFile is a File over *os.File.
+type osFile struct{ *os.File }
+
+func (f osFile) OS() *os.File { return f.File }
+
+// WrapOS returns f as a File.
+func WrapOS(f *os.File) File { return osFile{f} }

@@ -1,0 +1,17 @@
+// Package simflag registers the deterministic simulator's test flags (-sim.seed, -sim.seeds,
+// -sim.steps) in every test binary that imports it, so that
+// `go test ./... -run TestSimulation -sim.seed=N` works across the module: Go passes
+// unknown flags to every package's test binary, and one that does not define them fails.
+// Every package with tests imports it (layout_test.go checks).
+package simflag
+
+import "flag"
+
+var (
+	// Seed replays one simulation seed (0: none) and prints its trace.
+	Seed = flag.Uint64("sim.seed", 0, "replay this deterministic-simulation seed and print its trace")
+	// Seeds is the number of seeds TestSimulation runs (0: its default).
+	Seeds = flag.Int("sim.seeds", 0, "number of simulation seeds to run (0: the default for this build)")
+	// Steps is the number of random steps per seed (0: the simulator's default).
+	Steps = flag.Int("sim.steps", 0, "random steps per simulation seed (0: the default)")
+)
