@@ -17,8 +17,8 @@ import (
 
 	"github.com/isrbench/isrbench/core/broker"
 	"github.com/isrbench/isrbench/core/log"
-	"github.com/isrbench/isrbench/core/vfs"
 	"github.com/isrbench/isrbench/core/records"
+	"github.com/isrbench/isrbench/core/vfs"
 )
 
 // segmentFile writes n batches to a file and returns it with the batch bytes.

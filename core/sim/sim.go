@@ -94,7 +94,7 @@ type Sim struct {
 
 	acked     map[key]entry // acks=all acknowledged: (partition, offset) -> value
 	consumed  map[key]entry // read by a consumer below the HW
-	consumer  []int64        // consumer position per partition
+	consumer  []int64       // consumer position per partition
 	nextValue int
 	pending   []*pendingProduce
 	hwSeen    map[termKey]int64 // highest HW seen per leadership term
