@@ -52,8 +52,8 @@ func percentileSeries(name string, style int, h *results.Histogram) Series {
 		s.Y = append(s.Y, float64(b.ValueAt))
 	}
 	n := float64(h.Count())
-	if q := 100 * (1 - 1/n); n > 1 && (len(s.X) == 0 || q > s.X[len(s.X)-1]) {
-		s.X = append(s.X, q)
+	if q := 100 * (1 - 1/n); len(s.X) == 0 || q > s.X[len(s.X)-1] {
+		s.X = append(s.X, q) // 0 for a single value
 		s.Y = append(s.Y, float64(h.Max()))
 	}
 	return s

@@ -200,3 +200,32 @@ func minOf(v []float64) float64 {
 	}
 	return m
 }
+
+// TestPercentileSeriesEdges: a histogram of one value still gives a point; the maximum closes
+// the series at the percentile of its rank.
+func TestPercentileSeriesEdges(t *testing.T) {
+	h := results.NewHistogram()
+	h.Record(250)
+	s := percentileSeries("one", 0, h)
+	if len(s.X) != 1 || s.X[0] != 0 || s.Y[0] != 250 {
+		t.Errorf("one value: %v %v", s.X, s.Y)
+	}
+	for i := 0; i < 999; i++ {
+		h.Record(100)
+	}
+	h.Record(50000)
+	s = percentileSeries("tail", 0, h)
+	if n := len(s.X); s.Y[n-1] != float64(h.Max()) || s.X[n-1] >= 100 {
+		t.Errorf("last point (%v, %v), want the max below 100%%", s.X[n-1], s.Y[n-1])
+	}
+	h2 := results.NewHistogram()
+	h2.RecordN(100, 1_000_000)
+	h2.Record(7000)
+	s = percentileSeries("rare max", 0, h2)
+	if n := len(s.X); s.Y[n-1] != float64(h2.Max()) || s.X[n-1] >= 100 || s.X[n-1] < 99.9999 {
+		t.Errorf("last point (%v, %v), want the max just below 100%%", s.X[n-1], s.Y[n-1])
+	}
+	if e := percentileSeries("empty", 0, results.NewHistogram()); len(e.X) != 0 {
+		t.Errorf("empty histogram: %v", e.X)
+	}
+}
