@@ -166,6 +166,8 @@ type TimelineInfo struct {
 	PartitionsRows int `json:"partitions_rows"`
 	// PartitionBucket is the same for the per-partition ISR chart (0 = no such chart).
 	PartitionBucket int `json:"partition_bucket"`
+	// PartitionsNote says why there is no per-partition chart although partitions.csv exists.
+	PartitionsNote string `json:"partitions_note,omitempty"`
 }
 
 // MultiData are the points of a sweep or comparison.

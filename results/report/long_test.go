@@ -229,3 +229,18 @@ func TestPercentileSeriesEdges(t *testing.T) {
 		t.Errorf("empty histogram: %v", e.X)
 	}
 }
+
+// TestManyPartitions: past MaxPartitionLanes partitions the page says where the per-partition
+// ISR is instead of drawing unreadable lanes.
+func TestManyPartitions(t *testing.T) {
+	var rows []partRow
+	for p := 0; p <= MaxPartitionLanes; p++ {
+		rows = append(rows, partRow{T: 0, Partition: int32(p), ISR: 3, Replicas: 3})
+	}
+	if _, _, note, ok := partitionChart(rows, 1, nil, nil); ok || note == "" {
+		t.Errorf("%d partitions: chart %v, note %q", len(rows), ok, note)
+	}
+	if _, _, _, ok := partitionChart(rows[:MaxPartitionLanes], 1, nil, nil); !ok {
+		t.Errorf("%d partitions: no chart", MaxPartitionLanes)
+	}
+}

@@ -133,16 +133,26 @@ func runData(r *runDir, o Options, pageDir string) (*RunData, []Chart, error) {
 		rd.Timeline = TimelineInfo{File: filepath.Base(tlPath), IntervalS: interval(rows), Rows: len(rows), Bucket: k}
 		charts = append(charts, timelineCharts(rows, k, res.DurationS, rd.Faults, rd.ISR.Events)...)
 	}
+	capped := ""
+	if rd.ISR.EventsTotal > len(rd.ISR.Events) {
+		capped = fmt.Sprintf("ISR events marked: the first %d of %d (all in %s)", len(rd.ISR.Events), rd.ISR.EventsTotal, faultsFile)
+	}
 	prows, partPath, err := r.readPartitions(partName)
 	if err != nil {
 		return nil, nil, err
 	}
-	if c, bucket, _, ok := partitionChart(prows, res.DurationS, rd.Faults, rd.ISR.Events); ok {
+	if c, bucket, note, ok := partitionChart(prows, res.DurationS, rd.Faults, rd.ISR.Events); ok {
 		rd.Timeline.PartitionsRows = len(prows)
 		rd.Timeline.PartitionBucket = bucket
 		charts = append(charts, c)
 	} else if len(prows) > 0 {
 		rd.Timeline.PartitionsRows = len(prows)
+		rd.Timeline.PartitionsNote = note
+	}
+	for i := range charts {
+		if capped != "" && (charts[i].ID == "timeline-isr" || charts[i].ID == "timeline-partitions") {
+			charts[i].Note = strings.TrimPrefix(charts[i].Note+"; "+capped, "; ")
+		}
 	}
 
 	link := func(kind, p string) {

@@ -228,13 +228,18 @@
     var bandLayer = el("g", { "clip-path": "url(#" + clipId + ")" }, svg);
     // fault windows under the lines; over the lanes, which are opaque
     if (!lanes) svg.insertBefore(bandLayer, area);
-    // shaded fault windows
+    // shaded fault windows; a label that would overlap the previous one is left to the
+    // window's tooltip and the data table
+    var labelEnd = -1e9, hiddenLabels = 0;
     (c.bands || []).forEach(function (b) {
       var x0 = px(b.from), x1 = px(b.to);
       var r = el("rect", { x: x0, y: M.t, width: Math.max(1, x1 - x0), height: PH, fill: "url(#" + fig.id + "-hatch)", opacity: lanes ? 0.35 : 0.55, "class": "band" }, bandLayer);
       el("title", {}, r).textContent = b.label + ": " + b.from + " s – " + b.to + " s";
-      var t = el("text", { x: Math.min(x0 + 2, M.l + PW - 2), y: M.t - 6, "class": "band-label" }, svg);
-      t.textContent = "⟦ " + b.label + " " + sig(b.from, 4) + "–" + sig(b.to, 4) + " s";
+      var text = "⟦ " + b.label + " " + sig(b.from, 4) + "–" + sig(b.to, 4) + " s";
+      var lx = Math.min(x0 + 2, M.l + PW - 2), w = text.length * 6;
+      if (lx < labelEnd + 6 || lx + w > W) { hiddenLabels++; return; }
+      labelEnd = lx + w;
+      el("text", { x: lx, y: M.t - 6, "class": "band-label" }, svg).textContent = text;
     });
 
     var groups = [];
@@ -337,7 +342,7 @@
       var bk = hel("span", { "class": "lane-key" }, legend);
       var bs = el("svg", { width: 18, height: 12, "aria-hidden": "true" }, bk);
       el("rect", { x: 1, y: 1, width: 16, height: 10, fill: "#e9d3a8", stroke: "#b08a4a" }, bs);
-      bk.appendChild(document.createTextNode(" fault window"));
+      bk.appendChild(document.createTextNode(hiddenLabels ? " fault windows (" + c.bands.length + "; " + hiddenLabels + " labels left to the tooltips and the data table)" : " fault window"));
     }
     hover(fig, svg, c, X, Y, M, PW, PH, px, py, groups);
     table(fig, c);
