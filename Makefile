@@ -5,7 +5,7 @@ SPEC    ?= default
 PKGS    ?= ./...
 FUZZTIME ?= 20s
 
-.PHONY: build run test race vet fmt fuzz bench sweep gate profile flame clean
+.PHONY: build run test race vet fmt fuzz bench sweep gate profile flame browser-deps clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/isrbench
@@ -17,6 +17,11 @@ run: build
 ## test: vet, gofmt check, and every test under the race detector.
 test: vet fmt
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+
+## browser-deps: what the report.html browser test needs (it is skipped without them unless
+## ISRBENCH_REQUIRE_BROWSER is set): Debian's chromium (apt-get install chromium) and this npm ci.
+browser-deps:
+	npm ci --prefix results/report/testdata/browser --no-audit --no-fund
 
 race:
 	$(GO) test -race -count=1 $(PKGS)

@@ -14,6 +14,7 @@
 //     (BenchmarkReplication/<spec>/<key=value>...-<cpus> N v records/s v MB/s v p50-ack-µs ...);
 //   - timeline.csv: Timeline with fixed columns (TimelineColumns) plus caller-chosen extras;
 //   - tables (PrintSummary, PrintSweep, PrintCompare) and PNG plots (PlotLatency, PlotTimeline);
+//     the self-contained report.html pages are package results/report;
 //   - compare / regression gate: LoadResults, GroupResults, Compare (benchmath: medians, 95% CI,
 //     Mann-Whitney U), with a regression only when a change is in the worse direction, significant
 //     (p < alpha) and larger than the metric's minimum change.

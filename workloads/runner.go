@@ -480,7 +480,7 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 			peak, _ := guard.stats()
 			fmt.Fprintf(r.opts.Stdout, "disk: data dir peak %s (log.retention.bytes=%d, log.segment.bytes=%d)\n", humanBytes(peak), s.Broker.LogRetentionBytes, s.Broker.LogSegmentBytes)
 		}
-		fmt.Fprintf(r.opts.Stdout, "results: %s\n", r.dir)
+		fmt.Fprintf(r.opts.Stdout, "results: %s (report.html)\n", r.dir)
 	}
 	if verr != nil {
 		return res, fmt.Errorf("durability check incomplete: %w", verr)
@@ -810,5 +810,8 @@ func (r *run) writeOutputs(res *results.Result, tl *timeline) error {
 		}
 	}
 	sort.Strings(res.Files.Plots)
-	return results.WriteResult(filepath.Join(r.dir, "result.json"), res)
+	if err := results.WriteResult(filepath.Join(r.dir, "result.json"), res); err != nil {
+		return err
+	}
+	return writeRunReport(r.dir)
 }

@@ -118,10 +118,11 @@ func Sweep(ctx context.Context, base *Spec, axes []Axis, repeat int, o Options) 
 			}
 		}
 	}
+	rerr := writeSweepReport(dir, out)
 	if out.Failed > 0 {
-		return out, fmt.Errorf("%d of %d sweep runs failed", out.Failed, len(out.Index.Runs))
+		return out, errors.Join(fmt.Errorf("%d of %d sweep runs failed", out.Failed, len(out.Index.Runs)), rerr)
 	}
-	return out, nil
+	return out, rerr
 }
 
 func orNone(l string) string {

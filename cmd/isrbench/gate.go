@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/results/report"
 	"github.com/isrbench/isrbench/workloads"
 )
 
@@ -151,11 +152,26 @@ func cmdGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := results.PrintCompare(stdout, rep); err != nil {
 		return err
 	}
+	baseDir := filepath.Join(dir, "base")
+	if o.baseline != "" {
+		baseDir = o.baseline
+	}
+	page, rerr := report.WriteGate(dir, report.NewVerdict(rep, o.compare, dir, baseDir, filepath.Join(dir, "new")),
+		report.Options{Defaults: workloads.ReportDefaults()})
+	if rerr != nil {
+		rerr = fmt.Errorf("gate: writing the report: %w", rerr)
+		fmt.Fprintln(stderr, rerr)
+	} else {
+		fmt.Fprintf(stderr, "gate: report %s\n", page)
+	}
 	if rep.Regressed() {
 		for _, r := range rep.Regressions {
 			fmt.Fprintf(stderr, "gate: regression: %s\n", r)
 		}
 		return &exitError{code: 1, err: fmt.Errorf("gate: FAIL: %s", pluralRegressions(len(rep.Regressions)))}
+	}
+	if rerr != nil {
+		return &exitError{code: 1, err: rerr}
 	}
 	fmt.Fprintf(stderr, "gate: ok (%d base runs, %d new runs)\n", len(base), len(nw))
 	return nil

@@ -154,6 +154,13 @@ func TestGateEndToEnd(t *testing.T) {
 	if len(bases) != 1 {
 		t.Fatalf("base run dir: %v", bases)
 	}
+	gateDir := filepath.Dir(bases[0])
+	if b, err := os.ReadFile(filepath.Join(gateDir, "report.html")); err != nil || !bytes.Contains(b, []byte("REGRESSION p50-ack")) {
+		t.Fatalf("the gate's report.html does not show the regression: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(gateDir, "gate.json")); err != nil {
+		t.Fatal(err)
+	}
 
 	so.Reset()
 	se.Reset()

@@ -61,6 +61,9 @@ func TestRunAndSweepKafkaTarget(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(out, "*", "result.json")); len(m) != 1 {
 		t.Fatalf("result.json files %v", m)
 	}
+	if m, _ := filepath.Glob(filepath.Join(out, "*", "report.html")); len(m) != 1 {
+		t.Fatalf("report.html files %v", m)
+	}
 	so.Reset()
 	err = run(ctx, []string{"sweep", "--target", target, "--duration", "300ms", "--warmup", "0s",
 		"--set", "rate=400", "--set", "partitions=2", "--vary", "acks=all,1", "--out", out}, &so, &se)
@@ -72,5 +75,8 @@ func TestRunAndSweepKafkaTarget(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(out, "*-sweep-default", "*", "result.json")); len(m) != 2 {
 		t.Fatalf("sweep result.json files %v", m)
+	}
+	if m, _ := filepath.Glob(filepath.Join(out, "*-sweep-default", "report.html")); len(m) != 1 || !strings.Contains(so.String(), m[0]) {
+		t.Fatalf("sweep report.html %v not named in the output:\n%s", m, so.String())
 	}
 }

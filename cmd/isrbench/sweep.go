@@ -54,6 +54,9 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if out != nil {
 		fmt.Fprintf(stdout, "sweep: %s\n", filepath.Join(out.Dir, "sweep.json"))
+		if len(out.Results) > 0 {
+			fmt.Fprintf(stdout, "report: %s\n", filepath.Join(out.Dir, "report.html"))
+		}
 	}
 	if err != nil {
 		if out != nil && out.Failed > 0 {
