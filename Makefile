@@ -1,3 +1,4 @@
+SHELL := /bin/bash
 # isrbench — build, run, test, benchmark, gate, profile.
 GO      ?= go
 BIN     ?= bin/isrbench
@@ -5,7 +6,7 @@ SPEC    ?= default
 PKGS    ?= ./...
 FUZZTIME ?= 20s
 
-.PHONY: build run test race vet fmt fuzz bench sweep gate profile flame browser-deps clean
+.PHONY: build run test race vet fmt fuzz bench sweep gate profile flame browser-deps sim sim-ci clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/isrbench
@@ -17,6 +18,17 @@ run: build
 ## test: vet, gofmt check, and every test under the race detector.
 test: vet fmt
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+	$(MAKE) sim-ci
+
+## sim-ci: the deterministic simulator over SIM_CI_SEEDS seeds without the race detector
+## (under -race make test runs it over fewer). sim: a longer soak, SEEDS=N (default 20000).
+SIM_CI_SEEDS ?= 2000
+SEEDS ?= 20000
+sim-ci:
+	$(GO) test -count=1 -timeout 10m ./core/sim -run 'TestSimulation$$' -sim.seeds=$(SIM_CI_SEEDS) -v | grep -E 'seeds in|^(ok|FAIL|---)|seed [0-9]+:' ; exit $${PIPESTATUS[0]}
+
+sim:
+	$(GO) test -count=1 -timeout 0 ./core/sim -run 'TestSimulation$$' -sim.seeds=$(SEEDS) -v | grep -vE '^=== RUN'
 
 ## browser-deps: what the report.html browser test needs (it is skipped without them unless
 ## ISRBENCH_REQUIRE_BROWSER is set): Debian's chromium (apt-get install chromium) and this npm ci.

@@ -15,18 +15,20 @@ const module = "github.com/isrbench/isrbench"
 // allowed lists, for each package prefix of the module, the module packages it may import
 // (DESIGN.md "Dependency direction"). A package not listed here may import nothing of the module.
 var allowed = map[string][]string{
-	"cmd/isrbench":    {"workloads", "netfetch", "core/", "results", "profiles", "iouring"},
-	"workloads":       {"workloads", "netfetch", "core/", "results", "profiles"},
-	"netfetch":        {"netfetch", "core/"},
-	"core/broker":     {"core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs"},
-	"core/partition":  {"core/partition", "core/log", "core/records", "core/controller", "core/vfs"},
-	"core/controller": {"core/controller", "core/vfs"},
-	"core/log":        {"core/log", "core/records", "core/vfs", "iouring"},
-	"core/vfs":        {"core/vfs"},
-	"core/records":    {"core/records"},
-	"iouring":         {"iouring"},
-	"results":         {"results"},
-	"profiles":        {"profiles"},
+	"cmd/isrbench":     {"workloads", "netfetch", "core/", "results", "profiles", "iouring"},
+	"workloads":        {"workloads", "netfetch", "core/", "results", "profiles"},
+	"netfetch":         {"netfetch", "core/"},
+	"core/broker":      {"core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs"},
+	"core/partition":   {"core/partition", "core/log", "core/records", "core/controller", "core/vfs"},
+	"core/controller":  {"core/controller", "core/vfs"},
+	"core/log":         {"core/log", "core/records", "core/vfs", "iouring"},
+	"core/vfs":         {"core/vfs"},
+	"core/records":     {"core/records"},
+	"iouring":          {"iouring"},
+	"results":          {"results"},
+	"core/sim":         {"core/"},
+	"internal/simflag": {},
+	"profiles":         {"profiles"},
 }
 
 // stdlibOnly lists packages that may import, besides the standard library and the module
@@ -83,6 +85,9 @@ func TestDependencyDirection(t *testing.T) {
 				continue
 			}
 			dep := strings.TrimPrefix(imp, module+"/")
+			if dep == "internal/simflag" && !slices.Contains(p.Imports, imp) {
+				continue // test-only, everywhere (TestSimflagEverywhere)
+			}
 			if !permitted(rules, dep) {
 				t.Errorf("%s imports %s: not allowed by the dependency direction (may import %v)", rel, dep, rules)
 			}
@@ -108,4 +113,22 @@ func permitted(rules []string, dep string) bool {
 		}
 	}
 	return false
+}
+
+// TestSimflagEverywhere: every package with tests registers the simulator's flags, or
+// `go test ./... -run TestSimulation -sim.seed=N` fails in the packages that lack them.
+func TestSimflagEverywhere(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{len .TestGoFiles}} {{len .XTestGoFiles}} {{join .TestImports \" \"}} {{join .XTestImports \" \"}}", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || (f[1] == "0" && f[2] == "0") {
+			continue
+		}
+		if !slices.Contains(f[3:], module+"/internal/simflag") {
+			t.Errorf("%s has tests but does not import internal/simflag (add a simflag_test.go)", f[0])
+		}
+	}
 }
