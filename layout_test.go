@@ -18,6 +18,7 @@ var allowed = map[string][]string{
 	"workloads":       {"workloads", "netfetch", "core/", "results", "profiles"},
 	"netfetch":        {"netfetch", "core/"},
 	"core/broker":     {"core/broker", "core/partition", "core/log", "core/records", "core/controller"},
+	"core/group":      {"core/group", "core/broker", "core/partition", "core/log", "core/records", "core/controller"},
 	"core/partition":  {"core/partition", "core/log", "core/records", "core/controller"},
 	"core/controller": {"core/controller"},
 	"core/log":        {"core/log", "core/records", "iouring"},
