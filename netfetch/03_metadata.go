@@ -9,7 +9,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbench/isrbench/core/controller"
+	"github.com/isrbench/isrbench/core/group"
 )
+
+func init() {
+	register(api{key: 3, min: 0, max: 12, handle: func(c *conn, _ reqHeader, req kmsg.Request) (kmsg.Response, error) {
+		return c.handleMetadata(req.(*kmsg.MetadataRequest))
+	}})
+}
 
 // ClusterID is the cluster id reported in Metadata.
 const ClusterID = "isrbench"
@@ -18,7 +25,11 @@ const ClusterID = "isrbench"
 // and per partition the leader (-1 with LEADER_NOT_AVAILABLE when none),
 // leader epoch, replicas, ISR and offline replicas (replicas on fenced
 // brokers). Unknown topics are created when auto.create.topics.enable is
-// on and the client allows it. Topic IDs are all zero.
+// on and the client allows it. Topic IDs are all zero. __consumer_offsets is
+// listed like any topic with is_internal set (Kafka's clients hide internal
+// topics themselves); asked for by name it is created as the group
+// coordinator creates it. Metadata v0 is served (kafka-python's version probe
+// sends it): its empty topic list means every topic.
 func (c *conn) handleMetadata(req *kmsg.MetadataRequest) (kmsg.Response, error) {
 	ctrl := c.s.cfg.Controller
 	resp := kmsg.NewPtrMetadataResponse()
@@ -40,7 +51,7 @@ func (c *conn) handleMetadata(req *kmsg.MetadataRequest) (kmsg.Response, error) 
 	}
 
 	var names []string
-	if req.Topics == nil {
+	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) { // v0: an empty list means all topics
 		names = ctrl.Topics()
 		slices.Sort(names)
 	} else {
@@ -60,6 +71,16 @@ func (c *conn) handleMetadata(req *kmsg.MetadataRequest) (kmsg.Response, error) 
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic = &name
 		parts, ok := ctrl.Partitions(name)
+		if !ok && name == group.OffsetsTopic && req.Topics != nil {
+			// Internal: created with its own settings, as by the group coordinator.
+			if _, err := group.EnsureOffsetsTopic(ctrl, c.s.cfg.Group); err != nil {
+				mt.ErrorCode = errCode(err)
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+			parts, ok = ctrl.Partitions(name)
+		}
+		mt.IsInternal = name == group.OffsetsTopic
 		if !ok && c.s.cfg.AutoCreateTopics && allowAuto && req.Topics != nil {
 			var err error
 			parts, err = c.autoCreate(name)

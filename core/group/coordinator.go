@@ -190,8 +190,10 @@ func (c *Coordinator) load(p int32, r *partition.Replica, epoch int32) {
 	c.mu.Lock()
 	if e, ok := c.mu.led[p]; ok && e == epoch && stillLeading(r, epoch) {
 		c.mu.m.FinishLoad(c.now(), p, l)
-		c.logf("%s-%d: loaded %d groups, %d records (%d skipped) up to offset %d in %v (leader epoch %d)",
-			OffsetsTopic, p, len(l.Groups), l.Records, l.Skipped, end, time.Since(start).Round(time.Millisecond), epoch)
+		if l.Records > 0 {
+			c.logf("%s-%d: loaded %d groups, %d records (%d skipped) up to offset %d in %v (leader epoch %d)",
+				OffsetsTopic, p, len(l.Groups), l.Records, l.Skipped, end, time.Since(start).Round(time.Millisecond), epoch)
+		}
 	}
 	replies := c.takeLocked()
 	c.mu.Unlock()
