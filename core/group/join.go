@@ -289,7 +289,7 @@ func (m *Machine) completeJoin(now int64, g *group) {
 	g.generation++
 	g.initialDelay = false
 	if len(g.members) == 0 {
-		g.state, g.protocol, g.protocolType, g.leader = Empty, "", "", ""
+		g.state, g.protocol, g.leader = Empty, "", "" // the protocol type stays, as in Kafka
 		m.rebalanceDone(now, g)
 		m.stores = append(m.stores, g.store(now))
 		return
