@@ -169,7 +169,9 @@ func TestKcatTwoMembersRebalance(t *testing.T) {
 	a := startMember(t, kcat, boot, group, topic)
 	a.waitFor(t, "member A reads the first 400", 60*time.Second, hasRange(0, 400))
 	b := startMember(t, kcat, boot, group, topic)
-	b.waitFor(t, "member B is assigned partitions", 60*time.Second, func(w *watched) bool { return len(w.assigns) > 0 && !strings.HasSuffix(w.assigns[len(w.assigns)-1], "assigned: ") })
+	b.waitFor(t, "member B is assigned partitions", 60*time.Second, func(w *watched) bool {
+		return len(w.assigns) > 0 && !strings.HasSuffix(w.assigns[len(w.assigns)-1], "assigned: ")
+	})
 	a.waitFor(t, "member A is assigned again", 60*time.Second, func(w *watched) bool { return len(w.assigns) >= 2 })
 	if err := kc.produce(boot, topic, 400, 400); err != nil {
 		t.Fatal(err)
