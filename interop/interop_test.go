@@ -67,6 +67,11 @@ func TestMain(m *testing.M) {
 		}
 		fmt.Print(b.String())
 	}
+	timings.Lock()
+	for _, l := range timings.lines {
+		fmt.Println("rebalance, two-member group, " + l)
+	}
+	timings.Unlock()
 	os.Exit(code)
 }
 
