@@ -1,6 +1,9 @@
 package netfetch
 
 import (
+	"bytes"
+	"strings"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbench/isrbench/core/group"
@@ -17,6 +20,8 @@ func init() {
 // coordinator holds no lock meanwhile, and a closing connection or server releases it.
 // From v4 a new member first gets MEMBER_ID_REQUIRED with its member id.
 func (c *conn) handleJoinGroup(h reqHeader, req *kmsg.JoinGroupRequest) (kmsg.Response, error) {
+	// Everything handed to the coordinator is copied: the header's client id and kmsg's byte
+	// fields alias the connection's request buffer, which the next request overwrites.
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 	coord, err := c.coordinator()
 	if err != nil {
@@ -25,7 +30,7 @@ func (c *conn) handleJoinGroup(h reqHeader, req *kmsg.JoinGroupRequest) (kmsg.Re
 	}
 	jr := group.JoinRequest{
 		Group: req.Group, MemberID: req.MemberID, InstanceID: strOrEmpty(req.InstanceID),
-		ClientID: h.clientID, ClientHost: c.clientHost(), ProtocolType: req.ProtocolType,
+		ClientID: strings.Clone(h.clientID), ClientHost: c.clientHost(), ProtocolType: req.ProtocolType,
 		SessionTimeoutMs: req.SessionTimeoutMillis, RebalanceTimeoutMs: req.RebalanceTimeoutMillis,
 		RequireKnownMemberID: req.Version >= 4,
 	}
@@ -33,7 +38,7 @@ func (c *conn) handleJoinGroup(h reqHeader, req *kmsg.JoinGroupRequest) (kmsg.Re
 		jr.RebalanceTimeoutMs = req.SessionTimeoutMillis // v0 has no rebalance timeout
 	}
 	for _, p := range req.Protocols {
-		jr.Protocols = append(jr.Protocols, group.Protocol{Name: p.Name, Metadata: p.Metadata})
+		jr.Protocols = append(jr.Protocols, group.Protocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)})
 	}
 	res, err := coord.Join(c.ctx, jr)
 	if err != nil {

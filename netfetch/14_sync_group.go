@@ -1,6 +1,8 @@
 package netfetch
 
 import (
+	"bytes"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbench/isrbench/core/group"
@@ -29,7 +31,7 @@ func (c *conn) handleSyncGroup(req *kmsg.SyncGroupRequest) (kmsg.Response, error
 	if len(req.GroupAssignment) > 0 {
 		sr.Assignments = make(map[string][]byte, len(req.GroupAssignment))
 		for _, a := range req.GroupAssignment {
-			sr.Assignments[a.MemberID] = a.MemberAssignment
+			sr.Assignments[a.MemberID] = bytes.Clone(a.MemberAssignment) // aliases the request buffer
 		}
 	}
 	res, err := coord.Sync(c.ctx, sr)

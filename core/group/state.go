@@ -46,7 +46,8 @@ type Protocol struct {
 	Metadata []byte
 }
 
-// JoinRequest is a JoinGroup. Fields are Kafka's; "" stands for a null string.
+// JoinRequest is a JoinGroup. Fields are Kafka's; "" stands for a null string. The Machine
+// keeps the protocol metadata it is given: the caller must not reuse those bytes.
 type JoinRequest struct {
 	Group              string
 	MemberID           string // "" = a new member
