@@ -272,3 +272,61 @@ func TestCompressedBatchesServedIntact(t *testing.T) {
 		}
 	}
 }
+
+// TestParkedJoinGroup: a JoinGroup waiting for the rebalance parks only its own connection
+// (another connection's requests are answered meanwhile), and closing the server releases it.
+func TestParkedJoinGroup(t *testing.T) {
+	c := testCluster(t, 1, func(cfg *ClusterConfig) {
+		cfg.Group.OffsetsTopicNumPartitions = 1
+		cfg.Group.InitialRebalanceDelayMs = 60000 // the join waits a minute
+	})
+	addr := c.Addr(0)
+	// FindCoordinator creates __consumer_offsets; then wait until broker 0 has loaded it.
+	rc := dialRaw(t, addr)
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.SetVersion(2)
+	fc.CoordinatorKey = "parked"
+	rc.roundTrip(fc, kmsg.NewPtrFindCoordinatorResponse())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.Groups(0).WaitReady(ctx, "parked"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.SetVersion(3) // no MEMBER_ID_REQUIRED: a new member parks at once
+	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = "parked", 10000, 60000, "consumer"
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{1}}}
+	parked := dialRaw(t, addr)
+	parked.send(join)
+	// Another connection is served while the JoinGroup waits.
+	other := dialRaw(t, addr)
+	desc := kmsg.NewPtrDescribeGroupsRequest()
+	desc.SetVersion(5)
+	desc.Groups = []string{"parked"}
+	dr := kmsg.NewPtrDescribeGroupsResponse()
+	for {
+		other.roundTrip(desc, dr)
+		if dr.Groups[0].State == "PreparingRebalance" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group state %q, want PreparingRebalance with the JoinGroup parked", dr.Groups[0].State)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { _, _, err := parked.recv(); done <- err }()
+	start := time.Now()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("parked JoinGroup released %v after Close", d)
+		}
+		t.Logf("parked JoinGroup ended with %v on server close", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("parked JoinGroup still waiting 10 s after the server closed")
+	}
+}

@@ -45,6 +45,7 @@ type Coordinator struct {
 		waiters map[Ticket]chan Reply
 		next    Ticket
 		closed  bool
+		loaded  chan struct{} // closed (and replaced) whenever a partition finishes loading
 	}
 }
 
@@ -59,7 +60,29 @@ func NewCoordinator(cfg Config, b *broker.Broker, ctrl *controller.Controller, n
 	c.mu.m = NewMachine(c.cfg)
 	c.mu.led = map[int32]int32{}
 	c.mu.waiters = map[Ticket]chan Reply{}
+	c.mu.loaded = make(chan struct{})
 	return c
+}
+
+// WaitReady blocks until this coordinator serves groupID (its partition is led here and
+// loaded), ctx ends (its error) or the coordinator closes (NOT_COORDINATOR).
+func (c *Coordinator) WaitReady(ctx context.Context, groupID string) error {
+	for {
+		c.mu.Lock()
+		err := c.mu.m.Check(groupID)
+		ch := c.mu.loaded
+		c.mu.Unlock()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.ctx.Done():
+			return kerr.NotCoordinator
+		}
+	}
 }
 
 // Config returns the effective config.
@@ -190,6 +213,8 @@ func (c *Coordinator) load(p int32, r *partition.Replica, epoch int32) {
 	c.mu.Lock()
 	if e, ok := c.mu.led[p]; ok && e == epoch && stillLeading(r, epoch) {
 		c.mu.m.FinishLoad(c.now(), p, l)
+		close(c.mu.loaded)
+		c.mu.loaded = make(chan struct{})
 		if l.Records > 0 {
 			c.logf("%s-%d: loaded %d groups, %d records (%d skipped) up to offset %d in %v (leader epoch %d)",
 				OffsetsTopic, p, len(l.Groups), l.Records, l.Skipped, end, time.Since(start).Round(time.Millisecond), epoch)
