@@ -1,9 +1,11 @@
 package netfetch
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -142,5 +144,24 @@ func (c *conn) autoCreate(name string) ([]controller.PartitionState, error) {
 	if rf <= 0 {
 		return nil, fmt.Errorf("auto-creating topic %q: no alive broker: %w", name, kerr.LeaderNotAvailable)
 	}
-	return c.s.cfg.Controller.CreateTopic(name, c.s.cfg.NumPartitions, rf, nil)
+	parts, err := c.s.cfg.Controller.CreateTopic(name, c.s.cfg.NumPartitions, rf, nil)
+	if err != nil {
+		return nil, err
+	}
+	// Answer once the brokers have applied the new leaders, so that the client's first
+	// Produce finds them (kafka-python does not retry UNKNOWN_TOPIC_OR_PARTITION).
+	ctx, cancel := context.WithTimeout(c.ctx, autoCreateSyncTimeout)
+	defer cancel()
+	for _, b := range c.s.cfg.Controller.Brokers() {
+		if b.Alive {
+			if err := c.s.cfg.Controller.Sync(ctx, b.ID); err != nil {
+				return nil, fmt.Errorf("auto-created topic %q: brokers have not applied its leaders yet: %w", name, kerr.LeaderNotAvailable)
+			}
+		}
+	}
+	return parts, nil
 }
+
+// autoCreateSyncTimeout bounds how long Metadata waits for the brokers to apply an
+// auto-created topic (LEADER_NOT_AVAILABLE after it, which clients retry).
+const autoCreateSyncTimeout = 5 * time.Second
