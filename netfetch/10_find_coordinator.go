@@ -1,7 +1,9 @@
 package netfetch
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -43,7 +45,7 @@ func (c *conn) handleFindCoordinator(req *kmsg.FindCoordinatorRequest) (kmsg.Res
 		}
 		if err != nil {
 			rc.NodeID, rc.Host, rc.Port = -1, "", -1
-			rc.ErrorCode, rc.ErrorMessage = errCode(err), errMessage(err)
+			rc.ErrorCode, rc.ErrorMessage = errCode(err), reason(err)
 		}
 		resp.Coordinators = append(resp.Coordinators, rc)
 	}
@@ -76,4 +78,14 @@ func (c *conn) locateGroup(key string, rc *kmsg.FindCoordinatorResponseCoordinat
 	}
 	rc.NodeID, rc.Host, rc.Port = b.ID, b.Host, b.Port
 	return nil
+}
+
+// reason is err's text without the trailing Kafka error (the code already says it).
+func reason(err error) *string {
+	msg := err.Error()
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		msg = strings.TrimSuffix(msg, ": "+ke.Error())
+	}
+	return &msg
 }
