@@ -6,7 +6,7 @@ SPEC    ?= default
 PKGS    ?= ./...
 FUZZTIME ?= 20s
 
-.PHONY: build run test race vet fmt fuzz bench sweep gate profile flame browser-deps sim sim-ci clean
+.PHONY: build run test interop race vet fmt fuzz bench sweep gate profile flame browser-deps sim sim-ci clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/isrbench
@@ -15,10 +15,17 @@ build:
 run: build
 	$(BIN) run -w $(SPEC) --duration 15s --warmup 3s
 
-## test: vet, gofmt check, and every test under the race detector.
+## test: vet, gofmt check, every test under the race detector, then the interop suite.
 test: vet fmt
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+	$(MAKE) interop
 	$(MAKE) sim-ci
+
+## interop: real Kafka clients (kcat, confluent-kafka-python, kafka-python, kafkajs, sarama,
+## segmentio/kafka-go) against the embedded cluster; a separate Go module (interop/go.mod).
+## A missing client skips its test unless ISRBENCH_REQUIRE_INTEROP=1 (.ci/run sets it).
+interop:
+	cd interop && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 10m # local directory mode: prints the table
 
 ## sim-ci: the deterministic simulator over SIM_CI_SEEDS seeds without the race detector
 ## (under -race make test runs it over fewer). sim: a longer soak, SEEDS=N (default 20000).

@@ -19,6 +19,7 @@ var allowed = map[string][]string{
 	"workloads":        {"workloads", "netfetch", "core/", "results", "profiles"},
 	"netfetch":         {"netfetch", "core/"},
 	"core/broker":      {"core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs"},
+	"core/group":       {"core/group", "core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs"},
 	"core/partition":   {"core/partition", "core/log", "core/records", "core/controller", "core/vfs"},
 	"core/controller":  {"core/controller", "core/vfs"},
 	"core/log":         {"core/log", "core/records", "core/vfs", "iouring"},

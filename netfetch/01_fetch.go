@@ -16,6 +16,24 @@ import (
 	"github.com/isrbench/isrbench/core/log"
 )
 
+func init() {
+	// v13+ names topics by ID (KIP-516), which Metadata does not hand out.
+	register(api{key: 1, min: 4, max: 12, role: roleFetchServe, newReq: (*conn).fetchRequest,
+		serve: func(c *conn, h reqHeader, req kmsg.Request) error {
+			return c.handleFetch(h, req.(*kmsg.FetchRequest))
+		}})
+}
+
+// fetchRequest returns the connection's reused Fetch request, reset (see produceRequest).
+func (c *conn) fetchRequest() kmsg.Request {
+	if c.fetchReq == nil {
+		c.fetchReq = kmsg.NewPtrFetchRequest()
+	}
+	topics := c.fetchReq.Topics[:0]
+	*c.fetchReq = kmsg.FetchRequest{Topics: topics}
+	return c.fetchReq
+}
+
 // fetchState is a connection's reused Fetch state: the broker request
 // (its Partitions slice keeps its capacity), the topic grouping of the
 // request and the response encoder. Owned by the connection goroutine.

@@ -40,3 +40,9 @@ func (c *conn) handleListOffsets(req *kmsg.ListOffsetsRequest) (kmsg.Response, e
 	}
 	return resp, nil
 }
+
+func init() {
+	register(api{key: 2, min: 1, max: 7, handle: func(c *conn, _ reqHeader, req kmsg.Request) (kmsg.Response, error) {
+		return c.handleListOffsets(req.(*kmsg.ListOffsetsRequest))
+	}})
+}

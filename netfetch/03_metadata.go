@@ -1,15 +1,24 @@
 package netfetch
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbench/isrbench/core/controller"
+	"github.com/isrbench/isrbench/core/group"
 )
+
+func init() {
+	register(api{key: 3, min: 0, max: 12, handle: func(c *conn, _ reqHeader, req kmsg.Request) (kmsg.Response, error) {
+		return c.handleMetadata(req.(*kmsg.MetadataRequest))
+	}})
+}
 
 // ClusterID is the cluster id reported in Metadata.
 const ClusterID = "isrbench"
@@ -18,7 +27,11 @@ const ClusterID = "isrbench"
 // and per partition the leader (-1 with LEADER_NOT_AVAILABLE when none),
 // leader epoch, replicas, ISR and offline replicas (replicas on fenced
 // brokers). Unknown topics are created when auto.create.topics.enable is
-// on and the client allows it. Topic IDs are all zero.
+// on and the client allows it. Topic IDs are all zero. __consumer_offsets is
+// listed like any topic with is_internal set (Kafka's clients hide internal
+// topics themselves); asked for by name it is created as the group
+// coordinator creates it. Metadata v0 is served (kafka-python's version probe
+// sends it): its empty topic list means every topic.
 func (c *conn) handleMetadata(req *kmsg.MetadataRequest) (kmsg.Response, error) {
 	ctrl := c.s.cfg.Controller
 	resp := kmsg.NewPtrMetadataResponse()
@@ -40,7 +53,7 @@ func (c *conn) handleMetadata(req *kmsg.MetadataRequest) (kmsg.Response, error) 
 	}
 
 	var names []string
-	if req.Topics == nil {
+	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) { // v0: an empty list means all topics
 		names = ctrl.Topics()
 		slices.Sort(names)
 	} else {
@@ -60,6 +73,16 @@ func (c *conn) handleMetadata(req *kmsg.MetadataRequest) (kmsg.Response, error) 
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic = &name
 		parts, ok := ctrl.Partitions(name)
+		if !ok && name == group.OffsetsTopic && req.Topics != nil {
+			// Internal: created with its own settings, as by the group coordinator.
+			if _, err := group.EnsureOffsetsTopic(ctrl, c.s.cfg.Group); err != nil {
+				mt.ErrorCode = errCode(err)
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+			parts, ok = ctrl.Partitions(name)
+		}
+		mt.IsInternal = name == group.OffsetsTopic
 		if !ok && c.s.cfg.AutoCreateTopics && allowAuto && req.Topics != nil {
 			var err error
 			parts, err = c.autoCreate(name)
@@ -121,5 +144,24 @@ func (c *conn) autoCreate(name string) ([]controller.PartitionState, error) {
 	if rf <= 0 {
 		return nil, fmt.Errorf("auto-creating topic %q: no alive broker: %w", name, kerr.LeaderNotAvailable)
 	}
-	return c.s.cfg.Controller.CreateTopic(name, c.s.cfg.NumPartitions, rf, nil)
+	parts, err := c.s.cfg.Controller.CreateTopic(name, c.s.cfg.NumPartitions, rf, nil)
+	if err != nil {
+		return nil, err
+	}
+	// Answer once the brokers have applied the new leaders, so that the client's first
+	// Produce finds them (kafka-python does not retry UNKNOWN_TOPIC_OR_PARTITION).
+	ctx, cancel := context.WithTimeout(c.ctx, autoCreateSyncTimeout)
+	defer cancel()
+	for _, b := range c.s.cfg.Controller.Brokers() {
+		if b.Alive {
+			if err := c.s.cfg.Controller.Sync(ctx, b.ID); err != nil {
+				return nil, fmt.Errorf("auto-created topic %q: brokers have not applied its leaders yet: %w", name, kerr.LeaderNotAvailable)
+			}
+		}
+	}
+	return parts, nil
 }
+
+// autoCreateSyncTimeout bounds how long Metadata waits for the brokers to apply an
+// auto-created topic (LEADER_NOT_AVAILABLE after it, which clients retry).
+const autoCreateSyncTimeout = 5 * time.Second

@@ -8,6 +8,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+func init() {
+	register(api{key: 19, min: 2, max: 7, handle: func(c *conn, _ reqHeader, req kmsg.Request) (kmsg.Response, error) {
+		return c.handleCreateTopics(req.(*kmsg.CreateTopicsRequest))
+	}})
+}
+
 // handleCreateTopics creates topics through the controller. NumPartitions
 // -1 / ReplicationFactor -1 mean num.partitions / default.replication.factor.
 // Manual replica assignments are refused (INVALID_REQUEST).

@@ -5,6 +5,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+func init() {
+	register(api{key: 22, min: 0, max: 4, handle: func(c *conn, _ reqHeader, req kmsg.Request) (kmsg.Response, error) {
+		return c.handleInitProducerID(req.(*kmsg.InitProducerIDRequest))
+	}})
+}
+
 // handleInitProducerID hands out increasing producer ids with epoch 0 so
 // that idempotent producers (kgo's default) can produce; the partitions check
 // their sequence numbers (core/partition producer state). Ids start at the

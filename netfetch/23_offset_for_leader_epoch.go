@@ -30,3 +30,9 @@ func (c *conn) handleOffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest)
 	}
 	return resp, nil
 }
+
+func init() {
+	register(api{key: 23, min: 2, max: 4, role: roleFetchServe, handle: func(c *conn, _ reqHeader, req kmsg.Request) (kmsg.Response, error) {
+		return c.handleOffsetForLeaderEpoch(req.(*kmsg.OffsetForLeaderEpochRequest))
+	}})
+}

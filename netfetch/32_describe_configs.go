@@ -9,6 +9,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+func init() {
+	register(api{key: 32, min: 0, max: 4, handle: func(c *conn, _ reqHeader, req kmsg.Request) (kmsg.Response, error) {
+		return c.handleDescribeConfigs(req.(*kmsg.DescribeConfigsRequest))
+	}})
+}
+
 // handleDescribeConfigs answers topic resources with the topic's overrides
 // (source DYNAMIC_TOPIC_CONFIG, what kafka-topics.sh --describe prints as
 // Configs:) and broker resources with the broker's replication settings

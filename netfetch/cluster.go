@@ -15,6 +15,7 @@ import (
 
 	"github.com/isrbench/isrbench/core/broker"
 	"github.com/isrbench/isrbench/core/controller"
+	"github.com/isrbench/isrbench/core/group"
 	"github.com/isrbench/isrbench/core/vfs"
 )
 
@@ -52,6 +53,11 @@ type ClusterConfig struct {
 	SessionCheckInterval time.Duration
 	// Logf receives connection-level logs of every server; nil = standard logger.
 	Logf func(format string, args ...any)
+	// MessageMaxBytes is message.max.bytes (default 1048588).
+	MessageMaxBytes int32
+	// Group is the group coordinator's config (group.* and offsets.*; DefaultClusterConfig
+	// sets Kafka's defaults).
+	Group group.Config
 }
 
 // DefaultClusterConfig returns 3 brokers on ephemeral 127.0.0.1 ports with
@@ -66,6 +72,8 @@ func DefaultClusterConfig() ClusterConfig {
 		AutoCreateTopics:      true,
 		NumPartitions:         1,
 		SocketRequestMaxBytes: DefaultSocketRequestMaxBytes,
+		MessageMaxBytes:       DefaultMessageMaxBytes,
+		Group:                 group.DefaultConfig(),
 	}
 }
 
@@ -218,6 +226,7 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 		DefaultReplicationFactor: c.cfg.DefaultReplicationFactor,
 		SocketRequestMaxBytes:    c.cfg.SocketRequestMaxBytes, Logf: c.cfg.Logf,
 		BrokerConfigs: brokerConfigs(b.Config()), stats: c.stats,
+		MessageMaxBytes: c.cfg.MessageMaxBytes, Group: c.cfg.Group,
 	}, ln)
 	n.b.Store(b)
 	n.srv.Store(srv)
@@ -293,6 +302,16 @@ func (c *Cluster) Addr(id int32) string {
 
 // Controller returns the cluster's controller.
 func (c *Cluster) Controller() *controller.Controller { return c.ctrl }
+
+// Groups returns broker id's current group coordinator, or nil when the broker is stopped.
+func (c *Cluster) Groups(id int32) *group.Coordinator {
+	if n := c.nodes[id]; n != nil && n.state.Load() != nodeStopped {
+		if srv := n.srv.Load(); srv != nil {
+			return srv.Groups()
+		}
+	}
+	return nil
+}
 
 // Broker returns broker id's current Broker (a new one after RestartBroker), or nil.
 func (c *Cluster) Broker(id int32) *broker.Broker {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/log"
 )
 
@@ -81,6 +82,16 @@ var setters = map[string]setter{
 	"num.partitions":                   intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.NumPartitions = int32(n) }),
 	"default.replication.factor":       intSetter(1, math.MaxInt16, func(c *ClusterConfig, n int64) { c.DefaultReplicationFactor = int16(n) }),
 	"socket.request.max.bytes":         intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.SocketRequestMaxBytes = int32(n) }),
+	"message.max.bytes":                intSetter(0, math.MaxInt32, func(c *ClusterConfig, n int64) { c.MessageMaxBytes = int32(n) }),
+	"group.initial.rebalance.delay.ms": intSetter(0, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.InitialRebalanceDelayMs = n }),
+	"group.min.session.timeout.ms":     intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.MinSessionTimeoutMs = int32(n) }),
+	"group.max.session.timeout.ms":     intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.MaxSessionTimeoutMs = int32(n) }),
+	"group.max.size":                   intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.MaxSize = int(n) }),
+	"offsets.topic.num.partitions":     intSetter(1, controller.MaxPartitions, func(c *ClusterConfig, n int64) { c.Group.OffsetsTopicNumPartitions = int32(n) }),
+	"offsets.topic.replication.factor": intSetter(1, math.MaxInt16, func(c *ClusterConfig, n int64) { c.Group.OffsetsTopicReplicationFactor = int16(n) }),
+	"offsets.topic.segment.bytes":      intSetter(14, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.OffsetsTopicSegmentBytes = n }),
+	"offsets.commit.timeout.ms":        intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.OffsetsCommitTimeoutMs = n }),
+	"offset.metadata.max.bytes":        intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.OffsetMetadataMaxBytes = int(n) }),
 	"isrbench.zero.copy":               boolSetter(func(c *ClusterConfig, b bool) { c.ZeroCopy = b }),
 	"isrbench.hw.update":               oneOfSetter([]string{"atomic", "mutex"}, func(c *ClusterConfig, v string) error { c.Broker.HWUpdate = v; return nil }),
 	"isrbench.truncate.mode":           oneOfSetter([]string{"epoch", "hw"}, func(c *ClusterConfig, v string) error { c.Broker.TruncateMode = v; return nil }),

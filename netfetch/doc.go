@@ -9,10 +9,21 @@
 //     connection that reads a request, handles it and writes its response
 //     before reading the next (responses in request order). One file per
 //     API key: 00_produce.go, 01_fetch.go, 02_list_offsets.go,
-//     03_metadata.go, 18_api_versions.go, 19_create_topics.go,
+//     03_metadata.go, 08_offset_commit.go, 09_offset_fetch.go,
+//     10_find_coordinator.go, 11_join_group.go, 12_heartbeat.go,
+//     13_leave_group.go, 14_sync_group.go, 15_describe_groups.go,
+//     16_list_groups.go, 18_api_versions.go, 19_create_topics.go,
 //     22_init_producer_id.go, 23_offset_for_leader_epoch.go,
-//     32_describe_configs.go. Requests are decoded with kmsg; responses are
-//     encoded with kmsg except Fetch.
+//     32_describe_configs.go, 42_delete_groups.go. Each registers its key,
+//     version range and handler from its own init (registry.go); ApiVersions
+//     advertises what is registered. Requests are decoded with kmsg;
+//     responses are encoded with kmsg except Fetch.
+//   - The group coordinator's wire side (groups.go and the group API files):
+//     each server with a broker runs a core/group.Coordinator. JoinGroup and
+//     SyncGroup park the connection goroutine until the rebalance answers
+//     them (Kafka also handles one request per connection at a time); the
+//     coordinator holds no lock meanwhile, and a closing connection or server
+//     releases them.
 //   - Fetch responses (v4..v12) are encoded by hand into a per-connection
 //     buffer (no allocation per request once grown), and each partition's
 //     records go straight from the segment file to the socket with
@@ -61,10 +72,27 @@
 // buffers belong to its goroutine. A FetchConn is used by one fetcher
 // goroutine (Close may come from anywhere). Counters are atomics.
 //
+// # Versions
+//
+// Produce is served from v0 and FindCoordinator is advertised from v0
+// because librdkafka infers codec support from the advertised ranges
+// (rdkafka_feature.c, rdkafka_msgset_writer.c): gzip and snappy need
+// Produce v0 in the range, lz4 also FindCoordinator v0, zstd Produce v7 and
+// Fetch v10. Produce v0-v2 carry message sets of magic 0/1, which are
+// answered UNSUPPORTED_FOR_MESSAGE_FORMAT per partition (isrbench stores
+// RecordBatch v2 only); magic != 2 from v3 on is INVALID_RECORD, zstd before
+// v7 UNSUPPORTED_COMPRESSION_TYPE. A batch larger than max.message.bytes
+// (the topic's, else message.max.bytes, default 1048588) is
+// MESSAGE_TOO_LARGE, records larger than the segment RECORD_LIST_TOO_LARGE.
+// Metadata is served from v0 (kafka-python's version probe sends it).
+//
 // # Unsupported
 //
-// Consumer groups, transactions and fetch sessions (every Fetch is a full
-// fetch, session id 0) are not implemented; an unsupported API key or
-// version closes the connection with a logged reason, except ApiVersions,
-// which always answers (UNSUPPORTED_VERSION with the ranges, as v0).
+// Transactions (FindCoordinator for a transactional id, InitProducerId and
+// Produce with one answer TRANSACTIONAL_ID_AUTHORIZATION_FAILED, with a
+// message saying so where the version carries one) and fetch sessions
+// (every Fetch is a full fetch, session id 0) are not implemented; an
+// unsupported API key or version closes the connection with a logged
+// reason, except ApiVersions, which always answers (UNSUPPORTED_VERSION with
+// the ranges, as v0).
 package netfetch

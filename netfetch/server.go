@@ -22,10 +22,14 @@ import (
 
 	"github.com/isrbench/isrbench/core/broker"
 	"github.com/isrbench/isrbench/core/controller"
+	"github.com/isrbench/isrbench/core/group"
 )
 
 // DefaultSocketRequestMaxBytes is socket.request.max.bytes' default (100 MiB).
 const DefaultSocketRequestMaxBytes = 100 << 20
+
+// DefaultMessageMaxBytes is message.max.bytes' default (1 MiB + 12 bytes of batch overhead).
+const DefaultMessageMaxBytes = 1048588
 
 // ServerConfig configures one broker's Kafka wire server. A value: NewServer
 // copies it.
@@ -52,6 +56,12 @@ type ServerConfig struct {
 	// BrokerConfigs are reported by DescribeConfigs for this broker's
 	// resource (Kafka config names -> values).
 	BrokerConfigs map[string]string
+	// MessageMaxBytes is message.max.bytes (default 1048588): the largest record batch a
+	// Produce may carry (MESSAGE_TOO_LARGE); a topic's max.message.bytes overrides it.
+	MessageMaxBytes int32
+	// Group configures the group coordinator (group.* and offsets.* configs); a server with
+	// a Broker and a Controller runs one.
+	Group group.Config
 
 	stats *counters // shared across restarts by Cluster; nil = private
 }
@@ -84,13 +94,13 @@ func newCounters() *counters {
 	return c
 }
 
-// labelsFor is the pprof label set of the goroutine handling req: role=produce for
-// Produce, fetch-serve for Fetch and OffsetForLeaderEpoch (the replica protocol), admin else.
-func (s *Server) labelsFor(req kmsg.Request) context.Context {
-	switch req.(type) {
-	case *kmsg.ProduceRequest:
+// labelsFor is the pprof label set of the goroutine handling a request of API a: its
+// registered role (produce, fetch-serve for Fetch and the replica protocol, admin else).
+func (s *Server) labelsFor(a *api) context.Context {
+	switch a.role {
+	case roleProduce:
 		return s.labelsProduce
-	case *kmsg.FetchRequest, *kmsg.OffsetForLeaderEpochRequest:
+	case roleFetchServe:
 		return s.labelsFetch
 	}
 	return s.labelsOther
@@ -117,9 +127,10 @@ func (c *counters) snapshot() ServerStats {
 //
 // Serve, Close, Pause, Resume and Stats may be called concurrently.
 type Server struct {
-	cfg   ServerConfig
-	ln    net.Listener
-	stats *counters
+	cfg    ServerConfig
+	ln     net.Listener
+	stats  *counters
+	groups *group.Coordinator // nil without a Broker and a Controller
 
 	labelsProduce context.Context
 	labelsFetch   context.Context
@@ -147,6 +158,9 @@ func NewServer(cfg ServerConfig, ln net.Listener) *Server {
 	if cfg.NumPartitions <= 0 {
 		cfg.NumPartitions = 1
 	}
+	if cfg.MessageMaxBytes <= 0 {
+		cfg.MessageMaxBytes = DefaultMessageMaxBytes
+	}
 	if cfg.Logf == nil {
 		cfg.Logf = stdlog.Printf
 	}
@@ -160,8 +174,19 @@ func NewServer(cfg ServerConfig, ln net.Listener) *Server {
 	s.labelsFetch = pprof.WithLabels(bg, pprof.Labels("broker", id, "role", "fetch-serve"))
 	s.labelsOther = pprof.WithLabels(bg, pprof.Labels("broker", id, "role", "admin"))
 	s.mu.conns = map[*conn]struct{}{}
+	if cfg.Broker != nil && cfg.Controller != nil {
+		gcfg := cfg.Group
+		if gcfg.Logf == nil {
+			gcfg.Logf = cfg.Logf
+		}
+		s.groups = group.NewCoordinator(gcfg, cfg.Broker, cfg.Controller, nil)
+		s.groups.Start()
+	}
 	return s
 }
+
+// Groups returns the server's group coordinator (nil when the server has no broker).
+func (s *Server) Groups() *group.Coordinator { return s.groups }
 
 // Addr is the listener's address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
@@ -254,6 +279,9 @@ func (s *Server) Close() error {
 			c.nc.Close()
 		}
 		s.mu.Unlock()
+		if s.groups != nil {
+			s.groups.Close() // answers parked JoinGroup/SyncGroup requests
+		}
 	})
 	s.wg.Wait()
 	return err
@@ -315,29 +343,11 @@ type conn struct {
 	// produceParts and produceResp are handleProduce's reused broker
 	// request (its entries alias req like produceReq does) and response.
 	produceParts []broker.ProducePartition
+	producePre   []error // per request partition: refused before the append (00_produce.go)
 	produceResp  *kmsg.ProduceResponse
-}
-
-// requestFor returns the request object to decode a request of key into:
-// the connection's reused one for Fetch and Produce, a new one otherwise.
-func (c *conn) requestFor(key int16) kmsg.Request {
-	switch key {
-	case 1:
-		if c.fetchReq == nil {
-			c.fetchReq = kmsg.NewPtrFetchRequest()
-		}
-		topics := c.fetchReq.Topics[:0]
-		*c.fetchReq = kmsg.FetchRequest{Topics: topics}
-		return c.fetchReq
-	case 0:
-		if c.produceReq == nil {
-			c.produceReq = kmsg.NewPtrProduceRequest()
-		}
-		topics := c.produceReq.Topics[:0]
-		*c.produceReq = kmsg.ProduceRequest{Topics: topics}
-		return c.produceReq
-	}
-	return kmsg.RequestForKey(key)
+	// limits caches topics' max.message.bytes and segment size (00_produce.go limitsFor).
+	limits   map[string]topicLimits
+	limitsAt time.Time
 }
 
 func newConn(s *Server, tc *net.TCPConn) (*conn, error) {
@@ -493,6 +503,8 @@ func parseHeaderWith(body []byte, newReq func(key int16) kmsg.Request) (reqHeade
 	return h, req, r.Src, nil
 }
 
+// handle decodes one request and answers it through the API registered for its key
+// (registry.go; each NN_name.go registers its key, versions and handler).
 func (c *conn) handle(body []byte) error {
 	h, req, rest, err := parseHeaderWith(body, c.requestFor)
 	if err != nil {
@@ -501,41 +513,24 @@ func (c *conn) handle(body []byte) error {
 	if h.key >= 0 && int(h.key) < maxAPIKey {
 		c.s.stats.requests[h.key].Add(1)
 	}
-	if h.key == 18 { // ApiVersions: answered even for versions we do not support
-		return c.handleAPIVersions(h, req, rest)
-	}
-	vr, ok := supported(h.key)
-	if !ok || req == nil {
+	a := lookupAPI(h.key)
+	if a == nil || req == nil {
 		return closef("unsupported API key %d (%s) version %d from client %q", h.key, kmsg.NameForKey(h.key), h.version, h.clientID)
 	}
-	if h.version < vr.min || h.version > vr.max {
-		return closef("unsupported %s version %d (supported %d..%d) from client %q", kmsg.NameForKey(h.key), h.version, vr.min, vr.max, h.clientID)
+	if a.raw != nil { // ApiVersions: answered even for versions we do not support
+		return a.raw(c, h, req, rest)
+	}
+	if h.version < a.min || h.version > a.max {
+		return closef("unsupported %s version %d (supported %d..%d) from client %q", kmsg.NameForKey(h.key), h.version, a.min, a.max, h.clientID)
 	}
 	if err := req.ReadFrom(rest); err != nil {
 		return closef("malformed %s v%d request from client %q: %v", kmsg.NameForKey(h.key), h.version, h.clientID, err)
 	}
-	var resp kmsg.Response
-	pprof.SetGoroutineLabels(c.s.labelsFor(req))
-	switch r := req.(type) {
-	case *kmsg.ProduceRequest:
-		resp, err = c.handleProduce(r)
-	case *kmsg.FetchRequest:
-		return c.handleFetch(h, r)
-	case *kmsg.ListOffsetsRequest:
-		resp, err = c.handleListOffsets(r)
-	case *kmsg.MetadataRequest:
-		resp, err = c.handleMetadata(r)
-	case *kmsg.CreateTopicsRequest:
-		resp, err = c.handleCreateTopics(r)
-	case *kmsg.InitProducerIDRequest:
-		resp, err = c.handleInitProducerID(r)
-	case *kmsg.OffsetForLeaderEpochRequest:
-		resp, err = c.handleOffsetForLeaderEpoch(r)
-	case *kmsg.DescribeConfigsRequest:
-		resp, err = c.handleDescribeConfigs(r)
-	default:
-		return closef("BUG: no handler for supported API key %d", h.key)
+	pprof.SetGoroutineLabels(c.s.labelsFor(a))
+	if a.serve != nil {
+		return a.serve(c, h, req)
 	}
+	resp, err := a.handle(c, h, req)
 	if err != nil {
 		return err
 	}

@@ -117,7 +117,7 @@ func TestAPIVersions(t *testing.T) {
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "raw", "1"
 		resp := kmsg.NewPtrApiVersionsResponse()
 		rc.roundTrip(req, resp)
-		if resp.ErrorCode != 0 || len(resp.ApiKeys) != len(apiVersions) {
+		if resp.ErrorCode != 0 || len(resp.ApiKeys) != len(advertised()) {
 			t.Fatalf("v%d: error %d, %d keys", v, resp.ErrorCode, len(resp.ApiKeys))
 		}
 		for _, k := range resp.ApiKeys {
@@ -308,6 +308,20 @@ func FuzzServeRequest(f *testing.F) {
 	pt.Partitions = append(pt.Partitions, pp)
 	pr.Topics = append(pr.Topics, pt)
 	f.Add(seed(pr))
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.SetVersion(9)
+	jg.Group, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis, jg.ProtocolType = "fg", 10000, 10000, "consumer"
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 1}}}
+	f.Add(seed(jg))
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.SetVersion(8)
+	oc.Group, oc.Generation = "fg", -1
+	oc.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "fz", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Offset: 1}}}}
+	f.Add(seed(oc))
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.SetVersion(4)
+	fc.CoordinatorKeys = []string{"fg"}
+	f.Add(seed(fc))
 	f.Add([]byte{0, 0, 0, 10, 0, 18, 0, 9, 0, 0, 0, 1, 0xff, 0xff})
 	addr := c.Addr(0)
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -41,7 +41,9 @@ type Result struct {
 	ISR        ISR        `json:"isr"`
 	Durability Durability `json:"durability"`
 	Faults     []Fault    `json:"faults,omitempty"`
-	Files      Files      `json:"files"`
+	// Group is set when the consumers were members of a consumer group.
+	Group *ConsumerGroup `json:"group,omitempty"`
+	Files Files          `json:"files"`
 	// Notes are remarks about how to read this run ("hw_lag": "measured inside the embedded
 	// core only"), keyed by the field they concern. Not settings: compare ignores them.
 	Notes map[string]string `json:"notes,omitempty"`

@@ -138,6 +138,9 @@ func PrintSummary(w io.Writer, r *Result) error {
 			fmt.Fprintf(w, "  acks=%s: acked %d, verified %d, lost %d, duplicated %d, out of order %d\n", k, c.Acked, c.Verified, c.Lost, c.Duplicated, c.OutOfOrder)
 		}
 	}
+	if r.Group != nil {
+		printGroup(w, r.Group)
+	}
 	for _, f := range r.Faults {
 		line := fmt.Sprintf("fault: %s %s at %ss", f.Kind, f.Target, strconv.FormatFloat(f.AtS, 'f', 3, 64))
 		if f.EndS != 0 {

@@ -40,3 +40,25 @@ func TestFormatValue(t *testing.T) {
 		}
 	}
 }
+
+func TestPrintSummaryGroupGolden(t *testing.T) {
+	r := fakeResult("group", "20261201-r1", cfg("acks", "all"), 5000, 52, 640)
+	r.Durability = Durability{DurabilityCounts: DurabilityCounts{Acked: 100, Verified: 100}, ReplicasIdentical: true}
+	r.Group = &ConsumerGroup{ID: "bench", Members: 2, Balancer: "range", Rebalances: 2, Source: "coordinator",
+		RebalanceMs: SummarizeValues([]float64{120, 3010}), CommittedLag: SummarizeValues([]float64{0, 4800, 5100, 9000})}
+	var buf bytes.Buffer
+	if err := PrintSummary(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "summary-group.txt", buf.Bytes())
+}
+
+func TestSummarizeValues(t *testing.T) {
+	s := SummarizeValues([]float64{5, 1, 3, 2, 4})
+	if s.Count != 5 || s.Mean != 3 || s.P50 != 3 || s.P99 != 5 || s.Max != 5 {
+		t.Fatalf("SummarizeValues: %+v", s)
+	}
+	if z := SummarizeValues(nil); z.Count != 0 {
+		t.Fatalf("SummarizeValues(nil): %+v", z)
+	}
+}

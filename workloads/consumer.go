@@ -24,6 +24,8 @@ type consumer struct {
 	ours func(pid uint32) bool
 	e2e  *results.Histogram
 	next []atomic.Int64 // per partition: next offset to read (exclusive end of what was received)
+	// member is set for a member of a consumer group (newGroupConsumer).
+	member *groupMember
 }
 
 func newConsumer(seeds []string, topic string, start []int64, win window, ours func(uint32) bool, extra ...kgo.Opt) (*consumer, error) {
@@ -71,7 +73,8 @@ func (c *consumer) run(ctx context.Context) {
 	})
 }
 
-// caughtUp reports whether the consumer received everything below end[p] for every partition.
+// caughtUp reports whether the consumer received everything below end[p] for every partition
+// (a group member: see groupCaughtUp).
 func (c *consumer) caughtUp(end []int64) bool {
 	for p, e := range end {
 		if p < len(c.next) && c.next[p].Load() < e {

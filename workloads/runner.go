@@ -214,6 +214,26 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 		return nil, err
 	}
 
+	defer r.closeClients()
+	// Group members join before the schedule is set: the load starts once they own every
+	// partition (their first rebalance), so that they read it from its first record.
+	grouped := s.Consumers.GroupID != ""
+	groupChanged := make(chan struct{}, 1)
+	if grouped {
+		for i := 0; i < s.Consumers.Count; i++ {
+			c, err := newGroupConsumer(seeds, s.Topic.Name, s.Topic.Partitions, s.Consumers, window{}, func(uint32) bool { return false }, groupChanged)
+			if err != nil {
+				return nil, err
+			}
+			r.cons = append(r.cons, c)
+		}
+		if len(r.cons) > 0 {
+			if err := waitGroupAssigned(ctx, r.cons, s.Topic.Partitions, groupChanged, 60*time.Second); err != nil {
+				notef("consumer group %s: %v; starting the load anyway", s.Consumers.GroupID, err)
+			}
+		}
+	}
+
 	// Schedule: load from loadStart, measurement [measureStart, measureEnd).
 	loadStart := time.Now().Add(200 * time.Millisecond)
 	measureStart := loadStart.Add(s.Warmup)
@@ -243,17 +263,20 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 			}
 			p, err := newProducer(base+uint32(len(r.prods)), seeds, g, s.Topic.Name, rate, r.win, r.opts.WaitMode)
 			if err != nil {
-				r.closeClients()
-				return nil, err
+				return nil, err // the deferred closeClients closes what was opened
 			}
 			ids[p.id] = true
 			r.prods = append(r.prods, p)
 			starts = append(starts, startAt{gi, i})
 		}
 	}
-	defer r.closeClients()
 	ours := func(pid uint32) bool { return ids[pid] }
-	for i := 0; i < s.Consumers.Count; i++ {
+	if grouped {
+		for _, c := range r.cons {
+			c.win, c.ours = r.win, ours // created before the schedule: see above
+		}
+	}
+	for i := 0; !grouped && i < s.Consumers.Count; i++ {
 		c, err := newConsumer(seeds, s.Topic.Name, startOffs, r.win, ours)
 		if err != nil {
 			return nil, err
@@ -270,6 +293,29 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 		go func() { defer consWG.Done(); c.run(consCtx) }()
 	}
 	defer func() { stopCons(); consWG.Wait() }()
+	var gp *groupProbe
+	gpDone := make(chan struct{})
+	if grouped && len(r.cons) > 0 {
+		gp = newGroupProbe(s, tgt, adm)
+		gpCtx, stopGP := context.WithCancel(ctx)
+		defer func() { stopGP(); <-gpDone }()
+		go func() {
+			defer close(gpDone)
+			t := time.NewTimer(time.Until(measureStart))
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-gpCtx.Done():
+				return
+			}
+			gp.markStart()
+			lagCtx, stopLag := context.WithDeadline(gpCtx, measureEnd)
+			defer stopLag()
+			gp.sampleLag(lagCtx, time.Second)
+		}()
+	} else {
+		close(gpDone)
+	}
 
 	// Producers, staggered by a slot fraction so their schedules interleave.
 	var prodWG sync.WaitGroup
@@ -417,6 +463,10 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	}
 
 	res := r.result(id, startedAt, tl, dc, byAcks)
+	if gp != nil {
+		<-gpDone
+		res.Group = gp.result(r.cons, measureStart, measureEnd)
+	}
 	if consumersBehind {
 		// e2e latency only has the records the consumers read: a stall at the end of the
 		// run would otherwise pass unseen.
@@ -655,8 +705,12 @@ func (r *run) waitConsumers(ctx context.Context, end []int64, d time.Duration) b
 	defer tick.Stop()
 	for {
 		all := true
-		for _, c := range r.cons {
-			all = all && c.caughtUp(end)
+		if r.spec.Consumers.GroupID != "" {
+			all = groupCaughtUp(r.cons, end)
+		} else {
+			for _, c := range r.cons {
+				all = all && c.caughtUp(end)
+			}
 		}
 		if all {
 			return true

@@ -143,6 +143,33 @@ func TestScenarioLeaderKill(t *testing.T) {
 	}
 }
 
+// TestScenarioConsumerGroup: two group members read the load; the coordinator's broker is
+// killed and the members carry on with the coordinator that loads the group from the log.
+func TestScenarioConsumerGroup(t *testing.T) {
+	skipShort(t)
+	s := scenario(t, "consumer-group", "duration=6s", "warmup=500ms", "rate=400", "consumers.auto.commit.interval.ms=500")
+	res, err := runScenario(t, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := res.Group
+	if g == nil || g.ID != "isrbench-group" || g.Members != 2 || g.Source != "coordinator" {
+		t.Fatalf("group %+v", g)
+	}
+	if g.CommittedLag.Count == 0 {
+		t.Errorf("no committed-offset lag sample: %+v", g.CommittedLag)
+	}
+	if len(res.Faults) != 1 || res.Faults[0].Error != "" {
+		t.Fatalf("faults %+v", res.Faults)
+	}
+	if res.E2ELatencyUs.Count == 0 || res.Durability.Lost != 0 {
+		t.Errorf("e2e %+v durability %+v", res.E2ELatencyUs, res.Durability)
+	}
+	if res.Notes["e2e_latency"] != "" {
+		t.Errorf("the group did not read up to the HW: %s", res.Notes["e2e_latency"])
+	}
+}
+
 // TestScenarioMinISR: with both followers down acks=all is refused with NOT_ENOUGH_REPLICAS
 // while the acks=1 group keeps being accepted.
 func TestScenarioMinISR(t *testing.T) {

@@ -91,7 +91,16 @@ type BrokerSpec struct {
 	ProduceDelay  time.Duration // isrbench.produce.delay: artificial delay per produce (gate tests), default 0
 	// HWCheckpointIntervalMs is replica.high.watermark.checkpoint.interval.ms, default 5000.
 	HWCheckpointIntervalMs int64
+	// GroupInitialRebalanceDelayMs is group.initial.rebalance.delay.ms, harness default
+	// DefaultGroupInitialRebalanceDelayMs (Kafka 3000): the harness waits for its group to be
+	// assigned before the load anyway.
+	GroupInitialRebalanceDelayMs int
+	// OffsetsTopicNumPartitions is offsets.topic.num.partitions, default 50.
+	OffsetsTopicNumPartitions int
 }
+
+// DefaultGroupInitialRebalanceDelayMs is the harness default of group.initial.rebalance.delay.ms.
+const DefaultGroupInitialRebalanceDelayMs = 100
 
 // ProducerSpec describes the producers: Count kgo clients, each on its own goroutine.
 type ProducerSpec struct {
@@ -118,9 +127,18 @@ type ProducerSpec struct {
 }
 
 // ConsumerSpec describes the end-to-end consumers: Count kgo clients, each reading every
-// partition from the leader (each sees every record).
+// partition from the leader (each sees every record), or, with GroupID set, Count members of
+// one consumer group sharing the partitions (each record is read by one member).
 type ConsumerSpec struct {
 	Count int // consumers.count, default 1
+	// GroupID is consumers.group.id (Kafka's group.id): "" = no group (default).
+	GroupID string
+	// GroupBalancer is consumers.group.balancer (partition.assignment.strategy): range,
+	// roundrobin, sticky or cooperative-sticky; default range.
+	GroupBalancer string
+	// AutoCommitIntervalMs is consumers.auto.commit.interval.ms (auto.commit.interval.ms),
+	// default 5000.
+	AutoCommitIntervalMs int
 }
 
 // Fault is one entry of the fault schedule.
@@ -179,10 +197,12 @@ func DefaultSpec() *Spec {
 			HWUpdate:                     "atomic",
 			TruncateMode:                 "epoch",
 			HWCheckpointIntervalMs:       5000,
+			GroupInitialRebalanceDelayMs: DefaultGroupInitialRebalanceDelayMs,
+			OffsetsTopicNumPartitions:    50,
 		},
 		Producers: ProducerSpec{Count: 2, Acks: "all", MessageSize: 1024, Rate: 5000, BatchSize: 16384,
 			Keys: "none", MaxBufferedRecords: 10000, DeliveryTimeoutMs: 120000, EnableIdempotence: true, Retries: math.MaxInt32},
-		Consumers: ConsumerSpec{Count: 1},
+		Consumers: ConsumerSpec{Count: 1, GroupBalancer: "range", AutoCommitIntervalMs: 5000},
 		Duration:  20 * time.Second,
 		Warmup:    5 * time.Second,
 	}
@@ -855,7 +875,19 @@ var params = []Param{
 	intP("producers.retries", []string{"retries"}, 0, math.MaxInt32, "producer retries of a retriable error, default 2147483647", func(s *Spec) *int { return &s.Producers.Retries }),
 	boolP("producers.enable.idempotence", []string{"enable.idempotence"}, "idempotent producers (acks=all only), default true", func(s *Spec) *bool { return &s.Producers.EnableIdempotence }),
 
-	intP("consumers.count", nil, 0, 64, "end-to-end consumers (each reads every partition), default 1", func(s *Spec) *int { return &s.Consumers.Count }),
+	intP("consumers.count", nil, 0, 64, "end-to-end consumers (each reads every partition; with consumers.group.id: members of the group), default 1", func(s *Spec) *int { return &s.Consumers.Count }),
+	{Key: "consumers.group.id", Aliases: []string{"group.id"}, Help: "consumer group the consumers join (they then share the partitions and commit offsets); empty = no group (default)",
+		set: func(s *Spec, v string) error {
+			if strings.ContainsAny(v, "\n\t") || len(v) > 255 {
+				return fmt.Errorf("consumers.group.id: %q; allowed an id of at most 255 characters without tabs or newlines (empty = no group)", v)
+			}
+			s.Consumers.GroupID = v
+			return nil
+		}, get: func(s *Spec) any { return s.Consumers.GroupID }},
+	enumP("consumers.group.balancer", []string{"partition.assignment.strategy"}, []string{"range", "roundrobin", "sticky", "cooperative-sticky"}, "group assignor, default range", func(s *Spec) *string { return &s.Consumers.GroupBalancer }),
+	intP("consumers.auto.commit.interval.ms", []string{"auto.commit.interval.ms"}, 1, 3600*1000, "group members commit their position this often (ms), default 5000", func(s *Spec) *int { return &s.Consumers.AutoCommitIntervalMs }),
+	intP("group.initial.rebalance.delay.ms", []string{"broker.group.initial.rebalance.delay.ms"}, 0, 600000, "embedded coordinator's delay of a new group's first rebalance (ms); harness default 100 (Kafka 3000)", func(s *Spec) *int { return &s.Broker.GroupInitialRebalanceDelayMs }),
+	intP("offsets.topic.num.partitions", []string{"broker.offsets.topic.num.partitions"}, 1, 1000, "partitions of the embedded cluster's __consumer_offsets, default 50", func(s *Spec) *int { return &s.Broker.OffsetsTopicNumPartitions }),
 }
 
 func validTopic(v string) bool {

@@ -71,6 +71,8 @@ func (s *Spec) ClusterConfig() (netfetch.ClusterConfig, error) {
 		return cc, fmt.Errorf("isrbench.io: %w", err)
 	}
 	b.Log.Writer = w
+	cc.Group.InitialRebalanceDelayMs = int64(s.Broker.GroupInitialRebalanceDelayMs)
+	cc.Group.OffsetsTopicNumPartitions = int32(s.Broker.OffsetsTopicNumPartitions)
 	cc.Controller.UncleanLeaderElectionEnable = s.Broker.UncleanLeaderElectionEnable
 	cc.Controller.BrokerSessionTimeoutMs = s.Broker.BrokerSessionTimeoutMs
 	// broker.heartbeat.interval.ms: Kafka's 2000 against its 9000 ms session, scaled down for

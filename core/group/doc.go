@@ -1,0 +1,78 @@
+// Package group is isrbench's group coordinator: Kafka's classic consumer group protocol
+// (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
+// DescribeGroups, DeleteGroups) with committed offsets and group metadata stored in the
+// internal topic __consumer_offsets, replicated by the core like any topic.
+//
+// # What it owns
+//
+//   - Machine (machine.go, join.go, members.go): the decision logic, pure and clock-driven
+//     like core/partition's decide.go: no goroutines, no I/O, the time passed in (ms) by the
+//     caller. Kafka's GroupMetadata state machine: Empty -> PreparingRebalance ->
+//     CompletingRebalance -> Stable (and back), Dead; member ids (clientId-UUID),
+//     generations, MEMBER_ID_REQUIRED for JoinGroup v4+ (KIP-394), static membership
+//     (group.instance.id, KIP-345: a restarted static member takes its old place without a
+//     rebalance, the old member id is fenced with FENCED_INSTANCE_ID), the initial
+//     rebalance delay (group.initial.rebalance.delay.ms, extended while members keep
+//     joining a new group, up to the rebalance timeout), session timeouts, the rebalance
+//     timeout for members that do not rejoin, and the sync timeout for members that do not
+//     send SyncGroup. The coordinator relays the assignment the group leader computes: it
+//     never looks inside protocol metadata, so every assignor (range, roundrobin, sticky,
+//     cooperative-sticky) works.
+//   - Coordinator (coordinator.go): the thin layer that owns the goroutines. One per broker:
+//     a watcher of the broker's __consumer_offsets replicas (broker.Changed, Replica
+//     IsLeader / LeaderEpoch), a timer goroutine for the Machine's deadlines, and the I/O:
+//     offset commits and group metadata are appended with acks=all through
+//     broker.Produce (offsets.commit.timeout.ms), and a new leader of a partition loads the
+//     partition by reading its log (Replica.Read) once the HW has reached the log end it
+//     found on taking over, answering COORDINATOR_LOAD_IN_PROGRESS until then; a broker that
+//     stops leading a partition drops its groups (NOT_COORDINATOR, parked requests too).
+//   - EnsureOffsetsTopic / Locate: __consumer_offsets is created on first use through the
+//     controller with offsets.topic.num.partitions partitions (default 50) and
+//     min(offsets.topic.replication.factor (3), alive brokers) replicas,
+//     min.insync.replicas 2 from 3 replicas on (else 1), retention.ms and retention.bytes -1
+//     and segment.bytes = offsets.topic.segment.bytes. The coordinator of a group is the
+//     leader of partition PartitionFor(group) = Utils.abs(groupId.hashCode) % partitions.
+//
+// # Records in __consumer_offsets
+//
+// Each commit is one uncompressed RecordBatch v2 (producer id -1) with one record per
+// partition; each group metadata write one batch with one record. Keys and values follow
+// Kafka's GroupMetadataManager schemas (big endian; string = int16 length + bytes, nullable
+// string length -1 = null, bytes = int32 length + bytes, array = int32 count):
+//
+//	OffsetCommitKey     version int16 = 1 | group string | topic string | partition int32
+//	OffsetCommitValue   version int16 = 3 | offset int64 | leader_epoch int32 |
+//	                    metadata string | commit_timestamp int64 (ms)
+//	GroupMetadataKey    version int16 = 2 | group string
+//	GroupMetadataValue  version int16 = 3 | protocol_type string | generation int32 |
+//	                    protocol nullable string | leader nullable string |
+//	                    current_state_timestamp int64 | members array of:
+//	                      member_id string | group_instance_id nullable string |
+//	                      client_id string | client_host string | rebalance_timeout int32 |
+//	                      session_timeout int32 | subscription bytes | assignment bytes
+//
+// A null value is a tombstone (DeleteGroups writes one for the group key and for each
+// committed offset). The loader also reads offset values v0-v2 and group values v0-v2, as
+// Kafka wrote them. isrbench does not compact the topic (cleanup.policy is delete with no
+// retention): every commit stays in the log, and a load replays them all, later records
+// winning. Offsets do not expire (offsets.retention.minutes is not applied).
+//
+// # Offsets
+//
+// A committed offset is the next offset the group will consume (exclusive end of what it
+// processed), as OffsetCommit carries it; -1 in OffsetFetch means no commit.
+//
+// # Concurrency
+//
+// A Machine is not safe for concurrent use. A Coordinator serializes every Machine call under
+// one mutex and never holds it across I/O or while a JoinGroup / SyncGroup waits: a parked
+// request waits on its own channel, released by the rebalance, by its context (the
+// connection closing) or by Close (the server closing). The Coordinator's methods are safe
+// for concurrent use.
+//
+// # Lifecycle
+//
+// NewCoordinator -> Start -> requests from any goroutine -> Close (stops the goroutines and
+// answers parked requests NOT_COORDINATOR). A broker incarnation has its own Coordinator;
+// the next one loads what the log holds.
+package group

@@ -1,0 +1,17 @@
+// Package interop runs Kafka clients that isrbench does not ship against its embedded
+// cluster: kcat (librdkafka), confluent-kafka-python, kafka-python, kafkajs, IBM sarama and
+// segmentio/kafka-go. It is its own Go module so that the main module does not depend on
+// sarama or kafka-go.
+//
+// Each client, in its own processes (or fresh Go clients), produces with acks=all, consumes
+// as a member of a group, commits, stops, and resumes from the committed offsets (it must
+// read exactly the records produced after the commit); deleting the topic is a step of the
+// suite that waits for DeleteTopics (deleteTopicPending). kcat also runs two -G members in
+// one group and checks the rebalance when one leaves. TestMain prints the client x
+// operation table.
+//
+// A client that is not installed skips its test, unless ISRBENCH_REQUIRE_INTEROP=1 (CI sets
+// it): then it is a failure. The external clients: kcat on PATH, /usr/bin/python3 (or
+// ISRBENCH_PYTHON) with the Debian packages python3-confluent-kafka and python3-kafka, and
+// node with js/node_modules installed by `npm ci` in interop/js.
+package interop

@@ -1,0 +1,309 @@
+package interop
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/isrbench/isrbench/netfetch"
+)
+
+// deleteTopicPending is the one switch for the suite's "delete the topic" step: isrbench does
+// not serve DeleteTopics yet (it comes with the admin surface, after the controller's
+// durable metadata). While it is true every client reports the step as pending instead of
+// running it; set it to false to run each client's delete.
+const deleteTopicPending = true
+
+const deletePendingReason = "pending: DeleteTopics is not served yet"
+
+// Operations of the client x operation table, in column order.
+var operations = []string{"produce acks=all", "group consume + commit", "resume at committed", "delete topic"}
+
+// table collects the outcome of every (client, operation) for TestMain's summary.
+var table = struct {
+	sync.Mutex
+	rows map[string]map[string]string
+}{rows: map[string]map[string]string{}}
+
+func record(client, op, outcome string) {
+	table.Lock()
+	defer table.Unlock()
+	if table.rows[client] == nil {
+		table.rows[client] = map[string]string{}
+	}
+	table.rows[client][op] = outcome
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	table.Lock()
+	defer table.Unlock()
+	if len(table.rows) > 0 {
+		var b strings.Builder
+		b.WriteString("\nclient x operation (isrbench interop suite)\n\n| client | " + strings.Join(operations, " | ") + " |\n|---|")
+		b.WriteString(strings.Repeat("---|", len(operations)) + "\n")
+		for _, c := range slices.Sorted(mapKeys(table.rows)) {
+			b.WriteString("| " + c + " |")
+			for _, op := range operations {
+				v := table.rows[c][op]
+				if v == "" {
+					v = "not run"
+				}
+				b.WriteString(" " + v + " |")
+			}
+			b.WriteString("\n")
+		}
+		fmt.Print(b.String())
+	}
+	timings.Lock()
+	for _, l := range timings.lines {
+		fmt.Println("rebalance, two-member group, " + l)
+	}
+	timings.Unlock()
+	os.Exit(code)
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// required reports whether a missing client is a failure (CI) rather than a skip.
+func required() bool { return os.Getenv("ISRBENCH_REQUIRE_INTEROP") == "1" }
+
+// need skips (or, with ISRBENCH_REQUIRE_INTEROP=1, fails) the test when a client is missing.
+func need(t *testing.T, client string, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	record(client, operations[0], "missing: "+err.Error())
+	if required() {
+		t.Fatalf("%s is not installed (ISRBENCH_REQUIRE_INTEROP=1): %v", client, err)
+	}
+	t.Skipf("%s is not installed: %v", client, err)
+}
+
+// cluster starts a 3-broker embedded cluster with a small __consumer_offsets and a short
+// group.initial.rebalance.delay.ms.
+func cluster(t *testing.T) *netfetch.Cluster {
+	t.Helper()
+	cfg := netfetch.DefaultClusterConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.Broker.ReplicaFetchBackoffMs = 50
+	cfg.Group.OffsetsTopicNumPartitions = 5
+	cfg.Group.InitialRebalanceDelayMs = 300
+	var mu sync.Mutex
+	done := false
+	cfg.Logf = func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !done {
+			t.Logf(format, args...)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := netfetch.StartCluster(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("cluster close: %v", err)
+		}
+		mu.Lock()
+		done = true
+		mu.Unlock()
+	})
+	return c
+}
+
+// createTopic creates topic with partitions and RF 3 through kadm.
+func createTopic(t *testing.T, c *netfetch.Cluster, topic string, partitions int32) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 3, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+}
+
+// client is one implementation of the suite's operations.
+type client struct {
+	name    string
+	produce func(boot, topic string, start, count int) error
+	// consume reads count records as a member of group, commits them, leaves the group and
+	// returns their values.
+	consume func(boot, topic, group string, count int) ([]string, error)
+	delete  func(boot, topic string) error
+}
+
+// runSuite runs the suite for cl on a fresh topic: produce 100, group-consume them and
+// commit, produce 50 more, consume again with the same group (exactly the 50 new records),
+// delete the topic (pending while deleteTopicPending).
+func runSuite(t *testing.T, c *netfetch.Cluster, cl client) {
+	boot := c.Bootstrap()
+	name := strings.NewReplacer("/", "-", " ", "-").Replace(cl.name)
+	topic := "interop-" + name
+	group := "interop-group-" + name
+	createTopic(t, c, topic, 3)
+	step := func(op string, fn func() error) bool {
+		t.Helper()
+		start := time.Now()
+		err := fn()
+		if err != nil {
+			record(cl.name, op, "error: "+oneLine(err.Error()))
+			t.Errorf("%s: %s: %v", cl.name, op, err)
+			return false
+		}
+		record(cl.name, op, fmt.Sprintf("works (%.1f s)", time.Since(start).Seconds()))
+		return true
+	}
+	if !step(operations[0], func() error { return cl.produce(boot, topic, 0, 100) }) {
+		return
+	}
+	if !step(operations[1], func() error {
+		got, err := cl.consume(boot, topic, group, 100)
+		if err != nil {
+			return err
+		}
+		return sameValues(got, 0, 100)
+	}) {
+		return
+	}
+	if !step(operations[2], func() error {
+		if err := cl.produce(boot, topic, 100, 50); err != nil {
+			return fmt.Errorf("second produce: %w", err)
+		}
+		got, err := cl.consume(boot, topic, group, 50)
+		if err != nil {
+			return err
+		}
+		return sameValues(got, 100, 50)
+	}) {
+		return
+	}
+	if deleteTopicPending {
+		record(cl.name, operations[3], deletePendingReason)
+		t.Logf("%s: delete topic: %s", cl.name, deletePendingReason)
+		return
+	}
+	step(operations[3], func() error { return cl.delete(boot, topic) })
+}
+
+// sameValues checks that got holds exactly the values start..start+count-1 (any order).
+func sameValues(got []string, start, count int) error {
+	seen := map[int]bool{}
+	for _, v := range got {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("read %q, not a value of this suite", v)
+		}
+		if n < start || n >= start+count {
+			return fmt.Errorf("read value %d, want only [%d, %d): committed offsets not honoured", n, start, start+count)
+		}
+		if seen[n] {
+			return fmt.Errorf("read value %d twice", n)
+		}
+		seen[n] = true
+	}
+	if len(seen) != count {
+		return fmt.Errorf("read %d distinct values, want %d", len(seen), count)
+	}
+	return nil
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 160 {
+		s = s[:160] + "..."
+	}
+	return s
+}
+
+// command runs an external client with a timeout and returns its stdout (stderr in the
+// error).
+func command(timeout time.Duration, dir, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("timed out after %v", timeout)
+	}
+	if err != nil {
+		return out.String(), fmt.Errorf("%s %s: %v: %s", filepath.Base(name), args[0], err, lastLines(errb.String(), 3))
+	}
+	return out.String(), nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " / ")
+}
+
+func lines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// scriptClient is a client driven through a script taking "produce BOOT TOPIC START COUNT",
+// "consume BOOT TOPIC GROUP COUNT" and "delete BOOT TOPIC".
+func scriptClient(name, dir, interpreter string, script ...string) client {
+	run := func(args ...string) (string, error) {
+		return command(90*time.Second, dir, interpreter, append(slices.Clone(script), args...)...)
+	}
+	return client{
+		name: name,
+		produce: func(boot, topic string, start, count int) error {
+			_, err := run("produce", boot, topic, strconv.Itoa(start), strconv.Itoa(count))
+			return err
+		},
+		consume: func(boot, topic, group string, count int) ([]string, error) {
+			out, err := run("consume", boot, topic, group, strconv.Itoa(count))
+			return lines(out), err
+		},
+		delete: func(boot, topic string) error {
+			_, err := run("delete", boot, topic)
+			return err
+		},
+	}
+}

@@ -1,0 +1,51 @@
+// One operation of the isrbench interop suite with kafkajs.
+//
+// usage: node client.js produce BOOTSTRAP TOPIC START COUNT
+//        node client.js consume BOOTSTRAP TOPIC GROUP COUNT
+//        node client.js delete  BOOTSTRAP TOPIC
+// consume prints the values read, one per line, after committing them and leaving the group.
+'use strict';
+const { Kafka, logLevel } = require('kafkajs');
+
+async function main() {
+  const [op, boot, topic, a, b] = process.argv.slice(2);
+  const kafka = new Kafka({ clientId: 'isrbench-interop', brokers: boot.split(','), logLevel: logLevel.ERROR });
+  if (op === 'produce') {
+    const start = Number(a), count = Number(b);
+    const p = kafka.producer();
+    await p.connect();
+    const messages = [];
+    for (let i = start; i < start + count; i++) messages.push({ value: String(i) });
+    await p.send({ topic, acks: -1, messages });
+    await p.disconnect();
+  } else if (op === 'consume') {
+    const count = Number(b);
+    const c = kafka.consumer({ groupId: a, sessionTimeout: 10000, heartbeatInterval: 1000 });
+    await c.connect();
+    await c.subscribe({ topic, fromBeginning: true });
+    const got = [];
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`read ${got.length} of ${count} records in 60 s`)), 60000);
+      c.run({
+        autoCommit: false,
+        eachMessage: async ({ partition, message }) => {
+          if (got.length >= count) return;
+          got.push(message.value.toString());
+          await c.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
+          if (got.length >= count) { clearTimeout(timer); resolve(); }
+        },
+      }).catch(reject);
+    });
+    await c.disconnect();
+    console.log(got.join('\n'));
+  } else if (op === 'delete') {
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.deleteTopics({ topics: [topic], timeout: 30000 });
+    await admin.disconnect();
+  } else {
+    throw new Error(`unknown operation ${op} (produce, consume, delete)`);
+  }
+}
+
+main().then(() => process.exit(0), (e) => { console.error(`${process.argv[2]}: ${e && e.stack || e}`); process.exit(1); });

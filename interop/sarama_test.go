@@ -1,0 +1,122 @@
+package interop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// saramaClient uses sarama's default config (its default protocol version) with acks=all.
+func saramaClient() client {
+	config := func() *sarama.Config {
+		cfg := sarama.NewConfig()
+		cfg.ClientID = "isrbench-interop"
+		cfg.Producer.RequiredAcks = sarama.WaitForAll
+		cfg.Producer.Return.Successes = true
+		cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+		cfg.Consumer.Offsets.AutoCommit.Enable = false
+		return cfg
+	}
+	return client{
+		name: "sarama",
+		produce: func(boot, topic string, start, count int) error {
+			p, err := sarama.NewSyncProducer(strings.Split(boot, ","), config())
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			var msgs []*sarama.ProducerMessage
+			for i := start; i < start+count; i++ {
+				msgs = append(msgs, &sarama.ProducerMessage{Topic: topic, Value: sarama.StringEncoder(fmt.Sprint(i))})
+			}
+			return p.SendMessages(msgs)
+		},
+		consume: func(boot, topic, group string, count int) ([]string, error) {
+			cg, err := sarama.NewConsumerGroup(strings.Split(boot, ","), group, config())
+			if err != nil {
+				return nil, err
+			}
+			h := &saramaHandler{want: count, done: make(chan struct{})}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			errc := make(chan error, 1)
+			go func() {
+				for ctx.Err() == nil {
+					if err := cg.Consume(ctx, []string{topic}, h); err != nil && !errors.Is(err, context.Canceled) {
+						errc <- err
+						return
+					}
+				}
+				errc <- nil
+			}()
+			select {
+			case <-h.done:
+			case <-ctx.Done():
+			}
+			cancel()
+			cerr := <-errc
+			if err := cg.Close(); err != nil && cerr == nil {
+				cerr = err
+			}
+			got := h.values()
+			if cerr == nil && len(got) < count {
+				cerr = fmt.Errorf("read %d of %d records in 60 s", len(got), count)
+			}
+			return got, cerr
+		},
+		delete: func(boot, topic string) error {
+			a, err := sarama.NewClusterAdmin(strings.Split(boot, ","), config())
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			return a.DeleteTopic(topic)
+		},
+	}
+}
+
+type saramaHandler struct {
+	want int
+	done chan struct{}
+	once sync.Once
+	mu   sync.Mutex
+	got  []string
+}
+
+func (h *saramaHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (h *saramaHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+
+func (h *saramaHandler) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for m := range claim.Messages() {
+		h.mu.Lock()
+		full := len(h.got) >= h.want
+		if !full {
+			h.got = append(h.got, string(m.Value))
+			s.MarkMessage(m, "")
+			full = len(h.got) >= h.want
+		}
+		h.mu.Unlock()
+		if full {
+			s.Commit()
+			h.once.Do(func() { close(h.done) })
+		}
+	}
+	return nil
+}
+
+func (h *saramaHandler) values() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.got...)
+}
+
+func TestSarama(t *testing.T) {
+	c := cluster(t)
+	runSuite(t, c, saramaClient())
+}
