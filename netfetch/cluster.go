@@ -58,6 +58,10 @@ type ClusterConfig struct {
 	// Group is the group coordinator's config (group.* and offsets.*; DefaultClusterConfig
 	// sets Kafka's defaults).
 	Group group.Config
+	// FS is the file system under every broker's data directory (each broker wraps it in
+	// its own vfs.PowerLossFS for the crash fault); nil = vfs.OS. Tests inject failures
+	// with a vfs.ErrorFS.
+	FS vfs.FS
 }
 
 // DefaultClusterConfig returns 3 brokers on ephemeral 127.0.0.1 ports with
@@ -167,7 +171,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 
 	for i := 0; i < cfg.Brokers; i++ {
 		id := int32(i)
-		n := &node{id: id, host: cfg.Host, dir: filepath.Join(c.root, "broker-"+strconv.Itoa(i)), fs: vfs.NewPowerLossFS(vfs.OS)}
+		n := &node{id: id, host: cfg.Host, dir: filepath.Join(c.root, "broker-"+strconv.Itoa(i)), fs: vfs.NewPowerLossFS(cfg.FS)}
 		port := 0
 		if cfg.BasePort > 0 {
 			port = cfg.BasePort + i

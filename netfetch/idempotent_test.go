@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -176,7 +177,7 @@ func TestIdempotentProducerSurvivesLeaderKills(t *testing.T) {
 		select {
 		case <-half:
 		case <-ctx.Done():
-			t.Fatal("round", round, ": produces never acknowledged")
+			t.Fatalf("round %d: produces never acknowledged; %s", round, describeCluster(c, topic))
 		}
 		if err := c.KillBroker(victim); err != nil {
 			t.Fatal(err)
@@ -294,4 +295,32 @@ func waitState(t *testing.T, c *Cluster, topic string, p int32, what string, con
 			t.Fatalf("timed out waiting for %s; state %v", what, st)
 		}
 	}
+}
+
+// describeCluster is the controller's and every broker's view of topic, for failures.
+func describeCluster(c *Cluster, topic string) string {
+	var b strings.Builder
+	states, _ := c.Controller().Partitions(topic)
+	for _, st := range states {
+		fmt.Fprintf(&b, "\n  controller: %v", st)
+	}
+	for _, id := range c.BrokerIDs() {
+		br := c.Broker(id)
+		if br == nil {
+			continue
+		}
+		for _, pi := range br.Partitions() {
+			if pi.Topic == topic {
+				fmt.Fprintf(&b, "\n  broker %d (epoch %d): p%d leader=%v epoch=%d isr=%v hw=%d leo=%d followers=%v",
+					id, br.Epoch(), pi.Partition, pi.IsLeader, pi.LeaderEpoch, pi.ISR, pi.HW, pi.LEO, pi.FollowerLEOs)
+			}
+		}
+		for _, f := range br.Fetchers() {
+			fmt.Fprintf(&b, "\n  broker %d fetcher from %d:", id, f.Source())
+			for _, fp := range f.Partitions() {
+				fmt.Fprintf(&b, " %s-%d %s e%d", fp.Topic, fp.Partition, fp.State.Phase, fp.State.LeaderEpoch)
+			}
+		}
+	}
+	return b.String()
 }

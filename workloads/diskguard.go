@@ -138,6 +138,43 @@ var ErrLowDisk = errors.New("disk guard: free space below isrbench.min.free.disk
 
 func (e *LowDiskError) Is(target error) bool { return target == ErrLowDisk }
 
+// StorageError ends a run in which a broker's log directory went offline: a write, fsync or
+// truncation failed (a full disk with the guard off, an I/O error). The core answers
+// KAFKA_STORAGE_ERROR for that broker's replicas from then on.
+type StorageError struct {
+	Broker int32
+	Err    error
+}
+
+func (e *StorageError) Error() string {
+	return fmt.Sprintf("broker %d: KAFKA_STORAGE_ERROR: its log directory went offline (%v); the run stopped producing and ended early", e.Broker, e.Err)
+}
+
+func (e *StorageError) Unwrap() error { return e.Err }
+
+// offlineLogDirs is what the storage watch needs of a target (the embedded cluster).
+type offlineLogDirs interface {
+	OfflineLogDir() (broker int32, err error, ok bool)
+}
+
+// watchStorage checks every interval until ctx ends; the first offline log directory calls
+// stop with a *StorageError and ends the watch.
+func watchStorage(ctx context.Context, t offlineLogDirs, every time.Duration, stop func(error)) {
+	tk := time.NewTicker(every)
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tk.C:
+			if id, err, ok := t.OfflineLogDir(); ok {
+				stop(&StorageError{Broker: id, Err: err})
+				return
+			}
+		}
+	}
+}
+
 func humanBytes(n int64) string {
 	switch {
 	case n >= 1<<30:

@@ -8,8 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/isrbench/isrbench/core/vfs"
 )
 
 func TestParseDiskFloor(t *testing.T) {
@@ -237,5 +240,31 @@ func TestPartLog(t *testing.T) {
 	l.set(7, 9999) // widens
 	if l.get(0) != 3 || l.get(200) != 254 || l.get(7) != 9999 || l.b8 != nil {
 		t.Fatalf("wide log: %d %d %d", l.get(0), l.get(200), l.get(7))
+	}
+}
+
+// TestFullDiskEndsRunWithStorageError: with the disk guard off, a disk that fills up takes
+// a broker's log directory offline; the run stops producing promptly and ends with an error
+// naming KAFKA_STORAGE_ERROR (exit 1), instead of hanging on produces that cannot succeed.
+func TestFullDiskEndsRunWithStorageError(t *testing.T) {
+	s := shortSpec(t, "duration=30s", "warmup=0s", "producers.rate=500", "isrbench.min.free.disk=0")
+	fs := vfs.NewErrorFS(vfs.OS)
+	var writes atomic.Int64
+	fs.SetInjector(func(op vfs.Op, path string) error {
+		if (op == vfs.OpWrite || op == vfs.OpSync) && strings.HasSuffix(path, ".log") && writes.Add(1) > 400 {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	began := time.Now()
+	_, err := Run(ctx, s, Options{OutDir: t.TempDir(), Quiet: true, fs: fs})
+	var se *StorageError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "KAFKA_STORAGE_ERROR") || !strings.Contains(err.Error(), "no space left") {
+		t.Fatalf("Run: %v, want a *StorageError naming KAFKA_STORAGE_ERROR and ENOSPC", err)
+	}
+	if took := time.Since(began); took > 15*time.Second {
+		t.Errorf("the run ended %v after start", took)
 	}
 }

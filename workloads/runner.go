@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/isrbench/isrbench/core/vfs"
 	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/results"
 )
@@ -48,6 +49,8 @@ type Options struct {
 
 	// statFS replaces the disk guard's statfs (tests simulate a filling disk).
 	statFS func(path string) (free, total uint64, err error)
+	// fs is the embedded brokers' file system (tests fill it).
+	fs vfs.FS
 }
 
 // ErrDurability is wrapped by Run's error when acknowledged records were lost although only
@@ -175,7 +178,7 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 		}
 	}
 	// Cancellation (ctrl-C) must still clean up: the target is closed by the defer below.
-	tgt, err := OpenTarget(ctx, r.opts.Target, s, TargetOptions{OnHWLag: r.onHWLag, Log: r.opts.Stderr, Seed: rand.Uint64()})
+	tgt, err := OpenTarget(ctx, r.opts.Target, s, TargetOptions{OnHWLag: r.onHWLag, Log: r.opts.Stderr, Seed: rand.Uint64(), fs: r.opts.fs})
 	if err != nil {
 		return nil, err
 	}
@@ -338,6 +341,15 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	go func() { defer close(faultsDone); r.runFaults(loadCtx, measureStart, measureEnd) }()
 	guardCtx, stopGuard := context.WithCancel(loadCtx)
 	guardDone := make(chan struct{})
+	storageDone := make(chan struct{})
+	if od, ok := tgt.(offlineLogDirs); ok {
+		go func() {
+			defer close(storageDone)
+			watchStorage(guardCtx, od, 100*time.Millisecond, func(err error) { stopLoad(err) })
+		}()
+	} else {
+		close(storageDone)
+	}
 	if guard != nil {
 		go func() {
 			defer close(guardDone)
@@ -368,7 +380,9 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	prodWG.Wait()
 	stopGuard()
 	<-guardDone
-	if cause := context.Cause(loadCtx); errors.Is(cause, ErrLowDisk) {
+	<-storageDone
+	var storageErr *StorageError
+	if cause := context.Cause(loadCtx); errors.Is(cause, ErrLowDisk) || errors.As(cause, &storageErr) {
 		// Stop everything at once; the deferred Close removes the data dir.
 		profStop()
 		<-faultsDone

@@ -1,6 +1,8 @@
 package workloads
 
 import (
+	"github.com/isrbench/isrbench/core/vfs"
+
 	"context"
 	"errors"
 	"fmt"
@@ -50,6 +52,9 @@ type TargetOptions struct {
 	Log     io.Writer
 	// Seed drives random fault targets (any-follower).
 	Seed uint64
+	// fs is the file system under the embedded brokers' data directories (tests inject
+	// storage failures); nil = the OS.
+	fs vfs.FS
 }
 
 // embeddedTarget is set by target_embedded.go (the netfetch embedded cluster).

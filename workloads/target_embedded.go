@@ -94,6 +94,7 @@ func openEmbedded(ctx context.Context, s *Spec, o TargetOptions) (Target, error)
 		return nil, fmt.Errorf("embedded cluster data dir: %w", err)
 	}
 	cc.DataDir = dir
+	cc.FS = o.fs
 	cc.Broker.OnHWLag = o.OnHWLag
 	logw := o.Log
 	if logw == nil {
@@ -124,7 +125,23 @@ func (e *embedded) ApplyRetention() {
 	}
 }
 func (e *embedded) Seeds() []string { return e.seeds }
-func (e *embedded) HasHWLag() bool  { return true }
+
+// OfflineLogDir returns the first running broker whose log directory went offline (a write
+// or fsync failed: KAFKA_STORAGE_ERROR), or ok false.
+func (e *embedded) OfflineLogDir() (broker int32, err error, ok bool) {
+	for _, id := range e.c.BrokerIDs() {
+		if e.isStopped(id) {
+			continue
+		}
+		if b := e.c.Broker(id); b != nil {
+			if err := b.LogDirOffline(); err != nil {
+				return id, err, true
+			}
+		}
+	}
+	return 0, nil, false
+}
+func (e *embedded) HasHWLag() bool { return true }
 
 // Close stops the cluster and removes its data dir.
 func (e *embedded) Close() error {

@@ -326,3 +326,31 @@ func TestUnreadableEpochCheckpointIsRebuilt(t *testing.T) {
 		t.Fatalf("rewritten checkpoint %v %v", lines, err)
 	}
 }
+
+// TestIdempotentRetryWaitsForTheHW: a retried idempotent batch (a duplicate, not appended
+// again) is acknowledged when this leader's HW passes the original, with the current term's
+// epoch (a regression: it once carried epoch 0 and got NOT_LEADER_OR_FOLLOWER forever).
+func TestIdempotentRetryWaitsForTheHW(t *testing.T) {
+	r, _ := leaderWithISR(t, 2, []int32{0, 1}, Config{MinInsyncReplicas: 2})
+	st := r.State()
+	st.LeaderEpoch = 3
+	if err := r.MakeLeader(st); err != nil {
+		t.Fatal(err)
+	}
+	b := pidBatch(7, 0, 0, 3, "x")
+	first, err := r.AppendAsLeader(slices.Clone(b), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup, err := r.AppendAsLeader(slices.Clone(b), -1)
+	if err != nil || dup.Records != 0 || dup.LastOffset != first.LastOffset || dup.LeaderEpoch != 3 {
+		t.Fatalf("retry: %+v %v; want the original offsets with epoch 3", dup, err)
+	}
+	if done, _ := r.CheckHW(dup.LastOffset, dup.LeaderEpoch); done {
+		t.Fatal("retry acknowledged before the HW passed it")
+	}
+	fetch(t, r, 1, first.LastOffset+1)
+	if done, err := r.CheckHW(dup.LastOffset, dup.LeaderEpoch); !done || err != nil {
+		t.Fatalf("retry after the HW passed it: done %v err %v", done, err)
+	}
+}

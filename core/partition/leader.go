@@ -40,7 +40,10 @@ func (r *Replica) AppendAsLeader(blob []byte, requiredAcks int16) (log.AppendInf
 		var dup bool
 		info, dup, err = r.appendIdempotent(blob, s.st.LeaderEpoch)
 		if dup {
-			return info, nil // duplicate: nothing appended, original offsets
+			// A duplicate: nothing appended; the original batch is in this leader's log at
+			// the returned offsets, so this term's HW decides its acknowledgement.
+			info.LeaderEpoch = s.st.LeaderEpoch
+			return info, nil
 		}
 	} else {
 		info, err = r.log.Append(blob, true, s.st.LeaderEpoch)

@@ -123,6 +123,19 @@ func (s *Sim) checkDurability(final bool) {
 			s.fail("p%d: reading leader %d: %v", p, st.Leader, err)
 			return
 		}
+		if final && s.lossAllowedUpTo == 0 {
+			// Nothing is written twice: plain producers never resend, idempotent ones'
+			// retries are deduplicated.
+			seen := map[string]int64{}
+			for _, off := range slices.Sorted(maps.Keys(vals)) {
+				v := vals[off]
+				if prev, dup := seen[v]; dup {
+					s.fail("p%d: record %s is in the log twice, at offsets %d and %d", p, v, prev, off)
+					return
+				}
+				seen[v] = off
+			}
+		}
 		for _, c := range []struct {
 			what string
 			m    map[key]entry

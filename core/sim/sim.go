@@ -3,11 +3,16 @@ package sim
 import (
 	"container/heap"
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/isrbench/isrbench/core/broker"
 	"github.com/isrbench/isrbench/core/controller"
@@ -97,6 +102,7 @@ type Sim struct {
 	consumer  []int64       // consumer position per partition
 	nextValue int
 	pending   []*pendingProduce
+	idem      []*idemProducer
 	hwSeen    map[termKey]int64 // highest HW seen per leadership term
 	synced    map[syncKey]int32 // follower applied a fetch response in this leader epoch
 	lastState map[int32]string  // last traced controller state per partition
@@ -155,6 +161,23 @@ type pendingProduce struct {
 	parts  []broker.ProducePartition
 	values []string
 	dead   int64
+	done   func(broker.ProducePartition) // idempotent producers' own handling (nil: respond)
+}
+
+// idemProducer is an idempotent producer (acks=all): one batch in flight per partition,
+// retried with the same sequence until acknowledged, as Kafka's producer does.
+type idemProducer struct {
+	pid      int64
+	next     map[int32]int32 // next base sequence per partition
+	inflight map[int32]*idemBatch
+}
+
+type idemBatch struct {
+	p       int32
+	seq     int32
+	values  []string
+	blob    []byte // as built: each attempt sends a copy (the leader patches it)
+	attempt int
 }
 
 // msg is a delivery at a virtual time; seq orders deliveries at the same time.
@@ -219,6 +242,9 @@ func (s *Sim) openController() {
 }
 
 func (s *Sim) run() {
+	for i := 0; i < 2; i++ {
+		s.idem = append(s.idem, &idemProducer{pid: int64(1000 + i), next: map[int32]int32{}, inflight: map[int32]*idemBatch{}})
+	}
 	s.ctrlFS = vfs.NewMemFS(s.wall)
 	s.openController()
 	for i := 0; i < s.o.Brokers; i++ {
@@ -248,6 +274,15 @@ func (s *Sim) run() {
 	}
 	if s.err == nil && !s.inSync() {
 		s.fail("the cluster did not converge after the faults healed: %s", s.describe())
+	}
+	// Every idempotent batch in flight is acknowledged once the cluster is healthy.
+	for i := 0; i < 2000 && s.err == nil && s.idemInFlight() != ""; i++ {
+		s.step(false)
+	}
+	if s.err == nil {
+		if b := s.idemInFlight(); b != "" {
+			s.fail("an idempotent producer's batch is never acknowledged on a healthy cluster: %s", b)
+		}
 	}
 	if s.err == nil {
 		s.checkDurability(true)
@@ -524,8 +559,13 @@ func copyResponse(r *broker.ReplicaFetchResponse) *broker.ReplicaFetchResponse {
 	return out
 }
 
-// produce sends a batch to the leader the client sees in the metadata.
+// produce sends a batch to the leader the client sees in the metadata: from an idempotent
+// producer one time in three, else a plain one with acks 0, 1 or all.
 func (s *Sim) produce() {
+	if s.rng.IntN(3) == 0 {
+		s.produceIdempotent()
+		return
+	}
 	p := int32(s.rng.IntN(s.o.Partitions))
 	st, ok := s.ctrl.Partition(topic, p)
 	if !ok || st.Leader == controller.NoLeader {
@@ -552,12 +592,113 @@ func (s *Sim) produce() {
 			switch {
 			case acks == 0:
 			case w == nil:
-				s.respond(n, acks, parts, values)
+				s.respond(n, acks, parts, values, nil)
 			default:
 				s.pending = append(s.pending, &pendingProduce{n: n, inc: inc, w: w, parts: parts, values: values, dead: s.now + timeoutNs})
 			}
 		}, nil)
 	})
+}
+
+// idemInFlight describes an idempotent batch still in flight, or "".
+func (s *Sim) idemInFlight() string {
+	for _, ip := range s.idem {
+		for p := int32(0); p < int32(s.o.Partitions); p++ {
+			if ib := ip.inflight[p]; ib != nil {
+				return fmt.Sprintf("producer %d p%d seq %d after %d attempts", ip.pid, p, ib.seq, ib.attempt)
+			}
+		}
+	}
+	return ""
+}
+
+// produceIdempotent starts a batch of an idempotent producer on a partition it has none in
+// flight on.
+func (s *Sim) produceIdempotent() {
+	ip := s.idem[s.rng.IntN(len(s.idem))]
+	p := int32(s.rng.IntN(s.o.Partitions))
+	if ip.inflight[p] != nil {
+		return
+	}
+	nrec := 1 + s.rng.IntN(4)
+	ib := &idemBatch{p: p, seq: ip.next[p], values: make([]string, nrec)}
+	recs := make([]records.Record, nrec)
+	for i := range recs {
+		s.nextValue++
+		ib.values[i] = fmt.Sprintf("i%d", s.nextValue)
+		recs[i] = records.Record{Value: []byte(ib.values[i])}
+	}
+	ib.blob = idempotentBatch(ip.pid, 0, ib.seq, s.now/int64(time.Millisecond), recs)
+	ip.inflight[p] = ib
+	s.stats.Produced++
+	s.sendIdempotent(ip, ib)
+}
+
+// sendIdempotent sends one attempt of ib to the leader the client sees; an error or no
+// answer within the request timeout makes it send again (same sequence).
+func (s *Sim) sendIdempotent(ip *idemProducer, ib *idemBatch) {
+	ib.attempt++
+	attempt := ib.attempt
+	retry := func(why string) {
+		if ip.inflight[ib.p] != ib || ib.attempt != attempt {
+			return
+		}
+		s.tracef("idempotent producer %d p%d seq %d: %s, retrying", ip.pid, ib.p, ib.seq, why)
+		s.at(s.now+int64(100*time.Millisecond), func() { s.sendIdempotent(ip, ib) })
+	}
+	s.at(s.now+timeoutNs+int64(time.Second), func() { retry("no answer") })
+	st, ok := s.ctrl.Partition(topic, ib.p)
+	if !ok || st.Leader == controller.NoLeader {
+		return // the timeout retries
+	}
+	n := s.nodes[st.Leader]
+	inc := n.inc
+	done := func(res broker.ProducePartition) {
+		if ip.inflight[ib.p] != ib || ib.attempt != attempt {
+			return // an older attempt's late answer
+		}
+		switch {
+		case res.Err == nil:
+			ip.inflight[ib.p] = nil
+			ip.next[ib.p] = ib.seq + int32(len(ib.values))
+			s.stats.AckedAll++
+			for i, v := range ib.values {
+				k := key{ib.p, res.BaseOffset + int64(i)}
+				if old, dup := s.acked[k]; dup && old.seq > s.lossAllowedUpTo && old.value != v {
+					s.fail("p%d offset %d acknowledged twice: %s and %s", k.p, k.off, old.value, v)
+				}
+				s.ackSeq++
+				s.acked[k] = entry{v, s.ackSeq}
+			}
+			s.tracef("idempotent producer %d p%d seq %d: offsets %d..%d (attempt %d)", ip.pid, ib.p, ib.seq, res.BaseOffset, res.BaseOffset+int64(len(ib.values))-1, attempt)
+		case errors.Is(res.Err, kerr.OutOfOrderSequenceNumber) && s.lossAllowedUpTo == 0:
+			s.fail("idempotent producer %d p%d seq %d: %v: the broker lost the producer's acknowledged batches", ip.pid, ib.p, ib.seq, res.Err)
+		default:
+			retry(res.Err.Error())
+		}
+	}
+	s.at(s.now+s.delay(-1, n.id), func() {
+		s.deliver(n, inc, func() {
+			parts := []broker.ProducePartition{{Topic: topic, Partition: ib.p, Records: slices.Clone(ib.blob)}}
+			w := n.b.ProduceAppend(-1, parts)
+			if w == nil {
+				s.respond(n, -1, parts, ib.values, done)
+				return
+			}
+			s.pending = append(s.pending, &pendingProduce{n: n, inc: inc, w: w, parts: parts, values: ib.values, dead: s.now + timeoutNs, done: done})
+		}, nil)
+	})
+}
+
+// idempotentBatch builds one uncompressed batch of an idempotent producer (producer id,
+// epoch, base sequence set; CRC over the rest).
+func idempotentBatch(pid int64, epoch int16, seq int32, ts int64, recs []records.Record) []byte {
+	b := records.AppendBatch(nil, 0, 0, ts, recs)
+	binary.BigEndian.PutUint64(b[43:], uint64(pid))
+	binary.BigEndian.PutUint16(b[51:], uint16(epoch))
+	binary.BigEndian.PutUint32(b[53:], uint32(seq))
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
 }
 
 // checkProduces answers the acks=all produces whose wait is over.
@@ -569,11 +710,11 @@ func (s *Sim) checkProduces() {
 			continue // the broker died: the client times out
 		case pp.n.paused:
 		case pp.w.Check():
-			s.respond(pp.n, -1, pp.parts, pp.values)
+			s.respond(pp.n, -1, pp.parts, pp.values, pp.done)
 			continue
 		case s.now > pp.dead:
 			pp.w.Expire()
-			s.respond(pp.n, -1, pp.parts, pp.values)
+			s.respond(pp.n, -1, pp.parts, pp.values, pp.done)
 			continue
 		}
 		kept = append(kept, pp)
@@ -582,9 +723,13 @@ func (s *Sim) checkProduces() {
 	s.pending = kept
 }
 
-func (s *Sim) respond(n *node, acks int16, parts []broker.ProducePartition, values []string) {
+func (s *Sim) respond(n *node, acks int16, parts []broker.ProducePartition, values []string, done func(broker.ProducePartition)) {
 	res := parts[0]
 	s.at(s.now+s.delay(n.id, -1), func() {
+		if done != nil {
+			done(res)
+			return
+		}
 		if res.Err != nil {
 			s.tracef("produce to broker %d p%d acks=%d: %v", n.id, res.Partition, acks, res.Err)
 			return
