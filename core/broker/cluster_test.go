@@ -26,6 +26,7 @@ type testCluster struct {
 	mu      sync.Mutex
 	brokers map[int32]*Broker
 	fss     map[int32]*vfs.PowerLossFS // one per broker, so a crash loses that broker's unsynced bytes
+	bases   map[int32]vfs.FS           // what a broker's PowerLossFS wraps (nil: the OS)
 	ctrlCh  chan struct{}              // closed on the next controller change (any broker's subscription)
 }
 
@@ -94,7 +95,7 @@ func (c *testCluster) fs(id int32) *vfs.PowerLossFS {
 		c.fss = map[int32]*vfs.PowerLossFS{}
 	}
 	if c.fss[id] == nil {
-		c.fss[id] = vfs.NewPowerLossFS(vfs.OS)
+		c.fss[id] = vfs.NewPowerLossFS(c.bases[id])
 	}
 	return c.fss[id]
 }

@@ -274,7 +274,12 @@ func (f *Fetcher) Plan() *Round {
 		case partition.PhaseTruncating:
 			epoch, ask, act := fp.fs.TruncationStep(fp.h.r)
 			if !ask {
+				// Truncated locally: it fetches in this very round (an empty round would
+				// park the fetcher until the next partition change).
 				f.act(fp, act, now)
+				if fp.fs.Phase == partition.PhaseFetching {
+					fetch = append(fetch, fp)
+				}
 				continue
 			}
 			r.Epochs = append(r.Epochs, EpochQuery{Topic: key.topic, Partition: key.partition, CurrentLeaderEpoch: fp.fs.LeaderEpoch, LeaderEpoch: epoch})

@@ -144,7 +144,7 @@ func (s *Sim) checkDurability(final bool) {
 			keys := slices.SortedFunc(maps.Keys(m), func(a, b key) int { return cmp.Or(cmp.Compare(a.p, b.p), cmp.Compare(a.off, b.off)) })
 			for _, k := range keys {
 				e := m[k]
-				if k.p != p || e.seq <= s.lossAllowedUpTo {
+				if k.p != p || s.excused(e) {
 					continue
 				}
 				if got, ok := vals[k.off]; !ok || got != e.value {

@@ -107,17 +107,28 @@ type Sim struct {
 	synced    map[syncKey]int32 // follower applied a fetch response in this leader epoch
 	lastState map[int32]string  // last traced controller state per partition
 	// crashPending: a broker crashed and the cluster has not been back in sync since;
-	// ackSeq numbers acknowledged records; lossAllowedUpTo is the last one whose loss a
-	// correlated failure excuses.
+	// lossAllowedUpTo is the number of the last record produced before a correlated
+	// failure, whose loss it excuses (records are numbered by nextValue).
 	crashPending    bool
-	ackSeq          int
 	lossAllowedUpTo int
 }
 
-// entry is a record the oracle holds: its value and when it was acknowledged or read.
+// entry is a record the oracle holds: its value and its number (the order it was produced in).
 type entry struct {
 	value string
-	seq   int
+	num   int
+}
+
+// excused reports whether a correlated failure excuses losing e (produced before it).
+func (s *Sim) excused(e entry) bool { return e.num <= s.lossAllowedUpTo }
+
+// valueNum is the number of a value "v123" or "i123".
+func valueNum(v string) int {
+	n := 0
+	for _, c := range v[1:] {
+		n = 10*n + int(c-'0')
+	}
+	return n
 }
 
 type key struct {
@@ -424,9 +435,9 @@ func (s *Sim) failure(what string) {
 		return
 	}
 	s.crashPending = false
-	s.lossAllowedUpTo = s.ackSeq
+	s.lossAllowedUpTo = s.nextValue
 	s.stats.Correlated++
-	s.tracef("%s while a crashed broker catches up: a correlated failure; the %d records acknowledged so far are no longer checked", what, s.ackSeq)
+	s.tracef("%s while a crashed broker catches up: a correlated failure; the %d records produced so far are no longer checked", what, s.nextValue)
 }
 
 // work does one piece of ordinary work: a fetcher round, a produce, a consumer read, an
@@ -481,6 +492,15 @@ func (s *Sim) fetchRound(n *node) {
 	}
 	r := f.Plan()
 	if r.Empty() {
+		// The fetcher goroutine parks on an empty round until a partition changes, or for
+		// r.Wait: it must not plan nothing while a partition is ready now.
+		if r.Wait == 0 && n.b.LogDirOffline() == nil {
+			for _, fp := range f.Partitions() {
+				if fp.State.Phase != partition.PhaseAwaitingAssignment && (fp.State.DelayedUntil == 0 || fp.State.DelayedUntil <= s.now) {
+					s.fail("broker %d fetcher from %d planned an empty round with %s-%d ready (%s): its goroutine would park", n.id, f.Source(), fp.Topic, fp.Partition, fp.State.Phase)
+				}
+			}
+		}
 		return
 	}
 	n.inflight[f] = true
@@ -664,11 +684,10 @@ func (s *Sim) sendIdempotent(ip *idemProducer, ib *idemBatch) {
 			s.stats.AckedAll++
 			for i, v := range ib.values {
 				k := key{ib.p, res.BaseOffset + int64(i)}
-				if old, dup := s.acked[k]; dup && old.seq > s.lossAllowedUpTo && old.value != v {
+				if old, dup := s.acked[k]; dup && !s.excused(old) && old.value != v {
 					s.fail("p%d offset %d acknowledged twice: %s and %s", k.p, k.off, old.value, v)
 				}
-				s.ackSeq++
-				s.acked[k] = entry{v, s.ackSeq}
+				s.acked[k] = entry{v, valueNum(v)}
 			}
 			s.tracef("idempotent producer %d p%d seq %d: offsets %d..%d (attempt %d)", ip.pid, ib.p, ib.seq, res.BaseOffset, res.BaseOffset+int64(len(ib.values))-1, attempt)
 		case errors.Is(res.Err, kerr.OutOfOrderSequenceNumber) && s.lossAllowedUpTo == 0:
@@ -738,11 +757,10 @@ func (s *Sim) respond(n *node, acks int16, parts []broker.ProducePartition, valu
 			s.stats.AckedAll++
 			for i, v := range values {
 				k := key{res.Partition, res.BaseOffset + int64(i)}
-				if old, dup := s.acked[k]; dup && old.seq > s.lossAllowedUpTo {
+				if old, dup := s.acked[k]; dup && !s.excused(old) {
 					s.fail("p%d offset %d acknowledged twice: %s and %s", k.p, k.off, old.value, v)
 				}
-				s.ackSeq++
-				s.acked[k] = entry{v, s.ackSeq}
+				s.acked[k] = entry{v, valueNum(v)}
 			}
 		} else {
 			s.stats.AckedOne++
@@ -779,8 +797,7 @@ func (s *Sim) consume() {
 	_ = records.Split(data, func(batch []byte, h records.Header) error {
 		return records.ForEachRecord(batch, func(off, _ int64, _, v []byte) error {
 			if off >= s.consumer[p] && off < fp.HighWatermark {
-				s.ackSeq++
-				s.consumed[key{p, off}] = entry{string(v), s.ackSeq}
+				s.consumed[key{p, off}] = entry{string(v), valueNum(string(v))}
 				s.consumer[p] = off + 1
 				nread++
 			}
