@@ -94,7 +94,15 @@ func TestGroupResumesAtCommittedOffsetsAfterCoordinatorKilled(t *testing.T) {
 			t.Fatalf("after the coordinator moved the group read %q again: committed offsets lost", v)
 		}
 	}
-	adm = kadm.NewClient(newClient(t, c)) // the old one cached the dead coordinator's connection
+	// A new client (the old one cached the dead coordinator's connection), seeded with the
+	// running brokers only: a seed that refuses connections fails an admin request.
+	var alive []string
+	for _, id := range c.BrokerIDs() {
+		if id != coord {
+			alive = append(alive, c.Addr(id))
+		}
+	}
+	adm = kadm.NewClient(newClient(t, c, kgo.SeedBrokers(alive...)))
 	after, err := adm.FetchOffsets(ctx, "g1")
 	if err != nil || after.Error() != nil {
 		t.Fatalf("fetch offsets: %v %v", err, after.Error())

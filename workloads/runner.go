@@ -374,7 +374,7 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	var profErr error
 	profStop := func() {}
 	if len(r.opts.Profile) > 0 {
-		profStop = r.startProfilesAt(ctx, measureStart, &profFiles, &profErr)
+		profStop = r.startProfilesAt(ctx, measureStart, measureEnd, &profFiles, &profErr)
 	}
 
 	prodWG.Wait()
@@ -739,33 +739,44 @@ func (r *run) waitConsumers(ctx context.Context, end []int64, d time.Duration) b
 	}
 }
 
-func (r *run) startProfilesAt(ctx context.Context, at time.Time, files *[]string, perr *error) (stop func()) {
-	started := make(chan func() ([]string, error), 1)
+func (r *run) startProfilesAt(ctx context.Context, at, until time.Time, files *[]string, perr *error) (stop func()) {
+	early := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		t := time.NewTimer(time.Until(at))
 		defer t.Stop()
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			started <- nil
+			return
+		case <-early:
 			return
 		}
 		st, err := profileStarter(r.opts.Profile, filepath.Join(r.dir, "profiles"))
 		if err != nil {
 			*perr = err
 		}
-		started <- st
-	}()
-	return func() {
-		st := <-started
 		if st == nil {
 			return
+		}
+		// The profiles end with the measurement window, not when the load has drained.
+		t.Reset(time.Until(until))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		case <-early:
 		}
 		f, err := st()
 		*files = f
 		if err != nil && *perr == nil {
 			*perr = err
 		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(early) })
+		<-done
 	}
 }
 

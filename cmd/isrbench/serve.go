@@ -71,6 +71,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "bootstrap: %s\n", cl.Bootstrap())
 	fmt.Fprintf(stdout, "data dir: %s\n", cl.DataDir())
+	fmt.Fprintf(stdout, "metadata: %s\n", cl.Recovery) // what a restart on the same data dir brought back
 	var adm *netfetch.Admin
 	served := make(chan error, 1)
 	if adminLn != nil {

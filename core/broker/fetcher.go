@@ -326,6 +326,10 @@ func (f *Fetcher) act(fp *fetchPart, a partition.FetchAction, now int64) {
 	case partition.ActNone:
 		return
 	case partition.ActTruncate:
+		if leo := fp.h.r.LEO(); a.Offset < leo {
+			// Kafka logs truncation at INFO: it is where unacknowledged records go.
+			f.b.logf("broker %d: %s: truncating from LEO %d to %d (HW %d, leader epoch %d)", f.b.cfg.ID, fp.h.key, leo, a.Offset, fp.h.r.HW(), fp.fs.LeaderEpoch)
+		}
 		err = fp.h.r.TruncateTo(a.Offset)
 	case partition.ActTruncateFully:
 		err = fp.h.r.TruncateFullyAndStartAt(a.Offset)
