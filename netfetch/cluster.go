@@ -42,6 +42,9 @@ type ClusterConfig struct {
 	DefaultReplicationFactor int16
 	// SocketRequestMaxBytes is socket.request.max.bytes (default 100 MiB).
 	SocketRequestMaxBytes int32
+	// Limits are every broker's connection bounds (max.connections,
+	// connections.max.idle.ms, queued.max.request.bytes, ...; see ConnLimits).
+	Limits ConnLimits
 	// SessionCheckInterval is how often the controller's CheckSessions
 	// runs; 0 = broker.session.timeout.ms / 10 (at least 10 ms).
 	SessionCheckInterval time.Duration
@@ -61,6 +64,7 @@ func DefaultClusterConfig() ClusterConfig {
 		AutoCreateTopics:      true,
 		NumPartitions:         1,
 		SocketRequestMaxBytes: DefaultSocketRequestMaxBytes,
+		Limits:                DefaultConnLimits(),
 	}
 }
 
@@ -119,6 +123,9 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	}
 	if cfg.NumPartitions <= 0 {
 		cfg.NumPartitions = 1
+	}
+	if err := cfg.Limits.Check(cfg.SocketRequestMaxBytes); err != nil {
+		return nil, fmt.Errorf("netfetch: %w", err)
 	}
 	c := &Cluster{cfg: cfg, stats: newCounters(), nodes: map[int32]*node{}}
 	if cfg.DataDir == "" {
@@ -196,7 +203,7 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 		AutoCreateTopics: c.cfg.AutoCreateTopics, NumPartitions: c.cfg.NumPartitions,
 		DefaultReplicationFactor: c.cfg.DefaultReplicationFactor,
 		SocketRequestMaxBytes:    c.cfg.SocketRequestMaxBytes, Logf: c.cfg.Logf,
-		BrokerConfigs: brokerConfigs(b.Config()), stats: c.stats,
+		BrokerConfigs: brokerConfigs(b.Config()), stats: c.stats, Limits: c.cfg.Limits,
 	}, ln)
 	n.b.Store(b)
 	n.srv.Store(srv)

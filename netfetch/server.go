@@ -9,6 +9,8 @@ import (
 	"io"
 	stdlog "log"
 	"net"
+	"net/netip"
+	"os"
 	"runtime/pprof"
 	"strconv"
 	"sync"
@@ -52,8 +54,14 @@ type ServerConfig struct {
 	// BrokerConfigs are reported by DescribeConfigs for this broker's
 	// resource (Kafka config names -> values).
 	BrokerConfigs map[string]string
+	// Limits bound the connections, their idle time, the time to send a request and the
+	// memory of requests being read (zero fields = defaults, see ConnLimits).
+	Limits ConnLimits
 
 	stats *counters // shared across restarts by Cluster; nil = private
+	// onMemoryWait, if set, is called when a request starts waiting for
+	// queued.max.request.bytes (tests).
+	onMemoryWait func()
 }
 
 // ServerStats are cumulative wire-server counters (a snapshot value).
@@ -133,9 +141,15 @@ type Server struct {
 	// nil when running. Read lock-free on every request.
 	paused atomic.Pointer[chan struct{}]
 
+	mem          *memoryPool // queued.max.request.bytes
+	idleClosed   atomic.Int64
+	readTimeouts atomic.Int64
+	now          func() time.Time // the refusal log's clock
+
 	mu struct {
 		sync.Mutex
 		conns map[*conn]struct{}
+		adm   admission
 	}
 }
 
@@ -150,7 +164,9 @@ func NewServer(cfg ServerConfig, ln net.Listener) *Server {
 	if cfg.Logf == nil {
 		cfg.Logf = stdlog.Printf
 	}
-	s := &Server{cfg: cfg, ln: ln, stats: cfg.stats, done: make(chan struct{})}
+	cfg.Limits = cfg.Limits.withDefaults()
+	s := &Server{cfg: cfg, ln: ln, stats: cfg.stats, done: make(chan struct{}),
+		mem: newMemoryPool(cfg.Limits.QueuedMaxRequestBytes), now: time.Now}
 	if s.stats == nil {
 		s.stats = newCounters()
 	}
@@ -160,6 +176,7 @@ func NewServer(cfg ServerConfig, ln net.Listener) *Server {
 	s.labelsFetch = pprof.WithLabels(bg, pprof.Labels("broker", id, "role", "fetch-serve"))
 	s.labelsOther = pprof.WithLabels(bg, pprof.Labels("broker", id, "role", "admin"))
 	s.mu.conns = map[*conn]struct{}{}
+	s.mu.adm.perIP = map[netip.Addr]int{}
 	return s
 }
 
@@ -174,8 +191,15 @@ func (s *Server) Stats() ServerStats { return s.stats.snapshot() }
 // before it was accepted, no buffer space) is logged and retried after a
 // backoff of 5 ms doubling up to 1 s, as a broker keeps serving the
 // connections it has while it is out of descriptors; any other accept
-// error ends Serve with that error.
+// error ends Serve with that error. Each listener has its own loop, so an
+// accept error of one broker never stops another's.
+//
+// A connection over max.connections, max.connections.per.ip or the
+// broker's file-descriptor share (see FDShare) is closed as soon as it is
+// accepted, with a log line (at most one a second) naming the bound.
 func (s *Server) Serve() error {
+	process.servers.Add(1)
+	defer process.servers.Add(-1)
 	var backoff time.Duration
 	for {
 		nc, err := s.ln.Accept()
@@ -205,15 +229,39 @@ func (s *Server) Serve() error {
 			nc.Close()
 			continue
 		}
-		c, err := newConn(s, tc)
+		var ip netip.Addr
+		if ta, ok := tc.RemoteAddr().(*net.TCPAddr); ok {
+			ip = ta.AddrPort().Addr().Unmap()
+		}
+		s.mu.Lock()
+		select {
+		case <-s.done:
+			s.mu.Unlock()
+			tc.Close()
+			return nil
+		default:
+		}
+		if why := s.admit(ip); why != "" {
+			s.refused(tc.RemoteAddr().String(), why)
+			s.mu.Unlock()
+			tc.SetLinger(0) // no TIME_WAIT left behind by a flood
+			tc.Close()
+			continue
+		}
+		s.mu.Unlock()
+		c, err := newConn(s, tc, ip)
 		if err != nil {
 			s.cfg.Logf("netfetch: broker %d: %v", s.cfg.BrokerID, err)
 			tc.Close()
+			s.mu.Lock()
+			s.leave(ip)
+			s.mu.Unlock()
 			continue
 		}
 		s.mu.Lock()
 		select {
 		case <-s.done:
+			s.leave(ip)
 			s.mu.Unlock()
 			tc.Close()
 			return nil
@@ -302,8 +350,16 @@ type conn struct {
 	raw syscall.RawConn
 	br  *bufio.Reader
 	ctx context.Context // canceled when the connection ends
+	ip  netip.Addr      // the client's address (max.connections.per.ip)
 
-	req   []byte // reused request body buffer
+	// rdl is the read deadline set on nc now (zero = none).
+	rdl time.Time
+	// peeked is the size of the request read in place in br (size prefix
+	// included), discarded once it is handled; 0 when it was read into req.
+	peeked int
+
+	req   []byte // reused request body buffer for requests larger than br
+	held  int64  // bytes of req reserved in the server's memory pool
 	out   []byte // reused response buffer
 	fetch fetchState
 
@@ -340,12 +396,16 @@ func (c *conn) requestFor(key int16) kmsg.Request {
 	return kmsg.RequestForKey(key)
 }
 
-func newConn(s *Server, tc *net.TCPConn) (*conn, error) {
+// readBufferSize is each connection's read buffer: a request that fits it
+// is read and decoded in place, with no memory from the pool.
+const readBufferSize = 64 << 10
+
+func newConn(s *Server, tc *net.TCPConn, ip netip.Addr) (*conn, error) {
 	raw, err := tc.SyscallConn()
 	if err != nil {
 		return nil, fmt.Errorf("syscall conn: %w", err)
 	}
-	return &conn{s: s, nc: tc, raw: raw, br: bufio.NewReaderSize(tc, 64<<10)}, nil
+	return &conn{s: s, nc: tc, raw: raw, br: bufio.NewReaderSize(tc, readBufferSize), ip: ip}, nil
 }
 
 // reqHeader is a decoded request header (v1 or v2).
@@ -382,10 +442,12 @@ func (c *conn) serve() {
 	c.ctx = ctx
 	defer func() {
 		cancel()
-		c.nc.Close()
-		s.mu.Lock()
+		c.dropReq() // before the close: a client that sees it sees the memory and
+		s.mu.Lock() // the connection count released
 		delete(s.mu.conns, c)
+		s.leave(c.ip)
 		s.mu.Unlock()
+		c.nc.Close()
 		s.wg.Done()
 	}()
 	go func() { // end long polls when the server closes
@@ -398,6 +460,14 @@ func (c *conn) serve() {
 	for {
 		body, err := c.readRequest()
 		if err != nil {
+			if errors.Is(err, errIdle) {
+				s.idleClosed.Add(1) // normal: a client that stopped using its connection
+				return
+			}
+			var me *errMemory
+			if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &me) {
+				s.readTimeouts.Add(1)
+			}
 			if !peerGone(err) {
 				s.cfg.Logf("netfetch: broker %d: closing connection from %s: %v", s.cfg.BrokerID, c.nc.RemoteAddr(), err)
 			}
@@ -414,22 +484,89 @@ func (c *conn) serve() {
 			}
 			return
 		}
-		if cap(c.req) > 8<<20 { // do not pin a huge buffer after one large request
-			// (nor through the reused produce objects, whose records alias it)
-			c.req, c.produceReq, c.produceParts = nil, nil, nil
+		if c.peeked > 0 {
+			c.br.Discard(c.peeked)
+			c.peeked = 0
+		} else if used, _ := s.mem.usage(); c.held > maxRetainedRequestBuffer || used > s.mem.limit/2 {
+			// Do not pin a large buffer after one large request, nor keep one while
+			// requests being read need the pool (the reused produce objects go too:
+			// their records alias it).
+			c.dropReq()
 		}
 	}
 }
 
-// readRequest reads one size-prefixed request. The buffer grows only as
-// bytes actually arrive (a lying size prefix cannot make it allocate more
-// than was sent, plus 1 MiB).
-func (c *conn) readRequest() ([]byte, error) {
-	var szb [4]byte
-	if _, err := io.ReadFull(c.br, szb[:]); err != nil {
-		return nil, err
+// maxRetainedRequestBuffer is the largest request buffer a connection keeps
+// for its next request (while the pool is at most half used).
+const maxRetainedRequestBuffer = 8 << 20
+
+// dropReq releases the request buffer and the reused objects aliasing it.
+func (c *conn) dropReq() {
+	c.req, c.produceReq, c.produceParts = nil, nil, nil
+	c.s.mem.release(c.held)
+	c.held = 0
+}
+
+// errIdle: no request started within connections.max.idle.ms.
+var errIdle = errors.New("idle for connections.max.idle.ms")
+
+// setReadDeadline sets nc's read deadline unless it is already t.
+func (c *conn) setReadDeadline(t time.Time) error {
+	if t.Equal(c.rdl) {
+		return nil
 	}
-	size := int32(binary.BigEndian.Uint32(szb[:]))
+	c.rdl = t
+	return c.nc.SetReadDeadline(t)
+}
+
+// readRequest reads one size-prefixed request: it waits up to
+// connections.max.idle.ms for its first byte, then up to
+// isrbench.request.read.timeout.ms for the rest. A request that fits the
+// read buffer is returned in place (c.peeked > 0: discarded after it is
+// handled). A larger one is read into c.req, which grows only as bytes
+// actually arrive (a lying size prefix cannot make it allocate more than was
+// sent, plus 1 MiB) and only with memory reserved from the server's pool
+// (queued.max.request.bytes), waiting for it if the pool is spent.
+func (c *conn) readRequest() ([]byte, error) {
+	lim := &c.s.cfg.Limits
+	if c.br.Buffered() == 0 {
+		var idle time.Time
+		if lim.ConnectionsMaxIdle > 0 {
+			idle = time.Now().Add(lim.ConnectionsMaxIdle)
+		}
+		if err := c.setReadDeadline(idle); err != nil {
+			return nil, err
+		}
+		if _, err := c.br.Peek(1); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return nil, errIdle
+			}
+			return nil, err
+		}
+	}
+	var deadline time.Time // of this request, once its first byte is here
+	if lim.RequestReadTimeout > 0 {
+		deadline = time.Now().Add(lim.RequestReadTimeout)
+	}
+	timedOut := func(err error, what string) error {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return fmt.Errorf("%s not received within isrbench.request.read.timeout.ms (%d ms): %w", what, lim.RequestReadTimeout.Milliseconds(), err)
+		}
+		return err
+	}
+	if c.br.Buffered() < 4 {
+		if err := c.setReadDeadline(deadline); err != nil {
+			return nil, err
+		}
+	}
+	szb, err := c.br.Peek(4)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, timedOut(err, "request size")
+	}
+	size := int32(binary.BigEndian.Uint32(szb))
 	if size < 8 {
 		return nil, closef("request size %d is smaller than a request header (8 bytes)", size)
 	}
@@ -437,14 +574,44 @@ func (c *conn) readRequest() ([]byte, error) {
 		return nil, closef("request size %d exceeds socket.request.max.bytes %d", size, c.s.cfg.SocketRequestMaxBytes)
 	}
 	n := int(size)
+	if 4+n <= c.br.Size() { // in place, no pool memory
+		if c.br.Buffered() < 4+n {
+			if err := c.setReadDeadline(deadline); err != nil {
+				return nil, err
+			}
+		}
+		b, err := c.br.Peek(4 + n)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, timedOut(err, fmt.Sprintf("%d-byte request", n))
+		}
+		c.peeked = 4 + n
+		return b[4:], nil
+	}
+	if int64(n) > c.s.mem.limit {
+		return nil, closef("request size %d exceeds queued.max.request.bytes %d", n, c.s.mem.limit)
+	}
+	c.br.Discard(4)
+	if err := c.setReadDeadline(deadline); err != nil {
+		return nil, err
+	}
 	buf := c.req[:0]
 	const step = 1 << 20
 	for len(buf) < n {
 		want := min(n, len(buf)+step)
 		if cap(buf) < want {
-			nb := make([]byte, len(buf), min(n, max(want, 2*cap(buf))))
+			newCap := min(n, max(want, 2*cap(buf)))
+			// Reserve the growth only: the old buffer is garbage once copied.
+			if err := c.reserve(int64(newCap)-c.held, deadline); err != nil {
+				c.req = buf
+				return nil, err
+			}
+			nb := make([]byte, len(buf), newCap)
 			copy(nb, buf)
-			buf = nb
+			buf, c.held = nb, int64(newCap)
+			c.produceReq, c.produceParts = nil, nil // they alias the old buffer
 		}
 		got := len(buf)
 		buf = buf[:want]
@@ -452,11 +619,21 @@ func (c *conn) readRequest() ([]byte, error) {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return nil, fmt.Errorf("reading %d-byte request body: %w", n, err)
+			c.req = buf[:got]
+			return nil, timedOut(fmt.Errorf("reading %d-byte request body (%d bytes read): %w", n, got, err), fmt.Sprintf("%d-byte request", n))
 		}
 	}
 	c.req = buf
 	return buf, nil
+}
+
+// reserve takes n bytes from the server's pool for a request buffer, waiting
+// for them until deadline (zero = no deadline) or until the server closes.
+func (c *conn) reserve(n int64, deadline time.Time) error {
+	if c.s.mem.tryReserve(n) {
+		return nil
+	}
+	return c.s.mem.reserveOrWait(n, deadline, c.s.done, c.s.cfg.onMemoryWait)
 }
 
 // parseHeader decodes the request header; the kmsg request returned has

@@ -91,6 +91,16 @@ type BrokerSpec struct {
 	ProduceDelay  time.Duration // isrbench.produce.delay: artificial delay per produce (gate tests), default 0
 	// HWCheckpointIntervalMs is replica.high.watermark.checkpoint.interval.ms, default 5000.
 	HWCheckpointIntervalMs int64
+	// Connection bounds of every broker's wire server (see netfetch.ConnLimits):
+	// max.connections and max.connections.per.ip (default 2147483647, Kafka's),
+	// connections.max.idle.ms (default 600000, -1 = never), isrbench.request.read.timeout.ms
+	// (default 30000, -1 = never) and queued.max.request.bytes (harness default 104857600;
+	// Kafka's -1 = unbounded).
+	MaxConnections        int
+	MaxConnectionsPerIP   int
+	ConnectionsMaxIdleMs  int64
+	RequestReadTimeoutMs  int64
+	QueuedMaxRequestBytes int64
 }
 
 // ProducerSpec describes the producers: Count kgo clients, each on its own goroutine.
@@ -179,6 +189,11 @@ func DefaultSpec() *Spec {
 			HWUpdate:                     "atomic",
 			TruncateMode:                 "epoch",
 			HWCheckpointIntervalMs:       5000,
+			MaxConnections:               math.MaxInt32,
+			MaxConnectionsPerIP:          math.MaxInt32,
+			ConnectionsMaxIdleMs:         600000,
+			RequestReadTimeoutMs:         30000,
+			QueuedMaxRequestBytes:        104857600,
 		},
 		Producers: ProducerSpec{Count: 2, Acks: "all", MessageSize: 1024, Rate: 5000, BatchSize: 16384,
 			Keys: "none", MaxBufferedRecords: 10000, DeliveryTimeoutMs: 120000, EnableIdempotence: true, Retries: math.MaxInt32},
@@ -678,6 +693,27 @@ func intP[T int | int64](key string, aliases []string, lo, hi int64, help string
 		get: func(s *Spec) any { return *f(s) }}
 }
 
+// minQueuedMaxRequestBytes is socket.request.max.bytes' default (104857600): Kafka requires
+// queued.max.request.bytes to be -1 or at least socket.request.max.bytes.
+const minQueuedMaxRequestBytes = 104857600
+
+// orNeverP is a time in ms that takes -1 for never: -1 or 1..(max Duration in ms).
+func orNeverP(key string, aliases []string, help string, f func(*Spec) *int64) Param {
+	const hi = math.MaxInt64 / int64(time.Millisecond)
+	return Param{Key: key, Aliases: aliases, Help: fmt.Sprintf("%s (int -1 or 1..%d)", help, hi),
+		set: func(s *Spec, v string) error {
+			n, err := parseInt(key, v, -1, hi)
+			if err == nil && n == 0 {
+				err = fmt.Errorf("%s: 0 is not allowed; allowed -1 (never) or 1..%d", key, hi)
+			}
+			if err == nil {
+				*f(s) = n
+			}
+			return err
+		},
+		get: func(s *Spec) any { return *f(s) }}
+}
+
 func boolP(key string, aliases []string, help string, f func(*Spec) *bool) Param {
 	return Param{Key: key, Aliases: aliases, Help: help + " (true|false)",
 		set: func(s *Spec, v string) error {
@@ -819,6 +855,23 @@ var params = []Param{
 	enumP("isrbench.truncate.mode", []string{"broker.isrbench.truncate.mode"}, []string{"epoch", "hw"}, "follower truncation, default epoch (hw: ablation)", func(s *Spec) *string { return &s.Broker.TruncateMode }),
 	intP("replica.high.watermark.checkpoint.interval.ms", []string{"broker.replica.high.watermark.checkpoint.interval.ms"}, 1, 24*3600*1000, "how often each broker writes its HW checkpoint (ms), default 5000", func(s *Spec) *int64 { return &s.Broker.HWCheckpointIntervalMs }),
 	durP("isrbench.produce.delay", []string{"broker.isrbench.produce.delay"}, 0, time.Minute, "artificial delay per produce, default 0", func(s *Spec) *time.Duration { return &s.Broker.ProduceDelay }),
+	intP("max.connections", []string{"broker.max.connections"}, 1, math.MaxInt32, "connections each broker accepts at once (further ones are closed at once; each broker's share of RLIMIT_NOFILE lowers it), default 2147483647", func(s *Spec) *int { return &s.Broker.MaxConnections }),
+	intP("max.connections.per.ip", []string{"broker.max.connections.per.ip"}, 1, math.MaxInt32, "connections from one client IP address each broker accepts at once, default 2147483647", func(s *Spec) *int { return &s.Broker.MaxConnectionsPerIP }),
+	orNeverP("connections.max.idle.ms", []string{"broker.connections.max.idle.ms"}, "close a connection on which no request started for this long (ms), -1 = never, default 600000", func(s *Spec) *int64 { return &s.Broker.ConnectionsMaxIdleMs }),
+	orNeverP("isrbench.request.read.timeout.ms", []string{"broker.isrbench.request.read.timeout.ms"}, "close a connection whose request has not fully arrived this long after its first byte (ms), -1 = never, default 30000 (Kafka clients' request.timeout.ms)", func(s *Spec) *int64 { return &s.Broker.RequestReadTimeoutMs }),
+	{Key: "queued.max.request.bytes", Aliases: []string{"broker.queued.max.request.bytes"},
+		Help: fmt.Sprintf("bytes of request buffers each broker's connections may hold at once (over it a request waits, unread, until isrbench.request.read.timeout.ms), -1 = unbounded (Kafka's default); harness default 104857600 (allowed -1 or %d..%d)", minQueuedMaxRequestBytes, int64(math.MaxInt64)),
+		set: func(s *Spec, v string) error {
+			n, err := parseInt("queued.max.request.bytes", v, -1, math.MaxInt64)
+			if err == nil && n != -1 && n < minQueuedMaxRequestBytes {
+				err = fmt.Errorf("queued.max.request.bytes: %d is smaller than socket.request.max.bytes (%d), which Kafka requires; allowed -1 (unbounded) or %d..%d",
+					n, minQueuedMaxRequestBytes, minQueuedMaxRequestBytes, int64(math.MaxInt64))
+			}
+			if err == nil {
+				s.Broker.QueuedMaxRequestBytes = n
+			}
+			return err
+		}, get: func(s *Spec) any { return s.Broker.QueuedMaxRequestBytes }},
 
 	intP("producers.count", nil, 0, 1024, "producer clients, default 2", func(s *Spec) *int { return &s.Producers.Count }),
 	{Key: "producers.acks", Aliases: []string{"acks"}, Help: "required acks, default all (all|-1|1|0)",
