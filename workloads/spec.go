@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -235,10 +236,20 @@ func Load(nameOrPath string) (*Spec, error) {
 	if nameOrPath == "" {
 		nameOrPath = "default"
 	}
-	if st, err := os.Stat(nameOrPath); err == nil && !st.IsDir() {
-		b, err := os.ReadFile(nameOrPath)
+	if st, err := os.Stat(nameOrPath); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("workload %s is a directory; want a spec file or an embedded name (%s)", nameOrPath, strings.Join(SpecNames(), ", "))
+	} else if err == nil {
+		if st.Size() > MaxSpecBytes {
+			return nil, fmt.Errorf("workload %s: %w", nameOrPath, specSizeError(st.Size()))
+		}
+		f, err := os.Open(nameOrPath)
 		if err != nil {
 			return nil, err
+		}
+		b, err := io.ReadAll(io.LimitReader(f, MaxSpecBytes+1)) // also bounds a file that grows or a FIFO
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("workload %s: %w", nameOrPath, err)
 		}
 		s, err := Parse(b)
 		if err != nil {
@@ -260,8 +271,13 @@ func Load(nameOrPath string) (*Spec, error) {
 }
 
 // Parse decodes a YAML spec over DefaultSpec and validates it. Unknown keys, wrong types and
-// out-of-range values are errors naming the key (its flat name and line) and the allowed values.
+// out-of-range values are errors naming the key (its flat name and line) and the allowed values;
+// so are a key given twice, a setting given twice under two spellings, a second YAML document,
+// merge keys, and a spec over MaxSpecBytes or whose aliases expand past a bound.
 func Parse(b []byte) (*Spec, error) {
+	if len(b) > MaxSpecBytes {
+		return nil, specSizeError(int64(len(b)))
+	}
 	s := DefaultSpec()
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
@@ -272,10 +288,23 @@ func Parse(b []byte) (*Spec, error) {
 		}
 		return nil, fmt.Errorf("yaml: %w", err)
 	}
-	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+	var more yaml.Node
+	if err := dec.Decode(&more); err == nil {
+		return nil, fmt.Errorf("line %d: a second YAML document (after ---); a spec is one document", max(more.Line, 1))
+	} else if !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("yaml: %w", err)
+	}
+	if len(doc.Content) != 1 {
 		return nil, errors.New("spec must be a YAML mapping at the top level")
 	}
-	if err := s.applyNode("", doc.Content[0]); err != nil {
+	top, err := resolveSpecTree(doc.Content[0])
+	if err != nil {
+		return nil, err
+	}
+	if top.Kind != yaml.MappingNode {
+		return nil, errors.New("spec must be a YAML mapping at the top level")
+	}
+	if err := s.applyNode("", top, keyLines{}); err != nil {
 		return nil, err
 	}
 	if err := s.Validate(); err != nil {
@@ -287,7 +316,7 @@ func Parse(b []byte) (*Spec, error) {
 // sections are the YAML mappings whose leaves are flat keys.
 var sections = map[string]bool{"topic": true, "broker": true, "producers": true, "consumers": true}
 
-func (s *Spec) applyNode(prefix string, m *yaml.Node) error {
+func (s *Spec) applyNode(prefix string, m *yaml.Node, seen keyLines) error {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		key := k.Value
@@ -307,7 +336,7 @@ func (s *Spec) applyNode(prefix string, m *yaml.Node) error {
 			}
 			continue
 		case prefix == "" && key == "producers" && v.Kind == yaml.SequenceNode:
-			if err := s.applyProducerList(v); err != nil {
+			if err := s.applyProducerList(v, seen); err != nil {
 				return err
 			}
 			continue
@@ -318,7 +347,7 @@ func (s *Spec) applyNode(prefix string, m *yaml.Node) error {
 			if v.Kind != yaml.MappingNode {
 				return fmt.Errorf("line %d: %s: want a mapping of %s settings", v.Line, key, key)
 			}
-			if err := s.applyNode(key, v); err != nil {
+			if err := s.applyNode(key, v, seen); err != nil {
 				return err
 			}
 			continue
@@ -329,6 +358,9 @@ func (s *Spec) applyNode(prefix string, m *yaml.Node) error {
 		}
 		if v.Kind != yaml.ScalarNode {
 			return fmt.Errorf("line %d: %s: want a single value, got a %s", v.Line, full, nodeKind(v))
+		}
+		if err := seen.note(p, full, k.Line); err != nil {
+			return err
 		}
 		if err := p.set(s, v.Value); err != nil {
 			return fmt.Errorf("line %d: %w", v.Line, err)
@@ -348,8 +380,9 @@ func nodeKind(n *yaml.Node) string {
 }
 
 // applyProducerList reads producers: as a list of groups: the first into Producers, the rest
-// into MoreProducers (each group starts from the defaults).
-func (s *Spec) applyProducerList(v *yaml.Node) error {
+// into MoreProducers (each group starts from the defaults). The first group's keys count as
+// given at the top level too (seen), as they set the same fields as producers.* keys.
+func (s *Spec) applyProducerList(v *yaml.Node, seen keyLines) error {
 	if len(v.Content) == 0 {
 		return fmt.Errorf("line %d: producers: empty list; want at least one group {count, acks, ...}", v.Line)
 	}
@@ -359,7 +392,11 @@ func (s *Spec) applyProducerList(v *yaml.Node) error {
 			return fmt.Errorf("line %d: producers[%d]: want a mapping of producer settings", it.Line, i)
 		}
 		tmp := DefaultSpec()
-		if err := tmp.applyNode("producers", it); err != nil {
+		group := keyLines{}
+		if i == 0 {
+			group = seen
+		}
+		if err := tmp.applyNode("producers", it, group); err != nil {
 			return fmt.Errorf("producers[%d]: %w", i, err)
 		}
 		if i == 0 {
@@ -436,9 +473,12 @@ func (s *Spec) applySweep(v *yaml.Node) error {
 		}
 		// Each value must be valid for the key.
 		probe := DefaultSpec()
-		for _, val := range vals {
+		for i, val := range vals {
 			if err := p.set(probe, val); err != nil {
 				return fmt.Errorf("line %d: sweep: %w", list.Line, err)
+			}
+			if slices.Contains(vals[:i], val) {
+				return fmt.Errorf("line %d: sweep.%s: value %s given twice; use isrbench sweep --repeat N to run a point more than once", list.Line, k.Value, val)
 			}
 		}
 		if _, dup := s.Sweep[p.Key]; dup {
@@ -521,6 +561,9 @@ func (s *Spec) Validate() error {
 	if s.Topic.MinInsyncReplicas > s.Topic.ReplicationFactor {
 		return fmt.Errorf("topic.min.insync.replicas: %d is more than topic.replication.factor (%d); allowed 1..%d",
 			s.Topic.MinInsyncReplicas, s.Topic.ReplicationFactor, s.Topic.ReplicationFactor)
+	}
+	if s.Consumers.Count == 0 && !slices.ContainsFunc(s.ProducerGroups(), func(g ProducerSpec) bool { return g.Count > 0 }) {
+		return errors.New("producers.count and consumers.count are both 0: nothing to run or measure; allowed at least one producer or consumer")
 	}
 	if err := s.validateProducerGroups(); err != nil { // also every group's rate against the duration
 		return err
