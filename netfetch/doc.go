@@ -66,8 +66,9 @@
 // (a per-broker pool for request buffers larger than the read buffer: a
 // request that does not fit waits, unread, until memory is released or its
 // read timeout passes). The brokers of a process share its RLIMIT_NOFILE:
-// each may hold at most its FDShare of client connections, so one broker's
-// clients cannot take the descriptors the others need.
+// each keeps a guaranteed FDShare of it for client connections and may use a
+// shared part besides, so one broker's clients cannot take the descriptors
+// the others need.
 //
 // # Concurrency
 //

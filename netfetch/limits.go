@@ -41,7 +41,7 @@ const (
 type ConnLimits struct {
 	// MaxConnections is max.connections (default 2147483647): connections this broker
 	// accepts at once; a connection over it is closed as soon as it is accepted. The
-	// broker's file-descriptor share (see FDShare) lowers it further.
+	// process's file-descriptor shares (see FDShare) bound it further.
 	MaxConnections int
 	// MaxConnectionsPerIP is max.connections.per.ip (default 2147483647): connections from
 	// one client IP address at once; further ones are closed as soon as they are accepted.
@@ -113,48 +113,122 @@ func (l ConnLimits) Check(socketRequestMaxBytes int32) error {
 	return nil
 }
 
-// process is the state every Server of the process shares: the client connections all of
-// them hold and how many Servers are serving.
+// process is what every Server of the process shares: the client connections each serving
+// Server holds, for the file-descriptor shares.
 var process struct {
-	conns   atomic.Int64
-	servers atomic.Int64
+	mu    sync.Mutex
+	conns map[*Server]int64 // Servers registered by Serve until Close, with their open connections
 }
 
 // FDShare describes the file descriptors the wire servers of this process may spend on
 // client connections: RLIMIT_NOFILE minus a headroom kept for everything else (segment and
-// index files, replica fetcher and admin connections, checkpoints), split evenly between
-// the Servers that are serving, so that one broker's clients cannot take the descriptors
-// the others need to accept theirs.
+// index files, replica fetcher and admin connections, checkpoints). Half of that budget is
+// split evenly between the serving Servers as their guaranteed share; the other half is
+// shared, first come first served. A broker may accept a connection while it holds less
+// than its guaranteed share, or while the shared half has room: one broker's clients can
+// take at most Guaranteed + Shared descriptors, and every other broker keeps its guaranteed
+// share for its own.
 type FDShare struct {
-	NoFile    int64 // RLIMIT_NOFILE (soft limit)
-	Headroom  int64 // max(min(256, NoFile/2), NoFile/4)
-	Servers   int64 // Servers serving in this process
-	PerServer int64 // (NoFile - Headroom) / Servers, at least 1
+	NoFile     int64 // RLIMIT_NOFILE (soft limit)
+	Headroom   int64 // max(min(256, NoFile/2), NoFile/4)
+	Servers    int64 // Servers serving in this process (at least 1)
+	Guaranteed int64 // (NoFile - Headroom) / 2 / Servers, at least 1: each Server's own
+	Shared     int64 // NoFile - Headroom - Servers*Guaranteed: first come first served
 }
 
 // CurrentFDShare computes the share from the process's RLIMIT_NOFILE now.
 func CurrentFDShare() FDShare {
+	process.mu.Lock()
+	n := int64(len(process.conns))
+	process.mu.Unlock()
+	return fdShareOf(noFile(), n)
+}
+
+// noFile is RLIMIT_NOFILE's soft limit (math.MaxInt64 if unlimited or unknown).
+func noFile() int64 {
 	var r unix.Rlimit
-	nofile := int64(math.MaxInt64)
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &r); err == nil && r.Cur != unix.RLIM_INFINITY && r.Cur < math.MaxInt64 {
-		nofile = int64(r.Cur)
+		return int64(r.Cur)
 	}
-	return fdShareOf(nofile, process.servers.Load())
+	return math.MaxInt64
 }
 
 func fdShareOf(nofile, servers int64) FDShare {
 	servers = max(servers, 1)
 	head := max(min(256, nofile/2), nofile/4)
-	return FDShare{NoFile: nofile, Headroom: head, Servers: servers, PerServer: max(1, (nofile-head)/servers)}
+	budget := max(servers, nofile-head)
+	g := max(1, budget/2/servers)
+	return FDShare{NoFile: nofile, Headroom: head, Servers: servers, Guaranteed: g, Shared: budget - servers*g}
 }
 
-// Budget is the descriptors all Servers together may spend on client connections.
-func (f FDShare) Budget() int64 { return max(1, f.NoFile-f.Headroom) }
+// MaxPerServer is the most one Server can hold: its guaranteed share and all the shared one.
+func (f FDShare) MaxPerServer() int64 { return f.Guaranteed + f.Shared }
+
+// register adds s to the process's Servers (from Serve); unregister (from Close, once its
+// connections are gone) removes it.
+func (s *Server) register() {
+	process.mu.Lock()
+	defer process.mu.Unlock()
+	if process.conns == nil {
+		process.conns = map[*Server]int64{}
+	}
+	if _, ok := process.conns[s]; !ok {
+		process.conns[s] = 0
+	}
+}
+
+func (s *Server) unregister() {
+	process.mu.Lock()
+	delete(process.conns, s)
+	process.mu.Unlock()
+}
+
+// fdRoom reports whether s may take one more descriptor for a client connection (and takes
+// it), or why not.
+func (s *Server) fdRoom() (bool, string) {
+	process.mu.Lock()
+	defer process.mu.Unlock()
+	share := fdShareOf(noFile(), int64(len(process.conns)))
+	mine := process.conns[s]
+	var sharedUsed int64
+	for _, n := range process.conns {
+		sharedUsed += max(0, n-share.Guaranteed)
+	}
+	if mine >= share.Guaranteed && sharedUsed >= share.Shared {
+		return false, fmt.Sprintf("%d connections open, the broker's guaranteed share of file descriptors (%d) is used and the shared %d are taken (RLIMIT_NOFILE %d - headroom %d, half split over %d brokers of this process)",
+			mine, share.Guaranteed, share.Shared, share.NoFile, share.Headroom, share.Servers)
+	}
+	process.conns[s] = mine + 1
+	return true, ""
+}
+
+func (s *Server) fdRelease() {
+	process.mu.Lock()
+	if _, ok := process.conns[s]; ok {
+		process.conns[s]--
+	}
+	process.mu.Unlock()
+}
+
+// fdLimit is the most connections s could hold now: its guaranteed share and what the
+// other Servers leave of the shared one.
+func (s *Server) fdLimit() int64 {
+	process.mu.Lock()
+	defer process.mu.Unlock()
+	share := fdShareOf(noFile(), max(1, int64(len(process.conns))))
+	var othersShared int64
+	for o, n := range process.conns {
+		if o != s {
+			othersShared += max(0, n-share.Guaranteed)
+		}
+	}
+	return share.Guaranteed + max(0, share.Shared-othersShared)
+}
 
 // ConnStats are one broker's connection figures (a snapshot value).
 type ConnStats struct {
 	Open    int64 // connections open now
-	Limit   int64 // the bound on Open now: min(max.connections, the broker's FDShare)
+	Limit   int64 // the most Open could reach now: min(max.connections, the broker's FDShare room)
 	Refused int64 // connections closed as soon as accepted (over a connection bound)
 	// IdleClosed counts connections closed after connections.max.idle.ms without a request.
 	IdleClosed int64
@@ -303,24 +377,17 @@ type admission struct {
 func (s *Server) admit(ip netip.Addr) string {
 	lim := s.cfg.Limits
 	a := &s.mu.adm
-	share := CurrentFDShare()
-	limit := min(int64(lim.MaxConnections), share.PerServer)
 	switch {
-	case a.open >= limit:
-		if limit < int64(lim.MaxConnections) {
-			return fmt.Sprintf("%d connections open, the broker's file-descriptor share (RLIMIT_NOFILE %d - headroom %d, over %d brokers of this process; max.connections %d)",
-				a.open, share.NoFile, share.Headroom, share.Servers, lim.MaxConnections)
-		}
+	case a.open >= int64(lim.MaxConnections):
 		return fmt.Sprintf("%d connections open, max.connections %d", a.open, lim.MaxConnections)
-	case process.conns.Load() >= share.Budget():
-		return fmt.Sprintf("the brokers of this process hold %d client connections, all the file descriptors RLIMIT_NOFILE %d leaves after a headroom of %d",
-			process.conns.Load(), share.NoFile, share.Headroom)
 	case a.perIP[ip] >= lim.MaxConnectionsPerIP:
 		return fmt.Sprintf("%d connections open from %s, max.connections.per.ip %d", a.perIP[ip], ip, lim.MaxConnectionsPerIP)
 	}
+	if ok, why := s.fdRoom(); !ok {
+		return why
+	}
 	a.open++
 	a.perIP[ip]++
-	process.conns.Add(1)
 	return ""
 }
 
@@ -331,7 +398,7 @@ func (s *Server) leave(ip netip.Addr) {
 	if a.perIP[ip]--; a.perIP[ip] <= 0 {
 		delete(a.perIP, ip)
 	}
-	process.conns.Add(-1)
+	s.fdRelease()
 }
 
 // refused counts and logs (at most once a second, with the number left unlogged) a
@@ -364,7 +431,7 @@ func (s *Server) ConnStats() ConnStats {
 	}
 	return ConnStats{
 		Open:         open,
-		Limit:        min(int64(s.cfg.Limits.MaxConnections), CurrentFDShare().PerServer),
+		Limit:        min(int64(s.cfg.Limits.MaxConnections), s.fdLimit()),
 		Refused:      s.mu.adm.refused.Load(),
 		IdleClosed:   s.idleClosed.Load(),
 		ReadTimeouts: s.readTimeouts.Load(),

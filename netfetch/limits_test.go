@@ -102,6 +102,9 @@ func apiVersionsFrame() []byte {
 func answered(t *testing.T, addr string) bool {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
+	if errors.Is(err, syscall.ECONNRESET) { // closed at once, before connect returned
+		return false
+	}
 	if err != nil {
 		t.Fatalf("dial %s: %v", addr, err)
 	}
@@ -338,15 +341,33 @@ func TestMaxConnectionsPerIPAndPerBroker(t *testing.T) {
 	logs := newLogSink()
 	srv := startServer(t, ServerConfig{Logf: logs.logf, Limits: ConnLimits{MaxConnections: 3, MaxConnectionsPerIP: 2}})
 	addr := srv.Addr().String()
-	dialFrom := func(src string) *rawClient {
+	dial := func(src string) (net.Conn, error) {
 		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
-		c, err := d.Dial("tcp", addr)
+		return d.Dial("tcp", addr)
+	}
+	dialFrom := func(src string) *rawClient {
+		c, err := dial(src)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
 		c.SetDeadline(time.Now().Add(20 * time.Second))
 		return &rawClient{t: t, c: c, br: bufio.NewReader(c)}
+	}
+	// refused: the connection is closed at once (maybe before connect returned).
+	refused := func(src string) {
+		t.Helper()
+		c, err := dial(src)
+		if errors.Is(err, syscall.ECONNRESET) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		rc := &rawClient{t: t, c: c, br: bufio.NewReader(c)}
+		rc.c.Write(apiVersionsFrame())
+		rc.expectClosed()
 	}
 	ok := func(rc *rawClient) {
 		t.Helper()
@@ -357,17 +378,13 @@ func TestMaxConnectionsPerIPAndPerBroker(t *testing.T) {
 	a1, a2 := dialFrom("127.0.0.1"), dialFrom("127.0.0.1")
 	ok(a1)
 	ok(a2)
-	a3 := dialFrom("127.0.0.1")
-	a3.send(kmsg.NewPtrApiVersionsRequest())
-	a3.expectClosed()
+	refused("127.0.0.1")
 	if line := logs.waitFor(t, "at once"); !strings.Contains(line, "2 connections open from 127.0.0.1, max.connections.per.ip 2") {
 		t.Errorf("log %q", line)
 	}
 	b1 := dialFrom("127.0.0.2")
 	ok(b1)
-	b2 := dialFrom("127.0.0.2")
-	b2.send(kmsg.NewPtrApiVersionsRequest())
-	b2.expectClosed()
+	refused("127.0.0.2")
 	if st := srv.ConnStats(); st.Open != 3 || st.Refused != 2 || st.Limit != 3 {
 		t.Errorf("stats %+v, want 3 open, 2 refused, limit 3", st)
 	}
@@ -378,7 +395,7 @@ func TestMaxConnectionsPerIPAndPerBroker(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d log lines, want 1 (refusals are logged at most once a second)", n)
 	}
-	// a1 leaves: a3's address has room again.
+	// a1 leaves: its address has room again.
 	a1.c.Close()
 	a2.roundTrip(kmsg.NewPtrApiVersionsRequest(), kmsg.NewPtrApiVersionsResponse()) // the server is past a1's close
 	for deadline := time.Now().Add(20 * time.Second); srv.ConnStats().Open != 2; {
@@ -391,17 +408,17 @@ func TestMaxConnectionsPerIPAndPerBroker(t *testing.T) {
 }
 
 func TestFDShare(t *testing.T) {
-	for _, tc := range []struct{ nofile, servers, head, per int64 }{
-		{1024, 3, 256, 256},
-		{20000, 3, 5000, 5000},
-		{3000, 3, 750, 750},
-		{1 << 20, 3, 1 << 18, 262144},
-		{100, 1, 50, 50},
-		{4, 8, 2, 1},
+	for _, tc := range []struct{ nofile, servers, head, guaranteed, shared int64 }{
+		{1024, 3, 256, 128, 384},
+		{20000, 3, 5000, 2500, 7500},
+		{3000, 3, 750, 375, 1125},
+		{1 << 20, 3, 1 << 18, 131072, 393216},
+		{100, 1, 50, 25, 25},
+		{4, 8, 2, 1, 0},
 	} {
 		got := fdShareOf(tc.nofile, tc.servers)
-		if got.Headroom != tc.head || got.PerServer != tc.per {
-			t.Errorf("fdShareOf(%d, %d) = %+v, want headroom %d, %d per server", tc.nofile, tc.servers, got, tc.head, tc.per)
+		if got.Headroom != tc.head || got.Guaranteed != tc.guaranteed || got.Shared != tc.shared {
+			t.Errorf("fdShareOf(%d, %d) = %+v, want headroom %d, guaranteed %d, shared %d", tc.nofile, tc.servers, got, tc.head, tc.guaranteed, tc.shared)
 		}
 	}
 }
@@ -470,9 +487,10 @@ func openFDs(t *testing.T) int {
 // TestConnectionFloodLeavesOtherBrokersAccepting: a client process opens 10,000 connections
 // to broker 0 of a 3-broker cluster in a process whose RLIMIT_NOFILE is lowered to 3000 for
 // the test (so that, unbounded, they would take every descriptor and every listener of the
-// process would fail with EMFILE). Broker 0 keeps its file-descriptor share and closes the
-// rest at once; brokers 1 and 2 keep accepting and answering, and the process keeps
-// descriptors free.
+// process would fail with EMFILE). Broker 0 takes its guaranteed and the shared
+// file-descriptor share and closes the rest at once; brokers 1 and 2 keep accepting and
+// answering; a second flood on broker 1 gets its guaranteed share and broker 2 still
+// answers; the process keeps descriptors free.
 func TestConnectionFloodLeavesOtherBrokersAccepting(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens 10,000 connections")
@@ -495,13 +513,48 @@ func TestConnectionFloodLeavesOtherBrokersAccepting(t *testing.T) {
 
 	logs := newLogSink()
 	c := testCluster(t, 3, func(cfg *ClusterConfig) { cfg.Logf = logs.logf })
-	share := CurrentFDShare()
+	share := fdShareOf(noFile(), 3) // the cluster's 3 servers register as they start serving
 	if share.NoFile != nofile {
 		t.Fatalf("share %+v, want RLIMIT_NOFILE %d", share, nofile)
 	}
 
+	flood0 := startFlood(t, c.Addr(0), flood)
+	st := c.nodes[0].srv.Load().ConnStats()
+	t.Logf("flood of %d on broker 0: %d answered, %d closed; broker 0 %+v; %d descriptors open of %d", flood, flood0.answered, flood0.closed, st, openFDs(t), nofile)
+	if want := share.MaxPerServer(); int64(flood0.answered) != want || flood0.answered+flood0.closed != flood || st.Open != want || st.Refused != int64(flood0.closed) {
+		t.Errorf("broker 0 answered %d and closed %d, stats %+v; want exactly its guaranteed and the shared share, %d", flood0.answered, flood0.closed, st, want)
+	}
+	for _, id := range []int32{1, 2} {
+		if !answered(t, c.Addr(id)) {
+			t.Errorf("broker %d did not answer during the flood of broker 0", id)
+		}
+	}
+	if answered(t, c.Addr(0)) {
+		t.Error("broker 0 answered a connection over its share")
+	}
+	if line := logs.waitFor(t, "at once"); !strings.Contains(line, "guaranteed share of file descriptors (375) is used and the shared 1125 are taken (RLIMIT_NOFILE 3000 - headroom 750, half split over 3 brokers") {
+		t.Errorf("log %q, want the share named", line)
+	}
+	// A flood of broker 1 now gets its guaranteed share only: the shared one is broker 0's.
+	flood1 := startFlood(t, c.Addr(1), 1000)
+	if int64(flood1.answered) != share.Guaranteed {
+		t.Errorf("broker 1 answered %d of 1000 with the shared share taken, want its guaranteed %d", flood1.answered, share.Guaranteed)
+	}
+	if !answered(t, c.Addr(2)) {
+		t.Error("broker 2 did not answer during the floods of brokers 0 and 1")
+	}
+	if n := openFDs(t); int64(n) > nofile-share.Headroom/2 {
+		t.Errorf("%d descriptors open, want the headroom (%d of %d) mostly free", n, share.Headroom, nofile)
+	}
+}
+
+type floodResult struct{ answered, closed int }
+
+// startFlood runs the flood helper against addr with n connections, held until the test ends.
+func startFlood(t *testing.T, addr string, n int) floodResult {
+	t.Helper()
 	helper := exec.Command(os.Args[0], "-test.run=^TestFloodHelper$", "-test.v=false")
-	helper.Env = append(os.Environ(), floodEnv+"="+c.Addr(0)+" "+strconv.Itoa(flood))
+	helper.Env = append(os.Environ(), floodEnv+"="+addr+" "+strconv.Itoa(n))
 	stdin, err := helper.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -522,27 +575,9 @@ func TestConnectionFloodLeavesOtherBrokersAccepting(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helper: %v (%q)", err, line)
 	}
-	var ans, closed int
-	if _, err := fmt.Sscanf(line, "answered=%d closed=%d", &ans, &closed); err != nil {
+	var r floodResult
+	if _, err := fmt.Sscanf(line, "answered=%d closed=%d", &r.answered, &r.closed); err != nil {
 		t.Fatalf("helper said %q", line)
 	}
-	st := c.nodes[0].srv.Load().ConnStats()
-	t.Logf("flood of %d: %d answered, %d closed; broker 0 %+v; %d descriptors open of %d", flood, ans, closed, st, openFDs(t), nofile)
-	if ans+closed != flood || int64(ans) != st.Limit || st.Open != st.Limit || st.Limit != share.PerServer || st.Refused != int64(closed) {
-		t.Errorf("broker 0 answered %d and closed %d, stats %+v; want exactly its share %d answered", ans, closed, st, share.PerServer)
-	}
-	if n := openFDs(t); int64(n) > nofile-share.Headroom/2 {
-		t.Errorf("%d descriptors open, want the headroom (%d of %d) mostly free", n, share.Headroom, nofile)
-	}
-	for _, id := range []int32{1, 2} {
-		if !answered(t, c.Addr(id)) {
-			t.Errorf("broker %d did not answer during the flood of broker 0", id)
-		}
-	}
-	if answered(t, c.Addr(0)) {
-		t.Error("broker 0 answered a connection over its share")
-	}
-	if line := logs.waitFor(t, "at once"); !strings.Contains(line, "file-descriptor share (RLIMIT_NOFILE 3000 - headroom 750, over 3 brokers") {
-		t.Errorf("log %q, want the share named", line)
-	}
+	return r
 }

@@ -177,6 +177,9 @@ func NewServer(cfg ServerConfig, ln net.Listener) *Server {
 	s.labelsOther = pprof.WithLabels(bg, pprof.Labels("broker", id, "role", "admin"))
 	s.mu.conns = map[*conn]struct{}{}
 	s.mu.adm.perIP = map[netip.Addr]int{}
+	if ln != nil {
+		s.register() // in the process's file-descriptor shares from now until Close
+	}
 	return s
 }
 
@@ -198,8 +201,7 @@ func (s *Server) Stats() ServerStats { return s.stats.snapshot() }
 // broker's file-descriptor share (see FDShare) is closed as soon as it is
 // accepted, with a log line (at most one a second) naming the bound.
 func (s *Server) Serve() error {
-	process.servers.Add(1)
-	defer process.servers.Add(-1)
+	s.register()
 	var backoff time.Duration
 	for {
 		nc, err := s.ln.Accept()
@@ -304,6 +306,7 @@ func (s *Server) Close() error {
 		s.mu.Unlock()
 	})
 	s.wg.Wait()
+	s.unregister()
 	return err
 }
 
