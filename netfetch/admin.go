@@ -338,7 +338,8 @@ func (a *Admin) writeMetrics(w io.Writer) {
 		add("isrbench_connections_refused_total", "counter", "Connections closed as soon as accepted: over max.connections, max.connections.per.ip or the file-descriptor share.", bl, float64(st.Refused))
 		add("isrbench_connections_idle_closed_total", "counter", "Connections closed after connections.max.idle.ms without a request.", bl, float64(st.IdleClosed))
 		add("isrbench_connections_read_timeouts_total", "counter", "Connections closed because a request did not arrive within isrbench.request.read.timeout.ms.", bl, float64(st.ReadTimeouts))
-		add("kafka_network_socketserver_memorypoolused", "gauge", "Bytes of request buffers held (queued.max.request.bytes pool; kafka.network:type=SocketServer,name=MemoryPoolUsed).", bl, float64(st.MemoryUsed))
+		add("kafka_network_socketserver_memorypoolused", "gauge", "Bytes of request buffers connections hold (queued.max.request.bytes pool; kafka.network:type=SocketServer,name=MemoryPoolUsed).", bl, float64(st.MemoryHeld))
+		add("isrbench_request_memory_free_bytes", "gauge", "Bytes of request buffers the pool keeps free for reuse (dropped after 10 s unused).", bl, float64(st.MemoryUsed-st.MemoryHeld))
 		if st.MemoryLimit >= 0 {
 			add("kafka_network_socketserver_memorypoolavailable", "gauge", "Bytes left in the queued.max.request.bytes pool (MemoryPoolAvailable).", bl, float64(st.MemoryLimit-st.MemoryUsed))
 		}

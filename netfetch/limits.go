@@ -235,120 +235,13 @@ type ConnStats struct {
 	// ReadTimeouts counts connections closed because a request did not arrive within
 	// isrbench.request.read.timeout.ms (while being sent or waiting for memory).
 	ReadTimeouts int64
-	// MemoryUsed is the bytes of request buffers held now (the queued.max.request.bytes
-	// pool, Kafka's MemoryPoolUsed); MemoryPeak the most ever held at once; MemoryLimit the
-	// pool size (-1 unbounded).
-	MemoryUsed, MemoryPeak, MemoryLimit int64
+	// MemoryUsed is the bytes of request buffers in the queued.max.request.bytes pool now,
+	// held by connections or kept free for reuse (never more than MemoryLimit, the pool
+	// size; -1 unbounded); MemoryHeld the part connections hold (Kafka's MemoryPoolUsed);
+	// MemoryPeak the most MemoryUsed ever was.
+	MemoryUsed, MemoryHeld, MemoryPeak, MemoryLimit int64
 	// MemoryWaits counts the times a request waited for the pool.
 	MemoryWaits int64
-}
-
-// memoryPool is queued.max.request.bytes: a count of bytes reserved by request buffers.
-// Safe for concurrent use.
-type memoryPool struct {
-	limit int64 // math.MaxInt64 = unbounded
-	waits atomic.Int64
-	mu    struct {
-		sync.Mutex
-		used, peak int64
-		freed      chan struct{} // closed (and replaced) when bytes are released while someone waits
-		waiting    int
-	}
-}
-
-func newMemoryPool(limit int64) *memoryPool {
-	p := &memoryPool{limit: limit}
-	if limit < 0 {
-		p.limit = math.MaxInt64
-	}
-	return p
-}
-
-// tryReserve reserves n bytes if they fit.
-func (p *memoryPool) tryReserve(n int64) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if n > p.limit-p.mu.used {
-		return false
-	}
-	p.mu.used += n
-	p.mu.peak = max(p.mu.peak, p.mu.used)
-	return true
-}
-
-// reserveOrWait reserves n bytes, waiting for releases until deadline (zero = no deadline)
-// or until stop is closed. It reports why it gave up.
-func (p *memoryPool) reserveOrWait(n int64, deadline time.Time, stop <-chan struct{}, onWait func()) error {
-	var timer *time.Timer
-	for first := true; ; first = false {
-		p.mu.Lock()
-		if n <= p.limit-p.mu.used {
-			p.mu.used += n
-			p.mu.peak = max(p.mu.peak, p.mu.used)
-			p.mu.Unlock()
-			return nil
-		}
-		if p.mu.freed == nil {
-			p.mu.freed = make(chan struct{})
-		}
-		freed := p.mu.freed
-		p.mu.waiting++
-		used := p.mu.used
-		p.mu.Unlock()
-		if first {
-			p.waits.Add(1)
-			if onWait != nil {
-				onWait()
-			}
-			if !deadline.IsZero() {
-				timer = time.NewTimer(time.Until(deadline))
-				defer timer.Stop()
-			}
-		}
-		var expired <-chan time.Time
-		if timer != nil {
-			expired = timer.C
-		}
-		var err error
-		select {
-		case <-freed:
-		case <-expired:
-			err = &errMemory{need: n, used: used, limit: p.limit}
-		case <-stop:
-			err = errStopped
-		}
-		p.mu.Lock()
-		p.mu.waiting--
-		p.mu.Unlock()
-		if err != nil {
-			return err
-		}
-	}
-}
-
-// release returns n reserved bytes and wakes the waiters.
-func (p *memoryPool) release(n int64) {
-	if n == 0 {
-		return
-	}
-	p.mu.Lock()
-	p.mu.used -= n
-	if p.mu.used < 0 {
-		p.mu.Unlock()
-		panic("BUG: netfetch: request memory pool released more than reserved")
-	}
-	if p.mu.freed != nil {
-		close(p.mu.freed)
-		p.mu.freed = nil
-	}
-	p.mu.Unlock()
-}
-
-// used returns the bytes reserved now and the most ever reserved at once.
-func (p *memoryPool) usage() (used, peak int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.mu.used, p.mu.peak
 }
 
 // errMemory: a request waited for queued.max.request.bytes until its read deadline.
@@ -424,7 +317,7 @@ func (s *Server) ConnStats() ConnStats {
 	s.mu.Lock()
 	open := s.mu.adm.open
 	s.mu.Unlock()
-	used, peak := s.mem.usage()
+	used, peak, held := s.mem.usage()
 	limit := s.mem.limit
 	if limit == math.MaxInt64 {
 		limit = -1
@@ -436,6 +329,7 @@ func (s *Server) ConnStats() ConnStats {
 		IdleClosed:   s.idleClosed.Load(),
 		ReadTimeouts: s.readTimeouts.Load(),
 		MemoryUsed:   used,
+		MemoryHeld:   held,
 		MemoryPeak:   peak,
 		MemoryLimit:  limit,
 		MemoryWaits:  s.mem.waits.Load(),

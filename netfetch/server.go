@@ -60,8 +60,9 @@ type ServerConfig struct {
 
 	stats *counters // shared across restarts by Cluster; nil = private
 	// onMemoryWait, if set, is called when a request starts waiting for
-	// queued.max.request.bytes (tests).
-	onMemoryWait func()
+	// queued.max.request.bytes; onConnDone when a connection's accounting is
+	// released (tests).
+	onMemoryWait, onConnDone func()
 }
 
 // ServerStats are cumulative wire-server counters (a snapshot value).
@@ -307,6 +308,7 @@ func (s *Server) Close() error {
 	})
 	s.wg.Wait()
 	s.unregister()
+	s.mem.close()
 	return err
 }
 
@@ -451,6 +453,9 @@ func (c *conn) serve() {
 		s.leave(c.ip)
 		s.mu.Unlock()
 		c.nc.Close()
+		if s.cfg.onConnDone != nil {
+			s.cfg.onConnDone()
+		}
 		s.wg.Done()
 	}()
 	go func() { // end long polls when the server closes
@@ -490,7 +495,7 @@ func (c *conn) serve() {
 		if c.peeked > 0 {
 			c.br.Discard(c.peeked)
 			c.peeked = 0
-		} else if used, _ := s.mem.usage(); c.held > maxRetainedRequestBuffer || used > s.mem.limit/2 {
+		} else if _, _, held := s.mem.usage(); c.held > maxRetainedRequestBuffer || held > s.mem.limit/2 {
 			// Do not pin a large buffer after one large request, nor keep one while
 			// requests being read need the pool (the reused produce objects go too:
 			// their records alias it).
@@ -503,10 +508,10 @@ func (c *conn) serve() {
 // for its next request (while the pool is at most half used).
 const maxRetainedRequestBuffer = 8 << 20
 
-// dropReq releases the request buffer and the reused objects aliasing it.
+// dropReq returns the request buffer to the pool and drops the reused objects aliasing it.
 func (c *conn) dropReq() {
+	c.s.mem.recycle(c.req)
 	c.req, c.produceReq, c.produceParts = nil, nil, nil
-	c.s.mem.release(c.held)
 	c.held = 0
 }
 
@@ -605,15 +610,16 @@ func (c *conn) readRequest() ([]byte, error) {
 	for len(buf) < n {
 		want := min(n, len(buf)+step)
 		if cap(buf) < want {
-			newCap := min(n, max(want, 2*cap(buf)))
-			// Reserve the growth only: the old buffer is garbage once copied.
-			if err := c.reserve(int64(newCap)-c.held, deadline); err != nil {
+			nb, oldDropped, err := c.s.mem.acquire(c.s.mem.capFor(max(want, 2*cap(buf)), n), buf, deadline, c.s.done, c.s.cfg.onMemoryWait)
+			if err != nil {
 				c.req = buf
 				return nil, err
 			}
-			nb := make([]byte, len(buf), newCap)
-			copy(nb, buf)
-			buf, c.held = nb, int64(newCap)
+			nb = append(nb, buf...)
+			if !oldDropped {
+				c.s.mem.recycle(buf)
+			}
+			buf, c.held = nb, int64(cap(nb))
 			c.produceReq, c.produceParts = nil, nil // they alias the old buffer
 		}
 		got := len(buf)
@@ -628,15 +634,6 @@ func (c *conn) readRequest() ([]byte, error) {
 	}
 	c.req = buf
 	return buf, nil
-}
-
-// reserve takes n bytes from the server's pool for a request buffer, waiting
-// for them until deadline (zero = no deadline) or until the server closes.
-func (c *conn) reserve(n int64, deadline time.Time) error {
-	if c.s.mem.tryReserve(n) {
-		return nil
-	}
-	return c.s.mem.reserveOrWait(n, deadline, c.s.done, c.s.cfg.onMemoryWait)
 }
 
 // parseHeader decodes the request header; the kmsg request returned has
