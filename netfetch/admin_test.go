@@ -118,6 +118,9 @@ func TestAdminStopStartBroker(t *testing.T) {
 		`kafka_cluster_partition_insyncreplicascount{broker="` + itoa(now.Leader) + `",topic="adm",partition="0"} 2`,
 		`kafka_log_log_logendoffset{broker="` + itoa(now.Leader) + `",topic="adm",partition="0"} 0`,
 		"kafka_network_requestmetrics_requests_total",
+		`kafka_server_socket_server_metrics_connection_count{broker="` + itoa(now.Leader) + `"}`,
+		"# TYPE isrbench_connections_refused_total counter",
+		`kafka_network_socketserver_memorypoolavailable{broker="` + itoa(now.Leader) + `"} 1.048576e+08`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %q:\n%s", want, metrics)
