@@ -2,6 +2,7 @@ package netfetch
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -25,6 +27,11 @@ import (
 //	GET  /metrics                  Prometheus text: ReplicaManager, ReplicaFetcherManager,
 //	                               Log, KafkaController and wire-server figures
 //	POST /brokers/<id>/<action>    stop | kill | crash | pause | resume | start
+//	                               (with the header "X-Isrbench: 1")
+//
+// Every request is checked first (admin_guard.go): its Host must be an address of the
+// listener, a POST must come from no foreign Origin and carry X-Isrbench: 1 (or a JSON
+// Content-Type), and with a token configured every request needs it as a bearer token.
 //
 // Actions (each answers the broker's new state as JSON, or an error text with 404 for an
 // unknown broker, 400 for an unknown action, 409 when the broker's state does not allow it):
@@ -140,21 +147,39 @@ var (
 	errUnknownAction = errors.New("unknown action")
 )
 
-// Admin is the admin HTTP server of a cluster.
+// AdminConfig configures the admin HTTP server.
+type AdminConfig struct {
+	// Token, when not empty, is required on every request as "Authorization: Bearer
+	// <Token>" (see ReadAdminToken for `--admin-token-file`).
+	Token string
+}
+
+// Admin is the admin HTTP server of a cluster. Serve, Close and the handlers may run
+// concurrently.
 type Admin struct {
-	c   *Cluster
-	srv *fasthttp.Server
+	c        *Cluster
+	srv      *fasthttp.Server
+	tokenSum []byte                  // SHA-256 of the token; nil = no token
+	hosts    atomic.Pointer[hostSet] // the Host values allowed, set by Serve
 }
 
 // NewAdmin returns the admin server of c; Serve starts it.
-func NewAdmin(c *Cluster) *Admin {
+func NewAdmin(c *Cluster, cfg AdminConfig) *Admin {
 	a := &Admin{c: c}
+	if cfg.Token != "" {
+		sum := sha256.Sum256([]byte(cfg.Token))
+		a.tokenSum = sum[:]
+	}
+	a.hosts.Store(&hostSet{})
 	a.srv = &fasthttp.Server{
 		Handler:            a.handle,
 		Name:               "isrbench-admin",
 		ReadTimeout:        10 * time.Second,
 		WriteTimeout:       30 * time.Second,
+		IdleTimeout:        time.Minute,
+		ReadBufferSize:     4096, // request line and headers; larger ones get 431
 		MaxRequestBodySize: 1 << 10,
+		Concurrency:        256, // connections served at once; more are answered 503
 		NoDefaultDate:      true,
 		Logger:             discardLogger{},
 	}
@@ -165,8 +190,11 @@ type discardLogger struct{}
 
 func (discardLogger) Printf(string, ...any) {}
 
-// Serve answers on ln until Close; it returns nil after Close.
+// Serve answers on ln until Close; it returns nil after Close. Requests must name ln's
+// address in their Host header (see admin_guard.go).
 func (a *Admin) Serve(ln net.Listener) error {
+	hs := hostsFor(ln.Addr())
+	a.hosts.Store(&hs)
 	err := a.srv.Serve(ln)
 	if errors.Is(err, net.ErrClosed) {
 		return nil
@@ -178,6 +206,10 @@ func (a *Admin) Serve(ln net.Listener) error {
 func (a *Admin) Close() error { return a.srv.Shutdown() }
 
 func (a *Admin) handle(ctx *fasthttp.RequestCtx) {
+	if err := a.guard(ctx); err != nil {
+		refuse(ctx, err)
+		return
+	}
 	path := strings.Trim(string(ctx.Path()), "/")
 	parts := strings.Split(path, "/")
 	switch {
@@ -291,6 +323,25 @@ func (a *Admin) writeMetrics(w io.Writer) {
 				add("kafka_cluster_partition_insyncreplicascount", "gauge", "ISR size of a led partition (kafka.cluster:type=Partition,name=InSyncReplicasCount).", pl, float64(len(p.ISR)))
 				add("isrbench_partition_leader_epoch", "gauge", "Leader epoch of a led partition.", pl, float64(p.LeaderEpoch))
 			}
+		}
+	}
+	for _, id := range a.c.ids {
+		n := a.c.nodes[id]
+		srv := n.srv.Load()
+		if srv == nil || n.state.Load() == nodeStopped {
+			continue
+		}
+		st := srv.ConnStats()
+		bl := fmt.Sprintf(`broker="%d"`, id)
+		add("kafka_server_socket_server_metrics_connection_count", "gauge", "Client connections open (socket-server-metrics connection-count).", bl, float64(st.Open))
+		add("isrbench_connections_limit", "gauge", "Connections the broker accepts at once: min(max.connections, its share of RLIMIT_NOFILE).", bl, float64(st.Limit))
+		add("isrbench_connections_refused_total", "counter", "Connections closed as soon as accepted: over max.connections, max.connections.per.ip or the file-descriptor share.", bl, float64(st.Refused))
+		add("isrbench_connections_idle_closed_total", "counter", "Connections closed after connections.max.idle.ms without a request.", bl, float64(st.IdleClosed))
+		add("isrbench_connections_read_timeouts_total", "counter", "Connections closed because a request did not arrive within isrbench.request.read.timeout.ms.", bl, float64(st.ReadTimeouts))
+		add("kafka_network_socketserver_memorypoolused", "gauge", "Bytes of request buffers connections hold (queued.max.request.bytes pool; kafka.network:type=SocketServer,name=MemoryPoolUsed).", bl, float64(st.MemoryHeld))
+		add("isrbench_request_memory_free_bytes", "gauge", "Bytes of request buffers the pool keeps free for reuse (dropped after 10 s unused).", bl, float64(st.MemoryUsed-st.MemoryHeld))
+		if st.MemoryLimit >= 0 {
+			add("kafka_network_socketserver_memorypoolavailable", "gauge", "Bytes left in the queued.max.request.bytes pool (MemoryPoolAvailable).", bl, float64(st.MemoryLimit-st.MemoryUsed))
 		}
 	}
 	cs := a.c.ctrl.Stats()

@@ -17,11 +17,17 @@ import (
 // startAdmin serves c's admin API on an ephemeral port and returns its base URL.
 func startAdmin(t *testing.T, c *Cluster) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return startAdminWith(t, c, AdminConfig{}, "127.0.0.1:0")
+}
+
+// startAdminWith serves c's admin API with cfg on addr and returns its base URL.
+func startAdminWith(t testing.TB, c *Cluster, cfg AdminConfig, addr string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := NewAdmin(c)
+	a := NewAdmin(c, cfg)
 	served := make(chan error, 1)
 	go func() { served <- a.Serve(ln) }()
 	t.Cleanup(func() {
@@ -35,11 +41,29 @@ func startAdmin(t *testing.T, c *Cluster) string {
 	return "http://" + ln.Addr().String()
 }
 
+// httpDo sends a request as `isrbench broker` does (with X-Isrbench: 1 on a POST).
 func httpDo(t *testing.T, method, url string) (int, string) {
+	t.Helper()
+	h := map[string]string{}
+	if method == "POST" {
+		h[AdminHeader] = "1"
+	}
+	return httpDoWith(t, method, url, h)
+}
+
+// httpDoWith sends a request with headers (a "Host" entry replaces the URL's host).
+func httpDoWith(t testing.TB, method, url string, headers map[string]string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for k, v := range headers {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
 	}
 	cl := &http.Client{Timeout: 20 * time.Second}
 	resp, err := cl.Do(req)
@@ -94,6 +118,9 @@ func TestAdminStopStartBroker(t *testing.T) {
 		`kafka_cluster_partition_insyncreplicascount{broker="` + itoa(now.Leader) + `",topic="adm",partition="0"} 2`,
 		`kafka_log_log_logendoffset{broker="` + itoa(now.Leader) + `",topic="adm",partition="0"} 0`,
 		"kafka_network_requestmetrics_requests_total",
+		`kafka_server_socket_server_metrics_connection_count{broker="` + itoa(now.Leader) + `"}`,
+		"# TYPE isrbench_connections_refused_total counter",
+		`kafka_network_socketserver_memorypoolavailable{broker="` + itoa(now.Leader) + `"} 1.048576e+08`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %q:\n%s", want, metrics)

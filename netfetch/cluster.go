@@ -48,6 +48,9 @@ type ClusterConfig struct {
 	DefaultReplicationFactor int16
 	// SocketRequestMaxBytes is socket.request.max.bytes (default 100 MiB).
 	SocketRequestMaxBytes int32
+	// Limits are every broker's connection bounds (max.connections,
+	// connections.max.idle.ms, queued.max.request.bytes, ...; see ConnLimits).
+	Limits ConnLimits
 	// SessionCheckInterval is how often the controller's CheckSessions
 	// runs; 0 = broker.session.timeout.ms / 10 (at least 10 ms).
 	SessionCheckInterval time.Duration
@@ -78,6 +81,7 @@ func DefaultClusterConfig() ClusterConfig {
 		SocketRequestMaxBytes: DefaultSocketRequestMaxBytes,
 		MessageMaxBytes:       DefaultMessageMaxBytes,
 		Group:                 group.DefaultConfig(),
+		Limits:                DefaultConnLimits(),
 	}
 }
 
@@ -141,6 +145,9 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	}
 	if cfg.NumPartitions <= 0 {
 		cfg.NumPartitions = 1
+	}
+	if err := cfg.Limits.Check(cfg.SocketRequestMaxBytes); err != nil {
+		return nil, fmt.Errorf("netfetch: %w", err)
 	}
 	c := &Cluster{cfg: cfg, stats: newCounters(), nodes: map[int32]*node{}}
 	if cfg.DataDir == "" {
@@ -231,6 +238,7 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 		SocketRequestMaxBytes:    c.cfg.SocketRequestMaxBytes, Logf: c.cfg.Logf,
 		BrokerConfigs: brokerConfigs(b.Config()), stats: c.stats,
 		MessageMaxBytes: c.cfg.MessageMaxBytes, Group: c.cfg.Group,
+		Limits: c.cfg.Limits,
 	}, ln)
 	n.b.Store(b)
 	n.srv.Store(srv)

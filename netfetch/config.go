@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/log"
@@ -60,6 +61,36 @@ func oneOfSetter(allowed []string, set func(c *ClusterConfig, v string) error) s
 	}
 }
 
+// msOrNeverSetter takes a time in milliseconds: -1 = never, else 1..(max Duration in ms).
+func msOrNeverSetter(set func(c *ClusterConfig, d time.Duration)) setter {
+	const maxMs = math.MaxInt64 / int64(time.Millisecond)
+	return func(c *ClusterConfig, v string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch {
+		case err != nil:
+			return fmt.Errorf("not an integer: %q; allowed -1 (never) or 1..%d", v, maxMs)
+		case n == -1:
+			set(c, -1)
+		case n < 1 || n > maxMs:
+			return fmt.Errorf("%d is out of range; allowed -1 (never) or 1..%d", n, maxMs)
+		default:
+			set(c, time.Duration(n)*time.Millisecond)
+		}
+		return nil
+	}
+}
+
+// queuedMaxRequestBytesSetter takes -1 (unbounded) or a number of bytes (Check compares it
+// with socket.request.max.bytes).
+func queuedMaxRequestBytesSetter(c *ClusterConfig, v string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n == 0 || n < -1 {
+		return fmt.Errorf("%q: allowed -1 (unbounded) or a number of bytes >= socket.request.max.bytes", v)
+	}
+	c.Limits.QueuedMaxRequestBytes = n
+	return nil
+}
+
 var setters = map[string]setter{
 	"num.replica.fetchers":             intSetter(1, 64, func(c *ClusterConfig, n int64) { c.Broker.NumReplicaFetchers = int(n) }),
 	"replica.fetch.wait.max.ms":        intSetter(0, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.ReplicaFetchWaitMaxMs = int32(n) }),
@@ -92,6 +123,11 @@ var setters = map[string]setter{
 	"offsets.topic.segment.bytes":      intSetter(14, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.OffsetsTopicSegmentBytes = n }),
 	"offsets.commit.timeout.ms":        intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.OffsetsCommitTimeoutMs = n }),
 	"offset.metadata.max.bytes":        intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.OffsetMetadataMaxBytes = int(n) }),
+	"max.connections":                  intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Limits.MaxConnections = int(n) }),
+	"max.connections.per.ip":           intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Limits.MaxConnectionsPerIP = int(n) }),
+	"connections.max.idle.ms":          msOrNeverSetter(func(c *ClusterConfig, d time.Duration) { c.Limits.ConnectionsMaxIdle = d }),
+	"isrbench.request.read.timeout.ms": msOrNeverSetter(func(c *ClusterConfig, d time.Duration) { c.Limits.RequestReadTimeout = d }),
+	"queued.max.request.bytes":         queuedMaxRequestBytesSetter,
 	"isrbench.zero.copy":               boolSetter(func(c *ClusterConfig, b bool) { c.ZeroCopy = b }),
 	"isrbench.hw.update":               oneOfSetter([]string{"atomic", "mutex"}, func(c *ClusterConfig, v string) error { c.Broker.HWUpdate = v; return nil }),
 	"isrbench.truncate.mode":           oneOfSetter([]string{"epoch", "hw"}, func(c *ClusterConfig, v string) error { c.Broker.TruncateMode = v; return nil }),
@@ -117,6 +153,12 @@ func (c *ClusterConfig) Set(key, value string) error {
 		return fmt.Errorf("setting %s: %w", key, err)
 	}
 	return nil
+}
+
+// Check applies the rules between settings (each was range-checked when set):
+// queued.max.request.bytes against socket.request.max.bytes, as Kafka does.
+func (c *ClusterConfig) Check() error {
+	return c.Limits.Check(c.SocketRequestMaxBytes)
 }
 
 // SetKV applies "key=value".

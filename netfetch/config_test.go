@@ -3,6 +3,7 @@ package netfetch
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestClusterConfigSet(t *testing.T) {
@@ -26,6 +27,16 @@ func TestClusterConfigSet(t *testing.T) {
 		{kv: "isrbench.zero.copy=yes", wantErr: "not true or false"},
 		{kv: "no.such.key=1", wantErr: "unknown setting \"no.such.key\""},
 		{kv: "missing-equals", wantErr: "want key=value"},
+		{kv: "max.connections=100", check: func(c ClusterConfig) bool { return c.Limits.MaxConnections == 100 }},
+		{kv: "max.connections=0", wantErr: "outside [1, 2147483647]"},
+		{kv: "max.connections.per.ip=4", check: func(c ClusterConfig) bool { return c.Limits.MaxConnectionsPerIP == 4 }},
+		{kv: "connections.max.idle.ms=-1", check: func(c ClusterConfig) bool { return c.Limits.ConnectionsMaxIdle < 0 }},
+		{kv: "connections.max.idle.ms=1500", check: func(c ClusterConfig) bool { return c.Limits.ConnectionsMaxIdle == 1500*time.Millisecond }},
+		{kv: "connections.max.idle.ms=0", wantErr: "allowed -1 (never) or 1.."},
+		{kv: "isrbench.request.read.timeout.ms=250", check: func(c ClusterConfig) bool { return c.Limits.RequestReadTimeout == 250*time.Millisecond }},
+		{kv: "isrbench.request.read.timeout.ms=-2", wantErr: "allowed -1 (never) or 1.."},
+		{kv: "queued.max.request.bytes=-1", check: func(c ClusterConfig) bool { return c.Limits.QueuedMaxRequestBytes == -1 && c.Check() == nil }},
+		{kv: "queued.max.request.bytes=0", wantErr: "allowed -1 (unbounded)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.kv, func(t *testing.T) {
@@ -44,5 +55,25 @@ func TestClusterConfigSet(t *testing.T) {
 				t.Errorf("SetKV(%q) did not apply: %+v", tc.kv, c)
 			}
 		})
+	}
+}
+
+// TestClusterConfigCheck: queued.max.request.bytes must be -1 or at least
+// socket.request.max.bytes (Kafka's rule), whatever order they are set in.
+func TestClusterConfigCheck(t *testing.T) {
+	c := DefaultClusterConfig()
+	for _, kv := range []string{"queued.max.request.bytes=1048576", "socket.request.max.bytes=1048576"} {
+		if err := c.SetKV(kv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Check(); err != nil {
+		t.Fatalf("equal sizes: %v", err)
+	}
+	if err := c.SetKV("socket.request.max.bytes=2097152"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Check(); err == nil || !strings.Contains(err.Error(), "queued.max.request.bytes 1048576 is smaller than socket.request.max.bytes 2097152") {
+		t.Fatalf("Check = %v", err)
 	}
 }

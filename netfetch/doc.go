@@ -60,11 +60,26 @@
 //
 // # Buffers
 //
-// A connection reuses one request buffer: produce records are passed to
-// broker.Produce aliasing it, which is safe because Produce appends (and
-// copies to the page cache) before it returns. Fetch slices are released
-// after the response is written. A replica FetchConn's Records alias its
-// response buffer until its next call.
+// A request that fits a connection's 64 KiB read buffer is decoded in place
+// in it; a larger one is read into the connection's request buffer. Produce
+// records are passed to broker.Produce aliasing either, which is safe
+// because Produce appends (and copies to the page cache) before it returns.
+// Fetch slices are released after the response is written. A replica
+// FetchConn's Records alias its response buffer until its next call.
+//
+// # Connection bounds
+//
+// ConnLimits (limits.go) bound what clients can hold, under Kafka's names:
+// max.connections and max.connections.per.ip (a connection over them is
+// closed as soon as it is accepted), connections.max.idle.ms (no request
+// started for that long), isrbench.request.read.timeout.ms (a request must
+// arrive within it once its first byte has), and queued.max.request.bytes
+// (a per-broker pool for request buffers larger than the read buffer: a
+// request that does not fit waits, unread, until memory is released or its
+// read timeout passes). The brokers of a process share its RLIMIT_NOFILE:
+// each keeps a guaranteed FDShare of it for client connections and may use a
+// shared part besides, so one broker's clients cannot take the descriptors
+// the others need.
 //
 // # Concurrency
 //

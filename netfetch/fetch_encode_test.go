@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -185,7 +186,7 @@ func TestSendFetchZeroCopyAndCopy(t *testing.T) {
 	for _, zc := range []bool{true, false} {
 		srv := NewServer(ServerConfig{ZeroCopy: zc}, nil)
 		a, b := tcpPair(t)
-		c, err := newConn(srv, a)
+		c, err := newConn(srv, a, netip.Addr{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +223,7 @@ func TestSendfileShortFileIsAnError(t *testing.T) {
 	srv := NewServer(ServerConfig{ZeroCopy: true}, nil)
 	a, b := tcpPair(t)
 	go io.Copy(io.Discard, b)
-	c, err := newConn(srv, a)
+	c, err := newConn(srv, a, netip.Addr{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"io"
 	stdlog "log"
 	"net"
+	"net/netip"
+	"os"
 	"runtime/pprof"
 	"strconv"
 	"sync"
@@ -62,8 +64,15 @@ type ServerConfig struct {
 	// Group configures the group coordinator (group.* and offsets.* configs); a server with
 	// a Broker and a Controller runs one.
 	Group group.Config
+	// Limits bound the connections, their idle time, the time to send a request and the
+	// memory of requests being read (zero fields = defaults, see ConnLimits).
+	Limits ConnLimits
 
 	stats *counters // shared across restarts by Cluster; nil = private
+	// onMemoryWait, if set, is called when a request starts waiting for
+	// queued.max.request.bytes; onConnDone when a connection's accounting is
+	// released (tests).
+	onMemoryWait, onConnDone func()
 }
 
 // ServerStats are cumulative wire-server counters (a snapshot value).
@@ -144,9 +153,15 @@ type Server struct {
 	// nil when running. Read lock-free on every request.
 	paused atomic.Pointer[chan struct{}]
 
+	mem          *memoryPool // queued.max.request.bytes
+	idleClosed   atomic.Int64
+	readTimeouts atomic.Int64
+	now          func() time.Time // the refusal log's clock
+
 	mu struct {
 		sync.Mutex
 		conns map[*conn]struct{}
+		adm   admission
 	}
 }
 
@@ -164,7 +179,9 @@ func NewServer(cfg ServerConfig, ln net.Listener) *Server {
 	if cfg.Logf == nil {
 		cfg.Logf = stdlog.Printf
 	}
-	s := &Server{cfg: cfg, ln: ln, stats: cfg.stats, done: make(chan struct{})}
+	cfg.Limits = cfg.Limits.withDefaults()
+	s := &Server{cfg: cfg, ln: ln, stats: cfg.stats, done: make(chan struct{}),
+		mem: newMemoryPool(cfg.Limits.QueuedMaxRequestBytes), now: time.Now}
 	if s.stats == nil {
 		s.stats = newCounters()
 	}
@@ -181,6 +198,10 @@ func NewServer(cfg ServerConfig, ln net.Listener) *Server {
 		}
 		s.groups = group.NewCoordinator(gcfg, cfg.Broker, cfg.Controller, nil)
 		s.groups.Start()
+	}
+	s.mu.adm.perIP = map[netip.Addr]int{}
+	if ln != nil {
+		s.register() // in the process's file-descriptor shares from now until Close
 	}
 	return s
 }
@@ -199,8 +220,14 @@ func (s *Server) Stats() ServerStats { return s.stats.snapshot() }
 // before it was accepted, no buffer space) is logged and retried after a
 // backoff of 5 ms doubling up to 1 s, as a broker keeps serving the
 // connections it has while it is out of descriptors; any other accept
-// error ends Serve with that error.
+// error ends Serve with that error. Each listener has its own loop, so an
+// accept error of one broker never stops another's.
+//
+// A connection over max.connections, max.connections.per.ip or the
+// broker's file-descriptor share (see FDShare) is closed as soon as it is
+// accepted, with a log line (at most one a second) naming the bound.
 func (s *Server) Serve() error {
+	s.register()
 	var backoff time.Duration
 	for {
 		nc, err := s.ln.Accept()
@@ -230,15 +257,39 @@ func (s *Server) Serve() error {
 			nc.Close()
 			continue
 		}
-		c, err := newConn(s, tc)
+		var ip netip.Addr
+		if ta, ok := tc.RemoteAddr().(*net.TCPAddr); ok {
+			ip = ta.AddrPort().Addr().Unmap()
+		}
+		s.mu.Lock()
+		select {
+		case <-s.done:
+			s.mu.Unlock()
+			tc.Close()
+			return nil
+		default:
+		}
+		if why := s.admit(ip); why != "" {
+			s.refused(tc.RemoteAddr().String(), why)
+			s.mu.Unlock()
+			tc.SetLinger(0) // no TIME_WAIT left behind by a flood
+			tc.Close()
+			continue
+		}
+		s.mu.Unlock()
+		c, err := newConn(s, tc, ip)
 		if err != nil {
 			s.cfg.Logf("netfetch: broker %d: %v", s.cfg.BrokerID, err)
 			tc.Close()
+			s.mu.Lock()
+			s.leave(ip)
+			s.mu.Unlock()
 			continue
 		}
 		s.mu.Lock()
 		select {
 		case <-s.done:
+			s.leave(ip)
 			s.mu.Unlock()
 			tc.Close()
 			return nil
@@ -284,6 +335,8 @@ func (s *Server) Close() error {
 		}
 	})
 	s.wg.Wait()
+	s.unregister()
+	s.mem.close()
 	return err
 }
 
@@ -330,8 +383,16 @@ type conn struct {
 	raw syscall.RawConn
 	br  *bufio.Reader
 	ctx context.Context // canceled when the connection ends
+	ip  netip.Addr      // the client's address (max.connections.per.ip)
 
-	req   []byte // reused request body buffer
+	// rdl is the read deadline set on nc now (zero = none).
+	rdl time.Time
+	// peeked is the size of the request read in place in br (size prefix
+	// included), discarded once it is handled; 0 when it was read into req.
+	peeked int
+
+	req   []byte // reused request body buffer for requests larger than br
+	held  int64  // bytes of req reserved in the server's memory pool
 	out   []byte // reused response buffer
 	fetch fetchState
 
@@ -350,12 +411,12 @@ type conn struct {
 	limitsAt time.Time
 }
 
-func newConn(s *Server, tc *net.TCPConn) (*conn, error) {
+func newConn(s *Server, tc *net.TCPConn, ip netip.Addr) (*conn, error) {
 	raw, err := tc.SyscallConn()
 	if err != nil {
 		return nil, fmt.Errorf("syscall conn: %w", err)
 	}
-	return &conn{s: s, nc: tc, raw: raw, br: bufio.NewReaderSize(tc, 64<<10)}, nil
+	return &conn{s: s, nc: tc, raw: raw, br: bufio.NewReaderSize(tc, readBufferSize), ip: ip}, nil
 }
 
 // reqHeader is a decoded request header (v1 or v2).
@@ -392,10 +453,15 @@ func (c *conn) serve() {
 	c.ctx = ctx
 	defer func() {
 		cancel()
-		c.nc.Close()
-		s.mu.Lock()
+		c.dropReq() // before the close: a client that sees it sees the memory and
+		s.mu.Lock() // the connection count released
 		delete(s.mu.conns, c)
+		s.leave(c.ip)
 		s.mu.Unlock()
+		c.nc.Close()
+		if s.cfg.onConnDone != nil {
+			s.cfg.onConnDone()
+		}
 		s.wg.Done()
 	}()
 	go func() { // end long polls when the server closes
@@ -408,6 +474,14 @@ func (c *conn) serve() {
 	for {
 		body, err := c.readRequest()
 		if err != nil {
+			if errors.Is(err, errIdle) {
+				s.idleClosed.Add(1) // normal: a client that stopped using its connection
+				return
+			}
+			var me *errMemory
+			if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &me) {
+				s.readTimeouts.Add(1)
+			}
 			if !peerGone(err) {
 				s.cfg.Logf("netfetch: broker %d: closing connection from %s: %v", s.cfg.BrokerID, c.nc.RemoteAddr(), err)
 			}
@@ -424,49 +498,27 @@ func (c *conn) serve() {
 			}
 			return
 		}
-		if cap(c.req) > 8<<20 { // do not pin a huge buffer after one large request
-			// (nor through the reused produce objects, whose records alias it)
-			c.req, c.produceReq, c.produceParts = nil, nil, nil
+		if c.peeked > 0 {
+			c.br.Discard(c.peeked)
+			c.peeked = 0
+		} else if _, _, held := s.mem.usage(); c.held > maxRetainedRequestBuffer || held > s.mem.limit/2 {
+			// Do not pin a large buffer after one large request, nor keep one while
+			// requests being read need the pool (the reused produce objects go too:
+			// their records alias it).
+			c.dropReq()
 		}
 	}
 }
 
-// readRequest reads one size-prefixed request. The buffer grows only as
-// bytes actually arrive (a lying size prefix cannot make it allocate more
-// than was sent, plus 1 MiB).
-func (c *conn) readRequest() ([]byte, error) {
-	var szb [4]byte
-	if _, err := io.ReadFull(c.br, szb[:]); err != nil {
-		return nil, err
-	}
-	size := int32(binary.BigEndian.Uint32(szb[:]))
-	if size < 8 {
-		return nil, closef("request size %d is smaller than a request header (8 bytes)", size)
-	}
-	if size > c.s.cfg.SocketRequestMaxBytes {
-		return nil, closef("request size %d exceeds socket.request.max.bytes %d", size, c.s.cfg.SocketRequestMaxBytes)
-	}
-	n := int(size)
-	buf := c.req[:0]
-	const step = 1 << 20
-	for len(buf) < n {
-		want := min(n, len(buf)+step)
-		if cap(buf) < want {
-			nb := make([]byte, len(buf), min(n, max(want, 2*cap(buf))))
-			copy(nb, buf)
-			buf = nb
-		}
-		got := len(buf)
-		buf = buf[:want]
-		if _, err := io.ReadFull(c.br, buf[got:]); err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, fmt.Errorf("reading %d-byte request body: %w", n, err)
-		}
-	}
-	c.req = buf
-	return buf, nil
+// maxRetainedRequestBuffer is the largest request buffer a connection keeps
+// for its next request (while the pool is at most half used).
+const maxRetainedRequestBuffer = 8 << 20
+
+// dropReq returns the request buffer to the pool and drops the reused objects aliasing it.
+func (c *conn) dropReq() {
+	c.s.mem.recycle(c.req)
+	c.req, c.produceReq, c.produceParts = nil, nil, nil
+	c.held = 0
 }
 
 // parseHeader decodes the request header; the kmsg request returned has

@@ -116,7 +116,10 @@ func ParseFaultTarget(field string, f Fault, brokers int, topic string, partitio
 			return bad(fmt.Sprintf("has partition %q, not a partition number", tp[i+1:]))
 		}
 		t := tp[:i]
-		if t == topic && p >= partitions {
+		if t != topic {
+			return bad(fmt.Sprintf("names topic %q, which the spec does not have (its topic is %s: %s-0..%s-%d)", t, topic, topic, topic, partitions-1))
+		}
+		if p >= partitions {
 			return bad(fmt.Sprintf("names partition %d, but topic %s has %d partitions", p, topic, partitions))
 		}
 		return ParsedTarget{Ref: TargetRef{Role: role, Topic: t, Partition: p}}, nil

@@ -339,7 +339,9 @@ func TestFaultTargets(t *testing.T) {
 	}{
 		{"pause-broker", "2", "id 2"},
 		{"pause-broker", "leader-of:isrbench-3", "leader isrbench 3"},
-		{"pause-broker", "follower-of:my-topic-12", "follower my-topic 12"},
+		{"pause-broker", "follower-of:isrbench-5", "follower isrbench 5"},
+		{"pause-broker", "follower-of:my-topic-2", `names topic "my-topic", which the spec does not have (its topic is isrbench: isrbench-0..isrbench-5)`},
+		{"kill-broker", "leader-of:isrbench-1-0", `names topic "isrbench-1"`},
 		{"kill-broker", "any-follower", "any-follower isrbench 1"},
 		{"kill-broker", "leader", "leader isrbench 1"},
 		{"partition", "0|1,2", "groups [0] [1 2]"},

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -97,6 +98,16 @@ type BrokerSpec struct {
 	GroupInitialRebalanceDelayMs int
 	// OffsetsTopicNumPartitions is offsets.topic.num.partitions, default 50.
 	OffsetsTopicNumPartitions int
+	// Connection bounds of every broker's wire server (see netfetch.ConnLimits):
+	// max.connections and max.connections.per.ip (default 2147483647, Kafka's),
+	// connections.max.idle.ms (default 600000, -1 = never), isrbench.request.read.timeout.ms
+	// (default 30000, -1 = never) and queued.max.request.bytes (harness default 104857600;
+	// Kafka's -1 = unbounded).
+	MaxConnections        int
+	MaxConnectionsPerIP   int
+	ConnectionsMaxIdleMs  int64
+	RequestReadTimeoutMs  int64
+	QueuedMaxRequestBytes int64
 }
 
 // DefaultGroupInitialRebalanceDelayMs is the harness default of group.initial.rebalance.delay.ms.
@@ -199,6 +210,11 @@ func DefaultSpec() *Spec {
 			HWCheckpointIntervalMs:       5000,
 			GroupInitialRebalanceDelayMs: DefaultGroupInitialRebalanceDelayMs,
 			OffsetsTopicNumPartitions:    50,
+			MaxConnections:               math.MaxInt32,
+			MaxConnectionsPerIP:          math.MaxInt32,
+			ConnectionsMaxIdleMs:         600000,
+			RequestReadTimeoutMs:         30000,
+			QueuedMaxRequestBytes:        104857600,
 		},
 		Producers: ProducerSpec{Count: 2, Acks: "all", MessageSize: 1024, Rate: 5000, BatchSize: 16384,
 			Keys: "none", MaxBufferedRecords: 10000, DeliveryTimeoutMs: 120000, EnableIdempotence: true, Retries: math.MaxInt32},
@@ -240,10 +256,20 @@ func Load(nameOrPath string) (*Spec, error) {
 	if nameOrPath == "" {
 		nameOrPath = "default"
 	}
-	if st, err := os.Stat(nameOrPath); err == nil && !st.IsDir() {
-		b, err := os.ReadFile(nameOrPath)
+	if st, err := os.Stat(nameOrPath); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("workload %s is a directory; want a spec file or an embedded name (%s)", nameOrPath, strings.Join(SpecNames(), ", "))
+	} else if err == nil {
+		if st.Size() > MaxSpecBytes {
+			return nil, fmt.Errorf("workload %s: %w", nameOrPath, specSizeError(st.Size()))
+		}
+		f, err := os.Open(nameOrPath)
 		if err != nil {
 			return nil, err
+		}
+		b, err := io.ReadAll(io.LimitReader(f, MaxSpecBytes+1)) // also bounds a file that grows or a FIFO
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("workload %s: %w", nameOrPath, err)
 		}
 		s, err := Parse(b)
 		if err != nil {
@@ -265,8 +291,13 @@ func Load(nameOrPath string) (*Spec, error) {
 }
 
 // Parse decodes a YAML spec over DefaultSpec and validates it. Unknown keys, wrong types and
-// out-of-range values are errors naming the key (its flat name and line) and the allowed values.
+// out-of-range values are errors naming the key (its flat name and line) and the allowed values;
+// so are a key given twice, a setting given twice under two spellings, a second YAML document,
+// merge keys, and a spec over MaxSpecBytes or whose aliases expand past a bound.
 func Parse(b []byte) (*Spec, error) {
+	if len(b) > MaxSpecBytes {
+		return nil, specSizeError(int64(len(b)))
+	}
 	s := DefaultSpec()
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
@@ -277,10 +308,23 @@ func Parse(b []byte) (*Spec, error) {
 		}
 		return nil, fmt.Errorf("yaml: %w", err)
 	}
-	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+	var more yaml.Node
+	if err := dec.Decode(&more); err == nil {
+		return nil, fmt.Errorf("line %d: a second YAML document (after ---); a spec is one document", max(more.Line, 1))
+	} else if !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("yaml: %w", err)
+	}
+	if len(doc.Content) != 1 {
 		return nil, errors.New("spec must be a YAML mapping at the top level")
 	}
-	if err := s.applyNode("", doc.Content[0]); err != nil {
+	top, err := resolveSpecTree(doc.Content[0])
+	if err != nil {
+		return nil, err
+	}
+	if top.Kind != yaml.MappingNode {
+		return nil, errors.New("spec must be a YAML mapping at the top level")
+	}
+	if err := s.applyNode("", top, keyLines{}); err != nil {
 		return nil, err
 	}
 	if err := s.Validate(); err != nil {
@@ -292,7 +336,7 @@ func Parse(b []byte) (*Spec, error) {
 // sections are the YAML mappings whose leaves are flat keys.
 var sections = map[string]bool{"topic": true, "broker": true, "producers": true, "consumers": true}
 
-func (s *Spec) applyNode(prefix string, m *yaml.Node) error {
+func (s *Spec) applyNode(prefix string, m *yaml.Node, seen keyLines) error {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		key := k.Value
@@ -312,7 +356,7 @@ func (s *Spec) applyNode(prefix string, m *yaml.Node) error {
 			}
 			continue
 		case prefix == "" && key == "producers" && v.Kind == yaml.SequenceNode:
-			if err := s.applyProducerList(v); err != nil {
+			if err := s.applyProducerList(v, seen); err != nil {
 				return err
 			}
 			continue
@@ -323,7 +367,7 @@ func (s *Spec) applyNode(prefix string, m *yaml.Node) error {
 			if v.Kind != yaml.MappingNode {
 				return fmt.Errorf("line %d: %s: want a mapping of %s settings", v.Line, key, key)
 			}
-			if err := s.applyNode(key, v); err != nil {
+			if err := s.applyNode(key, v, seen); err != nil {
 				return err
 			}
 			continue
@@ -334,6 +378,9 @@ func (s *Spec) applyNode(prefix string, m *yaml.Node) error {
 		}
 		if v.Kind != yaml.ScalarNode {
 			return fmt.Errorf("line %d: %s: want a single value, got a %s", v.Line, full, nodeKind(v))
+		}
+		if err := seen.note(p, full, k.Line); err != nil {
+			return err
 		}
 		if err := p.set(s, v.Value); err != nil {
 			return fmt.Errorf("line %d: %w", v.Line, err)
@@ -353,8 +400,9 @@ func nodeKind(n *yaml.Node) string {
 }
 
 // applyProducerList reads producers: as a list of groups: the first into Producers, the rest
-// into MoreProducers (each group starts from the defaults).
-func (s *Spec) applyProducerList(v *yaml.Node) error {
+// into MoreProducers (each group starts from the defaults). The first group's keys count as
+// given at the top level too (seen), as they set the same fields as producers.* keys.
+func (s *Spec) applyProducerList(v *yaml.Node, seen keyLines) error {
 	if len(v.Content) == 0 {
 		return fmt.Errorf("line %d: producers: empty list; want at least one group {count, acks, ...}", v.Line)
 	}
@@ -364,7 +412,11 @@ func (s *Spec) applyProducerList(v *yaml.Node) error {
 			return fmt.Errorf("line %d: producers[%d]: want a mapping of producer settings", it.Line, i)
 		}
 		tmp := DefaultSpec()
-		if err := tmp.applyNode("producers", it); err != nil {
+		group := keyLines{}
+		if i == 0 {
+			group = seen
+		}
+		if err := tmp.applyNode("producers", it, group); err != nil {
 			return fmt.Errorf("producers[%d]: %w", i, err)
 		}
 		if i == 0 {
@@ -441,9 +493,12 @@ func (s *Spec) applySweep(v *yaml.Node) error {
 		}
 		// Each value must be valid for the key.
 		probe := DefaultSpec()
-		for _, val := range vals {
+		for i, val := range vals {
 			if err := p.set(probe, val); err != nil {
 				return fmt.Errorf("line %d: sweep: %w", list.Line, err)
+			}
+			if slices.Contains(vals[:i], val) {
+				return fmt.Errorf("line %d: sweep.%s: value %s given twice; use isrbench sweep --repeat N to run a point more than once", list.Line, k.Value, val)
 			}
 		}
 		if _, dup := s.Sweep[p.Key]; dup {
@@ -526,6 +581,9 @@ func (s *Spec) Validate() error {
 	if s.Topic.MinInsyncReplicas > s.Topic.ReplicationFactor {
 		return fmt.Errorf("topic.min.insync.replicas: %d is more than topic.replication.factor (%d); allowed 1..%d",
 			s.Topic.MinInsyncReplicas, s.Topic.ReplicationFactor, s.Topic.ReplicationFactor)
+	}
+	if s.Consumers.Count == 0 && !slices.ContainsFunc(s.ProducerGroups(), func(g ProducerSpec) bool { return g.Count > 0 }) {
+		return errors.New("producers.count and consumers.count are both 0: nothing to run or measure; allowed at least one producer or consumer")
 	}
 	if err := s.validateProducerGroups(); err != nil { // also every group's rate against the duration
 		return err
@@ -698,6 +756,27 @@ func intP[T int | int64](key string, aliases []string, lo, hi int64, help string
 		get: func(s *Spec) any { return *f(s) }}
 }
 
+// minQueuedMaxRequestBytes is socket.request.max.bytes' default (104857600): Kafka requires
+// queued.max.request.bytes to be -1 or at least socket.request.max.bytes.
+const minQueuedMaxRequestBytes = 104857600
+
+// orNeverP is a time in ms that takes -1 for never: -1 or 1..(max Duration in ms).
+func orNeverP(key string, aliases []string, help string, f func(*Spec) *int64) Param {
+	const hi = math.MaxInt64 / int64(time.Millisecond)
+	return Param{Key: key, Aliases: aliases, Help: fmt.Sprintf("%s (int -1 or 1..%d)", help, hi),
+		set: func(s *Spec, v string) error {
+			n, err := parseInt(key, v, -1, hi)
+			if err == nil && n == 0 {
+				err = fmt.Errorf("%s: 0 is not allowed; allowed -1 (never) or 1..%d", key, hi)
+			}
+			if err == nil {
+				*f(s) = n
+			}
+			return err
+		},
+		get: func(s *Spec) any { return *f(s) }}
+}
+
 func boolP(key string, aliases []string, help string, f func(*Spec) *bool) Param {
 	return Param{Key: key, Aliases: aliases, Help: help + " (true|false)",
 		set: func(s *Spec, v string) error {
@@ -839,6 +918,23 @@ var params = []Param{
 	enumP("isrbench.truncate.mode", []string{"broker.isrbench.truncate.mode"}, []string{"epoch", "hw"}, "follower truncation, default epoch (hw: ablation)", func(s *Spec) *string { return &s.Broker.TruncateMode }),
 	intP("replica.high.watermark.checkpoint.interval.ms", []string{"broker.replica.high.watermark.checkpoint.interval.ms"}, 1, 24*3600*1000, "how often each broker writes its HW checkpoint (ms), default 5000", func(s *Spec) *int64 { return &s.Broker.HWCheckpointIntervalMs }),
 	durP("isrbench.produce.delay", []string{"broker.isrbench.produce.delay"}, 0, time.Minute, "artificial delay per produce, default 0", func(s *Spec) *time.Duration { return &s.Broker.ProduceDelay }),
+	intP("max.connections", []string{"broker.max.connections"}, 1, math.MaxInt32, "connections each broker accepts at once (further ones are closed at once; each broker's share of RLIMIT_NOFILE lowers it), default 2147483647", func(s *Spec) *int { return &s.Broker.MaxConnections }),
+	intP("max.connections.per.ip", []string{"broker.max.connections.per.ip"}, 1, math.MaxInt32, "connections from one client IP address each broker accepts at once, default 2147483647", func(s *Spec) *int { return &s.Broker.MaxConnectionsPerIP }),
+	orNeverP("connections.max.idle.ms", []string{"broker.connections.max.idle.ms"}, "close a connection on which no request started for this long (ms), -1 = never, default 600000", func(s *Spec) *int64 { return &s.Broker.ConnectionsMaxIdleMs }),
+	orNeverP("isrbench.request.read.timeout.ms", []string{"broker.isrbench.request.read.timeout.ms"}, "close a connection whose request has not fully arrived this long after its first byte (ms), -1 = never, default 30000 (Kafka clients' request.timeout.ms)", func(s *Spec) *int64 { return &s.Broker.RequestReadTimeoutMs }),
+	{Key: "queued.max.request.bytes", Aliases: []string{"broker.queued.max.request.bytes"},
+		Help: fmt.Sprintf("bytes of request buffers each broker's connections may hold at once (over it a request waits, unread, until isrbench.request.read.timeout.ms), -1 = unbounded (Kafka's default); harness default 104857600 (allowed -1 or %d..%d)", minQueuedMaxRequestBytes, int64(math.MaxInt64)),
+		set: func(s *Spec, v string) error {
+			n, err := parseInt("queued.max.request.bytes", v, -1, math.MaxInt64)
+			if err == nil && n != -1 && n < minQueuedMaxRequestBytes {
+				err = fmt.Errorf("queued.max.request.bytes: %d is smaller than socket.request.max.bytes (%d), which Kafka requires; allowed -1 (unbounded) or %d..%d",
+					n, minQueuedMaxRequestBytes, minQueuedMaxRequestBytes, int64(math.MaxInt64))
+			}
+			if err == nil {
+				s.Broker.QueuedMaxRequestBytes = n
+			}
+			return err
+		}, get: func(s *Spec) any { return s.Broker.QueuedMaxRequestBytes }},
 
 	intP("producers.count", nil, 0, 1024, "producer clients, default 2", func(s *Spec) *int { return &s.Producers.Count }),
 	{Key: "producers.acks", Aliases: []string{"acks"}, Help: "required acks, default all (all|-1|1|0)",

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,24 @@ func TestSpecErrors(t *testing.T) {
 		{"not a mapping", "- a\n- b\n", []string{"mapping at the top level"}},
 		{"empty", "", []string{"empty spec"}},
 		{"bad yaml", "name: [\n", []string{"yaml"}},
+		{"duplicate key", "brokers: 3\nbrokers: 4\n", []string{"line 2", `duplicate key "brokers" (first at line 1)`}},
+		{"duplicate broker key", "broker:\n  num.replica.fetchers: 2\n  num.replica.fetchers: 4\n", []string{"line 3", `duplicate key "broker.num.replica.fetchers" (first at line 2)`}},
+		{"duplicate section", "topic: {partitions: 3}\ntopic: {name: x}\n", []string{`duplicate key "topic" (first at line 1)`}},
+		{"duplicate in flow mapping", "producers: {rate: 1, rate: 2}\n", []string{`duplicate key "producers.rate"`}},
+		{"duplicate fault key", "faults: [{at: 1s, at: 2s, kind: pause, duration: 1s}]\n", []string{`duplicate key "faults[0].at"`}},
+		{"duplicate sweep key", "sweep:\n  acks: [all]\n  acks: [1]\n", []string{`duplicate key "sweep.acks" (first at line 2)`}},
+		{"two spellings", "topic: {partitions: 3}\ntopic.partitions: 6\n", []string{"line 2", `"topic.partitions" sets topic.partitions, already set at line 1`}},
+		{"two spellings of a broker key", "broker.num.replica.fetchers: 2\nbroker: {num.replica.fetchers: 4}\n", []string{"num.replica.fetchers, already set at line 1"}},
+		{"producer list and flat key", "producers.rate: 100\nproducers: [{rate: 200}]\n", []string{"producers[0]", "sets producers.rate, already set at line 1"}},
+		{"merge key", "producers: &p {rate: 100}\nconsumers: {<<: *p}\n", []string{"line 2", "merge keys (<<) are not supported"}},
+		{"alias to nothing", "name: *nope\n", []string{"yaml", "unknown anchor"}},
+		{"second document", "name: a\n---\nname: b\n", []string{"second YAML document"}},
+		{"fault on another topic", "faults: [{at: 1s, duration: 1s, kind: pause, target: \"leader-of:other-0\"}]\n", []string{"faults[0].target", `names topic "other", which the spec does not have (its topic is isrbench`}},
+		{"fault on a partition out of range", "faults: [{at: 1s, duration: 1s, kind: pause, target: \"leader-of:isrbench-6\"}]\n", []string{"faults[0].target", "topic isrbench has 6 partitions"}},
+		{"sweep value twice", "sweep: {acks: [all, 1, all]}\n", []string{"sweep.acks: value all given twice"}},
+		{"queued bytes below socket max", "broker: {queued.max.request.bytes: 1048576}\n", []string{"queued.max.request.bytes", "smaller than socket.request.max.bytes (104857600)"}},
+		{"idle 0", "broker: {connections.max.idle.ms: 0}\n", []string{"connections.max.idle.ms: 0 is not allowed; allowed -1 (never)"}},
+		{"nothing to run", "producers: {count: 0}\nconsumers: {count: 0}\n", []string{"producers.count", "consumers.count", "nothing"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.yaml))
@@ -230,5 +249,54 @@ func TestVary(t *testing.T) {
 	}
 	if _, err := ParseVary([]string{"acks=1", "producers.acks=all"}); err == nil || !strings.Contains(err.Error(), "twice") {
 		t.Errorf("duplicate axis: %v", err)
+	}
+}
+
+// TestSpecAnchorsAndAliases: an alias stands for a copy of its anchor (a fault written once,
+// used twice), and a document whose aliases multiply (a "billion laughs") is an error after
+// a bounded amount of work and memory, as is a spec over 1 MiB.
+func TestSpecAnchorsAndAliases(t *testing.T) {
+	s, err := Parse([]byte("duration: 10s\nfaults:\n  - &f {at: 1s, duration: 1s, kind: pause, target: 1}\n  - *f\nproducers: {count: &n 3}\nconsumers: {count: *n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Faults) != 2 || s.Faults[1] != s.Faults[0] || s.Faults[1].Target != "1" || s.Consumers.Count != 3 {
+		t.Fatalf("faults %+v, consumers %d", s.Faults, s.Consumers.Count)
+	}
+
+	var b strings.Builder
+	b.WriteString("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i < 10; i++ { // 10^10 nodes once expanded
+		fmt.Fprintf(&b, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = Parse([]byte(b.String()))
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "more than 100000 YAML nodes (counting each alias *name as a copy of its anchor)") {
+		t.Fatalf("billion laughs: %v", err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 256<<20 {
+		t.Errorf("billion laughs allocated %d bytes before failing, want a bounded amount (< 256 MiB)", alloc)
+	}
+
+	big := []byte("description: \"" + strings.Repeat("x", MaxSpecBytes) + "\"\n")
+	if _, err := Parse(big); err == nil || !strings.Contains(err.Error(), "more than the 1048576 (1 MiB) allowed") {
+		t.Errorf("huge spec: %v", err)
+	}
+	p := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(p, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(p); err == nil || !strings.Contains(err.Error(), "1 MiB") {
+		t.Errorf("Load of a huge spec: %v", err)
+	}
+	if _, err := Load(t.TempDir()); err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("Load of a directory: %v", err)
+	}
+	// Deep nesting is bounded too.
+	deep := "description: " + strings.Repeat("[", 100) + strings.Repeat("]", 100) + "\n"
+	if _, err := Parse([]byte(deep)); err == nil {
+		t.Error("100-deep nesting accepted")
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,23 +65,46 @@ var embeddedTarget func(ctx context.Context, s *Spec, o TargetOptions) (Target, 
 // OpenTarget starts or connects to the target named by name ("embedded" or
 // "kafka://host:port[,host:port]").
 func OpenTarget(ctx context.Context, name string, s *Spec, o TargetOptions) (Target, error) {
-	switch {
-	case name == "" || name == "embedded":
+	hosts, err := CheckTarget(name, s)
+	if err != nil {
+		return nil, err
+	}
+	if hosts == nil {
 		if embeddedTarget == nil {
 			return nil, errors.New("embedded target: not built into this binary")
 		}
 		return embeddedTarget(ctx, s, o)
+	}
+	return newKafkaTarget(name, hosts, s.Topic.MinInsyncReplicas)
+}
+
+// CheckTarget checks a target name against the spec before anything runs: "embedded" (or
+// "") gives nil hosts; "kafka://host:port[,host:port]" its hosts, each host:port with a port
+// in 1..65535, and only for a spec without faults (a kafka:// cluster cannot be paused or
+// killed from here).
+func CheckTarget(name string, s *Spec) ([]string, error) {
+	switch {
+	case name == "" || name == "embedded":
+		return nil, nil
 	case strings.HasPrefix(name, "kafka://"):
 		hosts := splitList(strings.TrimPrefix(name, "kafka://"))
 		if len(hosts) == 0 {
 			return nil, fmt.Errorf("target %q: want kafka://host:port[,host:port]", name)
 		}
 		for _, h := range hosts {
-			if i := strings.LastIndexByte(h, ':'); i <= 0 || i == len(h)-1 {
+			host, port, err := net.SplitHostPort(h)
+			if err != nil || host == "" {
 				return nil, fmt.Errorf("target %q: %q is not host:port", name, h)
 			}
+			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+				return nil, fmt.Errorf("target %q: %q: port %q is not a number in 1..65535", name, h, port)
+			}
 		}
-		return newKafkaTarget(name, hosts, s.Topic.MinInsyncReplicas)
+		if s != nil && len(s.Faults) > 0 {
+			return nil, fmt.Errorf("target %q: the spec %s has %d faults, which need the embedded target (a kafka:// cluster cannot be paused or killed from here); use --target embedded, or a spec without faults",
+				name, s.Name, len(s.Faults))
+		}
+		return hosts, nil
 	}
 	return nil, fmt.Errorf("target %q: allowed embedded or kafka://host:port[,host:port]", name)
 }

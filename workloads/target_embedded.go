@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/isrbench/isrbench/core/log"
 	"github.com/isrbench/isrbench/core/partition"
@@ -73,6 +74,13 @@ func (s *Spec) ClusterConfig() (netfetch.ClusterConfig, error) {
 	b.Log.Writer = w
 	cc.Group.InitialRebalanceDelayMs = int64(s.Broker.GroupInitialRebalanceDelayMs)
 	cc.Group.OffsetsTopicNumPartitions = int32(s.Broker.OffsetsTopicNumPartitions)
+	cc.Limits = netfetch.ConnLimits{
+		MaxConnections:        s.Broker.MaxConnections,
+		MaxConnectionsPerIP:   s.Broker.MaxConnectionsPerIP,
+		ConnectionsMaxIdle:    time.Duration(s.Broker.ConnectionsMaxIdleMs) * time.Millisecond,
+		RequestReadTimeout:    time.Duration(s.Broker.RequestReadTimeoutMs) * time.Millisecond,
+		QueuedMaxRequestBytes: s.Broker.QueuedMaxRequestBytes,
+	}
 	cc.Controller.UncleanLeaderElectionEnable = s.Broker.UncleanLeaderElectionEnable
 	cc.Controller.BrokerSessionTimeoutMs = s.Broker.BrokerSessionTimeoutMs
 	// broker.heartbeat.interval.ms: Kafka's 2000 against its 9000 ms session, scaled down for

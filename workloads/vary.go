@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -59,9 +60,12 @@ func ParseVary(flags []string) ([]Axis, error) {
 			return nil, fmt.Errorf("--vary %s: no values", f)
 		}
 		probe := DefaultSpec()
-		for _, val := range vals {
+		for i, val := range vals {
 			if err := p.set(probe, val); err != nil {
 				return nil, fmt.Errorf("--vary %s: %w", f, err)
+			}
+			if slices.Contains(vals[:i], val) {
+				return nil, fmt.Errorf("--vary %s: value %s given twice; use --repeat N to run a point more than once", f, val)
 			}
 		}
 		if seen[p.Key] {

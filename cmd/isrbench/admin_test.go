@@ -19,6 +19,19 @@ func TestAdminCommandsUsage(t *testing.T) {
 		{[]string{"topics", "--describe", "t"}, "unexpected arguments"},
 		{[]string{"topics", "--create", "--topic", "t", "--partitions", "4294967297"}, "want 1..2147483647"},
 		{[]string{"topics", "--create", "--topic", "t", "--replication-factor", "40000"}, "want 1..2147483647 / 1..32767"},
+		{[]string{"topics", "--describe", "--timeout", "0s"}, "--timeout 0s: want a duration > 0"},
+		{[]string{"topics", "--describe", "--timeout", "-5s"}, "--timeout -5s: want a duration > 0"},
+		{[]string{"topics", "--describe", "--bootstrap", ""}, `"" is not host:port`},
+		{[]string{"topics", "--describe", "--bootstrap", "a:b:c"}, `"a:b:c" is not host:port`},
+		{[]string{"topics", "--describe", "--bootstrap", "h:99999"}, `port "99999" is not a number in 1..65535`},
+		{[]string{"topics", "--describe", "--partitions", "3"}, "--partitions apply only with --create"},
+		{[]string{"topics", "--describe", "--config", "a=b", "--replication-factor", "2"}, "--config, --replication-factor apply only with --create"},
+		{[]string{"topics", "--create", "--topic", "t", "--under-replicated-partitions"}, "--under-replicated-partitions apply only with --describe"},
+		{[]string{"topics", "--create", "--topic", "bad topic"}, `--topic "bad topic": a topic name is 1..249 characters`},
+		{[]string{"topics", "--describe", "--topic", ".."}, "not . or .."},
+		{[]string{"offsets", "--topic", "a/b"}, "a topic name is"},
+		{[]string{"offsets", "--topic", "t", "--timeout", "0s"}, "want a duration > 0"},
+		{[]string{"offsets", "--topic", "t", "--bootstrap", "127.0.0.1:9092,"}, `"" is not host:port`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errb bytes.Buffer

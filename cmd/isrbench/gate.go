@@ -223,12 +223,7 @@ func (o *gateOpts) runArgs(side []string, out string) []string {
 		}
 	}
 	args := []string{"run", "-w", w, "--quiet", "--out", out, "--target", o.sf.target}
-	if o.sf.duration != 0 {
-		args = append(args, "--duration", o.sf.duration.String())
-	}
-	if o.sf.warmup >= 0 {
-		args = append(args, "--warmup", o.sf.warmup.String())
-	}
+	args = append(args, o.sf.durationArgs()...)
 	for _, kv := range append(append([]string(nil), o.sf.sets...), side...) {
 		args = append(args, "--set", kv)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -15,7 +14,11 @@ import (
 // newAdmin returns an admin client for --bootstrap host:port[,host:port]
 // (Close closes its kgo client); a bad address is a usage error.
 func newAdmin(cmd, bootstrap string) (*kadm.Client, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...))
+	addrs, err := checkBootstrap(cmd, bootstrap)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
 	if err != nil {
 		return nil, usagef("%s: --bootstrap %q: %v", cmd, bootstrap, err)
 	}
@@ -42,6 +45,12 @@ func cmdOffsets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if *topic == "" {
 		return usagef("offsets: --topic is required")
+	}
+	if err := checkTopicName("offsets", *topic); err != nil {
+		return err
+	}
+	if err := checkTimeout("offsets", *timeout); err != nil {
+		return err
 	}
 	adm, err := newAdmin("offsets", *bootstrap)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/workloads"
@@ -22,8 +21,8 @@ type specFlags struct {
 	workload string
 	sets     multiFlag
 	target   string
-	duration time.Duration
-	warmup   time.Duration
+	duration optDuration
+	warmup   optDuration
 	out      string
 }
 
@@ -31,28 +30,54 @@ func (f *specFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.workload, "w", "default", "workload spec: an embedded name ("+strings.Join(workloads.SpecNames(), ", ")+") or a YAML file")
 	fs.Var(&f.sets, "set", "override a setting, key=value (repeatable; keys below)")
 	fs.StringVar(&f.target, "target", "embedded", "embedded | kafka://host:port[,host:port]")
-	fs.DurationVar(&f.duration, "duration", 0, "measurement duration (overrides the spec's duration)")
-	fs.DurationVar(&f.warmup, "warmup", -1, "warm-up before measurement (overrides the spec's warmup)")
+	fs.Var(&f.duration, "duration", "measurement duration, as --set duration=D (default: the spec's duration)")
+	fs.Var(&f.warmup, "warmup", "warm-up before measurement, as --set warmup=D (default: the spec's warmup)")
 	fs.StringVar(&f.out, "out", "results/runs", "parent directory of the run directories")
 }
 
-// load reads the spec and applies --duration, --warmup and --set; errors are usage errors.
+// load reads the spec, applies --duration, --warmup and --set (in that order, all checked
+// alike: --duration 0s is as wrong as --set duration=0s) and checks --target against it;
+// errors are usage errors.
 func (f *specFlags) load() (*workloads.Spec, error) {
 	s, err := workloads.Load(f.workload)
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	sets := []string(f.sets)
-	if f.duration != 0 {
-		sets = append(sets, "duration="+f.duration.String())
+	for _, o := range []struct {
+		key string
+		d   optDuration
+	}{{"duration", f.duration}, {"warmup", f.warmup}} {
+		if !o.d.set {
+			continue
+		}
+		for _, kv := range f.sets {
+			if k, _, _ := strings.Cut(kv, "="); workloads.Lookup(strings.TrimSpace(k)) != nil && workloads.Lookup(strings.TrimSpace(k)).Key == o.key {
+				return nil, usagef("--%s %s and --set %s both set %s; give one", o.key, o.d.text, kv, o.key)
+			}
+		}
+		if err := s.Set(o.key, o.d.text); err != nil {
+			return nil, usagef("--%s: %v", o.key, err)
+		}
 	}
-	if f.warmup >= 0 {
-		sets = append(sets, "warmup="+f.warmup.String())
-	}
-	if err := s.ApplySets(sets); err != nil {
+	if err := s.ApplySets(f.sets); err != nil {
 		return nil, usagef("%v", err)
 	}
+	if _, err := workloads.CheckTarget(f.target, s); err != nil {
+		return nil, usagef("--target: %v", err)
+	}
 	return s, nil
+}
+
+// durationArgs are --duration and --warmup as given (for a subprocess run), or nothing.
+func (f *specFlags) durationArgs() []string {
+	var args []string
+	if f.duration.set {
+		args = append(args, "--duration", f.duration.text)
+	}
+	if f.warmup.set {
+		args = append(args, "--warmup", f.warmup.text)
+	}
+	return args
 }
 
 func withKeyHelp(fs *flag.FlagSet, usage string, stderr io.Writer) {

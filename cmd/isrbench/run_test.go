@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,20 @@ import (
 
 func TestRunSweepUsage(t *testing.T) {
 	tmp := t.TempDir() // a failing run may leave its run directory behind
+	spec := func(name, yaml string) string {
+		p := filepath.Join(tmp, name+".yaml")
+		if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	otherTopic := spec("other-topic", "name: other-topic\nfaults: [{at: 1s, duration: 1s, kind: pause-broker, target: \"leader-of:orders-0\"}]\n")
+	dupKey := spec("dup-key", "name: dup\nproducers:\n  rate: 100\n  count: 1\n  rate: 200\n")
+	laughs := spec("laughs", "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n")
+	base := filepath.Join(tmp, "baseline")
+	if err := os.Mkdir(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -22,7 +37,29 @@ func TestRunSweepUsage(t *testing.T) {
 		{[]string{"run", "--set", "num.replica.fetchers=0"}, 2, "allowed 1..64"},
 		{[]string{"run", "-w", "nosuch"}, 2, "no embedded spec"},
 		{[]string{"run", "--profile", "cpu,disk"}, 2, `unknown profile kind "disk"`},
-		{[]string{"run", "--target", "redis://x", "--out", tmp}, 1, "allowed embedded or kafka://"},
+		{[]string{"run", "--target", "redis://x", "--out", tmp}, 2, "allowed embedded or kafka://"},
+		{[]string{"run", "--target", "bogus://x", "--out", tmp}, 2, `--target: target "bogus://x": allowed embedded or kafka://host:port[,host:port]`},
+		{[]string{"run", "--target", "kafka://", "--out", tmp}, 2, "want kafka://host:port"},
+		{[]string{"run", "--target", "kafka://h:0", "--out", tmp}, 2, `port "0" is not a number in 1..65535`},
+		{[]string{"run", "--target", "kafka://:9092", "--out", tmp}, 2, `":9092" is not host:port`},
+		{[]string{"run", "-w", "leader-kill", "--target", "kafka://127.0.0.1:9092", "--out", tmp}, 2, "has 3 faults, which need the embedded target"},
+		{[]string{"run", "--duration", "0s"}, 2, "--duration: duration: 0s is out of range; allowed 100ms..24h0m0s"},
+		{[]string{"run", "--duration", "-1s"}, 2, "duration: -1s is out of range"},
+		{[]string{"run", "--warmup", "-5s"}, 2, "--warmup: warmup: -5s is out of range; allowed 0s..1h0m0s"},
+		{[]string{"run", "--duration", "5"}, 2, `"5" is not a duration`},
+		{[]string{"run", "--set", "duration=0"}, 2, "--set duration=0: duration: 0s is out of range; allowed 100ms..24h0m0s"},
+		{[]string{"run", "--duration", "2s", "--set", "duration=3s"}, 2, "--duration 2s and --set duration=3s both set duration; give one"},
+		{[]string{"run", "-w", otherTopic}, 2, `names topic "orders", which the spec does not have (its topic is isrbench`},
+		{[]string{"run", "-w", dupKey}, 2, `line 5: duplicate key "producers.rate" (first at line 3)`},
+		{[]string{"run", "-w", laughs}, 2, "more than 100000 YAML nodes"},
+		{[]string{"run", "-w", tmp}, 2, "is a directory"},
+		{[]string{"run", "--set", "producers.count=0", "--set", "consumers.count=0"}, 2, "nothing to run or measure"},
+		{[]string{"run", "--set", "queued.max.request.bytes=1000"}, 2, "smaller than socket.request.max.bytes"},
+		{[]string{"sweep", "--vary", "acks=all,1,all"}, 2, "value all given twice; use --repeat N"},
+		{[]string{"sweep", "--duration", "0s"}, 2, "duration: 0s is out of range"},
+		{[]string{"gate", "--baseline", base, "--duration", "0s"}, 2, "duration: 0s is out of range"},
+		{[]string{"gate", "--baseline", base, "--warmup", "-1s"}, 2, "warmup: -1s is out of range"},
+		{[]string{"gate", "--binary", "/bin/true", "--target", "bogus://"}, 2, `target "bogus://": allowed embedded`},
 		{[]string{"run", "extra"}, 2, "unexpected arguments"},
 		{[]string{"run", "--help"}, 0, "num.replica.fetchers (broker.num.replica.fetchers)"},
 		{[]string{"sweep", "--vary", "acks"}, 2, "want key=v1,v2"},

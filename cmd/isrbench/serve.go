@@ -20,12 +20,13 @@ func init() {
 // is done (SIGINT/SIGTERM), then shuts down cleanly (a temporary data dir
 // is removed).
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", "serve --brokers 3 --port 9092 [--data-dir DIR] [--set key=value ...]", stderr)
+	fs := newFlags("serve", "serve --brokers 3 --port 9092 [--host H] [--data-dir DIR] [--admin HOST:PORT|off] [--admin-token-file F] [--set key=value ...]", stderr)
 	brokers := fs.Int("brokers", 3, "number of brokers (ids 0..N-1)")
 	port := fs.Int("port", 9092, "port of broker 0; broker i listens on port+i (0 = ephemeral)")
-	host := fs.String("host", "127.0.0.1", "listener host")
+	host := fs.String("host", "127.0.0.1", "host (address) the brokers listen on; 0.0.0.0 = every interface")
 	dataDir := fs.String("data-dir", "", "data directory (<dir>/broker-<id>); empty = temporary, removed on exit")
-	admin := fs.String("admin", "", "admin HTTP address (GET /brokers, /metrics; POST /brokers/<id>/<action>); empty = --host and --port+1000 (ephemeral with --port 0), off = none")
+	admin := fs.String("admin", "", "admin HTTP address HOST:PORT (GET /brokers, /metrics; POST /brokers/<id>/<action>); empty = loopback (--host if it is a loopback address, else 127.0.0.1) and --port+1000 (ephemeral with --port 0), off = none")
+	tokenFile := fs.String("admin-token-file", "", "file holding a bearer token the admin API then requires on every request (isrbench broker --admin-token-file reads the same file)")
 	var sets multiFlag
 	fs.Var(&sets, "set", "broker/cluster setting key=value under its Kafka name (repeatable), e.g. min.insync.replicas=2")
 	if err := parseFlags(fs, args); err != nil {
@@ -40,6 +41,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *port < 0 || *port+*brokers-1 > 65535 {
 		return usagef("serve: --port %d with %d brokers is outside 0..65535", *port, *brokers)
 	}
+	if strings.TrimSpace(*host) == "" {
+		return usagef("serve: --host is empty; want an address such as 127.0.0.1, ::1 or 0.0.0.0 (every interface)")
+	}
 	cfg := netfetch.DefaultClusterConfig()
 	cfg.Brokers, cfg.BasePort, cfg.Host, cfg.DataDir = *brokers, *port, *host, *dataDir
 	for _, kv := range sets {
@@ -47,19 +51,29 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return usagef("serve: --set: %v", err)
 		}
 	}
-	adminAddr := *admin
-	if adminAddr == "" {
-		p := 0
-		if *port != 0 {
-			p = *port + 1000
+	if err := cfg.Check(); err != nil {
+		return usagef("serve: --set: %v", err)
+	}
+	adminAddr, err := adminAddress(*admin, *host, *port)
+	if err != nil {
+		return err
+	}
+	var acfg netfetch.AdminConfig
+	if *tokenFile != "" {
+		if adminAddr == "off" {
+			return usagef("serve: --admin-token-file with --admin off: there is no admin API to protect")
 		}
-		adminAddr = net.JoinHostPort(*host, strconv.Itoa(p))
+		if acfg.Token, err = netfetch.ReadAdminToken(*tokenFile); err != nil {
+			return usagef("serve: --admin-token-file: %v", err)
+		}
 	}
 	var adminLn net.Listener
 	if adminAddr != "off" {
-		var err error
 		if adminLn, err = net.Listen("tcp", adminAddr); err != nil {
 			return fmt.Errorf("serve: admin listener on %s: %w (choose another with --admin HOST:PORT, or --admin off)", adminAddr, err)
+		}
+		if ta, ok := adminLn.Addr().(*net.TCPAddr); ok && !ta.IP.IsLoopback() && acfg.Token == "" {
+			fmt.Fprintf(stderr, "isrbench serve: warning: the admin API on %s is reachable from other machines without a token: anyone who reaches it can stop brokers (give --admin-token-file FILE)\n", adminLn.Addr())
 		}
 	}
 	cl, err := netfetch.StartCluster(ctx, cfg)
@@ -75,10 +89,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var adm *netfetch.Admin
 	served := make(chan error, 1)
 	if adminLn != nil {
-		adm = netfetch.NewAdmin(cl)
+		adm = netfetch.NewAdmin(cl, acfg)
 		go func() { served <- adm.Serve(adminLn) }()
-		fmt.Fprintf(stdout, "admin: http://%s (isrbench broker {%s} ID --admin %s; GET /metrics)\n",
-			adminLn.Addr(), strings.Join(netfetch.AdminActions, "|"), adminLn.Addr())
+		tok := ""
+		if *tokenFile != "" {
+			tok = " --admin-token-file " + *tokenFile
+		}
+		fmt.Fprintf(stdout, "admin: http://%s (isrbench broker {%s} ID --admin %s%s; GET /metrics)\n",
+			adminLn.Addr(), strings.Join(netfetch.AdminActions, "|"), adminLn.Addr(), tok)
 	}
 	<-ctx.Done()
 	fmt.Fprintln(stderr, "isrbench serve: shutting down")
@@ -88,4 +106,40 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	errs = append(errs, cl.Close())
 	return errors.Join(errs...)
+}
+
+// adminAddress resolves --admin: "off", an explicit HOST:PORT (checked), or the default:
+// loopback (the brokers' host if it is a loopback address) at port+1000, ephemeral with
+// port 0. The admin API never follows --host onto other interfaces unless --admin says so.
+func adminAddress(flag, host string, port int) (string, error) {
+	switch flag {
+	case "off":
+		return "off", nil
+	case "":
+		h := "127.0.0.1"
+		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+			h = host
+		} else if host == "localhost" {
+			h = host
+		}
+		p := 0
+		if port != 0 {
+			p = port + 1000
+		}
+		if p > 65535 {
+			return "", usagef("serve: the admin port would be --port %d + 1000 = %d, outside 0..65535; give --admin HOST:PORT", port, p)
+		}
+		return net.JoinHostPort(h, strconv.Itoa(p)), nil
+	}
+	h, p, err := net.SplitHostPort(flag)
+	if err != nil {
+		return "", usagef("serve: --admin %q: %v; want HOST:PORT (e.g. 127.0.0.1:10092) or off", flag, err)
+	}
+	if n, err := strconv.Atoi(p); err != nil || n < 0 || n > 65535 {
+		return "", usagef("serve: --admin %q: port %q is not a number in 0..65535", flag, p)
+	}
+	if h == "" {
+		return "", usagef("serve: --admin %q: no host; want HOST:PORT, e.g. 127.0.0.1:10092 (0.0.0.0:10092 for every interface, with --admin-token-file)", flag)
+	}
+	return flag, nil
 }

@@ -41,6 +41,24 @@ func cmdTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *describe == *create {
 		return usagef("topics: exactly one of --describe or --create is required")
 	}
+	if err := checkTimeout("topics", *timeout); err != nil {
+		return err
+	}
+	if *create {
+		if err := onlyWith(fs, "--describe", "under-replicated-partitions"); err != nil {
+			return err
+		}
+		if *topic == "" {
+			return usagef("topics: --create needs --topic")
+		}
+	} else if err := onlyWith(fs, "--create", "partitions", "replication-factor", "config"); err != nil {
+		return err
+	}
+	if *topic != "" {
+		if err := checkTopicName("topics", *topic); err != nil {
+			return err
+		}
+	}
 	adm, err := newAdmin("topics", *bootstrap)
 	if err != nil {
 		return err
