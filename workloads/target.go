@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -69,6 +70,9 @@ func OpenTarget(ctx context.Context, name string, s *Spec, o TargetOptions) (Tar
 	if err != nil {
 		return nil, err
 	}
+	if name == "kfake" {
+		return openKfake(s)
+	}
 	if hosts == nil {
 		if embeddedTarget == nil {
 			return nil, errors.New("embedded target: not built into this binary")
@@ -78,6 +82,26 @@ func OpenTarget(ctx context.Context, name string, s *Spec, o TargetOptions) (Tar
 	return newKafkaTarget(name, hosts, s.Topic.MinInsyncReplicas)
 }
 
+// openKfake starts franz-go's kfake, an in-process fake Kafka cluster with the spec's broker
+// count, and drives it as a kafka:// target: the reference that shows how much of a latency
+// figure is client and protocol and how much is replication. kfake does not replicate (one
+// copy of each partition, acks=all answered at once), keeps everything in memory, writes no
+// files, has no ISR, HW lag, faults or broker configs; its request handling is one goroutine
+// for the whole cluster.
+func openKfake(s *Spec) (Target, error) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(max(1, s.Brokers)))
+	if err != nil {
+		return nil, fmt.Errorf("target kfake: %w", err)
+	}
+	t, err := newKafkaTarget("kfake", c.ListenAddrs(), s.Topic.MinInsyncReplicas)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	t.closeFn = c.Close
+	return t, nil
+}
+
 // CheckTarget checks a target name against the spec before anything runs: "embedded" (or
 // "") gives nil hosts; "kafka://host:port[,host:port]" its hosts, each host:port with a port
 // in 1..65535, and only for a spec without faults (a kafka:// cluster cannot be paused or
@@ -85,6 +109,11 @@ func OpenTarget(ctx context.Context, name string, s *Spec, o TargetOptions) (Tar
 func CheckTarget(name string, s *Spec) ([]string, error) {
 	switch {
 	case name == "" || name == "embedded":
+		return nil, nil
+	case name == "kfake":
+		if s != nil && len(s.Faults) > 0 {
+			return nil, fmt.Errorf("target kfake: the spec %s has %d faults, which need the embedded target (kfake has no brokers to pause or kill)", s.Name, len(s.Faults))
+		}
 		return nil, nil
 	case strings.HasPrefix(name, "kafka://"):
 		hosts := splitList(strings.TrimPrefix(name, "kafka://"))
@@ -106,17 +135,18 @@ func CheckTarget(name string, s *Spec) ([]string, error) {
 		}
 		return hosts, nil
 	}
-	return nil, fmt.Errorf("target %q: allowed embedded or kafka://host:port[,host:port]", name)
+	return nil, fmt.Errorf("target %q: allowed embedded, kfake or kafka://host:port[,host:port]", name)
 }
 
 // kafkaTarget is any Kafka-protocol cluster reached through franz-go. ISR shrinks/expands are
 // inferred from ISR changes between samples (a change missed between two samples is missed).
 type kafkaTarget struct {
-	name   string
-	seeds  []string
-	cl     *kgo.Client
-	adm    *kadm.Client
-	minISR int
+	closeFn func() // stops an in-process cluster (kfake)
+	name    string
+	seeds   []string
+	cl      *kgo.Client
+	adm     *kadm.Client
+	minISR  int
 	// sample state (Sample's goroutine only)
 	lastISR          map[int32]int
 	shrinks, expands int64
@@ -133,7 +163,13 @@ func newKafkaTarget(name string, seeds []string, minISR int) (*kafkaTarget, erro
 func (k *kafkaTarget) Name() string    { return k.name }
 func (k *kafkaTarget) Seeds() []string { return k.seeds }
 func (k *kafkaTarget) HasHWLag() bool  { return false }
-func (k *kafkaTarget) Close() error    { k.cl.Close(); return nil }
+func (k *kafkaTarget) Close() error {
+	k.cl.Close()
+	if k.closeFn != nil {
+		k.closeFn()
+	}
+	return nil
+}
 
 func (k *kafkaTarget) ApplyFault(context.Context, string, Fault) (string, func() error, error) {
 	return "", nil, errors.New("faults need the embedded target (a kafka:// cluster cannot be paused or killed from here)")
