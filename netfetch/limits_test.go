@@ -597,7 +597,8 @@ func TestLargeProducesThroughThePool(t *testing.T) {
 		cfg.SocketRequestMaxBytes = pool
 		cfg.Limits.QueuedMaxRequestBytes = pool
 	})
-	if err := c.CreateTopic("big", 1, 1, nil); err != nil {
+	// max.message.bytes above the largest batch, so that only the pool bounds the request.
+	if err := c.CreateTopic("big", 1, 1, map[string]string{"max.message.bytes": "8388608"}); err != nil {
 		t.Fatal(err)
 	}
 	rc := dialRaw(t, c.Addr(0))

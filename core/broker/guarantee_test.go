@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -71,8 +72,15 @@ func TestTopicConfigsApplied(t *testing.T) {
 // with an empty log. (Before, it led with an empty log and every record was lost.)
 func TestDamagedReplicaDoesNotLead(t *testing.T) {
 	cfg := testConfig()
-	var logs []string
-	cfg.Logf = func(f string, a ...any) { logs = append(logs, f) }
+	var (
+		mu   sync.Mutex
+		logs []string
+	)
+	cfg.Logf = func(f string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		logs = append(logs, f)
+	}
 	c := newTestCluster(t, 3, cfg)
 	c.createTopic("t", 1, 3, map[string]string{"min.insync.replicas": "1"})
 	l := c.leader("t", 0)
@@ -108,6 +116,8 @@ func TestDamagedReplicaDoesNotLead(t *testing.T) {
 		t.Fatalf("the damaged replica leads: %v", st)
 	}
 	reported := false
+	mu.Lock()
+	defer mu.Unlock()
 	for _, f := range logs {
 		reported = reported || strings.Contains(f, "replica damaged")
 	}
