@@ -41,12 +41,11 @@ type fetchState struct {
 	req   broker.FetchRequest
 	spans []topicSpan
 	enc   fetchEncoder
-	copy  []byte   // copy path: the whole response (ZeroCopy=false)
+	copy  []byte   // the whole response (ZeroCopy=false), or the staged bytes of a zero-copy one
 	segs  []outSeg // zero-copy path: the pieces of the response
 
-	zw       zcWriter           // zero-copy path: the write in progress
-	zwFn     func(uintptr) bool // zw.write, bound once
-	uncorkFn func(uintptr)
+	zw   zcWriter           // zero-copy path: the write in progress
+	zwFn func(uintptr) bool // zw.write, bound once
 }
 
 // topicSpan is one request topic: Partitions[start:end] of the broker request.
@@ -256,48 +255,85 @@ func (c *conn) sendFetch(parts []broker.FetchPartition) error {
 	return c.sendZeroCopy(parts)
 }
 
-// outSeg is one piece of a zero-copy response: bytes from the encoder
-// buffer (file < 0) or n bytes of a segment file from off.
+// outSeg is one piece of a zero-copy response: bytes of the staging
+// buffer (file < 0; hi is where they end in it until the buffer is final,
+// then b holds them) or n bytes of a segment file from off.
 type outSeg struct {
 	b    []byte
+	hi   int
 	file int
 	off  int64
 	n    int64
 }
 
-// sendZeroCopy writes the response as encoder bytes interleaved with
+// maxSmallCopy bounds the bytes one response copies instead of sending
+// them with sendfile: a response of many small partitions stays zero-copy
+// past it.
+const maxSmallCopy = 1 << 20
+
+// sendZeroCopy writes the response as staged bytes interleaved with
 // sendfile(2) of each partition's slice, all inside one RawConn.Write
 // callback (EAGAIN returns false so the poller waits for writability; the
-// loop resumes where it stopped). With records the socket is corked
-// (TCP_CORK) for the response so that header, records and trailer leave as
-// full segments instead of one push per piece; uncorking flushes.
+// loop resumes where it stopped). The staging buffer holds the encoder's
+// bytes and, read with pread, the slices smaller than
+// isrbench.zero.copy.min.bytes: below a few pages a copy costs less than
+// the sendfile call and the extra TCP segment it makes, and a response
+// with no large slice leaves in one write. Staged bytes that more pieces
+// follow go with MSG_MORE, so the kernel holds them to fill a segment with
+// what comes next instead of pushing a small one (what TCP_CORK would do
+// with two more setsockopt calls per response).
 func (c *conn) sendZeroCopy(parts []broker.FetchPartition) error {
 	e := &c.fetch.enc
+	minZC := c.s.cfg.ZeroCopyMinBytes
+	out := c.fetch.copy[:0]
 	segs := c.fetch.segs[:0]
 	prev := 0
+	var copied int64
 	for i := range parts {
 		s := parts[i].Records
 		if parts[i].Err != nil || s.Size <= 0 {
 			continue
 		}
-		segs = append(segs, outSeg{b: e.buf[prev:e.marks[i]], file: -1})
-		segs = append(segs, outSeg{file: int(s.File.Fd()), off: s.Pos, n: s.Size})
+		out = append(out, e.buf[prev:e.marks[i]]...)
 		prev = e.marks[i]
+		if s.Size < minZC && copied+s.Size <= maxSmallCopy {
+			before := len(out)
+			var err error
+			if out, err = appendSlice(out, s); err != nil {
+				return fmt.Errorf("reading %s-%d records for fetch: %w", parts[i].Topic, parts[i].Partition, err)
+			}
+			copied += int64(len(out) - before)
+			continue
+		}
+		segs = append(segs, outSeg{file: -1, hi: len(out)})
+		segs = append(segs, outSeg{file: int(s.File.Fd()), off: s.Pos, n: s.Size})
 	}
-	segs = append(segs, outSeg{b: e.buf[prev:], file: -1})
+	out = append(out, e.buf[prev:]...)
+	segs = append(segs, outSeg{file: -1, hi: len(out)})
+	lo := 0
+	for j := range segs {
+		if segs[j].file < 0 {
+			segs[j].b = out[lo:segs[j].hi]
+			lo = segs[j].hi
+		}
+	}
 	c.fetch.segs = segs
+	c.fetch.copy = out
+	if cap(out) > 64<<20 {
+		c.fetch.copy = nil
+	}
+	c.s.stats.copyBytes.Add(copied)
 	zw := &c.fetch.zw
-	*zw = zcWriter{segs: segs, cork: len(segs) > 1, stats: c.s.stats}
+	*zw = zcWriter{segs: segs, stats: c.s.stats}
 	if c.fetch.zwFn == nil {
 		c.fetch.zwFn = zw.write // bound once: a closure per response allocated
-		c.fetch.uncorkFn = uncork
 	}
 	werr := c.raw.Write(c.fetch.zwFn)
-	if zw.corked {
-		c.raw.Control(c.fetch.uncorkFn)
-	}
 	serr := zw.err
 	zw.segs = nil
+	for j := range segs {
+		segs[j].b = nil
+	}
 	for i := range parts { // the slices' files must stay open until here
 		runtime.KeepAlive(parts[i].Records.File)
 	}
@@ -313,21 +349,14 @@ func (c *conn) sendZeroCopy(parts []broker.FetchPartition) error {
 // zcWriter is the state of one zero-copy response write inside
 // RawConn.Write: it resumes at segs[idx] after an EAGAIN.
 type zcWriter struct {
-	segs   []outSeg
-	idx    int
-	cork   bool
-	corked bool
-	err    error
-	stats  *counters
+	segs  []outSeg
+	idx   int
+	err   error
+	stats *counters
 }
 
 func (z *zcWriter) write(fd uintptr) bool {
 	sock := int(fd)
-	if z.cork && !z.corked {
-		if err := unix.SetsockoptInt(sock, unix.IPPROTO_TCP, unix.TCP_CORK, 1); err == nil {
-			z.corked = true
-		}
-	}
 	for z.idx < len(z.segs) {
 		sg := &z.segs[z.idx]
 		var n int
@@ -337,7 +366,11 @@ func (z *zcWriter) write(fd uintptr) bool {
 				z.idx++
 				continue
 			}
-			n, err = unix.Write(sock, sg.b)
+			if z.idx < len(z.segs)-1 {
+				n, err = unix.SendmsgN(sock, sg.b, nil, nil, unix.MSG_MORE)
+			} else {
+				n, err = unix.Write(sock, sg.b)
+			}
 			if n > 0 {
 				sg.b = sg.b[n:]
 			}
@@ -368,8 +401,6 @@ func (z *zcWriter) write(fd uintptr) bool {
 	}
 	return true
 }
-
-func uncork(fd uintptr) { unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_CORK, 0) }
 
 // appendSlice appends the slice's bytes to dst with pread (Slice.ReadAll
 // appends, growing dst only when its capacity is short).

@@ -39,6 +39,10 @@ type ClusterConfig struct {
 	Controller controller.Config
 	// ZeroCopy is isrbench.zero.copy (default true).
 	ZeroCopy bool
+	// ZeroCopyMinBytes is isrbench.zero.copy.min.bytes (default
+	// DefaultZeroCopyMinBytes): smaller record slices are copied, not sent
+	// with sendfile.
+	ZeroCopyMinBytes int64
 	// AutoCreateTopics is auto.create.topics.enable (default true).
 	AutoCreateTopics bool
 	// NumPartitions is num.partitions for auto-created topics (default 1).
@@ -76,6 +80,7 @@ func DefaultClusterConfig() ClusterConfig {
 		Broker:                broker.DefaultConfig(),
 		Controller:            controller.DefaultConfig(),
 		ZeroCopy:              true,
+		ZeroCopyMinBytes:      DefaultZeroCopyMinBytes,
 		AutoCreateTopics:      true,
 		NumPartitions:         1,
 		SocketRequestMaxBytes: DefaultSocketRequestMaxBytes,
@@ -232,7 +237,7 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 		return fmt.Errorf("netfetch: broker %d: %w", n.id, err)
 	}
 	srv := NewServer(ServerConfig{
-		BrokerID: n.id, Broker: b, Controller: c.ctrl, ZeroCopy: c.cfg.ZeroCopy,
+		BrokerID: n.id, Broker: b, Controller: c.ctrl, ZeroCopy: c.cfg.ZeroCopy, ZeroCopyMinBytes: c.cfg.ZeroCopyMinBytes,
 		AutoCreateTopics: c.cfg.AutoCreateTopics, NumPartitions: c.cfg.NumPartitions,
 		DefaultReplicationFactor: c.cfg.DefaultReplicationFactor,
 		SocketRequestMaxBytes:    c.cfg.SocketRequestMaxBytes, Logf: c.cfg.Logf,

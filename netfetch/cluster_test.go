@@ -3,6 +3,7 @@ package netfetch
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"math"
@@ -335,22 +336,54 @@ func TestKgoProduceConsumeRF3(t *testing.T) {
 	}
 }
 
+// TestFetchPathUsesSendfile: with isrbench.zero.copy the records of replica and consumer
+// fetches leave by sendfile(2), except the slices below isrbench.zero.copy.min.bytes, which are
+// copied; with it off every record is copied. The records arrive intact on every path.
 func TestFetchPathUsesSendfile(t *testing.T) {
-	for _, zc := range []bool{true, false} {
-		t.Run(fmt.Sprintf("zerocopy=%v", zc), func(t *testing.T) {
-			c := testCluster(t, 3, func(cfg *ClusterConfig) { cfg.ZeroCopy = zc })
+	for _, tc := range []struct {
+		name     string
+		zc       bool
+		minBytes int64
+		small    string // the path of batches far below the default minimum: sendfile or copy
+	}{
+		{"zerocopy=true/min=0", true, 0, "sendfile"},
+		{"zerocopy=true/min=default", true, DefaultZeroCopyMinBytes, "copy"},
+		{"zerocopy=false", false, DefaultZeroCopyMinBytes, "copy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testCluster(t, 3, func(cfg *ClusterConfig) { cfg.ZeroCopy, cfg.ZeroCopyMinBytes = tc.zc, tc.minBytes })
 			if err := c.CreateTopic("zc", 1, 3, nil); err != nil {
 				t.Fatal(err)
 			}
-			acks := produce(t, newClient(t, c), "zc", "z", 200)
+			cl := newClient(t, c)
+			acks := produce(t, cl, "zc", "z", 200)
 			checkNoLoss(t, acks, consumeAll(t, c, "zc"))
 			st := c.Stats()
-			t.Logf("sendfile %d bytes in %d calls, copy %d bytes", st.SendfileBytes, st.SendfileCalls, st.CopyBytes)
-			if zc && (st.SendfileBytes == 0 || st.CopyBytes != 0) {
-				t.Errorf("zero copy on: SendfileBytes %d (want > 0), CopyBytes %d (want 0)", st.SendfileBytes, st.CopyBytes)
+			t.Logf("small batches: sendfile %d bytes in %d calls, copy %d bytes", st.SendfileBytes, st.SendfileCalls, st.CopyBytes)
+			if tc.small == "sendfile" && (st.SendfileBytes == 0 || st.CopyBytes != 0) {
+				t.Errorf("SendfileBytes %d (want > 0), CopyBytes %d (want 0)", st.SendfileBytes, st.CopyBytes)
 			}
-			if !zc && (st.CopyBytes == 0 || st.SendfileBytes != 0) {
-				t.Errorf("zero copy off: CopyBytes %d (want > 0), SendfileBytes %d (want 0)", st.CopyBytes, st.SendfileBytes)
+			if tc.small == "copy" && (st.CopyBytes == 0 || st.SendfileBytes != 0) {
+				t.Errorf("CopyBytes %d (want > 0), SendfileBytes %d (want 0)", st.CopyBytes, st.SendfileBytes)
+			}
+
+			// Large batches: sendfile whenever zero copy is on.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			big := make([]byte, 4*int(DefaultZeroCopyMinBytes)) // random: the client's compression leaves it large
+			crand.Read(big)
+			for i := 0; i < 3; i++ {
+				if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "zc", Value: big}).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := consumeAll(t, c, "zc"); len(got[0]) != 203 || !bytes.Equal([]byte(got[0][202].value), big) {
+				t.Fatalf("read back %d records, want 203 ending with the large one", len(got[0]))
+			}
+			after := c.Stats()
+			t.Logf("large batches: sendfile %d bytes in %d calls, copy %d bytes", after.SendfileBytes-st.SendfileBytes, after.SendfileCalls-st.SendfileCalls, after.CopyBytes-st.CopyBytes)
+			if sent := after.SendfileBytes - st.SendfileBytes; tc.zc != (sent >= 3*int64(len(big))) {
+				t.Errorf("zero copy %v: large batches sent %d bytes by sendfile", tc.zc, sent)
 			}
 		})
 	}

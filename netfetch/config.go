@@ -129,6 +129,7 @@ var setters = map[string]setter{
 	"isrbench.request.read.timeout.ms": msOrNeverSetter(func(c *ClusterConfig, d time.Duration) { c.Limits.RequestReadTimeout = d }),
 	"queued.max.request.bytes":         queuedMaxRequestBytesSetter,
 	"isrbench.zero.copy":               boolSetter(func(c *ClusterConfig, b bool) { c.ZeroCopy = b }),
+	"isrbench.zero.copy.min.bytes":     intSetter(0, math.MaxInt32, func(c *ClusterConfig, n int64) { c.ZeroCopyMinBytes = n }),
 	"isrbench.hw.update":               oneOfSetter([]string{"atomic", "mutex"}, func(c *ClusterConfig, v string) error { c.Broker.HWUpdate = v; return nil }),
 	"isrbench.truncate.mode":           oneOfSetter([]string{"epoch", "hw"}, func(c *ClusterConfig, v string) error { c.Broker.TruncateMode = v; return nil }),
 	"isrbench.io": oneOfSetter([]string{"pwritev", "uring", "write"}, func(c *ClusterConfig, v string) error {

@@ -33,6 +33,11 @@ const DefaultSocketRequestMaxBytes = 100 << 20
 // DefaultMessageMaxBytes is message.max.bytes' default (1 MiB + 12 bytes of batch overhead).
 const DefaultMessageMaxBytes = 1048588
 
+// DefaultZeroCopyMinBytes is isrbench.zero.copy.min.bytes' default: record
+// slices below it are copied into the response rather than sent with
+// sendfile (see BenchmarkFetchSmall for where the two cross).
+const DefaultZeroCopyMinBytes = 32 << 10
+
 // ServerConfig configures one broker's Kafka wire server. A value: NewServer
 // copies it.
 type ServerConfig struct {
@@ -42,6 +47,11 @@ type ServerConfig struct {
 	// ZeroCopy is isrbench.zero.copy (default true): Fetch records are sent
 	// with sendfile(2) from the segment file; false = pread into a buffer + write.
 	ZeroCopy bool
+	// ZeroCopyMinBytes is isrbench.zero.copy.min.bytes: with ZeroCopy, a
+	// partition's records smaller than this are copied into the response
+	// instead (pread), which costs less than a sendfile call below a few
+	// pages; 0 sends every slice with sendfile.
+	ZeroCopyMinBytes int64
 	// AutoCreateTopics is auto.create.topics.enable: Metadata for an unknown
 	// topic creates it with NumPartitions (num.partitions) and
 	// DefaultReplicationFactor (default.replication.factor).

@@ -31,6 +31,9 @@ func CanonicalFaultKind(field, v string) (string, error) {
 const targetForms = "a broker id, leader-of:TOPIC-PARTITION, follower-of:TOPIC-PARTITION, any-follower, " +
 	"leader or follower (of faults[].partition of the benchmark topic); partition also takes two groups of broker ids, e.g. 0|1,2"
 
+// OffsetsTopic is Kafka's internal topic of committed offsets and group metadata.
+const OffsetsTopic = "__consumer_offsets"
+
 // TargetRef is a parsed fault target: a broker by id, or a role resolved when the fault starts.
 type TargetRef struct {
 	// Role is "id", "leader", "follower" (the first ISR follower) or "any-follower" (a
@@ -65,8 +68,10 @@ type ParsedTarget struct {
 func (p ParsedTarget) IsGroups() bool { return len(p.Groups[0]) > 0 }
 
 // ParseFaultTarget parses f.Target for a spec with brokers brokers and benchmark topic topic
-// (partitions partitions). field names the key in errors.
-func ParseFaultTarget(field string, f Fault, brokers int, topic string, partitions int) (ParsedTarget, error) {
+// (partitions partitions); leader-of: and follower-of: may also name a partition of the
+// internal __consumer_offsets topic (offsetsPartitions partitions), whose leader coordinates
+// a consumer group. field names the key in errors.
+func ParseFaultTarget(field string, f Fault, brokers int, topic string, partitions, offsetsPartitions int) (ParsedTarget, error) {
 	v := strings.TrimSpace(f.Target)
 	bad := func(why string) (ParsedTarget, error) {
 		return ParsedTarget{}, fmt.Errorf("%s: %q %s; allowed %s (broker ids 0..%d)", field, f.Target, why, targetForms, brokers-1)
@@ -116,11 +121,17 @@ func ParseFaultTarget(field string, f Fault, brokers int, topic string, partitio
 			return bad(fmt.Sprintf("has partition %q, not a partition number", tp[i+1:]))
 		}
 		t := tp[:i]
-		if t != topic {
-			return bad(fmt.Sprintf("names topic %q, which the spec does not have (its topic is %s: %s-0..%s-%d)", t, topic, topic, topic, partitions-1))
+		n := partitions
+		switch t {
+		case topic:
+		case OffsetsTopic:
+			n = offsetsPartitions
+		default:
+			return bad(fmt.Sprintf("names topic %q, which the spec does not have (its topic is %s: %s-0..%s-%d; or %s-0..%s-%d)",
+				t, topic, topic, topic, partitions-1, OffsetsTopic, OffsetsTopic, offsetsPartitions-1))
 		}
-		if p >= partitions {
-			return bad(fmt.Sprintf("names partition %d, but topic %s has %d partitions", p, topic, partitions))
+		if p >= n {
+			return bad(fmt.Sprintf("names partition %d, but topic %s has %d partitions", p, t, n))
 		}
 		return ParsedTarget{Ref: TargetRef{Role: role, Topic: t, Partition: p}}, nil
 	}
@@ -145,7 +156,7 @@ func (s *Spec) validateFaults() error {
 			return fmt.Errorf("faults[%d].partition: %d, topic has %d partitions; allowed 0..%d",
 				i, f.Partition, s.Topic.Partitions, s.Topic.Partitions-1)
 		}
-		if _, err := ParseFaultTarget(fmt.Sprintf("faults[%d].target", i), f, s.Brokers, s.Topic.Name, s.Topic.Partitions); err != nil {
+		if _, err := ParseFaultTarget(fmt.Sprintf("faults[%d].target", i), f, s.Brokers, s.Topic.Name, s.Topic.Partitions, s.Broker.OffsetsTopicNumPartitions); err != nil {
 			return err
 		}
 		if f.Kind != "slow-link" && (f.Latency != 0 || f.Jitter != 0 || f.Bandwidth != 0) {

@@ -92,7 +92,7 @@ func Run(ctx context.Context, s *Spec, o Options) (res *results.Result, err erro
 		o.OutDir = filepath.Join("results", "runs")
 	}
 	if o.Target == "" {
-		o.Target = "embedded"
+		o.Target = s.TargetName()
 	}
 	if o.WaitMode == "" {
 		o.WaitMode = DefaultWaitMode

@@ -340,7 +340,8 @@ func TestFaultTargets(t *testing.T) {
 		{"pause-broker", "2", "id 2"},
 		{"pause-broker", "leader-of:isrbench-3", "leader isrbench 3"},
 		{"pause-broker", "follower-of:isrbench-5", "follower isrbench 5"},
-		{"pause-broker", "follower-of:my-topic-2", `names topic "my-topic", which the spec does not have (its topic is isrbench: isrbench-0..isrbench-5)`},
+		{"kill-broker", "leader-of:__consumer_offsets-12", "leader __consumer_offsets 12"},
+		{"pause-broker", "follower-of:my-topic-2", `names topic "my-topic", which the spec does not have (its topic is isrbench: isrbench-0..isrbench-5; or __consumer_offsets-0..__consumer_offsets-49)`},
 		{"kill-broker", "leader-of:isrbench-1-0", `names topic "isrbench-1"`},
 		{"kill-broker", "any-follower", "any-follower isrbench 1"},
 		{"kill-broker", "leader", "leader isrbench 1"},
@@ -353,9 +354,11 @@ func TestFaultTargets(t *testing.T) {
 		{"pause-broker", "leader-of:isrbench", "no TOPIC-PARTITION"},
 		{"pause-broker", "leader-of:isrbench-x", "not a partition number"},
 		{"pause-broker", "leader-of:isrbench-9", "has 6 partitions"},
+		{"pause-broker", "leader-of:__consumer_offsets-50", "has 50 partitions"},
+		{"pause-broker", "leader-of:orders-1", `names topic "orders"`},
 		{"pause-broker", "boss", "leader-of:TOPIC-PARTITION"},
 	} {
-		pt, err := ParseFaultTarget("faults[0].target", Fault{Kind: tc.kind, Target: tc.target, Partition: 1}, 3, "isrbench", 6)
+		pt, err := ParseFaultTarget("faults[0].target", Fault{Kind: tc.kind, Target: tc.target, Partition: 1}, 3, "isrbench", 6, 50)
 		var got string
 		switch {
 		case err != nil:

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/isrbench/isrbench/netfetch"
 )
 
 //go:embed specs/*.yaml
@@ -30,6 +32,11 @@ var embeddedSpecs embed.FS
 type Spec struct {
 	Name        string
 	Description string
+	// Target is where the workload runs (see CheckTarget): "embedded" (the default, the
+	// replicating core in this process), "kfake" (franz-go's in-process fake cluster, a
+	// reference without replication) or "kafka://host:port[,host:port]". --target sets it; as a
+	// key it can be swept: --vary target=embedded,kfake runs the same load on both.
+	Target string
 	// Brokers is the size of the embedded cluster (ignored for kafka:// targets). Default 3.
 	Brokers int
 	Topic   TopicSpec
@@ -50,6 +57,14 @@ type Spec struct {
 	// SweepKeys keeps the keys in spec order.
 	Sweep     map[string][]string
 	SweepKeys []string
+}
+
+// TargetName is Target, "embedded" when empty.
+func (s *Spec) TargetName() string {
+	if s.Target == "" {
+		return "embedded"
+	}
+	return s.Target
 }
 
 // TopicSpec is the benchmark topic.
@@ -83,13 +98,16 @@ type BrokerSpec struct {
 	// MinFreeDisk is isrbench.min.free.disk: the free-space floor of the data dir's
 	// filesystem below which a run stops (see DiskFloor), default 2GiB.
 	MinFreeDisk   DiskFloor
-	FlushMessages int64         // flush.messages, default 9223372036854775807 (never fsync on count)
-	FlushMs       int64         // flush.ms, default 9223372036854775807
-	ZeroCopy      bool          // isrbench.zero.copy: sendfile fetch responses, default true
-	IO            string        // isrbench.io: pwritev|uring|write, default pwritev
-	HWUpdate      string        // isrbench.hw.update: atomic|mutex, default atomic
-	TruncateMode  string        // isrbench.truncate.mode: epoch|hw, default epoch (hw is an ablation that can lose data)
-	ProduceDelay  time.Duration // isrbench.produce.delay: artificial delay per produce (gate tests), default 0
+	FlushMessages int64 // flush.messages, default 9223372036854775807 (never fsync on count)
+	FlushMs       int64 // flush.ms, default 9223372036854775807
+	ZeroCopy      bool  // isrbench.zero.copy: sendfile fetch responses, default true
+	// ZeroCopyMinBytes is isrbench.zero.copy.min.bytes: record slices smaller than this are
+	// copied into a fetch response rather than sent with sendfile, default 32768.
+	ZeroCopyMinBytes int64
+	IO               string        // isrbench.io: pwritev|uring|write, default pwritev
+	HWUpdate         string        // isrbench.hw.update: atomic|mutex, default atomic
+	TruncateMode     string        // isrbench.truncate.mode: epoch|hw, default epoch (hw is an ablation that can lose data)
+	ProduceDelay     time.Duration // isrbench.produce.delay: artificial delay per produce (gate tests), default 0
 	// HWCheckpointIntervalMs is replica.high.watermark.checkpoint.interval.ms, default 5000.
 	HWCheckpointIntervalMs int64
 	// GroupInitialRebalanceDelayMs is group.initial.rebalance.delay.ms, harness default
@@ -204,6 +222,7 @@ func DefaultSpec() *Spec {
 			FlushMessages:                math.MaxInt64,
 			FlushMs:                      math.MaxInt64,
 			ZeroCopy:                     true,
+			ZeroCopyMinBytes:             netfetch.DefaultZeroCopyMinBytes,
 			IO:                           "pwritev",
 			HWUpdate:                     "atomic",
 			TruncateMode:                 "epoch",
@@ -574,6 +593,9 @@ func (s *Spec) Validate() error {
 			return err
 		}
 	}
+	if _, err := CheckTarget(s.Target, s); err != nil {
+		return err
+	}
 	if s.Topic.ReplicationFactor > s.Brokers {
 		return fmt.Errorf("topic.replication.factor: %d is more than brokers (%d); allowed 1..%d",
 			s.Topic.ReplicationFactor, s.Brokers, s.Brokers)
@@ -869,6 +891,15 @@ var params = []Param{
 			s.Name = v
 			return nil
 		}, get: func(s *Spec) any { return s.Name }},
+	{Key: "target", Help: "embedded | kfake | kafka://host:port[,host:port], default embedded",
+		set: func(s *Spec, v string) error {
+			v = strings.TrimSpace(v)
+			if _, err := CheckTarget(v, nil); err != nil {
+				return err // names the target
+			}
+			s.Target = v
+			return nil
+		}, get: func(s *Spec) any { return s.TargetName() }},
 	{Key: "description", Help: "free text",
 		set: func(s *Spec, v string) error { s.Description = v; return nil },
 		get: func(s *Spec) any { return s.Description }},
@@ -913,6 +944,7 @@ var params = []Param{
 	intP("flush.messages", []string{"broker.flush.messages"}, 1, math.MaxInt64, "fsync every N messages, default 9223372036854775807 (never)", func(s *Spec) *int64 { return &s.Broker.FlushMessages }),
 	intP("flush.ms", []string{"broker.flush.ms"}, 0, math.MaxInt64, "fsync every N ms, default 9223372036854775807 (never)", func(s *Spec) *int64 { return &s.Broker.FlushMs }),
 	boolP("isrbench.zero.copy", []string{"broker.isrbench.zero.copy"}, "sendfile fetch responses, default true", func(s *Spec) *bool { return &s.Broker.ZeroCopy }),
+	intP("isrbench.zero.copy.min.bytes", []string{"broker.isrbench.zero.copy.min.bytes"}, 0, math.MaxInt32, "with zero copy, record slices smaller than this are copied (pread) instead of sent with sendfile; 0 = sendfile always, default 32768", func(s *Spec) *int64 { return &s.Broker.ZeroCopyMinBytes }),
 	enumP("isrbench.io", []string{"broker.isrbench.io"}, []string{"pwritev", "uring", "write"}, "log write path, default pwritev", func(s *Spec) *string { return &s.Broker.IO }),
 	enumP("isrbench.hw.update", []string{"broker.isrbench.hw.update"}, []string{"atomic", "mutex"}, "HW advance, default atomic", func(s *Spec) *string { return &s.Broker.HWUpdate }),
 	enumP("isrbench.truncate.mode", []string{"broker.isrbench.truncate.mode"}, []string{"epoch", "hw"}, "follower truncation, default epoch (hw: ablation)", func(s *Spec) *string { return &s.Broker.TruncateMode }),

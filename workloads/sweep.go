@@ -77,7 +77,7 @@ func Sweep(ctx context.Context, base *Spec, axes []Axis, repeat int, o Options) 
 	}
 	target := o.Target
 	if target == "" {
-		target = "embedded"
+		target = base.TargetName()
 	}
 	out := &SweepOutcome{Dir: dir, Index: SweepIndex{Name: base.Name, StartedAt: started.UTC(), Target: target, Axes: axes, Repeat: repeat}}
 	if out.Index.Axes == nil {

@@ -48,6 +48,7 @@ func (s *Spec) ClusterConfig() (netfetch.ClusterConfig, error) {
 	cc.Brokers = s.Brokers
 	cc.AutoCreateTopics = false
 	cc.ZeroCopy = s.Broker.ZeroCopy
+	cc.ZeroCopyMinBytes = s.Broker.ZeroCopyMinBytes
 	b := &cc.Broker
 	b.NumReplicaFetchers = s.Broker.NumReplicaFetchers
 	b.ReplicaFetchWaitMaxMs = int32(s.Broker.ReplicaFetchWaitMaxMs)
@@ -236,7 +237,7 @@ func (e *embedded) count(id int32, shrinks, expands int64) {
 // restart-broker, and for kill-broker / crash-broker with duration 0, which stay down until a
 // restart-broker fault or HealAll).
 func (e *embedded) ApplyFault(_ context.Context, topic string, f Fault) (string, func() error, error) {
-	pt, err := ParseFaultTarget("target", f, len(e.c.BrokerIDs()), topic, int(^uint(0)>>1))
+	pt, err := ParseFaultTarget("target", f, len(e.c.BrokerIDs()), topic, int(^uint(0)>>1), int(^uint(0)>>1))
 	if err != nil {
 		return "", nil, err
 	}

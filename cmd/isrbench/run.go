@@ -29,7 +29,7 @@ type specFlags struct {
 func (f *specFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.workload, "w", "default", "workload spec: an embedded name ("+strings.Join(workloads.SpecNames(), ", ")+") or a YAML file")
 	fs.Var(&f.sets, "set", "override a setting, key=value (repeatable; keys below)")
-	fs.StringVar(&f.target, "target", "embedded", "embedded | kafka://host:port[,host:port]")
+	fs.StringVar(&f.target, "target", "", "embedded | kfake | kafka://host:port[,host:port] (default: the spec's target, embedded)")
 	fs.Var(&f.duration, "duration", "measurement duration, as --set duration=D (default: the spec's duration)")
 	fs.Var(&f.warmup, "warmup", "warm-up before measurement, as --set warmup=D (default: the spec's warmup)")
 	fs.StringVar(&f.out, "out", "results/runs", "parent directory of the run directories")
@@ -62,7 +62,17 @@ func (f *specFlags) load() (*workloads.Spec, error) {
 	if err := s.ApplySets(f.sets); err != nil {
 		return nil, usagef("%v", err)
 	}
-	if _, err := workloads.CheckTarget(f.target, s); err != nil {
+	if f.target != "" {
+		for _, kv := range f.sets {
+			if k, _, _ := strings.Cut(kv, "="); strings.TrimSpace(k) == "target" {
+				return nil, usagef("--target %s and --set %s both set the target; give one", f.target, kv)
+			}
+		}
+		if err := s.Set("target", f.target); err != nil {
+			return nil, usagef("--target: %v", err)
+		}
+	}
+	if _, err := workloads.CheckTarget(s.Target, s); err != nil {
 		return nil, usagef("--target: %v", err)
 	}
 	return s, nil
