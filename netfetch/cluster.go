@@ -361,16 +361,22 @@ func (c *Cluster) Sync(ctx context.Context) error {
 	return nil
 }
 
-// CreateTopic creates a topic through the controller and waits (up to 10 s)
-// until every running broker has applied the new partition states.
+// CreateTopic creates a topic through the controller and waits until every running broker
+// has applied the new partition states: up to 10 s plus ApplyAllowance per replica.
 func (c *Cluster) CreateTopic(name string, partitions int32, rf int16, configs map[string]string) error {
 	if _, err := c.ctrl.CreateTopic(name, partitions, rf, configs); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second+time.Duration(partitions)*time.Duration(rf)*ApplyAllowance)
 	defer cancel()
 	return c.Sync(ctx)
 }
+
+// ApplyAllowance is the time a wait for brokers to apply a new topic allows per replica:
+// creating a replica creates its directory, segment and index files and fsyncs the
+// directory, a few milliseconds on a slow disk, so a topic of 10,000 partitions with RF 3
+// takes a while to appear on every broker.
+const ApplyAllowance = 5 * time.Millisecond
 
 func (c *Cluster) node(id int32) (*node, error) {
 	n := c.nodes[id]

@@ -22,6 +22,7 @@ import (
 
 	"github.com/isrbench/isrbench/core/vfs"
 	"github.com/isrbench/isrbench/profiles"
+	"github.com/isrbench/isrbench/netfetch"
 	"github.com/isrbench/isrbench/results"
 )
 
@@ -204,11 +205,13 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	}
 	defer admCl.Close()
 	adm := kadm.NewClient(admCl)
-	if _, err := ensureTopic(ctx, adm, s, 30*time.Second); err != nil {
+	// A topic of many partitions takes a while to appear (see netfetch.ApplyAllowance).
+	grace := time.Duration(s.Topic.Partitions*s.Topic.ReplicationFactor) * netfetch.ApplyAllowance
+	if _, err := ensureTopic(ctx, adm, s, 30*time.Second+grace); err != nil {
 		return nil, err
 	}
 	if rr, ok := tgt.(replicationReadier); ok {
-		if why := waitFollowersFetching(ctx, rr, s.Topic.Name, 10*time.Second); why != "" {
+		if why := waitFollowersFetching(ctx, rr, s.Topic.Name, 10*time.Second+grace); why != "" {
 			notef("starting the load although not every follower is fetching yet: %s", why)
 		}
 	}

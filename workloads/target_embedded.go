@@ -98,6 +98,10 @@ func openEmbedded(ctx context.Context, s *Spec, o TargetOptions) (Target, error)
 	if why := log.WriterFallbackReason(s.Broker.IO); why != "" && o.Log != nil {
 		fmt.Fprintf(o.Log, "isrbench.io=%s: falling back to pwritev: %s\n", s.Broker.IO, why)
 	}
+	if _, err := netfetch.EnsureOpenFiles(s.openFilesNeeded()); err != nil {
+		return nil, fmt.Errorf("embedded cluster of %d brokers, topic %s with %d partitions x RF %d: %w",
+			s.Brokers, s.Topic.Name, s.Topic.Partitions, s.Topic.ReplicationFactor, err)
+	}
 	dir, err := os.MkdirTemp("", "isrbench-run-")
 	if err != nil {
 		return nil, fmt.Errorf("embedded cluster data dir: %w", err)
@@ -117,6 +121,18 @@ func openEmbedded(ctx context.Context, s *Spec, o TargetOptions) (Target, error)
 	}
 	return &embedded{c: c, dir: dir, seeds: splitList(c.Bootstrap()), minISR: s.Topic.MinInsyncReplicas,
 		rng: rand.New(rand.NewPCG(o.Seed, 0x15b))}, nil
+}
+
+// openFilesNeeded estimates the descriptors an embedded run holds: a segment file per
+// replica of the benchmark topic and a quarter more for replicas that roll segments, the
+// same for __consumer_offsets when consumers use a group, and headroom for sockets,
+// checkpoints and the metadata log.
+func (s *Spec) openFilesNeeded() uint64 {
+	n := uint64(s.Topic.Partitions) * uint64(s.Topic.ReplicationFactor)
+	if s.Consumers.GroupID != "" {
+		n += uint64(s.Broker.OffsetsTopicNumPartitions) * uint64(min(s.Brokers, 3))
+	}
+	return n*5/4 + 1024
 }
 
 func (e *embedded) Name() string { return "embedded" }

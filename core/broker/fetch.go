@@ -46,6 +46,11 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest) {
 		}
 		return
 	}
+	b.mu.RLock() // one lock for every lookup: a replica fetch may name thousands of partitions
+	for i := range parts {
+		parts[i].hosted = b.mu.replicas[tp{parts[i].Topic, parts[i].Partition}]
+	}
+	b.mu.RUnlock()
 	replica := req.ReplicaID >= 0
 	if replica {
 		for i := range parts {
@@ -60,6 +65,9 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest) {
 		if timer != nil {
 			timer.Stop()
 			timerPool.Put(timer)
+		}
+		for i := range parts {
+			parts[i].hosted = nil // the caller reuses its partitions: keep no replica alive
 		}
 	}()
 	for {
@@ -142,7 +150,7 @@ func getTimer(d time.Duration) *time.Timer {
 // updateFollower records a replica fetch's offset on the leader (before any
 // read) and queues an ISR expansion when the follower may join.
 func (b *Broker) updateFollower(replicaID int32, replicaEpoch int64, p *FetchPartition) {
-	h, err := b.leaderFor(p.Topic, p.Partition, p.CurrentLeaderEpoch)
+	h, err := b.checkLeader(p.hosted, p.Topic, p.Partition, p.CurrentLeaderEpoch)
 	if err != nil {
 		p.Err = err
 		return
@@ -160,7 +168,11 @@ func (b *Broker) updateFollower(replicaID int32, replicaEpoch int64, p *FetchPar
 // leaderFor finds the replica and checks leadership and the client's
 // current leader epoch (-1 = unchecked).
 func (b *Broker) leaderFor(topic string, part int32, currentLeaderEpoch int32) (*hosted, error) {
-	h := b.lookup(topic, part)
+	return b.checkLeader(b.lookup(topic, part), topic, part, currentLeaderEpoch)
+}
+
+// checkLeader is leaderFor with the replica already looked up (h nil: not hosted).
+func (b *Broker) checkLeader(h *hosted, topic string, part int32, currentLeaderEpoch int32) (*hosted, error) {
 	if h == nil {
 		return nil, fmt.Errorf("%w: %s-%d is not hosted on broker %d", kerr.UnknownTopicOrPartition, topic, part, b.cfg.ID)
 	}
@@ -206,7 +218,7 @@ func (b *Broker) readPartitions(req *FetchRequest, replica bool, waitChs []<-cha
 			anyErr = true
 			continue
 		}
-		h, err := b.leaderFor(p.Topic, p.Partition, p.CurrentLeaderEpoch)
+		h, err := b.checkLeader(p.hosted, p.Topic, p.Partition, p.CurrentLeaderEpoch)
 		if err != nil {
 			p.Err = err
 			anyErr = true

@@ -419,14 +419,20 @@ func (f *Fetcher) ApplyFetch(r *Round, resp *ReplicaFetchResponse) {
 	now := b.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	asked := r.Fetch.Partitions
+	next := 0 // a leader answers in request order: try the partition after the last one first
 	for i := range resp.Partitions {
 		res := &resp.Partitions[i]
-		idx := slices.IndexFunc(r.Fetch.Partitions, func(p ReplicaFetchPartition) bool {
-			return p.Topic == res.Topic && p.Partition == res.Partition
-		})
+		idx := next
+		if idx >= len(asked) || asked[idx].Topic != res.Topic || asked[idx].Partition != res.Partition {
+			idx = slices.IndexFunc(asked, func(p ReplicaFetchPartition) bool {
+				return p.Topic == res.Topic && p.Partition == res.Partition
+			})
+		}
 		if idx < 0 {
 			continue // not asked for (peer bug) — ignore
 		}
+		next = idx + 1
 		fp := f.current(res.Topic, res.Partition, r.fetchGens[idx])
 		if fp == nil || fp.fs.Phase != partition.PhaseFetching {
 			continue // reassigned or re-truncating meanwhile

@@ -141,6 +141,8 @@ type FetchPartition struct {
 	Records            log.Slice
 	DivergingEpoch     int32 // always -1 (KIP-320 diverging epoch not used; followers use OffsetForLeaderEpoch)
 	DivergingEndOffset int64 // always -1
+
+	hosted *hosted // the replica, looked up once per Fetch call (nil: not hosted here)
 }
 
 // FetchRequest is a Fetch (consumer or replica). Fetch fills the partitions' outputs in place.

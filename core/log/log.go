@@ -437,7 +437,7 @@ func (l *Log) publish(leo int64) {
 // roll writes the old segment's pending index entries and starts a new segment at base.
 func (l *Log) roll(old *segment, base int64) (*segment, error) {
 	var err error
-	if l.idxScratch, err = old.writeIndex(l.idxScratch); err != nil {
+	if l.idxScratch, err = old.writeIndex(l.idxScratch, false); err != nil {
 		return nil, l.poison("index write", err)
 	}
 	s, err := createSegment(l.fs, l.dir, base)
@@ -507,14 +507,8 @@ func (l *Log) flushLocked() error {
 	}
 	for _, s := range l.segs {
 		var err error
-		if l.idxScratch, err = s.writeIndex(l.idxScratch); err != nil {
+		if l.idxScratch, err = s.writeIndex(l.idxScratch, true); err != nil {
 			return l.poison("index write", err)
-		}
-		if s.idxSynced < s.idxWritten {
-			if err := s.idx.Sync(); err != nil {
-				return l.poison("index fsync", err)
-			}
-			s.idxSynced = s.idxWritten
 		}
 	}
 	return l.setRecoveryPoint(l.leo.Load())
@@ -734,7 +728,6 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.mu.Unlock()
 	l.size.Store(0)
 	for _, s := range old {
-		s.idx.Close()
 		s.unref()
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {

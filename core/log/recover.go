@@ -161,6 +161,12 @@ func (l *Log) recover() (Recovery, error) {
 		if err := l.fs.SyncDir(l.dir); err != nil {
 			return rec, storageErrorf("fsync dir %s: %w", l.dir, err)
 		}
+		if rp == 0 || rp == -1 {
+			// A new log: a missing recovery point already means "check every batch", so
+			// there is nothing to write (one file creation fewer per replica of a new topic).
+			l.recoveryPoint = 0
+			return rec, nil
+		}
 		if err := l.setRecoveryPoint(0); err != nil {
 			return rec, err
 		}
@@ -193,15 +199,11 @@ func (l *Log) recover() (Recovery, error) {
 			}
 			continue
 		}
-		s := &segment{base: base, next: base, maxTs: -1, logPath: logPath, idxPath: idxPath}
+		s := &segment{base: base, next: base, maxTs: -1, fs: l.fs, logPath: logPath, idxPath: idxPath}
 		_, statErr := l.fs.Stat(idxPath)
 		idxMissing := errors.Is(statErr, os.ErrNotExist)
 		if s.f, err = l.fs.OpenFile(logPath, os.O_RDWR, 0); err != nil {
 			return rec, storageErrorf("open segment: %w", err)
-		}
-		if s.idx, err = l.fs.OpenFile(idxPath, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
-			s.f.Close()
-			return rec, storageErrorf("open index: %w", err)
 		}
 		s.refs.Store(1)
 		l.segs = append(l.segs, s)

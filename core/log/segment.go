@@ -27,7 +27,7 @@ const indexEntrySize = 8
 type segment struct {
 	base    int64
 	f       vfs.File
-	idx     vfs.File
+	fs      vfs.FS // opens the .index file, which stays closed between uses (see withIndex)
 	logPath string
 	idxPath string
 	refs    atomic.Int64 // 1 for the Log + 1 per live Slice; the .log file closes at 0
@@ -50,19 +50,39 @@ func segmentName(base int64, ext string) string { return fmt.Sprintf("%020d%s", 
 
 // createSegment creates (or truncates a stale) empty segment at base in dir.
 func createSegment(fs vfs.FS, dir string, base int64) (*segment, error) {
-	s := &segment{base: base, next: base, maxTs: -1,
+	s := &segment{base: base, next: base, maxTs: -1, fs: fs,
 		logPath: filepath.Join(dir, segmentName(base, ".log")),
 		idxPath: filepath.Join(dir, segmentName(base, ".index"))}
 	var err error
 	if s.f, err = fs.OpenFile(s.logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
 		return nil, fmt.Errorf("log: create segment: %w", err)
 	}
-	if s.idx, err = fs.OpenFile(s.idxPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+	idx, err := fs.OpenFile(s.idxPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err == nil {
+		err = idx.Close()
+	}
+	if err != nil {
 		s.f.Close()
 		return nil, fmt.Errorf("log: create index: %w", err)
 	}
 	s.refs.Store(1)
 	return s, nil
+}
+
+// withIndex runs fn on the segment's .index file, opened (created when missing) for it and
+// closed after. The index is read at recovery and written at a roll, a flush or a
+// truncation, so keeping it closed in between halves the descriptors a broker holds: a
+// process with 10,000 partitions of RF 3 keeps 30,000 segment files open, not 60,000.
+func (s *segment) withIndex(what string, fn func(f vfs.File) error) error {
+	f, err := s.fs.OpenFile(s.idxPath, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("log: %s index %s: %w", what, s.idxPath, err)
+	}
+	err = fn(f)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("log: %s index %s: close: %w", what, s.idxPath, cerr)
+	}
+	return err
 }
 
 // unref drops one reference; the last one closes the .log file.
@@ -113,9 +133,10 @@ func (s *segment) addIndex(e entry, size int64, interval int) {
 	s.bytesSinceIdx += size
 }
 
-// writeIndex writes the pending index entries to the .index file (one pwrite).
-func (s *segment) writeIndex(scratch []byte) ([]byte, error) {
-	if s.idxWritten == len(s.index) {
+// writeIndex writes the pending index entries to the .index file (one pwrite), and fsyncs
+// it when sync is set and it holds entries not known synced.
+func (s *segment) writeIndex(scratch []byte, sync bool) ([]byte, error) {
+	if s.idxWritten == len(s.index) && (!sync || s.idxSynced == s.idxWritten) {
 		return scratch, nil
 	}
 	scratch = scratch[:0]
@@ -123,11 +144,22 @@ func (s *segment) writeIndex(scratch []byte) ([]byte, error) {
 		scratch = binary.BigEndian.AppendUint32(scratch, e.rel)
 		scratch = binary.BigEndian.AppendUint32(scratch, e.pos)
 	}
-	if _, err := s.idx.WriteAt(scratch, int64(s.idxWritten)*indexEntrySize); err != nil {
-		return scratch, fmt.Errorf("log: write index %s: %w", s.idxPath, err)
-	}
-	s.idxWritten = len(s.index)
-	return scratch, nil
+	err := s.withIndex("write", func(f vfs.File) error {
+		if len(scratch) > 0 {
+			if _, err := f.WriteAt(scratch, int64(s.idxWritten)*indexEntrySize); err != nil {
+				return fmt.Errorf("log: write index %s: %w", s.idxPath, err)
+			}
+			s.idxWritten = len(s.index)
+		}
+		if sync {
+			if err := f.Sync(); err != nil {
+				return fmt.Errorf("log: fsync index %s: %w", s.idxPath, err)
+			}
+			s.idxSynced = s.idxWritten
+		}
+		return nil
+	})
+	return scratch, err
 }
 
 // rebuildIndex regenerates the sparse index from the batch table and rewrites the file.
@@ -137,18 +169,12 @@ func (s *segment) rebuildIndex(interval int) error {
 	for i, e := range s.entries {
 		s.addIndex(e, s.endAt(i)-int64(e.pos), interval)
 	}
-	if err := s.idx.Truncate(0); err != nil {
-		return fmt.Errorf("log: truncate index %s: %w", s.idxPath, err)
-	}
-	s.idxWritten, s.idxSynced = 0, 0
-	if _, err := s.writeIndex(nil); err != nil {
+	if err := s.withIndex("truncate", func(f vfs.File) error { return f.Truncate(0) }); err != nil {
 		return err
 	}
-	if err := s.idx.Sync(); err != nil {
-		return fmt.Errorf("log: fsync index %s: %w", s.idxPath, err)
-	}
-	s.idxSynced = s.idxWritten
-	return nil
+	s.idxWritten, s.idxSynced = 0, 0
+	_, err := s.writeIndex(nil, true)
+	return err
 }
 
 // loadIndex reads the .index file and keeps it when every entry names a real batch (same
@@ -156,19 +182,29 @@ func (s *segment) rebuildIndex(interval int) error {
 // index that lags the log after a crash) is fine. It reports "" when the index was kept, or
 // why it must be rebuilt.
 func (s *segment) loadIndex() (string, error) {
-	st, err := s.idx.Stat()
-	if err != nil {
-		return "", fmt.Errorf("log: stat index %s: %w", s.idxPath, err)
-	}
-	if st.Size()%indexEntrySize != 0 {
-		return fmt.Sprintf("index %s size %d is not a multiple of %d", filepath.Base(s.idxPath), st.Size(), indexEntrySize), nil
-	}
-	if int64(len(s.entries))*indexEntrySize < st.Size() {
-		return fmt.Sprintf("index %s has %d entries for %d batches", filepath.Base(s.idxPath), st.Size()/indexEntrySize, len(s.entries)), nil
-	}
-	data := make([]byte, st.Size())
-	if _, err := s.idx.ReadAt(data, 0); err != nil {
-		return "", fmt.Errorf("log: read index %s: %w", s.idxPath, err)
+	var data []byte
+	why := ""
+	err := s.withIndex("read", func(f vfs.File) error {
+		st, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("log: stat index %s: %w", s.idxPath, err)
+		}
+		if st.Size()%indexEntrySize != 0 {
+			why = fmt.Sprintf("index %s size %d is not a multiple of %d", filepath.Base(s.idxPath), st.Size(), indexEntrySize)
+			return nil
+		}
+		if int64(len(s.entries))*indexEntrySize < st.Size() {
+			why = fmt.Sprintf("index %s has %d entries for %d batches", filepath.Base(s.idxPath), st.Size()/indexEntrySize, len(s.entries))
+			return nil
+		}
+		data = make([]byte, st.Size())
+		if _, err := f.ReadAt(data, 0); err != nil {
+			return fmt.Errorf("log: read index %s: %w", s.idxPath, err)
+		}
+		return nil
+	})
+	if err != nil || why != "" {
+		return why, err
 	}
 	s.index = s.index[:0]
 	j := 0 // next candidate batch
@@ -196,8 +232,8 @@ func (s *segment) truncateIndex(pos int64) error {
 	n := sort.Search(len(s.index), func(i int) bool { return int64(s.index[i].pos) >= pos })
 	s.index = s.index[:n]
 	if s.idxWritten > n {
-		if err := s.idx.Truncate(int64(n) * indexEntrySize); err != nil {
-			return fmt.Errorf("log: truncate index %s: %w", s.idxPath, err)
+		if err := s.withIndex("truncate", func(f vfs.File) error { return f.Truncate(int64(n) * indexEntrySize) }); err != nil {
+			return err
 		}
 		s.idxWritten = n
 	}
@@ -209,12 +245,11 @@ func (s *segment) truncateIndex(pos int64) error {
 	return nil
 }
 
-// remove unlinks the segment's files, closes the index and drops the Log's reference; the
-// .log file stays open for live Slices.
+// remove unlinks the segment's files and drops the Log's reference; the .log file stays
+// open for live Slices.
 func (s *segment) remove(fs vfs.FS) error {
 	err1 := fs.Remove(s.logPath)
 	err2 := fs.Remove(s.idxPath)
-	s.idx.Close()
 	s.unref()
 	if err1 != nil && !os.IsNotExist(err1) {
 		return fmt.Errorf("log: delete segment: %w", err1)
@@ -225,8 +260,7 @@ func (s *segment) remove(fs vfs.FS) error {
 	return nil
 }
 
-// close closes the index and drops the Log's reference.
+// close drops the Log's reference.
 func (s *segment) close() {
-	s.idx.Close()
 	s.unref()
 }
