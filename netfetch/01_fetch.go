@@ -40,9 +40,13 @@ func (c *conn) fetchRequest() kmsg.Request {
 type fetchState struct {
 	req   broker.FetchRequest
 	spans []topicSpan
-	enc   fetchEncoder
-	copy  []byte   // the whole response (ZeroCopy=false), or the staged bytes of a zero-copy one
-	segs  []outSeg // zero-copy path: the pieces of the response
+	// respParts and respSpans are an incremental session response: the partitions of req
+	// the client must hear about (copies; their Records are req's, released with it).
+	respParts []broker.FetchPartition
+	respSpans []topicSpan
+	enc       fetchEncoder
+	copy      []byte   // the whole response (ZeroCopy=false), or the staged bytes of a zero-copy one
+	segs      []outSeg // zero-copy path: the pieces of the response
 
 	zw   zcWriter           // zero-copy path: the write in progress
 	zwFn func(uintptr) bool // zw.write, bound once
@@ -89,20 +93,39 @@ func (c *conn) handleFetch(h reqHeader, r *kmsg.FetchRequest) error {
 		}
 		st.spans = append(st.spans, topicSpan{topic: t.Topic, start: start, end: len(req.Partitions)})
 	}
+	sf := c.s.sessions.begin(r, req, st)
+	if sf.errCode != 0 {
+		if err := st.enc.encode(r.Version, h.corr, sf.errCode, 0, nil, nil); err != nil {
+			return err
+		}
+		if !c.s.waitUnpaused() {
+			return net.ErrClosed
+		}
+		return c.sendFetch(nil)
+	}
 	c.s.cfg.Broker.Fetch(c.ctx, req)
 	defer func() {
 		for i := range req.Partitions {
 			req.Partitions[i].Records.Release()
 			req.Partitions[i].Records = log.Slice{}
 		}
+		clear(st.respParts) // copies of req's partitions: drop their references
 	}()
-	if err := st.enc.encode(r.Version, h.corr, req.Partitions, st.spans); err != nil {
+	parts, spans := req.Partitions, st.spans
+	if c.s.sessions != nil {
+		parts, spans = c.s.sessions.finish(&sf, st, req.ReplicaID >= 0, parts, spans)
+		if sf.session != nil {
+			c.s.stats.incremental.Add(1)
+			c.s.stats.omitted.Add(int64(len(req.Partitions) - len(parts)))
+		}
+	}
+	if err := st.enc.encode(r.Version, h.corr, 0, sf.respID, parts, spans); err != nil {
 		return err
 	}
 	if !c.s.waitUnpaused() {
 		return net.ErrClosed
 	}
-	return c.sendFetch(req.Partitions)
+	return c.sendFetch(parts)
 }
 
 // fetchEncoder builds a Fetch response (v4..v12) without the record bytes:
@@ -120,7 +143,10 @@ type fetchEncoder struct {
 // record lengths cannot overflow.
 const maxFetchResponse = 1<<31 - 1
 
-func (e *fetchEncoder) encode(version int16, corr int32, parts []broker.FetchPartition, spans []topicSpan) error {
+// encode builds the response to a Fetch of version: the partitions parts grouped by spans,
+// or, with topErr set, a whole-response error without partitions; sessionID is the fetch
+// session the response belongs to (0: none; v7+).
+func (e *fetchEncoder) encode(version int16, corr int32, topErr int16, sessionID int32, parts []broker.FetchPartition, spans []topicSpan) error {
 	if version < 4 || version > 12 {
 		return fmt.Errorf("BUG: Fetch response v%d not supported by the encoder", version)
 	}
@@ -132,8 +158,8 @@ func (e *fetchEncoder) encode(version int16, corr int32, parts []broker.FetchPar
 	}
 	b = kbin.AppendInt32(b, 0) // throttle_time_ms (v1+)
 	if version >= 7 {
-		b = kbin.AppendInt16(b, 0) // error_code
-		b = kbin.AppendInt32(b, 0) // session_id: 0 = no fetch session
+		b = kbin.AppendInt16(b, topErr)
+		b = kbin.AppendInt32(b, sessionID) // 0 = no fetch session
 	}
 	b = appendArrayLen(b, len(spans), flex)
 	marks := e.marks[:0]

@@ -43,6 +43,12 @@ type ClusterConfig struct {
 	// DefaultZeroCopyMinBytes): smaller record slices are copied, not sent
 	// with sendfile.
 	ZeroCopyMinBytes int64
+	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots (default 1000, 0 =
+	// no incremental fetch sessions).
+	FetchSessionCacheSlots int
+	// FetchSessions is isrbench.fetch.sessions (default true): the replica fetchers use
+	// incremental fetch sessions; false sends every partition in every replica fetch.
+	FetchSessions bool
 	// AutoCreateTopics is auto.create.topics.enable (default true).
 	AutoCreateTopics bool
 	// NumPartitions is num.partitions for auto-created topics (default 1).
@@ -75,18 +81,20 @@ type ClusterConfig struct {
 // Kafka's broker and controller defaults, zero copy on and auto-creation on.
 func DefaultClusterConfig() ClusterConfig {
 	return ClusterConfig{
-		Brokers:               3,
-		Host:                  "127.0.0.1",
-		Broker:                broker.DefaultConfig(),
-		Controller:            controller.DefaultConfig(),
-		ZeroCopy:              true,
-		ZeroCopyMinBytes:      DefaultZeroCopyMinBytes,
-		AutoCreateTopics:      true,
-		NumPartitions:         1,
-		SocketRequestMaxBytes: DefaultSocketRequestMaxBytes,
-		MessageMaxBytes:       DefaultMessageMaxBytes,
-		Group:                 group.DefaultConfig(),
-		Limits:                DefaultConnLimits(),
+		Brokers:                3,
+		Host:                   "127.0.0.1",
+		Broker:                 broker.DefaultConfig(),
+		Controller:             controller.DefaultConfig(),
+		ZeroCopy:               true,
+		ZeroCopyMinBytes:       DefaultZeroCopyMinBytes,
+		FetchSessionCacheSlots: 1000,
+		FetchSessions:          true,
+		AutoCreateTopics:       true,
+		NumPartitions:          1,
+		SocketRequestMaxBytes:  DefaultSocketRequestMaxBytes,
+		MessageMaxBytes:        DefaultMessageMaxBytes,
+		Group:                  group.DefaultConfig(),
+		Limits:                 DefaultConnLimits(),
 	}
 }
 
@@ -230,14 +238,14 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 	bcfg := c.cfg.Broker
 	bcfg.ID, bcfg.DataDir, bcfg.FS = n.id, n.dir, n.fs
 	bcfg.Addr = net.JoinHostPort(n.host, strconv.Itoa(n.port))
-	tr := &Transport{self: n.id, ctrl: c.ctrl, links: &c.links}
+	tr := &Transport{self: n.id, ctrl: c.ctrl, links: &c.links, noSessions: !c.cfg.FetchSessions}
 	b, err := broker.New(bcfg, c.ctrl, tr)
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("netfetch: broker %d: %w", n.id, err)
 	}
 	srv := NewServer(ServerConfig{
-		BrokerID: n.id, Broker: b, Controller: c.ctrl, ZeroCopy: c.cfg.ZeroCopy, ZeroCopyMinBytes: c.cfg.ZeroCopyMinBytes,
+		BrokerID: n.id, Broker: b, Controller: c.ctrl, ZeroCopy: c.cfg.ZeroCopy, ZeroCopyMinBytes: c.cfg.ZeroCopyMinBytes, FetchSessionCacheSlots: c.cfg.FetchSessionCacheSlots,
 		AutoCreateTopics: c.cfg.AutoCreateTopics, NumPartitions: c.cfg.NumPartitions,
 		DefaultReplicationFactor: c.cfg.DefaultReplicationFactor,
 		SocketRequestMaxBytes:    c.cfg.SocketRequestMaxBytes, Logf: c.cfg.Logf,

@@ -108,7 +108,7 @@ func TestFetchEncoderDecodesWithKmsgAtEveryVersion(t *testing.T) {
 	for v := int16(4); v <= 12; v++ {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
 			var e fetchEncoder
-			if err := e.encode(v, 12345, parts, spans); err != nil {
+			if err := e.encode(v, 12345, 0, 0, parts, spans); err != nil {
 				t.Fatal(err)
 			}
 			resp := decodeFetch(t, v, wire(t, &e, parts), 12345)
@@ -150,12 +150,12 @@ func TestFetchEncoderAllocatesNothing(t *testing.T) {
 	f, blob := segmentFile(t, 3)
 	parts, spans := fetchParts(f, blob)
 	var e fetchEncoder
-	if err := e.encode(12, 1, parts, spans); err != nil { // grow buffers once
+	if err := e.encode(12, 1, 0, 0, parts, spans); err != nil { // grow buffers once
 		t.Fatal(err)
 	}
 	for _, v := range []int16{4, 11, 12} {
 		allocs := testing.AllocsPerRun(100, func() {
-			if err := e.encode(v, 1, parts, spans); err != nil {
+			if err := e.encode(v, 1, 0, 0, parts, spans); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -167,11 +167,11 @@ func TestFetchEncoderAllocatesNothing(t *testing.T) {
 
 func TestFetchEncoderRejectsBadInput(t *testing.T) {
 	var e fetchEncoder
-	if err := e.encode(3, 1, nil, nil); err == nil {
+	if err := e.encode(3, 1, 0, 0, nil, nil); err == nil {
 		t.Error("v3 encoded, want error")
 	}
 	parts := []broker.FetchPartition{{Topic: "x", Records: log.Slice{Size: 10}}}
-	if err := e.encode(12, 1, parts, []topicSpan{{topic: "x", start: 0, end: 1}}); err == nil {
+	if err := e.encode(12, 1, 0, 0, parts, []topicSpan{{topic: "x", start: 0, end: 1}}); err == nil {
 		t.Error("slice without a file encoded, want error")
 	}
 }
@@ -190,7 +190,7 @@ func TestSendFetchZeroCopyAndCopy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.fetch.enc.encode(12, 99, parts, spans); err != nil {
+		if err := c.fetch.enc.encode(12, 99, 0, 0, parts, spans); err != nil {
 			t.Fatal(err)
 		}
 		errc := make(chan error, 1)
@@ -228,7 +228,7 @@ func TestSendfileShortFileIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	parts := []broker.FetchPartition{{Topic: "t", Records: log.Slice{File: vfs.WrapOS(f), Pos: 7, Size: int64(len(blob)) + 100}}}
-	if err := c.fetch.enc.encode(12, 1, parts, []topicSpan{{topic: "t", start: 0, end: 1}}); err != nil {
+	if err := c.fetch.enc.encode(12, 1, 0, 0, parts, []topicSpan{{topic: "t", start: 0, end: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	err = c.sendZeroCopy(parts)

@@ -52,6 +52,9 @@ type ServerConfig struct {
 	// instead (pread), which costs less than a sendfile call below a few
 	// pages; 0 sends every slice with sendfile.
 	ZeroCopyMinBytes int64
+	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots: how many
+	// incremental fetch sessions (KIP-227) the broker keeps; 0 = none, every fetch is full.
+	FetchSessionCacheSlots int
 	// AutoCreateTopics is auto.create.topics.enable: Metadata for an unknown
 	// topic creates it with NumPartitions (num.partitions) and
 	// DefaultReplicationFactor (default.replication.factor).
@@ -90,6 +93,11 @@ type ServerStats struct {
 	SendfileBytes int64 // record bytes sent with sendfile(2) (zero copy)
 	SendfileCalls int64 // sendfile(2) system calls that moved bytes
 	CopyBytes     int64 // record bytes copied through user space (pread + write)
+	// IncrementalFetches counts Fetch requests served on an incremental fetch session
+	// (KIP-227); FetchPartitionsOmitted the session partitions their responses left out
+	// (nothing new for them).
+	IncrementalFetches     int64
+	FetchPartitionsOmitted int64
 	// Requests counts requests by API name (kmsg.NameForKey, e.g. "Produce", "Fetch").
 	Requests map[string]int64
 }
@@ -100,6 +108,8 @@ type counters struct {
 	sendfileBytes atomic.Int64
 	sendfileCalls atomic.Int64
 	copyBytes     atomic.Int64
+	incremental   atomic.Int64
+	omitted       atomic.Int64
 	requests      [maxAPIKey]atomic.Int64
 	producerID    atomic.Int64 // last producer id handed out by InitProducerId
 }
@@ -131,6 +141,9 @@ func (c *counters) snapshot() ServerStats {
 		SendfileCalls: c.sendfileCalls.Load(),
 		CopyBytes:     c.copyBytes.Load(),
 		Requests:      map[string]int64{},
+
+		IncrementalFetches:     c.incremental.Load(),
+		FetchPartitionsOmitted: c.omitted.Load(),
 	}
 	for k := range c.requests {
 		if n := c.requests[k].Load(); n > 0 {
@@ -163,7 +176,8 @@ type Server struct {
 	// nil when running. Read lock-free on every request.
 	paused atomic.Pointer[chan struct{}]
 
-	mem          *memoryPool // queued.max.request.bytes
+	sessions     *fetchSessions // nil without FetchSessionCacheSlots
+	mem          *memoryPool    // queued.max.request.bytes
 	idleClosed   atomic.Int64
 	readTimeouts atomic.Int64
 	now          func() time.Time // the refusal log's clock
@@ -194,6 +208,9 @@ func NewServer(cfg ServerConfig, ln net.Listener) *Server {
 		mem: newMemoryPool(cfg.Limits.QueuedMaxRequestBytes), now: time.Now}
 	if s.stats == nil {
 		s.stats = newCounters()
+	}
+	if cfg.FetchSessionCacheSlots > 0 {
+		s.sessions = newFetchSessions(cfg.FetchSessionCacheSlots, time.Now)
 	}
 	id := strconv.Itoa(int(cfg.BrokerID))
 	bg := context.Background()

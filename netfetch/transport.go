@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -37,10 +38,13 @@ type Transport struct {
 	self  int32
 	ctrl  *controller.Controller
 	links *links // may be nil: no fault injection
+	// noSessions turns incremental fetch sessions off (isrbench.fetch.sessions=false):
+	// every replica fetch names every partition.
+	noSessions bool
 }
 
 // NewTransport returns a transport for broker self without fault injection
-// (a Cluster builds its transports with its links).
+// (a Cluster builds its transports with its links), using fetch sessions.
 func NewTransport(self int32, ctrl *controller.Controller) *Transport {
 	return &Transport{self: self, ctrl: ctrl}
 }
@@ -77,6 +81,7 @@ func (t *Transport) Dial(ctx context.Context, source int32, fetcherIndex int) (b
 		source:   source,
 		clientID: fmt.Sprintf("isrbench-replica-fetcher-%d-%d-%d", t.self, source, fetcherIndex),
 		l:        l,
+		sess:     sessionClient{enabled: !t.noSessions},
 	}
 	fc.nc = nc
 	if l != nil {
@@ -112,6 +117,7 @@ type fetchConn struct {
 	out          broker.ReplicaFetchResponse
 	ctx          context.Context
 	ctxStop      func() bool
+	sess         sessionClient // the connection's fetch session (KIP-227)
 }
 
 var _ broker.FetchConn = (*fetchConn)(nil)
@@ -222,7 +228,20 @@ func (c *fetchConn) ioErr(ctx context.Context, what string, req kmsg.Request, er
 
 // Fetch sends a Fetch v12 with replica_id set and decodes the response;
 // the returned Records alias the connection's buffer until the next call.
+// With fetch sessions (KIP-227) the request names only the partitions whose
+// position changed and the response carries only those with news; the
+// partitions left out have nothing new (no records, the same HW and log start).
 func (c *fetchConn) Fetch(ctx context.Context, rf *broker.ReplicaFetch) (*broker.ReplicaFetchResponse, error) {
+	out, err := c.fetchOnce(ctx, rf)
+	if c.sess.enabled && (errors.Is(err, kerr.FetchSessionIDNotFound) || errors.Is(err, kerr.InvalidFetchSessionEpoch)) {
+		// The leader lost the session (it restarted, or evicted it): start a new one.
+		c.sess.reset()
+		out, err = c.fetchOnce(ctx, rf)
+	}
+	return out, err
+}
+
+func (c *fetchConn) fetchOnce(ctx context.Context, rf *broker.ReplicaFetch) (*broker.ReplicaFetchResponse, error) {
 	// The request, response and result objects are reused: the Fetch path
 	// of a fetcher allocates nothing per call once they have grown (except
 	// the response's topic names).
@@ -232,15 +251,20 @@ func (c *fetchConn) Fetch(ctx context.Context, rf *broker.ReplicaFetch) (*broker
 		c.freq = req
 	}
 	topics := req.Topics[:0]
+	forgotten := req.ForgottenTopics[:0]
 	*req = kmsg.FetchRequest{}
 	req.Default()
 	req.SetVersion(replicaFetchVersion)
 	req.ReplicaID = rf.ReplicaID
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = rf.MaxWaitMs, rf.MinBytes, rf.MaxBytes
-	req.SessionID, req.SessionEpoch = 0, -1 // no fetch session: every request is full
+	req.SessionID, req.SessionEpoch = c.sess.requestIDs()
 	c.replicaState = appendReplicaState(c.replicaState[:0], rf.ReplicaID, rf.ReplicaEpoch)
 	req.UnknownTags.Set(replicaStateTag, c.replicaState)
+	full := req.SessionEpoch <= 0
 	for _, p := range rf.Partitions {
+		if !full && !c.sess.changed(p) {
+			continue
+		}
 		if n := len(topics); n == 0 || topics[n-1].Topic != p.Topic {
 			if n < cap(topics) {
 				topics = topics[:n+1]
@@ -259,6 +283,10 @@ func (c *fetchConn) Fetch(ctx context.Context, rf *broker.ReplicaFetch) (*broker
 		t.Partitions = append(t.Partitions, fp)
 	}
 	req.Topics = topics
+	if !full {
+		forgotten = c.sess.appendForgotten(forgotten)
+	}
+	req.ForgottenTopics = forgotten
 	body, err := c.roundTripBody(ctx, req)
 	if err != nil {
 		return nil, err
@@ -267,6 +295,7 @@ func (c *fetchConn) Fetch(ctx context.Context, rf *broker.ReplicaFetch) (*broker
 	if err := decodeReplicaFetchResponse(body, rf, out); err != nil {
 		return nil, fmt.Errorf("replica fetcher %d->%d: %w", c.self, c.source, err)
 	}
+	c.sess.answered(req, responseSessionID(body))
 	return out, nil
 }
 

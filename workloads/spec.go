@@ -104,10 +104,15 @@ type BrokerSpec struct {
 	// ZeroCopyMinBytes is isrbench.zero.copy.min.bytes: record slices smaller than this are
 	// copied into a fetch response rather than sent with sendfile, default 32768.
 	ZeroCopyMinBytes int64
-	IO               string        // isrbench.io: pwritev|uring|write, default pwritev
-	HWUpdate         string        // isrbench.hw.update: atomic|mutex, default atomic
-	TruncateMode     string        // isrbench.truncate.mode: epoch|hw, default epoch (hw is an ablation that can lose data)
-	ProduceDelay     time.Duration // isrbench.produce.delay: artificial delay per produce (gate tests), default 0
+	// FetchSessions is isrbench.fetch.sessions: replica fetchers use incremental fetch
+	// sessions (KIP-227), default true; FetchSessionCacheSlots is
+	// max.incremental.fetch.session.cache.slots, default 1000 (0: no sessions).
+	FetchSessions          bool
+	FetchSessionCacheSlots int
+	IO                     string        // isrbench.io: pwritev|uring|write, default pwritev
+	HWUpdate               string        // isrbench.hw.update: atomic|mutex, default atomic
+	TruncateMode           string        // isrbench.truncate.mode: epoch|hw, default epoch (hw is an ablation that can lose data)
+	ProduceDelay           time.Duration // isrbench.produce.delay: artificial delay per produce (gate tests), default 0
 	// HWCheckpointIntervalMs is replica.high.watermark.checkpoint.interval.ms, default 5000.
 	HWCheckpointIntervalMs int64
 	// GroupInitialRebalanceDelayMs is group.initial.rebalance.delay.ms, harness default
@@ -223,6 +228,8 @@ func DefaultSpec() *Spec {
 			FlushMs:                      math.MaxInt64,
 			ZeroCopy:                     true,
 			ZeroCopyMinBytes:             netfetch.DefaultZeroCopyMinBytes,
+			FetchSessions:                true,
+			FetchSessionCacheSlots:       1000,
 			IO:                           "pwritev",
 			HWUpdate:                     "atomic",
 			TruncateMode:                 "epoch",
@@ -944,6 +951,8 @@ var params = []Param{
 	intP("flush.messages", []string{"broker.flush.messages"}, 1, math.MaxInt64, "fsync every N messages, default 9223372036854775807 (never)", func(s *Spec) *int64 { return &s.Broker.FlushMessages }),
 	intP("flush.ms", []string{"broker.flush.ms"}, 0, math.MaxInt64, "fsync every N ms, default 9223372036854775807 (never)", func(s *Spec) *int64 { return &s.Broker.FlushMs }),
 	boolP("isrbench.zero.copy", []string{"broker.isrbench.zero.copy"}, "sendfile fetch responses, default true", func(s *Spec) *bool { return &s.Broker.ZeroCopy }),
+	boolP("isrbench.fetch.sessions", []string{"broker.isrbench.fetch.sessions"}, "replica fetchers use incremental fetch sessions (KIP-227), default true", func(s *Spec) *bool { return &s.Broker.FetchSessions }),
+	intP("max.incremental.fetch.session.cache.slots", []string{"broker.max.incremental.fetch.session.cache.slots"}, 0, math.MaxInt32, "incremental fetch sessions a broker keeps, 0 = none, default 1000", func(s *Spec) *int { return &s.Broker.FetchSessionCacheSlots }),
 	intP("isrbench.zero.copy.min.bytes", []string{"broker.isrbench.zero.copy.min.bytes"}, 0, math.MaxInt32, "with zero copy, record slices smaller than this are copied (pread) instead of sent with sendfile; 0 = sendfile always, default 32768", func(s *Spec) *int64 { return &s.Broker.ZeroCopyMinBytes }),
 	enumP("isrbench.io", []string{"broker.isrbench.io"}, []string{"pwritev", "uring", "write"}, "log write path, default pwritev", func(s *Spec) *string { return &s.Broker.IO }),
 	enumP("isrbench.hw.update", []string{"broker.isrbench.hw.update"}, []string{"atomic", "mutex"}, "HW advance, default atomic", func(s *Spec) *string { return &s.Broker.HWUpdate }),

@@ -49,6 +49,8 @@ func (s *Spec) ClusterConfig() (netfetch.ClusterConfig, error) {
 	cc.AutoCreateTopics = false
 	cc.ZeroCopy = s.Broker.ZeroCopy
 	cc.ZeroCopyMinBytes = s.Broker.ZeroCopyMinBytes
+	cc.FetchSessions = s.Broker.FetchSessions
+	cc.FetchSessionCacheSlots = s.Broker.FetchSessionCacheSlots
 	b := &cc.Broker
 	b.NumReplicaFetchers = s.Broker.NumReplicaFetchers
 	b.ReplicaFetchWaitMaxMs = int32(s.Broker.ReplicaFetchWaitMaxMs)
