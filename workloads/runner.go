@@ -21,8 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/isrbench/isrbench/core/vfs"
-	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/netfetch"
+	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/results"
 )
 
