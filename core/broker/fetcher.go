@@ -275,6 +275,11 @@ func (f *Fetcher) Plan() *Round {
 			epoch, ask, act := fp.fs.TruncationStep(fp.h.r)
 			if !ask {
 				f.act(fp, act, now)
+				if fp.fs.Phase == partition.PhaseFetching && fp.fs.Ready(now) {
+					// Truncated without asking: fetch in this round (an empty round would
+					// park the fetcher goroutine until the next wake-up).
+					fetch = append(fetch, fp)
+				}
 				continue
 			}
 			r.Epochs = append(r.Epochs, EpochQuery{Topic: key.topic, Partition: key.partition, CurrentLeaderEpoch: fp.fs.LeaderEpoch, LeaderEpoch: epoch})
