@@ -63,7 +63,11 @@ type Stats struct {
 	Steps, Produced, AckedAll, AckedOne, Consumed         int
 	Kills, Crashes, Restarts, Pauses, Partitions, DiskFul int
 	ClusterRestarts, LeaderMoves, CtrlCuts, Correlated    int
+	FetcherResizes, PartitionAdds, Rebalances             int
 }
+
+// maxPartitions bounds the partitions CreatePartitions faults add.
+const maxPartitions = 5
 
 const (
 	topic     = "t"
@@ -86,6 +90,9 @@ type Sim struct {
 	ctrlFS *vfs.MemFS
 	ctrl   *controller.Controller
 	nodes  []*node
+	// nparts is the topic's partition count now (Options.Partitions, raised by
+	// CreatePartitions faults up to maxPartitions).
+	nparts int
 
 	queue msgQueue
 	seq   int64
@@ -186,7 +193,7 @@ func Run(o Options) Result {
 	o.fill()
 	s := &Sim{o: o, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)), now: startNs,
 		cut: map[[2]int32]bool{}, slow: map[[2]int32]int64{}, acked: map[key]entry{}, consumed: map[key]entry{},
-		consumer: make([]int64, o.Partitions), hwSeen: map[termKey]int64{}, synced: map[syncKey]int32{},
+		nparts: o.Partitions, consumer: make([]int64, o.Partitions), hwSeen: map[termKey]int64{}, synced: map[syncKey]int32{},
 		lastState: map[int32]string{}}
 	s.run()
 	return Result{Err: s.err, Trace: s.trace, Stats: s.stats}
@@ -526,7 +533,7 @@ func copyResponse(r *broker.ReplicaFetchResponse) *broker.ReplicaFetchResponse {
 
 // produce sends a batch to the leader the client sees in the metadata.
 func (s *Sim) produce() {
-	p := int32(s.rng.IntN(s.o.Partitions))
+	p := int32(s.rng.IntN(s.nparts))
 	st, ok := s.ctrl.Partition(topic, p)
 	if !ok || st.Leader == controller.NoLeader {
 		return
@@ -608,7 +615,7 @@ func (s *Sim) respond(n *node, acks int16, parts []broker.ProducePartition, valu
 
 // consume reads one partition from its leader below the HW, as a consumer does.
 func (s *Sim) consume() {
-	p := int32(s.rng.IntN(s.o.Partitions))
+	p := int32(s.rng.IntN(s.nparts))
 	st, ok := s.ctrl.Partition(topic, p)
 	if !ok || st.Leader == controller.NoLeader {
 		return
@@ -706,15 +713,15 @@ func (s *Sim) fault() {
 			}
 			s.tracef("link %d-%d extra delay %v", n.id, m.id, time.Duration(s.slow[k]))
 		}
-	case r < 72:
+	case r < 70:
 		n.ctrlCut = !n.ctrlCut
 		if n.ctrlCut {
 			s.stats.CtrlCuts++
 			s.failure(fmt.Sprintf("broker %d cut from the controller", n.id))
 		}
 		s.tracef("broker %d cut from the controller: %v", n.id, n.ctrlCut)
-	case r < 80:
-		p := int32(s.rng.IntN(s.o.Partitions))
+	case r < 77:
+		p := int32(s.rng.IntN(s.nparts))
 		if st, ok := s.ctrl.Partition(topic, p); ok && len(st.ISR) > 1 {
 			to := st.ISR[s.rng.IntN(len(st.ISR))]
 			if _, err := s.ctrl.TransferLeader(topic, p, to); err == nil {
@@ -722,7 +729,7 @@ func (s *Sim) fault() {
 				s.tracef("leader of p%d moved to %d", p, to)
 			}
 		}
-	case r < 86:
+	case r < 83:
 		if n.up() && !n.diskFull {
 			s.failure(fmt.Sprintf("broker %d disk full", n.id))
 			n.diskFull = true
@@ -737,9 +744,35 @@ func (s *Sim) fault() {
 				s.kill(n, false)
 			}
 		}
-	case r < 90:
+	case r < 87:
 		if s.rng.IntN(3) == 0 {
 			s.restartCluster()
+		}
+	case r < 91:
+		// num.replica.fetchers changed at run time: the brokers move partitions between
+		// fetchers when they learn of it, with rounds in flight.
+		k := 1 + s.rng.IntN(4)
+		if err := s.ctrl.ChangeBrokerConfig("", controller.ConfigChange{Set: map[string]string{"num.replica.fetchers": fmt.Sprint(k)}}); err != nil {
+			s.fail("num.replica.fetchers=%d: %v", k, err)
+			return
+		}
+		s.stats.FetcherResizes++
+		s.tracef("num.replica.fetchers set to %d", k)
+	case r < 94:
+		if s.nparts < maxPartitions {
+			if _, err := s.ctrl.CreatePartitions(topic, int32(s.nparts+1), nil, false); err == nil {
+				s.nparts++
+				s.consumer = append(s.consumer, 0)
+				s.stats.PartitionAdds++
+				s.tracef("partition p%d added", s.nparts-1)
+			} else {
+				s.tracef("create partition p%d refused: %v", s.nparts, err)
+			}
+		}
+	case r < 96:
+		if moved := s.ctrl.BalanceLeaders(10); len(moved) > 0 {
+			s.stats.Rebalances++
+			s.tracef("preferred leaders elected: %v", moved)
 		}
 	default:
 		s.ctrl.CheckSessions()
@@ -804,8 +837,8 @@ func (s *Sim) restartCluster() {
 	if s.err != nil {
 		return
 	}
-	if ps, ok := s.ctrl.Partitions(topic); !ok || len(ps) != s.o.Partitions {
-		s.fail("after a cluster restart the topic has %d partitions (exists %v), want %d", len(ps), ok, s.o.Partitions)
+	if ps, ok := s.ctrl.Partitions(topic); !ok || len(ps) != s.nparts {
+		s.fail("after a cluster restart the topic has %d partitions (exists %v), want %d", len(ps), ok, s.nparts)
 		return
 	}
 	for _, n := range s.nodes {
@@ -851,7 +884,7 @@ func (s *Sim) crashSafe() bool {
 			return false
 		}
 	}
-	for p := int32(0); p < int32(s.o.Partitions); p++ {
+	for p := int32(0); p < int32(s.nparts); p++ {
 		st, ok := s.ctrl.Partition(topic, p)
 		if !ok || st.Leader == controller.NoLeader || len(st.ISR) != len(st.Replicas) {
 			return false
@@ -865,7 +898,7 @@ func (s *Sim) crashSafe() bool {
 // would elect a leader uncleanly (kafka-leader-election --election-type unclean), which the
 // simulator does then; without a correlated failure such a partition is a bug.
 func (s *Sim) operatorElections() {
-	for p := int32(0); p < int32(s.o.Partitions); p++ {
+	for p := int32(0); p < int32(s.nparts); p++ {
 		st, ok := s.ctrl.Partition(topic, p)
 		if !ok || st.Leader != controller.NoLeader {
 			continue
@@ -921,7 +954,7 @@ func (s *Sim) inSync() bool {
 			}
 		}
 	}
-	for p := int32(0); p < int32(s.o.Partitions); p++ {
+	for p := int32(0); p < int32(s.nparts); p++ {
 		st, ok := s.ctrl.Partition(topic, p)
 		if !ok || st.Leader == controller.NoLeader || len(st.ISR) != len(st.Replicas) {
 			return false
@@ -957,7 +990,7 @@ func (s *Sim) describe() string {
 			b.WriteString("; ")
 		}
 	}
-	for p := int32(0); p < int32(s.o.Partitions); p++ {
+	for p := int32(0); p < int32(s.nparts); p++ {
 		st, _ := s.ctrl.Partition(topic, p)
 		fmt.Fprintf(&b, "[%v damaged %v;", st, s.ctrl.Damaged(topic, p))
 		for _, n := range s.nodes {
