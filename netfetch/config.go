@@ -61,40 +61,45 @@ func oneOfSetter(allowed []string, set func(c *ClusterConfig, v string) error) s
 }
 
 var setters = map[string]setter{
-	"num.replica.fetchers":             intSetter(1, 64, func(c *ClusterConfig, n int64) { c.Broker.NumReplicaFetchers = int(n) }),
-	"replica.fetch.wait.max.ms":        intSetter(0, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.ReplicaFetchWaitMaxMs = int32(n) }),
-	"replica.fetch.min.bytes":          intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.ReplicaFetchMinBytes = int32(n) }),
-	"replica.fetch.max.bytes":          intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.ReplicaFetchMaxBytes = int32(n) }),
-	"replica.fetch.response.max.bytes": intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.ReplicaFetchResponseMaxBytes = int32(n) }),
-	"replica.fetch.backoff.ms":         intSetter(0, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.ReplicaFetchBackoffMs = int32(n) }),
-	"replica.lag.time.max.ms":          intSetter(1, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.ReplicaLagTimeMaxMs = n }),
-	"min.insync.replicas":              intSetter(1, math.MaxInt16, func(c *ClusterConfig, n int64) { c.Broker.MinInsyncReplicas = int(n) }),
-	"log.segment.bytes":                intSetter(14, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.Log.SegmentBytes = n }),
-	"log.index.interval.bytes":         intSetter(0, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.Log.IndexIntervalBytes = int(n) }),
-	"log.retention.bytes":              intSetter(-1, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.Log.RetentionBytes = n }),
-	"log.retention.ms":                 intSetter(-1, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.Log.RetentionMs = n }),
-	"log.retention.check.interval.ms":  intSetter(1, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.LogRetentionCheckIntervalMs = n }),
-	"flush.messages":                   intSetter(1, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.Log.FlushMessages = n }),
-	"flush.ms":                         intSetter(0, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.Log.FlushMs = n }),
-	"broker.session.timeout.ms":        intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Controller.BrokerSessionTimeoutMs = n }),
-	"unclean.leader.election.enable":   boolSetter(func(c *ClusterConfig, b bool) { c.Controller.UncleanLeaderElectionEnable = b }),
-	"auto.create.topics.enable":        boolSetter(func(c *ClusterConfig, b bool) { c.AutoCreateTopics = b }),
-	"num.partitions":                   intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.NumPartitions = int32(n) }),
-	"default.replication.factor":       intSetter(1, math.MaxInt16, func(c *ClusterConfig, n int64) { c.DefaultReplicationFactor = int16(n) }),
-	"socket.request.max.bytes":         intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.SocketRequestMaxBytes = int32(n) }),
-	"message.max.bytes":                intSetter(0, math.MaxInt32, func(c *ClusterConfig, n int64) { c.MessageMaxBytes = int32(n) }),
-	"group.initial.rebalance.delay.ms": intSetter(0, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.InitialRebalanceDelayMs = n }),
-	"group.min.session.timeout.ms":     intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.MinSessionTimeoutMs = int32(n) }),
-	"group.max.session.timeout.ms":     intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.MaxSessionTimeoutMs = int32(n) }),
-	"group.max.size":                   intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.MaxSize = int(n) }),
-	"offsets.topic.num.partitions":     intSetter(1, controller.MaxPartitions, func(c *ClusterConfig, n int64) { c.Group.OffsetsTopicNumPartitions = int32(n) }),
-	"offsets.topic.replication.factor": intSetter(1, math.MaxInt16, func(c *ClusterConfig, n int64) { c.Group.OffsetsTopicReplicationFactor = int16(n) }),
-	"offsets.topic.segment.bytes":      intSetter(14, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.OffsetsTopicSegmentBytes = n }),
-	"offsets.commit.timeout.ms":        intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.OffsetsCommitTimeoutMs = n }),
-	"offset.metadata.max.bytes":        intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.OffsetMetadataMaxBytes = int(n) }),
-	"isrbench.zero.copy":               boolSetter(func(c *ClusterConfig, b bool) { c.ZeroCopy = b }),
-	"isrbench.hw.update":               oneOfSetter([]string{"atomic", "mutex"}, func(c *ClusterConfig, v string) error { c.Broker.HWUpdate = v; return nil }),
-	"isrbench.truncate.mode":           oneOfSetter([]string{"epoch", "hw"}, func(c *ClusterConfig, v string) error { c.Broker.TruncateMode = v; return nil }),
+	"num.replica.fetchers":                    intSetter(1, 64, func(c *ClusterConfig, n int64) { c.Broker.NumReplicaFetchers = int(n) }),
+	"replica.fetch.wait.max.ms":               intSetter(0, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.ReplicaFetchWaitMaxMs = int32(n) }),
+	"replica.fetch.min.bytes":                 intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.ReplicaFetchMinBytes = int32(n) }),
+	"replica.fetch.max.bytes":                 intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.ReplicaFetchMaxBytes = int32(n) }),
+	"replica.fetch.response.max.bytes":        intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.ReplicaFetchResponseMaxBytes = int32(n) }),
+	"replica.fetch.backoff.ms":                intSetter(0, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.ReplicaFetchBackoffMs = int32(n) }),
+	"replica.lag.time.max.ms":                 intSetter(1, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.ReplicaLagTimeMaxMs = n }),
+	"min.insync.replicas":                     intSetter(1, math.MaxInt16, func(c *ClusterConfig, n int64) { c.Broker.MinInsyncReplicas = int(n) }),
+	"log.segment.bytes":                       intSetter(14, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.Log.SegmentBytes = n }),
+	"log.index.interval.bytes":                intSetter(0, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Broker.Log.IndexIntervalBytes = int(n) }),
+	"log.retention.bytes":                     intSetter(-1, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.Log.RetentionBytes = n }),
+	"log.retention.ms":                        intSetter(-1, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.Log.RetentionMs = n }),
+	"log.retention.check.interval.ms":         intSetter(1, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.LogRetentionCheckIntervalMs = n }),
+	"flush.messages":                          intSetter(1, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.Log.FlushMessages = n }),
+	"flush.ms":                                intSetter(0, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.Log.FlushMs = n }),
+	"log.flush.interval.messages":             intSetter(1, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.Log.FlushMessages = n }),
+	"log.flush.interval.ms":                   intSetter(0, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.Log.FlushMs = n }),
+	"auto.leader.rebalance.enable":            boolSetter(func(c *ClusterConfig, b bool) { c.AutoLeaderRebalanceEnable = b }),
+	"leader.imbalance.check.interval.seconds": intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.LeaderImbalanceCheckIntervalSeconds = n }),
+	"leader.imbalance.per.broker.percentage":  intSetter(0, 100, func(c *ClusterConfig, n int64) { c.LeaderImbalancePerBrokerPercentage = int(n) }),
+	"broker.session.timeout.ms":               intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Controller.BrokerSessionTimeoutMs = n }),
+	"unclean.leader.election.enable":          boolSetter(func(c *ClusterConfig, b bool) { c.Controller.UncleanLeaderElectionEnable = b }),
+	"auto.create.topics.enable":               boolSetter(func(c *ClusterConfig, b bool) { c.AutoCreateTopics = b }),
+	"num.partitions":                          intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.NumPartitions = int32(n) }),
+	"default.replication.factor":              intSetter(1, math.MaxInt16, func(c *ClusterConfig, n int64) { c.DefaultReplicationFactor = int16(n) }),
+	"socket.request.max.bytes":                intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.SocketRequestMaxBytes = int32(n) }),
+	"message.max.bytes":                       intSetter(0, math.MaxInt32, func(c *ClusterConfig, n int64) { c.MessageMaxBytes = int32(n) }),
+	"group.initial.rebalance.delay.ms":        intSetter(0, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.InitialRebalanceDelayMs = n }),
+	"group.min.session.timeout.ms":            intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.MinSessionTimeoutMs = int32(n) }),
+	"group.max.session.timeout.ms":            intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.MaxSessionTimeoutMs = int32(n) }),
+	"group.max.size":                          intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.MaxSize = int(n) }),
+	"offsets.topic.num.partitions":            intSetter(1, controller.MaxPartitions, func(c *ClusterConfig, n int64) { c.Group.OffsetsTopicNumPartitions = int32(n) }),
+	"offsets.topic.replication.factor":        intSetter(1, math.MaxInt16, func(c *ClusterConfig, n int64) { c.Group.OffsetsTopicReplicationFactor = int16(n) }),
+	"offsets.topic.segment.bytes":             intSetter(14, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.OffsetsTopicSegmentBytes = n }),
+	"offsets.commit.timeout.ms":               intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.OffsetsCommitTimeoutMs = n }),
+	"offset.metadata.max.bytes":               intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.Group.OffsetMetadataMaxBytes = int(n) }),
+	"isrbench.zero.copy":                      boolSetter(func(c *ClusterConfig, b bool) { c.ZeroCopy = b }),
+	"isrbench.hw.update":                      oneOfSetter([]string{"atomic", "mutex"}, func(c *ClusterConfig, v string) error { c.Broker.HWUpdate = v; return nil }),
+	"isrbench.truncate.mode":                  oneOfSetter([]string{"epoch", "hw"}, func(c *ClusterConfig, v string) error { c.Broker.TruncateMode = v; return nil }),
 	"isrbench.io": oneOfSetter([]string{"pwritev", "uring", "write"}, func(c *ClusterConfig, v string) error {
 		w, err := log.NewWriter(v)
 		if err != nil {
@@ -116,7 +121,23 @@ func (c *ClusterConfig) Set(key, value string) error {
 	if err := s(c, value); err != nil {
 		return fmt.Errorf("setting %s: %w", key, err)
 	}
+	if c.explicit == nil {
+		c.explicit = map[string]bool{}
+	}
+	c.explicit[brokerConfigName(key)] = true
 	return nil
+}
+
+// brokerConfigName is the broker config a setting is reported as (flush.messages and
+// flush.ms are the topic-level names of log.flush.interval.messages / .ms).
+func brokerConfigName(key string) string {
+	switch key {
+	case "flush.messages":
+		return "log.flush.interval.messages"
+	case "flush.ms":
+		return "log.flush.interval.ms"
+	}
+	return key
 }
 
 // SetKV applies "key=value".
