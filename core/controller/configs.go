@@ -15,6 +15,7 @@ const (
 	TypeBoolean = "boolean"
 	TypeString  = "string"
 	TypeInt     = "int"
+	TypeShort   = "short"
 	TypeLong    = "long"
 	TypeList    = "list"
 )
