@@ -388,14 +388,16 @@ func (s *Sim) heartbeats() {
 }
 
 // failure notes a fault that takes a broker out of service. While a crashed broker has not
-// caught up (the cluster was not back in sync since the crash), a second failure may lose
+// caught up (the cluster was not back in sync since the crash), any further failure may lose
 // what the crash lost: records acknowledged until then are no longer checked (a correlated
-// failure of two replicas, which no RF 3 / min ISR 2 setup survives in general).
+// failure of two replicas, which no RF 3 / min ISR 2 setup survives in general). This holds
+// for every failure until the cluster is back in sync, not only the first: records
+// acknowledged after one such failure can still be held only by the crashed broker's page
+// cache and one other replica.
 func (s *Sim) failure(what string) {
 	if !s.crashPending {
 		return
 	}
-	s.crashPending = false
 	s.lossAllowedUpTo = s.ackSeq
 	s.stats.Correlated++
 	s.tracef("%s while a crashed broker catches up: a correlated failure; the %d records acknowledged so far are no longer checked", what, s.ackSeq)
