@@ -558,3 +558,27 @@ func TestDescribeClusterAPI(t *testing.T) {
 		t.Errorf("v0: %+v", resp)
 	}
 }
+
+// TestBrokerConfigCatalogue: every broker config isrbench can set (serve --set), change at
+// run time, or names as a topic config's synonym is one DescribeConfigs reports.
+func TestBrokerConfigCatalogue(t *testing.T) {
+	var names []string
+	for _, k := range SettableKeys() {
+		names = append(names, brokerConfigName(k))
+	}
+	names = append(names, controller.DynamicBrokerConfigNames()...)
+	for _, d := range controller.TopicConfigDefs() {
+		names = append(names, d.BrokerSynonym)
+	}
+	for _, n := range names {
+		if _, ok := lookupBrokerConfig(n); !ok {
+			t.Errorf("broker config %s is not in brokerConfigDefs", n)
+		}
+	}
+	for _, n := range controller.DynamicBrokerConfigNames() {
+		d, _ := lookupBrokerConfig(n)
+		if got := controller.BrokerConfigType(n); got != d.typ {
+			t.Errorf("%s: type %s in the controller, %s in brokerConfigDefs", n, got, d.typ)
+		}
+	}
+}
