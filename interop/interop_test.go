@@ -20,11 +20,10 @@ import (
 	"github.com/isrbench/isrbench/netfetch"
 )
 
-// deleteTopicPending is the one switch for the suite's "delete the topic" step: isrbench does
-// not serve DeleteTopics yet (it comes with the admin surface, after the controller's
-// durable metadata). While it is true every client reports the step as pending instead of
-// running it; set it to false to run each client's delete.
-const deleteTopicPending = true
+// deleteTopicPending is the one switch for the suite's "delete the topic" step: while it is
+// true every client reports the step as pending instead of running it. isrbench serves
+// DeleteTopics, so every client runs its delete.
+const deleteTopicPending = false
 
 const deletePendingReason = "pending: DeleteTopics is not served yet"
 
@@ -215,7 +214,35 @@ func runSuite(t *testing.T, c *netfetch.Cluster, cl client) {
 		t.Logf("%s: delete topic: %s", cl.name, deletePendingReason)
 		return
 	}
-	step(operations[3], func() error { return cl.delete(boot, topic) })
+	step(operations[3], func() error {
+		if err := cl.delete(boot, topic); err != nil {
+			return err
+		}
+		return deleted(c, topic)
+	})
+}
+
+// deleted checks that topic is gone from the controller and from every running broker (the
+// delete was answered once the brokers applied it).
+func deleted(c *netfetch.Cluster, topic string) error {
+	if _, ok := c.Controller().Partitions(topic); ok {
+		return fmt.Errorf("the client reported %s deleted, but the controller still has it", topic)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Sync(ctx); err != nil {
+		return err
+	}
+	for _, id := range c.BrokerIDs() {
+		if b := c.Broker(id); b != nil {
+			for _, p := range b.Partitions() {
+				if p.Topic == topic {
+					return fmt.Errorf("broker %d still hosts %s-%d after the deletion", id, topic, p.Partition)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // sameValues checks that got holds exactly the values start..start+count-1 (any order).

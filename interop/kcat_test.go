@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/isrbench/isrbench/netfetch"
 )
 
@@ -52,8 +55,35 @@ func kcatClient(kcat string) client {
 				"-c", strconv.Itoa(count), "-q", "-f", "%s\n", topic)
 			return lines(out), err
 		},
-		delete: func(string, string) error { return fmt.Errorf("kcat cannot delete topics") },
+		// kcat has no admin commands: the topic is deleted with franz-go's kadm, and kcat
+		// (librdkafka's metadata) must then see it gone.
+		delete: func(boot, topic string) error {
+			if err := kadmDelete(boot, topic); err != nil {
+				return err
+			}
+			out, err := command(30*time.Second, "", kcat, "-L", "-b", boot, "-t", topic, "-X", "allow.auto.create.topics=false")
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(out, "Unknown topic or partition") {
+				return fmt.Errorf("kcat -L still lists the deleted topic %s: %s", topic, lastLines(out, 3))
+			}
+			return nil
+		},
 	}
+}
+
+// kadmDelete deletes topic with franz-go's kadm.
+func kadmDelete(boot, topic string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(boot, ",")...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = kadm.NewClient(cl).DeleteTopic(ctx, topic)
+	return err
 }
 
 func TestKcat(t *testing.T) {

@@ -222,6 +222,15 @@ func (c *conn) limitsFor(topic string) topicLimits {
 		l.segment = b.Config().Log.SegmentBytes
 	}
 	if ctrl := c.s.cfg.Controller; ctrl != nil {
+		// The dynamic broker configs (this broker's, else the cluster-wide default), then
+		// the topic's overrides.
+		dyn := ctrl.EffectiveBrokerConfigs(c.s.cfg.BrokerID)
+		if v, err := strconv.ParseInt(dyn["message.max.bytes"], 10, 32); err == nil {
+			l.maxMessage = int32(v)
+		}
+		if v, err := strconv.ParseInt(dyn["log.segment.bytes"], 10, 64); err == nil && v > 0 {
+			l.segment = v
+		}
 		tc := ctrl.TopicConfig(topic)
 		if v, err := strconv.ParseInt(tc[controller.ConfigMaxMessageBytes], 10, 32); err == nil {
 			l.maxMessage = int32(v)

@@ -3,10 +3,11 @@ package netfetch
 import (
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbench/isrbench/core/controller"
 )
 
 func init() {
@@ -15,57 +16,97 @@ func init() {
 	}})
 }
 
-// handleDescribeConfigs answers topic resources with the topic's overrides
-// (source DYNAMIC_TOPIC_CONFIG, what kafka-topics.sh --describe prints as
-// Configs:) and broker resources with the broker's replication settings
-// (source STATIC_BROKER_CONFIG). ConfigNames filters when non-nil.
+// handleDescribeConfigs answers as Kafka's ConfigHelper: a TOPIC resource gets every topic
+// config (controller.TopicConfigDefs) with its value and source (TOPIC_CONFIG for an
+// override, else its broker synonym's source); BROKER "<this broker's id>" every broker
+// config (brokerConfigDefs) with its source and read_only (not dynamic in Kafka); BROKER ""
+// the cluster-wide dynamic defaults only (DYNAMIC_DEFAULT_BROKER_CONFIG). Synonyms (v1+,
+// include_synonyms) list every source that is set, in precedence order; config types are
+// sent from v3; documentation is not (null). v0 has is_default instead of a source.
+// ConfigNames filters (null or empty: all).
 func (c *conn) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
-	resp := kmsg.NewPtrDescribeConfigsResponse()
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	perBroker, defaults := c.dynamicBrokerConfigs()
 	for i := range req.Resources {
 		r := &req.Resources[i]
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		var kv map[string]string
-		var source kmsg.ConfigSource
+		want := func(name string) bool { return len(r.ConfigNames) == 0 || slices.Contains(r.ConfigNames, name) }
+		add := func(name, typ string, readOnly bool, syns []synonym) {
+			rc := kmsg.NewDescribeConfigsResponseResourceConfig()
+			rc.Name, rc.ReadOnly, rc.ConfigType = name, readOnly, configType(typ)
+			rc.Source = kmsg.ConfigSourceDefaultConfig
+			if len(syns) > 0 {
+				v := syns[0].value
+				rc.Value, rc.Source = &v, syns[0].source
+			}
+			rc.IsDefault = rc.Source == kmsg.ConfigSourceDefaultConfig
+			if req.IncludeSynonyms {
+				for _, s := range syns {
+					syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+					v := s.value
+					syn.Name, syn.Value, syn.Source = s.name, &v, s.source
+					rc.ConfigSynonyms = append(rc.ConfigSynonyms, syn)
+				}
+			}
+			rr.Configs = append(rr.Configs, rc)
+		}
 		var err error
 		switch r.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
-			if _, ok := c.s.cfg.Controller.Partitions(r.ResourceName); !ok {
+			err = controller.ValidateTopicName(r.ResourceName)
+			if err != nil {
+				break
+			}
+			overrides := c.s.cfg.Controller.TopicConfig(r.ResourceName)
+			if overrides == nil {
 				err = fmt.Errorf("topic %q: %w", r.ResourceName, kerr.UnknownTopicOrPartition)
 				break
 			}
-			kv, source = c.s.cfg.Controller.TopicConfig(r.ResourceName), kmsg.ConfigSourceDynamicTopicConfig
+			for _, d := range controller.TopicConfigDefs() {
+				if !want(d.Name) {
+					continue
+				}
+				var syns []synonym
+				if v, ok := overrides[d.Name]; ok {
+					syns = append(syns, synonym{d.Name, v, kmsg.ConfigSourceDynamicTopicConfig})
+				}
+				syns = append(syns, c.brokerSynonyms(d.BrokerSynonym, perBroker, defaults)...)
+				if len(syns) == 0 {
+					syns = []synonym{{d.Name, d.Default, kmsg.ConfigSourceDefaultConfig}}
+				}
+				add(d.Name, d.Type, false, syns)
+			}
 		case kmsg.ConfigResourceTypeBroker:
-			if r.ResourceName != "" && r.ResourceName != strconv.Itoa(int(c.s.cfg.BrokerID)) {
-				err = fmt.Errorf("broker resource %q is not this broker (%d): %w", r.ResourceName, c.s.cfg.BrokerID, kerr.InvalidRequest)
+			if err = c.brokerResourceID(r.ResourceName, true); err != nil {
 				break
 			}
-			kv, source = c.s.cfg.BrokerConfigs, kmsg.ConfigSourceStaticBrokerConfig
+			for _, d := range brokerConfigDefs {
+				dynamic := controller.BrokerConfigType(d.name) != ""
+				if !want(d.name) {
+					continue
+				}
+				if r.ResourceName == "" {
+					if v, ok := defaults[d.name]; ok {
+						add(d.name, d.typ, false, []synonym{{d.name, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig}})
+					}
+					continue
+				}
+				syns := c.brokerSynonyms(d.name, perBroker, defaults)
+				if len(syns) == 0 {
+					syns = []synonym{{d.name, "", kmsg.ConfigSourceDefaultConfig}}
+				}
+				if syns[0].value == "" && syns[0].source == kmsg.ConfigSourceDefaultConfig {
+					syns = nil // no value (Kafka's null)
+				}
+				add(d.name, d.typ, !dynamic, syns)
+			}
 		default:
-			err = fmt.Errorf("resource type %v is not supported: %w", r.ResourceType, kerr.InvalidRequest)
+			err = fmt.Errorf("resource type %v is not supported (TOPIC and BROKER are): %w", r.ResourceType, kerr.InvalidRequest)
 		}
 		if err != nil {
 			rr.ErrorCode, rr.ErrorMessage = errCode(err), errMessage(err)
-			resp.Resources = append(resp.Resources, rr)
-			continue
-		}
-		names := make([]string, 0, len(kv))
-		for k := range kv {
-			if r.ConfigNames == nil || slices.Contains(r.ConfigNames, k) {
-				names = append(names, k)
-			}
-		}
-		slices.Sort(names)
-		for _, k := range names {
-			v := kv[k]
-			rc := kmsg.NewDescribeConfigsResponseResourceConfig()
-			rc.Name, rc.Value, rc.Source = k, &v, source
-			if req.IncludeSynonyms {
-				syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-				syn.Name, syn.Value, syn.Source = k, &v, source
-				rc.ConfigSynonyms = append(rc.ConfigSynonyms, syn)
-			}
-			rr.Configs = append(rr.Configs, rc)
+			rr.Configs = nil
 		}
 		resp.Resources = append(resp.Resources, rr)
 	}

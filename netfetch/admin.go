@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -161,6 +162,14 @@ type Admin struct {
 	srv      *fasthttp.Server
 	tokenSum []byte                  // SHA-256 of the token; nil = no token
 	hosts    atomic.Pointer[hostSet] // the Host values allowed, set by Serve
+
+	// mu orders Serve and Close: a Close before Serve took its listener closes the
+	// listener when Serve gets it (fasthttp's Shutdown only stops listeners it has).
+	mu struct {
+		sync.Mutex
+		closed bool
+		ln     net.Listener
+	}
 }
 
 // NewAdmin returns the admin server of c; Serve starts it.
@@ -195,6 +204,14 @@ func (discardLogger) Printf(string, ...any) {}
 func (a *Admin) Serve(ln net.Listener) error {
 	hs := hostsFor(ln.Addr())
 	a.hosts.Store(&hs)
+	a.mu.Lock()
+	if a.mu.closed {
+		a.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	a.mu.ln = ln
+	a.mu.Unlock()
 	err := a.srv.Serve(ln)
 	if errors.Is(err, net.ErrClosed) {
 		return nil
@@ -203,7 +220,17 @@ func (a *Admin) Serve(ln net.Listener) error {
 }
 
 // Close stops accepting and closes open connections once their requests are answered.
-func (a *Admin) Close() error { return a.srv.Shutdown() }
+func (a *Admin) Close() error {
+	a.mu.Lock()
+	a.mu.closed = true
+	ln := a.mu.ln
+	a.mu.Unlock()
+	err := a.srv.Shutdown()
+	if ln != nil {
+		ln.Close() // Serve returns although Shutdown ran before it had the listener
+	}
+	return err
+}
 
 func (a *Admin) handle(ctx *fasthttp.RequestCtx) {
 	if err := a.guard(ctx); err != nil {

@@ -75,7 +75,22 @@ type ClusterConfig struct {
 	// its own vfs.PowerLossFS for the crash fault); nil = vfs.OS. Tests inject failures
 	// with a vfs.ErrorFS.
 	FS vfs.FS
+	// AutoLeaderRebalanceEnable is auto.leader.rebalance.enable (default true): the
+	// controller elects preferred leaders back every LeaderImbalanceCheckIntervalSeconds
+	// (leader.imbalance.check.interval.seconds, default 300; 0 = the default) for the brokers
+	// whose share of preferred partitions they do not lead is above
+	// LeaderImbalancePerBrokerPercentage (leader.imbalance.per.broker.percentage, default 10).
+	AutoLeaderRebalanceEnable           bool
+	LeaderImbalanceCheckIntervalSeconds int64
+	LeaderImbalancePerBrokerPercentage  int
+
+	// explicit names the broker configs set through Set (reported as STATIC_BROKER_CONFIG).
+	explicit map[string]bool
 }
+
+// DefaultLeaderImbalanceCheckIntervalSeconds is leader.imbalance.check.interval.seconds'
+// default.
+const DefaultLeaderImbalanceCheckIntervalSeconds = 300
 
 // DefaultClusterConfig returns 3 brokers on ephemeral 127.0.0.1 ports with
 // Kafka's broker and controller defaults, zero copy on and auto-creation on.
@@ -95,6 +110,10 @@ func DefaultClusterConfig() ClusterConfig {
 		MessageMaxBytes:        DefaultMessageMaxBytes,
 		Group:                  group.DefaultConfig(),
 		Limits:                 DefaultConnLimits(),
+
+		AutoLeaderRebalanceEnable:           true,
+		LeaderImbalanceCheckIntervalSeconds: DefaultLeaderImbalanceCheckIntervalSeconds,
+		LeaderImbalancePerBrokerPercentage:  10,
 	}
 }
 
@@ -226,9 +245,20 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	c.stopCheck, c.checkDone = cancel, make(chan struct{})
+	var loops sync.WaitGroup
+	loops.Go(func() { c.ctrl.Run(cctx, every) })
+	if cfg.AutoLeaderRebalanceEnable {
+		secs := cfg.LeaderImbalanceCheckIntervalSeconds
+		if secs <= 0 {
+			secs = DefaultLeaderImbalanceCheckIntervalSeconds
+		}
+		loops.Go(func() {
+			c.ctrl.RunLeaderBalancer(cctx, time.Duration(secs)*time.Second, cfg.LeaderImbalancePerBrokerPercentage)
+		})
+	}
 	go func() {
-		defer close(c.checkDone)
-		c.ctrl.Run(cctx, every)
+		loops.Wait()
+		close(c.checkDone)
 	}()
 	return c, nil
 }
@@ -249,7 +279,7 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 		AutoCreateTopics: c.cfg.AutoCreateTopics, NumPartitions: c.cfg.NumPartitions,
 		DefaultReplicationFactor: c.cfg.DefaultReplicationFactor,
 		SocketRequestMaxBytes:    c.cfg.SocketRequestMaxBytes, Logf: c.cfg.Logf,
-		BrokerConfigs: brokerConfigs(b.Config()), stats: c.stats,
+		BrokerConfigs: c.cfg.staticBrokerConfigs(n.id, n.dir), stats: c.stats,
 		MessageMaxBytes: c.cfg.MessageMaxBytes, Group: c.cfg.Group,
 		Limits: c.cfg.Limits,
 	}, ln)
@@ -269,24 +299,6 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 	}
 	n.state.Store(nodeRunning)
 	return nil
-}
-
-// brokerConfigs lists a broker's replication settings under Kafka's names.
-func brokerConfigs(b broker.Config) map[string]string {
-	i := func(v int64) string { return strconv.FormatInt(v, 10) }
-	return map[string]string{
-		"broker.id":                        i(int64(b.ID)),
-		"log.dirs":                         b.DataDir,
-		"num.replica.fetchers":             i(int64(b.NumReplicaFetchers)),
-		"replica.fetch.wait.max.ms":        i(int64(b.ReplicaFetchWaitMaxMs)),
-		"replica.fetch.min.bytes":          i(int64(b.ReplicaFetchMinBytes)),
-		"replica.fetch.max.bytes":          i(int64(b.ReplicaFetchMaxBytes)),
-		"replica.fetch.response.max.bytes": i(int64(b.ReplicaFetchResponseMaxBytes)),
-		"replica.fetch.backoff.ms":         i(int64(b.ReplicaFetchBackoffMs)),
-		"replica.lag.time.max.ms":          i(b.ReplicaLagTimeMaxMs),
-		"min.insync.replicas":              i(int64(b.MinInsyncReplicas)),
-		"log.segment.bytes":                i(b.Log.SegmentBytes),
-	}
 }
 
 // ReplicaOffsets implements controller.Offsets (lost-offset accounting on

@@ -134,6 +134,9 @@ var setters = map[string]setter{
 	"isrbench.fetch.sessions":                   boolSetter(func(c *ClusterConfig, b bool) { c.FetchSessions = b }),
 	"isrbench.hw.update":                        oneOfSetter([]string{"atomic", "mutex"}, func(c *ClusterConfig, v string) error { c.Broker.HWUpdate = v; return nil }),
 	"isrbench.truncate.mode":                    oneOfSetter([]string{"epoch", "hw"}, func(c *ClusterConfig, v string) error { c.Broker.TruncateMode = v; return nil }),
+	"log.flush.interval.messages":               intSetter(1, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.Log.FlushMessages = n }),
+	"log.flush.interval.ms":                     intSetter(0, math.MaxInt64, func(c *ClusterConfig, n int64) { c.Broker.Log.FlushMs = n }),
+	"auto.leader.rebalance.enable":              boolSetter(func(c *ClusterConfig, b bool) { c.AutoLeaderRebalanceEnable = b }),
 	"isrbench.io": oneOfSetter([]string{"pwritev", "uring", "write"}, func(c *ClusterConfig, v string) error {
 		w, err := log.NewWriter(v)
 		if err != nil {
@@ -142,6 +145,10 @@ var setters = map[string]setter{
 		c.Broker.Log.Writer = w
 		return nil
 	}),
+
+	// The controller's preferred-leader balancing.
+	"leader.imbalance.check.interval.seconds": intSetter(1, math.MaxInt32, func(c *ClusterConfig, n int64) { c.LeaderImbalanceCheckIntervalSeconds = n }),
+	"leader.imbalance.per.broker.percentage":  intSetter(0, 100, func(c *ClusterConfig, n int64) { c.LeaderImbalancePerBrokerPercentage = int(n) }),
 }
 
 // Set applies one "key=value" setting under its Kafka name (or isrbench.*
@@ -155,6 +162,10 @@ func (c *ClusterConfig) Set(key, value string) error {
 	if err := s(c, value); err != nil {
 		return fmt.Errorf("setting %s: %w", key, err)
 	}
+	if c.explicit == nil {
+		c.explicit = map[string]bool{}
+	}
+	c.explicit[brokerConfigName(key)] = true
 	return nil
 }
 
@@ -162,6 +173,18 @@ func (c *ClusterConfig) Set(key, value string) error {
 // queued.max.request.bytes against socket.request.max.bytes, as Kafka does.
 func (c *ClusterConfig) Check() error {
 	return c.Limits.Check(c.SocketRequestMaxBytes)
+}
+
+// brokerConfigName is the broker config a setting is reported as (flush.messages and
+// flush.ms are the topic-level names of log.flush.interval.messages / .ms).
+func brokerConfigName(key string) string {
+	switch key {
+	case "flush.messages":
+		return "log.flush.interval.messages"
+	case "flush.ms":
+		return "log.flush.interval.ms"
+	}
+	return key
 }
 
 // SetKV applies "key=value".

@@ -13,8 +13,10 @@
 //     10_find_coordinator.go, 11_join_group.go, 12_heartbeat.go,
 //     13_leave_group.go, 14_sync_group.go, 15_describe_groups.go,
 //     16_list_groups.go, 18_api_versions.go, 19_create_topics.go,
-//     22_init_producer_id.go, 23_offset_for_leader_epoch.go,
-//     32_describe_configs.go, 42_delete_groups.go. Each registers its key,
+//     20_delete_topics.go, 22_init_producer_id.go, 23_offset_for_leader_epoch.go,
+//     32_describe_configs.go, 33_alter_configs.go, 37_create_partitions.go,
+//     42_delete_groups.go, 43_elect_leaders.go, 44_incremental_alter_configs.go,
+//     60_describe_cluster.go. Each registers its key,
 //     version range and handler from its own init (registry.go); ApiVersions
 //     advertises what is registered. Requests are decoded with kmsg;
 //     responses are encoded with kmsg except Fetch.
@@ -32,9 +34,21 @@
 //   - Transport: broker.Transport over TCP (Fetch v12 and
 //     OffsetForLeaderEpoch v4 with replica_id), with optional LinkFault
 //     wrappers (latency, jitter, bandwidth, down) per (source, follower).
+//   - The admin surface (configs.go, brokerconfig.go and the admin API files):
+//     DeleteTopics, CreatePartitions, ElectLeaders and DescribeCluster through
+//     the controller; DescribeConfigs with every topic and broker config, its
+//     value, source (TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG,
+//     DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG),
+//     read_only flag and synonyms; AlterConfigs / IncrementalAlterConfigs of
+//     topic configs and of the broker configs Kafka changes at run time
+//     (controller.DynamicBrokerConfigNames), refusing the others as Kafka does.
+//     Mutating admin requests answer once the alive brokers applied the change
+//     (bounded by the request's timeout).
 //   - Cluster: one controller, N brokers with their own listener, data
 //     directory (<root>/broker-<id>) and fetchers; fault operations
-//     (kill, crash, restart, pause, resume, links).
+//     (kill, crash, restart, pause, resume, links); the controller's session
+//     checks and, with auto.leader.rebalance.enable, its preferred-leader
+//     balancing every leader.imbalance.check.interval.seconds.
 //
 // # Offsets
 //
@@ -106,7 +120,11 @@
 // Transactions (FindCoordinator for a transactional id, InitProducerId and
 // Produce with one answer TRANSACTIONAL_ID_AUTHORIZATION_FAILED, with a
 // message saying so where the version carries one) and fetch sessions
-// (every Fetch is a full fetch, session id 0) are not implemented; an
+// (every Fetch is a full fetch, session id 0) are not implemented; nor are
+// topic ids (Metadata hands out zero ids; DeleteTopics by id answers
+// UNKNOWN_TOPIC_ID), config documentation in DescribeConfigs, BROKER_LOGGER /
+// GROUP / CLIENT_METRICS config resources (INVALID_REQUEST) and partition
+// reassignment; an
 // unsupported API key or version closes the connection with a logged
 // reason, except ApiVersions, which always answers (UNSUPPORTED_VERSION with
 // the ranges, as v0).

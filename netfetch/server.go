@@ -68,8 +68,10 @@ type ServerConfig struct {
 	// Logf logs connection-level problems (malformed request, unsupported
 	// API); nil = the standard logger.
 	Logf func(format string, args ...any)
-	// BrokerConfigs are reported by DescribeConfigs for this broker's
-	// resource (Kafka config names -> values).
+	// BrokerConfigs are the broker's static configs (what it was started with, where it
+	// differs from Kafka's default or was set explicitly), reported by DescribeConfigs as
+	// STATIC_BROKER_CONFIG; the others are Kafka's defaults (DEFAULT_CONFIG) unless a
+	// dynamic config overrides them.
 	BrokerConfigs map[string]string
 	// MessageMaxBytes is message.max.bytes (default 1048588): the largest record batch a
 	// Produce may carry (MESSAGE_TOO_LARGE); a topic's max.message.bytes overrides it.

@@ -322,6 +322,40 @@ func FuzzServeRequest(f *testing.F) {
 	fc.SetVersion(4)
 	fc.CoordinatorKeys = []string{"fg"}
 	f.Add(seed(fc))
+	// The admin APIs, at their highest versions (names that do not exist: the seeds run
+	// as ordinary tests).
+	dt := kmsg.NewPtrDeleteTopicsRequest()
+	dt.SetVersion(6)
+	dt.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr("fz-none")}}
+	f.Add(seed(dt))
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	cp.SetVersion(3)
+	cp.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "fz-none", Count: 2, Assignment: []kmsg.CreatePartitionsRequestTopicAssignment{{Replicas: []int32{0}}}}}
+	f.Add(seed(cp))
+	dc := kmsg.NewPtrDescribeConfigsRequest()
+	dc.SetVersion(4)
+	dc.IncludeSynonyms = true
+	dc.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "0"}}
+	f.Add(seed(dc))
+	ia := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	ia.SetVersion(1)
+	ia.ValidateOnly = true
+	ia.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeBroker,
+		Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "num.replica.fetchers", Value: kmsg.StringPtr("2")}}}}
+	f.Add(seed(ia))
+	ac := kmsg.NewPtrAlterConfigsRequest()
+	ac.SetVersion(2)
+	ac.ValidateOnly = true
+	ac.Resources = []kmsg.AlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "fz",
+		Configs: []kmsg.AlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: kmsg.StringPtr("1")}}}}
+	f.Add(seed(ac))
+	el := kmsg.NewPtrElectLeadersRequest()
+	el.SetVersion(2)
+	el.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "fz-none", Partitions: []int32{0}}}
+	f.Add(seed(el))
+	dcl := kmsg.NewPtrDescribeClusterRequest()
+	dcl.SetVersion(2)
+	f.Add(seed(dcl))
 	f.Add([]byte{0, 0, 0, 10, 0, 18, 0, 9, 0, 0, 0, 1, 0xff, 0xff})
 	addr := c.Addr(0)
 	f.Fuzz(func(t *testing.T, data []byte) {

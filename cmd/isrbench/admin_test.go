@@ -32,6 +32,18 @@ func TestAdminCommandsUsage(t *testing.T) {
 		{[]string{"offsets", "--topic", "a/b"}, "a topic name is"},
 		{[]string{"offsets", "--topic", "t", "--timeout", "0s"}, "want a duration > 0"},
 		{[]string{"offsets", "--topic", "t", "--bootstrap", "127.0.0.1:9092,"}, `"" is not host:port`},
+		{[]string{"topics", "--create", "--delete", "--topic", "t"}, "exactly one of --describe, --create, --alter or --delete"},
+		{[]string{"topics", "--delete"}, "--alter and --delete need --topic"},
+		{[]string{"topics", "--alter", "--topic", "t"}, "--alter needs --partitions N"},
+		{[]string{"topics", "--alter", "--topic", "t", "--partitions", "0"}, "--partitions 0: want 1.."},
+		{[]string{"topics", "--alter", "--topic", "t", "--config", "novalue"}, "want key=value"},
+		{[]string{"configs", "--describe"}, "--entity-type \"\": want topics or brokers"},
+		{[]string{"configs", "--describe", "--alter", "--entity-type", "topics"}, "exactly one of --describe or --alter"},
+		{[]string{"configs", "--describe", "--entity-type", "topics"}, "needs --entity-name TOPIC"},
+		{[]string{"configs", "--describe", "--entity-type", "brokers", "--entity-name", "1", "--entity-default"}, "exactly one of --entity-name ID or --entity-default"},
+		{[]string{"configs", "--describe", "--entity-type", "brokers", "--entity-name", "x"}, "a broker id is an integer"},
+		{[]string{"configs", "--alter", "--entity-type", "brokers", "--entity-default"}, "--alter needs --add-config"},
+		{[]string{"configs", "--alter", "--entity-type", "brokers", "--entity-default", "--add-config", "k"}, "want key=value"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errb bytes.Buffer

@@ -89,6 +89,16 @@ type Broker struct {
 
 	applyMu sync.Mutex // serialises controller state application (taken before mu)
 
+	// dyn is what the dynamic broker configs change (controller.BrokerConfigUpdate): the
+	// static Config overlaid by them. Guarded by applyMu.
+	dyn struct {
+		configs     map[string]string // the dynamic configs last applied
+		numFetchers int               // num.replica.fetchers
+		minISR      int               // min.insync.replicas
+		log         log.Config        // the log.* broker defaults of every replica
+	}
+	numFetchers atomic.Int32 // dyn.numFetchers, read lock-free
+
 	ckpt struct {
 		sync.Mutex
 		hws     map[tp]int64 // HWs read from the checkpoint at New (restored on open)
@@ -147,6 +157,8 @@ func New(cfg Config, ctrl *controller.Controller, transport Transport) (*Broker,
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Broker{cfg: cfg, fs: fs, ctrl: ctrl, transport: transport, now: now, ctx: ctx, cancel: cancel}
 	b.epoch.Store(-1)
+	b.dyn.numFetchers, b.dyn.minISR, b.dyn.log = cfg.NumReplicaFetchers, cfg.MinInsyncReplicas, cfg.Log
+	b.numFetchers.Store(int32(cfg.NumReplicaFetchers))
 	b.mu.replicas = make(map[tp]*hosted)
 	b.mu.fetchers = make(map[fetcherKey]*Fetcher)
 	b.exp.pending = make(map[tp][]int32)
@@ -267,7 +279,9 @@ func (b *Broker) Start() error {
 		reg.Host, reg.Port = h, int32(pn)
 	}
 	b.applyMu.Lock()
-	for _, st := range b.ctrl.PartitionsOf(b.cfg.ID) {
+	assigned := b.ctrl.PartitionsOf(b.cfg.ID)
+	b.setAsideStrayLocked(assignedKeys(assigned))
+	for _, st := range assigned {
 		key := tp{st.Topic, st.Partition}
 		_, damage, err := b.openReplica(key)
 		if err != nil {
@@ -300,11 +314,16 @@ func (b *Broker) Start() error {
 // goLabeled starts fn on a goroutine labelled broker=<id>, role=<role> and
 // the extra label pairs; Close/Kill wait for it.
 func (b *Broker) goLabeled(role string, fn func(ctx context.Context), extra ...string) {
+	b.goLabeledIn(b.ctx, role, fn, extra...)
+}
+
+// goLabeledIn is goLabeled with fn's context derived from ctx (a child of b.ctx).
+func (b *Broker) goLabeledIn(ctx context.Context, role string, fn func(ctx context.Context), extra ...string) {
 	labels := append([]string{"broker", strconv.Itoa(int(b.cfg.ID)), "role", role}, extra...)
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		pprof.Do(b.ctx, pprof.Labels(labels...), fn)
+		pprof.Do(ctx, pprof.Labels(labels...), fn)
 	}()
 }
 
@@ -337,6 +356,11 @@ func (b *Broker) LogDirOffline() error {
 func (b *Broker) storageFailed(err error) error {
 	if err == nil || !errors.Is(err, kerr.KafkaStorageError) {
 		return err
+	}
+	if errors.Is(err, log.ErrClosed) {
+		// The replica was closed under the caller (its topic was deleted, or the broker
+		// stops): no disk failed. NOT_LEADER_OR_FOLLOWER makes a client look again.
+		return fmt.Errorf("%w: %v", kerr.NotLeaderForPartition, err)
 	}
 	e := fmt.Errorf("broker %d: log directory %s is offline: %w", b.cfg.ID, b.cfg.DataDir, err)
 	if b.offline.CompareAndSwap(nil, &e) {
@@ -393,12 +417,16 @@ func (b *Broker) onUpdate(u controller.Update) {
 		if err := b.applyLocked(*u.Partition); err != nil {
 			b.logf("broker %d: %s-%d: applying %v: %v", b.cfg.ID, u.Partition.Topic, u.Partition.Partition, *u.Partition, err)
 		}
-	case u.Topic != nil && !u.Topic.Deleted:
+	case u.Topic != nil && u.Topic.Deleted:
+		b.deleteTopicLocked(u.Topic.Name)
+	case u.Topic != nil:
 		for _, h := range b.allReplicas() {
 			if h.key.topic == u.Topic.Name {
 				b.applyTopicConfigsLocked(h, u.Topic.Configs)
 			}
 		}
+	case u.BrokerConfigs != nil:
+		b.applyBrokerConfigsLocked(u.BrokerConfigs.Configs)
 	}
 }
 

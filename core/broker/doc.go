@@ -51,6 +51,20 @@
 // it reconfigures its replicas (retention, segment size, index interval, flush
 // policy, min.insync.replicas).
 //
+// Dynamic broker configs (controller.BrokerConfigUpdate, the cluster-wide defaults
+// overlaid by this broker's own): num.replica.fetchers resizes the fetcher pools
+// live (Kafka's resizeThreadPool: every partition whose FetcherFor index changes
+// moves to its new fetcher with its fetch state, answers in flight to the old one
+// are dropped, the fetchers of removed indexes stop); min.insync.replicas and the
+// log.* defaults reconfigure every replica without a topic override.
+//
+// Topic deletion (a TopicUpdate with Deleted): the topic's replicas leave their
+// fetchers, are closed (waiting acks=all produces end NOT_LEADER_OR_FOLLOWER), their
+// directories are removed and their HW checkpoint entries dropped. At Start,
+// replica directories the controller does not assign to this broker, or whose
+// partition.metadata names another incarnation of the topic (TopicID), are set
+// aside as <dir>.<n>-stray, as Kafka does with stray logs.
+//
 // Concurrency: every exported method of Broker is safe for concurrent use.
 // Goroutines started by a Broker carry the runtime/pprof labels
 // broker=<id> and role=replica-fetcher | isr-expiration | housekeeping;

@@ -37,6 +37,12 @@ type Fetcher struct {
 	key  fetcherKey
 	wake chan struct{} // cap 1: partition set changed / stop
 
+	// ctx ends when the fetcher is removed (a smaller num.replica.fetchers) or the broker
+	// stops; done is closed once its goroutine exited.
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
 	mu    sync.Mutex
 	parts map[tp]*fetchPart
 	order []tp // keys of parts, sorted (deterministic rounds)
@@ -95,17 +101,32 @@ func (f *Fetcher) Source() int32 { return f.key.source }
 // Index is the fetcher's index among num.replica.fetchers for its source.
 func (f *Fetcher) Index() int { return f.key.index }
 
+// Done returns a channel closed once the fetcher has stopped: removed by a smaller
+// num.replica.fetchers, or its broker stopped (with Config.Manual: once removed).
+func (f *Fetcher) Done() <-chan struct{} { return f.done }
+
 // addToFetcher assigns a follower replica to the fetcher of its leader
 // (FetcherFor index), starting the fetcher if needed. Called under applyMu.
 func (b *Broker) addToFetcher(h *hosted, leader int32, leaderEpoch int32) {
-	key := fetcherKey{leader, FetcherFor(h.key.topic, h.key.partition, b.cfg.NumReplicaFetchers)}
+	b.assignLocked(h, leader, partition.NewFetchState(leaderEpoch, b.cfg.TruncateMode == partition.TruncateModeHW))
+}
+
+// assignLocked puts h on fetcher FetcherFor(topic, partition, num.replica.fetchers) of
+// source with fetch state fs and a new generation (answers to earlier requests about it are
+// dropped), starting the fetcher if needed (applyMu held).
+func (b *Broker) assignLocked(h *hosted, source int32, fs partition.FetchState) {
+	key := fetcherKey{source, FetcherFor(h.key.topic, h.key.partition, b.dyn.numFetchers)}
 	b.mu.Lock()
 	f := b.mu.fetchers[key]
 	if f == nil {
-		f = &Fetcher{b: b, key: key, wake: make(chan struct{}, 1), parts: make(map[tp]*fetchPart)}
+		f = &Fetcher{b: b, key: key, wake: make(chan struct{}, 1), parts: make(map[tp]*fetchPart), done: make(chan struct{})}
+		f.ctx, f.cancel = context.WithCancel(b.ctx)
 		b.mu.fetchers[key] = f
 		if !b.cfg.Manual {
-			b.goLabeled("replica-fetcher", f.run, "source", strconv.Itoa(int(key.source)), "fetcher", strconv.Itoa(key.index))
+			b.goLabeledIn(f.ctx, "replica-fetcher", func(ctx context.Context) {
+				defer close(f.done)
+				f.run(ctx)
+			}, "source", strconv.Itoa(int(key.source)), "fetcher", strconv.Itoa(key.index))
 		}
 	}
 	b.mu.Unlock()
@@ -114,10 +135,72 @@ func (b *Broker) addToFetcher(h *hosted, leader int32, leaderEpoch int32) {
 		i, _ := slices.BinarySearchFunc(f.order, h.key, tpLess)
 		f.order = slices.Insert(f.order, i, h.key)
 	}
-	f.parts[h.key] = &fetchPart{h: h, gen: nextGen(), fs: partition.NewFetchState(leaderEpoch, b.cfg.TruncateMode == partition.TruncateModeHW)}
+	f.parts[h.key] = &fetchPart{h: h, gen: nextGen(), fs: fs}
 	f.mu.Unlock()
 	f.signal()
 }
+
+// resizeFetchersLocked applies a new num.replica.fetchers n, as Kafka's
+// AbstractFetcherManager.resizeThreadPool: every partition whose fetcher index
+// FetcherFor(t, p, n) changed moves to that fetcher with its fetch state (phase, epoch,
+// backoff) and a new generation, so an answer in flight to the old fetcher is dropped and
+// the new one fetches from the replica's LEO: nothing is lost or appended twice. The
+// fetchers of indexes >= n stop (their goroutines exit, closing their connections).
+// applyMu held.
+func (b *Broker) resizeFetchersLocked(n int) {
+	if n == b.dyn.numFetchers {
+		return
+	}
+	old := b.dyn.numFetchers
+	b.dyn.numFetchers = n
+	defer b.numFetchers.Store(int32(n)) // once every partition is on its new fetcher
+	type move struct {
+		h      *hosted
+		source int32
+		fs     partition.FetchState
+	}
+	var moves []move
+	for _, f := range b.Fetchers() {
+		f.mu.Lock()
+		kept := f.order[:0]
+		for _, k := range f.order {
+			fp := f.parts[k]
+			if FetcherFor(k.topic, k.partition, n) == f.key.index {
+				kept = append(kept, k)
+				continue
+			}
+			moves = append(moves, move{fp.h, f.key.source, fp.fs})
+			delete(f.parts, k)
+		}
+		clear(f.order[len(kept):])
+		f.order = kept
+		f.mu.Unlock()
+		f.signal()
+	}
+	var stopped []*Fetcher
+	b.mu.Lock()
+	for k, f := range b.mu.fetchers {
+		if k.index >= n {
+			delete(b.mu.fetchers, k)
+			stopped = append(stopped, f)
+		}
+	}
+	b.mu.Unlock()
+	for _, f := range stopped {
+		f.cancel()
+		if b.cfg.Manual {
+			close(f.done)
+		}
+	}
+	for _, m := range moves {
+		b.assignLocked(m.h, m.source, m.fs)
+	}
+	b.logf("broker %d: num.replica.fetchers %d -> %d: %d partition(s) moved, %d fetcher(s) stopped", b.cfg.ID, old, n, len(moves), len(stopped))
+}
+
+// NumReplicaFetchers returns the num.replica.fetchers in effect (the static config, or the
+// dynamic one last applied).
+func (b *Broker) NumReplicaFetchers() int { return int(b.numFetchers.Load()) }
 
 // removeFromFetchers removes a partition from every fetcher. When it
 // returns, no fetcher applies data to it any more. Called under applyMu.
@@ -277,7 +360,7 @@ func (f *Fetcher) Plan() *Round {
 				// Truncated locally: it fetches in this very round (an empty round would
 				// park the fetcher until the next partition change).
 				f.act(fp, act, now)
-				if fp.fs.Phase == partition.PhaseFetching {
+				if fp.fs.Phase == partition.PhaseFetching && fp.fs.Ready(now) {
 					fetch = append(fetch, fp)
 				}
 				continue

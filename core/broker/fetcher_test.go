@@ -225,3 +225,44 @@ func TestFetcherOffsetOutOfRange(t *testing.T) {
 	}
 	reply(c, ReplicaFetchResult{HighWatermark: 100, LogStartOffset: 100})
 }
+
+// TestFirstRoundFetchesAfterLocalTruncation: a new follower (no local epoch) truncates
+// without asking the leader and must fetch in the same round; an empty round would park
+// its fetcher goroutine until some unrelated wake-up.
+func TestFirstRoundFetchesAfterLocalTruncation(t *testing.T) {
+	ctrl := controller.New(controller.DefaultConfig())
+	defer ctrl.Close()
+	cfg := testConfig()
+	cfg.Manual = true
+	var bs []*Broker
+	for id := int32(0); id < 2; id++ {
+		c := cfg
+		c.ID, c.DataDir = id, t.TempDir()
+		b, err := New(c, ctrl, scriptTransport{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		bs = append(bs, b)
+	}
+	states, err := ctrl.CreateTopic("t", 1, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower := bs[states[0].Replicas[1]]
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := ctrl.Sync(ctx, follower.ID()); err != nil {
+		t.Fatal(err)
+	}
+	fs := follower.Fetchers()
+	if len(fs) != 1 {
+		t.Fatalf("follower has %d fetchers, want 1", len(fs))
+	}
+	if r := fs[0].Plan(); len(r.Epochs) != 0 || len(r.Fetch.Partitions) != 1 {
+		t.Fatalf("first round: %d epoch questions, %d fetch partitions; want a fetch of t-0", len(r.Epochs), len(r.Fetch.Partitions))
+	}
+}

@@ -21,11 +21,16 @@ func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
 	dir := filepath.Join(b.cfg.DataDir, key.String())
 	_, statErr := b.fs.Stat(dir)
 	dirMissing := statErr != nil
+	if id, ok := b.ctrl.TopicID(key.topic); ok {
+		if err := b.checkTopicIDLocked(key, id); err != nil {
+			return nil, "", fmt.Errorf("replica %s: %w", key, b.storageFailed(err))
+		}
+	}
 	configs := b.ctrl.TopicConfig(key.topic)
-	lcfg, err := topicLogConfig(b.cfg.Log, configs)
+	lcfg, err := topicLogConfig(b.dyn.log, configs)
 	if err != nil {
 		b.logf("broker %d: %s: topic configs: %v (using the broker's)", b.cfg.ID, key, err)
-		lcfg = b.cfg.Log
+		lcfg = b.dyn.log
 	}
 	l, rec, err := log.Open(dir, lcfg)
 	if err != nil {
@@ -37,7 +42,7 @@ func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
 		b.logf("broker %d: %s recovery: %s", b.cfg.ID, key, rec)
 	}
 	r, err := partition.NewReplica(key.topic, key.partition, b.cfg.ID, l, dir, partition.Config{
-		MinInsyncReplicas:   topicMinISR(b.cfg.MinInsyncReplicas, configs),
+		MinInsyncReplicas:   topicMinISR(b.dyn.minISR, configs),
 		ReplicaLagTimeMaxMs: b.cfg.ReplicaLagTimeMaxMs,
 		HWUpdate:            b.cfg.HWUpdate,
 		TruncateMode:        b.cfg.TruncateMode,
@@ -134,15 +139,21 @@ func (b *Broker) applyTopicConfigsLocked(h *hosted, configs map[string]string) {
 		return
 	}
 	h.topicConfigs = configs
-	lcfg, err := topicLogConfig(b.cfg.Log, configs)
+	b.reconfigureReplicaLocked(h)
+	b.notifyChanged()
+}
+
+// reconfigureReplicaLocked applies the broker's current log defaults and
+// min.insync.replicas (dyn) with the replica's topic overrides to it (applyMu held).
+func (b *Broker) reconfigureReplicaLocked(h *hosted) {
+	lcfg, err := topicLogConfig(b.dyn.log, h.topicConfigs)
 	if err == nil {
 		err = h.l.Reconfigure(lcfg)
 	}
 	if err != nil {
-		b.logf("broker %d: %s: applying topic configs %v: %v", b.cfg.ID, h.key, configs, err)
+		b.logf("broker %d: %s: applying topic configs %v: %v", b.cfg.ID, h.key, h.topicConfigs, err)
 	}
-	h.r.SetMinInsyncReplicas(topicMinISR(b.cfg.MinInsyncReplicas, configs))
-	b.notifyChanged()
+	h.r.SetMinInsyncReplicas(topicMinISR(b.dyn.minISR, h.topicConfigs))
 }
 
 // minISROf returns the effective min.insync.replicas of the replica h: the configured

@@ -34,8 +34,13 @@ type Controller struct {
 		brokers map[int32]*brokerState
 		topics  map[string]*topicState
 		// created counts created topics; topic k's placement starts at
-		// broker index k % n so that topics do not all start at one broker.
+		// broker index k % n so that topics do not all start at one broker. It also
+		// numbers the topics' ids (topicState.seq).
 		created int
+		// brokerConfigs holds the dynamic broker configs by resource: "" the cluster-wide
+		// default, "<id>" one broker's (Kafka's DYNAMIC_DEFAULT_BROKER_CONFIG and
+		// DYNAMIC_BROKER_CONFIG); values validated, entries never empty.
+		brokerConfigs map[string]map[string]string
 		// lastBrokerEpoch is the epoch of the newest registration (broker epochs
 		// increase over the cluster's life, across controller restarts).
 		lastBrokerEpoch int64
@@ -70,7 +75,10 @@ type brokerState struct {
 }
 
 type topicState struct {
-	name    string
+	name string
+	// seq numbers the topic's creation over the cluster's life (its TopicID); 0 for a
+	// topic recorded before topic ids existed.
+	seq     int64
 	configs map[string]string // validated overrides only
 	parts   []PartitionState  // index = partition id; owned by the controller
 	// damaged[p] lists the brokers whose replica of partition p lost acknowledged data
@@ -112,6 +120,7 @@ func Open(cfg Config) (*Controller, Recovery, error) {
 	c.timeoutNs = ms * int64(time.Millisecond)
 	c.mu.brokers = make(map[int32]*brokerState)
 	c.mu.topics = make(map[string]*topicState)
+	c.mu.brokerConfigs = make(map[string]map[string]string)
 	c.mu.subs = make(map[*subscriber]struct{})
 	c.publishEpochsLocked()
 	if cfg.Dir == "" {

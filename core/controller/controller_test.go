@@ -723,7 +723,7 @@ func TestAlterTopicConfig(t *testing.T) {
 		{"bad value", map[string]string{"min.insync.replicas": "3"}, nil, kerr.InvalidConfig},
 		{"unknown key", map[string]string{"foo": "1"}, nil, kerr.InvalidConfig},
 		{"unknown delete", nil, []string{"foo"}, kerr.InvalidConfig},
-		{"set and delete", map[string]string{"retention.ms": "5"}, []string{"retention.ms"}, kerr.InvalidConfig},
+		{"set and delete", map[string]string{"retention.ms": "5"}, []string{"retention.ms"}, kerr.InvalidRequest}, // Kafka: a key named twice in one request
 	} {
 		topic := "t"
 		if tc.want == kerr.UnknownTopicOrPartition {

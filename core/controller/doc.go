@@ -17,10 +17,21 @@
 //     leader, leader epoch and partition epoch;
 //   - forced elections for tools and fault injection: ElectLeader (Kafka's
 //     ElectLeaders PREFERRED / UNCLEAN), TransferLeader (clean move to an
-//     alive ISR member), AlterTopicConfig (IncrementalAlterConfigs; enabling
-//     unclean election elects offline partitions at once);
+//     alive ISR member), BalanceLeaders (auto.leader.rebalance.enable's
+//     preferred-leader balancing with leader.imbalance.per.broker.percentage;
+//     RunLeaderBalancer runs it every leader.imbalance.check.interval.seconds);
+//   - the admin surface: DeleteTopic (each topic incarnation has a TopicID, so a
+//     name deleted and created again is a new topic), CreatePartitions (count
+//     increases only; placement continues CreateTopic's, or a manual
+//     assignment), ChangeTopicConfig (IncrementalAlterConfigs SET/DELETE or
+//     legacy AlterConfigs' replace, validate_only; enabling unclean election
+//     elects offline partitions at once) and the dynamic broker configs
+//     (ChangeBrokerConfig: the cluster-wide default, resource "", and per
+//     broker, for the configs Kafka updates at run time:
+//     DynamicBrokerConfigNames);
 //   - change notification: Subscribe delivers every change of the partitions
-//     a broker hosts, in order, from one goroutine per subscriber; Sync waits
+//     a broker hosts, of their topics (configs, deletion) and of the broker's
+//     dynamic configs, in order, from one goroutine per subscriber; Sync waits
 //     (with a context deadline) until a broker's subscribers have caught up,
 //     so tests never sleep.
 //

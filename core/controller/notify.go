@@ -9,12 +9,21 @@ import (
 )
 
 // Update is one metadata change delivered to a subscriber, in commit order: exactly one of
-// Partition and Topic is set.
+// Partition, Topic and BrokerConfigs is set.
 type Update struct {
 	// Partition is a partition's new state (leader, epochs, ISR).
 	Partition *PartitionState
 	// Topic is a change of a topic as a whole: its configs, or its deletion.
 	Topic *TopicUpdate
+	// BrokerConfigs is a change of the subscriber broker's dynamic configs.
+	BrokerConfigs *BrokerConfigUpdate
+}
+
+// BrokerConfigUpdate is a broker's dynamic configs after a change (ChangeBrokerConfig): the
+// cluster-wide defaults overlaid by the broker's own, every key a dynamic broker config
+// (DynamicBrokerConfigNames). A key absent takes the broker's static config.
+type BrokerConfigUpdate struct {
+	Configs map[string]string // private copy
 }
 
 // TopicUpdate is a topic-level change: the topic's config overrides after the change, or
@@ -61,9 +70,10 @@ type syncWaiter struct {
 }
 
 // Subscribe calls fn with every change of a partition for which broker is a
-// replica (leader or ISR or epochs) and of such a partition's topic (configs,
-// deletion), in change order; first, at subscription, with the current state of
-// each such partition (ordered by topic name, then partition). Each subscriber has
+// replica (leader or ISR or epochs), of such a partition's topic (configs,
+// deletion) and of broker's dynamic configs, in change order; first, at
+// subscription, with broker's dynamic configs (if any is set) and the current
+// state of each such partition (ordered by topic name, then partition). Each subscriber has
 // an unbounded FIFO queue and one delivery goroutine (none with
 // Config.ManualDelivery: DeliverPending delivers), so fn is never called under the
 // controller lock and may call any Controller method (but not Sync for its own
@@ -81,6 +91,9 @@ func (c *Controller) Subscribe(broker int32, fn func(Update)) (cancel func()) {
 	if c.mu.closed {
 		c.mu.Unlock()
 		return func() {}
+	}
+	if bc := c.effectiveBrokerConfigsLocked(broker); len(bc) > 0 {
+		s.push(Update{BrokerConfigs: &BrokerConfigUpdate{Configs: bc}})
 	}
 	for _, name := range c.sortedTopicsLocked() {
 		t := c.mu.topics[name]
@@ -227,6 +240,13 @@ func (c *Controller) notifyTopicLocked(t *topicState, deleted bool) {
 	c.mu.outbox = append(c.mu.outbox, outMsg{u: Update{Topic: u}, replicas: hosts})
 }
 
+// notifyBrokerConfigsLocked queues broker id's effective dynamic configs for its
+// subscribers.
+func (c *Controller) notifyBrokerConfigsLocked(id int32) {
+	u := &BrokerConfigUpdate{Configs: c.effectiveBrokerConfigsLocked(id)}
+	c.mu.outbox = append(c.mu.outbox, outMsg{u: Update{BrokerConfigs: u}, replicas: []int32{id}})
+}
+
 // push enqueues u unless s is stopped. u's contents are private to the subscriber.
 func (s *subscriber) push(u Update) {
 	s.mu.Lock()
@@ -242,6 +262,9 @@ func (s *subscriber) push(u Update) {
 		t := *u.Topic
 		t.Configs = maps.Clone(t.Configs)
 		u.Topic = &t
+	}
+	if u.BrokerConfigs != nil {
+		u.BrokerConfigs = &BrokerConfigUpdate{Configs: maps.Clone(u.BrokerConfigs.Configs)}
 	}
 	s.mu.queue = append(s.mu.queue, u)
 	s.mu.enq++

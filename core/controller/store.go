@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,7 +24,8 @@ import (
 //	metadata-G.log        records appended since, one JSON object per line
 //
 // A record holds the whole new value of one thing (a broker registration, a topic, a
-// partition state, a partition's damaged replicas, a topic deletion), so replaying a log
+// partition state, a partition's damaged replicas, a topic deletion, the dynamic configs of
+// one broker-config resource), so replaying a log
 // over its snapshot in order gives the state. When the log grows past
 // max(compactMinBytes, 4 x the snapshot) the controller writes generation G+1's snapshot
 // (temp file, fsync, rename, fsync dir), starts an empty log and removes generation G.
@@ -34,11 +36,12 @@ const compactMinBytes = 1 << 20
 
 // record is one line of the metadata log.
 type record struct {
-	Type      string          `json:"type"` // broker | topic | partition | damaged | delete-topic
-	Broker    *brokerRecord   `json:"broker,omitempty"`
-	Topic     *topicRecord    `json:"topic,omitempty"`
-	Partition *PartitionState `json:"partition,omitempty"`
-	Damaged   *damagedRecord  `json:"damaged,omitempty"`
+	Type         string              `json:"type"` // broker | topic | partition | damaged | delete-topic | broker-config
+	Broker       *brokerRecord       `json:"broker,omitempty"`
+	BrokerConfig *brokerConfigRecord `json:"broker_config,omitempty"`
+	Topic        *topicRecord        `json:"topic,omitempty"`
+	Partition    *PartitionState     `json:"partition,omitempty"`
+	Damaged      *damagedRecord      `json:"damaged,omitempty"`
 }
 
 type brokerRecord struct {
@@ -49,12 +52,22 @@ type brokerRecord struct {
 }
 
 type topicRecord struct {
-	Name       string            `json:"name"`
+	Name string `json:"name"`
+	// ID is the topic's creation number (its TopicID); 0 in records written before topic
+	// ids existed.
+	ID         int64             `json:"id,omitempty"`
 	Partitions int32             `json:"partitions"`
 	Configs    map[string]string `json:"configs,omitempty"`
 	// Created is the controller's topic-creation count after this topic was created
 	// (replica placement of the next topic starts from it).
 	Created int `json:"created"`
+}
+
+// brokerConfigRecord holds the whole set of dynamic configs of one broker-config resource
+// ("" the cluster-wide default, "<id>" one broker); an empty set removes the resource.
+type brokerConfigRecord struct {
+	Resource string            `json:"resource"`
+	Configs  map[string]string `json:"configs,omitempty"`
 }
 
 type damagedRecord struct {
@@ -303,7 +316,15 @@ func (c *Controller) recordBrokerLocked(b *brokerState) {
 }
 
 func (c *Controller) recordTopicLocked(t *topicState) {
-	c.mu.batch = append(c.mu.batch, record{Type: "topic", Topic: &topicRecord{Name: t.name, Partitions: int32(len(t.parts)), Configs: t.configs, Created: c.mu.created}})
+	c.mu.batch = append(c.mu.batch, record{Type: "topic", Topic: &topicRecord{Name: t.name, ID: t.seq, Partitions: int32(len(t.parts)), Configs: t.configs, Created: c.mu.created}})
+}
+
+func (c *Controller) recordDeleteTopicLocked(name string) {
+	c.mu.batch = append(c.mu.batch, record{Type: "delete-topic", Topic: &topicRecord{Name: name, Created: c.mu.created}})
+}
+
+func (c *Controller) recordBrokerConfigLocked(resource string) {
+	c.mu.batch = append(c.mu.batch, record{Type: "broker-config", BrokerConfig: &brokerConfigRecord{Resource: resource, Configs: maps.Clone(c.mu.brokerConfigs[resource])}})
 }
 
 func (c *Controller) recordPartitionLocked(st *PartitionState) {
@@ -327,9 +348,16 @@ func (c *Controller) snapshotRecordsLocked() []record {
 		b := c.mu.brokers[id]
 		out = append(out, record{Type: "broker", Broker: &brokerRecord{ID: id, Epoch: b.epoch, Host: b.info.Host, Port: b.info.Port}})
 	}
+	for _, res := range slices.Sorted(maps.Keys(c.mu.brokerConfigs)) {
+		out = append(out, record{Type: "broker-config", BrokerConfig: &brokerConfigRecord{Resource: res, Configs: maps.Clone(c.mu.brokerConfigs[res])}})
+	}
+	if len(c.mu.topics) == 0 && c.mu.created > 0 {
+		// Every topic was deleted: keep the creation count, so topic ids are never reused.
+		out = append(out, record{Type: "delete-topic", Topic: &topicRecord{Name: "", Created: c.mu.created}})
+	}
 	for _, name := range c.sortedTopicsLocked() {
 		t := c.mu.topics[name]
-		out = append(out, record{Type: "topic", Topic: &topicRecord{Name: name, Partitions: int32(len(t.parts)), Configs: t.configs, Created: c.mu.created}})
+		out = append(out, record{Type: "topic", Topic: &topicRecord{Name: name, ID: t.seq, Partitions: int32(len(t.parts)), Configs: t.configs, Created: c.mu.created}})
 		for i := range t.parts {
 			cl := t.parts[i].Clone()
 			out = append(out, record{Type: "partition", Partition: &cl})
@@ -396,6 +424,7 @@ func (c *Controller) applyRecordLocked(r record) error {
 			ts = &topicState{name: t.Name}
 			c.mu.topics[t.Name] = ts
 		}
+		ts.seq = t.ID
 		ts.configs = t.Configs
 		if ts.configs == nil {
 			ts.configs = map[string]string{}
@@ -437,6 +466,20 @@ func (c *Controller) applyRecordLocked(r record) error {
 			return errors.New("no topic")
 		}
 		delete(c.mu.topics, r.Topic.Name)
+		c.mu.created = max(c.mu.created, r.Topic.Created)
+	case "broker-config":
+		bc := r.BrokerConfig
+		if bc == nil {
+			return errors.New("no broker config")
+		}
+		if err := validBrokerConfigResource(bc.Resource); err != nil {
+			return err
+		}
+		if len(bc.Configs) == 0 {
+			delete(c.mu.brokerConfigs, bc.Resource)
+		} else {
+			c.mu.brokerConfigs[bc.Resource] = maps.Clone(bc.Configs)
+		}
 	default:
 		return fmt.Errorf("unknown record type %q", r.Type)
 	}

@@ -184,7 +184,7 @@ func (c *Controller) CreateTopic(name string, partitions int32, rf int16, config
 	n := len(alive)
 	start := c.mu.created % n
 	c.mu.created++
-	t := &topicState{name: name, configs: norm, parts: make([]PartitionState, partitions)}
+	t := &topicState{name: name, seq: int64(c.mu.created), configs: norm, parts: make([]PartitionState, partitions)}
 	out := make([]PartitionState, partitions)
 	for p := range t.parts {
 		replicas := make([]int32, rf)
@@ -268,6 +268,18 @@ func (c *Controller) TopicConfig(topic string) map[string]string {
 	return maps.Clone(t.configs)
 }
 
+// TopicID returns the id of the topic's current incarnation (zero if it was recorded before
+// topic ids existed); ok is false if the topic does not exist.
+func (c *Controller) TopicID(topic string) (TopicID, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.mu.topics[topic]
+	if !ok {
+		return TopicID{}, false
+	}
+	return topicIDOf(t.seq), true
+}
+
 // Topics returns the topic names, sorted.
 func (c *Controller) Topics() []string {
 	c.mu.Lock()
@@ -329,83 +341,27 @@ func (c *Controller) partLocked(topic string, p int32) *PartitionState {
 }
 
 // uncleanLocked reports whether unclean leader election is enabled for the
-// topic: its override if set, else the cluster config.
+// topic: its override if set, else the cluster's (clusterUncleanLocked).
 func (c *Controller) uncleanLocked(topic string) bool {
 	if t, ok := c.mu.topics[topic]; ok {
 		if v, ok := t.configs[ConfigUncleanLeaderElectionEnable]; ok {
 			return v == "true"
 		}
 	}
+	return c.clusterUncleanLocked()
+}
+
+// clusterUncleanLocked is the cluster's unclean.leader.election.enable: the dynamic
+// cluster-wide default if set, else Config.UncleanLeaderElectionEnable.
+func (c *Controller) clusterUncleanLocked() bool {
+	if v, ok := c.mu.brokerConfigs[""][ConfigUncleanLeaderElectionEnable]; ok {
+		return v == "true"
+	}
 	return c.cfg.UncleanLeaderElectionEnable
 }
 
-// AlterTopicConfig sets and deletes topic config overrides, like Kafka's
-// IncrementalAlterConfigs with SET and DELETE operations: each key is
-// validated as in CreateTopic (against the topic's replication factor) and
-// the change is all-or-nothing. When the change enables unclean leader
-// election, the topic's offline partitions get an unclean election at once
-// (as the KRaft controller does). The change is delivered to the brokers hosting the
-// topic (a TopicUpdate), which apply it to their replicas.
-//
-// Errors: kerr.UnknownTopicOrPartition for an unknown topic; kerr.InvalidConfig
-// naming the key for an unknown key or a bad value, or a key both set and
-// deleted.
+// AlterTopicConfig sets and deletes topic config overrides: ChangeTopicConfig with SET and
+// DELETE operations.
 func (c *Controller) AlterTopicConfig(topic string, set map[string]string, del []string) error {
-	// Offsets for a possible unclean election, queried without the lock.
-	var snap offsetSnapshot
-	if v, err := ValidateTopicConfig(ConfigUncleanLeaderElectionEnable, set[ConfigUncleanLeaderElectionEnable], 1); err == nil && v == "true" {
-		c.mu.Lock()
-		o := c.mu.offsets
-		var jobs []offJob
-		if t, ok := c.mu.topics[topic]; ok && o != nil {
-			for i := range t.parts {
-				if t.parts[i].Leader == NoLeader {
-					jobs = append(jobs, offJob{tpKey{topic, int32(i)}, slices.Clone(t.parts[i].Replicas)})
-				}
-			}
-		}
-		c.mu.Unlock()
-		if len(jobs) > 0 {
-			snap = queryOffsets(o, jobs)
-		}
-	}
-	c.lock()
-	defer c.unlock()
-	t, ok := c.mu.topics[topic]
-	if !ok {
-		return fmt.Errorf("alter topic config %q: %w", topic, kerr.UnknownTopicOrPartition)
-	}
-	rf := int16(len(t.parts[0].Replicas))
-	next := maps.Clone(t.configs)
-	for _, k := range slices.Sorted(maps.Keys(set)) {
-		v, err := ValidateTopicConfig(k, set[k], rf)
-		if err != nil {
-			return fmt.Errorf("alter topic config %q: %w", topic, err)
-		}
-		next[k] = v
-	}
-	for _, k := range del {
-		if _, known := topicConfigs[k]; !known {
-			return fmt.Errorf("alter topic config %q: delete: unknown topic config name %q: %w", topic, k, kerr.InvalidConfig)
-		}
-		if _, both := set[k]; both {
-			return fmt.Errorf("alter topic config %q: config %s is both set and deleted: %w", topic, k, kerr.InvalidConfig)
-		}
-		delete(next, k)
-	}
-	t.configs = next
-	c.recordTopicLocked(t)
-	c.notifyTopicLocked(t, false)
-	if c.uncleanLocked(topic) {
-		for i := range t.parts {
-			st := &t.parts[i]
-			if st.Leader != NoLeader {
-				continue
-			}
-			if leader, unclean := c.chooseLeaderLocked(st, true); leader != NoLeader {
-				c.installLeaderLocked(st, leader, unclean, snap)
-			}
-		}
-	}
-	return nil
+	return c.ChangeTopicConfig(topic, ConfigChange{Set: set, Delete: del})
 }

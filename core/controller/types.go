@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"strconv"
 	"strings"
 
@@ -37,6 +39,34 @@ type PartitionState struct {
 	// ISR is the in-sync replica set. It contains the leader whenever
 	// Leader != NoLeader and is never empty.
 	ISR []int32
+}
+
+// TopicID identifies one incarnation of a topic (KIP-516's topic id): a topic deleted and
+// created again under the same name gets a new one. The controller numbers topics in
+// creation order (the last 8 bytes, big-endian; never reused over the cluster's life), so
+// the zero TopicID means "unknown" (a topic recorded before topic ids existed).
+type TopicID [16]byte
+
+// String formats id as Kafka's Uuid.toString does: URL-safe base64 without padding.
+func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// ParseTopicID parses the String form.
+func ParseTopicID(s string) (TopicID, bool) {
+	var id TopicID
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != len(id) {
+		return TopicID{}, false
+	}
+	copy(id[:], b)
+	return id, true
+}
+
+func topicIDOf(seq int64) TopicID {
+	var id TopicID
+	if seq > 0 {
+		binary.BigEndian.PutUint64(id[8:], uint64(seq))
+	}
+	return id
 }
 
 // Clone returns a deep copy of s (the slices are not shared).

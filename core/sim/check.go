@@ -15,7 +15,7 @@ func (s *Sim) check() {
 	if s.err != nil {
 		return
 	}
-	for p := int32(0); p < int32(s.o.Partitions); p++ {
+	for p := int32(0); p < int32(s.nparts); p++ {
 		st, ok := s.ctrl.Partition(topic, p)
 		if !ok {
 			s.fail("partition %d is gone from the metadata", p)
@@ -103,7 +103,7 @@ func (s *Sim) check() {
 // consumer read, is in the current leader's log at its offset. final: every partition must
 // have a running leader.
 func (s *Sim) checkDurability(final bool) {
-	for p := int32(0); p < int32(s.o.Partitions); p++ {
+	for p := int32(0); p < int32(s.nparts); p++ {
 		st, _ := s.ctrl.Partition(topic, p)
 		if st.Leader == controller.NoLeader || !s.nodes[st.Leader].up() {
 			if final {

@@ -16,8 +16,10 @@
 //     metadata, and consumers that read below the HW;
 //   - faults: kill, crash (power loss), restart within or after the session timeout,
 //     pause/resume, network partitions and slow links between brokers, a broker cut off
-//     from the controller, leader moves, a full disk, and a restart of the whole cluster
-//     with its controller (the metadata log reloaded).
+//     from the controller, leader moves, a full disk, a restart of the whole cluster
+//     with its controller (the metadata log reloaded), num.replica.fetchers changed at
+//     run time (partitions move between fetchers with rounds in flight), partitions
+//     added to the topic, and preferred-leader balancing.
 //
 // After every step it checks the invariants: HW <= LEO on every replica; the leader's HW
 // never decreases within its leadership; a follower that fetched in the current leader

@@ -68,7 +68,11 @@ type Stats struct {
 	Steps, Produced, AckedAll, AckedOne, Consumed         int
 	Kills, Crashes, Restarts, Pauses, Partitions, DiskFul int
 	ClusterRestarts, LeaderMoves, CtrlCuts, Correlated    int
+	FetcherResizes, PartitionAdds, Rebalances             int
 }
+
+// maxPartitions bounds the partitions CreatePartitions faults add.
+const maxPartitions = 5
 
 const (
 	topic     = "t"
@@ -91,6 +95,9 @@ type Sim struct {
 	ctrlFS *vfs.MemFS
 	ctrl   *controller.Controller
 	nodes  []*node
+	// nparts is the topic's partition count now (Options.Partitions, raised by
+	// CreatePartitions faults up to maxPartitions).
+	nparts int
 
 	queue msgQueue
 	seq   int64
@@ -220,7 +227,7 @@ func Run(o Options) Result {
 	o.fill()
 	s := &Sim{o: o, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)), now: startNs,
 		cut: map[[2]int32]bool{}, slow: map[[2]int32]int64{}, acked: map[key]entry{}, consumed: map[key]entry{},
-		consumer: make([]int64, o.Partitions), hwSeen: map[termKey]int64{}, synced: map[syncKey]int32{},
+		nparts: o.Partitions, consumer: make([]int64, o.Partitions), hwSeen: map[termKey]int64{}, synced: map[syncKey]int32{},
 		lastState: map[int32]string{}}
 	s.run()
 	return Result{Err: s.err, Trace: s.trace, Stats: s.stats}
@@ -427,14 +434,16 @@ func (s *Sim) heartbeats() {
 }
 
 // failure notes a fault that takes a broker out of service. While a crashed broker has not
-// caught up (the cluster was not back in sync since the crash), a second failure may lose
+// caught up (the cluster was not back in sync since the crash), any further failure may lose
 // what the crash lost: records acknowledged until then are no longer checked (a correlated
-// failure of two replicas, which no RF 3 / min ISR 2 setup survives in general).
+// failure of two replicas, which no RF 3 / min ISR 2 setup survives in general). This holds
+// for every failure until the cluster is back in sync, not only the first: records
+// acknowledged after one such failure can still be held only by the crashed broker's page
+// cache and one other replica.
 func (s *Sim) failure(what string) {
 	if !s.crashPending {
 		return
 	}
-	s.crashPending = false
 	s.lossAllowedUpTo = s.nextValue
 	s.stats.Correlated++
 	s.tracef("%s while a crashed broker catches up: a correlated failure; the %d records produced so far are no longer checked", what, s.nextValue)
@@ -586,7 +595,7 @@ func (s *Sim) produce() {
 		s.produceIdempotent()
 		return
 	}
-	p := int32(s.rng.IntN(s.o.Partitions))
+	p := int32(s.rng.IntN(s.nparts))
 	st, ok := s.ctrl.Partition(topic, p)
 	if !ok || st.Leader == controller.NoLeader {
 		return
@@ -623,7 +632,7 @@ func (s *Sim) produce() {
 // idemInFlight describes an idempotent batch still in flight, or "".
 func (s *Sim) idemInFlight() string {
 	for _, ip := range s.idem {
-		for p := int32(0); p < int32(s.o.Partitions); p++ {
+		for p := int32(0); p < int32(s.nparts); p++ {
 			if ib := ip.inflight[p]; ib != nil {
 				return fmt.Sprintf("producer %d p%d seq %d after %d attempts", ip.pid, p, ib.seq, ib.attempt)
 			}
@@ -636,7 +645,7 @@ func (s *Sim) idemInFlight() string {
 // flight on.
 func (s *Sim) produceIdempotent() {
 	ip := s.idem[s.rng.IntN(len(s.idem))]
-	p := int32(s.rng.IntN(s.o.Partitions))
+	p := int32(s.rng.IntN(s.nparts))
 	if ip.inflight[p] != nil {
 		return
 	}
@@ -771,7 +780,7 @@ func (s *Sim) respond(n *node, acks int16, parts []broker.ProducePartition, valu
 
 // consume reads one partition from its leader below the HW, as a consumer does.
 func (s *Sim) consume() {
-	p := int32(s.rng.IntN(s.o.Partitions))
+	p := int32(s.rng.IntN(s.nparts))
 	st, ok := s.ctrl.Partition(topic, p)
 	if !ok || st.Leader == controller.NoLeader {
 		return
@@ -868,15 +877,15 @@ func (s *Sim) fault() {
 			}
 			s.tracef("link %d-%d extra delay %v", n.id, m.id, time.Duration(s.slow[k]))
 		}
-	case r < 72:
+	case r < 70:
 		n.ctrlCut = !n.ctrlCut
 		if n.ctrlCut {
 			s.stats.CtrlCuts++
 			s.failure(fmt.Sprintf("broker %d cut from the controller", n.id))
 		}
 		s.tracef("broker %d cut from the controller: %v", n.id, n.ctrlCut)
-	case r < 80:
-		p := int32(s.rng.IntN(s.o.Partitions))
+	case r < 77:
+		p := int32(s.rng.IntN(s.nparts))
 		if st, ok := s.ctrl.Partition(topic, p); ok && len(st.ISR) > 1 {
 			to := st.ISR[s.rng.IntN(len(st.ISR))]
 			if _, err := s.ctrl.TransferLeader(topic, p, to); err == nil {
@@ -884,7 +893,7 @@ func (s *Sim) fault() {
 				s.tracef("leader of p%d moved to %d", p, to)
 			}
 		}
-	case r < 86:
+	case r < 83:
 		if n.up() && !n.diskFull {
 			s.failure(fmt.Sprintf("broker %d disk full", n.id))
 			n.diskFull = true
@@ -899,9 +908,35 @@ func (s *Sim) fault() {
 				s.kill(n, false)
 			}
 		}
-	case r < 90:
+	case r < 87:
 		if s.rng.IntN(3) == 0 {
 			s.restartCluster()
+		}
+	case r < 91:
+		// num.replica.fetchers changed at run time: the brokers move partitions between
+		// fetchers when they learn of it, with rounds in flight.
+		k := 1 + s.rng.IntN(4)
+		if err := s.ctrl.ChangeBrokerConfig("", controller.ConfigChange{Set: map[string]string{"num.replica.fetchers": fmt.Sprint(k)}}); err != nil {
+			s.fail("num.replica.fetchers=%d: %v", k, err)
+			return
+		}
+		s.stats.FetcherResizes++
+		s.tracef("num.replica.fetchers set to %d", k)
+	case r < 94:
+		if s.nparts < maxPartitions {
+			if _, err := s.ctrl.CreatePartitions(topic, int32(s.nparts+1), nil, false); err == nil {
+				s.nparts++
+				s.consumer = append(s.consumer, 0)
+				s.stats.PartitionAdds++
+				s.tracef("partition p%d added", s.nparts-1)
+			} else {
+				s.tracef("create partition p%d refused: %v", s.nparts, err)
+			}
+		}
+	case r < 96:
+		if moved := s.ctrl.BalanceLeaders(10); len(moved) > 0 {
+			s.stats.Rebalances++
+			s.tracef("preferred leaders elected: %v", moved)
 		}
 	default:
 		s.ctrl.CheckSessions()
@@ -966,8 +1001,8 @@ func (s *Sim) restartCluster() {
 	if s.err != nil {
 		return
 	}
-	if ps, ok := s.ctrl.Partitions(topic); !ok || len(ps) != s.o.Partitions {
-		s.fail("after a cluster restart the topic has %d partitions (exists %v), want %d", len(ps), ok, s.o.Partitions)
+	if ps, ok := s.ctrl.Partitions(topic); !ok || len(ps) != s.nparts {
+		s.fail("after a cluster restart the topic has %d partitions (exists %v), want %d", len(ps), ok, s.nparts)
 		return
 	}
 	for _, n := range s.nodes {
@@ -1013,7 +1048,7 @@ func (s *Sim) crashSafe() bool {
 			return false
 		}
 	}
-	for p := int32(0); p < int32(s.o.Partitions); p++ {
+	for p := int32(0); p < int32(s.nparts); p++ {
 		st, ok := s.ctrl.Partition(topic, p)
 		if !ok || st.Leader == controller.NoLeader || len(st.ISR) != len(st.Replicas) {
 			return false
@@ -1027,7 +1062,7 @@ func (s *Sim) crashSafe() bool {
 // would elect a leader uncleanly (kafka-leader-election --election-type unclean), which the
 // simulator does then; without a correlated failure such a partition is a bug.
 func (s *Sim) operatorElections() {
-	for p := int32(0); p < int32(s.o.Partitions); p++ {
+	for p := int32(0); p < int32(s.nparts); p++ {
 		st, ok := s.ctrl.Partition(topic, p)
 		if !ok || st.Leader != controller.NoLeader {
 			continue
@@ -1083,7 +1118,7 @@ func (s *Sim) inSync() bool {
 			}
 		}
 	}
-	for p := int32(0); p < int32(s.o.Partitions); p++ {
+	for p := int32(0); p < int32(s.nparts); p++ {
 		st, ok := s.ctrl.Partition(topic, p)
 		if !ok || st.Leader == controller.NoLeader || len(st.ISR) != len(st.Replicas) {
 			return false
@@ -1119,7 +1154,7 @@ func (s *Sim) describe() string {
 			b.WriteString("; ")
 		}
 	}
-	for p := int32(0); p < int32(s.o.Partitions); p++ {
+	for p := int32(0); p < int32(s.nparts); p++ {
 		st, _ := s.ctrl.Partition(topic, p)
 		fmt.Fprintf(&b, "[%v damaged %v;", st, s.ctrl.Damaged(topic, p))
 		for _, n := range s.nodes {

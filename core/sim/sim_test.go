@@ -72,6 +72,9 @@ func add(t *Stats, s Stats) {
 	t.LeaderMoves += s.LeaderMoves
 	t.CtrlCuts += s.CtrlCuts
 	t.Correlated += s.Correlated
+	t.FetcherResizes += s.FetcherResizes
+	t.PartitionAdds += s.PartitionAdds
+	t.Rebalances += s.Rebalances
 }
 
 // TestSimulationDeterministic: the same seed gives the same trace.

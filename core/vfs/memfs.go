@@ -225,14 +225,27 @@ func (m *MemFS) Rename(oldpath, newpath string) error {
 	if !ok {
 		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: fs.ErrNotExist}
 	}
-	if node.dir {
-		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: syscall.EINVAL}
-	}
 	if !m.parentExistsLocked(n) {
 		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: fs.ErrNotExist}
 	}
 	if err := m.injectLocked(OpRename, newpath); err != nil {
 		return err
+	}
+	if node.dir {
+		// A directory moves with everything under it, onto a name that does not exist.
+		if _, ok := m.mu.nodes[n]; ok || n == o || strings.HasPrefix(n, o+string(filepath.Separator)) {
+			return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: syscall.EEXIST}
+		}
+		if err := m.injectLocked(OpRename, newpath); err != nil {
+			return err
+		}
+		for q, sub := range m.mu.nodes {
+			if q == o || strings.HasPrefix(q, o+string(filepath.Separator)) {
+				delete(m.mu.nodes, q)
+				m.mu.nodes[n+q[len(o):]] = sub
+			}
+		}
+		return nil
 	}
 	if old, ok := m.mu.nodes[n]; ok {
 		if old.dir {

@@ -135,3 +135,34 @@ func TestWriteFileAtomicOS(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// TestMemFSRenameDir: a directory moves with its files (a stray replica directory is set
+// aside so); it cannot replace an existing name.
+func TestMemFSRenameDir(t *testing.T) {
+	m := NewMemFS(nil)
+	if err := m.MkdirAll("d/t-0/sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, m, "d/t-0/a", "A", true)
+	write(t, m, "d/t-0/sub/b", "B", true)
+	if err := m.MkdirAll("d/x", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Rename("d/t-0", "d/x"); err == nil {
+		t.Error("renaming a directory onto an existing one succeeded")
+	}
+	if err := m.Rename("d/t-0", "d/t-0.1-stray"); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"d/t-0.1-stray/a": "A", "d/t-0.1-stray/sub/b": "B"} {
+		if got := contents(t, m, name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	if _, err := m.Stat("d/t-0"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("old directory still there: %v", err)
+	}
+	if _, err := m.Stat("d/t-0/a"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("old file still there: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 )
 
@@ -106,6 +107,13 @@ func (p *PowerLossFS) Rename(oldpath, newpath string) error {
 		delete(p.mu.files, o)
 	} else {
 		delete(p.mu.files, n)
+		// A directory: the files under it moved with it.
+		for name, st := range p.mu.files {
+			if strings.HasPrefix(name, o+string(filepath.Separator)) {
+				delete(p.mu.files, name)
+				p.mu.files[n+name[len(o):]] = st
+			}
+		}
 	}
 	p.mu.Unlock()
 	return nil

@@ -51,7 +51,10 @@ def consume(boot, topic, group, count):
 
 
 def delete(boot, topic):
-    fs = AdminClient({"bootstrap.servers": boot}).delete_topics([topic], operation_timeout=30)
+    # The AdminClient must outlive the future: a handle that is garbage-collected first
+    # fails it with _DESTROY ("Handle is terminating").
+    admin = AdminClient({"bootstrap.servers": boot})
+    fs = admin.delete_topics([topic], operation_timeout=30)
     fs[topic].result(30)
 
 

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register("configs", "describe or alter topic and broker configs (kafka-configs.sh --describe / --alter)", cmdConfigs)
+}
+
+// cmdConfigs is a small kafka-configs.sh for topics and brokers: --describe prints the
+// dynamic configs of an entity (--all: every config, with its source and synonyms);
+// --alter sets (--add-config) and removes (--delete-config) topic configs, or the dynamic
+// broker configs of one broker (--entity-name ID) or of the cluster-wide default
+// (--entity-default).
+func cmdConfigs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("configs", "configs --bootstrap ADDR --entity-type topics|brokers (--entity-name NAME | --entity-default) (--describe [--all] | --alter [--add-config k=v,k2=[a,b]] [--delete-config k,k2])", stderr)
+	bootstrap := fs.String("bootstrap", "127.0.0.1:9092", "bootstrap servers host:port[,host:port]")
+	entityType := fs.String("entity-type", "", "topics or brokers")
+	entityName := fs.String("entity-name", "", "the topic name, or the broker id")
+	entityDefault := fs.Bool("entity-default", false, "brokers: the cluster-wide default (dynamic configs of every broker)")
+	describe := fs.Bool("describe", false, "print the entity's dynamic configs")
+	all := fs.Bool("all", false, "--describe: every config with its source and synonyms")
+	alter := fs.Bool("alter", false, "change configs")
+	addConfig := fs.String("add-config", "", "--alter: configs to set, k=v comma-separated; a list value in brackets: k=[a,b]")
+	deleteConfig := fs.String("delete-config", "", "--alter: configs to remove, comma-separated")
+	timeout := fs.Duration("timeout", 10*time.Second, "request timeout")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("configs: unexpected arguments %q", fs.Args())
+	}
+	if *describe == *alter {
+		return usagef("configs: exactly one of --describe or --alter is required")
+	}
+	var brokerID int32
+	switch *entityType {
+	case "topics":
+		if *entityName == "" || *entityDefault {
+			return usagef("configs: --entity-type topics needs --entity-name TOPIC (no --entity-default)")
+		}
+	case "brokers":
+		if (*entityName == "") == !*entityDefault {
+			return usagef("configs: --entity-type brokers needs exactly one of --entity-name ID or --entity-default")
+		}
+		if *entityName != "" {
+			n, err := strconv.ParseInt(*entityName, 10, 32)
+			if err != nil || n < 0 {
+				return usagef("configs: --entity-name %q: a broker id is an integer >= 0", *entityName)
+			}
+			brokerID = int32(n)
+		}
+	default:
+		return usagef("configs: --entity-type %q: want topics or brokers", *entityType)
+	}
+	if *alter && *addConfig == "" && *deleteConfig == "" {
+		return usagef("configs: --alter needs --add-config and/or --delete-config")
+	}
+	ops, err := configOps(*addConfig, *deleteConfig)
+	if err != nil {
+		return err
+	}
+	adm, err := newAdmin("configs", *bootstrap)
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	what := "topic " + *entityName
+	if *entityType == "brokers" {
+		what = "broker " + *entityName
+		if *entityDefault {
+			what = "the cluster-wide broker default"
+		}
+	}
+	if *alter {
+		var rs kadm.AlterConfigsResponses
+		var err error
+		switch {
+		case *entityType == "topics":
+			rs, err = adm.AlterTopicConfigs(ctx, ops, *entityName)
+		case *entityDefault:
+			rs, err = adm.AlterBrokerConfigs(ctx, ops)
+		default:
+			rs, err = adm.AlterBrokerConfigs(ctx, ops, brokerID)
+		}
+		if err := alterConfigs(rs, err); err != nil {
+			return fmt.Errorf("configs: alter %s: %w", what, err)
+		}
+		fmt.Fprintf(stdout, "Completed updating config for %s.\n", what)
+		return nil
+	}
+	var rcs kadm.ResourceConfigs
+	switch {
+	case *entityType == "topics":
+		rcs, err = adm.DescribeTopicConfigs(ctx, *entityName)
+	case *entityDefault:
+		rcs, err = adm.DescribeBrokerConfigs(ctx)
+	default:
+		rcs, err = adm.DescribeBrokerConfigs(ctx, brokerID)
+	}
+	if err != nil {
+		return fmt.Errorf("configs: describe %s: %w", what, err)
+	}
+	if len(rcs) != 1 {
+		return fmt.Errorf("configs: describe %s: %d resources answered, want 1", what, len(rcs))
+	}
+	rc := rcs[0]
+	if rc.Err != nil {
+		return fmt.Errorf("configs: describe %s: %w%s", what, rc.Err, errDetail(rc.ErrMessage))
+	}
+	kind := "Dynamic configs"
+	if *all {
+		kind = "All configs"
+	}
+	fmt.Fprintf(stdout, "%s for %s are:\n", kind, what)
+	for _, c := range rc.Configs {
+		dynamic := c.Source == kmsg.ConfigSourceDynamicTopicConfig || c.Source == kmsg.ConfigSourceDynamicBrokerConfig || c.Source == kmsg.ConfigSourceDynamicDefaultBrokerConfig
+		if !*all && !dynamic {
+			continue
+		}
+		var syns []string
+		for _, s := range c.Synonyms {
+			v := "null"
+			if s.Value != nil {
+				v = *s.Value
+			}
+			syns = append(syns, s.Source.String()+":"+s.Key+"="+v)
+		}
+		v := "null"
+		if c.Value != nil {
+			v = *c.Value
+		}
+		fmt.Fprintf(stdout, "  %s=%s sensitive=%v synonyms={%s}\n", c.Key, v, c.Sensitive, strings.Join(syns, ", "))
+	}
+	return nil
+}
+
+// configOps parses kafka-configs' --add-config ("k=v,k2=[a,b]") and --delete-config
+// ("k,k2") into incremental operations.
+func configOps(add, del string) ([]kadm.AlterConfig, error) {
+	var ops []kadm.AlterConfig
+	for _, kv := range splitConfigs(add) {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usagef("configs: --add-config %q: want key=value", kv)
+		}
+		v = strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")
+		ops = append(ops, kadm.AlterConfig{Op: kadm.SetConfig, Name: strings.TrimSpace(k), Value: &v})
+	}
+	for _, k := range splitConfigs(del) {
+		ops = append(ops, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: strings.TrimSpace(k)})
+	}
+	return ops, nil
+}
+
+// splitConfigs splits at commas outside brackets.
+func splitConfigs(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ',':
+			if depth == 0 {
+				if part := strings.TrimSpace(s[start:i]); part != "" {
+					out = append(out, part)
+				}
+				start = i + 1
+			}
+		}
+	}
+	if part := strings.TrimSpace(s[start:]); part != "" {
+		out = append(out, part)
+	}
+	return out
+}

@@ -1,0 +1,372 @@
+package controller
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Config types, as Kafka's ConfigDef types (DescribeConfigs' config_type).
+const (
+	TypeBoolean = "boolean"
+	TypeString  = "string"
+	TypeInt     = "int"
+	TypeShort   = "short"
+	TypeLong    = "long"
+	TypeList    = "list"
+)
+
+// TopicConfigDef describes one topic config: its type, the broker config that gives its
+// default when the topic has no override (Kafka's ServerTopicConfigSynonyms) and Kafka's
+// default of both.
+type TopicConfigDef struct {
+	Name          string
+	Type          string
+	BrokerSynonym string
+	Default       string
+}
+
+// topicConfigDefs lists every topic config CreateTopic accepts (topicConfigs' keys), sorted
+// by name.
+var topicConfigDefs = []TopicConfigDef{
+	{ConfigCleanupPolicy, TypeList, "log.cleanup.policy", "delete"},
+	{ConfigCompressionType, TypeString, "compression.type", "producer"},
+	{ConfigFileDeleteDelayMs, TypeLong, "log.segment.delete.delay.ms", "60000"},
+	{ConfigFlushMessages, TypeLong, "log.flush.interval.messages", "9223372036854775807"},
+	{ConfigFlushMs, TypeLong, "log.flush.interval.ms", "9223372036854775807"},
+	{ConfigIndexIntervalBytes, TypeInt, "log.index.interval.bytes", "4096"},
+	{ConfigMaxMessageBytes, TypeInt, "message.max.bytes", "1048588"},
+	{ConfigMessageTimestampType, TypeString, "log.message.timestamp.type", "CreateTime"},
+	{ConfigMinInsyncReplicas, TypeInt, "min.insync.replicas", "1"},
+	{ConfigPreallocate, TypeBoolean, "log.preallocate", "false"},
+	{ConfigRetentionBytes, TypeLong, "log.retention.bytes", "-1"},
+	{ConfigRetentionMs, TypeLong, "log.retention.ms", "604800000"},
+	{ConfigSegmentBytes, TypeInt, "log.segment.bytes", "1073741824"},
+	{ConfigSegmentIndexBytes, TypeInt, "log.index.size.max.bytes", "10485760"},
+	{ConfigSegmentMs, TypeLong, "log.roll.ms", "604800000"},
+	{ConfigUncleanLeaderElectionEnable, TypeBoolean, "unclean.leader.election.enable", "false"},
+}
+
+// TopicConfigDefs returns the definitions of every supported topic config, sorted by name.
+func TopicConfigDefs() []TopicConfigDef { return slices.Clone(topicConfigDefs) }
+
+// ConfigChange is a change of one resource's config overrides: IncrementalAlterConfigs'
+// SET and DELETE operations, or (Replace) legacy AlterConfigs, which sets exactly Set and
+// deletes every other override. ValidateOnly checks the change without applying it.
+type ConfigChange struct {
+	Set          map[string]string
+	Delete       []string
+	Replace      bool
+	ValidateOnly bool
+}
+
+// Update modes of broker configs (Kafka's "Dynamic Update Mode" of each broker config).
+const (
+	// ModeReadOnly: set at start only (server.properties; isrbench serve --set).
+	ModeReadOnly = "read-only"
+	// ModeClusterWide: may be changed at run time as the cluster-wide default (resource "")
+	// and, as Kafka allows for testing, per broker.
+	ModeClusterWide = "cluster-wide"
+)
+
+// brokerConfigDef is a broker config that may be changed at run time.
+type brokerConfigDef struct {
+	typ   string
+	check func(v string) (string, error)
+	// clusterOnly: only the cluster-wide default may be set (the controller reads it, and
+	// isrbench's controller is no broker whose own config could apply).
+	clusterOnly bool
+}
+
+// dynamicBrokerConfigs are the broker configs Kafka updates at run time (DynamicBrokerConfig:
+// DynamicThreadPool's num.replica.fetchers and DynamicLogConfig's broker synonyms of topic
+// configs, all cluster-wide) that isrbench applies: the brokers resize their fetcher pools
+// and reconfigure their logs and replicas; the controller applies
+// unclean.leader.election.enable; message.max.bytes applies to the next produce. The
+// synonyms of topic configs whose feature isrbench lacks accept only Kafka's default.
+var dynamicBrokerConfigs = map[string]brokerConfigDef{
+	"num.replica.fetchers": {TypeInt, func(v string) (string, error) {
+		return intIn(v, 1, MaxReplicaFetchers, "an integer in [1, %d]", MaxReplicaFetchers)
+	}, false},
+	"min.insync.replicas":            {TypeInt, func(v string) (string, error) { return intIn(v, 1, 1<<31-1, "an integer >= 1") }, false},
+	"unclean.leader.election.enable": {TypeBoolean, func(v string) (string, error) { return boolean(v, 0) }, true},
+	"message.max.bytes":              {TypeInt, func(v string) (string, error) { return intIn(v, 0, 1<<31-1, "an integer in [0, 2147483647] bytes") }, false},
+	"log.segment.bytes":              {TypeInt, func(v string) (string, error) { return intIn(v, 14, 1<<31-1, "an integer in [14, 2147483647] bytes") }, false},
+	"log.index.interval.bytes":       {TypeInt, func(v string) (string, error) { return intIn(v, 0, 1<<31-1, "an integer in [0, 2147483647] bytes") }, false},
+	"log.retention.bytes":            {TypeLong, broker(longAtLeast(-1, "-1 means unlimited")), false},
+	"log.retention.ms":               {TypeLong, broker(longAtLeast(-1, "-1 means unlimited")), false},
+	"log.flush.interval.messages":    {TypeLong, broker(longAtLeast(1, "messages")), false},
+	"log.flush.interval.ms":          {TypeLong, broker(longAtLeast(0, "milliseconds")), false},
+	"log.cleanup.policy":             {TypeList, broker(onlyDefault("delete", "log compaction is not implemented")), false},
+	"compression.type":               {TypeString, broker(onlyDefault("producer", "the broker keeps the producer's compression; recompression is not implemented")), false},
+	"log.message.timestamp.type":     {TypeString, broker(onlyDefault("CreateTime", "LogAppendTime (broker-assigned timestamps) is not implemented")), false},
+	"log.roll.ms":                    {TypeLong, broker(onlyDefault("604800000", "time-based segment rolling is not implemented")), false},
+	"log.index.size.max.bytes":       {TypeInt, broker(onlyDefault("10485760", "the offset index has no size limit")), false},
+	"log.segment.delete.delay.ms":    {TypeLong, broker(onlyDefault("60000", "segments are deleted at once")), false},
+	"log.preallocate":                {TypeBoolean, broker(onlyDefault("false", "segment preallocation is not implemented")), false},
+}
+
+// MaxReplicaFetchers bounds num.replica.fetchers (an isrbench limit; Kafka has none).
+const MaxReplicaFetchers = 64
+
+func broker(c configCheck) func(string) (string, error) {
+	return func(v string) (string, error) { return c(v, 0) }
+}
+
+// DynamicBrokerConfigNames returns the broker configs that may be changed at run time
+// (ChangeBrokerConfig), sorted.
+func DynamicBrokerConfigNames() []string { return slices.Sorted(maps.Keys(dynamicBrokerConfigs)) }
+
+// BrokerConfigType returns the type of a dynamic broker config ("" if it is not one).
+func BrokerConfigType(name string) string { return dynamicBrokerConfigs[name].typ }
+
+// ValidateBrokerConfig checks a value of the dynamic broker config name and returns it
+// normalized. Errors wrap kerr.InvalidRequest (Kafka's broker-side validation of broker
+// configs) and name the key and the allowed values.
+func ValidateBrokerConfig(name, value string) (string, error) {
+	d, ok := dynamicBrokerConfigs[name]
+	if !ok {
+		return "", fmt.Errorf("cannot update broker config %s dynamically (the dynamic ones: %s): %w",
+			name, strings.Join(DynamicBrokerConfigNames(), ", "), kerr.InvalidRequest)
+	}
+	norm, err := d.check(value)
+	if err != nil {
+		return "", fmt.Errorf("broker config %s=%q: %w: %w", name, value, err, kerr.InvalidRequest)
+	}
+	return norm, nil
+}
+
+// validBrokerConfigResource checks a broker-config resource name: "" (the cluster-wide
+// default) or a broker id.
+func validBrokerConfigResource(res string) error {
+	if res == "" {
+		return nil
+	}
+	if n, err := strconv.ParseInt(res, 10, 32); err != nil || n < 0 {
+		return fmt.Errorf("broker resource %q: node id must be an integer >= 0 or \"\" for the cluster-wide default: %w", res, kerr.InvalidRequest)
+	}
+	return nil
+}
+
+// BrokerConfigs returns the dynamic broker configs of resource: "" the cluster-wide
+// defaults (DYNAMIC_DEFAULT_BROKER_CONFIG), "<id>" broker id's own
+// (DYNAMIC_BROKER_CONFIG). A private copy, never nil.
+func (c *Controller) BrokerConfigs(resource string) map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := maps.Clone(c.mu.brokerConfigs[resource])
+	if out == nil {
+		out = map[string]string{}
+	}
+	return out
+}
+
+// effectiveBrokerConfigsLocked is broker id's dynamic configs: the cluster-wide defaults
+// overlaid by its own (mu held; a new map).
+func (c *Controller) effectiveBrokerConfigsLocked(id int32) map[string]string {
+	out := maps.Clone(c.mu.brokerConfigs[""])
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, c.mu.brokerConfigs[strconv.Itoa(int(id))])
+	return out
+}
+
+// EffectiveBrokerConfigs returns broker id's dynamic configs: the cluster-wide defaults
+// overlaid by its own. A private copy, never nil.
+func (c *Controller) EffectiveBrokerConfigs(id int32) map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.effectiveBrokerConfigsLocked(id)
+}
+
+// applyChange computes the overrides after ch from cur, validating each set value with
+// check; del checks that a deleted key is known.
+func applyChange(cur map[string]string, ch ConfigChange, check func(k, v string) (string, error), known func(k string) error) (map[string]string, error) {
+	next := maps.Clone(cur)
+	if next == nil {
+		next = map[string]string{}
+	}
+	if ch.Replace {
+		clear(next)
+	}
+	for _, k := range slices.Sorted(maps.Keys(ch.Set)) {
+		v, err := check(k, ch.Set[k])
+		if err != nil {
+			return nil, err
+		}
+		next[k] = v
+	}
+	for _, k := range ch.Delete {
+		if err := known(k); err != nil {
+			return nil, err
+		}
+		if _, both := ch.Set[k]; both {
+			return nil, fmt.Errorf("config %s is both set and deleted: %w", k, kerr.InvalidRequest)
+		}
+		delete(next, k)
+	}
+	return next, nil
+}
+
+// ChangeBrokerConfig changes the dynamic broker configs of resource ("" the cluster-wide
+// default, "<id>" one registered broker), atomically: every key must be a dynamic broker
+// config (DynamicBrokerConfigNames) with a valid value, and
+// unclean.leader.election.enable may only be set cluster-wide. The new set is recorded in
+// the metadata log and delivered to the brokers it concerns (an Update with BrokerConfigs:
+// each broker's effective dynamic configs), which apply it; enabling
+// unclean.leader.election.enable elects the offline partitions of the topics without an
+// override at once.
+//
+// Errors wrap kerr.InvalidRequest (a bad resource name, a key that is not dynamic, a bad
+// value, a key both set and deleted) or kerr.BrokerIDNotRegistered.
+func (c *Controller) ChangeBrokerConfig(resource string, ch ConfigChange) error {
+	if err := validBrokerConfigResource(resource); err != nil {
+		return err
+	}
+	var snap offsetSnapshot
+	if resource == "" && !ch.ValidateOnly {
+		if v, err := ValidateBrokerConfig(ConfigUncleanLeaderElectionEnable, ch.Set[ConfigUncleanLeaderElectionEnable]); err == nil && v == "true" {
+			snap = c.offlineOffsets(func(string) bool { return true })
+		}
+	}
+	c.lock()
+	defer c.unlock()
+	if resource != "" {
+		id, _ := strconv.Atoi(resource)
+		if _, ok := c.mu.brokers[int32(id)]; !ok {
+			return fmt.Errorf("broker resource %q: broker %d is not registered: %w", resource, id, kerr.BrokerIDNotRegistered)
+		}
+	}
+	check := func(k, v string) (string, error) {
+		if resource != "" && dynamicBrokerConfigs[k].clusterOnly {
+			return "", fmt.Errorf("broker config %s may only be set as the cluster-wide default (resource \"\"), not for broker %s: %w", k, resource, kerr.InvalidRequest)
+		}
+		return ValidateBrokerConfig(k, v)
+	}
+	known := func(k string) error {
+		if _, ok := dynamicBrokerConfigs[k]; !ok {
+			_, err := ValidateBrokerConfig(k, "")
+			return err
+		}
+		return nil
+	}
+	next, err := applyChange(c.mu.brokerConfigs[resource], ch, check, known)
+	if err != nil {
+		return fmt.Errorf("alter broker configs %q: %w", resource, err)
+	}
+	if ch.ValidateOnly {
+		return nil
+	}
+	wasUnclean := c.clusterUncleanLocked()
+	if len(next) == 0 {
+		delete(c.mu.brokerConfigs, resource)
+	} else {
+		c.mu.brokerConfigs[resource] = next
+	}
+	c.recordBrokerConfigLocked(resource)
+	for id := range c.mu.brokers {
+		if resource == "" || resource == strconv.Itoa(int(id)) {
+			c.notifyBrokerConfigsLocked(id)
+		}
+	}
+	if resource == "" && !wasUnclean {
+		for _, name := range c.sortedTopicsLocked() {
+			if !c.uncleanLocked(name) {
+				continue
+			}
+			t := c.mu.topics[name]
+			for i := range t.parts {
+				st := &t.parts[i]
+				if st.Leader != NoLeader {
+					continue
+				}
+				if leader, unclean := c.chooseLeaderLocked(st, true); leader != NoLeader {
+					c.installLeaderLocked(st, leader, unclean, snap)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// ChangeTopicConfig changes a topic's config overrides atomically (IncrementalAlterConfigs'
+// SET and DELETE, or legacy AlterConfigs with Replace): each key is validated as in
+// CreateTopic, against the topic's replication factor. The change is recorded and delivered
+// to the brokers hosting the topic (a TopicUpdate), which apply it to their replicas. When
+// it enables unclean leader election, the topic's offline partitions get an unclean
+// election at once (as the KRaft controller does).
+//
+// Errors: kerr.UnknownTopicOrPartition for an unknown topic; kerr.InvalidConfig naming the
+// key for an unknown key or a bad value; kerr.InvalidRequest for a key both set and
+// deleted.
+func (c *Controller) ChangeTopicConfig(topic string, ch ConfigChange) error {
+	// Offsets for a possible unclean election, queried without the lock.
+	var snap offsetSnapshot
+	if !ch.ValidateOnly {
+		snap = c.offlineOffsets(func(name string) bool { return name == topic })
+	}
+	c.lock()
+	defer c.unlock()
+	t, ok := c.mu.topics[topic]
+	if !ok {
+		return fmt.Errorf("alter topic config %q: %w", topic, kerr.UnknownTopicOrPartition)
+	}
+	rf := int16(len(t.parts[0].Replicas))
+	check := func(k, v string) (string, error) { return ValidateTopicConfig(k, v, rf) }
+	known := func(k string) error {
+		if _, ok := topicConfigs[k]; !ok {
+			return fmt.Errorf("delete: unknown topic config name %q (supported: %s): %w", k, strings.Join(SupportedTopicConfigs(), ", "), kerr.InvalidConfig)
+		}
+		return nil
+	}
+	next, err := applyChange(t.configs, ch, check, known)
+	if err != nil {
+		return fmt.Errorf("alter topic config %q: %w", topic, err)
+	}
+	if ch.ValidateOnly {
+		return nil
+	}
+	t.configs = next
+	c.recordTopicLocked(t)
+	c.notifyTopicLocked(t, false)
+	if c.uncleanLocked(topic) {
+		for i := range t.parts {
+			st := &t.parts[i]
+			if st.Leader != NoLeader {
+				continue
+			}
+			if leader, unclean := c.chooseLeaderLocked(st, true); leader != NoLeader {
+				c.installLeaderLocked(st, leader, unclean, snap)
+			}
+		}
+	}
+	return nil
+}
+
+// offlineOffsets asks Offsets (if set), without the lock, about the replicas of the offline
+// partitions of the topics for which want returns true: for the lost-offset count of the
+// unclean elections a config change may trigger.
+func (c *Controller) offlineOffsets(want func(topic string) bool) offsetSnapshot {
+	c.mu.Lock()
+	o := c.mu.offsets
+	var jobs []offJob
+	if o != nil {
+		for name, t := range c.mu.topics {
+			if !want(name) {
+				continue
+			}
+			for i := range t.parts {
+				if t.parts[i].Leader == NoLeader {
+					jobs = append(jobs, offJob{tpKey{name, int32(i)}, slices.Clone(t.parts[i].Replicas)})
+				}
+			}
+		}
+	}
+	c.mu.Unlock()
+	return queryOffsets(o, jobs)
+}

@@ -1,0 +1,72 @@
+package netfetch
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(api{key: 20, min: 0, max: 6, handle: func(c *conn, _ reqHeader, req kmsg.Request) (kmsg.Response, error) {
+		return c.handleDeleteTopics(req.(*kmsg.DeleteTopicsRequest))
+	}})
+}
+
+// handleDeleteTopics deletes topics by name (controller.DeleteTopic: the brokers remove
+// their replicas), with Kafka's per-topic errors: UNKNOWN_TOPIC_OR_PARTITION for an unknown
+// name, INVALID_REQUEST for a name given twice or an entry with both or neither of name and
+// id. Topic ids (v6) are refused with UNKNOWN_TOPIC_ID: Metadata hands out zero topic ids,
+// so no client can know one. The response waits (up to timeout_ms, at most 10 s) until the
+// alive brokers applied the deletions; internal topics may be deleted, as in Kafka.
+func (c *conn) handleDeleteTopics(req *kmsg.DeleteTopicsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	type entry struct {
+		name  *string
+		id    [16]byte
+		preEr error
+	}
+	var entries []entry
+	for _, n := range req.TopicNames {
+		entries = append(entries, entry{name: &n})
+	}
+	for _, t := range req.Topics {
+		e := entry{name: t.Topic, id: t.TopicID}
+		switch {
+		case t.Topic != nil && t.TopicID != [16]byte{}:
+			e.preEr = fmt.Errorf("you may not specify both topic name and topic id: %w", kerr.InvalidRequest)
+		case t.Topic == nil && t.TopicID == [16]byte{}:
+			e.preEr = fmt.Errorf("neither topic name nor id were specified: %w", kerr.InvalidRequest)
+		case t.Topic == nil:
+			e.preEr = fmt.Errorf("topic id %x: deleting by topic id is not supported (Metadata hands out zero topic ids): delete by name: %w", t.TopicID, kerr.UnknownTopicID)
+		}
+		entries = append(entries, e)
+	}
+	count := map[string]int{}
+	for _, e := range entries {
+		if e.name != nil && e.preEr == nil {
+			count[*e.name]++
+		}
+	}
+	deleted := false
+	for _, e := range entries {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic, rt.TopicID = e.name, e.id
+		err := e.preEr
+		switch {
+		case err != nil:
+		case count[*e.name] > 1:
+			err = fmt.Errorf("duplicate topic name %q: %w", *e.name, kerr.InvalidRequest)
+		default:
+			if err = c.s.cfg.Controller.DeleteTopic(*e.name); err == nil {
+				deleted = true
+			}
+		}
+		rt.ErrorCode, rt.ErrorMessage = errCode(err), errMessage(err)
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if deleted {
+		c.awaitBrokers(req.TimeoutMillis)
+	}
+	return resp, nil
+}
