@@ -13,10 +13,13 @@
 //     arrives (delayed, dropped, held while the peer is paused), when a broker learns of
 //     a metadata change, when it heartbeats, expires ISR members or proposes expansions;
 //   - clients: producers (acks 0, 1, all) that send to the leader they last saw in the
-//     metadata, and consumers that read below the HW;
+//     metadata, and consumers that read below the HW; one acks=all wait in four is first
+//     looked at up to 2.5 s late, as a produce handler that waits on its request's
+//     partitions one after the other does for the later ones;
 //   - faults: kill, crash (power loss), restart within or after the session timeout,
 //     pause/resume, network partitions and slow links between brokers, a broker cut off
-//     from the controller, leader moves, a full disk, and a restart of the whole cluster
+//     from the controller, leader moves (half of them moved back soon after: a flapping
+//     leadership), a full disk, and a restart of the whole cluster
 //     with its controller (the metadata log reloaded).
 //
 // After every step it checks the invariants: HW <= LEO on every replica; the leader's HW
