@@ -21,17 +21,24 @@ type fakeClock struct{ ns int64 }
 func (c *fakeClock) Now() int64 { return c.ns }
 
 // testCluster wires several Replicas of one partition (one per broker) and
-// moves bytes between them the way replica fetchers do: a tiny in-test
-// controller (leader, epochs, ISR) plus fetch / OffsetForLeaderEpoch round
-// trips done synchronously by the test.
+// moves bytes between them the way replica fetchers do: the real controller
+// (core/controller: registrations and broker epochs, elections, AlterPartition)
+// decides leaders, epochs and ISRs, and the test does fetch /
+// OffsetForLeaderEpoch round trips synchronously and delivers every controller
+// change to the live replicas at once.
 type testCluster struct {
 	t     testing.TB
 	clock *fakeClock
 	cfg   Config
 
-	st      controller.PartitionState
+	ctrl    *controller.Controller
+	st      controller.PartitionState // the controller's state, as of the last sync
 	brokers map[int32]*testBroker
 	ids     []int32
+	// dead lists, in the order they stopped, the brokers that were killed or crashed but
+	// whose sessions have not expired at the controller yet (it still counts them alive):
+	// they are fenced before the next election or restart.
+	dead []int32
 
 	seq       int      // record values "r<seq>"
 	committed []string // value of every offset ever below a leader's HW
@@ -54,14 +61,24 @@ type testBroker struct {
 	log   testStore
 	r     *Replica
 	alive bool
-	hwCkp int64 // HW at the last stop (the replication-offset-checkpoint)
-	asks  int   // OffsetForLeaderEpoch requests in the last truncation
-	fs    FetchState
+	epoch int64 // broker epoch of its current registration (incarnation)
+	// applied is the controller state this incarnation's replica was last given (Leader
+	// notApplied: none yet).
+	applied controller.PartitionState
+	hwCkp   int64 // HW at the last stop (the replication-offset-checkpoint)
+	asks    int   // OffsetForLeaderEpoch requests in the last truncation
+	fs      FetchState
 }
+
+// notApplied marks a replica that has not been given a controller state yet.
+const notApplied int32 = -2
 
 func newTestCluster(t testing.TB, cfg Config, ids []int32, realLog bool) *testCluster {
 	c := &testCluster{t: t, clock: &fakeClock{}, cfg: cfg, brokers: map[int32]*testBroker{}, ids: ids, lastHW: map[*Replica]int64{}, realLog: realLog}
 	c.cfg.Now = c.clock.Now
+	c.ctrl = controller.New(controller.Config{Now: c.clock.Now, Logf: t.Logf})
+	t.Cleanup(c.ctrl.Close)
+	c.cfg.BrokerEpoch = c.ctrl.BrokerEpoch // leaders refuse fetches of old incarnations (KIP-903)
 	c.st = controller.PartitionState{Topic: "t", Partition: 0, Leader: controller.NoLeader, LeaderEpoch: -1, Replicas: slices.Clone(ids)}
 	for _, id := range ids {
 		b := &testBroker{id: id, dir: t.TempDir(), alive: true}
@@ -70,6 +87,7 @@ func newTestCluster(t testing.TB, cfg Config, ids []int32, realLog bool) *testCl
 		}
 		c.brokers[id] = b
 		c.open(b)
+		b.epoch = c.ctrl.RegisterBroker(controller.Registration{ID: id, Host: "127.0.0.1", Port: 9092 + id})
 	}
 	t.Cleanup(func() {
 		for _, b := range c.brokers {
@@ -97,6 +115,7 @@ func (c *testCluster) open(b *testBroker) {
 		c.t.Fatalf("broker %d: newReplica: %v", b.id, err)
 	}
 	b.r = r
+	b.applied = controller.PartitionState{Leader: notApplied}
 }
 
 func (c *testCluster) broker(id int32) (*testBroker, error) {
@@ -115,23 +134,113 @@ func (c *testCluster) leader() (*testBroker, error) {
 	return b, nil
 }
 
-// elect installs leader at a new epoch with isr and tells every live broker.
-func (c *testCluster) elect(leader int32, isr []int32) error {
-	c.st.Leader = leader
-	c.st.LeaderEpoch++
-	c.st.PartitionEpoch++
-	c.st.ISR = slices.Clone(isr)
-	lb := c.brokers[leader]
-	if err := lb.r.MakeLeader(c.st); err != nil {
-		return fmt.Errorf("MakeLeader(%d): %w", leader, err)
+// create creates the partition at the controller: its first leader (leader epoch 0) is the
+// preferred replica, which must be leader; an ISR other than the replica set is that
+// leader's AlterPartition (a shrink).
+func (c *testCluster) create(leader int32, isr []int32) error {
+	sts, err := c.ctrl.CreateTopic("t", 1, int16(len(c.ids)), nil)
+	if err != nil {
+		return fmt.Errorf("controller: %w", err)
 	}
-	for _, id := range c.ids {
+	if st := sts[0]; !slices.Equal(st.Replicas, c.ids) || st.Leader != leader {
+		return fmt.Errorf("the controller placed %v: replicas %v with the preferred replica first as leader", st, c.ids)
+	}
+	if !slices.Equal(isr, c.ids) {
+		epochs := make([]int64, len(isr))
+		for i, id := range isr {
+			epochs[i] = c.brokers[id].epoch
+		}
+		if _, err := c.ctrl.AlterPartition(controller.AlterPartitionRequest{Topic: "t", Partition: 0, Leader: leader,
+			LeaderBrokerEpoch: c.brokers[leader].epoch, LeaderEpoch: 0, PartitionEpoch: 0, ISR: isr, BrokerEpochs: epochs}); err != nil {
+			return fmt.Errorf("controller: %w", err)
+		}
+	}
+	return c.sync()
+}
+
+// fenceDead lets the sessions of the stopped brokers expire at the controller, in the order
+// they stopped (controller.CheckSessions fences the stalest first): it elects a new leader
+// if the leader is among them, and takes them out of the ISR.
+func (c *testCluster) fenceDead() {
+	for _, id := range c.dead {
+		c.ctrl.BrokerDown(id)
+	}
+	c.dead = c.dead[:0]
+}
+
+// elect makes leader the leader through the controller. A clean election is a forced move
+// (controller.TransferLeader: the controller checks that leader is an alive, undamaged ISR
+// member) made before the controller notices the dead brokers; then their sessions expire.
+// An unclean one enables unclean.leader.election.enable for the topic for the time of the
+// election and lets the dead brokers' sessions expire: the controller elects by its rule,
+// which must pick leader. The new state reaches every live replica (deferTruncation: the
+// followers do not truncate yet).
+func (c *testCluster) elect(leader int32, unclean, deferTruncation bool) error {
+	cur, _ := c.ctrl.Partition("t", 0)
+	if unclean {
+		if err := c.ctrl.AlterTopicConfig("t", map[string]string{controller.ConfigUncleanLeaderElectionEnable: "true"}, nil); err != nil {
+			return fmt.Errorf("controller: %w", err)
+		}
+		defer func() {
+			if err := c.ctrl.AlterTopicConfig("t", nil, []string{controller.ConfigUncleanLeaderElectionEnable}); err != nil {
+				c.t.Errorf("controller: %v", err)
+			}
+		}()
+	}
+	if cur.Leader != leader && (!unclean || slices.Contains(cur.ISR, leader)) {
+		if _, err := c.ctrl.TransferLeader("t", 0, leader); err != nil {
+			return fmt.Errorf("controller: %w", err)
+		}
+	}
+	c.fenceDead()
+	c.deferTruncation = deferTruncation
+	defer func() { c.deferTruncation = false }()
+	if err := c.sync(); err != nil {
+		return err
+	}
+	if c.st.Leader != leader {
+		return fmt.Errorf("the controller elected %d (%v), want %d", c.st.Leader, c.st, leader)
+	}
+	return nil
+}
+
+// sync reads the controller's state and hands it to every live replica, the leader first,
+// as the brokers' subscriptions do: MakeLeader or MakeFollower (then truncation) for a new
+// leadership, ApplyISR for an ISR change.
+func (c *testCluster) sync() error {
+	st, ok := c.ctrl.Partition("t", 0)
+	if !ok {
+		return fmt.Errorf("controller: partition t-0 is unknown")
+	}
+	c.st = st
+	order := slices.Clone(c.ids)
+	slices.SortStableFunc(order, func(a, b int32) int {
+		switch {
+		case a == st.Leader:
+			return -1
+		case b == st.Leader:
+			return 1
+		}
+		return 0
+	})
+	for _, id := range order {
 		b := c.brokers[id]
-		if id == leader || !b.alive {
+		if !b.alive {
 			continue
 		}
-		if err := c.follow(b); err != nil {
-			return err
+		newTerm := b.applied.Leader != st.Leader || b.applied.LeaderEpoch != st.LeaderEpoch
+		b.applied = st.Clone()
+		switch {
+		case newTerm && id == st.Leader:
+			if err := b.r.MakeLeader(st); err != nil {
+				return fmt.Errorf("MakeLeader(%d): %w", id, err)
+			}
+		case newTerm:
+			if err := c.follow(b); err != nil {
+				return err
+			}
+		default:
+			b.r.ApplyISR(st)
 		}
 	}
 	return nil
@@ -146,6 +255,35 @@ func (c *testCluster) follow(b *testBroker) error {
 		return nil
 	}
 	return c.truncate(b)
+}
+
+// stop kills b's process (its replica closes); the controller learns of it when its session
+// expires (fenceDead).
+func (c *testCluster) stop(b *testBroker) error {
+	b.hwCkp = b.r.HW()
+	b.alive = false
+	c.dead = append(c.dead, b.id)
+	return b.r.Close()
+}
+
+// restart starts a new incarnation of b, within its session timeout: the registration
+// fences the previous incarnation (the sessions of the other dead brokers have expired by
+// then). It recovers its replica (HW from its checkpoint), registers (a new broker epoch;
+// damaged if its log ends below that HW) and gets the controller's state.
+func (c *testCluster) restart(b *testBroker) error {
+	c.dead = slices.DeleteFunc(c.dead, func(id int32) bool { return id == b.id })
+	c.fenceDead()
+	c.open(b)
+	b.alive = true
+	if err := b.r.RestoreHW(b.hwCkp); err != nil {
+		return err
+	}
+	reg := controller.Registration{ID: b.id, Host: "127.0.0.1", Port: 9092 + b.id}
+	if b.r.LEO() < b.hwCkp {
+		reg.Damaged = []controller.TopicPartition{{Topic: "t", Partition: 0}}
+	}
+	b.epoch = c.ctrl.RegisterBroker(reg)
+	return c.sync()
 }
 
 // truncate runs b's truncation against the current leader (KIP-101/279
@@ -185,15 +323,17 @@ func (c *testCluster) act(b *testBroker, a FetchAction) error {
 	return nil
 }
 
-// applyISR is the controller accepting an AlterPartition.
-func (c *testCluster) applyISR(isr []int32) {
-	c.st.ISR = slices.Clone(isr)
-	c.st.PartitionEpoch++
-	for _, id := range c.ids {
-		if b := c.brokers[id]; b.alive {
-			b.r.ApplyISR(c.st)
-		}
+// alterISR sends the leader's ISR proposal to the controller (AlterPartition, as the
+// broker does) and delivers the accepted state; a refusal withdraws it and is an error.
+func (c *testCluster) alterISR(lb *testBroker, p *ISRProposal) error {
+	_, err := c.ctrl.AlterPartition(controller.AlterPartitionRequest{Topic: "t", Partition: 0, Leader: lb.id,
+		LeaderBrokerEpoch: lb.epoch, LeaderEpoch: p.Base.LeaderEpoch, PartitionEpoch: p.Base.PartitionEpoch,
+		ISR: p.ISR, BrokerEpochs: p.BrokerEpochs})
+	if err != nil {
+		lb.r.AbortISRChange(p)
+		return fmt.Errorf("controller: %w", err)
 	}
+	return c.sync()
 }
 
 // fetch is one replica fetch round trip of follower f: the leader records
@@ -221,7 +361,7 @@ func (c *testCluster) fetch(f int32, maxBatches int) error {
 		}
 		off = fb.r.LEO()
 	}
-	join, err := lb.r.UpdateFollower(f, -1, off, fb.r.LogStart())
+	join, err := lb.r.UpdateFollower(f, fb.epoch, off, fb.r.LogStart())
 	if err != nil {
 		return fmt.Errorf("UpdateFollower(%d, %d): %w", f, off, err)
 	}
@@ -233,16 +373,17 @@ func (c *testCluster) fetch(f int32, maxBatches int) error {
 		return fmt.Errorf("AppendAsFollower(%d): %w", f, err)
 	}
 	if join {
-		c.expand(lb, f)
+		return c.expand(lb, f)
 	}
 	return nil
 }
 
-// expand is the leader's ISR expansion of f, accepted by the controller at once.
-func (c *testCluster) expand(lb *testBroker, f int32) {
+// expand is the leader's ISR expansion of f, sent to the controller at once.
+func (c *testCluster) expand(lb *testBroker, f int32) error {
 	if p := lb.r.PrepareExpand(f); p != nil {
-		c.applyISR(p.ISR)
+		return c.alterISR(lb, p)
 	}
+	return nil
 }
 
 // fetchBytes returns what a replica fetch at off returns: whole batches up
@@ -369,9 +510,15 @@ func (c *testCluster) check() error {
 			c.lastHW[b.r] = hw
 		}
 	}
+	if cur, ok := c.ctrl.Partition("t", 0); ok && cur.String() != c.st.String() {
+		return fmt.Errorf("BUG: the controller's state %v was not delivered (replicas have %v)", cur, c.st)
+	}
 	lb, err := c.leader()
 	if err != nil {
 		return nil
+	}
+	if !lb.r.IsLeader() || lb.r.LeaderEpoch() != c.st.LeaderEpoch {
+		return fmt.Errorf("invariant: broker %d (IsLeader %v, epoch %d) does not lead epoch %d as the controller says", lb.id, lb.r.IsLeader(), lb.r.LeaderEpoch(), c.st.LeaderEpoch)
 	}
 	// Every live ISR member holds the leader's [logStart, HW) byte for
 	// byte. (Not in the "hw" truncation ablation: breaking this is exactly

@@ -16,10 +16,18 @@ import (
 //
 //	config minisr 2 lag 30s [hwupdate atomic|mutex] [truncate epoch|hw]
 //	                              (before "replicas"; "reset" starts over)
-//	replicas 0,1,2                brokers hosting the partition
-//	leader 0 isr 0,1,2            first election (leader epoch 0)
-//	elect 1 [unclean] [defer]     new leader, epoch+1; clean: ISR minus
-//	                              dead brokers; unclean: ISR {1}; live
+//	replicas 0,1,2                brokers hosting the partition (registered
+//	                              with a real core/controller.Controller)
+//	leader 0 isr 0,1,2            the controller creates the partition: the
+//	                              first replica leads (leader epoch 0); a
+//	                              smaller ISR is the leader's AlterPartition
+//	elect 1 [unclean] [defer]     through the controller: clean, a forced
+//	                              move to 1 (TransferLeader: 1 must be an
+//	                              alive ISR member), then the dead brokers'
+//	                              sessions expire (BrokerDown, in the order
+//	                              they died); unclean, the sessions expire
+//	                              with unclean.leader.election.enable on and
+//	                              the controller's rule must pick 1. Live
 //	                              followers truncate (OffsetForLeaderEpoch)
 //	                              unless "defer" (their fetchers lag behind
 //	                              the leader changes: fast failover)
@@ -29,17 +37,23 @@ import (
 //	fetch 1 [max N]               replica fetch round trip (N batches max)
 //	update 1 [offset 9]           the leader sees a fetch; the response is lost
 //	tick 30s                      advance the clock
-//	shrink                        ISR expiration on the leader
-//	kill 1 / crash 1 keep 5       stop (crash: the log keeps [0,5) only)
-//	restart 1                     reopen (HW from its checkpoint); follow the leader
+//	shrink                        ISR expiration on the leader (ISR changes,
+//	                              fetch joins too, go through the controller's
+//	                              AlterPartition)
+//	kill 1 / crash 1 keep 5       stop (crash: the log keeps [0,5) only); the
+//	                              controller notices at the next elect/restart
+//	restart 1                     a new incarnation (RegisterBroker: new broker
+//	                              epoch, out of the ISR until it catches up);
+//	                              reopen (HW from its checkpoint), follow
 //	repeat N: cmd; cmd            run commands N times
 //	expect hw [broker] 7          (default broker: the leader)
 //	expect leo 1 9 | isr 0,1 | leader 1 epoch 2 | identical 0,1 |
 //	       diverge 0,1 | lost 3 | asks 1 2 | epochs 1 0:0,2:5 | lastcaughtup 1 2s
 //
 // Any command may end with "at 100ms" (absolute clock). After every command
-// the invariants are checked: HW <= LEO on every live replica and the
-// leader's HW never decreases.
+// the invariants are checked: HW <= LEO on every live replica, the leader's HW
+// never decreases, the replicas have the controller's state and its leader
+// leads that leader epoch.
 func TestScripts(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txt")
 	if err != nil || len(files) == 0 {
@@ -225,7 +239,7 @@ func (s *scriptRun) do(f []string) error {
 		if err != nil {
 			return err
 		}
-		return s.c.elect(l, isr)
+		return s.c.create(l, isr)
 	case "elect":
 		l, err := id(f[1])
 		if err != nil {
@@ -235,30 +249,10 @@ func (s *scriptRun) do(f []string) error {
 		if err != nil {
 			return err
 		}
-		b, err := s.c.broker(l)
-		if err != nil {
+		if _, err := s.broker(f[1]); err != nil {
 			return err
 		}
-		if !b.alive {
-			return fmt.Errorf("broker %d is down", l)
-		}
-		var isr []int32
-		if m["unclean"] == "true" {
-			isr = []int32{l}
-		} else {
-			if !slices.Contains(s.c.st.ISR, l) {
-				return fmt.Errorf("clean election of %d outside ISR %v", l, s.c.st.ISR)
-			}
-			isr = append(isr, l)
-			for _, x := range s.c.st.ISR {
-				if x != l && s.c.brokers[x].alive {
-					isr = append(isr, x)
-				}
-			}
-		}
-		s.c.deferTruncation = m["defer"] == "true"
-		defer func() { s.c.deferTruncation = false }()
-		return s.c.elect(l, isr)
+		return s.c.elect(l, m["unclean"] == "true", m["defer"] == "true")
 	case "truncate":
 		b, err := s.broker(f[1])
 		if err != nil {
@@ -331,12 +325,12 @@ func (s *scriptRun) do(f []string) error {
 		if err != nil {
 			return err
 		}
-		join, err := lb.r.UpdateFollower(fb.id, -1, off, 0)
+		join, err := lb.r.UpdateFollower(fb.id, fb.epoch, off, 0)
 		if err != nil {
 			return err
 		}
 		if join {
-			s.c.expand(lb, fb.id)
+			return s.c.expand(lb, fb.id)
 		}
 		return nil
 	case "tick":
@@ -352,7 +346,7 @@ func (s *scriptRun) do(f []string) error {
 			return err
 		}
 		if p := lb.r.PrepareShrink(); p != nil {
-			s.c.applyISR(p.ISR)
+			return s.c.alterISR(lb, p)
 		}
 		return nil
 	case "kill", "crash":
@@ -360,9 +354,7 @@ func (s *scriptRun) do(f []string) error {
 		if err != nil {
 			return err
 		}
-		b.hwCkp = b.r.HW()
-		b.alive = false
-		if err := b.r.Close(); err != nil {
+		if err := s.c.stop(b); err != nil {
 			return err
 		}
 		if f[0] == "crash" {
@@ -391,15 +383,7 @@ func (s *scriptRun) do(f []string) error {
 		if b.alive {
 			return fmt.Errorf("broker %d is running", b.id)
 		}
-		s.c.open(b)
-		b.alive = true
-		if err := b.r.RestoreHW(b.hwCkp); err != nil {
-			return err
-		}
-		if lb, err := s.c.leader(); err == nil && lb != b {
-			return s.c.follow(b)
-		}
-		return nil
+		return s.c.restart(b)
 	case "expect":
 		return s.expect(f[1:])
 	}

@@ -13,13 +13,16 @@
 //     arrives (delayed, dropped, held while the peer is paused), when a broker learns of
 //     a metadata change, when it heartbeats, expires ISR members or proposes expansions;
 //   - clients: producers (acks 0, 1, all) that send to the leader they last saw in the
-//     metadata, and consumers that read below the HW;
+//     metadata, and consumers that read below the HW; one acks=all wait in four is first
+//     looked at up to 2.5 s late, as a produce handler that waits on its request's
+//     partitions one after the other does for the later ones;
 //   - faults: kill, crash (power loss), restart within or after the session timeout,
 //     pause/resume, network partitions and slow links between brokers, a broker cut off
-//     from the controller, leader moves, a full disk, a restart of the whole cluster
-//     with its controller (the metadata log reloaded), num.replica.fetchers changed at
-//     run time (partitions move between fetchers with rounds in flight), partitions
-//     added to the topic, and preferred-leader balancing.
+//     from the controller, leader moves (half of them moved back soon after: a flapping
+//     leadership), a full disk, a restart of the whole cluster with its controller (the
+//     metadata log reloaded), num.replica.fetchers changed at run time (partitions move
+//     between fetchers with rounds in flight), partitions added to the topic, and
+//     preferred-leader balancing.
 //
 // After every step it checks the invariants: HW <= LEO on every replica; the leader's HW
 // never decreases within its leadership; a follower that fetched in the current leader

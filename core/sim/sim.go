@@ -69,6 +69,9 @@ type Stats struct {
 	Kills, Crashes, Restarts, Pauses, Partitions, DiskFul int
 	ClusterRestarts, LeaderMoves, CtrlCuts, Correlated    int
 	FetcherResizes, PartitionAdds, Rebalances             int
+	// LeaderFlaps counts leaderships moved back to the previous leader soon after a move;
+	// ParkedWaits counts acks=all waits first looked at late (parkedUntil).
+	LeaderFlaps, ParkedWaits int
 }
 
 // maxPartitions bounds the partitions CreatePartitions faults add.
@@ -179,7 +182,10 @@ type pendingProduce struct {
 	parts  []broker.ProducePartition
 	values []string
 	dead   int64
-	done   func(broker.ProducePartition) // idempotent producers' own handling (nil: respond)
+	// checkAt: the request's handler looks at its wait again only from then on (a handler
+	// parked behind another partition's wait, or descheduled, while leaderships change).
+	checkAt int64
+	done    func(broker.ProducePartition) // idempotent producers' own handling (nil: respond)
 }
 
 // idemProducer is an idempotent producer (acks=all): one batch in flight per partition,
@@ -623,7 +629,7 @@ func (s *Sim) produce() {
 			case w == nil:
 				s.respond(n, acks, parts, values, nil)
 			default:
-				s.pending = append(s.pending, &pendingProduce{n: n, inc: inc, w: w, parts: parts, values: values, dead: s.now + timeoutNs})
+				s.pending = append(s.pending, &pendingProduce{n: n, inc: inc, w: w, parts: parts, values: values, dead: s.now + timeoutNs, checkAt: s.parkedUntil()})
 			}
 		}, nil)
 	})
@@ -713,7 +719,7 @@ func (s *Sim) sendIdempotent(ip *idemProducer, ib *idemBatch) {
 				s.respond(n, -1, parts, ib.values, done)
 				return
 			}
-			s.pending = append(s.pending, &pendingProduce{n: n, inc: inc, w: w, parts: parts, values: ib.values, dead: s.now + timeoutNs, done: done})
+			s.pending = append(s.pending, &pendingProduce{n: n, inc: inc, w: w, parts: parts, values: ib.values, dead: s.now + timeoutNs, checkAt: s.parkedUntil(), done: done})
 		}, nil)
 	})
 }
@@ -729,6 +735,17 @@ func idempotentBatch(pid int64, epoch int16, seq int32, ts int64, recs []records
 	return b
 }
 
+// parkedUntil is when a new acks=all wait is first looked at: at once, or, one time in four,
+// up to 2.5 s later (within the request timeout), as a produce handler that waits on the
+// partitions of its request one after the other does for the later ones.
+func (s *Sim) parkedUntil() int64 {
+	if s.rng.IntN(4) != 0 {
+		return s.now
+	}
+	s.stats.ParkedWaits++
+	return s.now + int64(s.rng.IntN(2500))*int64(time.Millisecond)
+}
+
 // checkProduces answers the acks=all produces whose wait is over.
 func (s *Sim) checkProduces() {
 	kept := s.pending[:0]
@@ -736,7 +753,7 @@ func (s *Sim) checkProduces() {
 		switch {
 		case pp.n.inc != pp.inc || !pp.n.up():
 			continue // the broker died: the client times out
-		case pp.n.paused:
+		case pp.n.paused, s.now < pp.checkAt:
 		case pp.w.Check():
 			s.respond(pp.n, -1, pp.parts, pp.values, pp.done)
 			continue
@@ -891,6 +908,17 @@ func (s *Sim) fault() {
 			if _, err := s.ctrl.TransferLeader(topic, p, to); err == nil {
 				s.stats.LeaderMoves++
 				s.tracef("leader of p%d moved to %d", p, to)
+				if from := st.Leader; from != controller.NoLeader && s.rng.IntN(2) == 0 {
+					// A flapping leadership: it moves back soon (the old leader follows
+					// meanwhile, and may truncate what the new one lacks).
+					s.at(s.now+int64(20+s.rng.IntN(500))*int64(time.Millisecond), func() {
+						if _, err := s.ctrl.TransferLeader(topic, p, from); err == nil {
+							s.stats.LeaderMoves++
+							s.stats.LeaderFlaps++
+							s.tracef("leader of p%d moved back to %d", p, from)
+						}
+					})
+				}
 			}
 		}
 	case r < 83:

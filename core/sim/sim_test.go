@@ -75,6 +75,27 @@ func add(t *Stats, s Stats) {
 	t.FetcherResizes += s.FetcherResizes
 	t.PartitionAdds += s.PartitionAdds
 	t.Rebalances += s.Rebalances
+	t.LeaderFlaps += s.LeaderFlaps
+	t.ParkedWaits += s.ParkedWaits
+}
+
+// TestSimulationFaultMix: the seeds exercise the fault kinds that expose acks tied to the
+// wrong leader epoch (finding 5): leaderships that move and soon move back, and acks=all
+// waits that their handler looks at only later (a request waiting on its partitions one
+// after the other).
+func TestSimulationFaultMix(t *testing.T) {
+	var total Stats
+	for seed := uint64(1); seed <= 40; seed++ {
+		res := Run(Options{Seed: seed})
+		if res.Err != nil {
+			t.Fatalf("seed %d: %v", seed, res.Err)
+		}
+		add(&total, res.Stats)
+	}
+	if total.LeaderFlaps == 0 || total.ParkedWaits == 0 || total.LeaderMoves <= total.LeaderFlaps {
+		t.Errorf("40 seeds: %d leader moves, %d moved back, %d parked acks=all waits: want all kinds", total.LeaderMoves, total.LeaderFlaps, total.ParkedWaits)
+	}
+	t.Logf("40 seeds: %+v", total)
 }
 
 // TestSimulationDeterministic: the same seed gives the same trace.
