@@ -43,6 +43,7 @@ type topicSpan struct {
 // files with sendfile(2) (or pread+write when ZeroCopy is off). Every Slice
 // is released before returning.
 func (c *conn) handleFetch(h reqHeader, r *kmsg.FetchRequest) error {
+	countFetch(r.ReplicaID >= 0)
 	st := &c.fetch
 	req := &st.req
 	req.ReplicaID = r.ReplicaID
@@ -85,7 +86,7 @@ func (c *conn) handleFetch(h reqHeader, r *kmsg.FetchRequest) error {
 	if !c.s.waitUnpaused() {
 		return net.ErrClosed
 	}
-	return c.sendFetch(req.Partitions)
+	return countFetchResponse(c.sendFetch(req.Partitions))
 }
 
 // fetchEncoder builds a Fetch response (v4..v12) without the record bytes:
@@ -229,6 +230,7 @@ func (c *conn) sendFetch(parts []broker.FetchPartition) error {
 		if cap(out) > 64<<20 {
 			c.fetch.copy = nil
 		}
+		countSocketWrite(len(out))
 		if _, err := c.nc.Write(out); err != nil {
 			return fmt.Errorf("writing fetch response: %w", err)
 		}
@@ -306,6 +308,7 @@ type zcWriter struct {
 func (z *zcWriter) write(fd uintptr) bool {
 	sock := int(fd)
 	if z.cork && !z.corked {
+		costs.setsockopt.Add(1)
 		if err := unix.SetsockoptInt(sock, unix.IPPROTO_TCP, unix.TCP_CORK, 1); err == nil {
 			z.corked = true
 		}
@@ -320,6 +323,7 @@ func (z *zcWriter) write(fd uintptr) bool {
 				continue
 			}
 			n, err = unix.Write(sock, sg.b)
+			countSocketWrite(max(n, 0))
 			if n > 0 {
 				sg.b = sg.b[n:]
 			}
@@ -329,10 +333,12 @@ func (z *zcWriter) write(fd uintptr) bool {
 				continue
 			}
 			n, err = unix.Sendfile(sock, sg.file, &sg.off, int(min(sg.n, 1<<30)))
+			costs.sendfile.Add(1)
 			if n > 0 {
 				sg.n -= int64(n)
 				z.stats.sendfileBytes.Add(int64(n))
 				z.stats.sendfileCalls.Add(1)
+				costs.sendfileBytes.Add(int64(n))
 			} else if err == nil {
 				z.err = fmt.Errorf("%w: %d bytes missing at position %d", errShortFile, sg.n, sg.off)
 				return true
@@ -351,7 +357,10 @@ func (z *zcWriter) write(fd uintptr) bool {
 	return true
 }
 
-func uncork(fd uintptr) { unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_CORK, 0) }
+func uncork(fd uintptr) {
+	costs.setsockopt.Add(1)
+	unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_CORK, 0)
+}
 
 // appendSlice appends the slice's bytes to dst with pread (Slice.ReadAll
 // appends, growing dst only when its capacity is short).

@@ -87,7 +87,7 @@ func (t *Transport) Dial(ctx context.Context, source int32, fetcherIndex int) (b
 		l.conns[fc] = struct{}{}
 		l.mu.Unlock()
 	}
-	fc.br = bufio.NewReaderSize(fc.nc, 64<<10)
+	fc.br = bufio.NewReaderSize(newSockReader(fc.nc), 64<<10)
 	return fc, nil
 }
 
@@ -182,6 +182,7 @@ func (c *fetchConn) roundTripBody(ctx context.Context, req kmsg.Request) ([]byte
 	b = req.AppendTo(b)
 	binary.BigEndian.PutUint32(b[:4], uint32(len(b)-4))
 	c.wbuf = b
+	countSocketWrite(len(b))
 	if _, err := c.nc.Write(b); err != nil {
 		return nil, c.ioErr(ctx, "writing", req, err)
 	}
@@ -259,6 +260,7 @@ func (c *fetchConn) Fetch(ctx context.Context, rf *broker.ReplicaFetch) (*broker
 		t.Partitions = append(t.Partitions, fp)
 	}
 	req.Topics = topics
+	costs.followerFetch.Add(1)
 	body, err := c.roundTripBody(ctx, req)
 	if err != nil {
 		return nil, err
@@ -267,6 +269,7 @@ func (c *fetchConn) Fetch(ctx context.Context, rf *broker.ReplicaFetch) (*broker
 	if err := decodeReplicaFetchResponse(body, rf, out); err != nil {
 		return nil, fmt.Errorf("replica fetcher %d->%d: %w", c.self, c.source, err)
 	}
+	costs.followerFetched.Add(1)
 	return out, nil
 }
 
