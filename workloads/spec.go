@@ -89,6 +89,7 @@ type BrokerSpec struct {
 	HWUpdate      string        // isrbench.hw.update: atomic|mutex, default atomic
 	TruncateMode  string        // isrbench.truncate.mode: epoch|hw, default epoch (hw is an ablation that can lose data)
 	ProduceDelay  time.Duration // isrbench.produce.delay: artificial delay per produce (gate tests), default 0
+	ProduceSpin   time.Duration // isrbench.produce.spin: artificial CPU work per produce (gate tests), default 0
 	// HWCheckpointIntervalMs is replica.high.watermark.checkpoint.interval.ms, default 5000.
 	HWCheckpointIntervalMs int64
 }
@@ -819,6 +820,7 @@ var params = []Param{
 	enumP("isrbench.truncate.mode", []string{"broker.isrbench.truncate.mode"}, []string{"epoch", "hw"}, "follower truncation, default epoch (hw: ablation)", func(s *Spec) *string { return &s.Broker.TruncateMode }),
 	intP("replica.high.watermark.checkpoint.interval.ms", []string{"broker.replica.high.watermark.checkpoint.interval.ms"}, 1, 24*3600*1000, "how often each broker writes its HW checkpoint (ms), default 5000", func(s *Spec) *int64 { return &s.Broker.HWCheckpointIntervalMs }),
 	durP("isrbench.produce.delay", []string{"broker.isrbench.produce.delay"}, 0, time.Minute, "artificial delay per produce, default 0", func(s *Spec) *time.Duration { return &s.Broker.ProduceDelay }),
+	durP("isrbench.produce.spin", []string{"broker.isrbench.produce.spin"}, 0, time.Second, "artificial CPU work per produce request (a computation calibrated to take this long; the gate's CPU-regression test), default 0", func(s *Spec) *time.Duration { return &s.Broker.ProduceSpin }),
 
 	intP("producers.count", nil, 0, 1024, "producer clients, default 2", func(s *Spec) *int { return &s.Producers.Count }),
 	{Key: "producers.acks", Aliases: []string{"acks"}, Help: "required acks, default all (all|-1|1|0)",
