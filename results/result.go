@@ -41,6 +41,7 @@ type Result struct {
 	ISR        ISR        `json:"isr"`
 	Durability Durability `json:"durability"`
 	Faults     []Fault    `json:"faults,omitempty"`
+	Cost       *Cost      `json:"cost,omitempty"` // nil: not measured (see Cost)
 	Files      Files      `json:"files"`
 	// Notes are remarks about how to read this run ("hw_lag": "measured inside the embedded
 	// core only"), keyed by the field they concern. Not settings: compare ignores them.

@@ -48,13 +48,15 @@ type VerdictRow struct {
 }
 
 // SideStat is one side of a metric: median and its confidence interval (nil bounds: the
-// interval is unbounded with this few runs).
+// interval is unbounded with this few runs), and the spread of the runs: (max - min) / median
+// in percent, the run-to-run noise of the side (nil with fewer than 2 runs or a zero median).
 type SideStat struct {
-	N      int       `json:"n"`
-	Median *float64  `json:"median"`
-	Lo     *float64  `json:"lo"`
-	Hi     *float64  `json:"hi"`
-	Values []float64 `json:"values"`
+	N         int       `json:"n"`
+	Median    *float64  `json:"median"`
+	Lo        *float64  `json:"lo"`
+	Hi        *float64  `json:"hi"`
+	Values    []float64 `json:"values"`
+	SpreadPct *float64  `json:"spread_pct,omitempty"`
 }
 
 func finite(v float64) *float64 {
@@ -68,6 +70,9 @@ func sideStat(s results.Side) SideStat {
 	out := SideStat{N: s.N, Values: append([]float64{}, s.Values...)}
 	if s.N > 0 {
 		out.Median, out.Lo, out.Hi = finite(s.Center), finite(s.Lo), finite(s.Hi)
+	}
+	if s.N >= 2 && s.Center != 0 {
+		out.SpreadPct = finite((s.Values[len(s.Values)-1] - s.Values[0]) / math.Abs(s.Center) * 100)
 	}
 	return out
 }
