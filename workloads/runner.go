@@ -318,8 +318,11 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	if len(r.opts.Profile) > 0 {
 		profStop = r.startProfilesAt(ctx, measureStart, &profFiles, &profErr)
 	}
+	cost := r.startCostAt(ctx, measureStart)
+	defer cost.stop()
 
 	prodWG.Wait()
+	cost.stop()
 	stopGuard()
 	<-guardDone
 	if cause := context.Cause(loadCtx); errors.Is(cause, ErrLowDisk) {
@@ -417,6 +420,7 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	}
 
 	res := r.result(id, startedAt, tl, dc, byAcks)
+	res.Cost = cost.cost(res.Produced.Records, r.tgt.Name() == "embedded", cpuProfileFile(profFiles))
 	if consumersBehind {
 		// e2e latency only has the records the consumers read: a stall at the end of the
 		// run would otherwise pass unseen.
