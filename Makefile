@@ -49,11 +49,16 @@ bench:
 sweep: build
 	$(BIN) sweep -w fetchers --duration 10s --warmup 2s
 
-## gate: the CI regression gate, ~1.5 min: this tree (B) against GATE_BASE (A), 5+5 runs of the
-## gate spec interleaved A B A B on this machine (isrbench gate --against). GATE_BASE is a git
+## gate: the CI regression gate, <= 2 min: this tree (B) against GATE_BASE (A), GATE_REPEAT runs a
+## side of the gate spec interleaved A B A B on this machine (isrbench gate --against), tested on
+## throughput, latency and the cost per record (CPU, allocations, system calls). GATE_BASE is a git
 ## revision (default HEAD: in CI a same-vs-same check; set GATE_BASE=origin/main for a PR) or a
 ## baseline directory such as results/baselines/gate (fair only on the machine that recorded it).
-## Outside git it compares two runs of this build. Thresholds: see results/baselines/README.md.
+## Outside git it compares two runs of this build. GATE_FLAGS adds gate flags, e.g.
+## GATE_FLAGS='--order random' or GATE_FLAGS='--set-new isrbench.produce.spin=30us' (a costlier
+## produce path, to see the gate catch it). Thresholds: see results/baselines/README.md.
+GATE_REPEAT ?= 6
+GATE_FLAGS  ?=
 gate:
 	$(GO) build -trimpath -o bin/isrbench-gate ./cmd/isrbench
 	@base='$(or $(GATE_BASE),HEAD)'; \
@@ -61,9 +66,11 @@ gate:
 	elif git rev-parse --verify -q "$$base^{commit}" >/dev/null 2>&1; then mode="--against $$base"; \
 	else echo "gate: $$base is neither a directory nor a git revision: comparing two runs of this build"; mode="--binary bin/isrbench-gate"; fi; \
 	echo "bin/isrbench-gate gate $$mode"; \
-	bin/isrbench-gate gate -w workloads/specs/gate.yaml $$mode --repeat 5 --alpha 0.01 \
+	bin/isrbench-gate gate -w workloads/specs/gate.yaml $$mode --repeat $(GATE_REPEAT) --alpha 0.01 \
 	  --threshold records/s=10% --threshold MB/s=10% --threshold p50-ack=50% --threshold p99-ack=100% \
-	  --threshold p999-ack=100% --threshold p99-hwlag=100% --threshold p99-e2e=100%
+	  --threshold p999-ack=100% --threshold p99-hwlag=100% --threshold p99-e2e=100% \
+	  --threshold cpu/rec=5% --threshold allocs/rec=10% --threshold alloc-bytes/rec=10% --threshold syscalls/rec=10% \
+	  $(GATE_FLAGS)
 
 ## profile: a default run with cpu, heap, allocs, mutex and block profiles of the measurement window
 ## (profiles/runs/<id>/profiles/*.pprof); then the cpu profile's top functions and its split by role.
