@@ -37,6 +37,10 @@ type Cost struct {
 	CPUUserUsPerRecord   float64 `json:"cpu_user_us_per_record"`
 	CPUSystemUsPerRecord float64 `json:"cpu_system_us_per_record"`
 	CPUCores             float64 `json:"cpu_cores"`
+	// CPUUsPerRequest is the same CPU per request the leaders handled (Produce and Fetch): it
+	// does not move with how many records a request batches, which a loaded machine changes
+	// (the gate's steadiest CPU metric, cpu/req). Absent for CostScopeClients.
+	CPUUsPerRequest float64 `json:"cpu_us_per_request,omitempty"`
 	// The CPU time split by pprof labels (profiles.SideOf) of a CPU profile over the window:
 	// CPUUsPerRecord times each side's share of the samples. Absent when no profile could be
 	// taken (another CPU profile was running).
@@ -108,6 +112,9 @@ func printCost(w io.Writer, c *Cost) error {
 	t := newTable(w, "cost per record", "value", "detail")
 	cpuDetail := fmt.Sprintf("user %s + system %s µs; %s cores busy", fmtCost(c.CPUUserUsPerRecord), fmtCost(c.CPUSystemUsPerRecord), fmtCost(c.CPUCores))
 	t.Append("cpu µs", fmtCost(c.CPUUsPerRecord), cpuDetail)
+	if c.ClusterKnown() {
+		t.Append("  per request µs", fmtCost(c.CPUUsPerRequest), "the same CPU per produce and fetch request the leaders handled")
+	}
 	if c.CPUClusterUsPerRecord != nil && c.CPUClientsUsPerRecord != nil && c.CPUOtherUsPerRecord != nil {
 		t.Append("  cluster / clients / other µs", fmtCost(*c.CPUClusterUsPerRecord)+" / "+fmtCost(*c.CPUClientsUsPerRecord)+" / "+fmtCost(*c.CPUOtherUsPerRecord),
 			fmt.Sprintf("by pprof labels, %d samples of the %s", c.CPUSplitSamples, orDash(c.CPUSplitSource)))
@@ -179,6 +186,7 @@ func benchCost(b *strings.Builder, c *Cost) {
 	if !c.ClusterKnown() {
 		return
 	}
+	add(c.CPUUsPerRequest, "cpu-µs/request")
 	add(c.SyscallsTotal(), "syscalls/record")
 	kinds := make([]string, 0, len(c.SyscallsPerRecord))
 	for k := range c.SyscallsPerRecord {
@@ -244,6 +252,7 @@ func costMetrics() []Metric {
 		c("alloc-bytes/rec", "B", always(func(c *Cost) float64 { return c.AllocBytesPerRecord })),
 		c("gc-cpu/rec", "µs", always(func(c *Cost) float64 { return c.GCCPUUsPerRecord })),
 		c("ctxsw/rec", "switches", always(func(c *Cost) float64 { return c.VoluntaryCtxSwitchesPerRecord + c.InvoluntaryCtxSwitchesPerRecord })),
+		c("cpu/req", "µs", cluster(func(c *Cost) float64 { return c.CPUUsPerRequest })),
 		c("syscalls/rec", "calls", cluster(func(c *Cost) float64 { return c.SyscallsTotal() })),
 		c("produce-reqs/rec", "reqs", cluster(func(c *Cost) float64 { return c.ProduceRequestsPerRecord })),
 		c("fetch-reqs/rec", "reqs", cluster(func(c *Cost) float64 { return c.FetchRequestsPerRecord })),

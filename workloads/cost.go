@@ -233,6 +233,9 @@ func (m *costMeter) cost(records int64, clusterInProcess bool, cpuProfile string
 			total += kinds[k]
 		}
 		c.SyscallsPerRecord["total"] = per(float64(total))
+		if reqs := n.ProduceRequests + n.FetchRequests; reqs > 0 {
+			c.CPUUsPerRequest = us(user+sys) / float64(reqs)
+		}
 		c.ProduceRequestsPerRecord = per(float64(n.ProduceRequests))
 		c.FetchRequestsPerRecord = per(float64(n.FetchRequests))
 		c.ReplicaFetchRequestsPerRecord = per(float64(n.ReplicaFetchRequests))
