@@ -41,6 +41,10 @@ type Cost struct {
 	// does not move with how many records a request batches, which a loaded machine changes
 	// (the gate's steadiest CPU metric, cpu/req). Absent for CostScopeClients.
 	CPUUsPerRequest float64 `json:"cpu_us_per_request,omitempty"`
+	// AllocsPerRequest and SyscallsPerRequest are the process's heap allocations and the
+	// cluster's system calls per such request (allocs/req, syscalls/req: as steady as cpu/req).
+	AllocsPerRequest   float64 `json:"allocs_per_request,omitempty"`
+	SyscallsPerRequest float64 `json:"syscalls_per_request,omitempty"`
 	// The CPU time split by pprof labels (profiles.SideOf) of a CPU profile over the window:
 	// CPUUsPerRecord times each side's share of the samples. Absent when no profile could be
 	// taken (another CPU profile was running).
@@ -113,7 +117,8 @@ func printCost(w io.Writer, c *Cost) error {
 	cpuDetail := fmt.Sprintf("user %s + system %s µs; %s cores busy", fmtCost(c.CPUUserUsPerRecord), fmtCost(c.CPUSystemUsPerRecord), fmtCost(c.CPUCores))
 	t.Append("cpu µs", fmtCost(c.CPUUsPerRecord), cpuDetail)
 	if c.ClusterKnown() {
-		t.Append("  per request µs", fmtCost(c.CPUUsPerRequest), "the same CPU per produce and fetch request the leaders handled")
+		t.Append("  per request µs", fmtCost(c.CPUUsPerRequest), fmt.Sprintf("per produce and fetch request the leaders handled; %s allocations, %s syscalls per request",
+			fmtCost(c.AllocsPerRequest), fmtCost(c.SyscallsPerRequest)))
 	}
 	if c.CPUClusterUsPerRecord != nil && c.CPUClientsUsPerRecord != nil && c.CPUOtherUsPerRecord != nil {
 		t.Append("  cluster / clients / other µs", fmtCost(*c.CPUClusterUsPerRecord)+" / "+fmtCost(*c.CPUClientsUsPerRecord)+" / "+fmtCost(*c.CPUOtherUsPerRecord),
@@ -187,6 +192,8 @@ func benchCost(b *strings.Builder, c *Cost) {
 		return
 	}
 	add(c.CPUUsPerRequest, "cpu-µs/request")
+	add(c.AllocsPerRequest, "allocs/request")
+	add(c.SyscallsPerRequest, "syscalls/request")
 	add(c.SyscallsTotal(), "syscalls/record")
 	kinds := make([]string, 0, len(c.SyscallsPerRecord))
 	for k := range c.SyscallsPerRecord {
@@ -253,6 +260,8 @@ func costMetrics() []Metric {
 		c("gc-cpu/rec", "µs", always(func(c *Cost) float64 { return c.GCCPUUsPerRecord })),
 		c("ctxsw/rec", "switches", always(func(c *Cost) float64 { return c.VoluntaryCtxSwitchesPerRecord + c.InvoluntaryCtxSwitchesPerRecord })),
 		c("cpu/req", "µs", cluster(func(c *Cost) float64 { return c.CPUUsPerRequest })),
+		c("allocs/req", "allocs", cluster(func(c *Cost) float64 { return c.AllocsPerRequest })),
+		c("syscalls/req", "calls", cluster(func(c *Cost) float64 { return c.SyscallsPerRequest })),
 		c("syscalls/rec", "calls", cluster(func(c *Cost) float64 { return c.SyscallsTotal() })),
 		c("produce-reqs/rec", "reqs", cluster(func(c *Cost) float64 { return c.ProduceRequestsPerRecord })),
 		c("fetch-reqs/rec", "reqs", cluster(func(c *Cost) float64 { return c.FetchRequestsPerRecord })),

@@ -14,7 +14,7 @@ func ptrf(v float64) *float64 { return &v }
 // fakeCost is an embedded run's cost object (the figures of a gate run on a 2-core machine).
 func fakeCost() *Cost {
 	return &Cost{Scope: CostScopeProcess, Records: 9000, WindowS: 3, CPUUsPerRecord: 312.5, CPUUserUsPerRecord: 180.25,
-		CPUSystemUsPerRecord: 132.25, CPUCores: 0.9375, CPUUsPerRequest: 91.9, CPUClusterUsPerRecord: ptrf(181.2), CPUClientsUsPerRecord: ptrf(52.1),
+		CPUSystemUsPerRecord: 132.25, CPUCores: 0.9375, CPUUsPerRequest: 91.9, AllocsPerRequest: 31.9, SyscallsPerRequest: 8.24, CPUClusterUsPerRecord: ptrf(181.2), CPUClientsUsPerRecord: ptrf(52.1),
 		CPUOtherUsPerRecord: ptrf(79.2), CPUSplitSamples: 281, CPUSplitSource: "cost profile",
 		AllocsPerRecord: 108.5, AllocBytesPerRecord: 11345.5, GCCycles: 3, GCCPUUsPerRecord: 1.25,
 		SyscallsPerRecord: map[string]float64{"read": 10.5, "write": 7.75, "sendfile": 2.5, "setsockopt": 5, "pread": 0,
@@ -89,7 +89,7 @@ func TestCostMetrics(t *testing.T) {
 	ms := Metrics()
 	for name, want := range map[string]float64{"cpu/rec": 312.5, "cpu-cluster/rec": 181.2, "cpu-clients/rec": 52.1, "allocs/rec": 108.5,
 		"alloc-bytes/rec": 11345.5, "syscalls/rec": 28.001, "produce-reqs/rec": 0.9, "fetch-reqs/rec": 2.5, "ctxsw/rec": 0.95,
-		"copied-bytes/rec": 7800, "gc-cpu/rec": 1.25, "cpu/req": 91.9, "cpu-user/rec": 180.25, "cpu-sys/rec": 132.25} {
+		"copied-bytes/rec": 7800, "gc-cpu/rec": 1.25, "cpu/req": 91.9, "allocs/req": 31.9, "syscalls/req": 8.24, "cpu-user/rec": 180.25, "cpu-sys/rec": 132.25} {
 		m, ok := ms[name]
 		if !ok {
 			t.Errorf("metric %s unknown", name)

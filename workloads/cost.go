@@ -227,14 +227,18 @@ func (m *costMeter) cost(records int64, clusterInProcess bool, cpuProfile string
 			"io_uring_enter": l.IOUringEnter,
 		}
 		c.SyscallsPerRecord = map[string]float64{}
-		var total int64
 		for _, k := range results.SyscallKinds {
 			c.SyscallsPerRecord[k] = per(float64(kinds[k]))
+		}
+		var total int64
+		for _, k := range results.SyscallKinds {
 			total += kinds[k]
 		}
 		c.SyscallsPerRecord["total"] = per(float64(total))
-		if reqs := n.ProduceRequests + n.FetchRequests; reqs > 0 {
-			c.CPUUsPerRequest = us(user+sys) / float64(reqs)
+		if reqs := float64(n.ProduceRequests + n.FetchRequests); reqs > 0 {
+			c.CPUUsPerRequest = us(user+sys) / reqs
+			c.AllocsPerRequest = float64(b.allocs-a.allocs) / reqs
+			c.SyscallsPerRequest = float64(total) / reqs
 		}
 		c.ProduceRequestsPerRecord = per(float64(n.ProduceRequests))
 		c.FetchRequestsPerRecord = per(float64(n.FetchRequests))

@@ -42,7 +42,8 @@ func TestRunCost(t *testing.T) {
 		"replica_fetch_requests_per_record": c.ReplicaFetchRequestsPerRecord, "follower_fetch_requests_per_record": c.FollowerFetchRequestsPerRecord,
 		"alloc_bytes_per_record": c.AllocBytesPerRecord, "bytes_copied_per_record": c.BytesCopiedPerRecord,
 		"bytes_zero_copy_per_record": c.BytesZeroCopyPerRecord, "syscalls_per_record.total": c.SyscallsTotal(),
-		"cpu_user_us_per_record": c.CPUUserUsPerRecord, "cpu_cores": c.CPUCores, "cpu_us_per_request": c.CPUUsPerRequest} {
+		"cpu_user_us_per_record": c.CPUUserUsPerRecord, "cpu_cores": c.CPUCores, "cpu_us_per_request": c.CPUUsPerRequest,
+		"allocs_per_request": c.AllocsPerRequest, "syscalls_per_request": c.SyscallsPerRequest} {
 		if !(v > 0) || math.IsInf(v, 0) {
 			t.Errorf("cost.%s = %v, want > 0", name, v)
 		}
