@@ -39,7 +39,7 @@ type MetricNoise struct {
 	Gates      int       // gates that compared the metric on both sides
 	Changes    []float64 // |change of the medians| per gate, percent, ascending
 	Spreads    []float64 // each side's spread per gate, percent, ascending
-	Flagged    int       // gates with p < alpha for the metric, either direction
+	Flagged    int       // gates with p < the metric's alpha, either direction
 	Regressed  int       // gates that called it a regression
 	Thresholds []float64 // thresholds used, percent (distinct, ascending)
 }
@@ -68,7 +68,11 @@ func Noise(vs []*report.Verdict) []MetricNoise {
 					m.Spreads = append(m.Spreads, *s.SpreadPct)
 				}
 			}
-			if r.P < v.Alpha && r.Verdict != "too few runs" {
+			alpha := r.Alpha
+			if alpha == 0 {
+				alpha = v.Alpha
+			}
+			if r.P < alpha && r.Verdict != "too few runs" {
 				m.Flagged++
 			}
 			if r.Verdict == "regression" {

@@ -37,9 +37,9 @@ func WriteReport(dir string, v *report.Verdict, o report.Options) (string, error
 
 // PrintVerdict writes the verdict table: per configuration one row per metric with each side's
 // median ± its confidence interval (as a percentage of the median), the change ("~" when not
-// significant or within the threshold), p and the run counts, the spread of each side's runs
-// ((max - min) / median: base / new), the metric's threshold and the verdict; then the notes
-// and one line per regression (or "no regression").
+// significant or within the threshold), p and the run counts, the metric's significance level,
+// the spread of each side's runs ((max - min) / median: base / new), its threshold and the
+// verdict; then the notes and one line per regression (or "no regression").
 func PrintVerdict(w io.Writer, v *report.Verdict) error {
 	var groups [][]report.VerdictRow
 	for i, r := range v.Rows {
@@ -56,8 +56,8 @@ func PrintVerdict(w io.Writer, v *report.Verdict) error {
 		if gi > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s: base %d runs, new %d runs; Mann-Whitney U, alpha=%v\n", rows[0].Group, nb, nn, v.Alpha)
-		t := newTable(w, "metric", "base", "new", "change", "p / n", "spread b / n", "threshold", "verdict")
+		fmt.Fprintf(w, "%s: base %d runs, new %d runs; Mann-Whitney U\n", rows[0].Group, nb, nn)
+		t := newTable(w, "metric", "base", "new", "change", "p / n", "alpha", "spread b / n", "threshold", "verdict")
 		for _, r := range rows {
 			verdict := r.Verdict
 			if verdict == "regression" {
@@ -67,7 +67,11 @@ func PrintVerdict(w io.Writer, v *report.Verdict) error {
 			if r.Note != "" && r.Verdict != "too few runs" {
 				stat += " (" + r.Note + ")"
 			}
-			t.Append(r.Metric, fmtSide(r.Base, r.Unit), fmtSide(r.New, r.Unit), r.Delta, stat,
+			alpha := r.Alpha
+			if alpha == 0 {
+				alpha = v.Alpha // gate.json written before per-metric levels
+			}
+			t.Append(r.Metric, fmtSide(r.Base, r.Unit), fmtSide(r.New, r.Unit), r.Delta, stat, strconv.FormatFloat(alpha, 'g', -1, 64),
 				fmtSpread(r.Base)+" / "+fmtSpread(r.New), fmtPct(r.Threshold*100), verdict)
 		}
 		if err := t.Render(); err != nil {

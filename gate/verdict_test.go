@@ -27,7 +27,7 @@ func sides() (base, nw []*results.Result) {
 
 func TestVerdictGolden(t *testing.T) {
 	base, nw := sides()
-	opts := results.CompareOptions{Alpha: 0.01, MinChange: 0.05, Thresholds: map[string]float64{"p50-ack": 0.3},
+	opts := results.CompareOptions{Alpha: 0.01, MinChange: 0.05, Thresholds: map[string]float64{"p50-ack": 0.3}, Alphas: map[string]float64{"allocs/rec": 0.05},
 		Metrics: []string{"records/s", "p50-ack", "p99-ack", "cpu/rec", "allocs/rec", "syscalls/rec", "p99-e2e"}}
 	rep, v, err := Judge(base, nw, opts, "gate-dir", "gate-dir/base", "gate-dir/new")
 	if err != nil {

@@ -157,3 +157,33 @@ func TestPrintSweepCost(t *testing.T) {
 		t.Fatalf("sweep table without cost columns:\n%s", buf.String())
 	}
 }
+
+// A per-metric alpha: the same partly overlapping samples (p ~ 0.015) regress at 0.05, not at
+// the global 0.01.
+func TestComparePerMetricAlpha(t *testing.T) {
+	var base, nw []*Result
+	for _, v := range []struct{ b, n float64 }{{300, 331}, {302, 333}, {305, 304}, {301, 336}, {299, 302.5}, {303, 330}} {
+		b := fakeResult("gate", "b", cfg("acks", "all"), 3000, 400, 4000)
+		b.Cost = &Cost{Scope: CostScopeProcess, Records: 9000, CPUUsPerRecord: v.b, CPUUsPerRequest: v.b / 4}
+		n := fakeResult("gate", "n", cfg("acks", "all"), 3000, 400, 4000)
+		n.Cost = &Cost{Scope: CostScopeProcess, Records: 9000, CPUUsPerRecord: v.n, CPUUsPerRequest: v.n / 4}
+		base, nw = append(base, b), append(nw, n)
+	}
+	opts := CompareOptions{Alpha: 0.01, Metrics: []string{"cpu/rec", "cpu/req"}, Alphas: map[string]float64{"cpu/req": 0.05}}
+	rep, err := Compare(base, nw, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := rep.Groups[0].Rows
+	if rows[0].Regression || !rows[1].Regression || rows[0].Alpha != 0.01 || rows[1].Alpha != 0.05 || rows[0].P != rows[1].P {
+		t.Fatalf("rows %+v", rows)
+	}
+	if len(rep.Regressions) != 1 || !strings.HasPrefix(rep.Regressions[0], "cpu/req: +") {
+		t.Fatalf("regressions %v", rep.Regressions)
+	}
+	for _, bad := range []map[string]float64{{"p42": 0.05}, {"cpu/req": 1.5}} {
+		if _, err := Compare(base, nw, CompareOptions{Alphas: bad}); err == nil {
+			t.Errorf("alphas %v: no error", bad)
+		}
+	}
+}

@@ -21,7 +21,8 @@ func init() {
 const gateUsage = `gate -w SPEC (--baseline FILE|DIR | --binary OTHER | --against REV | --write-baseline DIR)
               [--repeat N] [--order alternate|random] [--seed N] [--duration D] [--warmup D]
               [--set k=v ...] [--set-base k=v ...] [--set-new k=v ...]
-              [--alpha 0.05] [--min-change 5%] [--threshold metric=pct ...] [--metric m1,m2] [--out DIR]
+              [--alpha 0.05] [--alpha metric=level ...] [--min-change 5%] [--threshold metric=pct ...]
+              [--metric m1,m2] [--out DIR]
 
 Two modes:
   --baseline FILE|DIR
@@ -56,7 +57,8 @@ func cmdGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	order := fs.String("order", "alternate", "order of the two sides in each round: alternate (A B A B) or random (RMIT)")
 	seed := fs.Uint64("seed", 0, "seed of --order random (0 = a random one, printed)")
 	metric := fs.String("metric", strings.Join(results.DefaultMetrics, ","), "comma-separated metrics to test (known: "+strings.Join(results.MetricNames(), ", ")+")")
-	alpha := fs.Float64("alpha", 0.05, "significance level of the Mann-Whitney U test")
+	alpha := alphaFlag{all: 0.05}
+	fs.Var(&alpha, "alpha", alphaHelp)
 	minChange := fs.String("min-change", "5%", "smallest change that counts as a regression")
 	fs.Var(&thresholds, "threshold", "per-metric minimum change, metric=pct (repeatable), e.g. p99-ack=50%")
 	withKeyHelp(fs, gateUsage, stderr)
@@ -75,7 +77,7 @@ func cmdGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return usagef("%v", err)
 	}
-	opts, err := compareOptions("gate", *metric, *alpha, *minChange, thresholds)
+	opts, err := compareOptions("gate", *metric, alpha, *minChange, thresholds)
 	if err != nil {
 		return err
 	}

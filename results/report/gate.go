@@ -41,6 +41,7 @@ type VerdictRow struct {
 	P         float64  `json:"p"`
 	Stat      string   `json:"stat"`      // "p=0.029 n=4+4"
 	Threshold float64  `json:"threshold"` // fraction
+	Alpha     float64  `json:"alpha"`     // the metric's significance level (Verdict.Alpha unless overridden)
 	// Verdict is one of "regression", "improvement", "within threshold", "no significant
 	// change", "too few runs", "no samples".
 	Verdict string `json:"verdict"`
@@ -87,7 +88,7 @@ func NewVerdict(rep *results.Report, opts results.CompareOptions, gateDir, base,
 		for _, r := range g.Rows {
 			row := VerdictRow{Group: g.Label, Metric: r.Metric, Unit: r.Unit, HigherBetter: r.HigherBetter,
 				Base: sideStat(r.Base), New: sideStat(r.New), Delta: r.Delta(), P: r.P, Stat: r.Stat(),
-				Threshold: r.Threshold, Note: r.Note}
+				Threshold: r.Threshold, Alpha: r.Alpha, Note: r.Note}
 			if r.Base.N > 0 && r.New.N > 0 {
 				row.ChangePct = finite(r.ChangePct)
 			}
@@ -157,6 +158,11 @@ func readVerdict(dir string) (*Verdict, error) {
 	var v Verdict
 	if err := json.Unmarshal(b, &v); err != nil {
 		return nil, fmt.Errorf("report: %s: %w", p, err)
+	}
+	for i := range v.Rows {
+		if v.Rows[i].Alpha == 0 { // written before per-metric levels
+			v.Rows[i].Alpha = v.Alpha
+		}
 	}
 	return &v, nil
 }
