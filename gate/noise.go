@@ -33,7 +33,7 @@ func ReadVerdicts(paths []string) ([]*report.Verdict, error) {
 	return out, nil
 }
 
-// MetricNoise is one metric over many gates (Noise).
+// MetricNoise is one metric over many gates (Noise). A plain value.
 type MetricNoise struct {
 	Metric     string
 	Gates      int       // gates that compared the metric on both sides

@@ -46,7 +46,7 @@ func ParseOrder(s string) (Order, error) {
 	return "", inputErrorf("gate: --order %q: allowed alternate (A B A B) or random (RMIT)", s)
 }
 
-// Step is one run of a schedule: the round (1-based) and the side.
+// Step is one run of a schedule: the round (1-based) and the side. A plain value.
 type Step struct {
 	Round int
 	Side  string // Base or New
@@ -68,6 +68,7 @@ func Schedule(rounds int, order Order, seed uint64) []Step {
 }
 
 // RunSpec is what every run of a side runs: the arguments of "isrbench run" besides --out.
+// A plain value; Args may be called from any goroutine.
 type RunSpec struct {
 	Workload string        // -w: an embedded spec name or a YAML file (made absolute)
 	Target   string        // --target
@@ -128,6 +129,7 @@ func MakeDir(out, name string) (string, error) {
 // Plan is what a gate does, as its command line says: where the base side comes from (one of
 // Baseline, a results directory; Binary, another build; Revision, a git revision to build),
 // whether this build's runs are recorded as a baseline (WriteBaseline), and the runs per side.
+// A plain value.
 type Plan struct {
 	Baseline, Binary, Revision, WriteBaseline string
 	SetBase                                   bool // settings for the base side only were given

@@ -17,14 +17,15 @@ import (
 
 // Command is one side run as a subprocess: Bin with Spec's arguments, once per repetition.
 // Interleave resolves an empty Bin: Revision built from git (BuildRevision) when set, else
-// this process's own executable.
+// this process's own executable. A plain value.
 type Command struct {
 	Bin      string
 	Revision string
 	Spec     RunSpec
 }
 
-// Interleaved is a gate whose two sides are commands, run in rounds on the same machine.
+// Interleaved is a gate whose two sides are commands, run in rounds on the same machine. A
+// plain value: Interleave does not keep it.
 type Interleaved struct {
 	Dir       string // gate directory: runs land in Dir/base and Dir/new
 	Rounds    int    // runs per side
@@ -90,7 +91,8 @@ func Interleave(ctx context.Context, p Interleaved) (base, nw []*results.Result,
 }
 
 // RunFunc runs the workload once in this process, writing its run directory under outDir with
-// the given id, and returns its result.
+// the given id, and returns its result. InProcess calls it from its own goroutine, one run at a
+// time.
 type RunFunc func(ctx context.Context, outDir, id string) (*results.Result, error)
 
 // InProcess runs the new side rounds times in this process (into dir/new, ids r1, r2, ...).

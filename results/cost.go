@@ -25,7 +25,8 @@ const (
 // cost per acknowledged record. CPU, allocations, GC and context switches are the whole
 // process's deltas over the window; system calls, requests and bytes are counted by the core
 // and the wire server where they issue them (Scope says which of these are known). A nil
-// *Cost in a Result means the run did not measure cost (older result.json files).
+// *Cost in a Result means the run did not measure cost (older result.json files). A plain
+// value, shared read-only like its Result.
 type Cost struct {
 	Scope   string  `json:"scope"`    // CostScopeProcess or CostScopeClients
 	Records int64   `json:"records"`  // acknowledged records of the window: the divisor
