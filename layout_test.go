@@ -15,7 +15,8 @@ const module = "github.com/isrbench/isrbench"
 // allowed lists, for each package prefix of the module, the module packages it may import
 // (DESIGN.md "Dependency direction"). A package not listed here may import nothing of the module.
 var allowed = map[string][]string{
-	"cmd/isrbench":     {"workloads", "netfetch", "core/", "results", "profiles", "iouring"},
+	"cmd/isrbench":     {"workloads", "netfetch", "core/", "results", "profiles", "iouring", "gate"},
+	"gate":             {"gate", "results", "profiles"},
 	"workloads":        {"workloads", "netfetch", "core/", "results", "profiles"},
 	"netfetch":         {"netfetch", "core/"},
 	"core/broker":      {"core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs"},

@@ -173,15 +173,17 @@ func (w *Writer) WriteAt(f *os.File, off int64, bufs [][]byte) error {
 	if off < 0 {
 		return fmt.Errorf("iouring: negative offset %d", off)
 	}
-	n := 0
+	n, total := 0, 0
 	for _, b := range bufs {
 		if len(b) > 0 {
 			n++
+			total += len(b)
 		}
 	}
 	if n == 0 {
 		return w.checkOpen()
 	}
+	writeBytes.Add(int64(total))
 	req := w.getRequest(opWritev)
 	req.off, req.bufs = off, bufs
 	if cap(req.iovBuf) < n {

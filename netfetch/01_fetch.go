@@ -64,6 +64,7 @@ type topicSpan struct {
 // files with sendfile(2) (or pread+write when ZeroCopy is off). Every Slice
 // is released before returning.
 func (c *conn) handleFetch(h reqHeader, r *kmsg.FetchRequest) error {
+	countFetch(r.ReplicaID >= 0)
 	st := &c.fetch
 	req := &st.req
 	req.ReplicaID = r.ReplicaID
@@ -125,7 +126,7 @@ func (c *conn) handleFetch(h reqHeader, r *kmsg.FetchRequest) error {
 	if !c.s.waitUnpaused() {
 		return net.ErrClosed
 	}
-	return c.sendFetch(parts)
+	return countFetchResponse(c.sendFetch(parts))
 }
 
 // fetchEncoder builds a Fetch response (v4..v12) without the record bytes:
@@ -272,6 +273,7 @@ func (c *conn) sendFetch(parts []broker.FetchPartition) error {
 		if cap(out) > 64<<20 {
 			c.fetch.copy = nil
 		}
+		countSocketWrite(len(out))
 		if _, err := c.nc.Write(out); err != nil {
 			return fmt.Errorf("writing fetch response: %w", err)
 		}
@@ -394,8 +396,11 @@ func (z *zcWriter) write(fd uintptr) bool {
 			}
 			if z.idx < len(z.segs)-1 {
 				n, err = unix.SendmsgN(sock, sg.b, nil, nil, unix.MSG_MORE)
+				costs.sendmsg.Add(1)
+				costs.writeBytes.Add(int64(max(n, 0)))
 			} else {
 				n, err = unix.Write(sock, sg.b)
+				countSocketWrite(max(n, 0))
 			}
 			if n > 0 {
 				sg.b = sg.b[n:]
@@ -406,10 +411,12 @@ func (z *zcWriter) write(fd uintptr) bool {
 				continue
 			}
 			n, err = unix.Sendfile(sock, sg.file, &sg.off, int(min(sg.n, 1<<30)))
+			costs.sendfile.Add(1)
 			if n > 0 {
 				sg.n -= int64(n)
 				z.stats.sendfileBytes.Add(int64(n))
 				z.stats.sendfileCalls.Add(1)
+				costs.sendfileBytes.Add(int64(n))
 			} else if err == nil {
 				z.err = fmt.Errorf("%w: %d bytes missing at position %d", errShortFile, sg.n, sg.off)
 				return true

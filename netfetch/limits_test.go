@@ -252,7 +252,7 @@ func TestHalfSentRequestsStayWithinQueuedMaxRequestBytes(t *testing.T) {
 	payload := make([]byte, 4+sent)
 	binary.BigEndian.PutUint32(payload, size)
 	copy(payload[4:], []byte{0, 0, 0, 0, 0, 0, 0, 1}) // Produce v0 header start; never completed
-	before := heapObjectBytes() // after the payload: only the server's holdings count
+	before := heapObjectBytes()                       // after the payload: only the server's holdings count
 	var wg sync.WaitGroup
 	cs := make([]net.Conn, conns)
 	for i := range cs {

@@ -445,7 +445,7 @@ func newConn(s *Server, tc *net.TCPConn, ip netip.Addr) (*conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("syscall conn: %w", err)
 	}
-	return &conn{s: s, nc: tc, raw: raw, br: bufio.NewReaderSize(tc, readBufferSize), ip: ip}, nil
+	return &conn{s: s, nc: tc, raw: raw, br: bufio.NewReaderSize(newSockReader(tc), readBufferSize), ip: ip}, nil
 }
 
 // reqHeader is a decoded request header (v1 or v2).
@@ -639,6 +639,7 @@ func (c *conn) writeResponse(h reqHeader, resp kmsg.Response) error {
 	if cap(c.out) > 8<<20 {
 		c.out = nil
 	}
+	countSocketWrite(len(buf))
 	if _, err := c.nc.Write(buf); err != nil {
 		return fmt.Errorf("writing %s response: %w", kmsg.NameForKey(h.key), err)
 	}

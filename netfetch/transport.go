@@ -92,7 +92,7 @@ func (t *Transport) Dial(ctx context.Context, source int32, fetcherIndex int) (b
 		l.conns[fc] = struct{}{}
 		l.mu.Unlock()
 	}
-	fc.br = bufio.NewReaderSize(fc.nc, 64<<10)
+	fc.br = bufio.NewReaderSize(newSockReader(fc.nc), 64<<10)
 	return fc, nil
 }
 
@@ -188,6 +188,7 @@ func (c *fetchConn) roundTripBody(ctx context.Context, req kmsg.Request) ([]byte
 	b = req.AppendTo(b)
 	binary.BigEndian.PutUint32(b[:4], uint32(len(b)-4))
 	c.wbuf = b
+	countSocketWrite(len(b))
 	if _, err := c.nc.Write(b); err != nil {
 		return nil, c.ioErr(ctx, "writing", req, err)
 	}
@@ -287,6 +288,7 @@ func (c *fetchConn) fetchOnce(ctx context.Context, rf *broker.ReplicaFetch) (*br
 		forgotten = c.sess.appendForgotten(forgotten)
 	}
 	req.ForgottenTopics = forgotten
+	costs.followerFetch.Add(1)
 	body, err := c.roundTripBody(ctx, req)
 	if err != nil {
 		return nil, err
@@ -296,6 +298,7 @@ func (c *fetchConn) fetchOnce(ctx context.Context, rf *broker.ReplicaFetch) (*br
 		return nil, fmt.Errorf("replica fetcher %d->%d: %w", c.self, c.source, err)
 	}
 	c.sess.answered(req, responseSessionID(body))
+	costs.followerFetched.Add(1)
 	return out, nil
 }
 

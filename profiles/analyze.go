@@ -179,6 +179,9 @@ func top(w io.Writer, name string, p *profile.Profile, by string, n int) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", v, fmtv(shares[v]), pct(shares[v], total))
 	}
 	tw.Flush()
+	if by == LabelRole || by == LabelBroker {
+		writeSplit(w, p, fmtv)
+	}
 	for _, v := range values {
 		stats, sub := funcStats(p, vi, func(s *profile.Sample) bool { return labelValue(s, by) == v })
 		fmt.Fprintf(w, "\n%s=%s (%s, %s of total):\n", by, v, fmtv(sub), pct(sub, total))

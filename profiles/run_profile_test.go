@@ -19,7 +19,9 @@ import (
 )
 
 // profiledRun runs the default spec on the embedded cluster as fast as it goes (large records, two
-// consumers: lots of fetch serving) with cpu and goroutine profiles, and returns the result.
+// consumers: lots of fetch serving) with cpu and goroutine profiles, and returns the result. With
+// zero copy on, isrbench.zero.copy.min.bytes=0 sends every record slice by sendfile (by default
+// the small ones are copied), so the two runs take one path each.
 func profiledRun(t *testing.T, ctx context.Context, zeroCopy bool, measure, warmup time.Duration) *results.Result {
 	t.Helper()
 	s, err := workloads.Load("default")
@@ -27,7 +29,8 @@ func profiledRun(t *testing.T, ctx context.Context, zeroCopy bool, measure, warm
 		t.Fatal(err)
 	}
 	if err := s.ApplySets([]string{"duration=" + measure.String(), "warmup=" + warmup.String(), "rate=1000", "batch.size=262144",
-		"message.size=32000", "consumers.count=3", "partitions=3", "isrbench.zero.copy=" + strconv.FormatBool(zeroCopy)}); err != nil {
+		"message.size=32000", "consumers.count=3", "partitions=3", "isrbench.zero.copy=" + strconv.FormatBool(zeroCopy),
+		"isrbench.zero.copy.min.bytes=0"}); err != nil { // with zero copy on, every record slice goes by sendfile
 		t.Fatal(err)
 	}
 	res, err := workloads.Run(ctx, s, workloads.Options{OutDir: t.TempDir(), Quiet: true,

@@ -25,7 +25,12 @@ var DefaultBenchKeys = []string{"acks", "replication.factor", "partitions", "num
 //
 // The key=value parts are DefaultBenchKeys present in the configs plus every key whose value
 // differs between the results, sorted. Units: records/s, MB/s, p50-ack-µs, p99-ack-µs,
-// p999-ack-µs, p99-hwlag-µs, p99-e2e-µs (a latency whose histogram is empty is left out).
+// p999-ack-µs, p99-hwlag-µs, p99-e2e-µs (a latency whose histogram is empty is left out), then
+// with a cost object cpu-µs/record, cpu-cluster-µs/record, cpu-clients-µs/record,
+// allocs/record, alloc-B/record, gc-cpu-µs/record, vcsw/record, ivcsw/record and, where the
+// cluster's side was counted, syscalls/record, sys-<kind>/record per kind, produce-reqs/record,
+// fetch-reqs/record, fetch-resps/record, follower-fetch-reqs/record, copied-B/record and
+// zerocopy-B/record.
 func WriteBench(w io.Writer, results ...*Result) error {
 	if len(results) == 0 {
 		return fmt.Errorf("results: WriteBench: no results")
@@ -55,6 +60,9 @@ func WriteBench(w io.Writer, results ...*Result) error {
 		if r.E2ELatencyUs.Count > 0 {
 			fmt.Fprintf(bw, " %s p99-e2e-µs", fmtBenchVal(r.E2ELatencyUs.P99))
 		}
+		var cost strings.Builder
+		benchCost(&cost, r.Cost)
+		bw.WriteString(cost.String())
 		bw.WriteByte('\n')
 	}
 	return bw.Flush()

@@ -19,11 +19,19 @@ type Metric struct {
 	Get          func(*Result) (float64, bool)
 }
 
-// DefaultMetrics are the metrics compare tests when none are named.
-var DefaultMetrics = []string{"records/s", "MB/s", "p50-ack", "p99-ack", "p999-ack", "p99-hwlag", "p99-e2e"}
+// DefaultMetrics are the metrics compare and gate test when none are named: throughput,
+// latency, and the cost: CPU per record, and CPU, allocations and the cluster's system calls per
+// request the leaders handled, which stay steadier between identical runs than per record
+// (a loaded machine makes the producers batch more records per request).
+var DefaultMetrics = []string{"records/s", "MB/s", "p50-ack", "p99-ack", "p999-ack", "p99-hwlag", "p99-e2e",
+	"cpu/rec", "cpu/req", "allocs/req", "syscalls/req"}
 
-// Metrics lists every known metric by name: records/s, MB/s, and <stat>-<hist> for stat in
-// mean, p50, p90, p99, p999, p9999, max and hist in ack, hwlag, e2e, senddelay.
+// Metrics lists every known metric by name: records/s, MB/s, <stat>-<hist> for stat in mean,
+// p50, p90, p99, p999, p9999, max and hist in ack, hwlag, e2e, senddelay, and the cost per
+// record (result.json cost): cpu/rec, cpu-user/rec, cpu-sys/rec, cpu-cluster/rec,
+// cpu-clients/rec, gc-cpu/rec (µs), allocs/rec, alloc-bytes/rec, ctxsw/rec, syscalls/rec,
+// produce-reqs/rec, fetch-reqs/rec, copied-bytes/rec, and per request the leaders handled
+// cpu/req (µs), allocs/req, syscalls/req.
 func Metrics() map[string]Metric {
 	m := map[string]Metric{
 		"records/s": {Name: "records/s", Unit: "rec/s", HigherBetter: true, Get: func(r *Result) (float64, bool) {
@@ -54,6 +62,9 @@ func Metrics() map[string]Metric {
 		{"p9999", func(s *Summary) float64 { return s.P9999 }},
 		{"max", func(s *Summary) float64 { return s.Max }},
 	}
+	for _, c := range costMetrics() {
+		m[c.Name] = c
+	}
 	for _, h := range hists {
 		for _, s := range stats {
 			h, s := h, s
@@ -81,6 +92,7 @@ func MetricNames() []string {
 type CompareOptions struct {
 	Metrics    []string           // default DefaultMetrics
 	Alpha      float64            // significance level, default 0.05
+	Alphas     map[string]float64 // per-metric Alpha overrides (a steady metric can afford a larger one)
 	Confidence float64            // CI level, default 0.95
 	MinChange  float64            // minimum |change| (fraction, 0.05 = 5%) to call a regression, default 0.05
 	Thresholds map[string]float64 // per-metric MinChange overrides (fraction)
@@ -116,6 +128,7 @@ type Row struct {
 	Base, New    Side
 	ChangePct    float64 // (new-base)/base*100 of the medians; ±Inf when base is 0
 	P            float64 // Mann-Whitney U two-sided p-value (1 when not computed)
+	Alpha        float64 // the metric's significance level
 	Significant  bool    // P < Alpha
 	TooFew       bool    // even fully separated samples of these sizes cannot reach Alpha
 	Threshold    float64 // min |change| fraction for this metric
@@ -187,6 +200,14 @@ func Compare(base, new []*Result, opts CompareOptions) (*Report, error) {
 			return nil, fmt.Errorf("results: threshold for unknown metric %q (known: %s)", n, strings.Join(MetricNames(), ", "))
 		}
 	}
+	for n, a := range opts.Alphas {
+		if _, ok := known[n]; !ok {
+			return nil, fmt.Errorf("results: alpha for unknown metric %q (known: %s)", n, strings.Join(MetricNames(), ", "))
+		}
+		if !(a > 0 && a < 1) {
+			return nil, fmt.Errorf("results: alpha %v for %s: want 0 < alpha < 1", a, n)
+		}
+	}
 	if len(base) == 0 || len(new) == 0 {
 		return nil, fmt.Errorf("results: compare needs results on both sides (base %d, new %d)", len(base), len(new))
 	}
@@ -221,7 +242,7 @@ func Compare(base, new []*Result, opts CompareOptions) (*Report, error) {
 		}
 	}
 	multi := len(pairs) > 1
-	needN := 0
+	needN, needAlpha := 0, opts.Alpha
 	ciN := RunsForCI(opts.Confidence)
 	infCI := false
 	for _, p := range pairs {
@@ -241,7 +262,11 @@ func Compare(base, new []*Result, opts CompareOptions) (*Report, error) {
 			if t, ok := opts.Thresholds[m.Name]; ok {
 				th = t
 			}
-			row := CompareSamples(m, samples(m, p.b.Results), samples(m, p.n.Results), opts.Alpha, opts.Confidence, th)
+			alpha := opts.Alpha
+			if a, ok := opts.Alphas[m.Name]; ok {
+				alpha = a
+			}
+			row := CompareSamples(m, samples(m, p.b.Results), samples(m, p.n.Results), alpha, opts.Confidence, th)
 			if row.Base.N == 0 && row.New.N == 0 {
 				continue // metric absent on both sides (e.g. no consumer): nothing to say
 			}
@@ -249,8 +274,8 @@ func Compare(base, new []*Result, opts CompareOptions) (*Report, error) {
 				infCI = true
 			}
 			if row.TooFew {
-				if n := RunsNeeded(opts.Alpha); n > needN {
-					needN = n
+				if n := RunsNeeded(alpha); n > needN {
+					needN, needAlpha = n, alpha
 				}
 			}
 			if row.Regression {
@@ -268,7 +293,7 @@ func Compare(base, new []*Result, opts CompareOptions) (*Report, error) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("± ∞: a %v%% confidence interval of a median needs >= %d runs per side", opts.Confidence*100, ciN))
 	}
 	if needN > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("too few runs to call any change significant: need >= %d runs per side for alpha=%v (not failing)", needN, opts.Alpha))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("too few runs to call any change significant: need >= %d runs per side for alpha=%v (not failing)", needN, needAlpha))
 	}
 	return rep, nil
 }
@@ -346,7 +371,7 @@ func samples(m Metric, rs []*Result) []float64 {
 
 // CompareSamples tests one metric's base and new samples (threshold is a fraction).
 func CompareSamples(m Metric, base, new []float64, alpha, confidence, threshold float64) Row {
-	row := Row{Metric: m.Name, Unit: m.Unit, HigherBetter: m.HigherBetter, Threshold: threshold, P: 1}
+	row := Row{Metric: m.Name, Unit: m.Unit, HigherBetter: m.HigherBetter, Threshold: threshold, P: 1, Alpha: alpha}
 	th := &benchmath.Thresholds{CompareAlpha: alpha}
 	side := func(v []float64) (Side, *benchmath.Sample) {
 		if len(v) == 0 {

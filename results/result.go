@@ -43,6 +43,7 @@ type Result struct {
 	Faults     []Fault    `json:"faults,omitempty"`
 	// Group is set when the consumers were members of a consumer group.
 	Group *ConsumerGroup `json:"group,omitempty"`
+	Cost  *Cost          `json:"cost,omitempty"` // nil: not measured (see Cost)
 	Files Files          `json:"files"`
 	// Notes are remarks about how to read this run ("hw_lag": "measured inside the embedded
 	// core only"), keyed by the field they concern. Not settings: compare ignores them.

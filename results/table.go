@@ -82,7 +82,7 @@ func fmtUs(v float64) string {
 }
 
 // PrintSummary prints one run's summary: throughput, latency percentiles (ack, HW lag, e2e, send
-// delay), ISR changes, errors by Kafka code, durability. The output contains no times of day, so
+// delay), the cost per record when measured, ISR changes, errors by Kafka code, durability. The output contains no times of day, so
 // it is stable for a given Result.
 func PrintSummary(w io.Writer, r *Result) error {
 	fmt.Fprintf(w, "%s (%s) id=%s duration=%ss\n", orDash(r.Name), orDash(r.Target), orDash(r.ID), strconv.FormatFloat(r.DurationS, 'f', -1, 64))
@@ -103,6 +103,9 @@ func PrintSummary(w io.Writer, r *Result) error {
 	}
 	if err := t.Render(); err != nil {
 		return fmt.Errorf("results: summary table: %w", err)
+	}
+	if err := printCost(w, r.Cost); err != nil {
+		return err
 	}
 	fmt.Fprintf(w, "isr: %d shrinks, %d expands, under-replicated %ss\n",
 		r.ISR.Shrinks, r.ISR.Expands, strconv.FormatFloat(r.ISR.UnderReplicatedS, 'f', -1, 64))
@@ -155,7 +158,8 @@ func PrintSummary(w io.Writer, r *Result) error {
 }
 
 // PrintSweep prints one row per sweep point: the keys that vary between the results as columns,
-// then records/s, MB/s, ack p50/p99/p99.9, HW-lag p99, e2e p99, ISR shrinks, errors, lost.
+// then records/s, MB/s, ack p50/p99/p99.9, HW-lag p99, e2e p99, ISR shrinks, errors, lost, and
+// when any result measured cost, CPU µs and cluster system calls per record.
 func PrintSweep(w io.Writer, rows []*Result) error {
 	if len(rows) == 0 {
 		_, err := fmt.Fprintln(w, "no results")
@@ -164,6 +168,13 @@ func PrintSweep(w io.Writer, rows []*Result) error {
 	varied := VariedKeys(rows)
 	header := append([]string{"name"}, varied...)
 	header = append(header, "records/s", "MB/s", "ack p50", "ack p99", "ack p99.9", "hw-lag p99", "e2e p99", "isr shrinks", "errors", "lost")
+	withCost := false
+	for _, r := range rows {
+		withCost = withCost || r.Cost != nil
+	}
+	if withCost {
+		header = append(header, "cpu µs/rec", "syscalls/rec")
+	}
 	t := newTable(w, header...)
 	for _, r := range rows {
 		cells := []string{orDash(r.Name)}
@@ -182,6 +193,16 @@ func PrintSweep(w io.Writer, rows []*Result) error {
 			sumCell(r.AckLatencyUs, r.AckLatencyUs.P50), sumCell(r.AckLatencyUs, r.AckLatencyUs.P99), sumCell(r.AckLatencyUs, r.AckLatencyUs.P999),
 			sumCell(r.HWLagUs, r.HWLagUs.P99), sumCell(r.E2ELatencyUs, r.E2ELatencyUs.P99),
 			strconv.FormatInt(r.ISR.Shrinks, 10), strconv.FormatInt(errs, 10), strconv.FormatInt(r.Durability.Lost, 10))
+		if withCost {
+			cpu, sys := "-", "-"
+			if r.Cost != nil {
+				cpu = fmtCost(r.Cost.CPUUsPerRecord)
+				if r.Cost.ClusterKnown() {
+					sys = fmtCost(r.Cost.SyscallsTotal())
+				}
+			}
+			cells = append(cells, cpu, sys)
+		}
 		t.Append(toAny(cells)...)
 	}
 	if err := t.Render(); err != nil {

@@ -379,8 +379,11 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	if len(r.opts.Profile) > 0 {
 		profStop = r.startProfilesAt(ctx, measureStart, measureEnd, &profFiles, &profErr)
 	}
+	cost := r.startCostAt(ctx, measureStart)
+	defer cost.stop()
 
 	prodWG.Wait()
+	cost.stop()
 	stopGuard()
 	<-guardDone
 	<-storageDone
@@ -484,6 +487,7 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 		<-gpDone
 		res.Group = gp.result(r.cons, measureStart, measureEnd)
 	}
+	res.Cost = cost.cost(res.Produced.Records, r.tgt.Name() == "embedded", cpuProfileFile(profFiles))
 	if consumersBehind {
 		// e2e latency only has the records the consumers read: a stall at the end of the
 		// run would otherwise pass unseen.

@@ -113,6 +113,7 @@ type BrokerSpec struct {
 	HWUpdate               string        // isrbench.hw.update: atomic|mutex, default atomic
 	TruncateMode           string        // isrbench.truncate.mode: epoch|hw, default epoch (hw is an ablation that can lose data)
 	ProduceDelay           time.Duration // isrbench.produce.delay: artificial delay per produce (gate tests), default 0
+	ProduceSpin            time.Duration // isrbench.produce.spin: artificial CPU work per produce (gate tests), default 0
 	// HWCheckpointIntervalMs is replica.high.watermark.checkpoint.interval.ms, default 5000.
 	HWCheckpointIntervalMs int64
 	// GroupInitialRebalanceDelayMs is group.initial.rebalance.delay.ms, harness default
@@ -959,6 +960,7 @@ var params = []Param{
 	enumP("isrbench.truncate.mode", []string{"broker.isrbench.truncate.mode"}, []string{"epoch", "hw"}, "follower truncation, default epoch (hw: ablation)", func(s *Spec) *string { return &s.Broker.TruncateMode }),
 	intP("replica.high.watermark.checkpoint.interval.ms", []string{"broker.replica.high.watermark.checkpoint.interval.ms"}, 1, 24*3600*1000, "how often each broker writes its HW checkpoint (ms), default 5000", func(s *Spec) *int64 { return &s.Broker.HWCheckpointIntervalMs }),
 	durP("isrbench.produce.delay", []string{"broker.isrbench.produce.delay"}, 0, time.Minute, "artificial delay per produce, default 0", func(s *Spec) *time.Duration { return &s.Broker.ProduceDelay }),
+	durP("isrbench.produce.spin", []string{"broker.isrbench.produce.spin"}, 0, time.Second, "artificial CPU work per produce request (a computation calibrated to take this long; the gate's CPU-regression test), default 0", func(s *Spec) *time.Duration { return &s.Broker.ProduceSpin }),
 	intP("max.connections", []string{"broker.max.connections"}, 1, math.MaxInt32, "connections each broker accepts at once (further ones are closed at once; each broker's share of RLIMIT_NOFILE lowers it), default 2147483647", func(s *Spec) *int { return &s.Broker.MaxConnections }),
 	intP("max.connections.per.ip", []string{"broker.max.connections.per.ip"}, 1, math.MaxInt32, "connections from one client IP address each broker accepts at once, default 2147483647", func(s *Spec) *int { return &s.Broker.MaxConnectionsPerIP }),
 	orNeverP("connections.max.idle.ms", []string{"broker.connections.max.idle.ms"}, "close a connection on which no request started for this long (ms), -1 = never, default 600000", func(s *Spec) *int64 { return &s.Broker.ConnectionsMaxIdleMs }),

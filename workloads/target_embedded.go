@@ -69,6 +69,7 @@ func (s *Spec) ClusterConfig() (netfetch.ClusterConfig, error) {
 	b.HWUpdate = s.Broker.HWUpdate
 	b.TruncateMode = s.Broker.TruncateMode
 	b.ProduceDelay = s.Broker.ProduceDelay
+	b.ProduceSpin = s.Broker.ProduceSpin
 	b.ReplicaHighWatermarkCheckpointIntervalMs = s.Broker.HWCheckpointIntervalMs
 	w, err := log.NewWriter(s.Broker.IO)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/isrbench/isrbench/results"
@@ -19,7 +20,8 @@ func init() {
 func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("compare", "compare BASE NEW [--metric m1,m2] [--alpha 0.05] [--min-change 5%] [--threshold metric=pct ...]", stderr)
 	metric := fs.String("metric", strings.Join(results.DefaultMetrics, ","), "comma-separated metrics to test (known: "+strings.Join(results.MetricNames(), ", ")+")")
-	alpha := fs.Float64("alpha", 0.05, "significance level of the Mann-Whitney U test")
+	alpha := alphaFlag{all: 0.05}
+	fs.Var(&alpha, "alpha", alphaHelp)
 	minChange := fs.String("min-change", "5%", "smallest change that counts as a regression")
 	var thresholds multiFlag
 	fs.Var(&thresholds, "threshold", "per-metric minimum change, metric=pct (repeatable), e.g. p99-ack=20%")
@@ -33,7 +35,7 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs.Usage()
 		return usagef("compare: want BASE and NEW, got %d argument(s)", len(pos))
 	}
-	opts, err := compareOptions("compare", *metric, *alpha, *minChange, thresholds)
+	opts, err := compareOptions("compare", *metric, alpha, *minChange, thresholds)
 	if err != nil {
 		return err
 	}
@@ -61,14 +63,55 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
+// alphaHelp is the --alpha flag's help of compare and gate.
+const alphaHelp = "significance level of the Mann-Whitney U test: for every metric (0.05), or metric=level for one (repeatable), e.g. cpu/req=0.05"
+
+// alphaFlag is --alpha: a level for every metric ("0.01") or for one ("cpu/req=0.05"), repeatable.
+type alphaFlag struct {
+	all float64
+	per []string // metric=level, checked by compareOptions
+	bad string   // a value that is neither (reported by compareOptions as a usage error)
+}
+
+func (a *alphaFlag) String() string { return strconv.FormatFloat(a.all, 'g', -1, 64) }
+
+func (a *alphaFlag) Set(s string) error {
+	if strings.Contains(s, "=") {
+		a.per = append(a.per, s)
+		return nil
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		a.bad = s
+		return nil
+	}
+	a.all = v
+	return nil
+}
+
 // compareOptions builds the options of compare and gate from their --metric,
 // --alpha, --min-change and --threshold flags; errors are usage errors
 // prefixed with cmd.
-func compareOptions(cmd, metric string, alpha float64, minChange string, thresholds []string) (results.CompareOptions, error) {
-	if !(alpha > 0 && alpha < 1) {
-		return results.CompareOptions{}, usagef("%s: --alpha %v: want 0 < alpha < 1", cmd, alpha)
+func compareOptions(cmd, metric string, alpha alphaFlag, minChange string, thresholds []string) (results.CompareOptions, error) {
+	if alpha.bad != "" {
+		return results.CompareOptions{}, usagef("%s: --alpha %q: want a level such as 0.05, or metric=level", cmd, alpha.bad)
 	}
-	opts := results.CompareOptions{Alpha: alpha, Thresholds: map[string]float64{}}
+	if !(alpha.all > 0 && alpha.all < 1) {
+		return results.CompareOptions{}, usagef("%s: --alpha %v: want 0 < alpha < 1", cmd, alpha.all)
+	}
+	opts := results.CompareOptions{Alpha: alpha.all, Thresholds: map[string]float64{}, Alphas: map[string]float64{}}
+	for _, kv := range alpha.per {
+		k, v, _ := strings.Cut(kv, "=")
+		k = strings.TrimSpace(k)
+		if _, ok := results.Metrics()[k]; !ok {
+			return opts, usagef("%s: --alpha %s: unknown metric %q (known: %s)", cmd, kv, k, strings.Join(results.MetricNames(), ", "))
+		}
+		a, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || !(a > 0 && a < 1) {
+			return opts, usagef("%s: --alpha %s: want 0 < alpha < 1", cmd, kv)
+		}
+		opts.Alphas[k] = a
+	}
 	mc, err := results.ParsePercent(minChange)
 	if err != nil {
 		return opts, usagef("%s: --min-change: %v", cmd, err)

@@ -77,6 +77,15 @@ func (o *optDuration) Set(s string) error {
 	return nil
 }
 
+// or returns the duration given, or def when the flag was not given.
+func (o optDuration) or(def time.Duration) time.Duration {
+	if !o.set {
+		return def
+	}
+	d, _ := time.ParseDuration(o.text) // Set checked it
+	return d
+}
+
 // checkBootstrap checks --bootstrap (host:port[,host:port]) and returns its addresses.
 func checkBootstrap(cmd, bootstrap string) ([]string, error) {
 	var addrs []string

@@ -78,18 +78,6 @@ func (f *specFlags) load() (*workloads.Spec, error) {
 	return s, nil
 }
 
-// durationArgs are --duration and --warmup as given (for a subprocess run), or nothing.
-func (f *specFlags) durationArgs() []string {
-	var args []string
-	if f.duration.set {
-		args = append(args, "--duration", f.duration.text)
-	}
-	if f.warmup.set {
-		args = append(args, "--warmup", f.warmup.text)
-	}
-	return args
-}
-
 func withKeyHelp(fs *flag.FlagSet, usage string, stderr io.Writer) {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: isrbench %s\n", usage)

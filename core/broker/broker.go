@@ -236,6 +236,11 @@ func validateConfig(cfg *Config) error {
 	if cfg.ProduceDelay < 0 {
 		return fmt.Errorf("broker %d: isrbench.produce.delay must be >= 0, got %v", cfg.ID, cfg.ProduceDelay)
 	}
+	if cfg.ProduceSpin < 0 {
+		return fmt.Errorf("broker %d: isrbench.produce.spin must be >= 0, got %v", cfg.ID, cfg.ProduceSpin)
+	} else if cfg.ProduceSpin > 0 {
+		spinRate() // calibrate before the first request
+	}
 	return nil
 }
 

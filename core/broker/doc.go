@@ -109,7 +109,7 @@
 //     Config.HeartbeatIntervalMs; calling controller.CheckSessions (or
 //     Controller.Run) is the cluster's job.
 //   - Produce: call Broker.Produce on the connection goroutine; it applies
-//     Config.ProduceDelay itself (the server must not add it) and, for
+//     Config.ProduceDelay and Config.ProduceSpin itself (the server must not add them) and, for
 //     acks=0, returns after the append (send no response).
 //   - Fetch (consumer and replica): Broker.Fetch, then write each
 //     partition's Records (sendfile) and Release them.

@@ -18,8 +18,8 @@ import (
 // ISR fell below min.insync.replicas meanwhile, NOT_LEADER_OR_FOLLOWER if the
 // term ended first). Records are patched in place (base offset, leader epoch).
 // Runs on the caller's goroutine; safe for concurrent use. If
-// Config.ProduceDelay > 0 it first sleeps that long (the regression-gate
-// slowdown) — the wire server must not add its own.
+// Config.ProduceDelay > 0 it first sleeps that long, and with Config.ProduceSpin > 0
+// computes that long (the regression gate's slowdowns) — the wire server must not add its own.
 func (b *Broker) Produce(ctx context.Context, acks int16, timeout time.Duration, parts []ProducePartition) {
 	if b.cfg.ProduceDelay > 0 {
 		t := time.NewTimer(b.cfg.ProduceDelay)
@@ -28,6 +28,9 @@ func (b *Broker) Produce(ctx context.Context, acks int16, timeout time.Duration,
 		case <-ctx.Done():
 			t.Stop()
 		}
+	}
+	if b.cfg.ProduceSpin > 0 {
+		spin(b.cfg.ProduceSpin)
 	}
 	var buf [8]produceWait
 	waits := b.produceAppend(acks, parts, buf[:0])

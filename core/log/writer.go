@@ -95,6 +95,7 @@ func (PwritevWriter) WriteAt(f *os.File, off int64, bufs [][]byte) error {
 		n := min(len(iov), iovMax)
 		r, _, errno := unix.Syscall6(unix.SYS_PWRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(n),
 			uintptr(off), uintptr(uint64(off)>>32), 0)
+		countWrite(&writerCalls.pwritev, int(r))
 		if errno == unix.EINTR {
 			continue
 		}
@@ -123,7 +124,9 @@ func (WriteWriter) Name() string { return "write" }
 // WriteAt writes each buffer with its own pwrite.
 func (WriteWriter) WriteAt(f *os.File, off int64, bufs [][]byte) error {
 	for _, b := range bufs {
-		if _, err := f.WriteAt(b, off); err != nil {
+		n, err := f.WriteAt(b, off)
+		countWrite(&writerCalls.pwrite, n)
+		if err != nil {
 			return fmt.Errorf("log: write %s at %d: %w", f.Name(), off, err)
 		}
 		off += int64(len(b))

@@ -132,6 +132,7 @@ func (osFS) SyncDir(dir string) error {
 	if err != nil {
 		return err
 	}
+	osCalls.fsync.Add(1)
 	err = d.Sync()
 	if cerr := d.Close(); err == nil {
 		err = cerr

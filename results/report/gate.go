@@ -41,6 +41,7 @@ type VerdictRow struct {
 	P         float64  `json:"p"`
 	Stat      string   `json:"stat"`      // "p=0.029 n=4+4"
 	Threshold float64  `json:"threshold"` // fraction
+	Alpha     float64  `json:"alpha"`     // the metric's significance level (Verdict.Alpha unless overridden)
 	// Verdict is one of "regression", "improvement", "within threshold", "no significant
 	// change", "too few runs", "no samples".
 	Verdict string `json:"verdict"`
@@ -48,13 +49,15 @@ type VerdictRow struct {
 }
 
 // SideStat is one side of a metric: median and its confidence interval (nil bounds: the
-// interval is unbounded with this few runs).
+// interval is unbounded with this few runs), and the spread of the runs: (max - min) / median
+// in percent, the run-to-run noise of the side (nil with fewer than 2 runs or a zero median).
 type SideStat struct {
-	N      int       `json:"n"`
-	Median *float64  `json:"median"`
-	Lo     *float64  `json:"lo"`
-	Hi     *float64  `json:"hi"`
-	Values []float64 `json:"values"`
+	N         int       `json:"n"`
+	Median    *float64  `json:"median"`
+	Lo        *float64  `json:"lo"`
+	Hi        *float64  `json:"hi"`
+	Values    []float64 `json:"values"`
+	SpreadPct *float64  `json:"spread_pct,omitempty"`
 }
 
 func finite(v float64) *float64 {
@@ -69,6 +72,9 @@ func sideStat(s results.Side) SideStat {
 	if s.N > 0 {
 		out.Median, out.Lo, out.Hi = finite(s.Center), finite(s.Lo), finite(s.Hi)
 	}
+	if s.N >= 2 && s.Center != 0 {
+		out.SpreadPct = finite((s.Values[len(s.Values)-1] - s.Values[0]) / math.Abs(s.Center) * 100)
+	}
 	return out
 }
 
@@ -82,7 +88,7 @@ func NewVerdict(rep *results.Report, opts results.CompareOptions, gateDir, base,
 		for _, r := range g.Rows {
 			row := VerdictRow{Group: g.Label, Metric: r.Metric, Unit: r.Unit, HigherBetter: r.HigherBetter,
 				Base: sideStat(r.Base), New: sideStat(r.New), Delta: r.Delta(), P: r.P, Stat: r.Stat(),
-				Threshold: r.Threshold, Note: r.Note}
+				Threshold: r.Threshold, Alpha: r.Alpha, Note: r.Note}
 			if r.Base.N > 0 && r.New.N > 0 {
 				row.ChangePct = finite(r.ChangePct)
 			}
@@ -152,6 +158,11 @@ func readVerdict(dir string) (*Verdict, error) {
 	var v Verdict
 	if err := json.Unmarshal(b, &v); err != nil {
 		return nil, fmt.Errorf("report: %s: %w", p, err)
+	}
+	for i := range v.Rows {
+		if v.Rows[i].Alpha == 0 { // written before per-metric levels
+			v.Rows[i].Alpha = v.Alpha
+		}
 	}
 	return &v, nil
 }

@@ -278,6 +278,18 @@ func multiData(kind, title string, pts []pointRuns, axes []Axis, metrics []strin
 		}
 		m.Points = append(m.Points, pt)
 	}
+	// A metric no run has (the cost metrics of result.json files written before cost was
+	// measured) gets no column.
+	kept := m.Metrics[:0]
+	for _, mi := range m.Metrics {
+		for _, pt := range m.Points {
+			if _, ok := pt.Stats[mi.Name]; ok {
+				kept = append(kept, mi)
+				break
+			}
+		}
+	}
+	m.Metrics = kept
 	m.Config = multiConfig(pts, o.Defaults)
 	m.Cost = multiCost(pts)
 

@@ -1,0 +1,54 @@
+package broker
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The regression-gate CPU cost (Config.ProduceSpin): a fixed amount of computation per Produce,
+// not a wall-clock wait. A sleep costs no CPU, and a spin until a deadline costs less CPU when the
+// thread is descheduled meanwhile; a fixed number of iterations costs the same CPU on a quiet and
+// on a loaded machine, like a real regression does.
+
+// spinSink keeps the computation from being optimised away.
+var spinSink atomic.Uint64
+
+// spinIters runs n iterations of a xorshift step (a few cycles each, no memory access).
+func spinIters(n int64) uint64 {
+	x := uint64(88172645463325252)
+	for i := int64(0); i < n; i++ {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+	}
+	return x
+}
+
+var spinCal struct {
+	once       sync.Once
+	itersPerNs float64
+}
+
+// spinRate is the iterations per nanosecond of this machine, measured once per process: the
+// fastest of several short trials, so a trial that was descheduled does not count.
+func spinRate() float64 {
+	spinCal.once.Do(func() {
+		const n = 1 << 16
+		best := time.Duration(1<<63 - 1)
+		for range 7 {
+			t0 := time.Now()
+			spinSink.Add(spinIters(n))
+			if d := time.Since(t0); d > 0 && d < best {
+				best = d
+			}
+		}
+		spinCal.itersPerNs = float64(n) / float64(best.Nanoseconds())
+	})
+	return spinCal.itersPerNs
+}
+
+// spin burns about d of CPU on the calling goroutine.
+func spin(d time.Duration) {
+	spinSink.Add(spinIters(int64(float64(d.Nanoseconds()) * spinRate())))
+}

@@ -1,0 +1,165 @@
+package netfetch
+
+import (
+	"io"
+	"net"
+	"os"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Cost counts the socket system calls, the bytes and the requests of every wire server and
+// replica fetcher in this process since it started, for the harness's cost accounting per
+// record (take two snapshots and subtract). Connections of clients (franz-go) are not counted:
+// they are not this package's. A snapshot value.
+type Cost struct {
+	// System calls on sockets, counted where this package issues them: Read is every read(2),
+	// also one that found nothing yet (EAGAIN) before the poller waited; Write counts write(2)
+	// calls of responses, request frames and zero-copy headers (a write the kernel takes
+	// partially, rare on loopback, counts once); Sendfile counts sendfile(2) calls, Sendmsg the
+	// sendmsg(2) calls with MSG_MORE that send a zero-copy response's headers ahead of its file
+	// bytes.
+	Read, Write, Sendfile, Sendmsg int64
+	// Bytes: ReadBytes and WriteBytes were copied between user space and the socket;
+	// SendfileBytes went from the page cache to the socket without a copy through user space.
+	ReadBytes, WriteBytes, SendfileBytes int64
+
+	// Leader side (the wire server): requests received, and Fetch responses written.
+	ProduceRequests        int64
+	FetchRequests          int64 // consumer and replica Fetches
+	ReplicaFetchRequests   int64 // of which from followers (replica_id >= 0)
+	FetchResponses         int64
+	FollowerFetchRequests  int64 // follower side: replica Fetches the fetchers sent
+	FollowerFetchResponses int64 // follower side: replica Fetch responses they decoded
+}
+
+// Sub returns c - o, field by field.
+func (c Cost) Sub(o Cost) Cost {
+	return Cost{
+		Read: c.Read - o.Read, Write: c.Write - o.Write, Sendfile: c.Sendfile - o.Sendfile, Sendmsg: c.Sendmsg - o.Sendmsg,
+		ReadBytes: c.ReadBytes - o.ReadBytes, WriteBytes: c.WriteBytes - o.WriteBytes, SendfileBytes: c.SendfileBytes - o.SendfileBytes,
+		ProduceRequests: c.ProduceRequests - o.ProduceRequests, FetchRequests: c.FetchRequests - o.FetchRequests,
+		ReplicaFetchRequests: c.ReplicaFetchRequests - o.ReplicaFetchRequests, FetchResponses: c.FetchResponses - o.FetchResponses,
+		FollowerFetchRequests:  c.FollowerFetchRequests - o.FollowerFetchRequests,
+		FollowerFetchResponses: c.FollowerFetchResponses - o.FollowerFetchResponses,
+	}
+}
+
+// costs are the process-wide counters behind ReadCost: one atomic add per event (and one for
+// its bytes), no lock, no allocation.
+var costs struct {
+	read, write, sendfile, sendmsg        atomic.Int64
+	readBytes, writeBytes, sendfileBytes  atomic.Int64
+	produce, fetch, replicaFetch, fetched atomic.Int64
+	followerFetch, followerFetched        atomic.Int64
+}
+
+// ReadCost returns the counters so far. Safe for concurrent use.
+func ReadCost() Cost {
+	return Cost{
+		Read: costs.read.Load(), Write: costs.write.Load(), Sendfile: costs.sendfile.Load(), Sendmsg: costs.sendmsg.Load(),
+		ReadBytes: costs.readBytes.Load(), WriteBytes: costs.writeBytes.Load(), SendfileBytes: costs.sendfileBytes.Load(),
+		ProduceRequests: costs.produce.Load(), FetchRequests: costs.fetch.Load(), ReplicaFetchRequests: costs.replicaFetch.Load(),
+		FetchResponses: costs.fetched.Load(), FollowerFetchRequests: costs.followerFetch.Load(),
+		FollowerFetchResponses: costs.followerFetched.Load(),
+	}
+}
+
+// countSocketWrite counts one write(2) of n bytes to a socket.
+func countSocketWrite(n int) {
+	costs.write.Add(1)
+	costs.writeBytes.Add(int64(n))
+}
+
+// countFetch counts a Fetch request received by a leader (replica: from a follower).
+func countFetch(replica bool) {
+	costs.fetch.Add(1)
+	if replica {
+		costs.replicaFetch.Add(1)
+	}
+}
+
+// countFetchResponse counts a Fetch response written when err is nil, and returns err.
+func countFetchResponse(err error) error {
+	if err == nil {
+		costs.fetched.Add(1)
+	}
+	return err
+}
+
+// sockReader reads a TCP connection with read(2) inside RawConn.Read, so that every read system
+// call is counted, including one that finds nothing yet (EAGAIN) before the runtime poller waits
+// for readability. Deadlines and Close apply as to the connection's Read. Owned by the goroutine
+// reading the connection.
+type sockReader struct {
+	raw syscall.RawConn
+	fn  func(fd uintptr) bool // read, bound once: no closure per call
+	p   []byte
+	n   int
+	err error
+}
+
+// newSockReader returns a counted reader of nc: a sockReader for a TCP connection, else (a
+// fault-injecting wrapper) a reader that counts each Read as one call.
+func newSockReader(nc net.Conn) io.Reader {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return countedReader{nc}
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return countedReader{nc}
+	}
+	r := &sockReader{raw: raw}
+	r.fn = r.read
+	return r
+}
+
+func (r *sockReader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	r.p, r.n, r.err = p, 0, nil
+	err := r.raw.Read(r.fn)
+	r.p = nil
+	switch {
+	case err != nil:
+		return 0, err // closed, deadline exceeded (a *net.OpError)
+	case r.err != nil:
+		return 0, r.err
+	case r.n == 0:
+		return 0, io.EOF
+	}
+	return r.n, nil
+}
+
+func (r *sockReader) read(fd uintptr) bool {
+	for {
+		n, err := unix.Read(int(fd), r.p)
+		costs.read.Add(1)
+		switch err {
+		case nil:
+			r.n = n
+			costs.readBytes.Add(int64(n))
+			return true
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false // wait for readability, then call again
+		}
+		r.err = os.NewSyscallError("read", err)
+		return true
+	}
+}
+
+// countedReader counts each Read of a connection that is not a bare TCP connection.
+type countedReader struct{ r io.Reader }
+
+func (c countedReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	costs.read.Add(1)
+	costs.readBytes.Add(int64(n))
+	return n, err
+}

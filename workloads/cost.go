@@ -1,0 +1,273 @@
+package workloads
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime/metrics"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/isrbench/isrbench/core/log"
+	"github.com/isrbench/isrbench/core/vfs"
+	"github.com/isrbench/isrbench/netfetch"
+	"github.com/isrbench/isrbench/profiles"
+	"github.com/isrbench/isrbench/results"
+)
+
+// The cost accounting of a run (result.json "cost"): the process's and the core's counters are
+// read when the measurement window starts and when the producers stop at its end, and the
+// differences are divided by the window's acknowledged records.
+//
+//   - CPU time, user and system, and context switches: getrusage(RUSAGE_SELF) of the whole
+//     process (every thread), the figures a benchmark's ns/op would cover.
+//   - The CPU split between the cluster and the clients: Go cannot account CPU per goroutine
+//     (goroutines move between threads, so per-thread clocks say nothing about roles), and timing
+//     each request with a thread clock would add system calls to the hot path. The goroutines
+//     already carry pprof labels (broker, role), so a CPU profile of the window (Go's, 100 Hz per
+//     thread) gives each side's share of the samples, and the share times the getrusage CPU is the
+//     side's CPU per record. With --profile cpu the split is read from that profile itself, so
+//     "isrbench profile top --by role" shows the same split; otherwise the meter takes its own
+//     profile in memory (cost about 0.5% CPU at 100 Hz).
+//   - Allocations, allocated bytes, GC cycles and GC CPU: runtime/metrics.
+//   - System calls, requests and bytes of the cluster: the counters of core/vfs, core/log (and
+//     iouring through it) and netfetch, one atomic add at each call site.
+
+// cpuProfileFile is the cpu.pprof among a run's profile files ("" when none).
+func cpuProfileFile(files []string) string {
+	for _, f := range files {
+		if filepath.Base(f) == "cpu.pprof" {
+			return f
+		}
+	}
+	return ""
+}
+
+// costSample is one reading of every counter.
+type costSample struct {
+	at                          time.Time
+	utime, stime                time.Duration
+	nvcsw, nivcsw               int64
+	allocs, allocBytes, gcCount uint64
+	gcCPU                       float64 // seconds (runtime/metrics estimate, updated per GC cycle)
+	vfs                         vfs.SyscallCounts
+	log                         log.SyscallCounts
+	net                         netfetch.Cost
+}
+
+var costMetricNames = []string{
+	"/gc/heap/allocs:objects", "/gc/heap/tiny/allocs:objects", "/gc/heap/allocs:bytes",
+	"/gc/cycles/total:gc-cycles", "/cpu/classes/gc/total:cpu-seconds",
+}
+
+func readCostSample() costSample {
+	s := costSample{at: time.Now()}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		s.utime = time.Duration(ru.Utime.Nano())
+		s.stime = time.Duration(ru.Stime.Nano())
+		s.nvcsw, s.nivcsw = ru.Nvcsw, ru.Nivcsw
+	}
+	ms := make([]metrics.Sample, len(costMetricNames))
+	for i, n := range costMetricNames {
+		ms[i].Name = n
+	}
+	metrics.Read(ms)
+	u := func(i int) uint64 {
+		if ms[i].Value.Kind() == metrics.KindUint64 {
+			return ms[i].Value.Uint64()
+		}
+		return 0
+	}
+	s.allocs, s.allocBytes, s.gcCount = u(0)+u(1), u(2), u(3)
+	if ms[4].Value.Kind() == metrics.KindFloat64 {
+		s.gcCPU = ms[4].Value.Float64()
+	}
+	s.vfs, s.log, s.net = vfs.Syscalls(), log.Syscalls(), netfetch.ReadCost()
+	return s
+}
+
+// costMeter measures one window. start and stop come from the runner's goroutine (start through
+// the goroutine startCostAt launches); the fields are read after stop.
+type costMeter struct {
+	mu struct {
+		sync.Mutex
+		started, stopped bool
+		start, end       costSample
+		prof             bytes.Buffer // own CPU profile (ownProfile)
+		profiling        bool
+		profErr          error
+	}
+	ownProfile bool          // take a CPU profile for the split (no --profile cpu)
+	quit       chan struct{} // closed by stop: a window not started yet never starts
+}
+
+// startCostAt starts the meter at the window start (at) on its own goroutine and returns it;
+// stop ends it (idempotent, also when the window never started).
+func (r *run) startCostAt(ctx context.Context, at time.Time) *costMeter {
+	m := &costMeter{ownProfile: !slices.Contains(r.opts.Profile, "cpu"), quit: make(chan struct{})}
+	go func() {
+		t := time.NewTimer(time.Until(at))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		case <-m.quit:
+			return
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.mu.stopped {
+			return
+		}
+		if m.ownProfile {
+			if err := pprof.StartCPUProfile(&m.mu.prof); err != nil {
+				m.mu.profErr = err
+			} else {
+				m.mu.profiling = true
+			}
+		}
+		m.mu.started = true
+		m.mu.start = readCostSample()
+	}()
+	return m
+}
+
+// stop reads the end of the window (the first call only) and stops the meter's own profile.
+func (m *costMeter) stop() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.stopped {
+		return
+	}
+	m.mu.stopped = true
+	close(m.quit)
+	if !m.mu.started {
+		return
+	}
+	m.mu.end = readCostSample()
+	if m.mu.profiling {
+		pprof.StopCPUProfile()
+		m.mu.profiling = false
+	}
+}
+
+// cost builds result.json's cost object for records acknowledged records (nil when the window
+// never started); cpuProfile is the run's cpu.pprof when --profile cpu was given.
+func (m *costMeter) cost(records int64, clusterInProcess bool, cpuProfile string) *results.Cost {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.mu.started || !m.mu.stopped {
+		return nil
+	}
+	a, b := m.mu.start, m.mu.end
+	c := &results.Cost{Scope: results.CostScopeClients, Records: records, WindowS: b.at.Sub(a.at).Seconds()}
+	if clusterInProcess {
+		c.Scope = results.CostScopeProcess
+	}
+	var notes []string
+	per := func(v float64) float64 {
+		if records <= 0 {
+			return 0
+		}
+		return v / float64(records)
+	}
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	user, sys := b.utime-a.utime, b.stime-a.stime
+	c.CPUUsPerRecord = per(us(user + sys))
+	c.CPUUserUsPerRecord = per(us(user))
+	c.CPUSystemUsPerRecord = per(us(sys))
+	if c.WindowS > 0 {
+		c.CPUCores = (user + sys).Seconds() / c.WindowS
+	}
+	c.AllocsPerRecord = per(float64(b.allocs - a.allocs))
+	c.AllocBytesPerRecord = per(float64(b.allocBytes - a.allocBytes))
+	c.GCCycles = int64(b.gcCount - a.gcCount)
+	c.GCCPUUsPerRecord = per((b.gcCPU - a.gcCPU) * 1e6)
+	c.VoluntaryCtxSwitchesPerRecord = per(float64(b.nvcsw - a.nvcsw))
+	c.InvoluntaryCtxSwitchesPerRecord = per(float64(b.nivcsw - a.nivcsw))
+
+	// The split by pprof labels.
+	var split profiles.Split
+	var serr error
+	switch {
+	case !m.ownProfile && cpuProfile != "":
+		split, serr = profiles.SplitFile(cpuProfile)
+		c.CPUSplitSource = filepath.ToSlash(filepath.Join(filepath.Base(filepath.Dir(cpuProfile)), filepath.Base(cpuProfile)))
+	case !m.ownProfile:
+		serr = fmt.Errorf("the cpu profile was not written")
+	case m.mu.profErr != nil:
+		serr = m.mu.profErr
+	default:
+		split, serr = profiles.ReadSplit(bytes.NewReader(m.mu.prof.Bytes()))
+		c.CPUSplitSource = "cost profile"
+	}
+	switch {
+	case serr != nil:
+		notes = append(notes, "no cluster/clients split of the CPU: "+serr.Error())
+	case split.Total() == 0:
+		notes = append(notes, "no cluster/clients split of the CPU: the profile has no samples")
+	default:
+		cpu := c.CPUUsPerRecord
+		cl, cn, ot := cpu*split.Share(profiles.SideCluster), cpu*split.Share(profiles.SideClients), cpu*split.Share(profiles.SideOther)
+		c.CPUClusterUsPerRecord, c.CPUClientsUsPerRecord, c.CPUOtherUsPerRecord = &cl, &cn, &ot
+		c.CPUSplitSamples = split.Samples
+	}
+
+	if clusterInProcess {
+		v, l, n := b.vfs.Sub(a.vfs), b.log.Sub(a.log), b.net.Sub(a.net)
+		kinds := map[string]int64{
+			"read": n.Read, "write": n.Write + v.Write, "sendfile": n.Sendfile, "sendmsg": n.Sendmsg,
+			"pread": v.Pread, "pwrite": v.Pwrite + l.Pwrite, "pwritev": l.Pwritev, "fsync": v.Fsync,
+			"io_uring_enter": l.IOUringEnter,
+		}
+		c.SyscallsPerRecord = map[string]float64{}
+		for _, k := range results.SyscallKinds {
+			c.SyscallsPerRecord[k] = per(float64(kinds[k]))
+		}
+		var total int64
+		for _, k := range results.SyscallKinds {
+			total += kinds[k]
+		}
+		c.SyscallsPerRecord["total"] = per(float64(total))
+		if reqs := float64(n.ProduceRequests + n.FetchRequests); reqs > 0 {
+			c.CPUUsPerRequest = us(user+sys) / reqs
+			c.AllocsPerRequest = float64(b.allocs-a.allocs) / reqs
+			c.SyscallsPerRequest = float64(total) / reqs
+		}
+		c.ProduceRequestsPerRecord = per(float64(n.ProduceRequests))
+		c.FetchRequestsPerRecord = per(float64(n.FetchRequests))
+		c.ReplicaFetchRequestsPerRecord = per(float64(n.ReplicaFetchRequests))
+		c.FetchResponsesPerRecord = per(float64(n.FetchResponses))
+		c.FollowerFetchRequestsPerRecord = per(float64(n.FollowerFetchRequests))
+		c.FollowerFetchResponsesPerRecord = per(float64(n.FollowerFetchResponses))
+		copied := map[string]int64{"socket_read": n.ReadBytes, "socket_write": n.WriteBytes,
+			"file_read": v.ReadBytes, "file_write": v.WriteBytes + l.WriteBytes}
+		c.BytesCopiedByPath = map[string]float64{}
+		var sum int64
+		for _, p := range results.CopyPaths {
+			c.BytesCopiedByPath[p] = per(float64(copied[p]))
+			sum += copied[p]
+		}
+		c.BytesCopiedPerRecord = per(float64(sum))
+		c.BytesZeroCopyPerRecord = per(float64(n.SendfileBytes))
+	} else {
+		notes = append(notes, "the cluster is not in this process: only the clients' side is known (CPU, allocations, GC and context switches of the clients and the harness); the cluster's system calls, requests and bytes are not counted")
+	}
+	if records <= 0 {
+		notes = append(notes, "no acknowledged records in the window: the per-record figures are 0")
+	}
+	for i, n := range notes {
+		if i == 0 {
+			c.Note = n
+		} else {
+			c.Note += "; " + n
+		}
+	}
+	return c
+}

@@ -1,0 +1,149 @@
+package workloads
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/isrbench/isrbench/profiles"
+	"github.com/isrbench/isrbench/results"
+)
+
+// TestRunCost runs the default workload briefly with a CPU profile and checks result.json's
+// cost object, bench.txt's cost units, and that "isrbench profile top --by role" shows the same
+// cluster/clients split as the cost table (both read the run's cpu.pprof).
+func TestRunCost(t *testing.T) {
+	// isrbench.zero.copy.min.bytes=0: every record slice goes by sendfile (small ones are copied
+	// by default), so both the copied and the zero-copy bytes show.
+	s := shortSpec(t, "duration=2s", "warmup=500ms", "producers.rate=1000", "isrbench.zero.copy.min.bytes=0")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res, err := Run(ctx, s, Options{OutDir: t.TempDir(), Quiet: true, Profile: []string{"cpu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(filepath.Dir(res.Files.Bench), results.ResultFileName))
+	back, err := results.ReadResult(dirs[0])
+	if err != nil || back.Cost == nil {
+		t.Fatalf("result.json cost: %v, %+v", err, back)
+	}
+	c := back.Cost
+	if c.Scope != results.CostScopeProcess || c.Records != res.Produced.Records || c.WindowS < 1.5 || c.WindowS > 3 {
+		t.Fatalf("scope %q records %d (produced %d) window %vs", c.Scope, c.Records, res.Produced.Records, c.WindowS)
+	}
+	for name, v := range map[string]float64{"cpu_us_per_record": c.CPUUsPerRecord, "allocs_per_record": c.AllocsPerRecord,
+		"fetch_requests_per_record": c.FetchRequestsPerRecord, "produce_requests_per_record": c.ProduceRequestsPerRecord,
+		"replica_fetch_requests_per_record": c.ReplicaFetchRequestsPerRecord, "follower_fetch_requests_per_record": c.FollowerFetchRequestsPerRecord,
+		"alloc_bytes_per_record": c.AllocBytesPerRecord, "bytes_copied_per_record": c.BytesCopiedPerRecord,
+		"bytes_zero_copy_per_record": c.BytesZeroCopyPerRecord, "syscalls_per_record.total": c.SyscallsTotal(),
+		"cpu_user_us_per_record": c.CPUUserUsPerRecord, "cpu_cores": c.CPUCores, "cpu_us_per_request": c.CPUUsPerRequest,
+		"allocs_per_request": c.AllocsPerRequest, "syscalls_per_request": c.SyscallsPerRequest} {
+		if !(v > 0) || math.IsInf(v, 0) {
+			t.Errorf("cost.%s = %v, want > 0", name, v)
+		}
+	}
+	// Every produce request is answered by a leader, every replica fetch sent is received.
+	if c.ProduceRequestsPerRecord > 1.01 || math.Abs(c.FollowerFetchRequestsPerRecord-c.ReplicaFetchRequestsPerRecord) > 0.05*c.ReplicaFetchRequestsPerRecord {
+		t.Errorf("produce %v/record, follower fetches sent %v vs received %v", c.ProduceRequestsPerRecord, c.FollowerFetchRequestsPerRecord, c.ReplicaFetchRequestsPerRecord)
+	}
+	for _, k := range []string{"read", "write", "sendfile", "sendmsg", "pwritev"} {
+		if c.SyscallsPerRecord[k] <= 0 {
+			t.Errorf("syscalls_per_record.%s = %v, want > 0 (kinds %v)", k, c.SyscallsPerRecord[k], c.SyscallsPerRecord)
+		}
+	}
+	if len(c.SyscallsPerRecord) != len(results.SyscallKinds)+1 {
+		t.Errorf("syscalls_per_record has %d keys, want every kind and total: %v", len(c.SyscallsPerRecord), c.SyscallsPerRecord)
+	}
+	b, err := os.ReadFile(res.Files.Bench)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{" cpu-µs/record", " allocs/record", " syscalls/record", " fetch-reqs/record", " sys-sendfile/record"} {
+		if !bytes.Contains(b, []byte(u)) {
+			t.Errorf("bench.txt lacks %q:\n%s", u, b)
+		}
+	}
+
+	// The split is the cpu.pprof's, as profile top --by role prints it.
+	if c.CPUSplitSource != "profiles/cpu.pprof" || c.CPUClusterUsPerRecord == nil || c.CPUClientsUsPerRecord == nil || c.CPUSplitSamples < 10 {
+		t.Fatalf("split from %q: cluster %v clients %v, %d samples", c.CPUSplitSource, c.CPUClusterUsPerRecord, c.CPUClientsUsPerRecord, c.CPUSplitSamples)
+	}
+	var top bytes.Buffer
+	if err := profiles.Top(&top, res.Files.Profiles[0], profiles.LabelRole, 1); err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`Split: cluster \S+ \(([0-9.]+)%\), clients \S+ \(([0-9.]+)%\)`).FindStringSubmatch(top.String())
+	if m == nil {
+		t.Fatalf("profile top --by role has no split line:\n%s", top.String())
+	}
+	for i, v := range []float64{*c.CPUClusterUsPerRecord, *c.CPUClientsUsPerRecord} {
+		want, _ := strconv.ParseFloat(m[i+1], 64)
+		if got := 100 * v / c.CPUUsPerRecord; math.Abs(got-want) > 0.01 {
+			t.Errorf("cost table %s share %.3f%%, profile top says %s%%", []string{"cluster", "clients"}[i], got, m[i+1])
+		}
+	}
+	if *c.CPUClusterUsPerRecord <= 0 || *c.CPUClientsUsPerRecord <= 0 {
+		t.Errorf("cluster %v, clients %v µs/record: both sides run in the process", *c.CPUClusterUsPerRecord, *c.CPUClientsUsPerRecord)
+	}
+	if sum := *c.CPUClusterUsPerRecord + *c.CPUClientsUsPerRecord + *c.CPUOtherUsPerRecord; math.Abs(sum-c.CPUUsPerRecord) > 1e-6*c.CPUUsPerRecord {
+		t.Errorf("split sums to %v, cpu is %v", sum, c.CPUUsPerRecord)
+	}
+}
+
+// TestRunCostOwnProfileAndClients: without --profile cpu the meter takes its own CPU profile
+// for the split; a kafka:// target (kfake here) gives the clients' side only and says so.
+func TestRunCostOwnProfileAndClients(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res, err := Run(ctx, shortSpec(t), Options{OutDir: t.TempDir(), Quiet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Cost
+	if c == nil || c.CPUSplitSource != "cost profile" || c.CPUClusterUsPerRecord == nil || !c.ClusterKnown() {
+		t.Fatalf("embedded run without --profile: cost %+v", c)
+	}
+	res, err = Run(ctx, shortSpec(t), Options{Target: newKfake(t), OutDir: t.TempDir(), Quiet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = res.Cost
+	if c == nil || c.Scope != results.CostScopeClients || c.CPUUsPerRecord <= 0 || c.AllocsPerRecord <= 0 {
+		t.Fatalf("kafka:// run: cost %+v", c)
+	}
+	if c.SyscallsPerRecord != nil || c.FetchRequestsPerRecord != 0 || !strings.Contains(c.Note, "only the clients' side is known") {
+		t.Fatalf("kafka:// run reports cluster-side figures or no note: %+v", c)
+	}
+	var out bytes.Buffer
+	if err := results.PrintSummary(&out, res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "cost: the cluster is not in this process") {
+		t.Fatalf("the run table does not say the cost is the clients' only:\n%s", out.String())
+	}
+}
+
+func TestProduceSpinKey(t *testing.T) {
+	s := DefaultSpec()
+	if err := s.ApplySets([]string{"isrbench.produce.spin=40us"}); err != nil {
+		t.Fatal(err)
+	}
+	if s.Broker.ProduceSpin != 40*time.Microsecond || fmt.Sprint(s.Config()["isrbench.produce.spin"]) != "40µs" {
+		t.Fatalf("spin %v, config %v", s.Broker.ProduceSpin, s.Config()["isrbench.produce.spin"])
+	}
+	cc, err := s.ClusterConfig()
+	if err != nil || cc.Broker.ProduceSpin != 40*time.Microsecond {
+		t.Fatalf("cluster config spin %v, %v", cc.Broker.ProduceSpin, err)
+	}
+	if err := DefaultSpec().ApplySets([]string{"isrbench.produce.spin=-1ms"}); err == nil || !strings.Contains(err.Error(), "isrbench.produce.spin") {
+		t.Fatalf("negative spin: %v", err)
+	}
+}
