@@ -42,7 +42,7 @@ func TestRunSweepUsage(t *testing.T) {
 		{[]string{"run", "--target", "kafka://", "--out", tmp}, 2, "want kafka://host:port"},
 		{[]string{"run", "--target", "kafka://h:0", "--out", tmp}, 2, `port "0" is not a number in 1..65535`},
 		{[]string{"run", "--target", "kafka://:9092", "--out", tmp}, 2, `":9092" is not host:port`},
-		{[]string{"run", "-w", "leader-kill", "--target", "kafka://127.0.0.1:9092", "--out", tmp}, 2, "has 3 faults, which need the embedded target"},
+		{[]string{"run", "-w", "leader-kill", "--target", "kafka://127.0.0.1:9092", "--out", tmp}, 2, "has 3 faults of kinds that need the embedded target"},
 		{[]string{"run", "--duration", "0s"}, 2, "--duration: duration: 0s is out of range; allowed 100ms..24h0m0s"},
 		{[]string{"run", "--duration", "-1s"}, 2, "duration: -1s is out of range"},
 		{[]string{"run", "--warmup", "-5s"}, 2, "--warmup: warmup: -5s is out of range; allowed 0s..1h0m0s"},
