@@ -185,6 +185,9 @@ type HWObserver struct {
 	FetchMaxWaitMs int   `json:"fetch_max_wait_ms"`
 	Responses      int64 `json:"responses"` // fetch responses received
 	Advances       int64 `json:"advances"`  // responses that showed an HW advance
+	// RecordBytes is the record data the observer's fetches carried (at most one batch per
+	// response: its cost on the cluster).
+	RecordBytes int64 `json:"record_bytes"`
 	// ResolutionUs is the p99, over the responses that showed an advance, of the time since
 	// the previous response on the same connection: an advance is seen at most this long
 	// (plus the response's one-way transit) after it happened. WindowP50Us is the median.
@@ -219,8 +222,9 @@ type TargetSetting struct {
 	Value    string `json:"value"`    // the value the spec asks for
 	// How is create-topic, incremental-alter-configs, already-set (the cluster had it),
 	// assumed (--assume: not checked where the brokers do not report it), unverified (a
-	// read-only setting at the harness default that the brokers do not report) or waited-for
-	// (another worker set it).
+	// read-only setting at the harness default that the brokers do not report), cluster-value
+	// (a read-only setting at the harness default that the brokers run differently: Reported
+	// has their value) or waited-for (another worker set it).
 	How string `json:"how"`
 	// Reported is what DescribeConfigs showed once it was in effect: broker id (or "topic")
 	// -> value; Source its config source (DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, ...).

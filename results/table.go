@@ -184,7 +184,8 @@ func PrintSummary(w io.Writer, r *Result) error {
 }
 
 // PrintSweep prints one row per sweep point: the keys that vary between the results as columns,
-// then records/s, MB/s, ack p50/p99/p99.9, HW-lag p99, e2e p99, ISR shrinks, errors, lost.
+// then records/s, MB/s, ack p50/p99/p99.9, HW-lag p99 (and the client-observed HW-lag p99 when
+// a result has it), e2e p99, ISR shrinks, errors, lost.
 func PrintSweep(w io.Writer, rows []*Result) error {
 	if len(rows) == 0 {
 		_, err := fmt.Fprintln(w, "no results")
@@ -192,7 +193,15 @@ func PrintSweep(w io.Writer, rows []*Result) error {
 	}
 	varied := VariedKeys(rows)
 	header := append([]string{"name"}, varied...)
-	header = append(header, "records/s", "MB/s", "ack p50", "ack p99", "ack p99.9", "hw-lag p99", "e2e p99", "isr shrinks", "errors", "lost")
+	header = append(header, "records/s", "MB/s", "ack p50", "ack p99", "ack p99.9", "hw-lag p99")
+	client := false // a column for the client-observed HW lag when some run has it
+	for _, r := range rows {
+		client = client || r.HWLagClientUs != nil
+	}
+	if client {
+		header = append(header, "hw-lag client p99")
+	}
+	header = append(header, "e2e p99", "isr shrinks", "errors", "lost")
 	t := newTable(w, header...)
 	for _, r := range rows {
 		cells := []string{orDash(r.Name)}
@@ -209,7 +218,15 @@ func PrintSweep(w io.Writer, rows []*Result) error {
 		}
 		cells = append(cells, FormatValue(r.Produced.RecordsPerSec), FormatValue(r.Produced.MBPerSec),
 			sumCell(r.AckLatencyUs, r.AckLatencyUs.P50), sumCell(r.AckLatencyUs, r.AckLatencyUs.P99), sumCell(r.AckLatencyUs, r.AckLatencyUs.P999),
-			sumCell(r.HWLagUs, r.HWLagUs.P99), sumCell(r.E2ELatencyUs, r.E2ELatencyUs.P99),
+			sumCell(r.HWLagUs, r.HWLagUs.P99))
+		if client {
+			if c := r.HWLagClientUs; c != nil {
+				cells = append(cells, sumCell(*c, c.P99))
+			} else {
+				cells = append(cells, "-")
+			}
+		}
+		cells = append(cells, sumCell(r.E2ELatencyUs, r.E2ELatencyUs.P99),
 			strconv.FormatInt(r.ISR.Shrinks, 10), strconv.FormatInt(errs, 10), strconv.FormatInt(r.Durability.Lost, 10))
 		t.Append(toAny(cells)...)
 	}

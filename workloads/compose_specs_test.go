@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -73,5 +74,40 @@ func TestComposeSpecs(t *testing.T) {
 				t.Errorf("%s faults[%d]: broker %s is not a node of docker-compose.yml", p, i, f.Target)
 			}
 		}
+	}
+}
+
+// TestServeCrossDCMatchesEmbedded: the cross-dc spec for `isrbench serve` is the embedded
+// cross-dc with its slow-link fault done by an exec command: the same settings, the same
+// fault time, target and link.
+func TestServeCrossDCMatchesEmbedded(t *testing.T) {
+	emb, err := Load("cross-dc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := Load(filepath.Join("specs", "serve", "cross-dc.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec, sc := emb.Config(), srv.Config()
+	for k, v := range ec {
+		if k != "name" && k != "description" && sc[k] != v {
+			t.Errorf("%s: embedded %v, serve %v", k, v, sc[k])
+		}
+	}
+	if len(emb.Faults) != 1 || len(srv.Faults) != 1 {
+		t.Fatalf("faults: %d and %d", len(emb.Faults), len(srv.Faults))
+	}
+	ef, sf := emb.Faults[0], srv.Faults[0]
+	want := fmt.Sprintf("latency=%s&jitter=%s&bandwidth=%d", ef.Latency, ef.Jitter, ef.Bandwidth)
+	if sf.Kind != "exec" || sf.At != ef.At || sf.Duration != ef.Duration || sf.Target != ef.Target ||
+		!strings.Contains(sf.Command, "/slow?"+want) || !strings.Contains(sf.Undo, "/heal") {
+		t.Errorf("serve fault %+v does not do the embedded %+v (want %s)", sf, ef, want)
+	}
+	if _, err := CheckTarget("kafka://127.0.0.1:9092", srv); err != nil {
+		t.Error(err)
+	}
+	if strings.Join(srv.SweepKeys, ",") != "num.replica.fetchers" {
+		t.Errorf("serve sweep %v: replica.fetch.max.bytes is swept by restarting serve", srv.SweepKeys)
 	}
 }

@@ -23,7 +23,8 @@ import (
 // to every partition leader, at the highest HW it has seen with fetch.max.wait.ms
 // ObserverFetchMaxWait, MinBytes 1 and MaxBytes 1, so a leader answers as soon as its HW
 // moves (a consumer fetch at the HW waits for records below the HW) or after the wait, with
-// at most one record batch and the HW of every partition it asked for. A record's client
+// at most one record batch (the first one past the offset, whatever its size: KIP-74) and the
+// HW of every partition it asked for; hw_observer.record_bytes is what that cost. A record's client
 // HW lag is the time from its produce acknowledgement (hw_lag_client_us) and from its
 // intended send time (hw_lag_client_send_us) to the first response whose HW is past its
 // offset, weighted by record like the core's hw_lag_us; acks=all acknowledges after the HW
@@ -57,8 +58,8 @@ type hwObserver struct {
 	fromAck, fromSend *results.Recorder
 	gaps              *results.Recorder // µs since the previous response, per response that showed an advance
 
-	responses, advances, beforeAck, errs atomic.Int64
-	lastErr                              atomic.Pointer[string]
+	responses, advances, beforeAck, errs, bytes atomic.Int64
+	lastErr                                     atomic.Pointer[string]
 }
 
 // obsPart is one partition: the highest HW seen, recent advances and the acknowledged records
@@ -272,6 +273,7 @@ func (o *hwObserver) fetchLoop(ctx context.Context, id int32, topicID [16]byte, 
 					bad = true
 					continue
 				}
+				o.bytes.Add(int64(len(p.RecordBatches)))
 				if o.observe(p.Partition, p.HighWatermark, now) {
 					advanced = true
 				}
@@ -316,7 +318,7 @@ func (o *hwObserver) summary(unseen int) *results.HWObserver {
 	g := o.gaps.Snapshot()
 	s := &results.HWObserver{
 		FetchMaxWaitMs: int(ObserverFetchMaxWait / time.Millisecond),
-		Responses:      o.responses.Load(), Advances: o.advances.Load(),
+		Responses:      o.responses.Load(), Advances: o.advances.Load(), RecordBytes: o.bytes.Load(),
 		ResolutionUs: float64(g.Quantile(99)), WindowP50Us: float64(g.Quantile(50)),
 		SeenBeforeAck: o.beforeAck.Load(), Unseen: int64(unseen), Errors: o.errs.Load(),
 	}

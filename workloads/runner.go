@@ -117,6 +117,9 @@ func Run(ctx context.Context, s *Spec, o Options) (res *results.Result, err erro
 			return nil, err
 		}
 	}
+	if err := o.Worker.CheckSpec(s, o.Target); err != nil {
+		return nil, err
+	}
 	if n := embeddedOnlyFaults(s); n > 0 && o.Target != "embedded" {
 		return nil, fmt.Errorf("spec %s has %d faults of kinds that need the embedded target (%s), not %s; use kind exec", s.Name, n, strings.Join(embeddedFaultKinds(), ", "), o.Target)
 	}

@@ -30,8 +30,10 @@ import (
 //     restart to change) and isrbench's own broker switches (isrbench.io, ...: `isrbench
 //     serve --set`) cannot be changed by the run. When the spec gives one, every broker must
 //     already report that value through DescribeConfigs, or the user says it is set with
-//     --assume key=value; otherwise the run stops before it starts, naming the key. A sweep
-//     over such a key is refused before the first point (restart the brokers per value);
+//     --assume key=value; otherwise the run stops before it starts, naming the key. One given
+//     at the harness's default (default.yaml lists them all) is not required: result.json
+//     records the brokers' value. A sweep over such a key is refused before the first point
+//     (restart the brokers per value);
 //   - settings of the harness's embedded cluster alone (brokers, isrbench.min.free.disk) are
 //     not a cluster's; result.json notes what was ignored.
 //

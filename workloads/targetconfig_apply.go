@@ -135,19 +135,6 @@ func specValue(s *Spec, key string) string {
 	return fmt.Sprint(v)
 }
 
-// TopicConfigs returns the topic configs a kafka:// target's topic is created with:
-// min.insync.replicas, and the topic settings the spec gives (see targetconfig.go).
-func TopicConfigs(s *Spec) map[string]*string {
-	out := map[string]*string{}
-	for key, ks := range kafkaSettings {
-		if ks.mode == kafkaTopic && (key == "topic.min.insync.replicas" || s.Given(key)) {
-			v := specValue(s, key)
-			out[ks.name] = &v
-		}
-	}
-	return out
-}
-
 // Check verifies, before anything changes, the settings of s the session cannot apply: each
 // read-only broker setting the spec gives must be reported by every broker with the spec's
 // value, or be assumed; a dynamic one needs IncrementalAlterConfigs unless every broker
@@ -193,10 +180,16 @@ func (cs *ConfigSession) Check(ctx context.Context, s *Spec) (notes []string, er
 			if v.all(ids, want) {
 				continue
 			}
-			if ks.mode == kafkaReadOnly && len(v.value) == 0 && want == specValue(DefaultSpec(), key) {
-				// Listed in the spec at the harness's default (default.yaml lists them all):
-				// what a cluster that does not report it most likely runs; noted, not refused.
-				notes = append(notes, fmt.Sprintf("%s=%s (the harness default) is not reported by the brokers: not verified", key, want))
+			if ks.mode == kafkaReadOnly && want == specValue(DefaultSpec(), key) {
+				// Listed at the harness's default (default.yaml lists every broker setting):
+				// not a choice to enforce on a cluster that runs its own configuration.
+				if len(v.value) == 0 {
+					notes = append(notes, fmt.Sprintf("%s=%s (the harness default) is not reported by the brokers: not verified", key, want))
+				} else {
+					n := fmt.Sprintf("%s=%s is the harness default, the brokers run %s: a read-only setting, so the run goes on with the brokers' value (give another value to require it)", key, want, v)
+					notes = append(notes, n)
+					cs.logf("target: %s", n)
+				}
 				continue
 			}
 			if ks.mode == kafkaReadOnly {
@@ -273,10 +266,14 @@ func (cs *ConfigSession) Apply(ctx context.Context, s *Spec, created bool) ([]re
 			if err == nil {
 				ts.Reported, ts.Source = reported(views[ks.name])
 			}
-			if ts.How == "" { // read-only, verified by Check, or noted unverified there
-				ts.How = "already-set"
-				if len(ts.Reported) == 0 {
+			if ts.How == "" { // read-only, verified by Check, or noted there
+				switch {
+				case len(ts.Reported) == 0:
 					ts.How = "unverified"
+				case !views[ks.name].all(ids, want):
+					ts.How = "cluster-value" // the harness default, not enforced (see Check)
+				default:
+					ts.How = "already-set"
 				}
 			}
 		default:
@@ -485,83 +482,6 @@ func (cs *ConfigSession) waitBrokers(ctx context.Context, ids []int32, name, wan
 		return fmt.Errorf("%s=%s: not in effect on every broker after %s: %s%s", name, want, cs.wait, why, hint)
 	}
 	return nil
-}
-
-// applyTopic gives an existing topic the spec's value of a topic config (a created topic got
-// it from CreateTopics) and waits until DescribeConfigs shows it.
-func (cs *ConfigSession) applyTopic(ctx context.Context, topic string, ks kafkaSetting, want string, created bool, ts *results.TargetSetting) error {
-	cur, src, err := cs.topicConfig(ctx, topic, ks.name)
-	if err != nil {
-		return err
-	}
-	ts.Reported = map[string]string{"topic": cur}
-	ts.Source = src.String()
-	switch {
-	case cur == want && created:
-		ts.How = "create-topic"
-		return nil
-	case cur == want:
-		ts.How = "already-set"
-		return nil
-	case created:
-		return fmt.Errorf("%w: topic %s was created with %s=%s, but DescribeConfigs reports %q", ErrTargetSetting, topic, ks.name, want, cur)
-	}
-	if cs.checkOnly {
-		ts.How = "waited-for"
-	} else {
-		if err := cs.needAPI(ctx, apiIncrementalAlterConfigs, "IncrementalAlterConfigs", []string{ks.name + "=" + want + " on the existing topic " + topic}); err != nil {
-			return err
-		}
-		ch := configChange{topic: topic, name: ks.name, ks: ks, origEffective: cur}
-		if src == kmsg.ConfigSourceDynamicTopicConfig {
-			o := cur
-			ch.orig = &o
-		}
-		if !slices.ContainsFunc(cs.changes, func(c configChange) bool { return c.topic == topic && c.name == ks.name }) {
-			cs.changes = append(cs.changes, ch)
-		}
-		cs.logf("target: topic %s %s=%s (was %s)", topic, ks.name, want, cur)
-		if err := cs.alter(ctx, topic, ks.name, &want); err != nil {
-			return err
-		}
-		ts.How = "incremental-alter-configs"
-	}
-	why := pollUntil(ctx, cs.wait, 100*time.Millisecond, func() string {
-		cur, _, err := cs.topicConfig(ctx, topic, ks.name)
-		if err != nil {
-			return err.Error()
-		}
-		if cur != want {
-			return fmt.Sprintf("reports %q", cur)
-		}
-		return ""
-	})
-	if why != "" {
-		return fmt.Errorf("topic %s %s=%s: not in effect after %s: %s", topic, ks.name, want, cs.wait, why)
-	}
-	ts.Reported = map[string]string{"topic": want}
-	return nil
-}
-
-// topicConfig is one config of a topic as DescribeConfigs reports it ("" when not reported).
-func (cs *ConfigSession) topicConfig(ctx context.Context, topic, name string) (string, kmsg.ConfigSource, error) {
-	rcs, err := cs.adm.DescribeTopicConfigs(ctx, topic)
-	if err != nil {
-		return "", 0, fmt.Errorf("DescribeConfigs of topic %s: %w", topic, err)
-	}
-	rc, err := rcs.On(topic, nil)
-	if err != nil {
-		return "", 0, fmt.Errorf("DescribeConfigs of topic %s: %w", topic, err)
-	}
-	if rc.Err != nil {
-		return "", 0, fmt.Errorf("DescribeConfigs of topic %s: %w %s", topic, rc.Err, rc.ErrMessage)
-	}
-	for _, c := range rc.Configs {
-		if c.Key == name {
-			return c.MaybeValue(), c.Source, nil
-		}
-	}
-	return "", 0, nil
 }
 
 // Restore undoes every change, the last first: a config the resource had is set back, one it

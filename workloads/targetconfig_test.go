@@ -320,3 +320,27 @@ func TestExistingTopicConfigAlteredAndRestored(t *testing.T) {
 		}
 	}
 }
+
+// TestHarnessDefaultNotEnforced: a read-only setting the spec lists at the harness's default
+// (default.yaml lists log.retention.check.interval.ms=1000, Kafka runs 300000) does not stop a
+// run on a cluster that runs another value: result.json records the brokers' value. The same
+// setting given at another value is required.
+func TestHarnessDefaultNotEnforced(t *testing.T) {
+	_, target, _ := kfakeCluster(t, kfake.BrokerConfigs(map[string]string{"log.retention.check.interval.ms": "300000"}))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := Run(ctx, shortSpec(t), Options{Target: target, OutDir: t.TempDir(), Quiet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts := settingOf(res, "log.retention.check.interval.ms"); ts == nil || ts.How != "cluster-value" || ts.Reported["0"] != "300000" {
+		t.Fatalf("target_config log.retention.check.interval.ms = %+v", ts)
+	}
+	if !strings.Contains(res.Notes["target_config"], "log.retention.check.interval.ms=1000 is the harness default") {
+		t.Errorf("notes %q", res.Notes["target_config"])
+	}
+	_, err = Run(ctx, shortSpec(t, "log.retention.check.interval.ms=2000"), Options{Target: target, OutDir: t.TempDir(), Quiet: true})
+	if !errors.Is(err, ErrTargetSetting) || !strings.Contains(err.Error(), "broker 0: 300000") {
+		t.Fatalf("a non-default read-only setting the brokers do not run: %v", err)
+	}
+}

@@ -34,6 +34,7 @@ import (
 //     partitions and each would see only part of its own records.
 
 // Worker names one worker of a multi-worker run; the zero Worker is a single-process run.
+// A plain value.
 type Worker struct {
 	K, N    int       // 1 <= K <= N
 	StartAt time.Time // when every worker starts its load
@@ -72,10 +73,14 @@ func (w Worker) First() bool { return w.N == 0 || w.K == 1 }
 
 func (w Worker) String() string { return fmt.Sprintf("%d/%d", w.K, w.N) }
 
-// CheckSpec refuses a spec this worker cannot run its share of.
-func (w Worker) CheckSpec(s *Spec) error {
+// CheckSpec refuses a spec (and target) this worker cannot run its share of: the workers
+// share one kafka:// cluster (on the embedded target each would have its own).
+func (w Worker) CheckSpec(s *Spec, target string) error {
 	if !w.Active() {
 		return nil
+	}
+	if !strings.HasPrefix(target, "kafka://") {
+		return fmt.Errorf("--worker %s: the workers of a run share one cluster; give --target kafka://host:port,... (each embedded target is a cluster of its own)", w)
 	}
 	if s.Consumers.GroupID != "" && s.Consumers.Count > 0 && w.N > 1 {
 		return fmt.Errorf("--worker %s with consumers.group.id %q: the workers' members would share the partitions and each worker would see only part of its records; drop the group.id (each worker's consumers then read every partition) or set consumers.count=0", w, s.Consumers.GroupID)

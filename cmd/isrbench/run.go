@@ -144,7 +144,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return usagef("run: %v", err)
 	}
-	if err := w.CheckSpec(s); err != nil {
+	if err := w.CheckSpec(s, sf.target); err != nil {
 		return usagef("run: %v", err)
 	}
 	_, err = workloads.Run(ctx, s, workloads.Options{Target: sf.target, OutDir: sf.out, Profile: kinds,
