@@ -29,6 +29,9 @@ import (
 //	                               Log, KafkaController and wire-server figures
 //	POST /brokers/<id>/<action>    stop | kill | crash | pause | resume | start
 //	                               (with the header "X-Isrbench: 1")
+//	GET  /links                    JSON: the replica links with a fault (admin_links.go)
+//	POST /links/<id>/<action>      slow?latency=D&jitter=D&bandwidth=N | down | heal: every
+//	                               replica link between broker id and the others
 //
 // Every request is checked first (admin_guard.go): its Host must be an address of the
 // listener, a POST must come from no foreign Origin and carry X-Isrbench: 1 (or a JSON
@@ -276,10 +279,47 @@ func (a *Admin) handle(ctx *fasthttp.RequestCtx) {
 				writeJSON(ctx, fasthttp.StatusOK, s)
 			}
 		}
+	case path == "links":
+		if !allow(ctx, fasthttp.MethodGet) {
+			return
+		}
+		writeJSON(ctx, fasthttp.StatusOK, a.c.Links())
+	case len(parts) == 3 && parts[0] == "links":
+		if !allow(ctx, fasthttp.MethodPost) {
+			return
+		}
+		a.handleLink(ctx, parts[1], parts[2])
 	default:
-		ctx.Error(fmt.Sprintf("no such endpoint %q: GET /brokers, GET /metrics, POST /brokers/<id>/{%s}\n",
-			"/"+path, strings.Join(AdminActions, ",")), fasthttp.StatusNotFound)
+		ctx.Error(fmt.Sprintf("no such endpoint %q: GET /brokers, GET /metrics, GET /links, POST /brokers/<id>/{%s}, POST /links/<id>/{%s}\n",
+			"/"+path, strings.Join(AdminActions, ","), strings.Join(LinkActions, ",")), fasthttp.StatusNotFound)
 	}
+}
+
+// handleLink applies POST /links/<id>/<action> (see admin_links.go).
+func (a *Admin) handleLink(ctx *fasthttp.RequestCtx, idText, action string) {
+	id, err := strconv.ParseInt(idText, 10, 32)
+	if err != nil {
+		ctx.Error(fmt.Sprintf("broker id %q: not an integer\n", idText), fasthttp.StatusBadRequest)
+		return
+	}
+	args := ctx.QueryArgs()
+	var names []string
+	for k := range args.All() {
+		names = append(names, string(k))
+	}
+	f, err := ParseLinkFault(action, names, func(n string) string { return string(args.Peek(n)) })
+	if err == nil {
+		err = a.c.SetBrokerLinks(int32(id), f)
+	}
+	if err != nil {
+		code := fasthttp.StatusBadRequest
+		if errors.Is(err, errUnknownBroker) {
+			code = fasthttp.StatusNotFound
+		}
+		ctx.Error(err.Error()+"\n", code)
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, a.c.Links())
 }
 
 // allow answers 405 with an Allow header unless the request uses method.

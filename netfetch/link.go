@@ -123,7 +123,8 @@ func latency(f *LinkFault) time.Duration {
 	return d
 }
 
-// pace advances the token-bucket cursor by n bytes and returns how long to wait.
+// pace advances the token-bucket cursor by n bytes and returns how long to wait (never
+// negative: the burst allowance must not cancel a link's latency, to which the wait is added).
 func pace(next *time.Time, n int, bw int64) time.Duration {
 	if bw <= 0 || n <= 0 {
 		return 0
@@ -134,7 +135,7 @@ func pace(next *time.Time, n int, bw int64) time.Duration {
 		*next = now.Add(-burst)
 	}
 	*next = next.Add(time.Duration(int64(n) * int64(time.Second) / bw))
-	return next.Sub(now)
+	return max(next.Sub(now), 0)
 }
 
 func (c *faultConn) Write(p []byte) (int, error) {

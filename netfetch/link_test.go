@@ -42,6 +42,19 @@ func TestFaultConnLatencyBandwidthDown(t *testing.T) {
 	if rtt := time.Since(start); rtt < 40*time.Millisecond {
 		t.Errorf("round trip %v with 20 ms one-way latency, want >= 40 ms", rtt)
 	}
+	// A bandwidth cap keeps the latency: its unused burst allowance (64 KiB at 1 MB/s is 65 ms)
+	// is no credit against the delay.
+	l.fault.Store(&LinkFault{Latency: 20 * time.Millisecond, BandwidthBytesPerSec: 1000000})
+	start = time.Now()
+	if _, err := fc.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(fc, make([]byte, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if rtt := time.Since(start); rtt < 40*time.Millisecond {
+		t.Errorf("round trip %v with 20 ms one-way latency and a 1 MB/s cap, want >= 40 ms", rtt)
+	}
 
 	// 1 MiB/s cap: 320 KiB (64 KiB burst) takes at least ~250 ms to read back.
 	l.fault.Store(&LinkFault{BandwidthBytesPerSec: 1 << 20})

@@ -37,14 +37,28 @@ type Result struct {
 	HWLagUs      Summary  `json:"hw_lag_us"`      // leader append -> HW passes the record (weighted by records)
 	E2ELatencyUs Summary  `json:"e2e_latency_us"` // intended send -> consumer receives the record
 	SendDelayUs  Summary  `json:"send_delay_us"`  // intended send -> actual send (open-loop pacer lateness)
+	// HWLagClientUs and HWLagClientSendUs are the HW lag a client observes on any cluster:
+	// from the produce acknowledgement, and from the intended send, to the first fetch
+	// response whose HW is past the record (weighted by record); HWObserver says how it was
+	// observed and its resolution. nil when no producer waited for acknowledgements.
+	HWLagClientUs     *Summary    `json:"hw_lag_client_us,omitempty"`
+	HWLagClientSendUs *Summary    `json:"hw_lag_client_send_us,omitempty"`
+	HWObserver        *HWObserver `json:"hw_observer,omitempty"`
 
 	ISR        ISR        `json:"isr"`
 	Durability Durability `json:"durability"`
 	Faults     []Fault    `json:"faults,omitempty"`
 	// Group is set when the consumers were members of a consumer group.
 	Group *ConsumerGroup `json:"group,omitempty"`
-	Cost  *Cost          `json:"cost,omitempty"` // nil: not measured (see Cost)
-	Files Files          `json:"files"`
+	// TargetConfig lists the settings given to a kafka:// cluster, how, and what its
+	// brokers reported afterwards (empty on the embedded target, built from the spec).
+	TargetConfig []TargetSetting `json:"target_config,omitempty"`
+	// Worker is set on the run of one worker of several (isrbench run --worker K/N);
+	// Merged on the result isrbench merge makes of their runs.
+	Worker *WorkerInfo `json:"worker,omitempty"`
+	Merged *MergeInfo  `json:"merged,omitempty"`
+	Cost   *Cost       `json:"cost,omitempty"` // nil: not measured (see Cost)
+	Files  Files       `json:"files"`
 	// Notes are remarks about how to read this run ("hw_lag": "measured inside the embedded
 	// core only"), keyed by the field they concern. Not settings: compare ignores them.
 	Notes map[string]string `json:"notes,omitempty"`
@@ -160,6 +174,72 @@ type Fault struct {
 	Target string    `json:"target,omitempty"` // "broker=2", "link=1->3", "topic-0"
 	Detail string    `json:"detail,omitempty"`
 	Error  string    `json:"error,omitempty"` // non-empty when applying it failed
+	// Exec and Undo are the commands of an exec fault as they ran (nil for other kinds, and
+	// Undo nil without an undo command).
+	Exec *ExecRun `json:"exec,omitempty"`
+	Undo *ExecRun `json:"undo,omitempty"`
+}
+
+// HWObserver describes the client-side HW observation of a run: one Fetch in flight per
+// partition leader at the highest HW seen, fetch.max.wait.ms FetchMaxWaitMs.
+type HWObserver struct {
+	FetchMaxWaitMs int   `json:"fetch_max_wait_ms"`
+	Responses      int64 `json:"responses"` // fetch responses received
+	Advances       int64 `json:"advances"`  // responses that showed an HW advance
+	// RecordBytes is the record data the observer's fetches carried (at most one batch per
+	// response: its cost on the cluster).
+	RecordBytes int64 `json:"record_bytes"`
+	// ResolutionUs is the p99, over the responses that showed an advance, of the time since
+	// the previous response on the same connection: an advance is seen at most this long
+	// (plus the response's one-way transit) after it happened. WindowP50Us is the median.
+	ResolutionUs float64 `json:"resolution_us"`
+	WindowP50Us  float64 `json:"window_p50_us"`
+	// SeenBeforeAck counts records whose HW advance was seen before their acknowledgement
+	// arrived (lag from the ack recorded as 0; every acks=all record); Unseen those whose
+	// advance was never seen before the observer stopped (not in the histograms).
+	SeenBeforeAck int64  `json:"seen_before_ack"`
+	Unseen        int64  `json:"unseen"`
+	Errors        int64  `json:"errors"` // failed fetches (a leader moving, a broker down)
+	LastError     string `json:"last_error,omitempty"`
+}
+
+// WorkerInfo is one worker's part of a multi-worker run.
+type WorkerInfo struct {
+	Index        int       `json:"index"`         // K of K/N, 1-based
+	Count        int       `json:"count"`         // N
+	StartAt      time.Time `json:"start_at"`      // --start-at: when every worker started its load
+	MeasureStart time.Time `json:"measure_start"` // the start of measurement on this worker's clock
+	// PeerDelayMinUs maps a worker index ("1".."N") to the least (receive time here - intended
+	// send time there) over that worker's records this worker's consumers read, µs: merge's
+	// clock comparison (this worker's own entry is its least end-to-end latency).
+	PeerDelayMinUs map[string]float64 `json:"peer_delay_min_us,omitempty"`
+}
+
+// TargetSetting is one setting of the spec as a kafka:// cluster got it.
+type TargetSetting struct {
+	Key      string `json:"key"`      // the spec's key (num.replica.fetchers, log.segment.bytes)
+	Config   string `json:"config"`   // Kafka's config name on the resource (segment.bytes)
+	Resource string `json:"resource"` // "brokers" (the cluster-wide default) or "topic NAME"
+	Value    string `json:"value"`    // the value the spec asks for
+	// How is create-topic, incremental-alter-configs, already-set (the cluster had it),
+	// assumed (--assume: not checked where the brokers do not report it), unverified (a
+	// read-only setting at the harness default that the brokers do not report), cluster-value
+	// (a read-only setting at the harness default that the brokers run differently: Reported
+	// has their value) or waited-for (another worker set it).
+	How string `json:"how"`
+	// Reported is what DescribeConfigs showed once it was in effect: broker id (or "topic")
+	// -> value; Source its config source (DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, ...).
+	Reported map[string]string `json:"reported,omitempty"`
+	Source   string            `json:"source,omitempty"`
+}
+
+// ExecRun is one command of an exec fault.
+type ExecRun struct {
+	Command   string  `json:"command"`         // as run by sh -c, placeholders replaced
+	ExitCode  int     `json:"exit_code"`       // -1 when it did not start or was killed
+	DurationS float64 `json:"duration_s"`      // from start to exit
+	Output    string  `json:"output"`          // file with its standard output and error
+	Error     string  `json:"error,omitempty"` // why it failed ("exit status 1", "killed after the timeout of 1m0s")
 }
 
 // Files lists the run's output files as the runner wrote them (paths joined with the run

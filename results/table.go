@@ -90,10 +90,16 @@ func PrintSummary(w io.Writer, r *Result) error {
 		r.Produced.Records, r.Produced.Bytes, FormatValue(r.Produced.RecordsPerSec), FormatValue(r.Produced.MBPerSec))
 
 	t := newTable(w, "latency (µs)", "count", "p50", "p90", "p99", "p99.9", "p99.99", "max", "mean")
-	for _, h := range []struct {
+	type row struct {
 		name string
 		s    Summary
-	}{{"ack", r.AckLatencyUs}, {"hw lag", r.HWLagUs}, {"e2e", r.E2ELatencyUs}, {"send delay", r.SendDelayUs}} {
+	}
+	rows := []row{{"ack", r.AckLatencyUs}, {"hw lag", r.HWLagUs}}
+	if r.HWLagClientUs != nil && r.HWLagClientSendUs != nil {
+		rows = append(rows, row{"hw lag client", *r.HWLagClientUs}, row{"hw lag client from send", *r.HWLagClientSendUs})
+	}
+	rows = append(rows, row{"e2e", r.E2ELatencyUs}, row{"send delay", r.SendDelayUs})
+	for _, h := range rows {
 		s := h.s
 		if s.Count == 0 {
 			t.Append(h.name, "0", "-", "-", "-", "-", "-", "-", "-")
@@ -103,6 +109,23 @@ func PrintSummary(w io.Writer, r *Result) error {
 	}
 	if err := t.Render(); err != nil {
 		return fmt.Errorf("results: summary table: %w", err)
+	}
+	if o := r.HWObserver; o != nil {
+		fmt.Fprintf(w, "hw lag client: resolution %s µs (p99 window; fetch.max.wait.ms %d, %d responses, %d showed an advance), %d records seen before their ack, %d unseen\n",
+			FormatValue(o.ResolutionUs), o.FetchMaxWaitMs, o.Responses, o.Advances, o.SeenBeforeAck, o.Unseen)
+	}
+	if len(r.TargetConfig) > 0 {
+		counts := map[string]int{}
+		for _, ts := range r.TargetConfig {
+			switch ts.How {
+			case "already-set", "unverified", "create-topic":
+				counts[ts.How]++
+			default:
+				fmt.Fprintf(w, "target: %s=%s on %s (%s)%s\n", ts.Config, ts.Value, ts.Resource, ts.How, reportedText(ts))
+			}
+		}
+		fmt.Fprintf(w, "target settings: %d given at topic creation, %d already set, %d unverified (result.json target_config)\n",
+			counts["create-topic"], counts["already-set"], counts["unverified"])
 	}
 	if err := printCost(w, r.Cost); err != nil {
 		return err
@@ -149,6 +172,12 @@ func PrintSummary(w io.Writer, r *Result) error {
 		if f.EndS != 0 {
 			line += fmt.Sprintf(" until %ss", strconv.FormatFloat(f.EndS, 'f', 3, 64))
 		}
+		if f.Exec != nil {
+			line += fmt.Sprintf(" exec exit %d", f.Exec.ExitCode)
+		}
+		if f.Undo != nil {
+			line += fmt.Sprintf(", undo exit %d", f.Undo.ExitCode)
+		}
 		if f.Error != "" {
 			line += " FAILED: " + f.Error
 		}
@@ -158,8 +187,9 @@ func PrintSummary(w io.Writer, r *Result) error {
 }
 
 // PrintSweep prints one row per sweep point: the keys that vary between the results as columns,
-// then records/s, MB/s, ack p50/p99/p99.9, HW-lag p99, e2e p99, ISR shrinks, errors, lost, and
-// when any result measured cost, CPU µs and cluster system calls per record.
+// then records/s, MB/s, ack p50/p99/p99.9, HW-lag p99 (and the client-observed HW-lag p99 when
+// a result has it), e2e p99, ISR shrinks, errors, lost, and when any result measured cost, CPU µs
+// and cluster system calls per record.
 func PrintSweep(w io.Writer, rows []*Result) error {
 	if len(rows) == 0 {
 		_, err := fmt.Fprintln(w, "no results")
@@ -167,7 +197,15 @@ func PrintSweep(w io.Writer, rows []*Result) error {
 	}
 	varied := VariedKeys(rows)
 	header := append([]string{"name"}, varied...)
-	header = append(header, "records/s", "MB/s", "ack p50", "ack p99", "ack p99.9", "hw-lag p99", "e2e p99", "isr shrinks", "errors", "lost")
+	header = append(header, "records/s", "MB/s", "ack p50", "ack p99", "ack p99.9", "hw-lag p99")
+	client := false // a column for the client-observed HW lag when some run has it
+	for _, r := range rows {
+		client = client || r.HWLagClientUs != nil
+	}
+	if client {
+		header = append(header, "hw-lag client p99")
+	}
+	header = append(header, "e2e p99", "isr shrinks", "errors", "lost")
 	withCost := false
 	for _, r := range rows {
 		withCost = withCost || r.Cost != nil
@@ -191,7 +229,15 @@ func PrintSweep(w io.Writer, rows []*Result) error {
 		}
 		cells = append(cells, FormatValue(r.Produced.RecordsPerSec), FormatValue(r.Produced.MBPerSec),
 			sumCell(r.AckLatencyUs, r.AckLatencyUs.P50), sumCell(r.AckLatencyUs, r.AckLatencyUs.P99), sumCell(r.AckLatencyUs, r.AckLatencyUs.P999),
-			sumCell(r.HWLagUs, r.HWLagUs.P99), sumCell(r.E2ELatencyUs, r.E2ELatencyUs.P99),
+			sumCell(r.HWLagUs, r.HWLagUs.P99))
+		if client {
+			if c := r.HWLagClientUs; c != nil {
+				cells = append(cells, sumCell(*c, c.P99))
+			} else {
+				cells = append(cells, "-")
+			}
+		}
+		cells = append(cells, sumCell(r.E2ELatencyUs, r.E2ELatencyUs.P99),
 			strconv.FormatInt(r.ISR.Shrinks, 10), strconv.FormatInt(errs, 10), strconv.FormatInt(r.Durability.Lost, 10))
 		if withCost {
 			cpu, sys := "-", "-"
@@ -275,4 +321,21 @@ func fmtSide(s Side, unit string) string {
 	}
 	pct := math.Max(s.Center-s.Lo, s.Hi-s.Center) / math.Abs(s.Center) * 100
 	return v + " ± " + strconv.FormatFloat(pct, 'f', 0, 64) + "%"
+}
+
+// reportedText is ", brokers report 0=2 1=2" for a target setting, or "".
+func reportedText(ts TargetSetting) string {
+	if len(ts.Reported) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(ts.Reported))
+	for k := range ts.Reported {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + ts.Reported[k]
+	}
+	return ", reported " + strings.Join(parts, " ")
 }

@@ -26,6 +26,8 @@ type consumer struct {
 	next []atomic.Int64 // per partition: next offset to read (exclusive end of what was received)
 	// member is set for a member of a consumer group (newGroupConsumer).
 	member *groupMember
+	// peers, set for a worker of a multi-worker run, tracks every worker's least delay.
+	peers *peerClock
 }
 
 func newConsumer(seeds []string, topic string, start []int64, win window, ours func(uint32) bool, extra ...kgo.Opt) (*consumer, error) {
@@ -63,6 +65,9 @@ func (c *consumer) run(ctx context.Context) {
 				}
 				for _, r := range p.Records {
 					h, err := ParseHeader(r.Value)
+					if err == nil && c.peers != nil {
+						c.peers.see(h.ProducerID, now-h.Intended)
+					}
 					if err != nil || !c.ours(h.ProducerID) || !c.win.in(h.Intended) {
 						continue
 					}

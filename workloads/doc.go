@@ -36,9 +36,11 @@
 // # Faults
 //
 // faults is a schedule of {at, duration, kind, target, partition, fence, latency, jitter,
-// bandwidth}; at is relative to the start of measurement, and each fault is healed duration
-// after it was applied, at the latest when the measurement ends (embedded target only). Kinds (FaultKinds; pause, kill, restart,
-// crash are accepted as aliases):
+// bandwidth, command, undo, timeout}; at is relative to the start of measurement, and each
+// fault is healed duration after it was applied, at the latest when the measurement ends.
+// Every kind but exec acts on the embedded cluster's brokers from inside the process (a
+// kafka:// target takes exec only). Kinds (FaultKinds; pause, kill, restart, crash are
+// accepted as aliases):
 //
 //   - pause-broker: PauseBroker, like SIGSTOP or a long GC pause (the broker stops fetching,
 //     heartbeating and answering); resumed after duration.
@@ -57,6 +59,10 @@
 //   - partition: no replica traffic between two groups of brokers ("0|1,2", or the target
 //     and every other broker). The in-process controller still sees every broker and client
 //     connections stay up: the cut-off followers leave the ISR after replica.lag.time.max.ms.
+//   - exec: a shell command at at and an optional undo at at + duration, for any target
+//     (docker compose stop, kubectl, tc, isrbench broker/link against isrbench serve); the
+//     target resolved to a broker whose id and address replace {broker}, {host}, {port}; the
+//     output saved in the run directory, the exit statuses in result.json (faultexec.go).
 //
 // target is a broker id, leader-of:TOPIC-PARTITION, follower-of:TOPIC-PARTITION (the first
 // running ISR follower), any-follower (a random running follower of faults[].partition), or
@@ -74,8 +80,9 @@
 //
 // # Partition timeline
 //
-// On the embedded target partitions.csv (linked from result.json files.partitions)
-// has one row per partition every 100 ms from the start of measurement until the cluster is
+// partitions.csv (linked from result.json files.partitions; on a kafka:// target from Metadata
+// and ListOffsets, without LEOs, which clients cannot see: target_kafka.go) has one row per
+// partition every 100 ms from the start of measurement until the cluster is
 // fully replicated again after the run: leader, leader epoch, replicas, ISR, the leader's HW,
 // each running replica's LEO, under-replicated / under-min-ISR flags and the produce errors
 // by error name in that interval (ISR changes shorter than 100 ms can be missed there;
@@ -164,8 +171,19 @@
 // On the embedded target the core reports, per leader batch, the time from its append until
 // the HW passed it, weighted by its record count (broker Config.OnHWLag) into one
 // results.Recorder, counted when the HW advance happens inside the measurement window. A
-// kafka:// cluster does not expose that; its hw_lag histogram stays empty
-// and result.config["hw_lag.note"] says so.
+// kafka:// cluster does not expose that; its hw_lag histogram stays empty. On every target
+// the HW lag is also observed from a client (hwobserver.go): the acknowledged records'
+// offsets against the HW that a fetch parked on every leader reports, from the
+// acknowledgement (hw_lag_client_us) and from the intended send (hw_lag_client_send_us),
+// with the observer's resolution in result.json hw_observer.
+//
+// # External clusters and workers
+//
+// On a kafka:// target the spec's settings are applied the way Kafka lets a client change
+// them (ConfigSession, targetconfig.go): topic configs at creation, cluster-wide dynamic
+// broker configs by IncrementalAlterConfigs (restored at the end), read-only ones checked
+// against DescribeConfigs or assumed (Options.Assume). Options.Worker makes a run the K-th of
+// N load generators of one spec (worker.go); results.MergeRuns merges their run directories.
 //
 // # Lifecycle and concurrency
 //

@@ -14,6 +14,9 @@ import (
 // every fault was applied and healed (or ctx ended, in which case applied faults are still
 // healed so the cluster can be read back).
 func (r *run) runFaults(ctx context.Context, measureStart, measureEnd time.Time) {
+	if !r.opts.Worker.First() {
+		return // worker 1 of a multi-worker run runs the schedule
+	}
 	var wg sync.WaitGroup
 	for i, f := range r.spec.Faults {
 		wg.Add(1)
@@ -37,6 +40,10 @@ func waitUntil(ctx context.Context, t time.Time) bool {
 }
 
 func (r *run) runFault(ctx context.Context, i int, f Fault, measureStart, measureEnd time.Time) {
+	if f.Kind == "exec" {
+		r.runExecFault(ctx, i, f, measureStart, measureEnd)
+		return
+	}
 	if !waitUntil(ctx, measureStart.Add(f.At)) {
 		return
 	}

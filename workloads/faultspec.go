@@ -2,13 +2,18 @@ package workloads
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 )
 
 // FaultKinds lists the fault kinds (canonical names).
-var FaultKinds = []string{"pause-broker", "kill-broker", "restart-broker", "crash-broker", "slow-link", "partition"}
+var FaultKinds = []string{"pause-broker", "kill-broker", "restart-broker", "crash-broker", "slow-link", "partition", "exec"}
+
+// ExternalFaultKinds are the kinds a kafka:// target can apply (the others act on the
+// embedded cluster's brokers from inside the process).
+var ExternalFaultKinds = []string{"exec"}
 
 // faultKindAliases are the short names accepted for compatibility with older specs.
 var faultKindAliases = map[string]string{
@@ -78,7 +83,9 @@ func ParseFaultTarget(field string, f Fault, brokers int, topic string, partitio
 	}
 	brokerID := func(s string) (int32, bool) {
 		id, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || id < 0 || id >= brokers {
+		// An exec fault may name any broker id of an external cluster (its ids need not be
+		// 0..brokers-1); the target checks it against the cluster's metadata when it runs.
+		if err != nil || id < 0 || id > math.MaxInt32 || (id >= brokers && f.Kind != "exec") {
 			return 0, false
 		}
 		return int32(id), true
@@ -176,6 +183,9 @@ func (s *Spec) validateFaults() error {
 		}
 		if (f.Kind == "slow-link" || f.Kind == "partition" || f.Kind == "pause-broker") && f.Duration == 0 {
 			return fmt.Errorf("faults[%d].duration: %s needs a duration > 0 (it is healed after it)", i, f.Kind)
+		}
+		if err := validateExecFault(i, f); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -26,6 +26,11 @@ type PartitionSample struct {
 	ISR         []int32
 	HW          int64           // the leader's HW (exclusive); -1 when there is no leader
 	LEO         map[int32]int64 // each running replica's own LEO (exclusive); a stopped replica is absent
+	// LogStart is the leader's log start offset (inclusive); -1 when there is no leader.
+	LogStart int64
+	// NoLEO is set when the target cannot see any replica's LEO (a kafka:// cluster: Kafka
+	// clients see the HW and the log start, never an LEO): partitions.csv says "n/a".
+	NoLEO bool
 }
 
 // partitionSampler is implemented by targets that can report per-partition state (embedded).
@@ -88,7 +93,7 @@ func newPartTimeline(r *run, ps partitionSampler, path string, start time.Time) 
 }
 
 var partitionsHeader = []string{"t_s", "partition", "leader", "leader_epoch", "replicas", "isr", "hw", "leo",
-	"under_replicated", "under_min_isr", "produce_errors"}
+	"under_replicated", "under_min_isr", "produce_errors", "log_start"}
 
 // loop writes rows until ctx is done.
 func (pt *partTimeline) loop(ctx context.Context) {
@@ -166,7 +171,9 @@ func (pt *partTimeline) sample(w *csv.Writer, now time.Time) {
 		pt.prev[s.Partition] = s
 		var leo []string
 		for _, r := range s.Replicas {
-			if v, ok := s.LEO[r]; ok {
+			if s.NoLEO {
+				leo = append(leo, fmt.Sprintf("%d:n/a", r))
+			} else if v, ok := s.LEO[r]; ok {
 				leo = append(leo, fmt.Sprintf("%d:%d", r, v))
 			} else {
 				leo = append(leo, fmt.Sprintf("%d:-", r))
@@ -190,7 +197,7 @@ func (pt *partTimeline) sample(w *csv.Writer, now time.Time) {
 		}
 		_ = w.Write([]string{strconv.FormatFloat(t, 'f', 3, 64), strconv.Itoa(int(s.Partition)), strconv.Itoa(int(s.Leader)),
 			strconv.Itoa(int(s.LeaderEpoch)), ids(s.Replicas), ids(s.ISR), strconv.FormatInt(s.HW, 10), strings.Join(leo, " "),
-			strconv.Itoa(ur), strconv.Itoa(umi), strings.Join(ecol, " ")})
+			strconv.Itoa(ur), strconv.Itoa(umi), strings.Join(ecol, " "), strconv.FormatInt(s.LogStart, 10)})
 	}
 	if nl > 0 {
 		pt.noLeader = append(pt.noLeader, sampleCount{T: t, N: nl})
@@ -365,7 +372,7 @@ func (e *embedded) SamplePartitions(topic string) ([]PartitionSample, error) {
 	out := make([]PartitionSample, 0, len(st))
 	for _, ps := range st {
 		s := PartitionSample{Partition: ps.Partition, Leader: ps.Leader, LeaderEpoch: ps.LeaderEpoch,
-			Replicas: ps.Replicas, ISR: ps.ISR, HW: -1, LEO: map[int32]int64{}}
+			Replicas: ps.Replicas, ISR: ps.ISR, HW: -1, LEO: map[int32]int64{}, LogStart: -1}
 		for _, id := range ps.Replicas {
 			if e.isStopped(id) {
 				continue
@@ -380,7 +387,7 @@ func (e *embedded) SamplePartitions(topic string) ([]PartitionSample, error) {
 			}
 			s.LEO[id] = r.LEO()
 			if id == ps.Leader {
-				s.HW = r.HW()
+				s.HW, s.LogStart = r.HW(), r.LogStart()
 			}
 		}
 		out = append(out, s)

@@ -38,6 +38,9 @@ type producer struct {
 	win    window
 	mode   WaitMode
 	keyRng *rand.Rand // producer goroutine only
+	group  int        // index in Spec.ProducerGroups
+	// obs, when set, gets every acknowledged record's offset (client-observed HW lag).
+	obs *hwObserver
 
 	sendDelay *results.Histogram // producer goroutine only
 	ack       *results.Recorder  // promise goroutines; the timeline takes intervals
@@ -197,6 +200,9 @@ func (p *producer) promise(r *kgo.Record, err error) {
 			p.ack.RecordNs(now - h.Intended)
 			p.nAcked.Add(1)
 			p.nBytes.Add(int64(len(r.Value) + len(r.Key)))
+		}
+		if p.obs != nil && p.spec.Acks != "0" {
+			p.obs.Acked(r.Partition, r.Offset, now, h.Intended)
 		}
 		if p.spec.Acks != "0" {
 			p.mu.Lock()

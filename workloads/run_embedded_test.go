@@ -32,7 +32,7 @@ func TestRunEmbedded(t *testing.T) {
 	if res.Target != "embedded" || res.Durability.Acked == 0 || res.Durability.Lost != 0 {
 		t.Errorf("target %s durability %+v", res.Target, res.Durability)
 	}
-	if len(res.Files.Hgrm) != 4 || res.Files.Timeline == "" || res.Files.Bench == "" {
+	if len(res.Files.Hgrm) != 6 || res.Files.Timeline == "" || res.Files.Bench == "" {
 		t.Errorf("files %+v", res.Files)
 	}
 	if len(res.Files.Profiles) == 0 || !strings.Contains(res.Files.Profiles[0], "cpu") {

@@ -54,6 +54,13 @@ func TestRunKafkaTargetKfake(t *testing.T) {
 	if res.HWLagUs.Count != 0 {
 		t.Fatalf("hw lag count %d for a kafka:// target", res.HWLagUs.Count)
 	}
+	// The client-observed HW lag works on any cluster (kfake: Fetch by topic ID, v13+).
+	if c, o := res.HWLagClientUs, res.HWObserver; c == nil || c.Count < 500 || o == nil || o.Unseen != 0 || o.Responses == 0 {
+		t.Fatalf("client HW lag %+v, observer %+v", c, o)
+	}
+	if res.Files.Partitions == "" {
+		t.Fatalf("no partition timeline for a kafka:// target")
+	}
 	if res.Durability.Acked == 0 || res.Durability.Lost != 0 || res.Durability.Verified != res.Durability.Acked {
 		t.Fatalf("durability %+v", res.Durability)
 	}

@@ -47,6 +47,15 @@ type Options struct {
 	TimelineInterval time.Duration
 	// Commit is recorded in env.commit (default: the binary's VCS revision).
 	Commit string
+	// Assume lists broker settings already in effect on a kafka:// target (ParseAssume):
+	// the run neither changes them nor needs the brokers to report them.
+	Assume map[string]string
+	// Worker makes the run one worker of several (worker.go); zero: the whole load.
+	Worker Worker
+
+	// session applies the spec's settings to a kafka:// target; Sweep sets one for all its
+	// points, nil makes Run use its own (restored when it ends).
+	session *ConfigSession
 
 	// statFS replaces the disk guard's statfs (tests simulate a filling disk).
 	statFS func(path string) (free, total uint64, err error)
@@ -109,8 +118,11 @@ func Run(ctx context.Context, s *Spec, o Options) (res *results.Result, err erro
 			return nil, err
 		}
 	}
-	if len(s.Faults) > 0 && o.Target != "embedded" {
-		return nil, fmt.Errorf("spec %s has faults: they need the embedded target, not %s", s.Name, o.Target)
+	if err := o.Worker.CheckSpec(s, o.Target); err != nil {
+		return nil, err
+	}
+	if n := embeddedOnlyFaults(s); n > 0 && o.Target != "embedded" {
+		return nil, fmt.Errorf("spec %s has %d faults of kinds that need the embedded target (%s), not %s; use kind exec", s.Name, n, strings.Join(embeddedFaultKinds(), ", "), o.Target)
 	}
 	startedAt := time.Now()
 	id := o.ID
@@ -124,6 +136,9 @@ func Run(ctx context.Context, s *Spec, o Options) (res *results.Result, err erro
 	id = filepath.Base(dir)
 	r := &run{spec: s, opts: o, dir: dir, hwlag: results.NewRecorder()}
 	res, err = r.do(ctx, id, startedAt)
+	if r.restoreErr != nil {
+		err = errors.Join(err, r.restoreErr)
+	}
 	if res == nil {
 		// A run that ended before it had anything to write (the target did not open, the
 		// topic could not be created, ctrl-C during setup) leaves no empty run dir behind;
@@ -169,6 +184,15 @@ type run struct {
 	faultsMu sync.Mutex
 	faults   []indexedFault
 	hists    runHists
+
+	// External clusters and workers (runner_external.go).
+	ownSession     *ConfigSession // the run's own settings session, restored at its end
+	restoreErr     error
+	targetSettings []results.TargetSetting
+	targetNotes    []string
+	obs            *hwObserver // client-observed HW lag; nil without acknowledged producers
+	obsStop        func()
+	obsUnseen      int
 }
 
 func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.Result, error) {
@@ -199,18 +223,18 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 		}
 	}
 	seeds := tgt.Seeds()
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.MetadataMinAge(freshMetadata))
 	if err != nil {
 		return nil, err
 	}
 	defer admCl.Close()
 	adm := kadm.NewClient(admCl)
-	// A topic of many partitions takes a while to appear (see netfetch.ApplyAllowance).
-	grace := time.Duration(s.Topic.Partitions*s.Topic.ReplicationFactor) * netfetch.ApplyAllowance
-	if _, err := ensureTopic(ctx, adm, s, 30*time.Second+grace); err != nil {
+	defer r.restoreTarget(ctx) // before admCl.Close: also after a partial prepareTarget
+	if err := r.prepareTarget(ctx, adm); err != nil {
 		return nil, err
 	}
 	if rr, ok := tgt.(replicationReadier); ok {
+		grace := time.Duration(s.Topic.Partitions*s.Topic.ReplicationFactor) * netfetch.ApplyAllowance
 		if why := waitFollowersFetching(ctx, rr, s.Topic.Name, 10*time.Second+grace); why != "" {
 			notef("starting the load although not every follower is fetching yet: %s", why)
 		}
@@ -241,7 +265,10 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	}
 
 	// Schedule: load from loadStart, measurement [measureStart, measureEnd).
-	loadStart := time.Now().Add(200 * time.Millisecond)
+	loadStart, err := r.loadStart()
+	if err != nil {
+		return nil, err
+	}
 	measureStart := loadStart.Add(s.Warmup)
 	measureEnd := measureStart.Add(s.Duration)
 	r.win = window{start: measureStart.UnixNano(), end: measureEnd.UnixNano()}
@@ -257,20 +284,29 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 			tl.f.Close() // loop closes it once started
 		}
 	}()
-	base := rand.Uint32() &^ 0xffff
+	base := r.idBase()
+	if err := r.startObserver(ctx, seeds, startOffs); err != nil {
+		return nil, err
+	}
+	defer r.stopObserver()
 	ids := map[uint32]bool{}
 	type startAt struct{ group, index int }
 	var starts []startAt
+	global := 0 // the producer's number across the groups (and the workers)
 	for gi, g := range s.ProducerGroups() {
-		for i := 0; i < g.Count; i++ {
+		for i := 0; i < g.Count; i, global = i+1, global+1 {
+			if !r.opts.Worker.Owns(global) {
+				continue
+			}
 			rate := 0.0
 			if g.Count > 0 {
 				rate = g.Rate / float64(g.Count)
 			}
-			p, err := newProducer(base+uint32(len(r.prods)), seeds, g, s.Topic.Name, rate, r.win, r.opts.WaitMode)
+			p, err := newProducer(base+uint32(global), seeds, g, s.Topic.Name, rate, r.win, r.opts.WaitMode)
 			if err != nil {
 				return nil, err // the deferred closeClients closes what was opened
 			}
+			p.group, p.obs = gi, r.obs
 			ids[p.id] = true
 			r.prods = append(r.prods, p)
 			starts = append(starts, startAt{gi, i})
@@ -287,6 +323,7 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 		if err != nil {
 			return nil, err
 		}
+		c.peers = newPeerClock(r.opts.Worker, base, r.producerTotal())
 		r.cons = append(r.cons, c)
 	}
 	// loadCtx ends the load early when the disk guard trips (its cause is the *LowDiskError).
@@ -423,6 +460,7 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 		}
 	}
 	cancelDrain()
+	r.finishObserver(ctx)
 	stopTL()
 	<-tlDone
 	if ctx.Err() != nil {
@@ -431,7 +469,7 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	if len(s.Faults) > 0 {
 		// Give the healed cluster time to get every replica back in the ISR, so the replica
 		// logs can be compared; the partition timeline keeps recording meanwhile.
-		if _, err := ensureTopic(ctx, adm, s, 30*time.Second); err != nil {
+		if _, err := ensureTopic(ctx, adm, s, r.topicConfigs(), 30*time.Second); err != nil {
 			notef("after the faults: %v", err)
 		}
 	}
@@ -483,6 +521,9 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	}
 
 	res := r.result(id, startedAt, tl, dc, byAcks)
+	if err := r.externalResult(res, measureStart); err != nil {
+		return res, err
+	}
 	if gp != nil {
 		<-gpDone
 		res.Group = gp.result(r.cons, measureStart, measureEnd)
@@ -565,11 +606,18 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 // groupFigures sums the producers' acknowledgements and failures per producer group.
 func (r *run) groupFigures() []GroupFigures {
 	var out []GroupFigures
-	pi := 0
 	for gi, g := range r.spec.ProducerGroups() {
 		gf := GroupFigures{Group: gi, Acks: g.Acks, Count: g.Count, Errors: map[string]int64{}}
-		for n := 0; n < g.Count && pi < len(r.prods); n, pi = n+1, pi+1 {
-			p := r.prods[pi]
+		if r.opts.Worker.Active() {
+			gf.Count = 0 // this worker's share
+		}
+		for _, p := range r.prods {
+			if p.group != gi {
+				continue
+			}
+			if r.opts.Worker.Active() {
+				gf.Count++
+			}
 			gf.Failed += p.nErrs.Load()
 			p.mu.Lock()
 			gf.Acked += p.acked.count()

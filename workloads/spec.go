@@ -57,6 +57,10 @@ type Spec struct {
 	// SweepKeys keeps the keys in spec order.
 	Sweep     map[string][]string
 	SweepKeys []string
+
+	// given holds the canonical keys set explicitly (in the YAML, by Set, by a sweep point):
+	// on a kafka:// target only those broker settings are applied (see ConfigSession).
+	given map[string]bool
 }
 
 // TargetName is Target, "embedded" when empty.
@@ -202,6 +206,10 @@ type Fault struct {
 	// fault on every replica link between the target and the other brokers, both directions.
 	Latency, Jitter time.Duration
 	Bandwidth       int64
+	// Command, Undo and Timeout belong to kind exec (see faultexec.go): Command runs through
+	// sh -c at At, Undo (optional) at At+Duration, each killed after Timeout (default 60s).
+	Command, Undo string
+	Timeout       time.Duration
 }
 
 // DefaultSpec returns a Spec with every field at its default (the values of specs/default.yaml
@@ -257,6 +265,12 @@ func (s *Spec) Clone() *Spec {
 	c.Faults = append([]Fault(nil), s.Faults...)
 	c.MoreProducers = append([]ProducerSpec(nil), s.MoreProducers...)
 	c.SweepKeys = append([]string(nil), s.SweepKeys...)
+	if s.given != nil {
+		c.given = make(map[string]bool, len(s.given))
+		for k := range s.given {
+			c.given[k] = true
+		}
+	}
 	if s.Sweep != nil {
 		c.Sweep = make(map[string][]string, len(s.Sweep))
 		for k, v := range s.Sweep {
@@ -412,6 +426,7 @@ func (s *Spec) applyNode(prefix string, m *yaml.Node, seen keyLines) error {
 		if err := p.set(s, v.Value); err != nil {
 			return fmt.Errorf("line %d: %w", v.Line, err)
 		}
+		s.markGiven(p.Key)
 	}
 	return nil
 }
@@ -579,8 +594,14 @@ func (s *Spec) applyFaults(v *yaml.Node) error {
 				f.Jitter, err = parseDuration(name, val.Value, 0, time.Minute)
 			case "bandwidth":
 				f.Bandwidth, err = parseInt(name, val.Value, 0, math.MaxInt64)
+			case "command":
+				f.Command, err = execCommand(name, val.Value)
+			case "undo":
+				f.Undo, err = execCommand(name, val.Value)
+			case "timeout":
+				f.Timeout, err = parseDuration(name, val.Value, time.Millisecond, 24*time.Hour)
 			default:
-				err = fmt.Errorf("unknown key %q (known: at, duration, kind, target, partition, fence, latency, jitter, bandwidth)", name)
+				err = fmt.Errorf("unknown key %q (known: at, duration, kind, target, partition, fence, latency, jitter, bandwidth, command, undo, timeout)", name)
 			}
 			if err != nil {
 				return fmt.Errorf("line %d: %w", val.Line, err)
@@ -630,7 +651,11 @@ func (s *Spec) Set(key, value string) error {
 	if p == nil {
 		return fmt.Errorf("unknown key %q (known keys: %s)", key, strings.Join(Keys(), ", "))
 	}
-	return p.set(s, value)
+	if err := p.set(s, value); err != nil {
+		return err
+	}
+	s.markGiven(p.Key)
+	return nil
 }
 
 // Get returns the effective value of one setting by flat key.

@@ -48,8 +48,13 @@ type SweepOutcome struct {
 // axes is empty), repeat times, interleaved (A B C A B C), each in its own directory under
 // <OutDir>/<time>-sweep-<name>/. A failing run is recorded and the sweep goes on; the error
 // is non-nil when any run failed (the outcome is still complete). sweep.json is rewritten
-// after every run.
+// after every run. On a kafka:// target the settings of every point are applied by one
+// ConfigSession, restored after the last point (see sweepOnTarget).
 func Sweep(ctx context.Context, base *Spec, axes []Axis, repeat int, o Options) (*SweepOutcome, error) {
+	return sweepOnTarget(ctx, base, axes, repeat, o)
+}
+
+func sweep(ctx context.Context, base *Spec, axes []Axis, repeat int, o Options) (*SweepOutcome, error) {
 	if repeat < 1 {
 		return nil, fmt.Errorf("repeat %d; allowed >= 1", repeat)
 	}

@@ -1,8 +1,6 @@
 package workloads
 
 import (
-	"github.com/isrbench/isrbench/core/vfs"
-
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/isrbench/isrbench/core/vfs"
+	"github.com/isrbench/isrbench/netfetch"
 )
 
 // Target is the cluster a run drives: the embedded core or any Kafka-protocol cluster.
@@ -104,8 +105,8 @@ func openKfake(s *Spec) (Target, error) {
 
 // CheckTarget checks a target name against the spec before anything runs: "embedded" (or
 // "") gives nil hosts; "kafka://host:port[,host:port]" its hosts, each host:port with a port
-// in 1..65535, and only for a spec without faults (a kafka:// cluster cannot be paused or
-// killed from here).
+// in 1..65535, and only for a spec whose faults are all of ExternalFaultKinds (exec: a
+// kafka:// cluster cannot be paused or killed from inside this process).
 func CheckTarget(name string, s *Spec) ([]string, error) {
 	switch {
 	case name == "" || name == "embedded":
@@ -129,9 +130,11 @@ func CheckTarget(name string, s *Spec) ([]string, error) {
 				return nil, fmt.Errorf("target %q: %q: port %q is not a number in 1..65535", name, h, port)
 			}
 		}
-		if s != nil && len(s.Faults) > 0 {
-			return nil, fmt.Errorf("target %q: the spec %s has %d faults, which need the embedded target (a kafka:// cluster cannot be paused or killed from here); use --target embedded, or a spec without faults",
-				name, s.Name, len(s.Faults))
+		if s != nil {
+			if n := embeddedOnlyFaults(s); n > 0 {
+				return nil, fmt.Errorf("target %q: the spec %s has %d faults of kinds that need the embedded target (%s act on its brokers from inside the process); on a kafka:// cluster use kind exec with a command that does it (docker compose stop/pause, kubectl, tc; see workloads/specs/compose), or --target embedded",
+					name, s.Name, n, strings.Join(embeddedFaultKinds(), ", "))
+			}
 		}
 		return hosts, nil
 	}
@@ -153,7 +156,9 @@ type kafkaTarget struct {
 }
 
 func newKafkaTarget(name string, seeds []string, minISR int) (*kafkaTarget, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	// kadm answers Metadata from kgo's cache while it is younger than MetadataMinAge (5 s
+	// by default): the timeline and the exec faults' targets need the cluster's state now.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.MetadataMinAge(freshMetadata))
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", name, err)
 	}
@@ -171,8 +176,8 @@ func (k *kafkaTarget) Close() error {
 	return nil
 }
 
-func (k *kafkaTarget) ApplyFault(context.Context, string, Fault) (string, func() error, error) {
-	return "", nil, errors.New("faults need the embedded target (a kafka:// cluster cannot be paused or killed from here)")
+func (k *kafkaTarget) ApplyFault(_ context.Context, _ string, f Fault) (string, func() error, error) {
+	return "", nil, fmt.Errorf("fault kind %s needs the embedded target (a kafka:// cluster cannot be paused or killed from inside this process); use kind exec", f.Kind)
 }
 
 func (k *kafkaTarget) Sample(ctx context.Context, topic string) (Sample, error) {
@@ -217,14 +222,15 @@ func sampleFromMetadata(md kadm.Metadata, topic string, minISR int, last map[int
 	return s, nil
 }
 
-// ensureTopic creates the topic (with min.insync.replicas as a topic config) if it does not
-// exist and waits until every partition has a leader and its full replica set in the ISR.
-func ensureTopic(ctx context.Context, adm *kadm.Client, s *Spec, deadline time.Duration) (created bool, err error) {
+// ensureTopic creates the topic (with configs, see run.topicConfigs) if it does not exist
+// and waits until every partition has a leader and its full replica set in the ISR: deadline,
+// plus netfetch.ApplyAllowance per replica (a topic of many partitions takes a while to appear).
+func ensureTopic(ctx context.Context, adm *kadm.Client, s *Spec, configs map[string]*string, deadline time.Duration) (created bool, err error) {
+	deadline += time.Duration(s.Topic.Partitions*s.Topic.ReplicationFactor) * netfetch.ApplyAllowance
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
-	minISR := fmt.Sprint(s.Topic.MinInsyncReplicas)
 	resp, err := adm.CreateTopic(ctx, int32(s.Topic.Partitions), int16(s.Topic.ReplicationFactor),
-		map[string]*string{"min.insync.replicas": &minISR}, s.Topic.Name)
+		configs, s.Topic.Name)
 	switch {
 	case err == nil && resp.Err == nil:
 		created = true

@@ -134,7 +134,7 @@ func (t *timeline) takeInterval() (recs, bytes, errs int64, ack, hw *results.His
 		b += p.nBytes.Load()
 		e += p.nErrs.Load()
 	}
-	hw = t.r.hwlag.Interval()
+	hw = t.r.timelineHWInterval()
 	recs, bytes, errs = r-t.lastRecs, b-t.lastBytes, e-t.lastErrs
 	t.lastRecs, t.lastBytes, t.lastErrs = r, b, e
 	return

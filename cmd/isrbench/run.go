@@ -24,6 +24,9 @@ type specFlags struct {
 	duration optDuration
 	warmup   optDuration
 	out      string
+	assume   multiFlag
+	// assumed is --assume parsed (canonical key -> value), set by load.
+	assumed map[string]string
 }
 
 func (f *specFlags) register(fs *flag.FlagSet) {
@@ -33,6 +36,7 @@ func (f *specFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.duration, "duration", "measurement duration, as --set duration=D (default: the spec's duration)")
 	fs.Var(&f.warmup, "warmup", "warm-up before measurement, as --set warmup=D (default: the spec's warmup)")
 	fs.StringVar(&f.out, "out", "results/runs", "parent directory of the run directories")
+	fs.Var(&f.assume, "assume", "a broker setting already in effect on the kafka:// cluster, key=value (repeatable): not changed, not required to be reported")
 }
 
 // load reads the spec, applies --duration, --warmup and --set (in that order, all checked
@@ -72,10 +76,46 @@ func (f *specFlags) load() (*workloads.Spec, error) {
 			return nil, usagef("--target: %v", err)
 		}
 	}
-	if _, err := workloads.CheckTarget(s.Target, s); err != nil {
+	hosts, err := workloads.CheckTarget(s.Target, s)
+	if err != nil {
 		return nil, usagef("--target: %v", err)
 	}
+	if len(f.assume) > 0 && hosts == nil {
+		return nil, usagef("--assume applies to a kafka:// target (the embedded cluster is built from the spec; use --set)")
+	}
+	if f.assumed, err = workloads.ParseAssume(f.assume); err != nil {
+		return nil, usagef("%v", err)
+	}
+	if err := s.ApplyAssume(f.assumed); err != nil {
+		return nil, usagef("%v", err)
+	}
 	return s, nil
+}
+
+// runError maps a run's error to the exit status: a lost acknowledged record is a failure
+// (1), a setting the target cannot be given is bad input (2).
+func runError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, workloads.ErrTargetSetting):
+		return usagef("%v", err)
+	case errors.Is(err, workloads.ErrDurability):
+		return &exitError{code: 1, err: err}
+	}
+	return err
+}
+
+// durationArgs are --duration and --warmup as given (for a subprocess run), or nothing.
+func (f *specFlags) durationArgs() []string {
+	var args []string
+	if f.duration.set {
+		args = append(args, "--duration", f.duration.text)
+	}
+	if f.warmup.set {
+		args = append(args, "--warmup", f.warmup.text)
+	}
+	return args
 }
 
 func withKeyHelp(fs *flag.FlagSet, usage string, stderr io.Writer) {
@@ -87,12 +127,14 @@ func withKeyHelp(fs *flag.FlagSet, usage string, stderr io.Writer) {
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const usage = "run [-w SPEC] [--set key=value ...] [--target embedded|kafka://h:p,...] [--duration D] [--warmup D] [--out DIR] [--profile kinds] [--quiet]"
+	const usage = "run [-w SPEC] [--set key=value ...] [--target embedded|kafka://h:p,...] [--assume key=value ...] [--worker K/N --start-at TIME] [--duration D] [--warmup D] [--out DIR] [--profile kinds] [--quiet]"
 	fs := newFlags("run", usage, stderr)
 	var sf specFlags
 	sf.register(fs)
 	profile := fs.String("profile", "", "pprof kinds captured during measurement: cpu,heap,allocs,mutex,block,goroutine")
 	quiet := fs.Bool("quiet", false, "no summary table or progress line")
+	worker := fs.String("worker", "", "run the K-th of N workers of the spec, K/N (with --start-at; merge their run dirs with isrbench merge)")
+	startAt := fs.String("start-at", "", "with --worker: when every worker starts its load, RFC 3339 (e.g. 2026-05-01T12:00:00Z)")
 	withKeyHelp(fs, usage, stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -108,12 +150,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	_, err = workloads.Run(ctx, s, workloads.Options{Target: sf.target, OutDir: sf.out, Profile: kinds,
-		Quiet: *quiet, Stdout: stdout, Stderr: stderr})
-	if errors.Is(err, workloads.ErrDurability) {
-		return &exitError{code: 1, err: err}
+	w, err := workloads.ParseWorker(*worker, *startAt)
+	if err != nil {
+		return usagef("run: %v", err)
 	}
-	return err
+	if err := w.CheckSpec(s, sf.target); err != nil {
+		return usagef("run: %v", err)
+	}
+	_, err = workloads.Run(ctx, s, workloads.Options{Target: sf.target, OutDir: sf.out, Profile: kinds,
+		Quiet: *quiet, Stdout: stdout, Stderr: stderr, Assume: sf.assumed, Worker: w})
+	return runError(err)
 }
 
 // profileKinds parses --profile (empty: no profiles); a bad kind is a usage error.

@@ -15,7 +15,7 @@ func init() {
 }
 
 func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const usage = "sweep -w SPEC [--vary key=v1,v2 ...] [--set key=value ...] [--repeat N] [--target T] [--duration D] [--warmup D] [--out DIR] [--profile kinds]"
+	const usage = "sweep -w SPEC [--vary key=v1,v2 ...] [--set key=value ...] [--repeat N] [--target T] [--assume key=value ...] [--duration D] [--warmup D] [--out DIR] [--profile kinds]"
 	fs := newFlags("sweep", usage, stderr)
 	var sf specFlags
 	sf.register(fs)
@@ -45,8 +45,11 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usagef("%v", err)
 	}
+	if err := workloads.CheckSweepOnTarget(sf.target, axesOrSpec(axes, s), sf.assumed); err != nil {
+		return usagef("sweep: %v", err)
+	}
 	out, err := workloads.Sweep(ctx, s, axes, *repeat, workloads.Options{Target: sf.target, OutDir: sf.out,
-		Profile: kinds, Stdout: stdout, Stderr: stderr})
+		Profile: kinds, Stdout: stdout, Stderr: stderr, Assume: sf.assumed})
 	if out != nil && len(out.Results) > 0 {
 		if perr := results.PrintSweep(stdout, out.Results); perr != nil {
 			fmt.Fprintf(stderr, "sweep table: %v\n", perr)
@@ -62,7 +65,15 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if out != nil && out.Failed > 0 {
 			return &exitError{code: 1, err: err}
 		}
-		return err
+		return runError(err)
 	}
 	return nil
+}
+
+// axesOrSpec is what the sweep runs over: --vary, else the spec's sweep section.
+func axesOrSpec(axes []workloads.Axis, s *workloads.Spec) []workloads.Axis {
+	if len(axes) > 0 {
+		return axes
+	}
+	return s.SweepAxes()
 }

@@ -1,0 +1,211 @@
+package workloads
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/isrbench/isrbench/results"
+)
+
+// The runner's parts for external clusters and multi-worker runs: the settings a kafka://
+// target is given (targetconfig.go), the client-observed HW lag (hwobserver.go) and the
+// worker's share of the load (worker.go). runner.go calls these at fixed points of a run.
+
+// isKafkaTarget reports whether the run drives a kafka:// cluster.
+func (r *run) isKafkaTarget() bool { return strings.HasPrefix(r.opts.Target, "kafka://") }
+
+// topicConfigs are the configs the benchmark topic is created with: on a kafka:// target
+// every topic setting the spec gives (TopicConfigs), on the embedded one min.insync.replicas
+// (its brokers were started with the rest).
+func (r *run) topicConfigs() map[string]*string {
+	if r.isKafkaTarget() {
+		return TopicConfigs(r.spec)
+	}
+	minISR := fmt.Sprint(r.spec.Topic.MinInsyncReplicas)
+	return map[string]*string{"min.insync.replicas": &minISR}
+}
+
+// prepareTarget creates the topic (waiting for full ISRs) and, on a kafka:// target, first
+// checks the spec's settings against the cluster (Check: nothing runs when one cannot be
+// applied) and then applies them (Apply). restoreTarget, deferred before it, undoes them.
+func (r *run) prepareTarget(ctx context.Context, adm *kadm.Client) error {
+	if !r.isKafkaTarget() {
+		_, err := ensureTopic(ctx, adm, r.spec, r.topicConfigs(), 30*time.Second)
+		return err
+	}
+	cs := r.opts.session
+	if cs == nil {
+		cs = NewConfigSession(adm, r.opts.Assume, r.notef)
+		r.ownSession = cs
+	}
+	if !r.opts.Worker.First() {
+		cs.checkOnly = true
+		cs.wait = max(cs.wait, time.Until(r.opts.Worker.StartAt)+30*time.Second)
+	}
+	notes, err := cs.Check(ctx, r.spec)
+	if err != nil {
+		return err
+	}
+	r.targetNotes = notes
+	created, err := ensureTopic(ctx, adm, r.spec, r.topicConfigs(), 30*time.Second)
+	if err != nil {
+		return err
+	}
+	r.targetSettings, err = cs.Apply(ctx, r.spec, created)
+	return err
+}
+
+// restoreTarget restores what the run's own ConfigSession changed (a sweep restores its
+// session after its last point); a failure is kept for Run's error.
+func (r *run) restoreTarget(ctx context.Context) {
+	if r.ownSession == nil {
+		return
+	}
+	if err := r.ownSession.Restore(ctx); err != nil {
+		r.restoreErr = err
+		r.notef("target: %v", err)
+	}
+}
+
+func (r *run) notef(format string, args ...any) {
+	if !r.opts.Quiet {
+		fmt.Fprintf(r.opts.Stderr, format+"\n", args...)
+	}
+}
+
+// loadStart is when the producers start: 200 ms from now, or a worker's --start-at, which
+// the setup must not have passed.
+func (r *run) loadStart() (time.Time, error) {
+	w := r.opts.Worker
+	if !w.Active() {
+		return time.Now().Add(200 * time.Millisecond), nil
+	}
+	if left := time.Until(w.StartAt); left < 100*time.Millisecond {
+		return time.Time{}, fmt.Errorf("worker %s: --start-at %s is %s away after the setup, too late to start every worker together; give a later time",
+			w, w.StartAt.UTC().Format(time.RFC3339Nano), left.Round(time.Millisecond))
+	}
+	return w.StartAt, nil
+}
+
+// idBase is the first producer id of this run (see Worker.idBase).
+func (r *run) idBase() uint32 { return r.opts.Worker.idBase(r.spec.Name, rand.Uint32()) }
+
+// producerTotal is the number of producers the spec has over all workers.
+func (r *run) producerTotal() int {
+	n := 0
+	for _, g := range r.spec.ProducerGroups() {
+		n += g.Count
+	}
+	return n
+}
+
+// startObserver starts the client HW observer when some producer waits for acknowledgements;
+// stopObserver (deferred) ends it on any path, finishObserver after the drain.
+func (r *run) startObserver(ctx context.Context, seeds []string, startOffs []int64) error {
+	acked := false
+	for _, g := range r.spec.ProducerGroups() {
+		acked = acked || (g.Count > 0 && g.Acks != "0")
+	}
+	if !acked {
+		return nil
+	}
+	o, err := newHWObserver(seeds, r.spec.Topic.Name, startOffs, r.win)
+	if err != nil {
+		return err
+	}
+	octx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); o.Run(octx) }()
+	r.obs = o
+	r.obsStop = func() { cancel(); <-done }
+	return nil
+}
+
+func (r *run) stopObserver() {
+	if r.obsStop != nil {
+		r.obsStop()
+		r.obsStop = nil
+		r.obs.cl.Close()
+	}
+}
+
+// finishObserver waits (up to 5 s) until the HW is seen past every acknowledged record.
+func (r *run) finishObserver(ctx context.Context) {
+	if r.obs == nil || r.obsStop == nil {
+		return
+	}
+	stop := r.obsStop
+	r.obsStop = nil
+	r.obsUnseen = r.obs.finish(ctx, stop, 5*time.Second)
+}
+
+// timelineHWInterval is timeline.csv's hw_lag_p99_us source: the core's HW lag on the
+// embedded target, the client-observed one (from the acknowledgement) elsewhere.
+func (r *run) timelineHWInterval() *results.Histogram {
+	if r.tgt.HasHWLag() || r.obs == nil {
+		return r.hwlag.Interval()
+	}
+	return r.obs.fromAck.Interval()
+}
+
+// externalResult adds to res what this file's parts measured: the client HW lag and its
+// .hgrm files, the target's settings and notes, the worker's part. Called before the outputs
+// are written.
+func (r *run) externalResult(res *results.Result, measureStart time.Time) error {
+	if r.obs != nil {
+		ack, send := r.obs.fromAck.Snapshot(), r.obs.fromSend.Snapshot()
+		sa, ss := results.Summarize(ack), results.Summarize(send)
+		res.HWLagClientUs, res.HWLagClientSendUs = &sa, &ss
+		res.HWObserver = r.obs.summary(r.obsUnseen)
+		for _, x := range []struct {
+			name string
+			h    *results.Histogram
+		}{{"hw_lag_client.hgrm", ack}, {"hw_lag_client_send.hgrm", send}} {
+			p := filepath.Join(r.dir, x.name)
+			if err := writeFile(p, func(w io.Writer) error { return results.WriteHgrm(w, x.h) }); err != nil {
+				return err
+			}
+			res.Files.Hgrm = append(res.Files.Hgrm, p)
+		}
+		note := fmt.Sprintf("client-observed: produce acknowledgement (and intended send) -> first fetch response showing the HW past the record; resolution %s µs (p99 window between responses, fetch.max.wait.ms %d)",
+			results.FormatValue(res.HWObserver.ResolutionUs), res.HWObserver.FetchMaxWaitMs)
+		if r.obsUnseen > 0 {
+			note += fmt.Sprintf("; %d acknowledged records whose HW advance was not seen are left out", r.obsUnseen)
+		}
+		res.Note("hw_lag_client", note)
+	}
+	if r.isKafkaTarget() {
+		res.TargetConfig = r.targetSettings
+		res.Note("hw_lag", "hw_lag_us (leader append -> HW) is measured inside the embedded core only; hw_lag_client_us is this cluster's, observed by a client")
+		res.Note("partitions.leo", "partitions.csv: Kafka clients see each partition's leader, epoch, ISR (Metadata), HW and log start (ListOffsets), not a replica's LEO (n/a)")
+		res.Note("durability.replicas", "a client cannot read a follower's log: replicas_identical is not checked on this target")
+		if len(r.targetNotes) > 0 {
+			res.Note("target_config", strings.Join(r.targetNotes, "; "))
+		}
+	}
+	res.Worker = r.workerInfo(measureStart)
+	if w := r.opts.Worker; w.Active() && !w.First() && len(r.spec.Faults) > 0 {
+		res.Note("faults", fmt.Sprintf("worker %s runs no faults: worker 1 runs the schedule", w))
+	}
+	return nil
+}
+
+func writeFile(p string, fn func(w io.Writer) error) error {
+	f, err := os.Create(p)
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	return f.Close()
+}
