@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
@@ -158,44 +159,65 @@ func benchFetchServe(b *testing.B, fetchMiB int32, zc bool, client string) {
 	}
 }
 
-// BenchmarkProduceRoundTrip measures one-at-a-time produce of a 1 KiB
-// record with kgo to a 3-broker RF 3 cluster (min.insync.replicas 2) over
-// loopback, with acks=1 and acks=all (idempotent).
+// BenchmarkProduceRoundTrip measures one-at-a-time produce of a 1 KiB record with kgo to a
+// 3-broker RF 3 cluster (min.insync.replicas 2) over loopback, with acks=1 and acks=all
+// (idempotent), and the same client against franz-go's kfake (3 brokers, no replication) in the
+// same run: the reference for how much of the round trip is client and protocol.
 func BenchmarkProduceRoundTrip(b *testing.B) {
-	for _, acks := range []string{"1", "all"} {
-		b.Run("acks="+acks, func(b *testing.B) {
-			c := testCluster(b, 3, nil)
-			if err := c.CreateTopic("rt", 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
-				b.Fatal(err)
-			}
-			opts := []kgo.Opt{kgo.DefaultProduceTopic("rt"), kgo.ProducerLinger(0)}
-			if acks == "1" {
-				opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
-			}
-			cl := newClient(b, c, opts...)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			val := bytes.Repeat([]byte{'x'}, 1024)
-			if err := cl.ProduceSync(ctx, &kgo.Record{Value: val}).FirstErr(); err != nil {
-				b.Fatal(err)
-			}
-			b.SetBytes(int64(len(val)))
-			b.ReportAllocs()
-			lat := make([]time.Duration, b.N)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				t0 := time.Now()
-				if err := cl.ProduceSync(ctx, &kgo.Record{Value: val}).FirstErr(); err != nil {
-					b.Fatal(err)
+	for _, target := range []string{"isrbench", "kfake"} {
+		for _, acks := range []string{"1", "all"} {
+			b.Run(target+"/acks="+acks, func(b *testing.B) {
+				opts := []kgo.Opt{kgo.DefaultProduceTopic("rt"), kgo.ProducerLinger(0)}
+				if acks == "1" {
+					opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
 				}
-				lat[i] = time.Since(t0)
-			}
-			b.StopTimer()
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
-		})
+				var cl *kgo.Client
+				if target == "kfake" {
+					kc, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(1, "rt"))
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer kc.Close()
+					if cl, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(kc.ListenAddrs()...)}, opts...)...); err != nil {
+						b.Fatal(err)
+					}
+					defer cl.Close()
+				} else {
+					c := testCluster(b, 3, nil)
+					if err := c.CreateTopic("rt", 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+						b.Fatal(err)
+					}
+					cl = newClient(b, c, opts...)
+				}
+				produceRoundTrips(b, cl)
+			})
+		}
 	}
+}
+
+// produceRoundTrips produces b.N 1 KiB records one at a time and reports their p50 and p99.
+func produceRoundTrips(b *testing.B, cl *kgo.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	val := bytes.Repeat([]byte{'x'}, 1024)
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: val}).FirstErr(); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(val)))
+	b.ReportAllocs()
+	lat := make([]time.Duration, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: val}).FirstErr(); err != nil {
+			b.Fatal(err)
+		}
+		lat[i] = time.Since(t0)
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }
 
 // recvTrunc drops the next n bytes of c in the kernel: recv(MSG_TRUNC) on a TCP socket
