@@ -111,3 +111,30 @@ func TestServeCrossDCMatchesEmbedded(t *testing.T) {
 		t.Errorf("serve sweep %v: replica.fetch.max.bytes is swept by restarting serve", srv.SweepKeys)
 	}
 }
+
+// TestServeCrashRestartSpec: the crash-restart spec for `isrbench serve` crashes three
+// different leaders through serve's admin API and starts each again within the session
+// timeout, under acks=all; it is valid for a kafka:// target.
+func TestServeCrashRestartSpec(t *testing.T) {
+	s, err := Load(filepath.Join("specs", "serve", "crash-restart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Producers.Acks != "all" || s.Topic.MinInsyncReplicas != 2 || s.Topic.ReplicationFactor != 3 || len(s.Faults) != 3 {
+		t.Fatalf("acks %s, min ISR %d, RF %d, %d faults", s.Producers.Acks, s.Topic.MinInsyncReplicas, s.Topic.ReplicationFactor, len(s.Faults))
+	}
+	targets := map[string]bool{}
+	for i, f := range s.Faults {
+		if f.Kind != "exec" || !strings.Contains(f.Command, "/crash") || !strings.Contains(f.Undo, "/start") ||
+			f.Duration <= 0 || f.Duration.Milliseconds() >= s.Broker.BrokerSessionTimeoutMs {
+			t.Errorf("fault %d %+v: want an exec crash and start within the session timeout", i, f)
+		}
+		targets[f.Target] = true
+	}
+	if len(targets) != 3 {
+		t.Errorf("fault targets %v: want three different leaders", targets)
+	}
+	if _, err := CheckTarget("kafka://127.0.0.1:9092", s); err != nil {
+		t.Error(err)
+	}
+}
