@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbench/isrbench/core/config"
 	"github.com/isrbench/isrbench/core/controller"
 )
 
@@ -71,7 +72,7 @@ func configType(t string) kmsg.ConfigType {
 	switch t {
 	case controller.TypeBoolean:
 		return kmsg.ConfigTypeBoolean
-	case controller.TypeString:
+	case controller.TypeString, string(config.Duration): // a Go duration ("30ms") is a string to Kafka
 		return kmsg.ConfigTypeString
 	case controller.TypeInt:
 		return kmsg.ConfigTypeInt
