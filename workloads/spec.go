@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/isrbench/isrbench/netfetch"
+	"github.com/isrbench/isrbench/core/config"
 )
 
 //go:embed specs/*.yaml
@@ -201,42 +201,45 @@ type Fault struct {
 }
 
 // DefaultSpec returns a Spec with every field at its default (the values of specs/default.yaml
-// before its own settings).
+// before its own settings). A broker setting's default is the config registry's (Kafka's,
+// core/config) unless the harness has its own (log.segment.bytes, log.retention.bytes,
+// log.retention.check.interval.ms, isrbench.min.free.disk, group.initial.rebalance.delay.ms,
+// queued.max.request.bytes).
 func DefaultSpec() *Spec {
 	return &Spec{
 		Name:    "default",
 		Brokers: 3,
 		Topic:   TopicSpec{Name: "isrbench", Partitions: 6, ReplicationFactor: 3, MinInsyncReplicas: 2},
 		Broker: BrokerSpec{
-			NumReplicaFetchers:           1,
-			ReplicaFetchWaitMaxMs:        500,
-			ReplicaFetchBackoffMs:        1000,
-			ReplicaFetchMinBytes:         1,
-			ReplicaFetchMaxBytes:         1048576,
-			ReplicaFetchResponseMaxBytes: 10485760,
-			ReplicaLagTimeMaxMs:          30000,
-			BrokerSessionTimeoutMs:       9000,
+			NumReplicaFetchers:           int(config.DefaultOf("num.replica.fetchers")),
+			ReplicaFetchWaitMaxMs:        int(config.DefaultOf("replica.fetch.wait.max.ms")),
+			ReplicaFetchBackoffMs:        int(config.DefaultOf("replica.fetch.backoff.ms")),
+			ReplicaFetchMinBytes:         int(config.DefaultOf("replica.fetch.min.bytes")),
+			ReplicaFetchMaxBytes:         int(config.DefaultOf("replica.fetch.max.bytes")),
+			ReplicaFetchResponseMaxBytes: int(config.DefaultOf("replica.fetch.response.max.bytes")),
+			ReplicaLagTimeMaxMs:          config.DefaultOf("replica.lag.time.max.ms"),
+			BrokerSessionTimeoutMs:       config.DefaultOf("broker.session.timeout.ms"),
 			LogSegmentBytes:              DefaultLogSegmentBytes,
 			LogRetentionBytes:            DefaultLogRetentionBytes,
-			LogRetentionMs:               604800000,
+			LogRetentionMs:               config.DefaultOf("log.retention.ms"),
 			LogRetentionCheckIntervalMs:  1000,
 			MinFreeDisk:                  DefaultMinFreeDisk,
-			FlushMessages:                math.MaxInt64,
-			FlushMs:                      math.MaxInt64,
+			FlushMessages:                config.DefaultOf("log.flush.interval.messages"),
+			FlushMs:                      config.DefaultOf("log.flush.interval.ms"),
 			ZeroCopy:                     true,
-			ZeroCopyMinBytes:             netfetch.DefaultZeroCopyMinBytes,
+			ZeroCopyMinBytes:             config.DefaultOf("isrbench.zero.copy.min.bytes"),
 			FetchSessions:                true,
-			FetchSessionCacheSlots:       1000,
-			IO:                           "pwritev",
-			HWUpdate:                     "atomic",
-			TruncateMode:                 "epoch",
-			HWCheckpointIntervalMs:       5000,
+			FetchSessionCacheSlots:       int(config.DefaultOf("max.incremental.fetch.session.cache.slots")),
+			IO:                           config.IOPwritev.String(),
+			HWUpdate:                     config.HWUpdateAtomic.String(),
+			TruncateMode:                 config.TruncateEpoch.String(),
+			HWCheckpointIntervalMs:       config.DefaultOf("replica.high.watermark.checkpoint.interval.ms"),
 			GroupInitialRebalanceDelayMs: DefaultGroupInitialRebalanceDelayMs,
-			OffsetsTopicNumPartitions:    50,
-			MaxConnections:               math.MaxInt32,
-			MaxConnectionsPerIP:          math.MaxInt32,
-			ConnectionsMaxIdleMs:         600000,
-			RequestReadTimeoutMs:         30000,
+			OffsetsTopicNumPartitions:    int(config.DefaultOf("offsets.topic.num.partitions")),
+			MaxConnections:               int(config.DefaultOf("max.connections")),
+			MaxConnectionsPerIP:          int(config.DefaultOf("max.connections.per.ip")),
+			ConnectionsMaxIdleMs:         config.DefaultOf("connections.max.idle.ms"),
+			RequestReadTimeoutMs:         config.DefaultOf("isrbench.request.read.timeout.ms"),
 			QueuedMaxRequestBytes:        104857600,
 		},
 		Producers: ProducerSpec{Count: 2, Acks: "all", MessageSize: 1024, Rate: 5000, BatchSize: 16384,

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/isrbench/isrbench/core/config"
 )
 
 // Validate checks cross-field constraints (every single field was range-checked when set).
@@ -27,6 +29,11 @@ func (s *Spec) Validate() error {
 	if s.Topic.MinInsyncReplicas > s.Topic.ReplicationFactor {
 		return fmt.Errorf("topic.min.insync.replicas: %d is more than topic.replication.factor (%d); allowed 1..%d",
 			s.Topic.MinInsyncReplicas, s.Topic.ReplicationFactor, s.Topic.ReplicationFactor)
+	}
+	// Kafka refuses to start with a fetch wait longer than the lag time (KafkaConfig).
+	if int64(s.Broker.ReplicaFetchWaitMaxMs) > s.Broker.ReplicaLagTimeMaxMs {
+		return fmt.Errorf("replica.fetch.wait.max.ms: %d is more than replica.lag.time.max.ms (%d), which Kafka requires; allowed 0..%d",
+			s.Broker.ReplicaFetchWaitMaxMs, s.Broker.ReplicaLagTimeMaxMs, s.Broker.ReplicaLagTimeMaxMs)
 	}
 	if s.Consumers.Count == 0 && !slices.ContainsFunc(s.ProducerGroups(), func(g ProducerSpec) bool { return g.Count > 0 }) {
 		return errors.New("producers.count and consumers.count are both 0: nothing to run or measure; allowed at least one producer or consumer")
@@ -108,8 +115,11 @@ type Param struct {
 	Key     string   // canonical key, as in Config()
 	Aliases []string // other accepted names (the full path for broker properties, short names)
 	Help    string   // default, unit and allowed values
-	set     func(s *Spec, v string) error
-	get     func(s *Spec) any
+	// entry is the config registry entry (core/config) of a broker setting, "" for the
+	// harness's and the clients' own keys.
+	entry string
+	set   func(s *Spec, v string) error
+	get   func(s *Spec) any
 }
 
 // Params lists every flat key in documentation order.
@@ -208,16 +218,15 @@ func intP[T int | int64](key string, aliases []string, lo, hi int64, help string
 
 // minQueuedMaxRequestBytes is socket.request.max.bytes' default (104857600): Kafka requires
 // queued.max.request.bytes to be -1 or at least socket.request.max.bytes.
-const minQueuedMaxRequestBytes = 104857600
+var minQueuedMaxRequestBytes = config.DefaultOf("socket.request.max.bytes")
 
-// orNeverP is a time in ms that takes -1 for never: -1 or 1..(max Duration in ms).
-func orNeverP(key string, aliases []string, help string, f func(*Spec) *int64) Param {
-	const hi = math.MaxInt64 / int64(time.Millisecond)
-	return Param{Key: key, Aliases: aliases, Help: fmt.Sprintf("%s (int -1 or 1..%d)", help, hi),
+// orNeverP is a time in ms that takes -1 for never: -1 or lo..hi.
+func orNeverP(key string, aliases []string, lo, hi int64, help string, f func(*Spec) *int64) Param {
+	return Param{Key: key, Aliases: aliases, Help: fmt.Sprintf("%s (int -1 or %d..%d)", help, lo, hi),
 		set: func(s *Spec, v string) error {
 			n, err := parseInt(key, v, -1, hi)
-			if err == nil && n == 0 {
-				err = fmt.Errorf("%s: 0 is not allowed; allowed -1 (never) or 1..%d", key, hi)
+			if err == nil && n != -1 && n < lo {
+				err = fmt.Errorf("%s: %d is not allowed; allowed -1 (never) or %d..%d", key, n, lo, hi)
 			}
 			if err == nil {
 				*f(s) = n
@@ -262,6 +271,61 @@ func durP(key string, aliases []string, lo, hi time.Duration, help string, f fun
 			return err
 		},
 		get: func(s *Spec) any { return *f(s) }}
+}
+
+// Broker settings of the config registry (core/config): their range, modes and help are
+// the registry's; entry names the registry entry (the key is its name but for flush.messages
+// and flush.ms, the topic-level names of log.flush.interval.messages / .ms).
+
+// brokerHelp is the help of a registry key: its description, then its default, or
+// note where the harness's default is not Kafka's.
+func brokerHelp(e *config.Entry, note string) string {
+	h := e.Doc
+	if note != "" {
+		return h + "; " + note
+	}
+	def := e.Default
+	switch {
+	case e.Type == config.Duration && def == "0s":
+		def = "0"
+	case e.Default == strconv.FormatInt(math.MaxInt64, 10):
+		def += " (never)"
+	}
+	return h + ", default " + def
+}
+
+func intB[T int | int64](key, entry string, aliases []string, note string, f func(*Spec) *T) Param {
+	e := config.Get(entry)
+	p := intP(key, aliases, e.Min, e.Max, brokerHelp(e, note), f)
+	p.entry = entry
+	return p
+}
+
+func boolB(key string, aliases []string, f func(*Spec) *bool) Param {
+	p := boolP(key, aliases, brokerHelp(config.Get(key), ""), f)
+	p.entry = key
+	return p
+}
+
+func modeB(key string, aliases []string, f func(*Spec) *string) Param {
+	e := config.Get(key)
+	p := enumP(key, aliases, e.Modes, brokerHelp(e, ""), f)
+	p.entry = key
+	return p
+}
+
+func durB(key string, aliases []string, f func(*Spec) *time.Duration) Param {
+	e := config.Get(key)
+	p := durP(key, aliases, time.Duration(e.Min), time.Duration(e.Max), brokerHelp(e, ""), f)
+	p.entry = key
+	return p
+}
+
+func orNeverB(key string, aliases []string, f func(*Spec) *int64) Param {
+	e := config.Get(key)
+	p := orNeverP(key, aliases, e.Min, e.Max, brokerHelp(e, ""), f)
+	p.entry = key
+	return p
 }
 
 func parseInt(key, v string, lo, hi int64) (int64, error) {
@@ -347,19 +411,19 @@ var params = []Param{
 	intP("topic.replication.factor", []string{"replication.factor"}, 1, 16, "replication factor (<= brokers), default 3", func(s *Spec) *int { return &s.Topic.ReplicationFactor }),
 	intP("topic.min.insync.replicas", []string{"min.insync.replicas"}, 1, 16, "topic config min.insync.replicas (<= replication factor), default 2", func(s *Spec) *int { return &s.Topic.MinInsyncReplicas }),
 
-	intP("num.replica.fetchers", []string{"broker.num.replica.fetchers"}, 1, 64, "fetcher goroutines per source broker, default 1", func(s *Spec) *int { return &s.Broker.NumReplicaFetchers }),
-	intP("replica.fetch.wait.max.ms", []string{"broker.replica.fetch.wait.max.ms"}, 0, 60000, "max replica fetch long-poll wait (ms), default 500", func(s *Spec) *int { return &s.Broker.ReplicaFetchWaitMaxMs }),
-	intP("replica.fetch.backoff.ms", []string{"broker.replica.fetch.backoff.ms"}, 0, 600000, "a follower's wait before it fetches a partition again after an error (ms), default 1000", func(s *Spec) *int { return &s.Broker.ReplicaFetchBackoffMs }),
-	intP("replica.fetch.min.bytes", []string{"broker.replica.fetch.min.bytes"}, 1, math.MaxInt32, "min bytes before a replica fetch returns, default 1", func(s *Spec) *int { return &s.Broker.ReplicaFetchMinBytes }),
-	intP("replica.fetch.max.bytes", []string{"broker.replica.fetch.max.bytes"}, 1024, math.MaxInt32, "max bytes per partition per replica fetch, default 1048576", func(s *Spec) *int { return &s.Broker.ReplicaFetchMaxBytes }),
-	intP("replica.fetch.response.max.bytes", []string{"broker.replica.fetch.response.max.bytes"}, 1024, math.MaxInt32, "max bytes per replica fetch response, default 10485760", func(s *Spec) *int { return &s.Broker.ReplicaFetchResponseMaxBytes }),
-	intP("replica.lag.time.max.ms", []string{"broker.replica.lag.time.max.ms"}, 1, 24*3600*1000, "ISR lag time (ms), default 30000", func(s *Spec) *int64 { return &s.Broker.ReplicaLagTimeMaxMs }),
-	boolP("unclean.leader.election.enable", []string{"broker.unclean.leader.election.enable"}, "elect out-of-sync replicas, default false", func(s *Spec) *bool { return &s.Broker.UncleanLeaderElectionEnable }),
-	intP("broker.session.timeout.ms", []string{"broker.broker.session.timeout.ms"}, 1, 24*3600*1000, "controller fences a broker silent this long (ms), default 9000", func(s *Spec) *int64 { return &s.Broker.BrokerSessionTimeoutMs }),
-	intP("log.segment.bytes", []string{"broker.log.segment.bytes"}, 14, math.MaxInt32, "segment size; harness default 67108864 (Kafka 1073741824) so retention, which never deletes the active segment, keeps the disk bounded", func(s *Spec) *int64 { return &s.Broker.LogSegmentBytes }),
-	intP("log.retention.bytes", []string{"broker.log.retention.bytes", "retention.bytes"}, -1, math.MaxInt64, "bytes kept per partition replica before the oldest segments are deleted, -1 = unlimited; harness default 268435456 (Kafka -1): a replica holds at most about retention.bytes + log.segment.bytes", func(s *Spec) *int64 { return &s.Broker.LogRetentionBytes }),
-	intP("log.retention.ms", []string{"broker.log.retention.ms", "retention.ms"}, -1, math.MaxInt64, "delete segments whose newest record is older (ms), -1 = unlimited; default 604800000", func(s *Spec) *int64 { return &s.Broker.LogRetentionMs }),
-	intP("log.retention.check.interval.ms", []string{"broker.log.retention.check.interval.ms"}, 1, 24*3600*1000, "how often each broker applies retention (ms); harness default 1000 (Kafka 300000)", func(s *Spec) *int64 { return &s.Broker.LogRetentionCheckIntervalMs }),
+	intB("num.replica.fetchers", "num.replica.fetchers", []string{"broker.num.replica.fetchers"}, "", func(s *Spec) *int { return &s.Broker.NumReplicaFetchers }),
+	intB("replica.fetch.wait.max.ms", "replica.fetch.wait.max.ms", []string{"broker.replica.fetch.wait.max.ms"}, "", func(s *Spec) *int { return &s.Broker.ReplicaFetchWaitMaxMs }),
+	intB("replica.fetch.backoff.ms", "replica.fetch.backoff.ms", []string{"broker.replica.fetch.backoff.ms"}, "", func(s *Spec) *int { return &s.Broker.ReplicaFetchBackoffMs }),
+	intB("replica.fetch.min.bytes", "replica.fetch.min.bytes", []string{"broker.replica.fetch.min.bytes"}, "", func(s *Spec) *int { return &s.Broker.ReplicaFetchMinBytes }),
+	intB("replica.fetch.max.bytes", "replica.fetch.max.bytes", []string{"broker.replica.fetch.max.bytes"}, "", func(s *Spec) *int { return &s.Broker.ReplicaFetchMaxBytes }),
+	intB("replica.fetch.response.max.bytes", "replica.fetch.response.max.bytes", []string{"broker.replica.fetch.response.max.bytes"}, "", func(s *Spec) *int { return &s.Broker.ReplicaFetchResponseMaxBytes }),
+	intB("replica.lag.time.max.ms", "replica.lag.time.max.ms", []string{"broker.replica.lag.time.max.ms"}, "", func(s *Spec) *int64 { return &s.Broker.ReplicaLagTimeMaxMs }),
+	boolB("unclean.leader.election.enable", []string{"broker.unclean.leader.election.enable"}, func(s *Spec) *bool { return &s.Broker.UncleanLeaderElectionEnable }),
+	intB("broker.session.timeout.ms", "broker.session.timeout.ms", []string{"broker.broker.session.timeout.ms"}, "", func(s *Spec) *int64 { return &s.Broker.BrokerSessionTimeoutMs }),
+	intB("log.segment.bytes", "log.segment.bytes", []string{"broker.log.segment.bytes"}, "harness default 67108864 (Kafka 1073741824) so retention, which never deletes the active segment, keeps the disk bounded", func(s *Spec) *int64 { return &s.Broker.LogSegmentBytes }),
+	intB("log.retention.bytes", "log.retention.bytes", []string{"broker.log.retention.bytes", "retention.bytes"}, "harness default 268435456 (Kafka -1): a replica holds at most about retention.bytes + log.segment.bytes", func(s *Spec) *int64 { return &s.Broker.LogRetentionBytes }),
+	intB("log.retention.ms", "log.retention.ms", []string{"broker.log.retention.ms", "retention.ms"}, "", func(s *Spec) *int64 { return &s.Broker.LogRetentionMs }),
+	intB("log.retention.check.interval.ms", "log.retention.check.interval.ms", []string{"broker.log.retention.check.interval.ms"}, "harness default 1000 (Kafka 300000)", func(s *Spec) *int64 { return &s.Broker.LogRetentionCheckIntervalMs }),
 	{Key: "isrbench.min.free.disk", Aliases: []string{"broker.isrbench.min.free.disk", "min.free.disk"},
 		Help: "stop the run when the data dir's filesystem has less free space: bytes (2147483648), a size (2GiB, 500MiB, 10GB) or a percentage of the filesystem (5%); 0 = off; default 2GiB",
 		set: func(s *Spec, v string) error {
@@ -369,24 +433,24 @@ var params = []Param{
 			}
 			return err
 		}, get: func(s *Spec) any { return s.Broker.MinFreeDisk.String() }},
-	intP("flush.messages", []string{"broker.flush.messages"}, 1, math.MaxInt64, "fsync every N messages, default 9223372036854775807 (never)", func(s *Spec) *int64 { return &s.Broker.FlushMessages }),
-	intP("flush.ms", []string{"broker.flush.ms"}, 0, math.MaxInt64, "fsync every N ms, default 9223372036854775807 (never)", func(s *Spec) *int64 { return &s.Broker.FlushMs }),
-	boolP("isrbench.zero.copy", []string{"broker.isrbench.zero.copy"}, "sendfile fetch responses, default true", func(s *Spec) *bool { return &s.Broker.ZeroCopy }),
-	boolP("isrbench.fetch.sessions", []string{"broker.isrbench.fetch.sessions"}, "replica fetchers use incremental fetch sessions (KIP-227), default true", func(s *Spec) *bool { return &s.Broker.FetchSessions }),
-	intP("max.incremental.fetch.session.cache.slots", []string{"broker.max.incremental.fetch.session.cache.slots"}, 0, math.MaxInt32, "incremental fetch sessions a broker keeps, 0 = none, default 1000", func(s *Spec) *int { return &s.Broker.FetchSessionCacheSlots }),
-	intP("isrbench.zero.copy.min.bytes", []string{"broker.isrbench.zero.copy.min.bytes"}, 0, math.MaxInt32, "with zero copy, record slices smaller than this are copied (pread) instead of sent with sendfile; 0 = sendfile always, default 32768", func(s *Spec) *int64 { return &s.Broker.ZeroCopyMinBytes }),
-	enumP("isrbench.io", []string{"broker.isrbench.io"}, []string{"pwritev", "uring", "write"}, "log write path, default pwritev", func(s *Spec) *string { return &s.Broker.IO }),
-	enumP("isrbench.hw.update", []string{"broker.isrbench.hw.update"}, []string{"atomic", "mutex"}, "HW advance, default atomic", func(s *Spec) *string { return &s.Broker.HWUpdate }),
-	enumP("isrbench.truncate.mode", []string{"broker.isrbench.truncate.mode"}, []string{"epoch", "hw"}, "follower truncation, default epoch (hw: ablation)", func(s *Spec) *string { return &s.Broker.TruncateMode }),
-	intP("replica.high.watermark.checkpoint.interval.ms", []string{"broker.replica.high.watermark.checkpoint.interval.ms"}, 1, 24*3600*1000, "how often each broker writes its HW checkpoint (ms), default 5000", func(s *Spec) *int64 { return &s.Broker.HWCheckpointIntervalMs }),
-	durP("isrbench.produce.delay", []string{"broker.isrbench.produce.delay"}, 0, time.Minute, "artificial delay per produce, default 0", func(s *Spec) *time.Duration { return &s.Broker.ProduceDelay }),
-	durP("isrbench.produce.spin", []string{"broker.isrbench.produce.spin"}, 0, time.Second, "artificial CPU work per produce request (a computation calibrated to take this long; the gate's CPU-regression test), default 0", func(s *Spec) *time.Duration { return &s.Broker.ProduceSpin }),
-	intP("max.connections", []string{"broker.max.connections"}, 1, math.MaxInt32, "connections each broker accepts at once (further ones are closed at once; each broker's share of RLIMIT_NOFILE lowers it), default 2147483647", func(s *Spec) *int { return &s.Broker.MaxConnections }),
-	intP("max.connections.per.ip", []string{"broker.max.connections.per.ip"}, 1, math.MaxInt32, "connections from one client IP address each broker accepts at once, default 2147483647", func(s *Spec) *int { return &s.Broker.MaxConnectionsPerIP }),
-	orNeverP("connections.max.idle.ms", []string{"broker.connections.max.idle.ms"}, "close a connection on which no request started for this long (ms), -1 = never, default 600000", func(s *Spec) *int64 { return &s.Broker.ConnectionsMaxIdleMs }),
-	orNeverP("isrbench.request.read.timeout.ms", []string{"broker.isrbench.request.read.timeout.ms"}, "close a connection whose request has not fully arrived this long after its first byte (ms), -1 = never, default 30000 (Kafka clients' request.timeout.ms)", func(s *Spec) *int64 { return &s.Broker.RequestReadTimeoutMs }),
-	{Key: "queued.max.request.bytes", Aliases: []string{"broker.queued.max.request.bytes"},
-		Help: fmt.Sprintf("bytes of request buffers each broker's connections may hold at once (over it a request waits, unread, until isrbench.request.read.timeout.ms), -1 = unbounded (Kafka's default); harness default 104857600 (allowed -1 or %d..%d)", minQueuedMaxRequestBytes, int64(math.MaxInt64)),
+	intB("flush.messages", "log.flush.interval.messages", []string{"broker.flush.messages"}, "", func(s *Spec) *int64 { return &s.Broker.FlushMessages }),
+	intB("flush.ms", "log.flush.interval.ms", []string{"broker.flush.ms"}, "", func(s *Spec) *int64 { return &s.Broker.FlushMs }),
+	boolB("isrbench.zero.copy", []string{"broker.isrbench.zero.copy"}, func(s *Spec) *bool { return &s.Broker.ZeroCopy }),
+	boolB("isrbench.fetch.sessions", []string{"broker.isrbench.fetch.sessions"}, func(s *Spec) *bool { return &s.Broker.FetchSessions }),
+	intB("max.incremental.fetch.session.cache.slots", "max.incremental.fetch.session.cache.slots", []string{"broker.max.incremental.fetch.session.cache.slots"}, "", func(s *Spec) *int { return &s.Broker.FetchSessionCacheSlots }),
+	intB("isrbench.zero.copy.min.bytes", "isrbench.zero.copy.min.bytes", []string{"broker.isrbench.zero.copy.min.bytes"}, "", func(s *Spec) *int64 { return &s.Broker.ZeroCopyMinBytes }),
+	modeB("isrbench.io", []string{"broker.isrbench.io"}, func(s *Spec) *string { return &s.Broker.IO }),
+	modeB("isrbench.hw.update", []string{"broker.isrbench.hw.update"}, func(s *Spec) *string { return &s.Broker.HWUpdate }),
+	modeB("isrbench.truncate.mode", []string{"broker.isrbench.truncate.mode"}, func(s *Spec) *string { return &s.Broker.TruncateMode }),
+	intB("replica.high.watermark.checkpoint.interval.ms", "replica.high.watermark.checkpoint.interval.ms", []string{"broker.replica.high.watermark.checkpoint.interval.ms"}, "", func(s *Spec) *int64 { return &s.Broker.HWCheckpointIntervalMs }),
+	durB("isrbench.produce.delay", []string{"broker.isrbench.produce.delay"}, func(s *Spec) *time.Duration { return &s.Broker.ProduceDelay }),
+	durB("isrbench.produce.spin", []string{"broker.isrbench.produce.spin"}, func(s *Spec) *time.Duration { return &s.Broker.ProduceSpin }),
+	intB("max.connections", "max.connections", []string{"broker.max.connections"}, "", func(s *Spec) *int { return &s.Broker.MaxConnections }),
+	intB("max.connections.per.ip", "max.connections.per.ip", []string{"broker.max.connections.per.ip"}, "", func(s *Spec) *int { return &s.Broker.MaxConnectionsPerIP }),
+	orNeverB("connections.max.idle.ms", []string{"broker.connections.max.idle.ms"}, func(s *Spec) *int64 { return &s.Broker.ConnectionsMaxIdleMs }),
+	orNeverB("isrbench.request.read.timeout.ms", []string{"broker.isrbench.request.read.timeout.ms"}, func(s *Spec) *int64 { return &s.Broker.RequestReadTimeoutMs }),
+	{Key: "queued.max.request.bytes", Aliases: []string{"broker.queued.max.request.bytes"}, entry: "queued.max.request.bytes",
+		Help: fmt.Sprintf("%s (Kafka's default); harness default 104857600 (allowed -1 or %d..%d: at least socket.request.max.bytes)", config.Get("queued.max.request.bytes").Doc, minQueuedMaxRequestBytes, int64(math.MaxInt64)),
 		set: func(s *Spec, v string) error {
 			n, err := parseInt("queued.max.request.bytes", v, -1, math.MaxInt64)
 			if err == nil && n != -1 && n < minQueuedMaxRequestBytes {
@@ -445,8 +509,8 @@ var params = []Param{
 		}, get: func(s *Spec) any { return s.Consumers.GroupID }},
 	enumP("consumers.group.balancer", []string{"partition.assignment.strategy"}, []string{"range", "roundrobin", "sticky", "cooperative-sticky"}, "group assignor, default range", func(s *Spec) *string { return &s.Consumers.GroupBalancer }),
 	intP("consumers.auto.commit.interval.ms", []string{"auto.commit.interval.ms"}, 1, 3600*1000, "group members commit their position this often (ms), default 5000", func(s *Spec) *int { return &s.Consumers.AutoCommitIntervalMs }),
-	intP("group.initial.rebalance.delay.ms", []string{"broker.group.initial.rebalance.delay.ms"}, 0, 600000, "embedded coordinator's delay of a new group's first rebalance (ms); harness default 100 (Kafka 3000)", func(s *Spec) *int { return &s.Broker.GroupInitialRebalanceDelayMs }),
-	intP("offsets.topic.num.partitions", []string{"broker.offsets.topic.num.partitions"}, 1, 1000, "partitions of the embedded cluster's __consumer_offsets, default 50", func(s *Spec) *int { return &s.Broker.OffsetsTopicNumPartitions }),
+	intB("group.initial.rebalance.delay.ms", "group.initial.rebalance.delay.ms", []string{"broker.group.initial.rebalance.delay.ms"}, "harness default 100 (Kafka 3000)", func(s *Spec) *int { return &s.Broker.GroupInitialRebalanceDelayMs }),
+	intB("offsets.topic.num.partitions", "offsets.topic.num.partitions", []string{"broker.offsets.topic.num.partitions"}, "", func(s *Spec) *int { return &s.Broker.OffsetsTopicNumPartitions }),
 }
 
 func validTopic(v string) bool {

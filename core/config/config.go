@@ -78,6 +78,9 @@ type Entry struct {
 	// TopicConfig is the topic config this broker config is the default of (Kafka's
 	// ServerTopicConfigSynonyms), "" when there is none.
 	TopicConfig string
+	// ThreadPool: a thread count Kafka refuses to change at run time to less than half or
+	// more than double the current value (DynamicThreadPool).
+	ThreadPool bool
 	// Fixed: isrbench implements only the default (DescribeConfigs reports it; it cannot be
 	// set).
 	Fixed bool
