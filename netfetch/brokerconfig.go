@@ -67,9 +67,13 @@ var brokerConfigDefs = sortedDefs([]brokerConfigDef{
 	described("group.max.session.timeout.ms", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Group.MaxSessionTimeoutMs) }),
 	described("group.max.size", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Group.MaxSize) }),
 	described("group.min.session.timeout.ms", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Group.MinSessionTimeoutMs) }),
-	described("isrbench.hw.update", func(c *ClusterConfig, _ int32, _ string) string { return orString(c.Broker.HWUpdate, "atomic") }),
+	described("isrbench.hw.update", func(c *ClusterConfig, _ int32, _ string) string {
+		return orString(c.Broker.HWUpdate, config.HWUpdateAtomic.String())
+	}),
 	described("isrbench.io", func(c *ClusterConfig, _ int32, _ string) string { return writerName(c.Broker.Log.Writer) }),
-	described("isrbench.truncate.mode", func(c *ClusterConfig, _ int32, _ string) string { return orString(c.Broker.TruncateMode, "epoch") }),
+	described("isrbench.truncate.mode", func(c *ClusterConfig, _ int32, _ string) string {
+		return orString(c.Broker.TruncateMode, config.TruncateEpoch.String())
+	}),
 	described("isrbench.produce.delay", func(c *ClusterConfig, _ int32, _ string) string { return c.Broker.ProduceDelay.String() }),
 	described("isrbench.produce.spin", func(c *ClusterConfig, _ int32, _ string) string { return c.Broker.ProduceSpin.String() }),
 	described("isrbench.zero.copy", func(c *ClusterConfig, _ int32, _ string) string { return btoa(c.ZeroCopy) }),
@@ -176,7 +180,7 @@ func orString(v, def string) string {
 
 func writerName(w log.Writer) string {
 	if w == nil {
-		return "pwritev"
+		return config.IOPwritev.String()
 	}
 	return w.Name()
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/isrbench/isrbench/core/config"
 	"github.com/isrbench/isrbench/core/controller"
+	"github.com/isrbench/isrbench/core/log"
 )
 
 // TestSettersCoverRegistry: Set accepts every registry entry that is not Fixed, under its
@@ -186,5 +187,19 @@ func TestRegistryWalk(t *testing.T) {
 				t.Errorf("%s=%d stored in Go: StartCluster: %v, want an error naming the key", e.Name, below, err)
 			}
 		})
+	}
+}
+
+// TestIOModesAreWriters: every isrbench.io mode of the registry names a log writer.
+func TestIOModesAreWriters(t *testing.T) {
+	for _, m := range config.IOs {
+		w, err := log.NewWriter(m.String())
+		if err != nil {
+			t.Errorf("isrbench.io=%s: %v", m, err)
+			continue
+		}
+		if w.Name() != m.String() && w.Name() != config.IOPwritev.String() { // uring may fall back
+			t.Errorf("isrbench.io=%s: writer %s", m, w.Name())
+		}
 	}
 }
