@@ -57,25 +57,6 @@ func TestSettersCoverRegistry(t *testing.T) {
 	}
 }
 
-// registryValues returns the values of e that the registry accepts and that the walk tries:
-// the minimum, the maximum and the default of a numeric or duration entry, every mode, both
-// booleans.
-func registryValues(e *config.Entry) []string {
-	switch {
-	case e.Type.Numeric():
-		vs := []string{strconv.FormatInt(e.Min, 10), strconv.FormatInt(e.Max, 10), e.Default}
-		if e.Never {
-			vs = append(vs, "-1")
-		}
-		return vs
-	case e.Type == config.Duration:
-		return []string{time.Duration(e.Min).String(), time.Duration(e.Max).String(), e.Default}
-	case e.Type == config.Boolean:
-		return []string{"true", "false"}
-	}
-	return e.Modes
-}
-
 // related sets the settings Kafka's rules tie to name=v so that a value the registry
 // accepts is tried with others that allow it: replica.fetch.wait.max.ms <=
 // replica.lag.time.max.ms (KafkaConfig), queued.max.request.bytes >=
@@ -136,7 +117,7 @@ func TestRegistryWalk(t *testing.T) {
 			continue
 		}
 		t.Run(e.Name, func(t *testing.T) {
-			for _, v := range registryValues(&e) {
+			for _, v := range e.Samples() {
 				c := DefaultClusterConfig()
 				if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 					related(t, &c, e.Name, n)

@@ -11,27 +11,14 @@ import (
 	"github.com/isrbench/isrbench/netfetch"
 )
 
-// registryValues returns the values of e that the registry accepts and the walk tries: the
-// minimum (for an AtLeast entry, the other setting's default: the spec has no key for it),
-// the maximum and the default; every mode; both booleans.
-func registryValues(e *config.Entry) []string {
-	switch {
-	case e.Type.Numeric():
-		lo := e.Min
-		if e.AtLeast != "" {
-			lo = config.DefaultOf(e.AtLeast)
-		}
-		vs := []string{strconv.FormatInt(lo, 10), strconv.FormatInt(e.Max, 10), e.Default}
-		if e.Never {
-			vs = append(vs, "-1")
-		}
-		return vs
-	case e.Type == config.Duration:
-		return []string{time.Duration(e.Min).String(), time.Duration(e.Max).String(), e.Default}
-	case e.Type == config.Boolean:
-		return []string{"true", "false"}
+// samples are the registry's Samples of e, but for an AtLeast entry's minimum the other
+// setting's default: the spec has no key for it.
+func samples(e *config.Entry) []string {
+	vs := e.Samples()
+	if e.AtLeast != "" {
+		vs[0] = strconv.FormatInt(config.DefaultOf(e.AtLeast), 10)
 	}
-	return e.Modes
+	return vs
 }
 
 // TestSpecRegistryWalk walks every spec key of a config registry entry: the registry's
@@ -50,7 +37,7 @@ func TestSpecRegistryWalk(t *testing.T) {
 		n++
 		e := config.Get(p.entry)
 		t.Run(p.Key, func(t *testing.T) {
-			for _, v := range registryValues(e) {
+			for _, v := range samples(e) {
 				s := DefaultSpec()
 				s.Brokers, s.Topic.ReplicationFactor, s.Topic.MinInsyncReplicas = 1, 1, 1
 				// Kafka's rule replica.fetch.wait.max.ms <= replica.lag.time.max.ms.

@@ -147,6 +147,28 @@ func (e *Entry) ParseMode(v string) (string, error) {
 	return v, nil
 }
 
+// Samples returns values the registry accepts for e, at the edges of its range: the
+// minimum, the maximum and the default of a numeric or Duration entry (and -1 when Never),
+// every mode, both booleans; nil for a Fixed entry. The tests that walk the registry through
+// every user try them all.
+func (e *Entry) Samples() []string {
+	switch {
+	case e.Fixed:
+		return nil
+	case e.Type.Numeric():
+		vs := []string{strconv.FormatInt(e.Min, 10), strconv.FormatInt(e.Max, 10), e.Default}
+		if e.Never {
+			vs = append(vs, "-1")
+		}
+		return vs
+	case e.Type == Duration:
+		return []string{time.Duration(e.Min).String(), time.Duration(e.Max).String(), e.Default}
+	case e.Type == Boolean:
+		return []string{"true", "false"}
+	}
+	return slices.Clone(e.Modes)
+}
+
 // DefaultInt is the default of a numeric entry as an integer.
 func (e *Entry) DefaultInt() int64 {
 	n, err := strconv.ParseInt(e.Default, 10, 64)
