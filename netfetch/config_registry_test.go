@@ -184,3 +184,28 @@ func TestIOModesAreWriters(t *testing.T) {
 		}
 	}
 }
+
+// TestDynamicConfigsTakeRegistryRanges: AlterConfigs of a dynamic broker config (the
+// controller's check) takes the registry's samples of it and refuses one below its minimum.
+func TestDynamicConfigsTakeRegistryRanges(t *testing.T) {
+	for _, n := range controller.DynamicBrokerConfigNames() {
+		e := config.Get(n)
+		if e.Fixed {
+			if _, err := controller.ValidateBrokerConfig(n, e.Default); err != nil {
+				t.Errorf("%s=%s (its only value): %v", n, e.Default, err)
+			}
+			continue
+		}
+		for _, v := range e.Samples() {
+			if _, err := controller.ValidateBrokerConfig(n, v); err != nil {
+				t.Errorf("%s=%s (registry %s): %v", n, v, e.Range(), err)
+			}
+		}
+		if e.Type.Numeric() {
+			below := strconv.FormatInt(e.Min-1, 10)
+			if _, err := controller.ValidateBrokerConfig(n, below); err == nil {
+				t.Errorf("%s=%s (registry %s): accepted", n, below, e.Range())
+			}
+		}
+	}
+}
