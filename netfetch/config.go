@@ -21,6 +21,26 @@ func SettableKeys() []string {
 	return keys
 }
 
+// SettingsHelp documents the keys Set accepts, one line each, from the config registry
+// (core/config): name, type and unit, Kafka's default, the allowed values, whether Kafka
+// changes it at run time, and what it does.
+func SettingsHelp() string {
+	var b strings.Builder
+	for _, k := range SettableKeys() {
+		e := config.Get(brokerConfigName(k))
+		typ := string(e.Type)
+		if e.Unit != "" {
+			typ += " " + e.Unit
+		}
+		doc := e.Doc
+		if k != e.Name {
+			doc = "topic-level name of " + e.Name
+		}
+		fmt.Fprintf(&b, "  %-46s %s, default %s, allowed %s, %s: %s\n", k, typ, e.Default, e.Range(), e.Update, doc)
+	}
+	return b.String()
+}
+
 type setter func(c *ClusterConfig, v string) error
 
 // storeInt stores an integer setting by its registry name without the range check: what
