@@ -53,7 +53,8 @@ const (
 // settings in ms that the brokers turn into durations (timers, tickers, deadlines).
 const MaxMs = math.MaxInt64 / int64(time.Millisecond)
 
-// Entry is one setting.
+// Entry is one setting. The registry's entries (Lookup, Get, Entries) are never changed:
+// any goroutine may read them; Entries returns copies.
 type Entry struct {
 	Name string
 	Type Type
@@ -202,12 +203,3 @@ func DefaultOf(name string) int64 { return Get(name).DefaultInt() }
 
 // Entries returns every entry, sorted by name.
 func Entries() []Entry { return slices.Clone(entries) }
-
-// Names returns every entry's name, sorted.
-func Names() []string {
-	out := make([]string, len(entries))
-	for i := range entries {
-		out[i] = entries[i].Name
-	}
-	return out
-}

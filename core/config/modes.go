@@ -5,7 +5,9 @@ import (
 	"strings"
 )
 
-// HWUpdate is isrbench.hw.update: how a leader advances its high watermark.
+// HWUpdate is isrbench.hw.update: how a leader advances its high watermark. The mode types
+// are plain values (the lists HWUpdates, TruncateModes and IOs are never changed): safe for
+// concurrent use.
 type HWUpdate string
 
 // The isrbench.hw.update modes.
