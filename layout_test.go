@@ -19,9 +19,10 @@ var allowed = map[string][]string{
 	"gate":             {"gate", "results", "profiles"},
 	"workloads":        {"workloads", "netfetch", "core/", "results", "profiles"},
 	"netfetch":         {"netfetch", "core/"},
-	"core/broker":      {"core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs"},
-	"core/group":       {"core/group", "core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs"},
-	"core/partition":   {"core/partition", "core/log", "core/records", "core/controller", "core/vfs"},
+	"core/broker":      {"core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},
+	"core/group":       {"core/group", "core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},
+	"core/partition":   {"core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},
+	"core/config":      {"core/config"},
 	"core/controller":  {"core/controller", "core/vfs"},
 	"core/log":         {"core/log", "core/records", "core/vfs", "iouring"},
 	"core/vfs":         {"core/vfs"},
@@ -35,12 +36,13 @@ var allowed = map[string][]string{
 
 // stdlibOnly lists packages that may import, besides the standard library and the module
 // packages the allowed table gives them, only the listed external packages: iouring is a
-// binding on golang.org/x/sys/unix alone (no cgo: "C" is not stdlib); the controller and the
-// vfs are plain Go (the controller speaks Kafka's error codes).
+// binding on golang.org/x/sys/unix alone (no cgo: "C" is not stdlib); the controller, the
+// vfs and the config registry are plain Go (the controller speaks Kafka's error codes).
 var stdlibOnly = map[string][]string{
 	"iouring":         {"golang.org/x/sys/unix"},
 	"core/controller": {"github.com/twmb/franz-go/pkg/kerr"},
 	"core/vfs":        {},
+	"core/config":     {},
 }
 
 // isStdlib reports whether an import path is in the standard library (no dot in its first

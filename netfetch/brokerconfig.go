@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/isrbench/isrbench/core/config"
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/log"
 )
@@ -33,99 +34,117 @@ func msOrNever(d time.Duration) string {
 	return decimal(d.Milliseconds())
 }
 
-// brokerConfigDefs lists the broker configs isrbench has, sorted by name. The defaults are
-// Kafka's; isrbench's own defaults are the same except default.replication.factor
-// (min(3, brokers)).
+// described is the DescribeConfigs definition of registry entry name (its type and
+// default are the registry's, core/config) read from a ClusterConfig with get.
+func described(name string, get func(c *ClusterConfig, id int32, dir string) string) brokerConfigDef {
+	e := config.Get(name)
+	return brokerConfigDef{name: name, typ: string(e.Type), def: e.Default, get: get}
+}
+
+// fixedDef is the definition of a registry entry isrbench implements at its default only.
+func fixedDef(name string) brokerConfigDef {
+	return described(name, constant(config.Get(name).Default))
+}
+
+// brokerConfigDefs lists the broker configs isrbench has, sorted by name: every registry
+// entry (TestSettersCoverRegistry). The defaults are Kafka's; isrbench's own defaults are the
+// same except default.replication.factor (min(3, brokers)).
 var brokerConfigDefs = sortedDefs([]brokerConfigDef{
-	{"auto.create.topics.enable", controller.TypeBoolean, "true", func(c *ClusterConfig, _ int32, _ string) string { return btoa(c.AutoCreateTopics) }},
-	{"auto.leader.rebalance.enable", controller.TypeBoolean, "true", func(c *ClusterConfig, _ int32, _ string) string { return btoa(c.AutoLeaderRebalanceEnable) }},
-	{"broker.id", controller.TypeInt, "-1", func(_ *ClusterConfig, id int32, _ string) string { return decimal(id) }},
-	{"broker.session.timeout.ms", controller.TypeInt, "9000", func(c *ClusterConfig, _ int32, _ string) string {
+	described("auto.create.topics.enable", func(c *ClusterConfig, _ int32, _ string) string { return btoa(c.AutoCreateTopics) }),
+	described("auto.leader.rebalance.enable", func(c *ClusterConfig, _ int32, _ string) string { return btoa(c.AutoLeaderRebalanceEnable) }),
+	described("broker.id", func(_ *ClusterConfig, id int32, _ string) string { return decimal(id) }),
+	described("broker.session.timeout.ms", func(c *ClusterConfig, _ int32, _ string) string {
 		return decimal(orDefault(c.Controller.BrokerSessionTimeoutMs, controller.DefaultBrokerSessionTimeoutMs))
-	}},
-	{"compression.type", controller.TypeString, "producer", constant("producer")},
-	{"default.replication.factor", controller.TypeShort, "1", func(c *ClusterConfig, _ int32, _ string) string {
+	}),
+	fixedDef("compression.type"),
+	described("default.replication.factor", func(c *ClusterConfig, _ int32, _ string) string {
 		if c.DefaultReplicationFactor > 0 {
 			return decimal(c.DefaultReplicationFactor)
 		}
 		return decimal(min(3, max(1, c.Brokers)))
-	}},
-	{"group.initial.rebalance.delay.ms", controller.TypeInt, "3000", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Group.InitialRebalanceDelayMs) }},
-	{"group.max.session.timeout.ms", controller.TypeInt, "1800000", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Group.MaxSessionTimeoutMs) }},
-	{"group.max.size", controller.TypeInt, "2147483647", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Group.MaxSize) }},
-	{"group.min.session.timeout.ms", controller.TypeInt, "6000", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Group.MinSessionTimeoutMs) }},
-	{"isrbench.hw.update", controller.TypeString, "atomic", func(c *ClusterConfig, _ int32, _ string) string { return orString(c.Broker.HWUpdate, "atomic") }},
-	{"isrbench.io", controller.TypeString, "pwritev", func(c *ClusterConfig, _ int32, _ string) string { return writerName(c.Broker.Log.Writer) }},
-	{"isrbench.truncate.mode", controller.TypeString, "epoch", func(c *ClusterConfig, _ int32, _ string) string { return orString(c.Broker.TruncateMode, "epoch") }},
-	{"isrbench.zero.copy", controller.TypeBoolean, "true", func(c *ClusterConfig, _ int32, _ string) string { return btoa(c.ZeroCopy) }},
-	{"isrbench.zero.copy.min.bytes", controller.TypeLong, decimal(DefaultZeroCopyMinBytes), func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.ZeroCopyMinBytes) }},
-	{"isrbench.fetch.sessions", controller.TypeBoolean, "true", func(c *ClusterConfig, _ int32, _ string) string { return btoa(c.FetchSessions) }},
-	{"max.incremental.fetch.session.cache.slots", controller.TypeInt, "1000", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.FetchSessionCacheSlots) }},
-	{"max.connections", controller.TypeInt, decimal(DefaultMaxConnections), func(c *ClusterConfig, _ int32, _ string) string {
+	}),
+	described("group.initial.rebalance.delay.ms", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Group.InitialRebalanceDelayMs) }),
+	described("group.max.session.timeout.ms", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Group.MaxSessionTimeoutMs) }),
+	described("group.max.size", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Group.MaxSize) }),
+	described("group.min.session.timeout.ms", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Group.MinSessionTimeoutMs) }),
+	described("isrbench.hw.update", func(c *ClusterConfig, _ int32, _ string) string {
+		return orString(c.Broker.HWUpdate, config.HWUpdateAtomic.String())
+	}),
+	described("isrbench.io", func(c *ClusterConfig, _ int32, _ string) string { return writerName(c.Broker.Log.Writer) }),
+	described("isrbench.truncate.mode", func(c *ClusterConfig, _ int32, _ string) string {
+		return orString(c.Broker.TruncateMode, config.TruncateEpoch.String())
+	}),
+	described("isrbench.produce.delay", func(c *ClusterConfig, _ int32, _ string) string { return c.Broker.ProduceDelay.String() }),
+	described("isrbench.produce.spin", func(c *ClusterConfig, _ int32, _ string) string { return c.Broker.ProduceSpin.String() }),
+	described("isrbench.zero.copy", func(c *ClusterConfig, _ int32, _ string) string { return btoa(c.ZeroCopy) }),
+	described("isrbench.zero.copy.min.bytes", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.ZeroCopyMinBytes) }),
+	described("isrbench.fetch.sessions", func(c *ClusterConfig, _ int32, _ string) string { return btoa(c.FetchSessions) }),
+	described("max.incremental.fetch.session.cache.slots", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.FetchSessionCacheSlots) }),
+	described("max.connections", func(c *ClusterConfig, _ int32, _ string) string {
 		return decimal(c.Limits.withDefaults().MaxConnections)
-	}},
-	{"max.connections.per.ip", controller.TypeInt, decimal(DefaultMaxConnectionsPerIP), func(c *ClusterConfig, _ int32, _ string) string {
+	}),
+	described("max.connections.per.ip", func(c *ClusterConfig, _ int32, _ string) string {
 		return decimal(c.Limits.withDefaults().MaxConnectionsPerIP)
-	}},
-	{"connections.max.idle.ms", controller.TypeLong, "600000", func(c *ClusterConfig, _ int32, _ string) string {
+	}),
+	described("connections.max.idle.ms", func(c *ClusterConfig, _ int32, _ string) string {
 		return msOrNever(c.Limits.withDefaults().ConnectionsMaxIdle)
-	}},
-	{"isrbench.request.read.timeout.ms", controller.TypeLong, "30000", func(c *ClusterConfig, _ int32, _ string) string {
+	}),
+	described("isrbench.request.read.timeout.ms", func(c *ClusterConfig, _ int32, _ string) string {
 		return msOrNever(c.Limits.withDefaults().RequestReadTimeout)
-	}},
-	{"queued.max.request.bytes", controller.TypeLong, "-1", func(c *ClusterConfig, _ int32, _ string) string {
+	}),
+	described("queued.max.request.bytes", func(c *ClusterConfig, _ int32, _ string) string {
 		return decimal(c.Limits.withDefaults().QueuedMaxRequestBytes)
-	}},
-	{"leader.imbalance.check.interval.seconds", controller.TypeLong, "300", func(c *ClusterConfig, _ int32, _ string) string {
+	}),
+	described("leader.imbalance.check.interval.seconds", func(c *ClusterConfig, _ int32, _ string) string {
 		return decimal(orDefault(c.LeaderImbalanceCheckIntervalSeconds, DefaultLeaderImbalanceCheckIntervalSeconds))
-	}},
-	{"leader.imbalance.per.broker.percentage", controller.TypeInt, "10", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.LeaderImbalancePerBrokerPercentage) }},
-	{"log.cleanup.policy", controller.TypeList, "delete", constant("delete")},
-	{"log.dirs", controller.TypeString, "", func(_ *ClusterConfig, _ int32, dir string) string { return dir }},
-	{"log.flush.interval.messages", controller.TypeLong, "9223372036854775807", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.Log.FlushMessages) }},
-	{"log.flush.interval.ms", controller.TypeLong, "9223372036854775807", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.Log.FlushMs) }},
-	{"log.index.interval.bytes", controller.TypeInt, "4096", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.Log.IndexIntervalBytes) }},
-	{"log.index.size.max.bytes", controller.TypeInt, "10485760", constant("10485760")},
-	{"log.message.timestamp.type", controller.TypeString, "CreateTime", constant("CreateTime")},
-	{"log.preallocate", controller.TypeBoolean, "false", constant("false")},
-	{"log.retention.bytes", controller.TypeLong, "-1", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.Log.RetentionBytes) }},
-	{"log.retention.check.interval.ms", controller.TypeLong, "300000", func(c *ClusterConfig, _ int32, _ string) string {
+	}),
+	described("leader.imbalance.per.broker.percentage", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.LeaderImbalancePerBrokerPercentage) }),
+	fixedDef("log.cleanup.policy"),
+	described("log.dirs", func(_ *ClusterConfig, _ int32, dir string) string { return dir }),
+	described("log.flush.interval.messages", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.Log.FlushMessages) }),
+	described("log.flush.interval.ms", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.Log.FlushMs) }),
+	described("log.index.interval.bytes", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.Log.IndexIntervalBytes) }),
+	fixedDef("log.index.size.max.bytes"),
+	fixedDef("log.message.timestamp.type"),
+	fixedDef("log.preallocate"),
+	described("log.retention.bytes", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.Log.RetentionBytes) }),
+	described("log.retention.check.interval.ms", func(c *ClusterConfig, _ int32, _ string) string {
 		return decimal(orDefault(c.Broker.LogRetentionCheckIntervalMs, 300000))
-	}},
-	{"log.retention.ms", controller.TypeLong, "604800000", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.Log.RetentionMs) }},
-	{"log.roll.ms", controller.TypeLong, "604800000", constant("604800000")},
-	{"log.segment.bytes", controller.TypeInt, "1073741824", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.Log.SegmentBytes) }},
-	{"log.segment.delete.delay.ms", controller.TypeLong, "60000", constant("60000")},
-	{"message.max.bytes", controller.TypeInt, "1048588", func(c *ClusterConfig, _ int32, _ string) string {
+	}),
+	described("log.retention.ms", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.Log.RetentionMs) }),
+	fixedDef("log.roll.ms"),
+	described("log.segment.bytes", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.Log.SegmentBytes) }),
+	fixedDef("log.segment.delete.delay.ms"),
+	described("message.max.bytes", func(c *ClusterConfig, _ int32, _ string) string {
 		return decimal(orDefault(c.MessageMaxBytes, DefaultMessageMaxBytes))
-	}},
-	{"min.insync.replicas", controller.TypeInt, "1", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.MinInsyncReplicas) }},
-	{"num.partitions", controller.TypeInt, "1", func(c *ClusterConfig, _ int32, _ string) string { return decimal(orDefault(c.NumPartitions, 1)) }},
-	{"num.replica.fetchers", controller.TypeInt, "1", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.NumReplicaFetchers) }},
-	{"offset.metadata.max.bytes", controller.TypeInt, "4096", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Group.OffsetMetadataMaxBytes) }},
-	{"offsets.commit.timeout.ms", controller.TypeInt, "5000", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Group.OffsetsCommitTimeoutMs) }},
-	{"offsets.topic.num.partitions", controller.TypeInt, "50", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Group.OffsetsTopicNumPartitions) }},
-	{"offsets.topic.replication.factor", controller.TypeShort, "3", func(c *ClusterConfig, _ int32, _ string) string {
+	}),
+	described("min.insync.replicas", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.MinInsyncReplicas) }),
+	described("num.partitions", func(c *ClusterConfig, _ int32, _ string) string { return decimal(orDefault(c.NumPartitions, 1)) }),
+	described("num.replica.fetchers", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.NumReplicaFetchers) }),
+	described("offset.metadata.max.bytes", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Group.OffsetMetadataMaxBytes) }),
+	described("offsets.commit.timeout.ms", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Group.OffsetsCommitTimeoutMs) }),
+	described("offsets.topic.num.partitions", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Group.OffsetsTopicNumPartitions) }),
+	described("offsets.topic.replication.factor", func(c *ClusterConfig, _ int32, _ string) string {
 		return decimal(c.Group.OffsetsTopicReplicationFactor)
-	}},
-	{"offsets.topic.segment.bytes", controller.TypeInt, "104857600", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Group.OffsetsTopicSegmentBytes) }},
-	{"replica.fetch.backoff.ms", controller.TypeInt, "1000", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.ReplicaFetchBackoffMs) }},
-	{"replica.fetch.max.bytes", controller.TypeInt, "1048576", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.ReplicaFetchMaxBytes) }},
-	{"replica.fetch.min.bytes", controller.TypeInt, "1", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.ReplicaFetchMinBytes) }},
-	{"replica.fetch.response.max.bytes", controller.TypeInt, "10485760", func(c *ClusterConfig, _ int32, _ string) string {
+	}),
+	described("offsets.topic.segment.bytes", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Group.OffsetsTopicSegmentBytes) }),
+	described("replica.fetch.backoff.ms", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.ReplicaFetchBackoffMs) }),
+	described("replica.fetch.max.bytes", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.ReplicaFetchMaxBytes) }),
+	described("replica.fetch.min.bytes", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.ReplicaFetchMinBytes) }),
+	described("replica.fetch.response.max.bytes", func(c *ClusterConfig, _ int32, _ string) string {
 		return decimal(c.Broker.ReplicaFetchResponseMaxBytes)
-	}},
-	{"replica.fetch.wait.max.ms", controller.TypeInt, "500", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.ReplicaFetchWaitMaxMs) }},
-	{"replica.high.watermark.checkpoint.interval.ms", controller.TypeLong, "5000", func(c *ClusterConfig, _ int32, _ string) string {
+	}),
+	described("replica.fetch.wait.max.ms", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.ReplicaFetchWaitMaxMs) }),
+	described("replica.high.watermark.checkpoint.interval.ms", func(c *ClusterConfig, _ int32, _ string) string {
 		return decimal(orDefault(c.Broker.ReplicaHighWatermarkCheckpointIntervalMs, 5000))
-	}},
-	{"replica.lag.time.max.ms", controller.TypeLong, "30000", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.ReplicaLagTimeMaxMs) }},
-	{"socket.request.max.bytes", controller.TypeInt, "104857600", func(c *ClusterConfig, _ int32, _ string) string {
+	}),
+	described("replica.lag.time.max.ms", func(c *ClusterConfig, _ int32, _ string) string { return decimal(c.Broker.ReplicaLagTimeMaxMs) }),
+	described("socket.request.max.bytes", func(c *ClusterConfig, _ int32, _ string) string {
 		return decimal(orDefault(c.SocketRequestMaxBytes, DefaultSocketRequestMaxBytes))
-	}},
-	{"unclean.leader.election.enable", controller.TypeBoolean, "false", func(c *ClusterConfig, _ int32, _ string) string {
+	}),
+	described("unclean.leader.election.enable", func(c *ClusterConfig, _ int32, _ string) string {
 		return btoa(c.Controller.UncleanLeaderElectionEnable)
-	}},
+	}),
 })
 
 func sortedDefs(defs []brokerConfigDef) []brokerConfigDef {
@@ -161,7 +180,7 @@ func orString(v, def string) string {
 
 func writerName(w log.Writer) string {
 	if w == nil {
-		return "pwritev"
+		return config.IOPwritev.String()
 	}
 	return w.Name()
 }

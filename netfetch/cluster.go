@@ -181,6 +181,9 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if err := cfg.Limits.Check(cfg.SocketRequestMaxBytes); err != nil {
 		return nil, fmt.Errorf("netfetch: %w", err)
 	}
+	if err := cfg.checkRanges(); err != nil {
+		return nil, fmt.Errorf("netfetch: %w", err)
+	}
 	c := &Cluster{cfg: cfg, stats: newCounters(), nodes: map[int32]*node{}}
 	if cfg.DataDir == "" {
 		dir, err := os.MkdirTemp("", "isrbench-cluster-")

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbench/isrbench/core/config"
 	"github.com/isrbench/isrbench/core/controller"
 )
 
@@ -71,7 +72,7 @@ func configType(t string) kmsg.ConfigType {
 	switch t {
 	case controller.TypeBoolean:
 		return kmsg.ConfigTypeBoolean
-	case controller.TypeString:
+	case controller.TypeString, string(config.Duration): // a Go duration ("30ms") is a string to Kafka
 		return kmsg.ConfigTypeString
 	case controller.TypeInt:
 		return kmsg.ConfigTypeInt
@@ -128,21 +129,25 @@ func (c *conn) checkBrokerConfigChange(resource string, names []string, set map[
 		return fmt.Errorf("unknown broker config name(s) [%s] (the dynamic broker configs are %s): %w",
 			strings.Join(unknown, ", "), strings.Join(controller.DynamicBrokerConfigNames(), ", "), kerr.InvalidRequest)
 	}
-	if v, ok := set["num.replica.fetchers"]; ok {
-		perBroker, _ := c.dynamicBrokerConfigs()
-		if _, own := perBroker["num.replica.fetchers"]; resource == "" && own {
-			return nil // this broker's own value stays in effect
+	for _, name := range names { // the thread pools (registry ThreadPool)
+		v, ok := set[name]
+		if e, known := config.Lookup(name); !ok || !known || !e.ThreadPool {
+			continue
 		}
-		cur, err1 := strconv.Atoi(c.effectiveBrokerConfig("num.replica.fetchers"))
+		perBroker, _ := c.dynamicBrokerConfigs()
+		if _, own := perBroker[name]; resource == "" && own {
+			continue // this broker's own value stays in effect
+		}
+		cur, err1 := strconv.Atoi(c.effectiveBrokerConfig(name))
 		n, err2 := strconv.Atoi(strings.TrimSpace(v))
 		if err1 == nil && err2 == nil && n != cur {
 			switch {
 			case n < 1:
-				return fmt.Errorf("dynamic thread count update validation failed for num.replica.fetchers=%d, value should be at least 1: %w", n, kerr.InvalidRequest)
+				return fmt.Errorf("dynamic thread count update validation failed for %s=%d, value should be at least 1: %w", name, n, kerr.InvalidRequest)
 			case n < cur/2:
-				return fmt.Errorf("dynamic thread count update validation failed for num.replica.fetchers=%d, value should be at least half the current value %d: %w", n, cur, kerr.InvalidRequest)
+				return fmt.Errorf("dynamic thread count update validation failed for %s=%d, value should be at least half the current value %d: %w", name, n, cur, kerr.InvalidRequest)
 			case n > cur*2:
-				return fmt.Errorf("dynamic thread count update validation failed for num.replica.fetchers=%d, value should not be greater than double the current value %d: %w", n, cur, kerr.InvalidRequest)
+				return fmt.Errorf("dynamic thread count update validation failed for %s=%d, value should not be greater than double the current value %d: %w", name, n, cur, kerr.InvalidRequest)
 			}
 		}
 	}

@@ -2,9 +2,12 @@ package workloads
 
 import (
 	"errors"
+
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/isrbench/isrbench/core/config"
 )
 
 // Settings on a kafka:// cluster. The embedded cluster is built from the spec, so every setting
@@ -77,48 +80,40 @@ type kafkaSetting struct {
 }
 
 // kafkaSettings maps each broker-side spec key (canonical) to how it reaches a Kafka cluster.
-// Keys not listed are the harness's client side (producers, consumers, duration, ...). The
-// modes are Kafka's "Dynamic Update Mode" (DynamicBrokerConfig.AllDynamicConfigs, 3.x/4.x);
-// TestKafkaSettingsCoverBrokerKeys keeps the table complete.
-var kafkaSettings = map[string]kafkaSetting{
-	"topic.min.insync.replicas":      {mode: kafkaTopic, name: "min.insync.replicas"},
-	"unclean.leader.election.enable": {mode: kafkaTopic, name: "unclean.leader.election.enable"},
-	"log.segment.bytes":              {mode: kafkaTopic, name: "segment.bytes"},
-	"log.retention.bytes":            {mode: kafkaTopic, name: "retention.bytes"},
-	"log.retention.ms":               {mode: kafkaTopic, name: "retention.ms"},
-	"flush.messages":                 {mode: kafkaTopic, name: "flush.messages"},
-	"flush.ms":                       {mode: kafkaTopic, name: "flush.ms"},
+// Keys not listed are the harness's client side (producers, consumers, duration, ...). Every
+// key of a config registry entry (core/config) is derived from it (kafkaSettingOf): a topic
+// config when the registry names one, else dynamic when Kafka's "Dynamic Update Mode" is
+// (DynamicBrokerConfig.AllDynamicConfigs, 3.x/4.x), else read-only; the others are listed
+// here. TestKafkaSettingsCoverBrokerKeys keeps the table complete.
+var kafkaSettings = deriveKafkaSettings(map[string]kafkaSetting{
+	"topic.min.insync.replicas": {mode: kafkaTopic, name: "min.insync.replicas"},
+	"brokers":                   {mode: kafkaHarness},
+	"isrbench.min.free.disk":    {mode: kafkaHarness},
+})
 
-	"num.replica.fetchers":   {mode: kafkaDynamic, name: "num.replica.fetchers", threadPool: true, kafkaDefault: 1},
-	"max.connections":        {mode: kafkaDynamic, name: "max.connections"},
-	"max.connections.per.ip": {mode: kafkaDynamic, name: "max.connections.per.ip"},
+// kafkaSettingOf is how the registry entry e reaches a Kafka cluster.
+func kafkaSettingOf(e *config.Entry) kafkaSetting {
+	switch {
+	case e.TopicConfig != "":
+		return kafkaSetting{mode: kafkaTopic, name: e.TopicConfig}
+	case e.Update != config.ReadOnly:
+		ks := kafkaSetting{mode: kafkaDynamic, name: e.Name, threadPool: e.ThreadPool}
+		if e.ThreadPool {
+			ks.kafkaDefault = int(e.DefaultInt())
+		}
+		return ks
+	}
+	return kafkaSetting{mode: kafkaReadOnly, name: e.Name}
+}
 
-	"replica.fetch.wait.max.ms":                     {mode: kafkaReadOnly, name: "replica.fetch.wait.max.ms"},
-	"replica.fetch.backoff.ms":                      {mode: kafkaReadOnly, name: "replica.fetch.backoff.ms"},
-	"replica.fetch.min.bytes":                       {mode: kafkaReadOnly, name: "replica.fetch.min.bytes"},
-	"replica.fetch.max.bytes":                       {mode: kafkaReadOnly, name: "replica.fetch.max.bytes"},
-	"replica.fetch.response.max.bytes":              {mode: kafkaReadOnly, name: "replica.fetch.response.max.bytes"},
-	"replica.lag.time.max.ms":                       {mode: kafkaReadOnly, name: "replica.lag.time.max.ms"},
-	"broker.session.timeout.ms":                     {mode: kafkaReadOnly, name: "broker.session.timeout.ms"},
-	"log.retention.check.interval.ms":               {mode: kafkaReadOnly, name: "log.retention.check.interval.ms"},
-	"replica.high.watermark.checkpoint.interval.ms": {mode: kafkaReadOnly, name: "replica.high.watermark.checkpoint.interval.ms"},
-	"connections.max.idle.ms":                       {mode: kafkaReadOnly, name: "connections.max.idle.ms"},
-	"queued.max.request.bytes":                      {mode: kafkaReadOnly, name: "queued.max.request.bytes"},
-	"group.initial.rebalance.delay.ms":              {mode: kafkaReadOnly, name: "group.initial.rebalance.delay.ms"},
-	"offsets.topic.num.partitions":                  {mode: kafkaReadOnly, name: "offsets.topic.num.partitions"},
-	"isrbench.zero.copy":                            {mode: kafkaReadOnly, name: "isrbench.zero.copy"},
-	"isrbench.zero.copy.min.bytes":                  {mode: kafkaReadOnly, name: "isrbench.zero.copy.min.bytes"},
-	"isrbench.fetch.sessions":                       {mode: kafkaReadOnly, name: "isrbench.fetch.sessions"},
-	"max.incremental.fetch.session.cache.slots":     {mode: kafkaReadOnly, name: "max.incremental.fetch.session.cache.slots"},
-	"isrbench.produce.spin":                         {mode: kafkaReadOnly, name: "isrbench.produce.spin"},
-	"isrbench.io":                                   {mode: kafkaReadOnly, name: "isrbench.io"},
-	"isrbench.hw.update":                            {mode: kafkaReadOnly, name: "isrbench.hw.update"},
-	"isrbench.truncate.mode":                        {mode: kafkaReadOnly, name: "isrbench.truncate.mode"},
-	"isrbench.produce.delay":                        {mode: kafkaReadOnly, name: "isrbench.produce.delay"},
-	"isrbench.request.read.timeout.ms":              {mode: kafkaReadOnly, name: "isrbench.request.read.timeout.ms"},
-
-	"brokers":                {mode: kafkaHarness},
-	"isrbench.min.free.disk": {mode: kafkaHarness},
+// deriveKafkaSettings adds to own the setting of every param of a registry entry.
+func deriveKafkaSettings(own map[string]kafkaSetting) map[string]kafkaSetting {
+	for _, p := range params {
+		if p.entry != "" {
+			own[p.Key] = kafkaSettingOf(config.Get(p.entry))
+		}
+	}
+	return own
 }
 
 // ErrTargetSetting is wrapped by the errors of settings a kafka:// cluster cannot be given

@@ -29,6 +29,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	tokenFile := fs.String("admin-token-file", "", "file holding a bearer token the admin API then requires on every request (isrbench broker --admin-token-file reads the same file)")
 	var sets multiFlag
 	fs.Var(&sets, "set", "broker/cluster setting key=value under its Kafka name (repeatable), e.g. min.insync.replicas=2")
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		fmt.Fprintf(stderr, "\nsettings for --set (Kafka's name, type, default, allowed values, Kafka's update mode):\n%s", netfetch.SettingsHelp())
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

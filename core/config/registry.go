@@ -1,0 +1,140 @@
+package config
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	maxInt32 = math.MaxInt32
+	maxInt16 = math.MaxInt16
+	maxInt64 = math.MaxInt64
+	never    = "9223372036854775807"
+)
+
+// broker returns a numeric broker config (read-only in Kafka unless changed with an option).
+func broker(name string, t Type, unit, def string, lo, hi int64, doc string) Entry {
+	return Entry{Name: name, Type: t, Unit: unit, Default: def, Min: lo, Max: hi, Side: SideBroker, Update: ReadOnly, Doc: doc}
+}
+
+// flag returns a boolean broker config.
+func flag(name, def, doc string) Entry {
+	return Entry{Name: name, Type: Boolean, Default: def, Side: SideBroker, Update: ReadOnly, Doc: doc}
+}
+
+// mode returns a String mode switch whose allowed values are modes (the default first).
+func mode[M ~string](name string, modes []M, doc string) Entry {
+	names := modeNames(modes)
+	return Entry{Name: name, Type: String, Default: names[0], Modes: names, Side: SideBroker, Update: ReadOnly, Doc: doc}
+}
+
+// dur returns a Duration broker switch (isrbench's own, "500ms").
+func dur(name string, lo, hi time.Duration, doc string) Entry {
+	return Entry{Name: name, Type: Duration, Default: "0s", Min: int64(lo), Max: int64(hi), Side: SideBroker, Update: ReadOnly, Doc: doc}
+}
+
+// fixed returns a broker config isrbench implements at Kafka's default only.
+func fixed(name string, t Type, def string, topic string) Entry {
+	return Entry{Name: name, Type: t, Default: def, Side: SideBroker, Update: ClusterWide, TopicConfig: topic, Fixed: true}
+}
+
+func (e Entry) dynamic(u Update) Entry     { e.Update = u; return e }
+func (e Entry) topic(name string) Entry    { e.TopicConfig = name; return e }
+func (e Entry) orNever() Entry             { e.Never = true; return e }
+func (e Entry) atLeast(other string) Entry { e.AtLeast = other; return e }
+func (e Entry) threadPool() Entry          { e.ThreadPool = true; return e }
+
+// entries is the registry, sorted by name (init). Defaults and ranges are Kafka's
+// (KafkaConfig, ReplicationConfigs, ServerLogConfigs, GroupCoordinatorConfig, SocketServerConfigs)
+// unless a comment says otherwise; update modes are Kafka's (DynamicBrokerConfig).
+var entries = []Entry{
+	broker("num.replica.fetchers", Int, "", "1", 1, 64, "fetcher goroutines (each with one connection) per source broker").dynamic(ClusterWide).threadPool(),
+	broker("replica.fetch.wait.max.ms", Int, "ms", "500", 0, maxInt32, "max replica fetch long-poll wait (ms), at most replica.lag.time.max.ms"),
+	broker("replica.fetch.min.bytes", Int, "bytes", "1", 1, maxInt32, "min bytes before a replica fetch returns"),
+	broker("replica.fetch.max.bytes", Int, "bytes", "1048576", 1, maxInt32, "max bytes per partition per replica fetch"),
+	broker("replica.fetch.response.max.bytes", Int, "bytes", "10485760", 1, maxInt32, "max bytes per replica fetch response"),
+	broker("replica.fetch.backoff.ms", Int, "ms", "1000", 0, maxInt32, "a follower's wait before it fetches a partition again after an error (ms)"),
+	// Min 2: ISR expiration runs every replica.lag.time.max.ms/2, which must be >= 1 ms.
+	broker("replica.lag.time.max.ms", Long, "ms", "30000", 2, MaxMs, "ISR lag time (ms): a follower not caught up for this long leaves the ISR"),
+	broker("replica.high.watermark.checkpoint.interval.ms", Long, "ms", "5000", 1, MaxMs, "how often each broker writes its HW checkpoint (ms)"),
+	broker("min.insync.replicas", Int, "", "1", 1, maxInt32, "replicas that must acknowledge an acks=all produce").dynamic(ClusterWide).topic("min.insync.replicas"),
+	broker("broker.session.timeout.ms", Int, "ms", "9000", 1, maxInt32, "controller fences a broker silent this long (ms)"),
+	flag("unclean.leader.election.enable", "false", "elect out-of-sync replicas").dynamic(ClusterWide).topic("unclean.leader.election.enable"),
+	flag("auto.create.topics.enable", "true", "create a topic on its first metadata request"),
+	flag("auto.leader.rebalance.enable", "true", "the controller elects preferred leaders back"),
+	broker("leader.imbalance.check.interval.seconds", Long, "s", "300", 1, maxInt32, "how often the controller checks the preferred-leader balance (s)"),
+	broker("leader.imbalance.per.broker.percentage", Int, "%", "10", 0, 100, "share of a broker's preferred partitions it may not lead before a rebalance"),
+	broker("num.partitions", Int, "", "1", 1, maxInt32, "partitions of an auto-created topic"),
+	broker("default.replication.factor", Short, "", "1", 1, maxInt16, "replication factor of an auto-created topic"),
+
+	broker("log.segment.bytes", Int, "bytes", "1073741824", 14, maxInt32, "segment size").dynamic(ClusterWide).topic("segment.bytes"),
+	broker("log.index.interval.bytes", Int, "bytes", "4096", 0, maxInt32, "bytes between offset index entries").dynamic(ClusterWide).topic("index.interval.bytes"),
+	broker("log.retention.bytes", Long, "bytes", "-1", -1, maxInt64, "bytes kept per partition replica before the oldest segments are deleted, -1 = unlimited").dynamic(ClusterWide).topic("retention.bytes"),
+	broker("log.retention.ms", Long, "ms", "604800000", -1, maxInt64, "delete segments whose newest record is older (ms), -1 = unlimited").dynamic(ClusterWide).topic("retention.ms"),
+	broker("log.retention.check.interval.ms", Long, "ms", "300000", 1, MaxMs, "how often each broker applies retention (ms)"),
+	broker("log.flush.interval.messages", Long, "messages", never, 1, maxInt64, "fsync every N messages").dynamic(ClusterWide).topic("flush.messages"),
+	broker("log.flush.interval.ms", Long, "ms", never, 0, maxInt64, "fsync every N ms").dynamic(ClusterWide).topic("flush.ms"),
+	broker("message.max.bytes", Int, "bytes", "1048588", 0, maxInt32, "largest record batch a produce may carry").dynamic(ClusterWide).topic("max.message.bytes"),
+	fixed("log.cleanup.policy", List, "delete", "cleanup.policy"),
+	fixed("compression.type", String, "producer", "compression.type"),
+	fixed("log.index.size.max.bytes", Int, "10485760", "segment.index.bytes"),
+	fixed("log.message.timestamp.type", String, "CreateTime", "message.timestamp.type"),
+	fixed("log.preallocate", Boolean, "false", "preallocate"),
+	fixed("log.roll.ms", Long, "604800000", "segment.ms"),
+	fixed("log.segment.delete.delay.ms", Long, "60000", "file.delete.delay.ms"),
+	{Name: "broker.id", Type: Int, Default: "-1", Side: SideBroker, Update: ReadOnly, Fixed: true, Doc: "the broker's id (set per broker)"},
+	{Name: "log.dirs", Type: String, Side: SideBroker, Update: ReadOnly, Fixed: true, Doc: "the broker's data directory (set per broker)"},
+
+	broker("socket.request.max.bytes", Int, "bytes", "104857600", 1, maxInt32, "largest request a broker reads"),
+	broker("max.connections", Int, "", "2147483647", 1, maxInt32, "connections each broker accepts at once (further ones are closed at once; each broker's share of RLIMIT_NOFILE lowers it)").dynamic(PerBroker),
+	broker("max.connections.per.ip", Int, "", "2147483647", 1, maxInt32, "connections from one client IP address each broker accepts at once").dynamic(PerBroker),
+	broker("connections.max.idle.ms", Long, "ms", "600000", 1, MaxMs, "close a connection on which no request started for this long (ms), -1 = never").orNever(),
+	broker("queued.max.request.bytes", Long, "bytes", "-1", 1, maxInt64,
+		"bytes of request buffers each broker's connections may hold at once (over it a request waits, unread, until isrbench.request.read.timeout.ms), -1 = unbounded").orNever().atLeast("socket.request.max.bytes"),
+	broker("max.incremental.fetch.session.cache.slots", Int, "", "1000", 0, maxInt32, "incremental fetch sessions a broker keeps, 0 = none"),
+
+	broker("group.initial.rebalance.delay.ms", Int, "ms", "3000", 0, maxInt32, "coordinator's delay of a new group's first rebalance (ms)"),
+	broker("group.min.session.timeout.ms", Int, "ms", "6000", 1, maxInt32, "smallest session timeout a group member may ask for (ms)"),
+	broker("group.max.session.timeout.ms", Int, "ms", "1800000", 1, maxInt32, "largest session timeout a group member may ask for (ms)"),
+	broker("group.max.size", Int, "", "2147483647", 1, maxInt32, "members a group may have"),
+	// Max: the controller's partition bound (controller.MaxPartitions; Kafka has none).
+	broker("offsets.topic.num.partitions", Int, "", "50", 1, 100000, "partitions of __consumer_offsets"),
+	broker("offsets.topic.replication.factor", Short, "", "3", 1, maxInt16, "replication factor of __consumer_offsets"),
+	broker("offsets.topic.segment.bytes", Int, "bytes", "104857600", 14, maxInt32, "segment size of __consumer_offsets"),
+	broker("offsets.commit.timeout.ms", Int, "ms", "5000", 1, maxInt32, "how long an offset commit waits for its replicas (ms)"),
+	broker("offset.metadata.max.bytes", Int, "bytes", "4096", 1, maxInt32, "largest metadata string of an offset commit"),
+
+	// isrbench's own broker switches (set at start: isrbench serve --set).
+	flag("isrbench.zero.copy", "true", "sendfile fetch responses"),
+	broker("isrbench.zero.copy.min.bytes", Long, "bytes", "32768", 0, maxInt32,
+		"with zero copy, record slices smaller than this are copied (pread) instead of sent with sendfile; 0 = sendfile always"),
+	flag("isrbench.fetch.sessions", "true", "replica fetchers use incremental fetch sessions (KIP-227)"),
+	broker("isrbench.request.read.timeout.ms", Long, "ms", "30000", 1, MaxMs,
+		"close a connection whose request has not fully arrived this long after its first byte (ms; the default is Kafka clients' request.timeout.ms), -1 = never").orNever(),
+	mode("isrbench.io", IOs, "log write path"),
+	mode("isrbench.hw.update", HWUpdates, "HW advance"),
+	mode("isrbench.truncate.mode", TruncateModes, "follower truncation (hw: ablation that can lose data)"),
+	dur("isrbench.produce.delay", 0, time.Minute, "artificial delay per produce"),
+	dur("isrbench.produce.spin", 0, time.Second,
+		"artificial CPU work per produce request (a computation calibrated to take this long; the gate's CPU-regression test)"),
+}
+
+func init() {
+	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
+	for i := 1; i < len(entries); i++ {
+		if entries[i].Name == entries[i-1].Name {
+			panic("config: registry entry " + entries[i].Name + " given twice")
+		}
+	}
+	for i := range entries {
+		e := &entries[i]
+		if e.Type.Numeric() && e.Default != "" {
+			if n, err := strconv.ParseInt(e.Default, 10, 64); err != nil || (!e.Fixed && e.CheckInt(n) != nil && e.AtLeast == "") {
+				panic("config: registry entry " + e.Name + ": default " + e.Default + " outside " + e.Range())
+			}
+		}
+	}
+}

@@ -1,0 +1,211 @@
+package netfetch
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/isrbench/isrbench/core/config"
+	"github.com/isrbench/isrbench/core/controller"
+	"github.com/isrbench/isrbench/core/log"
+)
+
+// TestSettersCoverRegistry: Set accepts every registry entry that is not Fixed, under its
+// name, DescribeConfigs reports every entry with the registry's type and default, and the
+// registry's update mode agrees with the controller's dynamic broker configs.
+func TestSettersCoverRegistry(t *testing.T) {
+	for _, e := range config.Entries() {
+		if _, ok := setters[e.Name]; !ok && !e.Fixed {
+			t.Errorf("%s: in the registry, not settable (setters)", e.Name)
+		}
+		d, ok := lookupBrokerConfig(e.Name)
+		switch {
+		case !ok:
+			t.Errorf("%s: in the registry, not in brokerConfigDefs", e.Name)
+		case d.typ != string(e.Type) || d.def != e.Default:
+			t.Errorf("%s: brokerConfigDefs type %s default %q, registry %s %q", e.Name, d.typ, d.def, e.Type, e.Default)
+		}
+	}
+	for k := range setters {
+		if _, ok := config.Lookup(brokerConfigName(k)); !ok {
+			t.Errorf("setting %s: not in the registry", k)
+		}
+	}
+	for _, d := range brokerConfigDefs {
+		if _, ok := config.Lookup(d.name); !ok {
+			t.Errorf("DescribeConfigs reports %s, which is not in the registry", d.name)
+		}
+	}
+	for _, n := range controller.DynamicBrokerConfigNames() {
+		if e := config.Get(n); e.Update == config.ReadOnly {
+			t.Errorf("%s: dynamic in the controller, read-only in the registry", n)
+		}
+	}
+	// The defaults of DefaultClusterConfig are the registry's, but for isrbench's own
+	// default.replication.factor (min(3, brokers)).
+	c := DefaultClusterConfig()
+	for name, v := range c.staticBrokerConfigs(0, "") {
+		switch name {
+		case "default.replication.factor", "queued.max.request.bytes", "log.dirs", "broker.id":
+			// isrbench's own defaults: min(3, brokers); 104857600 (Kafka's -1, unbounded); per broker
+		default:
+			t.Errorf("DefaultClusterConfig: %s=%s, registry default %q", name, v, config.Get(name).Default)
+		}
+	}
+}
+
+// related sets the settings Kafka's rules tie to name=v so that a value the registry
+// accepts is tried with others that allow it: replica.fetch.wait.max.ms <=
+// replica.lag.time.max.ms (KafkaConfig), queued.max.request.bytes >=
+// socket.request.max.bytes (SocketServer), group.min.session.timeout.ms <=
+// group.max.session.timeout.ms.
+func related(t *testing.T, c *ClusterConfig, name string, n int64) {
+	t.Helper()
+	set := func(k string, v int64) {
+		if err := c.Set(k, strconv.FormatInt(v, 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	switch name {
+	case "replica.lag.time.max.ms":
+		set("replica.fetch.wait.max.ms", min(n, int64(c.Broker.ReplicaFetchWaitMaxMs)))
+	case "replica.fetch.wait.max.ms":
+		set("replica.lag.time.max.ms", max(n, c.Broker.ReplicaLagTimeMaxMs))
+	case "socket.request.max.bytes":
+		set("queued.max.request.bytes", -1)
+	case "queued.max.request.bytes":
+		if n != -1 {
+			set("socket.request.max.bytes", min(n, int64(c.SocketRequestMaxBytes)))
+		}
+	case "group.min.session.timeout.ms":
+		set("group.max.session.timeout.ms", max(n, int64(c.Group.MaxSessionTimeoutMs)))
+	case "group.max.session.timeout.ms":
+		set("group.min.session.timeout.ms", min(n, int64(c.Group.MinSessionTimeoutMs)))
+	}
+}
+
+// zeroIsDefault lists the ClusterConfig fields where 0 (or less) means "the default"
+// (documented on the fields): one below the minimum set in Go starts the cluster with the
+// default. message.max.bytes=0 is also Set's way to the default (Kafka's 0 refuses every
+// batch).
+var zeroIsDefault = []string{
+	"broker.session.timeout.ms", "default.replication.factor", "leader.imbalance.check.interval.seconds",
+	"log.retention.check.interval.ms", "max.connections", "max.connections.per.ip", "message.max.bytes",
+	"num.partitions", "replica.high.watermark.checkpoint.interval.ms", "socket.request.max.bytes",
+}
+
+// TestRegistryWalk walks every registry entry: its minimum, maximum and default (every mode,
+// both booleans) pass Set and start a cluster that reports the value through DescribeConfigs'
+// definitions; one below the minimum fails Set with an error naming the key and the range,
+// and, stored in Go, fails StartCluster naming the key.
+func TestRegistryWalk(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := func(c ClusterConfig) error {
+		c.Brokers = 1
+		cl, err := StartCluster(ctx, c)
+		if err == nil {
+			err = cl.Close()
+		}
+		return err
+	}
+	for _, e := range config.Entries() {
+		if e.Fixed {
+			continue
+		}
+		t.Run(e.Name, func(t *testing.T) {
+			for _, v := range e.Samples() {
+				c := DefaultClusterConfig()
+				if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+					related(t, &c, e.Name, n)
+				}
+				if err := c.Set(e.Name, v); err != nil {
+					t.Fatalf("Set(%s, %s): %v", e.Name, v, err)
+				}
+				if err := c.Check(); err != nil {
+					t.Fatalf("%s=%s: Check: %v", e.Name, v, err)
+				}
+				if d, _ := lookupBrokerConfig(e.Name); d.get(&c, 0, "") != v && !(v == "0" && slices.Contains(zeroIsDefault, e.Name)) {
+					t.Errorf("%s=%s: DescribeConfigs would report %s", e.Name, v, d.get(&c, 0, ""))
+				}
+				if err := start(c); err != nil {
+					t.Fatalf("%s=%s: StartCluster: %v", e.Name, v, err)
+				}
+			}
+			if !e.Type.Numeric() {
+				bad := DefaultClusterConfig()
+				if err := bad.Set(e.Name, "-2x"); err == nil || !strings.Contains(err.Error(), e.Name) {
+					t.Errorf("Set(%s, -2x): %v, want an error naming the key", e.Name, err)
+				}
+				return
+			}
+			below := e.Min - 1
+			if e.Never && below == -1 {
+				below = -2
+			}
+			c := DefaultClusterConfig()
+			err := c.Set(e.Name, strconv.FormatInt(below, 10))
+			if err == nil || !strings.Contains(err.Error(), e.Name) || !strings.Contains(err.Error(), strconv.FormatInt(e.Min, 10)) {
+				t.Errorf("Set(%s, %d): %v, want an error naming the key and the minimum %d", e.Name, below, err, e.Min)
+			}
+			store, ok := storeInt[e.Name]
+			if !ok {
+				return // -1 or a number of bytes (queued.max.request.bytes): Set alone
+			}
+			c = DefaultClusterConfig()
+			store(&c, below)
+			err = start(c)
+			if below <= 0 && slices.Contains(zeroIsDefault, e.Name) {
+				if err != nil {
+					t.Errorf("%s=0 stored in Go (the default): StartCluster: %v", e.Name, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), e.Name) {
+				t.Errorf("%s=%d stored in Go: StartCluster: %v, want an error naming the key", e.Name, below, err)
+			}
+		})
+	}
+}
+
+// TestIOModesAreWriters: every isrbench.io mode of the registry names a log writer.
+func TestIOModesAreWriters(t *testing.T) {
+	for _, m := range config.IOs {
+		w, err := log.NewWriter(m.String())
+		if err != nil {
+			t.Errorf("isrbench.io=%s: %v", m, err)
+			continue
+		}
+		if w.Name() != m.String() && w.Name() != config.IOPwritev.String() { // uring may fall back
+			t.Errorf("isrbench.io=%s: writer %s", m, w.Name())
+		}
+	}
+}
+
+// TestDynamicConfigsTakeRegistryRanges: AlterConfigs of a dynamic broker config (the
+// controller's check) takes the registry's samples of it and refuses one below its minimum.
+func TestDynamicConfigsTakeRegistryRanges(t *testing.T) {
+	for _, n := range controller.DynamicBrokerConfigNames() {
+		e := config.Get(n)
+		if e.Fixed {
+			if _, err := controller.ValidateBrokerConfig(n, e.Default); err != nil {
+				t.Errorf("%s=%s (its only value): %v", n, e.Default, err)
+			}
+			continue
+		}
+		for _, v := range e.Samples() {
+			if _, err := controller.ValidateBrokerConfig(n, v); err != nil {
+				t.Errorf("%s=%s (registry %s): %v", n, v, e.Range(), err)
+			}
+		}
+		if e.Type.Numeric() {
+			below := strconv.FormatInt(e.Min-1, 10)
+			if _, err := controller.ValidateBrokerConfig(n, below); err == nil {
+				t.Errorf("%s=%s (registry %s): accepted", n, below, e.Range())
+			}
+		}
+	}
+}
