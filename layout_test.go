@@ -19,22 +19,24 @@ const module = "github.com/isrbench/isrbench"
 // allowed lists, for each package prefix of the module, the module packages it may import
 // (DESIGN.md "Dependency direction"). A package not listed here may import nothing of the module.
 var allowed = map[string][]string{
-	"cmd/isrbench":     {"workloads", "netfetch", "core/", "results", "profiles", "iouring", "gate"},
-	"gate":             {"gate", "results", "profiles"},
-	"workloads":        {"workloads", "netfetch", "core/", "results", "profiles"},
-	"netfetch":         {"netfetch", "core/"},
-	"core/broker":      {"core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs"},
-	"core/group":       {"core/group", "core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs"},
-	"core/partition":   {"core/partition", "core/log", "core/records", "core/controller", "core/vfs"},
-	"core/controller":  {"core/controller", "core/vfs"},
-	"core/log":         {"core/log", "core/records", "core/vfs", "iouring"},
-	"core/vfs":         {"core/vfs"},
-	"core/records":     {"core/records"},
-	"iouring":          {"iouring"},
-	"results":          {"results"},
-	"core/sim":         {"core/"},
-	"internal/simflag": {},
-	"profiles":         {"profiles"},
+	"cmd/isrbench": {"workloads", "netfetch", "core/", "results", "profiles", "iouring", "gate", "cmd/isrbench/internal/"},
+	// kafkatool: what the Kafka admin commands (topics, configs) do, over a kadm client only.
+	"cmd/isrbench/internal/kafkatool": {},
+	"gate":                            {"gate", "results", "profiles"},
+	"workloads":                       {"workloads", "netfetch", "core/", "results", "profiles"},
+	"netfetch":                        {"netfetch", "core/"},
+	"core/broker":                     {"core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs"},
+	"core/group":                      {"core/group", "core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs"},
+	"core/partition":                  {"core/partition", "core/log", "core/records", "core/controller", "core/vfs"},
+	"core/controller":                 {"core/controller", "core/vfs"},
+	"core/log":                        {"core/log", "core/records", "core/vfs", "iouring"},
+	"core/vfs":                        {"core/vfs"},
+	"core/records":                    {"core/records"},
+	"iouring":                         {"iouring"},
+	"results":                         {"results"},
+	"core/sim":                        {"core/"},
+	"internal/simflag":                {},
+	"profiles":                        {"profiles"},
 }
 
 // stdlibOnly lists packages that may import, besides the standard library and the module
