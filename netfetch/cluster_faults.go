@@ -33,10 +33,7 @@ func (c *Cluster) CrashBrokerAwaitSession(id int32) error { return c.stopBroker(
 func (c *Cluster) stopBroker(id int32, crash, fence bool) error {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
-	if c.closed {
-		return errors.New("netfetch: cluster closed")
-	}
-	n, err := c.node(id)
+	n, err := c.openNode(id)
 	if err != nil {
 		return err
 	}
@@ -58,6 +55,14 @@ func (c *Cluster) stopBroker(id int32, crash, fence bool) error {
 	return nil
 }
 
+// openNode returns broker id's node while the cluster is open; c.opMu held.
+func (c *Cluster) openNode(id int32) (*node, error) {
+	if c.closed {
+		return nil, errors.New("netfetch: cluster closed")
+	}
+	return c.node(id)
+}
+
 // RestartBroker starts a new broker on a stopped broker's data directory
 // and port: its logs are recovered and it registers as a new incarnation (a new
 // broker epoch), so it leads nothing and is in no ISR until it has caught up
@@ -65,10 +70,7 @@ func (c *Cluster) stopBroker(id int32, crash, fence bool) error {
 func (c *Cluster) RestartBroker(id int32) error {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
-	if c.closed {
-		return errors.New("netfetch: cluster closed")
-	}
-	n, err := c.node(id)
+	n, err := c.openNode(id)
 	if err != nil {
 		return err
 	}
