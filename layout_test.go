@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -15,23 +19,25 @@ const module = "github.com/isrbench/isrbench"
 // allowed lists, for each package prefix of the module, the module packages it may import
 // (DESIGN.md "Dependency direction"). A package not listed here may import nothing of the module.
 var allowed = map[string][]string{
-	"cmd/isrbench":     {"workloads", "netfetch", "core/", "results", "profiles", "iouring", "gate"},
-	"gate":             {"gate", "results", "profiles"},
-	"workloads":        {"workloads", "netfetch", "core/", "results", "profiles"},
-	"netfetch":         {"netfetch", "core/"},
-	"core/broker":      {"core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},
-	"core/group":       {"core/group", "core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},
-	"core/partition":   {"core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},
-	"core/config":      {"core/config"},
-	"core/controller":  {"core/controller", "core/vfs"},
-	"core/log":         {"core/log", "core/records", "core/vfs", "iouring"},
-	"core/vfs":         {"core/vfs"},
-	"core/records":     {"core/records"},
-	"iouring":          {"iouring"},
-	"results":          {"results"},
-	"core/sim":         {"core/"},
-	"internal/simflag": {},
-	"profiles":         {"profiles"},
+	"cmd/isrbench": {"workloads", "netfetch", "core/", "results", "profiles", "iouring", "gate", "cmd/isrbench/internal/"},
+	// kafkatool: what the Kafka admin commands (topics, configs) do, over a kadm client only.
+	"cmd/isrbench/internal/kafkatool": {},
+	"gate":                            {"gate", "results", "profiles"},
+	"workloads":                       {"workloads", "netfetch", "core/", "results", "profiles"},
+	"netfetch":                        {"netfetch", "core/"},
+	"core/broker":                     {"core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},
+	"core/group":                      {"core/group", "core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},
+	"core/partition":                  {"core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},
+	"core/config":                     {"core/config"},
+	"core/controller":                 {"core/controller", "core/vfs"},
+	"core/log":                        {"core/log", "core/records", "core/vfs", "iouring"},
+	"core/vfs":                        {"core/vfs"},
+	"core/records":                    {"core/records"},
+	"iouring":                         {"iouring"},
+	"results":                         {"results"},
+	"core/sim":                        {"core/"},
+	"internal/simflag":                {},
+	"profiles":                        {"profiles"},
 }
 
 // stdlibOnly lists packages that may import, besides the standard library and the module
@@ -53,9 +59,10 @@ func isStdlib(path string) bool {
 }
 
 // TestDependencyDirection fails when a package imports a module package that the layout forbids
-// (for example core importing netfetch, or results importing core).
+// (for example core importing netfetch, or results importing core), imports an external
+// package its stdlibOnly entry does not allow, or has tests that do not import internal/simflag.
 func TestDependencyDirection(t *testing.T) {
-	out, err := exec.Command("go", "list", "-json=ImportPath,Imports,TestImports,XTestImports", "./...").Output()
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports,TestImports,XTestImports,TestGoFiles,XTestGoFiles", "./...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
@@ -64,11 +71,17 @@ func TestDependencyDirection(t *testing.T) {
 		var p struct {
 			ImportPath                         string
 			Imports, TestImports, XTestImports []string
+			TestGoFiles, XTestGoFiles          []string
 		}
 		if err := dec.Decode(&p); err == io.EOF {
 			break
 		} else if err != nil {
 			t.Fatal(err)
+		}
+		// Every package with tests registers the simulator's flags, or
+		// `go test ./... -run TestSimulation -sim.seed=N` fails in the packages that lack them.
+		if len(p.TestGoFiles)+len(p.XTestGoFiles) > 0 && !slices.Contains(p.TestImports, module+"/internal/simflag") && !slices.Contains(p.XTestImports, module+"/internal/simflag") {
+			t.Errorf("%s has tests but does not import internal/simflag (add a simflag_test.go)", p.ImportPath)
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
 		if rel == "" || rel == module {
@@ -90,7 +103,7 @@ func TestDependencyDirection(t *testing.T) {
 			}
 			dep := strings.TrimPrefix(imp, module+"/")
 			if dep == "internal/simflag" && !slices.Contains(p.Imports, imp) {
-				continue // test-only, everywhere (TestSimflagEverywhere)
+				continue // test-only, everywhere (see the simflag check above)
 			}
 			if !permitted(rules, dep) {
 				t.Errorf("%s imports %s: not allowed by the dependency direction (may import %v)", rel, dep, rules)
@@ -119,20 +132,66 @@ func permitted(rules []string, dep string) bool {
 	return false
 }
 
-// TestSimflagEverywhere: every package with tests registers the simulator's flags, or
-// `go test ./... -run TestSimulation -sim.seed=N` fails in the packages that lack them.
-func TestSimflagEverywhere(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{len .TestGoFiles}} {{len .XTestGoFiles}} {{join .TestImports \" \"}} {{join .XTestImports \" \"}}", "./...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 3 || (f[1] == "0" && f[2] == "0") {
-			continue
+// maxFileLines is the most lines a non-test .go file of the module may have (generated files
+// aside): a longer file holds more than one job and is split by job.
+const maxFileLines = 600
+
+// oversized lists the non-test files over maxFileLines today with their current line counts: a
+// shrinking allow-list. A listed file may not grow past its count; one back at or under
+// maxFileLines (or gone) must leave the list.
+var oversized = map[string]int{
+	"core/log/log.go":     857,
+	"core/sim/sim.go":     1243,
+	"workloads/runner.go": 951,
+}
+
+// generated matches the header of a generated Go file (https://go.dev/s/generatedcode).
+var generated = regexp.MustCompile(`(?m)^// Code generated .* DO NOT EDIT\.$`)
+
+// TestFileSizes fails when a non-test .go file that is not generated has more than
+// maxFileLines lines, beyond the oversized allow-list.
+func TestFileSizes(t *testing.T) {
+	seen := map[string]bool{}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
 		}
-		if !slices.Contains(f[3:], module+"/internal/simflag") {
-			t.Errorf("%s has tests but does not import internal/simflag (add a simflag_test.go)", f[0])
+		if d.IsDir() {
+			if name := d.Name(); path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if generated.Match(b) {
+			return nil
+		}
+		rel := filepath.ToSlash(path)
+		n := bytes.Count(b, []byte("\n"))
+		limit, listed := oversized[rel]
+		seen[rel] = listed
+		switch {
+		case listed && n <= maxFileLines:
+			t.Errorf("%s has %d lines, at most %d now: remove it from the oversized list", rel, n, maxFileLines)
+		case listed && n > limit:
+			t.Errorf("%s grew to %d lines (allowed %d while it is split, at most %d): split it by job instead", rel, n, limit, maxFileLines)
+		case !listed && n > maxFileLines:
+			t.Errorf("%s has %d lines, more than %d: split it by job", rel, n, maxFileLines)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rel := range oversized {
+		if _, ok := seen[rel]; !ok {
+			t.Errorf("%s is in the oversized list but is not a non-test .go file of the module: remove it", rel)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/results/report"
 )
 
@@ -102,7 +103,7 @@ func PrintNoise(w io.Writer, ns []MetricNoise) error {
 		_, err := fmt.Fprintln(w, "no gate verdicts")
 		return err
 	}
-	t := newTable(w, "metric", "gates", "|change| median", "|change| max", "spread median", "spread max", "p < alpha", "regressions", "threshold")
+	t := results.NewTable(w, "metric", "gates", "|change| median", "|change| max", "spread median", "spread max", "p < alpha", "regressions", "threshold")
 	for _, m := range ns {
 		th := "-"
 		if len(m.Thresholds) > 0 {

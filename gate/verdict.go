@@ -7,9 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
-
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/results/report"
 )
@@ -57,7 +54,7 @@ func PrintVerdict(w io.Writer, v *report.Verdict) error {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "%s: base %d runs, new %d runs; Mann-Whitney U\n", rows[0].Group, nb, nn)
-		t := newTable(w, "metric", "base", "new", "change", "p / n", "alpha", "spread b / n", "threshold", "verdict")
+		t := results.NewTable(w, "metric", "base", "new", "change", "p / n", "alpha", "spread b / n", "threshold", "verdict")
 		for _, r := range rows {
 			verdict := r.Verdict
 			if verdict == "regression" {
@@ -78,37 +75,8 @@ func PrintVerdict(w io.Writer, v *report.Verdict) error {
 			return fmt.Errorf("gate: verdict table: %w", err)
 		}
 	}
-	for _, n := range v.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
-	}
-	if len(v.Regressions) == 0 {
-		fmt.Fprintf(w, "no regression (alpha=%v)\n", v.Alpha)
-		return nil
-	}
-	for _, r := range v.Regressions {
-		fmt.Fprintf(w, "REGRESSION %s\n", r)
-	}
+	results.PrintFindings(w, v.Notes, v.Regressions, v.Alpha)
 	return nil
-}
-
-// newTable: headers as given, first column left-aligned, the others right-aligned (the look of
-// the results tables).
-func newTable(w io.Writer, header ...string) *tablewriter.Table {
-	align := make([]tw.Align, len(header))
-	for i := range align {
-		align[i] = tw.AlignRight
-	}
-	align[0] = tw.AlignLeft
-	t := tablewriter.NewTable(w,
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{Global: tw.AlignRight, PerColumn: align}),
-	)
-	hs := make([]any, len(header))
-	for i, h := range header {
-		hs[i] = h
-	}
-	t.Header(hs...)
-	return t
 }
 
 // fmtSide: "412.3 µs ± 3%" (the CI's larger half as a percentage of the median; "± ∞" when the
@@ -117,16 +85,11 @@ func fmtSide(s report.SideStat, unit string) string {
 	if s.N == 0 || s.Median == nil {
 		return "-"
 	}
-	m := *s.Median
-	v := results.FormatValue(m) + " " + unit
-	switch {
-	case s.Lo == nil || s.Hi == nil:
-		return v + " ± ∞"
-	case m == 0:
-		return v + " ± 0%"
+	lo, hi := math.Inf(-1), math.Inf(1) // unbounded with this few runs
+	if s.Lo != nil && s.Hi != nil {
+		lo, hi = *s.Lo, *s.Hi
 	}
-	pct := math.Max(m-*s.Lo, *s.Hi-m) / math.Abs(m) * 100
-	return v + " ± " + strconv.FormatFloat(pct, 'f', 0, 64) + "%"
+	return results.FormatInterval(*s.Median, lo, hi, unit)
 }
 
 func fmtSpread(s report.SideStat) string {

@@ -42,17 +42,11 @@ func (c *conn) handleOffsetFetch(req *kmsg.OffsetFetchRequest) (kmsg.Response, e
 			}
 			byTopic, err := c.fetchOffsets(g.Group, topics)
 			rg.ErrorCode = errCode(err)
-			for _, t := range sortedTopics(byTopic) {
+			for _, t := range offsetTopics(byTopic) { // the same fields, batched by group
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
-				rt.Topic = t
-				for _, fp := range byTopic[t] {
-					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = fp.p, -1, -1, strPtr("")
-					if fp.ok {
-						rp.Offset, rp.LeaderEpoch, rp.Metadata = fp.c.Offset, fp.c.LeaderEpoch, strPtr(fp.c.Metadata)
-					}
-					rp.ErrorCode = errCode(fp.err)
-					rt.Partitions = append(rt.Partitions, rp)
+				rt.Topic = t.Topic
+				for _, rp := range t.Partitions {
+					rt.Partitions = append(rt.Partitions, kmsg.OffsetFetchResponseGroupTopicPartition(rp))
 				}
 				rg.Topics = append(rg.Topics, rt)
 			}
@@ -68,6 +62,14 @@ func (c *conn) handleOffsetFetch(req *kmsg.OffsetFetchRequest) (kmsg.Response, e
 	if err != nil && req.Version >= 2 {
 		resp.ErrorCode = errCode(err)
 	}
+	resp.Topics = offsetTopics(byTopic)
+	return resp, nil
+}
+
+// offsetTopics is the answer for the looked-up partitions, topics by name: -1 (and empty
+// metadata) for a partition without a commit.
+func offsetTopics(byTopic map[string][]fetchedPartition) []kmsg.OffsetFetchResponseTopic {
+	var out []kmsg.OffsetFetchResponseTopic
 	for _, t := range sortedTopics(byTopic) {
 		rt := kmsg.NewOffsetFetchResponseTopic()
 		rt.Topic = t
@@ -80,9 +82,9 @@ func (c *conn) handleOffsetFetch(req *kmsg.OffsetFetchRequest) (kmsg.Response, e
 			rp.ErrorCode = errCode(fp.err)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
-		resp.Topics = append(resp.Topics, rt)
+		out = append(out, rt)
 	}
-	return resp, nil
+	return out
 }
 
 // fetchOffsets looks up the committed offsets of topics (nil = all committed partitions).

@@ -1,9 +1,6 @@
 package netfetch
 
 import (
-	"fmt"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbench/isrbench/core/controller"
@@ -21,39 +18,26 @@ func init() {
 // nothing.
 func (c *conn) handleAlterConfigs(req *kmsg.AlterConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-	dups := duplicateResources(req.Resources, func(r *kmsg.AlterConfigsRequestResource) (int8, string) {
-		return int8(r.ResourceType), r.ResourceName
-	})
-	changed := false
+	rs := make([]alterTarget, len(req.Resources))
 	for i := range req.Resources {
 		r := &req.Resources[i]
-		rr := kmsg.NewAlterConfigsResponseResource()
-		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		err := func() error {
-			if dups[resourceKey(int8(r.ResourceType), r.ResourceName)] {
-				return fmt.Errorf("each resource must appear at most once: %w", kerr.InvalidRequest)
-			}
-			names := make([]string, len(r.Configs))
-			for j := range r.Configs {
-				names[j] = r.Configs[j].Name
-			}
-			if err := configKeyChecks(names, func(j int) bool { return r.Configs[j].Value == nil }); err != nil {
-				return err
-			}
-			ch := controller.ConfigChange{Set: map[string]string{}, Replace: true, ValidateOnly: req.ValidateOnly}
-			for j := range r.Configs {
-				ch.Set[r.Configs[j].Name] = *r.Configs[j].Value
-			}
-			return c.alterResource(r.ResourceType, r.ResourceName, ch, names)
-		}()
-		if err == nil && !req.ValidateOnly {
-			changed = true
+		rs[i] = alterTarget{typ: r.ResourceType, name: r.ResourceName, names: make([]string, len(r.Configs)),
+			null: func(j int) bool { return r.Configs[j].Value == nil },
+			change: func(ch *controller.ConfigChange) error {
+				for j := range r.Configs {
+					ch.Set[r.Configs[j].Name] = *r.Configs[j].Value
+				}
+				return nil
+			}}
+		for j := range r.Configs {
+			rs[i].names[j] = r.Configs[j].Name
 		}
+	}
+	for i, err := range c.alterConfigs(rs, true, req.ValidateOnly) {
+		rr := kmsg.NewAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = rs[i].typ, rs[i].name
 		rr.ErrorCode, rr.ErrorMessage = errCode(err), errMessage(err)
 		resp.Resources = append(resp.Resources, rr)
-	}
-	if changed {
-		c.awaitBrokers(5000)
 	}
 	return resp, nil
 }

@@ -25,57 +25,48 @@ func init() {
 // not dynamic (INVALID_REQUEST). validate_only changes nothing.
 func (c *conn) handleIncrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	dups := duplicateResources(req.Resources, func(r *kmsg.IncrementalAlterConfigsRequestResource) (int8, string) {
-		return int8(r.ResourceType), r.ResourceName
-	})
-	changed := false
+	rs := make([]alterTarget, len(req.Resources))
 	for i := range req.Resources {
 		r := &req.Resources[i]
-		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		err := func() error {
-			if dups[resourceKey(int8(r.ResourceType), r.ResourceName)] {
-				return fmt.Errorf("each resource must appear at most once: %w", kerr.InvalidRequest)
-			}
-			names := make([]string, len(r.Configs))
-			for j := range r.Configs {
-				names[j] = r.Configs[j].Name
-			}
-			if err := configKeyChecks(names, func(j int) bool {
+		rs[i] = alterTarget{typ: r.ResourceType, name: r.ResourceName, names: make([]string, len(r.Configs)),
+			null: func(j int) bool {
 				return r.Configs[j].Op != kmsg.IncrementalAlterConfigOpDelete && r.Configs[j].Value == nil
-			}); err != nil {
-				return err
-			}
-			ch := controller.ConfigChange{Set: map[string]string{}, ValidateOnly: req.ValidateOnly}
-			for j := range r.Configs {
-				cfg := &r.Configs[j]
-				switch cfg.Op {
-				case kmsg.IncrementalAlterConfigOpSet:
-					ch.Set[cfg.Name] = *cfg.Value
-				case kmsg.IncrementalAlterConfigOpDelete:
-					ch.Delete = append(ch.Delete, cfg.Name)
-				case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-					v, err := c.listOp(r.ResourceType, r.ResourceName, cfg.Name, cfg.Op, *cfg.Value)
-					if err != nil {
-						return err
-					}
-					ch.Set[cfg.Name] = v
-				default:
-					return fmt.Errorf("unknown operations type %d (SET 0, DELETE 1, APPEND 2, SUBTRACT 3): %w", cfg.Op, kerr.InvalidRequest)
-				}
-			}
-			return c.alterResource(r.ResourceType, r.ResourceName, ch, names)
-		}()
-		if err == nil && !req.ValidateOnly {
-			changed = true
+			},
+			change: func(ch *controller.ConfigChange) error { return c.incrementalChange(r, ch) }}
+		for j := range r.Configs {
+			rs[i].names[j] = r.Configs[j].Name
 		}
+	}
+	for i, err := range c.alterConfigs(rs, false, req.ValidateOnly) {
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = rs[i].typ, rs[i].name
 		rr.ErrorCode, rr.ErrorMessage = errCode(err), errMessage(err)
 		resp.Resources = append(resp.Resources, rr)
 	}
-	if changed {
-		c.awaitBrokers(5000)
-	}
 	return resp, nil
+}
+
+// incrementalChange turns one resource's operations into its change: SET and DELETE as
+// given, APPEND and SUBTRACT applied to the LIST config's current value (listOp).
+func (c *conn) incrementalChange(r *kmsg.IncrementalAlterConfigsRequestResource, ch *controller.ConfigChange) error {
+	for j := range r.Configs {
+		cfg := &r.Configs[j]
+		switch cfg.Op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			ch.Set[cfg.Name] = *cfg.Value
+		case kmsg.IncrementalAlterConfigOpDelete:
+			ch.Delete = append(ch.Delete, cfg.Name)
+		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			v, err := c.listOp(r.ResourceType, r.ResourceName, cfg.Name, cfg.Op, *cfg.Value)
+			if err != nil {
+				return err
+			}
+			ch.Set[cfg.Name] = v
+		default:
+			return fmt.Errorf("unknown operations type %d (SET 0, DELETE 1, APPEND 2, SUBTRACT 3): %w", cfg.Op, kerr.InvalidRequest)
+		}
+	}
+	return nil
 }
 
 // listOp computes the value of LIST config name after APPEND or SUBTRACT of the

@@ -249,49 +249,52 @@ func (a *Admin) handle(ctx *fasthttp.RequestCtx) {
 		}
 		ctx.SetContentType("text/plain; version=0.0.4; charset=utf-8")
 		a.writeMetrics(ctx)
-	case path == "brokers":
+	case path == "brokers" || path == "links":
 		if !allow(ctx, fasthttp.MethodGet) {
 			return
 		}
-		writeJSON(ctx, fasthttp.StatusOK, a.c.Statuses())
-	case len(parts) == 3 && parts[0] == "brokers":
+		if path == "brokers" {
+			writeJSON(ctx, fasthttp.StatusOK, a.c.Statuses())
+		} else {
+			writeJSON(ctx, fasthttp.StatusOK, a.c.Links())
+		}
+	case len(parts) == 3 && (parts[0] == "brokers" || parts[0] == "links"):
 		if !allow(ctx, fasthttp.MethodPost) {
 			return
 		}
-		id, err := strconv.ParseInt(parts[1], 10, 32)
-		if err != nil {
-			ctx.Error(fmt.Sprintf("broker id %q: not an integer\n", parts[1]), fasthttp.StatusBadRequest)
-			return
+		if parts[0] == "brokers" {
+			a.handleBroker(ctx, parts[1], parts[2])
+		} else {
+			a.handleLink(ctx, parts[1], parts[2])
 		}
-		if err := a.c.Act(int32(id), parts[2]); err != nil {
-			code := fasthttp.StatusConflict
-			switch {
-			case errors.Is(err, errUnknownBroker):
-				code = fasthttp.StatusNotFound
-			case errors.Is(err, errUnknownAction):
-				code = fasthttp.StatusBadRequest
-			}
-			ctx.Error(err.Error()+"\n", code)
-			return
-		}
-		for _, s := range a.c.Statuses() {
-			if s.ID == int32(id) {
-				writeJSON(ctx, fasthttp.StatusOK, s)
-			}
-		}
-	case path == "links":
-		if !allow(ctx, fasthttp.MethodGet) {
-			return
-		}
-		writeJSON(ctx, fasthttp.StatusOK, a.c.Links())
-	case len(parts) == 3 && parts[0] == "links":
-		if !allow(ctx, fasthttp.MethodPost) {
-			return
-		}
-		a.handleLink(ctx, parts[1], parts[2])
 	default:
 		ctx.Error(fmt.Sprintf("no such endpoint %q: GET /brokers, GET /metrics, GET /links, POST /brokers/<id>/{%s}, POST /links/<id>/{%s}\n",
 			"/"+path, strings.Join(AdminActions, ","), strings.Join(LinkActions, ",")), fasthttp.StatusNotFound)
+	}
+}
+
+// handleBroker applies POST /brokers/<id>/<action> and answers the broker's new state.
+func (a *Admin) handleBroker(ctx *fasthttp.RequestCtx, idText, action string) {
+	id, err := strconv.ParseInt(idText, 10, 32)
+	if err != nil {
+		ctx.Error(fmt.Sprintf("broker id %q: not an integer\n", idText), fasthttp.StatusBadRequest)
+		return
+	}
+	if err := a.c.Act(int32(id), action); err != nil {
+		code := fasthttp.StatusConflict
+		switch {
+		case errors.Is(err, errUnknownBroker):
+			code = fasthttp.StatusNotFound
+		case errors.Is(err, errUnknownAction):
+			code = fasthttp.StatusBadRequest
+		}
+		ctx.Error(err.Error()+"\n", code)
+		return
+	}
+	for _, s := range a.c.Statuses() {
+		if s.ID == int32(id) {
+			writeJSON(ctx, fasthttp.StatusOK, s)
+		}
 	}
 }
 

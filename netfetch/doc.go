@@ -4,7 +4,8 @@
 //
 // # What it owns
 //
-//   - Server: one TCP listener per broker. Kafka framing (int32 size,
+//   - Server (server.go: listener, accept loop, pause; conn.go: the
+//     connection loop): one TCP listener per broker. Kafka framing (int32 size,
 //     request header v1/v2, response header v0/v1), one goroutine per
 //     connection that reads a request, handles it and writes its response
 //     before reading the next (responses in request order). One file per
@@ -18,7 +19,7 @@
 //     42_delete_groups.go, 43_elect_leaders.go, 44_incremental_alter_configs.go,
 //     60_describe_cluster.go. Each registers its key,
 //     version range and handler from its own init (registry.go); ApiVersions
-//     advertises what is registered. Requests are decoded with kmsg;
+//     advertises what is registered, so adding an API is adding its file. Requests are decoded with kmsg;
 //     responses are encoded with kmsg except Fetch.
 //   - The group coordinator's wire side (groups.go and the group API files):
 //     each server with a broker runs a core/group.Coordinator. JoinGroup and
@@ -31,10 +32,14 @@
 //     records go straight from the segment file to the socket with
 //     sendfile(2) at an explicit offset (isrbench.zero.copy=true), or with
 //     pread+write (false). Stats count both.
-//   - Transport: broker.Transport over TCP (Fetch v12 and
+//   - Transport: broker.Transport over TCP (Fetch v12, ListOffsets v7 and
 //     OffsetForLeaderEpoch v4 with replica_id), with optional LinkFault
 //     wrappers (latency, jitter, bandwidth, down) per (source, follower).
-//   - The admin surface (configs.go, brokerconfig.go and the admin API files):
+//     The replica fetch protocol sits in replica_fetch*.go: the versions and
+//     the ReplicaState tag both ends use (replica_fetch.go), the follower's
+//     client and its incremental fetch session; the leader answers in the
+//     API files (01_fetch.go, 02_list_offsets.go, 23_offset_for_leader_epoch.go).
+//   - The admin surface (configs.go, brokerconfig.go, alter.go and the admin API files):
 //     DeleteTopics, CreatePartitions, ElectLeaders and DescribeCluster through
 //     the controller; DescribeConfigs with every topic and broker config, its
 //     value, source (TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG,
@@ -46,7 +51,7 @@
 //     (bounded by the request's timeout).
 //   - Cluster: one controller, N brokers with their own listener, data
 //     directory (<root>/broker-<id>) and fetchers; fault operations
-//     (kill, crash, restart, pause, resume, links); the controller's session
+//     (cluster_faults.go: kill, crash, restart, pause, resume, links); the controller's session
 //     checks and, with auto.leader.rebalance.enable, its preferred-leader
 //     balancing every leader.imbalance.check.interval.seconds.
 //

@@ -245,42 +245,31 @@ func valueFormatter(unit string) func(int64) string {
 }
 
 func formatDuration(ns int64) string {
-	neg := ns < 0
-	a := math.Abs(float64(ns))
-	var s string
-	switch {
-	case a == 0:
-		s = "0"
-	case a >= 1e9:
-		s = trimFloat(a/1e9) + "s"
-	case a >= 1e6:
-		s = trimFloat(a/1e6) + "ms"
-	case a >= 1e3:
-		s = trimFloat(a/1e3) + "us"
-	default:
-		s = trimFloat(a) + "ns"
-	}
-	if neg {
-		return "-" + s
-	}
-	return s
+	return formatScaled(ns, "0", []scale{{1e9, "s"}, {1e6, "ms"}, {1e3, "us"}, {1, "ns"}})
 }
 
 func formatBytes(b int64) string {
-	neg := b < 0
-	a := math.Abs(float64(b))
-	var s string
-	switch {
-	case a >= 1<<30:
-		s = trimFloat(a/(1<<30)) + "GB"
-	case a >= 1<<20:
-		s = trimFloat(a/(1<<20)) + "MB"
-	case a >= 1<<10:
-		s = trimFloat(a/(1<<10)) + "kB"
-	default:
-		s = trimFloat(a) + "B"
+	return formatScaled(b, trimFloat(0)+"B", []scale{{1 << 30, "GB"}, {1 << 20, "MB"}, {1 << 10, "kB"}, {1, "B"}})
+}
+
+// scale is a unit of formatScaled: values of at least at are shown divided by at.
+type scale struct {
+	at     float64
+	suffix string
+}
+
+// formatScaled renders v in the first (largest) unit it reaches, as pprof does (two decimals,
+// trailing zeros trimmed), zero as zero, the sign kept.
+func formatScaled(v int64, zero string, units []scale) string {
+	a := math.Abs(float64(v))
+	s := zero
+	for _, u := range units {
+		if a > 0 && a >= u.at {
+			s = trimFloat(a/u.at) + u.suffix
+			break
+		}
 	}
-	if neg {
+	if v < 0 {
 		return "-" + s
 	}
 	return s

@@ -30,7 +30,7 @@
 //
 // Top (flat/cum or per label value), Diff (base scaled by -1 and merged with
 // new, as pprof -diff_base; largest flat growth first), Folded (folded stacks
-// for flamegraph.pl / speedscope) and Web (pprof's own web UI through
+// for flamegraph.pl / speedscope) and WebTo (pprof's own web UI through
 // github.com/google/pprof/driver, flame graph at /ui/flamegraph) read pprof
 // files with github.com/google/pprof/profile. The value shown is the
 // profile's default sample type (cpu time, inuse_space, contention delay).
@@ -39,5 +39,5 @@
 //
 // Start and Session methods may be called from any goroutine (Stop is
 // effective once). The analysis functions are independent and safe for
-// concurrent use; Web blocks until its context is done.
+// concurrent use; WebTo blocks until its context is done.
 package profiles

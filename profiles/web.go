@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -16,16 +15,11 @@ import (
 	"github.com/google/pprof/driver"
 )
 
-// Web serves pprof's web UI for one profile, or for new against base when
+// WebTo serves pprof's web UI for one profile, or for new against base when
 // two files are given (base first; as pprof -diff_base), on addr (host:port;
 // port 0 picks a free one). The flame graph is at <url>/ui/flamegraph. No
-// browser is opened: the URL is printed to stdout. Web blocks until ctx is
-// done, then shuts the server down and returns nil.
-func Web(ctx context.Context, addr string, files ...string) error {
-	return WebTo(ctx, os.Stdout, addr, nil, files...)
-}
-
-// WebTo is Web printing to out; ready, if not nil, is called with the
+// browser is opened: the URL is printed to out. WebTo blocks until ctx is
+// done, then shuts the server down and returns nil; ready, if not nil, is called with the
 // server's base URL once it accepts connections.
 func WebTo(ctx context.Context, out io.Writer, addr string, ready func(url string), files ...string) error {
 	if len(files) != 1 && len(files) != 2 {

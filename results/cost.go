@@ -114,7 +114,7 @@ func printCost(w io.Writer, c *Cost) error {
 	if c == nil {
 		return nil
 	}
-	t := newTable(w, "cost per record", "value", "detail")
+	t := NewTable(w, "cost per record", "value", "detail")
 	cpuDetail := fmt.Sprintf("user %s + system %s µs; %s cores busy", fmtCost(c.CPUUserUsPerRecord), fmtCost(c.CPUSystemUsPerRecord), fmtCost(c.CPUCores))
 	t.Append("cpu µs", fmtCost(c.CPUUsPerRecord), cpuDetail)
 	if c.ClusterKnown() {

@@ -293,7 +293,7 @@ func mergeTimelines(worker func(k int) (string, *Result), n int, offsets map[int
 			if r.Files.Timeline == "" {
 				continue
 			}
-			p = ResolveFile(dir, r.Files.Timeline)
+			p = resolveFile(dir, r.Files.Timeline)
 		}
 		f, err := os.Open(p)
 		if err != nil {

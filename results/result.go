@@ -243,7 +243,8 @@ type ExecRun struct {
 }
 
 // Files lists the run's output files as the runner wrote them (paths joined with the run
-// directory, so absolute when --out is absolute). ResolveFile turns a relative one into a path.
+// directory, so absolute when --out is absolute). A relative one that does not exist as given
+// is read from the directory holding result.json.
 type Files struct {
 	Hgrm     []string `json:"hgrm"`
 	Timeline string   `json:"timeline"`
@@ -343,9 +344,9 @@ func lineCol(b []byte, off int64) (line, col int) {
 	return line, col
 }
 
-// ResolveFile returns p unchanged when absolute or when it exists as given, else joined with dir
+// resolveFile returns p unchanged when absolute or when it exists as given, else joined with dir
 // (the directory holding result.json).
-func ResolveFile(dir, p string) string {
+func resolveFile(dir, p string) string {
 	if p == "" || filepath.IsAbs(p) {
 		return p
 	}

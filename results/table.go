@@ -12,9 +12,9 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 )
 
-// newTable returns a table with the headers as given (no upper-casing), first column left-aligned
-// and the others right-aligned.
-func newTable(w io.Writer, header ...string) *tablewriter.Table {
+// NewTable returns a table with the headers as given (no upper-casing), first column left-aligned
+// and the others right-aligned: the look of every isrbench table (results, gate).
+func NewTable(w io.Writer, header ...string) *tablewriter.Table {
 	align := make([]tw.Align, len(header))
 	for i := range align {
 		align[i] = tw.AlignRight
@@ -89,7 +89,7 @@ func PrintSummary(w io.Writer, r *Result) error {
 	fmt.Fprintf(w, "produced: %d records, %d bytes, %s records/s, %s MB/s\n",
 		r.Produced.Records, r.Produced.Bytes, FormatValue(r.Produced.RecordsPerSec), FormatValue(r.Produced.MBPerSec))
 
-	t := newTable(w, "latency (µs)", "count", "p50", "p90", "p99", "p99.9", "p99.99", "max", "mean")
+	t := NewTable(w, "latency (µs)", "count", "p50", "p90", "p99", "p99.9", "p99.99", "max", "mean")
 	type row struct {
 		name string
 		s    Summary
@@ -213,7 +213,7 @@ func PrintSweep(w io.Writer, rows []*Result) error {
 	if withCost {
 		header = append(header, "cpu µs/rec", "syscalls/rec")
 	}
-	t := newTable(w, header...)
+	t := NewTable(w, header...)
 	for _, r := range rows {
 		cells := []string{orDash(r.Name)}
 		for _, k := range varied {
@@ -278,7 +278,7 @@ func PrintCompare(w io.Writer, rep *Report) error {
 			continue
 		}
 		fmt.Fprintf(w, "%s: base %d runs, new %d runs\n", g.Label, g.BaseRuns, g.NewRuns)
-		t := newTable(w, "metric", "base", "new", "change", "p / n")
+		t := NewTable(w, "metric", "base", "new", "change", "p / n")
 		for _, r := range g.Rows {
 			change := r.Delta()
 			if r.Regression {
@@ -294,17 +294,23 @@ func PrintCompare(w io.Writer, rep *Report) error {
 			return fmt.Errorf("results: compare table: %w", err)
 		}
 	}
-	for _, n := range rep.Notes {
+	PrintFindings(w, rep.Notes, rep.Regressions, rep.Alpha)
+	return nil
+}
+
+// PrintFindings prints the notes of a comparison, then "no regression (alpha=…)" or one
+// REGRESSION line per regression (results compare, isrbench gate).
+func PrintFindings(w io.Writer, notes, regressions []string, alpha float64) {
+	for _, n := range notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
-	if len(rep.Regressions) == 0 {
-		fmt.Fprintf(w, "no regression (alpha=%v)\n", rep.Alpha)
-		return nil
+	if len(regressions) == 0 {
+		fmt.Fprintf(w, "no regression (alpha=%v)\n", alpha)
+		return
 	}
-	for _, r := range rep.Regressions {
+	for _, r := range regressions {
 		fmt.Fprintf(w, "REGRESSION %s\n", r)
 	}
-	return nil
 }
 
 // fmtSide: "52.13k rec/s ± 3%" (CI half-range as % of the median; "± ∞" with too few samples).
@@ -312,14 +318,21 @@ func fmtSide(s Side, unit string) string {
 	if s.N == 0 {
 		return "-"
 	}
-	v := FormatValue(s.Center) + " " + unit
+	return FormatInterval(s.Center, s.Lo, s.Hi, unit)
+}
+
+// FormatInterval renders a median with its confidence interval as "52.13k rec/s ± 3%": the
+// interval's larger half as a percentage of the median, "± ∞" when a bound is infinite (too
+// few samples), "± 0%" for a zero median.
+func FormatInterval(center, lo, hi float64, unit string) string {
+	v := FormatValue(center) + " " + unit
 	switch {
-	case math.IsInf(s.Lo, 0) || math.IsInf(s.Hi, 0):
+	case math.IsInf(lo, 0) || math.IsInf(hi, 0):
 		return v + " ± ∞"
-	case s.Center == 0:
+	case center == 0:
 		return v + " ± 0%"
 	}
-	pct := math.Max(s.Center-s.Lo, s.Hi-s.Center) / math.Abs(s.Center) * 100
+	pct := math.Max(center-lo, hi-center) / math.Abs(center) * 100
 	return v + " ± " + strconv.FormatFloat(pct, 'f', 0, 64) + "%"
 }
 

@@ -58,11 +58,6 @@ func NewTimeline(w io.Writer, extra ...string) (*Timeline, error) {
 	return t, nil
 }
 
-// Columns returns all column names.
-func (t *Timeline) Columns() []string {
-	return append(append([]string(nil), TimelineColumns...), t.extra...)
-}
-
 // Write appends one row; len(row.Extra) must equal the number of extra columns.
 func (t *Timeline) Write(row TimelineRow) error {
 	if len(row.Extra) != len(t.extra) {

@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/isrbench/isrbench/cmd/isrbench/internal/kafkatool"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() {
@@ -42,12 +41,13 @@ func cmdConfigs(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *describe == *alter {
 		return usagef("configs: exactly one of --describe or --alter is required")
 	}
-	var brokerID int32
+	e := kafkatool.Entity{Name: *entityName}
 	switch *entityType {
 	case "topics":
 		if *entityName == "" || *entityDefault {
 			return usagef("configs: --entity-type topics needs --entity-name TOPIC (no --entity-default)")
 		}
+		e.Topic = *entityName
 	case "brokers":
 		if (*entityName == "") == !*entityDefault {
 			return usagef("configs: --entity-type brokers needs exactly one of --entity-name ID or --entity-default")
@@ -57,8 +57,9 @@ func cmdConfigs(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			if err != nil || n < 0 {
 				return usagef("configs: --entity-name %q: a broker id is an integer >= 0", *entityName)
 			}
-			brokerID = int32(n)
+			e.BrokerID = int32(n)
 		}
+		e.Default = *entityDefault
 	default:
 		return usagef("configs: --entity-type %q: want topics or brokers", *entityType)
 	}
@@ -76,81 +77,17 @@ func cmdConfigs(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer adm.Close()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	what := "topic " + *entityName
-	if *entityType == "brokers" {
-		what = "broker " + *entityName
-		if *entityDefault {
-			what = "the cluster-wide broker default"
-		}
-	}
 	if *alter {
-		var rs kadm.AlterConfigsResponses
-		var err error
-		switch {
-		case *entityType == "topics":
-			rs, err = adm.AlterTopicConfigs(ctx, ops, *entityName)
-		case *entityDefault:
-			rs, err = adm.AlterBrokerConfigs(ctx, ops)
-		default:
-			rs, err = adm.AlterBrokerConfigs(ctx, ops, brokerID)
-		}
-		if err := alterConfigs(rs, err); err != nil {
-			return fmt.Errorf("configs: alter %s: %w", what, err)
-		}
-		fmt.Fprintf(stdout, "Completed updating config for %s.\n", what)
-		return nil
+		return kafkatool.AlterConfigs(ctx, adm, e, ops, stdout)
 	}
-	var rcs kadm.ResourceConfigs
-	switch {
-	case *entityType == "topics":
-		rcs, err = adm.DescribeTopicConfigs(ctx, *entityName)
-	case *entityDefault:
-		rcs, err = adm.DescribeBrokerConfigs(ctx)
-	default:
-		rcs, err = adm.DescribeBrokerConfigs(ctx, brokerID)
-	}
-	if err != nil {
-		return fmt.Errorf("configs: describe %s: %w", what, err)
-	}
-	if len(rcs) != 1 {
-		return fmt.Errorf("configs: describe %s: %d resources answered, want 1", what, len(rcs))
-	}
-	rc := rcs[0]
-	if rc.Err != nil {
-		return fmt.Errorf("configs: describe %s: %w%s", what, rc.Err, errDetail(rc.ErrMessage))
-	}
-	kind := "Dynamic configs"
-	if *all {
-		kind = "All configs"
-	}
-	fmt.Fprintf(stdout, "%s for %s are:\n", kind, what)
-	for _, c := range rc.Configs {
-		dynamic := c.Source == kmsg.ConfigSourceDynamicTopicConfig || c.Source == kmsg.ConfigSourceDynamicBrokerConfig || c.Source == kmsg.ConfigSourceDynamicDefaultBrokerConfig
-		if !*all && !dynamic {
-			continue
-		}
-		var syns []string
-		for _, s := range c.Synonyms {
-			v := "null"
-			if s.Value != nil {
-				v = *s.Value
-			}
-			syns = append(syns, s.Source.String()+":"+s.Key+"="+v)
-		}
-		v := "null"
-		if c.Value != nil {
-			v = *c.Value
-		}
-		fmt.Fprintf(stdout, "  %s=%s sensitive=%v synonyms={%s}\n", c.Key, v, c.Sensitive, strings.Join(syns, ", "))
-	}
-	return nil
+	return kafkatool.DescribeConfigs(ctx, adm, e, *all, stdout)
 }
 
 // configOps parses kafka-configs' --add-config ("k=v,k2=[a,b]") and --delete-config
 // ("k,k2") into incremental operations.
 func configOps(add, del string) ([]kadm.AlterConfig, error) {
 	var ops []kadm.AlterConfig
-	for _, kv := range splitConfigs(add) {
+	for _, kv := range kafkatool.SplitConfigs(add) {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return nil, usagef("configs: --add-config %q: want key=value", kv)
@@ -158,33 +95,8 @@ func configOps(add, del string) ([]kadm.AlterConfig, error) {
 		v = strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")
 		ops = append(ops, kadm.AlterConfig{Op: kadm.SetConfig, Name: strings.TrimSpace(k), Value: &v})
 	}
-	for _, k := range splitConfigs(del) {
+	for _, k := range kafkatool.SplitConfigs(del) {
 		ops = append(ops, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: strings.TrimSpace(k)})
 	}
 	return ops, nil
-}
-
-// splitConfigs splits at commas outside brackets.
-func splitConfigs(s string) []string {
-	var out []string
-	depth, start := 0, 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '[':
-			depth++
-		case ']':
-			depth--
-		case ',':
-			if depth == 0 {
-				if part := strings.TrimSpace(s[start:i]); part != "" {
-					out = append(out, part)
-				}
-				start = i + 1
-			}
-		}
-	}
-	if part := strings.TrimSpace(s[start:]); part != "" {
-		out = append(out, part)
-	}
-	return out
 }

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/isrbench/isrbench/netfetch"
 )
@@ -23,8 +22,7 @@ func init() {
 // heal ID` change every replica link between broker ID and the others (both directions).
 func cmdLink(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("link", "link list | link slow ID --latency D [--jitter D] [--bandwidth BYTES/S] | link {down|heal} ID [--admin HOST:PORT]", stderr)
-	admin := fs.String("admin", "127.0.0.1:10092", "admin address printed by isrbench serve (its --port + 1000): HOST:PORT or http://HOST:PORT")
-	tokenFile := fs.String("admin-token-file", "", "the token file given to isrbench serve --admin-token-file")
+	admin := addAdminFlags(fs)
 	latency := fs.Duration("latency", 0, "slow: added per request direction (the round trip grows by twice it)")
 	jitter := fs.Duration("jitter", 0, "slow: up to this much more latency, uniformly random")
 	bandwidth := fs.Int64("bandwidth", 0, "slow: bytes/s per connection and direction (0 = unlimited)")
@@ -32,15 +30,8 @@ func cmdLink(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	base, err := adminBase(*admin)
-	if err != nil {
+	if err := admin.resolve("link"); err != nil {
 		return err
-	}
-	token := ""
-	if *tokenFile != "" {
-		if token, err = netfetch.ReadAdminToken(*tokenFile); err != nil {
-			return usagef("link: --admin-token-file: %v", err)
-		}
 	}
 	var method, path string
 	switch {
@@ -77,30 +68,7 @@ func cmdLink(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	default:
 		return usagef("link: want `list` or `ACTION ID`, got %q", rest)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, base+path, nil)
-	if err != nil {
-		return usagef("link: --admin %q: %v", *admin, err)
-	}
-	req.Header.Set(netfetch.AdminHeader, "1")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("link: admin API of isrbench serve at %s: %w", *admin, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return fmt.Errorf("link: reading the answer of %s: %w", *admin, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("link: %s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(body)))
-	}
-	_, err = stdout.Write(body)
-	return err
+	return admin.call(ctx, "link", method, path, stdout)
 }
 
 func keys(q url.Values) []string {

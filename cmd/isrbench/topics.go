@@ -2,18 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
-	"maps"
 	"math"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/isrbench/isrbench/cmd/isrbench/internal/kafkatool"
 )
 
 func init() {
@@ -112,142 +107,21 @@ func cmdTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer cancel()
 	switch {
 	case *del:
-		if resp, err := adm.DeleteTopic(ctx, *topic); err != nil {
-			return fmt.Errorf("topics: delete %s: %w%s", *topic, err, errDetail(resp.ErrMessage))
-		}
-		fmt.Fprintf(stdout, "Deleted topic %s.\n", *topic)
-		return nil
+		return kafkatool.DeleteTopic(ctx, adm, *topic, stdout)
 	case *alter:
+		n := 0 // unchanged
 		if partitionsSet {
-			rs, err := adm.UpdatePartitions(ctx, *partitions, *topic)
-			if err == nil {
-				err = rs[*topic].Err
-			}
-			if err != nil {
-				return fmt.Errorf("topics: alter %s --partitions %d: %w%s", *topic, *partitions, err, errDetail(rs[*topic].ErrMessage))
-			}
-			fmt.Fprintf(stdout, "Topic %s now has %d partitions.\n", *topic, *partitions)
+			n = *partitions
 		}
-		if len(cfgs) > 0 || len(delConfigs) > 0 {
-			var ops []kadm.AlterConfig
-			for _, k := range slices.Sorted(maps.Keys(cfgs)) {
-				ops = append(ops, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: cfgs[k]})
-			}
-			for _, k := range delConfigs {
-				ops = append(ops, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
-			}
-			if err := alterConfigs(adm.AlterTopicConfigs(ctx, ops, *topic)); err != nil {
-				return fmt.Errorf("topics: alter %s configs: %w", *topic, err)
-			}
-			fmt.Fprintf(stdout, "Completed updating config for topic %s.\n", *topic)
-		}
-		return nil
-	}
-	if *create {
+		return kafkatool.AlterTopic(ctx, adm, *topic, n, cfgs, delConfigs, stdout)
+	case *create:
 		if *topic == "" {
 			return usagef("topics: --create needs --topic")
 		}
 		if *partitions < 1 || *partitions > math.MaxInt32 || *rf < 1 || *rf > math.MaxInt16 {
 			return usagef("topics: --partitions %d / --replication-factor %d: want 1..%d / 1..%d", *partitions, *rf, math.MaxInt32, math.MaxInt16)
 		}
-		resp, err := adm.CreateTopic(ctx, int32(*partitions), int16(*rf), cfgs, *topic)
-		if err != nil {
-			return fmt.Errorf("topics: create %s: %w%s", *topic, err, errDetail(resp.ErrMessage))
-		}
-		fmt.Fprintf(stdout, "Created topic %s.\n", *topic)
-		return nil
+		return kafkatool.CreateTopic(ctx, adm, *topic, int32(*partitions), int16(*rf), cfgs, stdout)
 	}
-	var names []string
-	if *topic != "" {
-		names = []string{*topic}
-	}
-	md, err := adm.Metadata(ctx, names...)
-	if err != nil {
-		return fmt.Errorf("topics: metadata: %w", err)
-	}
-	tnames := md.Topics.Names()
-	sort.Strings(tnames)
-	topicConfigs := map[string]string{}
-	if len(tnames) > 0 {
-		rcs, err := adm.DescribeTopicConfigs(ctx, tnames...)
-		if err != nil {
-			var se *kadm.ShardErrors
-			if !errors.As(err, &se) {
-				return fmt.Errorf("topics: describe configs: %w", err)
-			}
-		}
-		for _, rc := range rcs {
-			var kvs []string
-			for _, c := range rc.Configs {
-				if c.Source == 1 /* DYNAMIC_TOPIC_CONFIG */ {
-					kvs = append(kvs, c.Key+"="+c.MaybeValue())
-				}
-			}
-			sort.Strings(kvs)
-			topicConfigs[rc.Name] = strings.Join(kvs, ",")
-		}
-	}
-	var firstErr error
-	for _, name := range tnames {
-		td := md.Topics[name]
-		if td.Err != nil {
-			if firstErr == nil {
-				firstErr = fmt.Errorf("topics: topic %s: %w", name, td.Err)
-			}
-			fmt.Fprintf(stderr, "Error describing topic %s: %v\n", name, td.Err)
-			continue
-		}
-		parts := td.Partitions.Sorted()
-		if !*under {
-			rfN := 0
-			if len(parts) > 0 {
-				rfN = len(parts[0].Replicas)
-			}
-			fmt.Fprintf(stdout, "Topic: %s\tPartitionCount: %d\tReplicationFactor: %d\tConfigs: %s\n", name, len(parts), rfN, topicConfigs[name])
-		}
-		for _, p := range parts {
-			if *under && len(p.ISR) >= len(p.Replicas) {
-				continue
-			}
-			leader := fmt.Sprint(p.Leader)
-			if p.Leader < 0 {
-				leader = "none"
-			}
-			line := fmt.Sprintf("\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s", name, p.Partition, leader, joinInt32(p.Replicas), joinInt32(p.ISR))
-			if len(p.OfflineReplicas) > 0 {
-				line += "\tOffline: " + joinInt32(p.OfflineReplicas)
-			}
-			fmt.Fprintln(stdout, line)
-		}
-	}
-	return firstErr
-}
-
-// errDetail is ": msg" for a broker's error message, "" for none.
-func errDetail(msg string) string {
-	if msg == "" {
-		return ""
-	}
-	return ": " + msg
-}
-
-// alterConfigs returns the first error of an alter configs call (with the broker's message).
-func alterConfigs(rs kadm.AlterConfigsResponses, err error) error {
-	if err != nil {
-		return err
-	}
-	for _, r := range rs {
-		if r.Err != nil {
-			return fmt.Errorf("%w%s", r.Err, errDetail(r.ErrMessage))
-		}
-	}
-	return nil
-}
-
-func joinInt32(ids []int32) string {
-	s := make([]string, len(ids))
-	for i, id := range ids {
-		s[i] = fmt.Sprint(id)
-	}
-	return strings.Join(s, ",")
+	return kafkatool.DescribeTopics(ctx, adm, *topic, *under, stdout, stderr)
 }

@@ -175,45 +175,27 @@ type faultsReport struct {
 	ReplicaLogs *ReplicaLogs `json:"replica_logs"`
 }
 
-// readFaults reads the run's faults.json; (nil, nil) when the run has none.
+// readFaults reads the run's faults.json; (nil, "", nil) when the run has none.
 func (r *runDir) readFaults() (*faultsReport, string, error) {
-	p := r.resolve(r.res.Files.Faults)
-	if p == "" {
-		p = filepath.Join(r.dir, faultsFile)
-		if !fileExists(p) {
-			return nil, "", nil
+	return readRunFile(r.find(r.resolve(r.res.Files.Faults), faultsFile), func(f io.Reader) (*faultsReport, error) {
+		b, err := io.ReadAll(f)
+		if err != nil {
+			return nil, err
 		}
-	}
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return nil, "", fmt.Errorf("report: %w", err)
-	}
-	var fr faultsReport
-	if err := json.Unmarshal(b, &fr); err != nil {
-		return nil, "", fmt.Errorf("report: %s: %w", p, err)
-	}
-	return &fr, p, nil
+		var fr faultsReport
+		if err := json.Unmarshal(b, &fr); err != nil {
+			return nil, err
+		}
+		return &fr, nil
+	})
 }
 
 // readTimeline reads the run's timeline.csv; (nil, "", nil) when it has none.
 func (r *runDir) readTimeline() ([]results.TimelineRow, string, error) {
-	p := r.resolve(r.res.Files.Timeline)
-	if p == "" {
-		p = filepath.Join(r.dir, timelineFile)
-		if !fileExists(p) {
-			return nil, "", nil
-		}
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, "", fmt.Errorf("report: %w", err)
-	}
-	defer f.Close()
-	rows, _, err := results.ReadTimeline(f)
-	if err != nil {
-		return nil, "", fmt.Errorf("report: %s: %w", p, err)
-	}
-	return rows, p, nil
+	return readRunFile(r.find(r.resolve(r.res.Files.Timeline), timelineFile), func(f io.Reader) ([]results.TimelineRow, error) {
+		rows, _, err := results.ReadTimeline(f)
+		return rows, err
+	})
 }
 
 // partRow is one row of partitions.csv: the ISR size of one partition at one moment.
@@ -224,28 +206,45 @@ type partRow struct {
 	Replicas  int
 }
 
-// readPartitions reads the run's partitions.csv; (nil, "", nil) when it has none.
+// readPartitions reads the run's partitions.csv (result.json's name for it, else name, else
+// the default); (nil, "", nil) when it has none.
 func (r *runDir) readPartitions(name string) ([]partRow, string, error) {
 	p := r.resolve(r.res.Files.Partitions)
 	if p == "" && name != "" {
 		p = r.resolve(name)
 	}
+	return readRunFile(r.find(p, partitionsFile), parsePartitions)
+}
+
+// find returns p (a path resolve found) when set, else the run directory's def when it
+// exists, else "".
+func (r *runDir) find(p, def string) string {
+	if p != "" {
+		return p
+	}
+	if p = filepath.Join(r.dir, def); fileExists(p) {
+		return p
+	}
+	return ""
+}
+
+// readRunFile parses the run file at p with parse and returns it with its path; the zero
+// value and "" when p is "" (the run has no such file).
+func readRunFile[T any](p string, parse func(io.Reader) (T, error)) (T, string, error) {
+	var zero T
 	if p == "" {
-		p = filepath.Join(r.dir, partitionsFile)
-		if !fileExists(p) {
-			return nil, "", nil
-		}
+		return zero, "", nil
 	}
 	f, err := os.Open(p)
 	if err != nil {
-		return nil, "", fmt.Errorf("report: %w", err)
+		return zero, "", fmt.Errorf("report: %w", err)
 	}
 	defer f.Close()
-	rows, err := parsePartitions(f)
+	v, err := parse(f)
 	if err != nil {
-		return nil, "", fmt.Errorf("report: %s: %w", p, err)
+		return zero, "", fmt.Errorf("report: %s: %w", p, err)
 	}
-	return rows, p, nil
+	return v, p, nil
 }
 
 // parsePartitions reads partitions.csv (columns t_s, partition, replicas and isr by name;

@@ -20,16 +20,6 @@ import (
 	"github.com/isrbench/isrbench/core/controller"
 )
 
-// Versions the replica fetcher speaks (both ends are isrbench servers).
-const (
-	replicaFetchVersion        = 12
-	replicaEpochVersion        = 4
-	replicaListOffsetsVersion  = 7
-	maxReplicaResponseBytes    = 1 << 30
-	replicaDialTimeout         = 5 * time.Second
-	replicaResponseHeaderBytes = 4
-)
-
 // Transport is the TCP implementation of broker.Transport for the broker
 // self: it resolves a source broker's address from the controller's
 // BrokerInfo and opens one connection per (source, fetcher index). Dial is
@@ -376,55 +366,23 @@ func skipTags(r *kbin.Reader) {
 	}
 }
 
-// The follower's broker epoch travels in Fetch's ReplicaState (KIP-903). Kafka defines it
-// from Fetch v15, which also names topics by ID; isrbench's replica fetches are v12, so the
-// same struct is sent as the same tagged field (tag 1: ReplicaId int32, ReplicaEpoch int64,
-// no tags), which servers that do not know it skip.
-const replicaStateTag = 1
-
-func appendReplicaState(dst []byte, id int32, epoch int64) []byte {
-	dst = kbin.AppendInt32(dst, id)
-	dst = kbin.AppendInt64(dst, epoch)
-	return append(dst, 0) // no tagged fields
-}
-
-// replicaEpochOf returns the broker epoch a replica Fetch carries in its ReplicaState
-// (v15+ field, or the tag of an isrbench v12 request), or -1.
-func replicaEpochOf(r *kmsg.FetchRequest) int64 {
-	if r.ReplicaState.Epoch >= 0 {
-		return r.ReplicaState.Epoch
-	}
-	epoch := int64(-1)
-	r.UnknownTags.Each(func(tag uint32, val []byte) {
-		if tag != replicaStateTag {
-			return
-		}
-		rd := kbin.Reader{Src: val}
-		rd.Int32()
-		if e := rd.Int64(); rd.Ok() {
-			epoch = e
-		}
-	})
-	return epoch
-}
-
 // ListOffsets sends a ListOffsets v7 as replica replicaID (the leader answers its log start
 // for -2 and its LEO for -1).
 func (c *fetchConn) ListOffsets(ctx context.Context, replicaID int32, q []broker.OffsetQuery) ([]broker.OffsetAnswer, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.SetVersion(replicaListOffsetsVersion)
 	req.ReplicaID = replicaID
-	for _, p := range q {
-		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != p.Topic {
+	req.Topics = groupByTopic(req.Topics, q, func(p broker.OffsetQuery) string { return p.Topic },
+		func(topic string) kmsg.ListOffsetsRequestTopic {
 			t := kmsg.NewListOffsetsRequestTopic()
-			t.Topic = p.Topic
-			req.Topics = append(req.Topics, t)
-		}
-		t := &req.Topics[len(req.Topics)-1]
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = p.Partition, p.CurrentLeaderEpoch, p.Timestamp
-		t.Partitions = append(t.Partitions, rp)
-	}
+			t.Topic = topic
+			return t
+		},
+		func(t *kmsg.ListOffsetsRequestTopic, p broker.OffsetQuery) {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = p.Partition, p.CurrentLeaderEpoch, p.Timestamp
+			t.Partitions = append(t.Partitions, rp)
+		})
 	resp := kmsg.NewPtrListOffsetsResponse()
 	if err := c.roundTrip(ctx, req, resp); err != nil {
 		return nil, err
@@ -464,17 +422,17 @@ func (c *fetchConn) OffsetForLeaderEpoch(ctx context.Context, q []broker.EpochQu
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	req.SetVersion(replicaEpochVersion)
 	req.ReplicaID = c.self
-	for _, p := range q {
-		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != p.Topic {
+	req.Topics = groupByTopic(req.Topics, q, func(p broker.EpochQuery) string { return p.Topic },
+		func(topic string) kmsg.OffsetForLeaderEpochRequestTopic {
 			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
-			t.Topic = p.Topic
-			req.Topics = append(req.Topics, t)
-		}
-		t := &req.Topics[len(req.Topics)-1]
-		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.Partition, p.CurrentLeaderEpoch, p.LeaderEpoch
-		t.Partitions = append(t.Partitions, rp)
-	}
+			t.Topic = topic
+			return t
+		},
+		func(t *kmsg.OffsetForLeaderEpochRequestTopic, p broker.EpochQuery) {
+			rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+			rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.Partition, p.CurrentLeaderEpoch, p.LeaderEpoch
+			t.Partitions = append(t.Partitions, rp)
+		})
 	resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
 	if err := c.roundTrip(ctx, req, resp); err != nil {
 		return nil, err
@@ -488,4 +446,19 @@ func (c *fetchConn) OffsetForLeaderEpoch(ctx context.Context, q []broker.EpochQu
 		}
 	}
 	return out, nil
+}
+
+// groupByTopic appends the queries q to topics, one request topic per run of consecutive
+// queries of one topic (newTopic starts it, add appends a query's partition to it), as the
+// replica requests name each topic once per run.
+func groupByTopic[Q, T any](topics []T, q []Q, topicOf func(Q) string, newTopic func(string) T, add func(*T, Q)) []T {
+	last := ""
+	for i, p := range q {
+		if name := topicOf(p); i == 0 || name != last {
+			topics = append(topics, newTopic(name))
+			last = name
+		}
+		add(&topics[len(topics)-1], p)
+	}
+	return topics
 }

@@ -1,0 +1,289 @@
+package netfetch
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"github.com/isrbench/isrbench/core/broker"
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// conn is one client connection, owned by its serve goroutine.
+type conn struct {
+	s   *Server
+	nc  *net.TCPConn
+	raw syscall.RawConn
+	br  *bufio.Reader
+	ctx context.Context // canceled when the connection ends
+	ip  netip.Addr      // the client's address (max.connections.per.ip)
+
+	// rdl is the read deadline set on nc now (zero = none).
+	rdl time.Time
+	// peeked is the size of the request read in place in br (size prefix
+	// included), discarded once it is handled; 0 when it was read into req.
+	peeked int
+
+	req   []byte // reused request body buffer for requests larger than br
+	held  int64  // bytes of req reserved in the server's memory pool
+	out   []byte // reused response buffer
+	fetch fetchState
+
+	// Reused request objects for the hot APIs: kmsg's ReadFrom resets every
+	// field and refills the slices within their capacity. A request (and the
+	// bytes it aliases in req) is dead once its response is written.
+	fetchReq   *kmsg.FetchRequest
+	produceReq *kmsg.ProduceRequest
+	// produceParts and produceResp are handleProduce's reused broker
+	// request (its entries alias req like produceReq does) and response.
+	produceParts []broker.ProducePartition
+	producePre   []error // per request partition: refused before the append (00_produce.go)
+	produceResp  *kmsg.ProduceResponse
+	// limits caches topics' max.message.bytes and segment size (00_produce.go limitsFor).
+	limits   map[string]topicLimits
+	limitsAt time.Time
+}
+
+func newConn(s *Server, tc *net.TCPConn, ip netip.Addr) (*conn, error) {
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return nil, fmt.Errorf("syscall conn: %w", err)
+	}
+	return &conn{s: s, nc: tc, raw: raw, br: bufio.NewReaderSize(newSockReader(tc), readBufferSize), ip: ip}, nil
+}
+
+// reqHeader is a decoded request header (v1 or v2).
+type reqHeader struct {
+	key, version int16
+	corr         int32
+	clientID     string
+}
+
+// errClose asks the connection loop to close the connection (with the reason logged).
+type errClose struct{ reason string }
+
+func (e *errClose) Error() string { return e.reason }
+
+func closef(format string, args ...any) error {
+	return &errClose{reason: fmt.Sprintf(format, args...)}
+}
+
+// peerGone reports whether err only says that the connection went away (the client hung
+// up, also in the middle of a request, or the server is closing): nothing worth a log line.
+// The read and the handling of requests share it.
+func peerGone(err error) bool {
+	var ce *errClose
+	if errors.As(err, &ce) {
+		return false
+	}
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
+}
+
+func (c *conn) serve() {
+	s := c.s
+	ctx, cancel := context.WithCancel(context.Background())
+	c.ctx = ctx
+	defer func() {
+		cancel()
+		c.dropReq() // before the close: a client that sees it sees the memory and
+		s.mu.Lock() // the connection count released
+		delete(s.mu.conns, c)
+		s.leave(c.ip)
+		s.mu.Unlock()
+		c.nc.Close()
+		if s.cfg.onConnDone != nil {
+			s.cfg.onConnDone()
+		}
+		s.wg.Done()
+	}()
+	go func() { // end long polls when the server closes
+		select {
+		case <-s.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		body, err := c.readRequest()
+		if err != nil {
+			if errors.Is(err, errIdle) {
+				s.idleClosed.Add(1) // normal: a client that stopped using its connection
+				return
+			}
+			var me *errMemory
+			if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &me) {
+				s.readTimeouts.Add(1)
+			}
+			if !peerGone(err) {
+				s.cfg.Logf("netfetch: broker %d: closing connection from %s: %v", s.cfg.BrokerID, c.nc.RemoteAddr(), err)
+			}
+			return
+		}
+		if !s.waitUnpaused() {
+			return
+		}
+		if err := c.handle(body); err != nil {
+			// Every reason is logged (a bad request, a response that could not be built or
+			// read from the log) except the peer or the server going away.
+			if !peerGone(err) {
+				s.cfg.Logf("netfetch: broker %d: closing connection from %s: %v", s.cfg.BrokerID, c.nc.RemoteAddr(), err)
+			}
+			return
+		}
+		if c.peeked > 0 {
+			c.br.Discard(c.peeked)
+			c.peeked = 0
+		} else if _, _, held := s.mem.usage(); c.held > maxRetainedRequestBuffer || held > s.mem.limit/2 {
+			// Do not pin a large buffer after one large request, nor keep one while
+			// requests being read need the pool (the reused produce objects go too:
+			// their records alias it).
+			c.dropReq()
+		}
+	}
+}
+
+// maxRetainedRequestBuffer is the largest request buffer a connection keeps
+// for its next request (while the pool is at most half used).
+const maxRetainedRequestBuffer = 8 << 20
+
+// dropReq returns the request buffer to the pool and drops the reused objects aliasing it.
+func (c *conn) dropReq() {
+	c.s.mem.recycle(c.req)
+	c.req, c.produceReq, c.produceParts = nil, nil, nil
+	c.held = 0
+}
+
+// parseHeader decodes the request header; the kmsg request returned has
+// its version set and body not yet read.
+func parseHeader(body []byte) (reqHeader, kmsg.Request, []byte, error) {
+	return parseHeaderWith(body, kmsg.RequestForKey)
+}
+
+// parseHeaderWith is parseHeader with the request object for a key coming
+// from newReq (a connection reuses its Fetch and Produce objects).
+func parseHeaderWith(body []byte, newReq func(key int16) kmsg.Request) (reqHeader, kmsg.Request, []byte, error) {
+	var h reqHeader
+	r := kbin.Reader{Src: body}
+	h.key = r.Int16()
+	h.version = r.Int16()
+	h.corr = r.Int32()
+	if cid := r.UnsafeNullableString(); cid != nil {
+		h.clientID = *cid
+	}
+	if err := r.Complete(); err != nil {
+		return h, nil, nil, fmt.Errorf("request header truncated: %w", err)
+	}
+	req := newReq(h.key)
+	if req == nil {
+		return h, nil, r.Src, nil
+	}
+	req.SetVersion(h.version)
+	if req.IsFlexible() {
+		kmsg.SkipTags(&r)
+		if err := r.Complete(); err != nil {
+			return h, nil, nil, fmt.Errorf("request header tagged fields truncated: %w", err)
+		}
+	}
+	return h, req, r.Src, nil
+}
+
+// handle decodes one request and answers it through the API registered for its key
+// (registry.go; each NN_name.go registers its key, versions and handler).
+func (c *conn) handle(body []byte) error {
+	h, req, rest, err := parseHeaderWith(body, c.requestFor)
+	if err != nil {
+		return closef("%v", err)
+	}
+	if h.key >= 0 && int(h.key) < maxAPIKey {
+		c.s.stats.requests[h.key].Add(1)
+	}
+	a := lookupAPI(h.key)
+	if a == nil || req == nil {
+		return closef("unsupported API key %d (%s) version %d from client %q", h.key, kmsg.NameForKey(h.key), h.version, h.clientID)
+	}
+	if a.raw != nil { // ApiVersions: answered even for versions we do not support
+		return a.raw(c, h, req, rest)
+	}
+	if h.version < a.min || h.version > a.max {
+		return closef("unsupported %s version %d (supported %d..%d) from client %q", kmsg.NameForKey(h.key), h.version, a.min, a.max, h.clientID)
+	}
+	if err := req.ReadFrom(rest); err != nil {
+		return closef("malformed %s v%d request from client %q: %v", kmsg.NameForKey(h.key), h.version, h.clientID, err)
+	}
+	pprof.SetGoroutineLabels(c.s.labelsFor(a))
+	if a.serve != nil {
+		return a.serve(c, h, req)
+	}
+	resp, err := a.handle(c, h, req)
+	if err != nil {
+		return err
+	}
+	if resp == nil { // acks=0 produce: no response at all
+		return nil
+	}
+	if !c.s.waitUnpaused() {
+		return net.ErrClosed
+	}
+	resp.SetVersion(h.version)
+	return c.writeResponse(h, resp)
+}
+
+// writeResponse frames resp (header v0 for ApiVersions and non-flexible
+// versions, v1 otherwise) into the reused buffer and writes it.
+func (c *conn) writeResponse(h reqHeader, resp kmsg.Response) error {
+	buf := append(c.out[:0], 0, 0, 0, 0)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(h.corr))
+	if resp.IsFlexible() && h.key != 18 {
+		buf = append(buf, 0) // empty header tagged fields
+	}
+	buf = resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf[:4], uint32(len(buf)-4))
+	c.out = buf
+	if cap(c.out) > 8<<20 {
+		c.out = nil
+	}
+	countSocketWrite(len(buf))
+	if _, err := c.nc.Write(buf); err != nil {
+		return fmt.Errorf("writing %s response: %w", kmsg.NameForKey(h.key), err)
+	}
+	return nil
+}
+
+// errCode maps an error to its Kafka error code: nil -> 0, a wrapped
+// *kerr.Error -> its code, anything else -> UNKNOWN_SERVER_ERROR.
+func errCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) { // allocation-free fast path for %w chains
+		if ke, ok := e.(*kerr.Error); ok {
+			return ke.Code
+		}
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// errMessage is the error text for responses that carry one (nil when no error).
+func errMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	return &s
+}
