@@ -152,11 +152,6 @@ func (e *StorageError) Error() string {
 
 func (e *StorageError) Unwrap() error { return e.Err }
 
-// offlineLogDirs is what the storage watch needs of a target (the embedded cluster).
-type offlineLogDirs interface {
-	OfflineLogDir() (broker int32, err error, ok bool)
-}
-
 // watchStorage checks every interval until ctx ends; the first offline log directory calls
 // stop with a *StorageError and ends the watch.
 func watchStorage(ctx context.Context, t offlineLogDirs, every time.Duration, stop func(error)) {

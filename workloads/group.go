@@ -142,18 +142,12 @@ func waitGroupAssigned(ctx context.Context, cons []*consumer, partitions int, ch
 	}
 }
 
-// groupStatser is a target that can read its group coordinator's rebalance counters
-// (the embedded cluster).
-type groupStatser interface {
-	GroupStats(groupID string) (group.Stats, bool)
-}
-
 // groupProbe measures a run's consumer group: rebalances during the measurement (from the
 // embedded coordinator's counters where the target has them, else the generations the
 // members saw) and the committed-offset lag, sampled every second.
 type groupProbe struct {
 	spec  *Spec
-	tgt   Target
+	stats groupStatser // nil: the target cannot read its coordinator's counters
 	adm   *kadm.Client
 	start group.Stats
 	hasSt bool
@@ -175,13 +169,13 @@ func (e *embedded) GroupStats(groupID string) (group.Stats, bool) {
 	return group.Stats{}, false
 }
 
-func newGroupProbe(s *Spec, tgt Target, adm *kadm.Client) *groupProbe {
-	return &groupProbe{spec: s, tgt: tgt, adm: adm}
+func newGroupProbe(s *Spec, stats groupStatser, adm *kadm.Client) *groupProbe {
+	return &groupProbe{spec: s, stats: stats, adm: adm}
 }
 
 // markStart snapshots the coordinator's counters at the start of measurement.
 func (g *groupProbe) markStart() {
-	if gs, ok := g.tgt.(groupStatser); ok {
+	if gs := g.stats; gs != nil {
 		g.start, g.hasSt = gs.GroupStats(g.spec.Consumers.GroupID)
 	}
 }
@@ -255,7 +249,7 @@ func (g *groupProbe) result(cons []*consumer, mStart, mEnd time.Time) *results.C
 	g.mu.Lock()
 	out.CommittedLag = results.SummarizeValues(g.mu.lag)
 	g.mu.Unlock()
-	if gs, ok := g.tgt.(groupStatser); ok {
+	if gs := g.stats; gs != nil {
 		if end, ok := gs.GroupStats(s.Consumers.GroupID); ok {
 			out.Source = "coordinator"
 			n := end.Rebalances

@@ -33,16 +33,6 @@ type PartitionSample struct {
 	NoLEO bool
 }
 
-// partitionSampler is implemented by targets that can report per-partition state (embedded).
-type partitionSampler interface {
-	SamplePartitions(topic string) ([]PartitionSample, error)
-}
-
-// healer is implemented by targets that can undo every fault still active (embedded).
-type healer interface {
-	HealAll() (restarted []int32, err error)
-}
-
 // ISREvent is one ISR change seen by the partition timeline.
 type ISREvent struct {
 	T         float64 `json:"t_s"` // seconds since the start of measurement
@@ -449,7 +439,7 @@ func (rep replicaReport) apply(res *results.Result, fr *FaultsReport) {
 // (exclusive) from the leader's log and from every running replica's log, parsing the
 // batches, and checks that each replica holds the same records (offset, producer id, seq) as
 // the leader, and that no acknowledged record of the leader's range is missing on a replica.
-func checkReplicaLogs(rr replicaRecords, topic string, start []int64, prods []*producer) replicaReport {
+func checkReplicaLogs(rr replicaReader, topic string, start []int64, prods []*producer) replicaReport {
 	rep := replicaReport{identical: true}
 	type rec struct {
 		pid uint32

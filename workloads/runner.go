@@ -169,7 +169,9 @@ type run struct {
 	opts Options
 	dir  string
 	tgt  Target
-	win  window
+	// parts are tgt's optional parts (Inspector), fixed when it opened.
+	parts Inspection
+	win   window
 	// hwWin is win for the core's OnHWLag callbacks (broker goroutines, synchronised with the
 	// runner only through sockets): published atomically.
 	hwWin atomic.Pointer[window]
@@ -330,17 +332,6 @@ func (r *run) failedBetween(from, to float64) int64 {
 	return n
 }
 
-// dataDirTarget is implemented by targets with a local data dir (embedded): the disk guard
-// watches its filesystem.
-type dataDirTarget interface{ DataDir() string }
-
-// retentionApplier is implemented by targets that can run log retention on demand (embedded).
-type retentionApplier interface{ ApplyRetention() }
-
-// replicationReadier is implemented by targets that can tell whether every follower of the
-// topic is fetching (embedded): "" when ready, else what is not.
-type replicationReadier interface{ ReplicationReady(topic string) string }
-
 // waitFollowersFetching waits (up to d) until every follower of the freshly created topic has
 // fetched from its leader. A follower whose first fetch raced the leader's own metadata update
 // (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER) backs off replica.fetch.backoff.ms, as
@@ -354,11 +345,6 @@ func waitFollowersFetching(ctx context.Context, rr replicationReadier, topic str
 
 // diskGuardInterval is how often the disk guard checks the data dir's filesystem.
 var diskGuardInterval = time.Second
-
-// replicaChecker is implemented by targets that can compare replica logs (the embedded one).
-type replicaChecker interface {
-	ReplicasIdentical(topic string) (same bool, why string, err error)
-}
 
 func drainTimeout(s *Spec) time.Duration {
 	d := 30 * time.Second

@@ -29,7 +29,7 @@ func (r *run) measure(ctx context.Context) error {
 		wg.Wait()
 	})
 	if p.grouped && len(r.cons) > 0 {
-		gp := newGroupProbe(s, r.tgt, r.adm)
+		gp := newGroupProbe(s, r.parts.Groups, r.adm)
 		r.gp = gp
 		r.gpLoop = r.loops.start(ctx, func(ctx context.Context) {
 			if !waitUntil(ctx, p.measureStart) {
@@ -53,7 +53,7 @@ func (r *run) measure(ctx context.Context) error {
 	r.tlLoop = r.loops.start(ctx, r.tl.loop)
 	faults := r.loops.start(loadCtx, func(ctx context.Context) { r.runFaults(ctx, p.measureStart, p.measureEnd) })
 	var storage, guard *loop
-	if od, ok := r.tgt.(offlineLogDirs); ok {
+	if od := r.parts.LogDirs; od != nil {
 		storage = r.loops.start(loadCtx, func(ctx context.Context) {
 			watchStorage(ctx, od, 100*time.Millisecond, func(err error) { stopLoad(err) })
 		})
@@ -63,7 +63,7 @@ func (r *run) measure(ctx context.Context) error {
 			r.guard.loop(ctx, diskGuardInterval, func(err error) { stopLoad(err) })
 		})
 	}
-	if ps, ok := r.tgt.(partitionSampler); ok {
+	if ps := r.parts.Partitions; ps != nil {
 		r.pt = newPartTimeline(r, ps, filepath.Join(r.dir, "partitions.csv"), p.measureStart)
 		r.ptLoop = r.loops.start(ctx, r.pt.loop) // stopped before closeClients: pt reads r.prods
 	}
@@ -128,7 +128,7 @@ const consumerCatchUp = 5 * time.Second
 // committed leader logs, stops the timelines and lets the consumers reach the HW.
 func (r *run) settle(ctx context.Context) (settled, error) {
 	s := r.spec
-	if h, ok := r.tgt.(healer); ok {
+	if h := r.parts.Healer; h != nil {
 		restarted, err := h.HealAll()
 		if len(restarted) > 0 {
 			r.notef("end of measurement: restarted brokers %v still down from the fault schedule", restarted)
@@ -163,7 +163,7 @@ func (r *run) settle(ctx context.Context) (settled, error) {
 			r.notef("after the faults: %v", err)
 		}
 	}
-	if ps, ok := r.tgt.(partitionSampler); ok {
+	if ps := r.parts.Partitions; ps != nil {
 		if behind := waitReplicated(ctx, ps, s.Topic.Name, 30*time.Second); behind != "" {
 			r.notef("replication not caught up before the read-back: %s", behind)
 		}

@@ -50,7 +50,7 @@ func (r *run) setup(ctx context.Context, id string, startedAt time.Time) error {
 	if err != nil {
 		return err
 	}
-	r.tgt = tgt
+	r.tgt, r.parts = tgt, inspect(tgt)
 	r.loops.onClose(func() {
 		if cerr := tgt.Close(); cerr != nil {
 			r.notef("closing target: %v", cerr)
@@ -58,8 +58,8 @@ func (r *run) setup(ctx context.Context, id string, startedAt time.Time) error {
 	})
 	// The disk guard: refuse to start below isrbench.min.free.disk, and stop the load when
 	// the data dir's filesystem falls below it (see diskguard.go).
-	if dd, ok := tgt.(dataDirTarget); ok {
-		r.guard = newDiskGuard(dd.DataDir(), s.Broker.MinFreeDisk, r.opts.statFS)
+	if r.parts.DataDir != "" {
+		r.guard = newDiskGuard(r.parts.DataDir, s.Broker.MinFreeDisk, r.opts.statFS)
 		if err := r.guard.check(); err != nil {
 			return err // no result: Run removes the empty run dir
 		}
@@ -75,7 +75,7 @@ func (r *run) setup(ctx context.Context, id string, startedAt time.Time) error {
 	if err := r.prepareTarget(ctx, r.adm); err != nil {
 		return err
 	}
-	if rr, ok := tgt.(replicationReadier); ok {
+	if rr := r.parts.Replication; rr != nil {
 		grace := time.Duration(s.Topic.Partitions*s.Topic.ReplicationFactor) * netfetch.ApplyAllowance
 		if why := waitFollowersFetching(ctx, rr, s.Topic.Name, 10*time.Second+grace); why != "" {
 			r.notef("starting the load although not every follower is fetching yet: %s", why)

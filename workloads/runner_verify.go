@@ -27,7 +27,7 @@ func (r *run) verify(ctx context.Context, st settled) (*verdict, error) {
 	startOffs := r.plan.startOffs
 	// Retention may have deleted the oldest acknowledged records: settle it (embedded), then
 	// read back from the log start where it is past the offsets listed before the load.
-	if ra, ok := r.tgt.(retentionApplier); ok {
+	if ra := r.parts.Retention; ra != nil {
 		ra.ApplyRetention()
 	}
 	logStarts, err := listOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, false)
@@ -72,8 +72,12 @@ type replicaVerdict struct {
 func (r *run) checkReplicas(readFrom []int64) replicaVerdict {
 	var v replicaVerdict
 	topic := r.spec.Topic.Name
-	if rc, ok := r.tgt.(replicaChecker); ok {
-		same, why, err := rc.ReplicasIdentical(topic)
+	rr := r.parts.Replicas
+	if rr == nil {
+		return v
+	}
+	{
+		same, why, err := rr.ReplicasIdentical(topic)
 		switch {
 		case err != nil:
 			r.notef("replica comparison: %v", err)
@@ -82,7 +86,7 @@ func (r *run) checkReplicas(readFrom []int64) replicaVerdict {
 		}
 		v.bytesChecked, v.bytesSame, v.bytesWhy, v.bytesErr = true, same, why, err
 	}
-	if rr, ok := r.tgt.(replicaRecords); ok {
+	{
 		rep := checkReplicaLogs(rr, topic, readFrom, r.prods)
 		if rep.err != nil {
 			r.notef("replica logs: %v", rep.err)

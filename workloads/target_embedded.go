@@ -519,18 +519,6 @@ func readChunk(r *partition.Replica, off, to int64, buf *[]byte) (int64, error) 
 	return sl.NextOffset, err
 }
 
-// replicaRecords is implemented by targets whose replica logs can be read directly (embedded).
-type replicaRecords interface {
-	// PartitionReplicas returns the partition's leader (-1 if none), HW (exclusive) and
-	// running replicas.
-	PartitionReplicas(topic string, p int32) (leader int32, hw int64, replicas []int32, err error)
-	// ReadReplica calls fn for every record in [from, to) (from inclusive, to exclusive) of
-	// broker id's replica log, in offset order.
-	ReadReplica(topic string, p int32, id int32, from, to int64, fn func(offset int64, value []byte)) error
-	// ReplicaLogStart returns broker id's log start offset (inclusive) of the partition.
-	ReplicaLogStart(topic string, p int32, id int32) (int64, error)
-}
-
 func (e *embedded) ReplicaLogStart(topic string, p int32, id int32) (int64, error) {
 	b := e.c.Broker(id)
 	if b == nil || e.isStopped(id) {
