@@ -379,30 +379,20 @@ func (r *run) onHWLag(lagNs, records int64) {
 // waitConsumers waits until every consumer received everything below end, or d passed; it
 // reports whether they all caught up.
 func (r *run) waitConsumers(ctx context.Context, end []int64, d time.Duration) bool {
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		all := true
+	return pollUntil(ctx, d, 20*time.Millisecond, func() string {
 		if r.spec.Consumers.GroupID != "" {
-			all = groupCaughtUp(r.cons, end)
-		} else {
-			for _, c := range r.cons {
-				all = all && c.caughtUp(end)
+			if !groupCaughtUp(r.cons, end) {
+				return "the group is behind"
+			}
+			return ""
+		}
+		for _, c := range r.cons {
+			if !c.caughtUp(end) {
+				return "a consumer is behind"
 			}
 		}
-		if all {
-			return true
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-deadline.C:
-			return false
-		case <-tick.C:
-		}
-	}
+		return ""
+	}) == ""
 }
 
 // result assembles result.json from the merged histograms and counters.

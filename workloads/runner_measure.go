@@ -182,3 +182,46 @@ func (r *run) settle(ctx context.Context) (settled, error) {
 	r.consLoop.stop()
 	return settled{endOffs: endOffs, consumersBehind: behind}, nil
 }
+
+// waitReplicated waits (up to d) until every partition with a leader has its HW at the
+// leader's LEO, i.e. every record the leaders appended (acks=1 ones included) is committed,
+// so the read-back up to the HW sees them. It returns a description of what is still behind.
+func waitReplicated(ctx context.Context, ps partitionSampler, topic string, d time.Duration) string {
+	return pollUntil(ctx, d, 20*time.Millisecond, func() string {
+		ss, err := ps.SamplePartitions(topic)
+		if err != nil {
+			return err.Error()
+		}
+		for _, s := range ss {
+			if s.Leader < 0 {
+				continue
+			}
+			if leo, ok := s.LEO[s.Leader]; ok && s.HW < leo {
+				return fmt.Sprintf("partition %d: HW %d < leader LEO %d", s.Partition, s.HW, leo)
+			}
+		}
+		return ""
+	})
+}
+
+// pollUntil calls check every interval until it returns "" (then ""), ctx is done or d has
+// passed (then check's last answer: what is still not so).
+func pollUntil(ctx context.Context, d, every time.Duration, check func() string) string {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		why := check()
+		if why == "" {
+			return ""
+		}
+		select {
+		case <-ctx.Done():
+			return why
+		case <-deadline.C:
+			return why
+		case <-tick.C:
+		}
+	}
+}
