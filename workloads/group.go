@@ -182,22 +182,16 @@ func (g *groupProbe) markStart() {
 
 // sampleLag records the committed-offset lag every interval until ctx ends.
 func (g *groupProbe) sampleLag(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	everyTick(ctx, interval, func() bool {
 		lag, err := g.lag(ctx)
 		if err != nil {
-			continue // a failed sample (coordinator moving) is skipped, not zero
+			return true // a failed sample (coordinator moving) is skipped, not zero
 		}
 		g.mu.Lock()
 		g.mu.lag = append(g.mu.lag, float64(lag))
 		g.mu.Unlock()
-	}
+		return true
+	})
 }
 
 // lag is the sum over partitions of end offset - committed offset (the whole partition from
