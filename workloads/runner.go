@@ -205,6 +205,8 @@ type run struct {
 	prodErrs  []error // per producer, set when the load ends
 	profFiles []string
 	profErr   error
+	// clientHgrms are the client-observed HW lag's histograms (externalResult).
+	clientHgrms []results.NamedHistogram
 	// Loops settle and report stop or wait for (nil when not started).
 	tlLoop, ptLoop, consLoop, gpLoop *loop
 }
@@ -447,64 +449,21 @@ func (r *run) result(id string, startedAt time.Time, tl *timeline, dc results.Du
 // runHists are the merged histograms, kept for writeOutputs.
 type runHists struct{ ack, hw, e2e, sd *results.Histogram }
 
+// writeOutputs writes the run's files through results.WriteRun: the .hgrm files (the
+// client-observed HW lag's first, see externalResult), bench.txt, the plots and result.json;
+// then report.html.
 func (r *run) writeOutputs(res *results.Result, tl *timeline) error {
 	h := r.hists
-	write := func(name string, fn func(w io.Writer) error) (string, error) {
-		p := filepath.Join(r.dir, name)
-		f, err := os.Create(p)
-		if err != nil {
-			return "", err
-		}
-		if err := fn(f); err != nil {
-			f.Close()
-			return "", fmt.Errorf("%s: %w", p, err)
-		}
-		return p, f.Close()
-	}
-	for _, x := range []struct {
-		name string
-		h    *results.Histogram
-	}{{"ack_latency.hgrm", h.ack}, {"hw_lag.hgrm", h.hw}, {"e2e_latency.hgrm", h.e2e}, {"send_delay.hgrm", h.sd}} {
-		p, err := write(x.name, func(w io.Writer) error { return results.WriteHgrm(w, x.h) })
-		if err != nil {
-			return err
-		}
-		res.Files.Hgrm = append(res.Files.Hgrm, p)
-	}
 	res.Files.Timeline = tl.path
-	p, err := write("bench.txt", func(w io.Writer) error { return results.WriteBench(w, res) })
+	err := results.WriteRun(r.dir, res, results.RunFiles{
+		Hgrms: append(r.clientHgrms, []results.NamedHistogram{{Name: "ack_latency.hgrm", H: h.ack},
+			{Name: "hw_lag.hgrm", H: h.hw}, {Name: "e2e_latency.hgrm", H: h.e2e}, {Name: "send_delay.hgrm", H: h.sd}}...),
+		Latency: []results.LatencySeries{{Name: "ack", H: h.ack}, {Name: "hw lag", H: h.hw},
+			{Name: "e2e", H: h.e2e}, {Name: "send delay", H: h.sd}},
+		Timeline:   tl.tl.Rows(),
+		PlotFailed: func(err error) { r.notef("plot: %v", err) },
+	})
 	if err != nil {
-		return err
-	}
-	res.Files.Bench = p
-	// Plots are best effort: a failing plot is noted, not fatal.
-	var series []results.LatencySeries
-	for _, x := range []struct {
-		n string
-		h *results.Histogram
-	}{{"ack", h.ack}, {"hw lag", h.hw}, {"e2e", h.e2e}, {"send delay", h.sd}} {
-		if x.h.Count() > 0 {
-			series = append(series, results.LatencySeries{Name: x.n, H: x.h})
-		}
-	}
-	if len(series) > 0 {
-		p := filepath.Join(r.dir, "latency.png")
-		if err := results.PlotLatency(p, res.Name+" "+res.ID, series...); err == nil {
-			res.Files.Plots = append(res.Files.Plots, p)
-		} else if !r.opts.Quiet {
-			fmt.Fprintf(r.opts.Stderr, "plot: %v\n", err)
-		}
-	}
-	if rows := tl.tl.Rows(); len(rows) > 0 {
-		p := filepath.Join(r.dir, "timeline.png")
-		if err := results.PlotTimeline(p, res.Name+" "+res.ID, rows); err == nil {
-			res.Files.Plots = append(res.Files.Plots, p)
-		} else if !r.opts.Quiet {
-			fmt.Fprintf(r.opts.Stderr, "plot: %v\n", err)
-		}
-	}
-	sort.Strings(res.Files.Plots)
-	if err := results.WriteResult(filepath.Join(r.dir, "result.json"), res); err != nil {
 		return err
 	}
 	return writeRunReport(r.dir)
