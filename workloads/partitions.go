@@ -2,15 +2,15 @@ package workloads
 
 import (
 	"context"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/isrbench/isrbench/results"
 )
 
 // PartitionSample is the replication state of one partition at one moment.
@@ -78,9 +78,6 @@ func newPartTimeline(r *run, ps partitionSampler, path string, start time.Time) 
 		prev: map[int32]PartitionSample{}, lastErrs: map[int32]map[string]int64{}}
 }
 
-var partitionsHeader = []string{"t_s", "partition", "leader", "leader_epoch", "replicas", "isr", "hw", "leo",
-	"under_replicated", "under_min_isr", "produce_errors", "log_start"}
-
 // loop writes rows until ctx is done.
 func (pt *partTimeline) loop(ctx context.Context) {
 	f, err := os.Create(pt.path)
@@ -88,14 +85,12 @@ func (pt *partTimeline) loop(ctx context.Context) {
 		pt.err = err
 		return
 	}
-	w := csv.NewWriter(f)
+	w := results.NewPartitionsCSV(f)
 	defer func() {
-		w.Flush()
-		if err := errors.Join(w.Error(), f.Close()); err != nil && pt.err == nil {
+		if err := errors.Join(w.Flush(), f.Close()); err != nil && pt.err == nil {
 			pt.err = fmt.Errorf("writing %s: %w", pt.path, err)
 		}
 	}()
-	_ = w.Write(partitionsHeader) // a write error sticks in w: reported by the deferred check
 	if !waitUntil(ctx, pt.start) {
 		return
 	}
@@ -121,7 +116,7 @@ func ids(v []int32) string {
 	return strings.Join(s, " ")
 }
 
-func (pt *partTimeline) sample(w *csv.Writer, now time.Time) {
+func (pt *partTimeline) sample(w *results.PartitionsCSV, now time.Time) {
 	ss, err := pt.ps.SamplePartitions(pt.r.spec.Topic.Name)
 	if err != nil {
 		pt.err = err
@@ -155,35 +150,16 @@ func (pt *partTimeline) sample(w *csv.Writer, now time.Time) {
 			}
 		}
 		pt.prev[s.Partition] = s
-		var leo []string
-		for _, r := range s.Replicas {
-			if s.NoLEO {
-				leo = append(leo, fmt.Sprintf("%d:n/a", r))
-			} else if v, ok := s.LEO[r]; ok {
-				leo = append(leo, fmt.Sprintf("%d:%d", r, v))
-			} else {
-				leo = append(leo, fmt.Sprintf("%d:-", r))
-			}
-		}
-		var ecol []string
 		last := pt.lastErrs[s.Partition]
+		delta := map[string]int64{}
 		for code, n := range errs[s.Partition] {
-			if d := n - last[code]; d > 0 {
-				ecol = append(ecol, fmt.Sprintf("%s=%d", code, d))
-			}
+			delta[code] = n - last[code]
 		}
-		sort.Strings(ecol)
 		pt.lastErrs[s.Partition] = errs[s.Partition]
-		ur, umi := 0, 0
-		if len(s.ISR) < len(s.Replicas) {
-			ur = 1
-		}
-		if len(s.ISR) < pt.r.spec.Topic.MinInsyncReplicas {
-			umi = 1
-		}
-		_ = w.Write([]string{strconv.FormatFloat(t, 'f', 3, 64), strconv.Itoa(int(s.Partition)), strconv.Itoa(int(s.Leader)),
-			strconv.Itoa(int(s.LeaderEpoch)), ids(s.Replicas), ids(s.ISR), strconv.FormatInt(s.HW, 10), strings.Join(leo, " "),
-			strconv.Itoa(ur), strconv.Itoa(umi), strings.Join(ecol, " "), strconv.FormatInt(s.LogStart, 10)})
+		w.Write(results.PartitionRow{T: t, Partition: s.Partition, Leader: s.Leader, LeaderEpoch: s.LeaderEpoch,
+			Replicas: s.Replicas, ISR: s.ISR, HW: s.HW, LEO: s.LEO, NoLEO: s.NoLEO,
+			UnderReplicated: len(s.ISR) < len(s.Replicas), UnderMinISR: len(s.ISR) < pt.r.spec.Topic.MinInsyncReplicas,
+			ProduceErrors: delta, LogStart: s.LogStart})
 	}
 	if nl > 0 {
 		pt.noLeader = append(pt.noLeader, sampleCount{T: t, N: nl})
