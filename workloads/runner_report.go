@@ -2,6 +2,9 @@ package workloads
 
 import (
 	"fmt"
+	"sort"
+	"strings"
+	"time"
 
 	"github.com/isrbench/isrbench/results"
 )
@@ -74,4 +77,140 @@ func (r *run) report(st settled, v *verdict) (*results.Result, error) {
 		return res, fmt.Errorf("%w: %d of %d acks=all records lost with clean elections only", ErrDurability, all.Lost, all.Acked)
 	}
 	return res, nil
+}
+
+// groupFigures sums the producers' acknowledgements and failures per producer group.
+func (r *run) groupFigures() []GroupFigures {
+	var out []GroupFigures
+	for gi, g := range r.spec.ProducerGroups() {
+		gf := GroupFigures{Group: gi, Acks: g.Acks, Count: g.Count, Errors: map[string]int64{}}
+		if r.opts.Worker.Active() {
+			gf.Count = 0 // this worker's share
+		}
+		for _, p := range r.prods {
+			if p.group != gi {
+				continue
+			}
+			if r.opts.Worker.Active() {
+				gf.Count++
+			}
+			gf.Failed += p.nErrs.Load()
+			p.mu.Lock()
+			gf.Acked += p.acked.count()
+			p.mu.Unlock()
+			for k, v := range p.errCounts() {
+				gf.Errors[k] += v
+			}
+		}
+		out = append(out, gf)
+	}
+	return out
+}
+
+// formatCounts is "A=1 B=2" in name order.
+func formatCounts(m map[string]int64) string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// lossExpected says why this spec may lose acknowledged acks=all records ("" = it must not):
+// unclean leader election, the truncate-to-HW ablation, or a crash (power loss) without an
+// fsync per message.
+func lossExpected(s *Spec) string {
+	var why []string
+	if s.Broker.UncleanLeaderElectionEnable {
+		why = append(why, "unclean.leader.election.enable=true")
+	}
+	if s.Broker.TruncateMode == "hw" {
+		why = append(why, "isrbench.truncate.mode=hw (ablation)")
+	}
+	if s.Broker.FlushMessages > 1 {
+		for _, f := range s.Faults {
+			if f.Kind == "crash-broker" {
+				why = append(why, "crash-broker with flush.messages > 1 (unsynced data dropped)")
+				break
+			}
+		}
+	}
+	return strings.Join(why, "; ")
+}
+
+// result assembles result.json from the merged histograms and counters.
+func (r *run) result(id string, startedAt time.Time, tl *timeline, dc results.DurabilityCounts, byAcks map[string]results.DurabilityCounts) *results.Result {
+	s := r.spec
+	ack, sd, e2e := results.NewHistogram(), results.NewHistogram(), results.NewHistogram()
+	var recs, bytes int64
+	errs := map[string]int64{}
+	for _, p := range r.prods {
+		ack.Merge(p.ack.Snapshot())
+		sd.Merge(p.sendDelay)
+		recs += p.nAcked.Load()
+		bytes += p.nBytes.Load()
+		for k, v := range p.errCounts() {
+			errs[k] += v
+		}
+	}
+	for _, c := range r.cons {
+		e2e.Merge(c.e2e)
+	}
+	hw := r.hwlag.Snapshot()
+	secs := s.Duration.Seconds()
+	res := &results.Result{
+		Schema: results.SchemaVersion, ID: id, Name: s.Name, Target: r.tgt.Name(),
+		StartedAt: startedAt.UTC(), DurationS: secs, Env: results.CurrentEnv(r.opts.Commit),
+		Config: s.Config(),
+		Produced: results.Produced{Records: recs, Bytes: bytes, RecordsPerSec: float64(recs) / secs,
+			MBPerSec: float64(bytes) / secs / 1e6, Errors: errs},
+		AckLatencyUs: results.Summarize(ack), HWLagUs: results.Summarize(hw),
+		E2ELatencyUs: results.Summarize(e2e), SendDelayUs: results.Summarize(sd),
+		ISR: results.ISR{Shrinks: tl.shrinks(), Expands: tl.expands(), UnderReplicatedS: tl.underReplicatedS},
+	}
+	res.Config["target"] = r.tgt.Name()
+	res.Durability.DurabilityCounts = dc
+	res.Durability.ByAcks = byAcks
+	if _, ok := byAcks["0"]; ok {
+		res.Note("durability", "acks=0: nothing is acknowledged, durability counts only duplicates")
+	}
+	if !r.tgt.HasHWLag() {
+		res.Note("hw_lag", "hw_lag is measured inside the embedded core only; empty for "+r.tgt.Name())
+	}
+	r.faultsMu.Lock()
+	sort.Slice(r.faults, func(a, b int) bool { return r.faults[a].i < r.faults[b].i })
+	for _, f := range r.faults {
+		res.Faults = append(res.Faults, f.f)
+	}
+	r.faultsMu.Unlock()
+	r.hists = runHists{ack, hw, e2e, sd}
+	return res
+}
+
+// runHists are the merged histograms, kept for writeOutputs.
+type runHists struct{ ack, hw, e2e, sd *results.Histogram }
+
+// writeOutputs writes the run's files through results.WriteRun: the .hgrm files (the
+// client-observed HW lag's first, see externalResult), bench.txt, the plots and result.json;
+// then report.html.
+func (r *run) writeOutputs(res *results.Result, tl *timeline) error {
+	h := r.hists
+	res.Files.Timeline = tl.path
+	err := results.WriteRun(r.dir, res, results.RunFiles{
+		Hgrms: append(r.clientHgrms, []results.NamedHistogram{{Name: "ack_latency.hgrm", H: h.ack},
+			{Name: "hw_lag.hgrm", H: h.hw}, {Name: "e2e_latency.hgrm", H: h.e2e}, {Name: "send_delay.hgrm", H: h.sd}}...),
+		Latency: []results.LatencySeries{{Name: "ack", H: h.ack}, {Name: "hw lag", H: h.hw},
+			{Name: "e2e", H: h.e2e}, {Name: "send delay", H: h.sd}},
+		Timeline:   tl.tl.Rows(),
+		PlotFailed: func(err error) { r.notef("plot: %v", err) },
+	})
+	if err != nil {
+		return err
+	}
+	return writeRunReport(r.dir)
 }
