@@ -113,7 +113,7 @@ func (r *run) captureProfiles(ctx context.Context) {
 	}
 }
 
-// settled is what settle found: the partitions' end offsets after the load and whether the
+// settled is what settle found: the partitions' end offsets (HW, exclusive) after the load and whether the
 // consumers had read up to them.
 type settled struct {
 	endOffs         []int64

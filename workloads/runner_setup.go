@@ -26,7 +26,8 @@ type runPlan struct {
 	// grouped: the consumers are members of consumers.group.id (else each reads every
 	// partition from startOffs).
 	grouped bool
-	// startOffs is each partition's HW before the load: the read-back starts there.
+	// startOffs is each partition's HW before the load (exclusive: the first offset the load
+	// can write), where the read-back starts.
 	startOffs []int64
 	// base is the first producer id of this run.
 	base uint32

@@ -10,8 +10,8 @@ import (
 
 // verdict is what verify found.
 type verdict struct {
-	// readFrom is where the read-back started in each partition: the HW before the load, or
-	// the log start where retention deleted past it.
+	// readFrom is where the read-back started in each partition (inclusive): the HW before
+	// the load, or the log start where retention deleted past it.
 	readFrom []int64
 	dc       results.DurabilityCounts
 	byAcks   map[string]results.DurabilityCounts

@@ -23,16 +23,9 @@ func (e *embedded) SamplePartitions(topic string) ([]PartitionSample, error) {
 		s := PartitionSample{Partition: ps.Partition, Leader: ps.Leader, LeaderEpoch: ps.LeaderEpoch,
 			Replicas: ps.Replicas, ISR: ps.ISR, HW: -1, LEO: map[int32]int64{}, LogStart: -1}
 		for _, id := range ps.Replicas {
-			if e.isStopped(id) {
-				continue
-			}
-			b := e.c.Broker(id)
-			if b == nil {
-				continue
-			}
-			r, ok := b.Replica(topic, ps.Partition)
-			if !ok {
-				continue
+			r, err := e.runningReplica(topic, ps.Partition, id)
+			if err != nil {
+				continue // stopped, or not hosting it (yet)
 			}
 			s.LEO[id] = r.LEO()
 			if id == ps.Leader {
