@@ -21,8 +21,9 @@
 //
 // Lifecycle: a runner creates one Histogram per producer goroutine (or a Recorder for values
 // recorded from many goroutines, such as HW-lag callbacks), merges them when the run ends,
-// Summarizes them into a Result, writes result.json, .hgrm files, bench.txt, timeline.csv and
-// plots into the run directory, and prints PrintSummary. compare / gate read result.json files
+// Summarizes them into a Result, writes timeline.csv while it runs and then the .hgrm files,
+// bench.txt, the plots and result.json into the run directory in one call (WriteRun), and
+// prints PrintSummary. compare / gate read result.json files
 // back with LoadResults; they use the summary fields (p50, p99, ...), not the hdr encoding.
 //
 // Concurrency: Histogram, Timeline and Result have no locks: one goroutine owns each (Merge

@@ -152,27 +152,16 @@ func (e *StorageError) Error() string {
 
 func (e *StorageError) Unwrap() error { return e.Err }
 
-// offlineLogDirs is what the storage watch needs of a target (the embedded cluster).
-type offlineLogDirs interface {
-	OfflineLogDir() (broker int32, err error, ok bool)
-}
-
 // watchStorage checks every interval until ctx ends; the first offline log directory calls
 // stop with a *StorageError and ends the watch.
 func watchStorage(ctx context.Context, t offlineLogDirs, every time.Duration, stop func(error)) {
-	tk := time.NewTicker(every)
-	defer tk.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tk.C:
-			if id, err, ok := t.OfflineLogDir(); ok {
-				stop(&StorageError{Broker: id, Err: err})
-				return
-			}
+	everyTick(ctx, every, func() bool {
+		id, err, ok := t.OfflineLogDir()
+		if ok {
+			stop(&StorageError{Broker: id, Err: err})
 		}
-	}
+		return !ok
+	})
 }
 
 func humanBytes(n int64) string {
@@ -248,22 +237,16 @@ func (g *diskGuard) stats() (peakSize, minFree int64) {
 // loop checks every interval until ctx ends; the first check below the floor calls stop with
 // its *LowDiskError and ends the loop.
 func (g *diskGuard) loop(ctx context.Context, every time.Duration, stop func(error)) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	everyTick(ctx, every, func() bool {
 		// A failing statfs (not expected on a directory the run created) skips the tick.
 		var le *LowDiskError
 		if err := g.check(); errors.As(err, &le) {
 			le.During = true
 			stop(le)
-			return
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // dirSize sums the sizes of the regular files under dir (apparent size; segment files are

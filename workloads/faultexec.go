@@ -83,12 +83,6 @@ type execBroker struct {
 	Port int
 }
 
-// execResolver is implemented by targets that can resolve an exec fault's target to a broker
-// and its advertised address (both the embedded and the kafka:// target).
-type execResolver interface {
-	ResolveBroker(ctx context.Context, topic string, ref TargetRef) (execBroker, error)
-}
-
 // validHost accepts what a broker may advertise as its host: a DNS name or an IP address.
 // Anything else (a broker's metadata is peer input) is refused before it reaches a shell.
 func validHost(h string) bool {
@@ -217,8 +211,8 @@ func (r *run) runExecFault(ctx context.Context, i int, f Fault, measureStart, me
 
 // resolveExec resolves an exec fault's target through the target's metadata.
 func (r *run) resolveExec(ctx context.Context, f Fault) (execBroker, error) {
-	er, ok := r.tgt.(execResolver)
-	if !ok {
+	er := r.parts.Exec
+	if er == nil {
 		return execBroker{}, fmt.Errorf("target %s cannot resolve exec fault targets", r.tgt.Name())
 	}
 	pt, err := ParseFaultTarget("target", f, r.spec.Brokers, r.spec.Topic.Name, r.spec.Topic.Partitions, r.spec.Broker.OffsetsTopicNumPartitions)

@@ -28,16 +28,8 @@ func (r *run) runFaults(ctx context.Context, measureStart, measureEnd time.Time)
 	wg.Wait()
 }
 
-func waitUntil(ctx context.Context, t time.Time) bool {
-	tm := time.NewTimer(time.Until(t))
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+// waitUntil waits until t; false when ctx ended first.
+func waitUntil(ctx context.Context, t time.Time) bool { return sleepCtx(ctx, time.Until(t)) }
 
 func (r *run) runFault(ctx context.Context, i int, f Fault, measureStart, measureEnd time.Time) {
 	if f.Kind == "exec" {

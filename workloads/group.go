@@ -142,18 +142,12 @@ func waitGroupAssigned(ctx context.Context, cons []*consumer, partitions int, ch
 	}
 }
 
-// groupStatser is a target that can read its group coordinator's rebalance counters
-// (the embedded cluster).
-type groupStatser interface {
-	GroupStats(groupID string) (group.Stats, bool)
-}
-
 // groupProbe measures a run's consumer group: rebalances during the measurement (from the
 // embedded coordinator's counters where the target has them, else the generations the
 // members saw) and the committed-offset lag, sampled every second.
 type groupProbe struct {
 	spec  *Spec
-	tgt   Target
+	stats groupStatser // nil: the target cannot read its coordinator's counters
 	adm   *kadm.Client
 	start group.Stats
 	hasSt bool
@@ -175,35 +169,29 @@ func (e *embedded) GroupStats(groupID string) (group.Stats, bool) {
 	return group.Stats{}, false
 }
 
-func newGroupProbe(s *Spec, tgt Target, adm *kadm.Client) *groupProbe {
-	return &groupProbe{spec: s, tgt: tgt, adm: adm}
+func newGroupProbe(s *Spec, stats groupStatser, adm *kadm.Client) *groupProbe {
+	return &groupProbe{spec: s, stats: stats, adm: adm}
 }
 
 // markStart snapshots the coordinator's counters at the start of measurement.
 func (g *groupProbe) markStart() {
-	if gs, ok := g.tgt.(groupStatser); ok {
+	if gs := g.stats; gs != nil {
 		g.start, g.hasSt = gs.GroupStats(g.spec.Consumers.GroupID)
 	}
 }
 
 // sampleLag records the committed-offset lag every interval until ctx ends.
 func (g *groupProbe) sampleLag(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	everyTick(ctx, interval, func() bool {
 		lag, err := g.lag(ctx)
 		if err != nil {
-			continue // a failed sample (coordinator moving) is skipped, not zero
+			return true // a failed sample (coordinator moving) is skipped, not zero
 		}
 		g.mu.Lock()
 		g.mu.lag = append(g.mu.lag, float64(lag))
 		g.mu.Unlock()
-	}
+		return true
+	})
 }
 
 // lag is the sum over partitions of end offset - committed offset (the whole partition from
@@ -255,7 +243,7 @@ func (g *groupProbe) result(cons []*consumer, mStart, mEnd time.Time) *results.C
 	g.mu.Lock()
 	out.CommittedLag = results.SummarizeValues(g.mu.lag)
 	g.mu.Unlock()
-	if gs, ok := g.tgt.(groupStatser); ok {
+	if gs := g.stats; gs != nil {
 		if end, ok := gs.GroupStats(s.Consumers.GroupID); ok {
 			out.Source = "coordinator"
 			n := end.Rebalances

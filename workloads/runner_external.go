@@ -3,10 +3,7 @@ package workloads
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -157,7 +154,7 @@ func (r *run) timelineHWInterval() *results.Histogram {
 }
 
 // externalResult adds to res what this file's parts measured: the client HW lag and its
-// .hgrm files, the target's settings and notes, the worker's part. Called before the outputs
+// .hgrm files (written with the others by writeOutputs), the target's settings and notes, the worker's part. Called before the outputs
 // are written.
 func (r *run) externalResult(res *results.Result, measureStart time.Time) error {
 	if r.obs != nil {
@@ -165,16 +162,7 @@ func (r *run) externalResult(res *results.Result, measureStart time.Time) error 
 		sa, ss := results.Summarize(ack), results.Summarize(send)
 		res.HWLagClientUs, res.HWLagClientSendUs = &sa, &ss
 		res.HWObserver = r.obs.summary(r.obsUnseen)
-		for _, x := range []struct {
-			name string
-			h    *results.Histogram
-		}{{"hw_lag_client.hgrm", ack}, {"hw_lag_client_send.hgrm", send}} {
-			p := filepath.Join(r.dir, x.name)
-			if err := writeFile(p, func(w io.Writer) error { return results.WriteHgrm(w, x.h) }); err != nil {
-				return err
-			}
-			res.Files.Hgrm = append(res.Files.Hgrm, p)
-		}
+		r.clientHgrms = []results.NamedHistogram{{Name: "hw_lag_client.hgrm", H: ack}, {Name: "hw_lag_client_send.hgrm", H: send}}
 		note := fmt.Sprintf("client-observed: produce acknowledgement (and intended send) -> first fetch response showing the HW past the record; resolution %s µs (p99 window between responses, fetch.max.wait.ms %d)",
 			results.FormatValue(res.HWObserver.ResolutionUs), res.HWObserver.FetchMaxWaitMs)
 		if r.obsUnseen > 0 {
@@ -196,16 +184,4 @@ func (r *run) externalResult(res *results.Result, measureStart time.Time) error 
 		res.Note("faults", fmt.Sprintf("worker %s runs no faults: worker 1 runs the schedule", w))
 	}
 	return nil
-}
-
-func writeFile(p string, fn func(w io.Writer) error) error {
-	f, err := os.Create(p)
-	if err != nil {
-		return err
-	}
-	if err := fn(f); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", p, err)
-	}
-	return f.Close()
 }

@@ -1,0 +1,69 @@
+package workloads
+
+import (
+	"context"
+	"time"
+)
+
+// loops holds a run's background loops and its cleanups: close stops the loops and runs the
+// cleanups in the reverse order of their registration (as defers run), so that a phase can
+// start what the end of the run undoes. Only the runner's goroutine calls it.
+type loops struct{ undo []func() }
+
+// loop is one background goroutine of a run. stop cancels its context and waits until it
+// returned; wait only waits. Both may be called any number of times, also on a nil loop
+// (one the run did not start).
+type loop struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (l *loop) stop() {
+	if l != nil {
+		l.cancel()
+		<-l.done
+	}
+}
+
+func (l *loop) wait() {
+	if l != nil {
+		<-l.done
+	}
+}
+
+// start runs fn on its own goroutine with a context derived from parent; close stops it.
+func (ls *loops) start(parent context.Context, fn func(ctx context.Context)) *loop {
+	ctx, cancel := context.WithCancel(parent)
+	l := &loop{cancel: cancel, done: make(chan struct{})}
+	go func() { defer close(l.done); fn(ctx) }()
+	ls.undo = append(ls.undo, l.stop)
+	return l
+}
+
+// onClose registers fn to run at close, before everything registered earlier.
+func (ls *loops) onClose(fn func()) { ls.undo = append(ls.undo, fn) }
+
+// close stops every loop and runs every cleanup, the latest first.
+func (ls *loops) close() {
+	for i := len(ls.undo) - 1; i >= 0; i-- {
+		ls.undo[i]()
+	}
+	ls.undo = nil
+}
+
+// everyTick calls fn every interval until ctx ends or fn returns false (the first call one
+// interval after the start).
+func everyTick(ctx context.Context, every time.Duration, fn func() bool) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !fn() {
+			return
+		}
+	}
+}

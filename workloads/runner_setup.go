@@ -1,0 +1,196 @@
+package workloads
+
+import (
+	"context"
+	"math/rand/v2"
+	"path/filepath"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/isrbench/isrbench/netfetch"
+)
+
+// A run goes through five phases, each a method of run: setup (the target, the disk guard,
+// the topic, the clients and the schedule: the runPlan), measure (the load and the loops
+// alongside it), settle (heal, drain, wait for the replicas and the consumers), verify (the
+// durability checks) and report (result.json and the other files). Everything a phase starts
+// that must end with the run is registered in run.loops, which do closes on every path.
+
+// runPlan is what a run will do, fixed by setup before the load starts.
+type runPlan struct {
+	id        string
+	startedAt time.Time
+	seeds     []string
+	// grouped: the consumers are members of consumers.group.id (else each reads every
+	// partition from startOffs).
+	grouped bool
+	// startOffs is each partition's HW before the load (exclusive: the first offset the load
+	// can write), where the read-back starts.
+	startOffs []int64
+	// base is the first producer id of this run.
+	base uint32
+	// The load runs from loadStart; the measurement window is [measureStart, measureEnd).
+	loadStart, measureStart, measureEnd time.Time
+	// sendFrom is each producer's (r.prods[i]) first send: loadStart staggered by a slot
+	// fraction within its group so that the producers' schedules interleave.
+	sendFrom []time.Time
+	// faults: the spec has a fault schedule (settle waits for full ISRs again).
+	faults bool
+}
+
+// setup opens the target and the admin client, checks the disk guard's floor, prepares the
+// topic (and a kafka:// target's settings), creates the clients and fixes the schedule.
+func (r *run) setup(ctx context.Context, id string, startedAt time.Time) error {
+	s := r.spec
+	p := &r.plan
+	p.id, p.startedAt, p.faults = id, startedAt, len(s.Faults) > 0
+	// Cancellation (ctrl-C) must still clean up: the target is closed by loops.close.
+	tgt, err := OpenTarget(ctx, r.opts.Target, s, TargetOptions{OnHWLag: r.onHWLag, Log: r.opts.Stderr, Seed: rand.Uint64(), fs: r.opts.fs})
+	if err != nil {
+		return err
+	}
+	r.tgt, r.parts = tgt, inspect(tgt)
+	r.loops.onClose(func() {
+		if cerr := tgt.Close(); cerr != nil {
+			r.notef("closing target: %v", cerr)
+		}
+	})
+	// The disk guard: refuse to start below isrbench.min.free.disk, and stop the load when
+	// the data dir's filesystem falls below it (see diskguard.go).
+	if r.parts.DataDir != "" {
+		r.guard = newDiskGuard(r.parts.DataDir, s.Broker.MinFreeDisk, r.opts.statFS)
+		if err := r.guard.check(); err != nil {
+			return err // no result: Run removes the empty run dir
+		}
+	}
+	p.seeds = tgt.Seeds()
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(p.seeds...), kgo.MetadataMinAge(freshMetadata))
+	if err != nil {
+		return err
+	}
+	r.loops.onClose(admCl.Close)
+	r.adm = kadm.NewClient(admCl)
+	r.loops.onClose(func() { r.restoreTarget(ctx) }) // before admCl.Close: also after a partial prepareTarget
+	if err := r.prepareTarget(ctx, r.adm); err != nil {
+		return err
+	}
+	if rr := r.parts.Replication; rr != nil {
+		grace := time.Duration(s.Topic.Partitions*s.Topic.ReplicationFactor) * netfetch.ApplyAllowance
+		if why := waitFollowersFetching(ctx, rr, s.Topic.Name, 10*time.Second+grace); why != "" {
+			r.notef("starting the load although not every follower is fetching yet: %s", why)
+		}
+	}
+	if p.startOffs, err = listOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, true); err != nil {
+		return err
+	}
+	r.loops.onClose(r.closeClients)
+	if err := r.joinGroup(ctx); err != nil {
+		return err
+	}
+	if err := r.schedule(); err != nil {
+		return err
+	}
+	r.tl, err = newTimeline(r, filepath.Join(r.dir, "timeline.csv"), p.measureStart, p.measureEnd)
+	if err != nil {
+		return err
+	}
+	r.loops.onClose(func() {
+		if r.tlLoop == nil {
+			r.tl.f.Close() // the loop closes it once started
+		}
+	})
+	p.base = r.idBase()
+	if err := r.startObserver(ctx, p.seeds, p.startOffs); err != nil {
+		return err
+	}
+	r.loops.onClose(r.stopObserver)
+	return r.newClients()
+}
+
+// joinGroup creates the group members: they join before the schedule is set, and the load
+// starts once they own every partition (their first rebalance), so that they read it from
+// its first record.
+func (r *run) joinGroup(ctx context.Context) error {
+	s, p := r.spec, &r.plan
+	p.grouped = s.Consumers.GroupID != ""
+	if !p.grouped {
+		return nil
+	}
+	changed := make(chan struct{}, 1)
+	for i := 0; i < s.Consumers.Count; i++ {
+		c, err := newGroupConsumer(p.seeds, s.Topic.Name, s.Topic.Partitions, s.Consumers, window{}, func(uint32) bool { return false }, changed)
+		if err != nil {
+			return err
+		}
+		r.cons = append(r.cons, c)
+	}
+	if len(r.cons) > 0 {
+		if err := waitGroupAssigned(ctx, r.cons, s.Topic.Partitions, changed, 60*time.Second); err != nil {
+			r.notef("consumer group %s: %v; starting the load anyway", s.Consumers.GroupID, err)
+		}
+	}
+	return nil
+}
+
+// schedule fixes the load's start and the measurement window.
+func (r *run) schedule() error {
+	p := &r.plan
+	var err error
+	if p.loadStart, err = r.loadStart(); err != nil {
+		return err
+	}
+	p.measureStart = p.loadStart.Add(r.spec.Warmup)
+	p.measureEnd = p.measureStart.Add(r.spec.Duration)
+	r.win = window{start: p.measureStart.UnixNano(), end: p.measureEnd.UnixNano()}
+	r.hwWin.Store(&r.win)
+	return nil
+}
+
+// newClients creates this run's producers (each with its first send time) and the consumers
+// that are not group members; the group members get the window.
+func (r *run) newClients() error {
+	s, p := r.spec, &r.plan
+	ids := map[uint32]bool{}
+	global := 0 // the producer's number across the groups (and the workers)
+	for gi, g := range s.ProducerGroups() {
+		for i := 0; i < g.Count; i, global = i+1, global+1 {
+			if !r.opts.Worker.Owns(global) {
+				continue
+			}
+			rate := 0.0
+			if g.Count > 0 {
+				rate = g.Rate / float64(g.Count)
+			}
+			pr, err := newProducer(p.base+uint32(global), p.seeds, g, s.Topic.Name, rate, r.win, r.opts.WaitMode)
+			if err != nil {
+				return err // closeClients (in loops) closes what was opened
+			}
+			pr.group, pr.obs = gi, r.obs
+			ids[pr.id] = true
+			r.prods = append(r.prods, pr)
+			st := p.loadStart
+			if g.Rate > 0 {
+				st = st.Add(time.Duration(float64(i) * 1e9 / g.Rate))
+			}
+			p.sendFrom = append(p.sendFrom, st)
+		}
+	}
+	ours := func(pid uint32) bool { return ids[pid] }
+	if p.grouped {
+		for _, c := range r.cons {
+			c.win, c.ours = r.win, ours // created before the schedule: see joinGroup
+		}
+		return nil
+	}
+	for i := 0; i < s.Consumers.Count; i++ {
+		c, err := newConsumer(p.seeds, s.Topic.Name, p.startOffs, r.win, ours)
+		if err != nil {
+			return err
+		}
+		c.peers = newPeerClock(r.opts.Worker, p.base, r.producerTotal())
+		r.cons = append(r.cons, c)
+	}
+	return nil
+}
