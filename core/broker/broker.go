@@ -47,12 +47,14 @@ type hosted struct {
 	r   *partition.Replica
 	l   *log.Log
 	// applied is the last controller state applied and topicConfigs the topic's config
-	// overrides last applied (both guarded by Broker.applyMu).
+	// overrides last applied (both guarded by Broker.apply).
 	applied      controller.PartitionState
 	topicConfigs map[string]string
 
-	alterMu      sync.Mutex
-	lastAlterErr string // last AlterPartition error logged (log de-duplication)
+	alter struct { // AlterPartition error logging (log de-duplication); a leaf lock
+		sync.Mutex
+		lastErr string // last AlterPartition error logged
+	}
 }
 
 const (
@@ -87,17 +89,21 @@ type Broker struct {
 		fetchers map[fetcherKey]*Fetcher
 	}
 
-	applyMu sync.Mutex // serialises controller state application (taken before mu)
-
-	// dyn is what the dynamic broker configs change (controller.BrokerConfigUpdate): the
-	// static Config overlaid by them. Guarded by applyMu.
-	dyn struct {
-		configs     map[string]string // the dynamic configs last applied
-		numFetchers int               // num.replica.fetchers
-		minISR      int               // min.insync.replicas
-		log         log.Config        // the log.* broker defaults of every replica
+	// apply serialises the application of controller state (the subscription's updates,
+	// Start's recovery, the answer to an AlterPartition) and guards what it changes: every
+	// hosted.applied and hosted.topicConfigs, and dyn. Taken before mu.
+	apply struct {
+		sync.Mutex
+		// dyn is what the dynamic broker configs change (controller.BrokerConfigUpdate):
+		// the static Config overlaid by them.
+		dyn struct {
+			configs     map[string]string // the dynamic configs last applied
+			numFetchers int               // num.replica.fetchers
+			minISR      int               // min.insync.replicas
+			log         log.Config        // the log.* broker defaults of every replica
+		}
 	}
-	numFetchers atomic.Int32 // dyn.numFetchers, read lock-free
+	numFetchers atomic.Int32 // apply.dyn.numFetchers, read lock-free
 
 	ckpt struct {
 		sync.Mutex
@@ -157,7 +163,7 @@ func New(cfg Config, ctrl *controller.Controller, transport Transport) (*Broker,
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Broker{cfg: cfg, fs: fs, ctrl: ctrl, transport: transport, now: now, ctx: ctx, cancel: cancel}
 	b.epoch.Store(-1)
-	b.dyn.numFetchers, b.dyn.minISR, b.dyn.log = cfg.NumReplicaFetchers, cfg.MinInsyncReplicas, cfg.Log
+	b.apply.dyn.numFetchers, b.apply.dyn.minISR, b.apply.dyn.log = cfg.NumReplicaFetchers, cfg.MinInsyncReplicas, cfg.Log
 	b.numFetchers.Store(int32(cfg.NumReplicaFetchers))
 	b.mu.replicas = make(map[tp]*hosted)
 	b.mu.fetchers = make(map[fetcherKey]*Fetcher)
@@ -283,7 +289,7 @@ func (b *Broker) Start() error {
 		}
 		reg.Host, reg.Port = h, int32(pn)
 	}
-	b.applyMu.Lock()
+	b.apply.Lock()
 	assigned := b.ctrl.PartitionsOf(b.cfg.ID)
 	b.setAsideStrayLocked(assignedKeys(assigned))
 	for _, st := range assigned {
@@ -300,7 +306,7 @@ func (b *Broker) Start() error {
 			reg.Damaged = append(reg.Damaged, controller.TopicPartition{Topic: key.topic, Partition: key.partition})
 		}
 	}
-	b.applyMu.Unlock()
+	b.apply.Unlock()
 	b.epoch.Store(b.ctrl.RegisterBroker(reg))
 	if b.offline.Load() != nil {
 		b.ctrl.ReportOfflineLogDir(b.cfg.ID, b.epoch.Load()) // failed during recovery
@@ -412,8 +418,8 @@ func (b *Broker) onUpdate(u controller.Update) {
 	if !b.running() {
 		return
 	}
-	b.applyMu.Lock()
-	defer b.applyMu.Unlock()
+	b.apply.Lock()
+	defer b.apply.Unlock()
 	if !b.running() {
 		return
 	}
@@ -561,9 +567,9 @@ func (b *Broker) stop() bool {
 		b.cancel()
 		// Let an in-flight state application finish; later ones see
 		// !running, so no goroutine is added after this point.
-		b.applyMu.Lock()
-		b.applyMu.Unlock() //nolint:staticcheck // barrier
-		b.wg.Wait()        // fetchers close their own connections on exit
+		b.apply.Lock()
+		b.apply.Unlock() //nolint:staticcheck // barrier
+		b.wg.Wait()      // fetchers close their own connections on exit
 		b.notifyChanged()
 	})
 	return first

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/records"
+	"github.com/isrbench/isrbench/core/vfs"
 )
 
 // scriptConn is a FetchConn driven by the test: every call is handed to
@@ -264,5 +268,119 @@ func TestFirstRoundFetchesAfterLocalTruncation(t *testing.T) {
 	}
 	if r := fs[0].Plan(); len(r.Epochs) != 0 || len(r.Fetch.Partitions) != 1 {
 		t.Fatalf("first round: %d epoch questions, %d fetch partitions; want a fetch of t-0", len(r.Epochs), len(r.Fetch.Partitions))
+	}
+}
+
+// TestFollowerAppendHoldsNoFetcherLock: a follower append blocked in the disk leaves the
+// fetcher's partition map readable (its mutex is released around the write), and removing
+// the partition from the fetcher waits for the write: when removeFromFetchers returns, the
+// append has completed and the fetcher no longer touches the partition.
+func TestFollowerAppendHoldsNoFetcherLock(t *testing.T) {
+	ctrl := controller.New(controller.DefaultConfig())
+	defer ctrl.Close()
+	cfg := testConfig()
+	cfg.Manual = true
+	var armed atomic.Bool
+	entered, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(release) }) }
+	var bs []*Broker
+	for id := int32(0); id < 2; id++ {
+		c := cfg
+		c.ID, c.DataDir = id, t.TempDir()
+		efs := vfs.NewErrorFS(nil)
+		efs.SetInjector(func(op vfs.Op, path string) error {
+			if op == vfs.OpWrite && strings.HasSuffix(path, ".log") && armed.CompareAndSwap(true, false) {
+				close(entered)
+				<-release
+			}
+			return nil
+		})
+		c.FS = efs
+		b, err := New(c, ctrl, scriptTransport{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		bs = append(bs, b)
+	}
+	defer unblock() // runs before the Closes: a failing test must not leave the write blocked
+	states, err := ctrl.CreateTopic("t", 1, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower := bs[states[0].Replicas[1]]
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := ctrl.Sync(ctx, follower.ID()); err != nil {
+		t.Fatal(err)
+	}
+	fs := follower.Fetchers()
+	if len(fs) != 1 {
+		t.Fatalf("follower has %d fetchers, want 1", len(fs))
+	}
+	f := fs[0]
+	r := f.Plan()
+	if len(r.Fetch.Partitions) != 1 || r.Fetch.Partitions[0].FetchOffset != 0 {
+		t.Fatalf("first round %+v, want a fetch of t-0 at 0", r.Fetch)
+	}
+	rep, _ := follower.Replica("t", 0)
+	recs := []records.Record{{Value: []byte("a")}, {Value: []byte("b")}, {Value: []byte("c")}}
+	resp := &ReplicaFetchResponse{Partitions: []ReplicaFetchResult{{Topic: "t", Partition: 0,
+		Records: records.AppendBatch(nil, 0, 0, 1, recs), HighWatermark: 3, LogStartOffset: 0}}}
+	armed.Store(true)
+	applied := make(chan struct{})
+	go func() {
+		defer close(applied)
+		f.ApplyFetch(r, resp)
+	}()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	select {
+	case <-entered:
+	case <-deadline.C:
+		t.Fatal("the follower append did not reach the disk")
+	}
+	// The write is blocked: the fetcher's partitions can still be read.
+	listed := make(chan []FetcherPartition, 1)
+	go func() { listed <- f.Partitions() }()
+	select {
+	case ps := <-listed:
+		if len(ps) != 1 || ps[0].Topic != "t" || ps[0].Partition != 0 {
+			t.Fatalf("fetcher partitions %+v, want t-0", ps)
+		}
+	case <-deadline.C:
+		t.Fatal("Fetcher.Partitions blocked behind a follower append: the fetcher's mutex is held across disk I/O")
+	}
+	// Removing the partition waits for the write.
+	removedAt := make(chan int64, 1)
+	go func() {
+		follower.apply.Lock()
+		defer follower.apply.Unlock()
+		follower.removeFromFetchers(tp{"t", 0})
+		removedAt <- rep.LEO()
+	}()
+	unblock()
+	select {
+	case <-applied:
+	case <-deadline.C:
+		t.Fatal("ApplyFetch did not return after the write was released")
+	}
+	select {
+	case leo := <-removedAt:
+		if leo != 3 {
+			t.Fatalf("removeFromFetchers returned with the replica's LEO at %d, want 3: it did not wait for the append in progress", leo)
+		}
+	case <-deadline.C:
+		t.Fatal("removeFromFetchers did not return")
+	}
+	if ps := f.Partitions(); len(ps) != 0 {
+		t.Fatalf("fetcher partitions after removal %+v, want none", ps)
+	}
+	if rep.LEO() != 3 || rep.HW() != 3 {
+		t.Fatalf("follower LEO %d HW %d, want 3 3", rep.LEO(), rep.HW())
 	}
 }
