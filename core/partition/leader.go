@@ -440,3 +440,36 @@ func (r *Replica) MaxLag() int64 {
 func (r *Replica) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	return r.epochs.EndOffsetFor(epoch, r.log.LEO())
 }
+
+func (r *Replica) errNotLeader(s *snapshot) error {
+	if s.closed {
+		return fmt.Errorf("partition %s-%d on broker %d is closed: %w", r.topic, r.partition, r.id, kerr.NotLeaderForPartition)
+	}
+	return fmt.Errorf("partition %s-%d: broker %d is not the leader (leader %d, epoch %d): %w",
+		r.topic, r.partition, r.id, s.st.Leader, s.st.LeaderEpoch, kerr.NotLeaderForPartition)
+}
+
+// enterLeader registers a leader operation on the current snapshot if this replica leads:
+// the snapshot is returned with its active count raised (call exit when done), so a role or
+// ISR change waits for the operation before it returns. false (nothing registered) when not
+// the leader.
+//
+// The handshake (sequentially consistent atomics): the operation raises the count, then
+// checks the snapshot is still current; a change stores its successor, then waits for the
+// count to drain. Either the operation sees the successor (and retries on it) or the change
+// sees the raised count.
+func (r *Replica) enterLeader() (*snapshot, bool) {
+	for {
+		s := r.state.Load()
+		if !s.leader || s.closed {
+			return s, false
+		}
+		s.active.Add(1)
+		if r.state.Load() == s {
+			return s, true
+		}
+		s.active.Add(-1)
+	}
+}
+
+func (s *snapshot) exit() { s.active.Add(-1) }
