@@ -234,10 +234,22 @@ func TestFetcherOffsetOutOfRange(t *testing.T) {
 // without asking the leader and must fetch in the same round; an empty round would park
 // its fetcher goroutine until some unrelated wake-up.
 func TestFirstRoundFetchesAfterLocalTruncation(t *testing.T) {
+	_, f := manualFollower(t, nil)
+	if r := f.Plan(); len(r.Epochs) != 0 || len(r.Fetch.Partitions) != 1 {
+		t.Fatalf("first round: %d epoch questions, %d fetch partitions; want a fetch of t-0", len(r.Epochs), len(r.Fetch.Partitions))
+	}
+}
+
+// manualFollower starts two Config.Manual brokers over fsys (nil: the OS) with topic t
+// (one partition, both brokers its replicas) and returns the follower, once it learnt its
+// role, and its one fetcher. The brokers are closed at the test's cleanup.
+func manualFollower(t *testing.T, fsys vfs.FS) (*Broker, *Fetcher) {
+	t.Helper()
 	ctrl := controller.New(controller.DefaultConfig())
-	defer ctrl.Close()
+	t.Cleanup(func() { ctrl.Close() })
 	cfg := testConfig()
 	cfg.Manual = true
+	cfg.FS = fsys
 	var bs []*Broker
 	for id := int32(0); id < 2; id++ {
 		c := cfg
@@ -249,7 +261,7 @@ func TestFirstRoundFetchesAfterLocalTruncation(t *testing.T) {
 		if err := b.Start(); err != nil {
 			t.Fatal(err)
 		}
-		defer b.Close()
+		t.Cleanup(func() { b.Close() })
 		bs = append(bs, b)
 	}
 	states, err := ctrl.CreateTopic("t", 1, 2, nil)
@@ -266,9 +278,7 @@ func TestFirstRoundFetchesAfterLocalTruncation(t *testing.T) {
 	if len(fs) != 1 {
 		t.Fatalf("follower has %d fetchers, want 1", len(fs))
 	}
-	if r := fs[0].Plan(); len(r.Epochs) != 0 || len(r.Fetch.Partitions) != 1 {
-		t.Fatalf("first round: %d epoch questions, %d fetch partitions; want a fetch of t-0", len(r.Epochs), len(r.Fetch.Partitions))
-	}
+	return follower, fs[0]
 }
 
 // TestFollowerAppendHoldsNoFetcherLock: a follower append blocked in the disk leaves the
@@ -276,53 +286,20 @@ func TestFirstRoundFetchesAfterLocalTruncation(t *testing.T) {
 // the partition from the fetcher waits for the write: when removeFromFetchers returns, the
 // append has completed and the fetcher no longer touches the partition.
 func TestFollowerAppendHoldsNoFetcherLock(t *testing.T) {
-	ctrl := controller.New(controller.DefaultConfig())
-	defer ctrl.Close()
-	cfg := testConfig()
-	cfg.Manual = true
 	var armed atomic.Bool
 	entered, release := make(chan struct{}), make(chan struct{})
 	var releaseOnce sync.Once
 	unblock := func() { releaseOnce.Do(func() { close(release) }) }
-	var bs []*Broker
-	for id := int32(0); id < 2; id++ {
-		c := cfg
-		c.ID, c.DataDir = id, t.TempDir()
-		efs := vfs.NewErrorFS(nil)
-		efs.SetInjector(func(op vfs.Op, path string) error {
-			if op == vfs.OpWrite && strings.HasSuffix(path, ".log") && armed.CompareAndSwap(true, false) {
-				close(entered)
-				<-release
-			}
-			return nil
-		})
-		c.FS = efs
-		b, err := New(c, ctrl, scriptTransport{})
-		if err != nil {
-			t.Fatal(err)
+	efs := vfs.NewErrorFS(nil)
+	efs.SetInjector(func(op vfs.Op, path string) error {
+		if op == vfs.OpWrite && strings.HasSuffix(path, ".log") && armed.CompareAndSwap(true, false) {
+			close(entered)
+			<-release
 		}
-		if err := b.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
-		bs = append(bs, b)
-	}
-	defer unblock() // runs before the Closes: a failing test must not leave the write blocked
-	states, err := ctrl.CreateTopic("t", 1, 2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	follower := bs[states[0].Replicas[1]]
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := ctrl.Sync(ctx, follower.ID()); err != nil {
-		t.Fatal(err)
-	}
-	fs := follower.Fetchers()
-	if len(fs) != 1 {
-		t.Fatalf("follower has %d fetchers, want 1", len(fs))
-	}
-	f := fs[0]
+		return nil
+	})
+	follower, f := manualFollower(t, efs)
+	defer unblock() // runs before the brokers' cleanup: a failing test must not leave the write blocked
 	r := f.Plan()
 	if len(r.Fetch.Partitions) != 1 || r.Fetch.Partitions[0].FetchOffset != 0 {
 		t.Fatalf("first round %+v, want a fetch of t-0 at 0", r.Fetch)
