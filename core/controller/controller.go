@@ -314,8 +314,14 @@ func (c *Controller) CheckSessions() {
 // Run calls CheckSessions every `every` until ctx is done, then returns
 // ctx.Err(). every must be positive.
 func (c *Controller) Run(ctx context.Context, every time.Duration) error {
+	return runEvery(ctx, "Run", every, c.CheckSessions)
+}
+
+// runEvery calls fn every `every` until ctx is done, then returns ctx.Err(); the loop of
+// the controller method name. A non-positive interval is a programmer error.
+func runEvery(ctx context.Context, name string, every time.Duration, fn func()) error {
 	if every <= 0 {
-		panic("BUG: controller.Run: non-positive interval")
+		panic("BUG: controller." + name + ": non-positive interval")
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -324,7 +330,7 @@ func (c *Controller) Run(ctx context.Context, every time.Duration) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
-			c.CheckSessions()
+			fn()
 		}
 	}
 }
