@@ -8,7 +8,7 @@
 //     (open/recover, MakeLeader/MakeFollower on every controller change);
 //   - Produce (acks 0, 1, -1/all; min.insync.replicas), Fetch (consumer reads
 //     [FetchOffset, HW), replica reads [FetchOffset, LEO); long poll),
-//     ListOffset and EndOffsetForEpoch (OffsetForLeaderEpoch) — the request
+//     ListOffsetFor and EndOffsetForEpoch (OffsetForLeaderEpoch) — the request
 //     handlers the wire server (netfetch) calls;
 //   - the replica fetcher manager: per source broker num.replica.fetchers
 //     fetcher goroutines, each with one FetchConn, partition p of topic t on
@@ -144,7 +144,7 @@
 //   - Fetch (consumer and replica): Broker.Fetch, then write each
 //     partition's Records (sendfile) and Release them.
 //   - OffsetForLeaderEpoch: Broker.EndOffsetForEpoch per partition.
-//   - ListOffsets: Broker.ListOffsetFor(replicaID, ...) (ListOffset = a
+//   - ListOffsets: Broker.ListOffsetFor(replicaID, ...) (replicaID -1: a
 //     consumer).
 //   - Controller offsets: a Broker implements controller.Offsets for its own
 //     id (ReplicaOffsets); the cluster dispatches by broker id.

@@ -173,13 +173,6 @@ func (c *Controller) flushLocked() {
 	c.mu.outbox = c.mu.outbox[:0]
 }
 
-// StoreError returns the first error writing the metadata log, or nil.
-func (c *Controller) StoreError() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.mu.storeErr
-}
-
 // SetOffsets installs the Offsets used to count offsets lost by unclean
 // elections (Stats.LostOffsets). nil disables the counting.
 func (c *Controller) SetOffsets(o Offsets) {

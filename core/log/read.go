@@ -72,17 +72,6 @@ func (l *Log) findSegment(off int64) int {
 	return sort.Search(n, func(i int) bool { return l.segs[i].base > off }) - 1
 }
 
-// BatchBoundaryAtOrBelow returns the base offset of the batch containing offset, or the LEO
-// when offset >= LEO. offset < LogStart is an error wrapping kerr.OffsetOutOfRange.
-func (l *Log) BatchBoundaryAtOrBelow(offset int64) (int64, error) {
-	if err := l.usable(); err != nil {
-		return 0, err
-	}
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.boundaryLocked(offset, l.leo.Load())
-}
-
 func (l *Log) boundaryLocked(offset, leo int64) (int64, error) {
 	if len(l.segs) == 0 {
 		return 0, ErrClosed

@@ -268,18 +268,6 @@ func (r *Replica) recordFetch(f *progress, brokerEpoch, fetchOffset, logStart, l
 	f.lastFetchTimeNs.Store(now)
 }
 
-// OutOfSyncReplicas returns the ISR followers that are not caught up (Kafka's
-// getOutOfSyncReplicas: neither at the leader's LEO nor caught up within
-// replica.lag.time.max.ms), or nil when there are none, this replica does not lead, or an
-// ISR change is pending.
-func (r *Replica) OutOfSyncReplicas() []int32 {
-	s := r.state.Load()
-	if !s.leader || s.closed || s.pending != nil {
-		return nil
-	}
-	return r.outOfSync(s)
-}
-
 func (r *Replica) outOfSync(s *snapshot) []int32 {
 	now := r.cfg.Now()
 	leo := r.log.LEO()
@@ -406,16 +394,6 @@ func (r *Replica) FollowerLEO(id int32) int64 {
 		return -1
 	}
 	return s.followerLEO(id)
-}
-
-// FollowerLastCaughtUp returns the follower's last caught-up time (ns), -1
-// when unknown or not the leader.
-func (r *Replica) FollowerLastCaughtUp(id int32) int64 {
-	s := r.state.Load()
-	if f := s.follower(id); s.leader && f != nil {
-		return f.lastCaughtUpNs.Load()
-	}
-	return -1
 }
 
 // MaxLag returns, on the leader, the largest LEO - follower LEO over the

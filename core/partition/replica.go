@@ -368,13 +368,6 @@ func (r *Replica) State() controller.PartitionState { return r.state.Load().st.C
 // ISR returns the committed ISR. It is a shared snapshot: do not modify it.
 func (r *Replica) ISR() []int32 { return r.state.Load().st.ISR }
 
-// MaximalISR returns the ISR the HW is computed over: the committed ISR plus a pending
-// expansion (KIP-497). A shared snapshot: do not modify it.
-func (r *Replica) MaximalISR() []int32 { return r.state.Load().maximal }
-
-// PendingISR returns the ISR proposed to the controller and not yet answered, or nil.
-func (r *Replica) PendingISR() []int32 { return r.state.Load().pending }
-
 // LEO returns the log end offset (exclusive).
 func (r *Replica) LEO() int64 { return r.log.LEO() }
 
