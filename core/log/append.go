@@ -160,12 +160,12 @@ func (l *Log) commit(group []*appendReq) {
 		}
 		return
 	}
-	seg := l.segs[len(l.segs)-1]
+	seg := l.mu.segs[len(l.mu.segs)-1]
 	leo := l.leo.Load()
 	writeStart := seg.size
 	pos := seg.size
-	bufs := l.bufs[:0]
-	l.pend = l.pend[:0]
+	bufs := l.wmu.bufs[:0]
+	l.wmu.pend = l.wmu.pend[:0]
 	var nrec int64
 	var failed error
 	for _, r := range group {
@@ -200,7 +200,7 @@ func (l *Log) commit(group []*appendReq) {
 				records.SetPartitionLeaderEpoch(blob[p:], r.epoch)
 			}
 			next := leo + int64(h.LastOffsetDelta) + 1
-			l.pend = append(l.pend, pending{seg: seg, e: entry{rel: uint32(leo - seg.base), pos: uint32(pos)}, size: size, next: next, maxTs: h.MaxTimestamp})
+			l.wmu.pend = append(l.wmu.pend, pending{seg: seg, e: entry{rel: uint32(leo - seg.base), pos: uint32(pos)}, size: size, next: next, maxTs: h.MaxTimestamp})
 			leo = next
 			pos += size
 			p += int(size)
@@ -216,10 +216,10 @@ func (l *Log) commit(group []*appendReq) {
 		failed = l.writeOut(seg, writeStart, bufs, leo)
 	}
 	clear(bufs)
-	l.bufs = bufs[:0]
+	l.wmu.bufs = bufs[:0]
 	if failed == nil && nrec > 0 {
-		l.unflushed += nrec
-		if l.unflushed >= l.cfg.FlushMessages || (l.flushT && l.nowMs()-l.lastFlushMs >= l.cfg.FlushMs) {
+		l.wmu.unflushed += nrec
+		if l.wmu.unflushed >= l.cfg.FlushMessages || (l.flushT && l.nowMs()-l.wmu.lastFlushMs >= l.cfg.FlushMs) {
 			failed = l.fsyncDirty()
 		}
 	}
@@ -245,13 +245,13 @@ func (l *Log) writeOut(seg *segment, off int64, bufs [][]byte, leo int64) error 
 
 // publish makes the pending batches visible to readers and stores the new LEO.
 func (l *Log) publish(leo int64) {
-	if len(l.pend) == 0 {
+	if len(l.wmu.pend) == 0 {
 		return
 	}
 	var added int64
 	l.mu.Lock()
-	for i := range l.pend {
-		p := &l.pend[i]
+	for i := range l.wmu.pend {
+		p := &l.wmu.pend[i]
 		s := p.seg
 		s.entries = append(s.entries, p.e)
 		s.size = int64(p.e.pos) + p.size
@@ -261,19 +261,19 @@ func (l *Log) publish(leo int64) {
 	}
 	l.leo.Store(leo)
 	l.mu.Unlock()
-	for i := range l.pend {
-		p := &l.pend[i]
+	for i := range l.wmu.pend {
+		p := &l.wmu.pend[i]
 		p.seg.addIndex(p.e, p.size, l.cfg.IndexIntervalBytes)
 		p.seg = nil
 	}
-	l.pend = l.pend[:0]
+	l.wmu.pend = l.wmu.pend[:0]
 	l.size.Add(added)
 }
 
 // roll writes the old segment's pending index entries and starts a new segment at base.
 func (l *Log) roll(old *segment, base int64) (*segment, error) {
 	var err error
-	if l.idxScratch, err = old.writeIndex(l.idxScratch, false); err != nil {
+	if l.wmu.idxScratch, err = old.writeIndex(l.wmu.idxScratch, false); err != nil {
 		return nil, l.poison("index write", err)
 	}
 	s, err := createSegment(l.fs, l.dir, base)
@@ -281,7 +281,7 @@ func (l *Log) roll(old *segment, base int64) (*segment, error) {
 		return nil, l.poison("segment roll", err)
 	}
 	l.mu.Lock()
-	l.segs = append(l.segs, s)
+	l.mu.segs = append(l.mu.segs, s)
 	l.mu.Unlock()
 	return s, nil
 }
@@ -312,7 +312,7 @@ func (l *Log) fsync(f vfs.File) error {
 
 // fsyncDirty fsyncs every segment with unsynced bytes (wmu held).
 func (l *Log) fsyncDirty() error {
-	for _, s := range l.segs {
+	for _, s := range l.mu.segs {
 		if s.synced < s.size {
 			if err := l.fsync(s.f); err != nil {
 				return l.poison("fsync", err)
@@ -320,9 +320,9 @@ func (l *Log) fsyncDirty() error {
 			s.synced = s.size
 		}
 	}
-	l.unflushed = 0
+	l.wmu.unflushed = 0
 	if l.flushT {
-		l.lastFlushMs = l.nowMs()
+		l.wmu.lastFlushMs = l.nowMs()
 	}
 	return nil
 }
@@ -341,9 +341,9 @@ func (l *Log) flushLocked() error {
 	if err := l.fsyncDirty(); err != nil {
 		return err
 	}
-	for _, s := range l.segs {
+	for _, s := range l.mu.segs {
 		var err error
-		if l.idxScratch, err = s.writeIndex(l.idxScratch, true); err != nil {
+		if l.wmu.idxScratch, err = s.writeIndex(l.wmu.idxScratch, true); err != nil {
 			return l.poison("index write", err)
 		}
 	}
@@ -352,12 +352,12 @@ func (l *Log) flushLocked() error {
 
 // setRecoveryPoint persists rp (wmu held).
 func (l *Log) setRecoveryPoint(rp int64) error {
-	if rp == l.recoveryPoint {
+	if rp == l.wmu.recoveryPoint {
 		return nil
 	}
 	if err := WriteCheckpoint(l.fs, filepath.Join(l.dir, RecoveryPointFile), 0, []string{fmt.Sprint(rp)}); err != nil {
 		return l.poison("recovery-point checkpoint", err)
 	}
-	l.recoveryPoint = rp
+	l.wmu.recoveryPoint = rp
 	return nil
 }

@@ -38,17 +38,21 @@ type Log struct {
 	closed   atomic.Bool
 	poisoned atomic.Pointer[error]
 
-	mu   sync.RWMutex // guards segs and the segments' published fields
-	segs []*segment
+	mu struct { // guards segs and the segments' published fields
+		sync.RWMutex
+		segs []*segment
+	}
 
-	// wmu serialises mutations; the fields below are guarded by it.
-	wmu           sync.Mutex
-	unflushed     int64 // records appended since the last fsync
-	lastFlushMs   int64
-	recoveryPoint int64 // persisted recovery point
-	bufs          [][]byte
-	pend          []pending
-	idxScratch    []byte
+	// wmu serialises mutations and guards the fields grouped with it.
+	wmu struct {
+		sync.Mutex
+		unflushed     int64 // records appended since the last fsync
+		lastFlushMs   int64
+		recoveryPoint int64 // persisted recovery point
+		bufs          [][]byte
+		pend          []pending
+		idxScratch    []byte
+	}
 
 	gc struct {
 		sync.Mutex
@@ -85,13 +89,13 @@ func Open(dir string, cfg Config) (*Log, Recovery, error) {
 	}
 	rec, err := l.recover()
 	if err != nil {
-		for _, s := range l.segs {
+		for _, s := range l.mu.segs {
 			s.close()
 		}
 		return nil, rec, err
 	}
 	if l.flushT {
-		l.lastFlushMs = l.nowMs()
+		l.wmu.lastFlushMs = l.nowMs()
 	}
 	return l, rec, nil
 }
@@ -136,7 +140,7 @@ func (l *Log) Reconfigure(c Config) error {
 	l.cfg.FlushMessages, l.cfg.FlushMs = c.FlushMessages, c.FlushMs
 	l.segBytes.Store(c.SegmentBytes)
 	if ft := c.FlushMs != math.MaxInt64; ft && !l.flushT {
-		l.lastFlushMs = l.nowMs()
+		l.wmu.lastFlushMs = l.nowMs()
 		l.flushT = true
 	} else if !ft {
 		l.flushT = false
@@ -168,7 +172,7 @@ func (l *Log) Size() int64 { return l.size.Load() }
 func (l *Log) Segments() int {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return len(l.segs)
+	return len(l.mu.segs)
 }
 
 // Close flushes (fsync data and indexes, persist the recovery point) and closes the Log; open
@@ -203,8 +207,8 @@ func (l *Log) Abandon() {
 func (l *Log) shut() {
 	l.closed.Store(true)
 	l.mu.Lock()
-	segs := l.segs
-	l.segs = nil
+	segs := l.mu.segs
+	l.mu.segs = nil
 	l.mu.Unlock()
 	for _, s := range segs {
 		s.close()

@@ -21,11 +21,11 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOneBatch bool) (Sli
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if len(l.segs) == 0 {
+	if len(l.mu.segs) == 0 {
 		return Slice{}, ErrClosed
 	}
 	leo := l.leo.Load() // under mu: consistent with the table
-	start := l.segs[0].base
+	start := l.mu.segs[0].base
 	if offset < start || offset > leo {
 		return Slice{}, fmt.Errorf("log %s: read at offset %d outside [log start %d, LEO %d]: %w", l.dir, offset, start, leo, kerr.OffsetOutOfRange)
 	}
@@ -33,7 +33,7 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOneBatch bool) (Sli
 	if offset >= maxOffset {
 		return Slice{FirstOffset: offset, NextOffset: offset}, nil
 	}
-	seg := l.segs[l.findSegment(offset)]
+	seg := l.mu.segs[l.findSegment(offset)]
 	if len(seg.entries) == 0 || offset >= seg.next {
 		return Slice{}, fmt.Errorf("log %s: BUG: offset %d below LEO %d not in segment %d (next %d): %w", l.dir, offset, leo, seg.base, seg.next, kerr.KafkaStorageError)
 	}
@@ -65,24 +65,24 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOneBatch bool) (Sli
 
 // findSegment returns the index of the last segment with base <= off (mu held, off >= segs[0].base).
 func (l *Log) findSegment(off int64) int {
-	n := len(l.segs)
-	if off >= l.segs[n-1].base {
+	n := len(l.mu.segs)
+	if off >= l.mu.segs[n-1].base {
 		return n - 1
 	}
-	return sort.Search(n, func(i int) bool { return l.segs[i].base > off }) - 1
+	return sort.Search(n, func(i int) bool { return l.mu.segs[i].base > off }) - 1
 }
 
 func (l *Log) boundaryLocked(offset, leo int64) (int64, error) {
-	if len(l.segs) == 0 {
+	if len(l.mu.segs) == 0 {
 		return 0, ErrClosed
 	}
 	if offset >= leo {
 		return leo, nil
 	}
-	if offset < l.segs[0].base {
-		return 0, fmt.Errorf("log %s: offset %d below log start %d: %w", l.dir, offset, l.segs[0].base, kerr.OffsetOutOfRange)
+	if offset < l.mu.segs[0].base {
+		return 0, fmt.Errorf("log %s: offset %d below log start %d: %w", l.dir, offset, l.mu.segs[0].base, kerr.OffsetOutOfRange)
 	}
-	seg := l.segs[l.findSegment(offset)]
+	seg := l.mu.segs[l.findSegment(offset)]
 	if len(seg.entries) == 0 {
 		return seg.base, nil
 	}

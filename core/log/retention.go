@@ -16,9 +16,9 @@ func (l *Log) ApplyRetention(nowMs int64, maxDeletableOffset int64) (deletedSegm
 	if rb < 0 && rms < 0 {
 		return 0, nil
 	}
-	for len(l.segs) > 1 {
-		s := l.segs[0]
-		if l.segs[1].base > maxDeletableOffset {
+	for len(l.mu.segs) > 1 {
+		s := l.mu.segs[0]
+		if l.mu.segs[1].base > maxDeletableOffset {
 			break
 		}
 		size := l.size.Load()
@@ -37,9 +37,9 @@ func (l *Log) ApplyRetention(nowMs int64, maxDeletableOffset int64) (deletedSegm
 			break
 		}
 		l.mu.Lock()
-		l.segs[0] = nil
-		l.segs = l.segs[1:]
-		l.logStart.Store(l.segs[0].base)
+		l.mu.segs[0] = nil
+		l.mu.segs = l.mu.segs[1:]
+		l.logStart.Store(l.mu.segs[0].base)
 		l.mu.Unlock()
 		l.size.Add(-s.size)
 		if err := s.remove(l.fs); err != nil {

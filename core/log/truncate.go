@@ -22,7 +22,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	if offset >= leo {
 		return nil
 	}
-	if offset < l.segs[0].base {
+	if offset < l.mu.segs[0].base {
 		return l.truncateFullyLocked(offset)
 	}
 	bound, err := l.boundaryLocked(offset, leo)
@@ -30,22 +30,22 @@ func (l *Log) TruncateTo(offset int64) error {
 		return err
 	}
 	si := l.findSegment(bound)
-	seg := l.segs[si]
+	seg := l.mu.segs[si]
 	var cut int64 // byte position of bound in seg
 	if len(seg.entries) > 0 && bound < seg.next {
 		cut = int64(seg.entries[seg.find(bound)].pos)
 	} else {
 		cut = seg.size
 	}
-	removed := append([]*segment(nil), l.segs[si+1:]...)
+	removed := append([]*segment(nil), l.mu.segs[si+1:]...)
 	var dropped int64
 	for _, s := range removed {
 		dropped += s.size
 	}
 	dropped += seg.size - cut
 	l.mu.Lock()
-	clear(l.segs[si+1:])
-	l.segs = l.segs[:si+1]
+	clear(l.mu.segs[si+1:])
+	l.mu.segs = l.mu.segs[:si+1]
 	n := sort.Search(len(seg.entries), func(i int) bool { return int64(seg.entries[i].pos) >= cut })
 	seg.entries = seg.entries[:n]
 	seg.size = cut
@@ -69,7 +69,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	if rmErr != nil {
 		return l.poison("truncate", rmErr)
 	}
-	if l.recoveryPoint > bound {
+	if l.wmu.recoveryPoint > bound {
 		return l.setRecoveryPoint(bound)
 	}
 	return nil
@@ -93,7 +93,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	if offset < 0 {
 		offset = 0
 	}
-	old := l.segs
+	old := l.mu.segs
 	// Unlink first: the new segment may reuse a name. Open Slices keep their files.
 	var rmErr error
 	for _, s := range old {
@@ -112,7 +112,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		return l.poison("truncate fully", err)
 	}
 	l.mu.Lock()
-	l.segs = []*segment{ns}
+	l.mu.segs = []*segment{ns}
 	l.logStart.Store(offset)
 	l.leo.Store(offset)
 	l.mu.Unlock()
@@ -123,6 +123,6 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.poison("truncate fully", err)
 	}
-	l.recoveryPoint = -1 // force the write
+	l.wmu.recoveryPoint = -1 // force the write
 	return l.setRecoveryPoint(offset)
 }
