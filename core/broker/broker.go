@@ -358,13 +358,18 @@ func (b *Broker) notifyChanged() {
 
 // allReplicas returns the hosted replicas sorted by topic and partition.
 func (b *Broker) allReplicas() []*hosted {
-	b.mu.RLock()
-	out := make([]*hosted, 0, len(b.mu.replicas))
-	for _, h := range b.mu.replicas {
-		out = append(out, h)
+	return sortedValues(&b.mu.RWMutex, b.mu.replicas, func(x, y *hosted) int { return tpLess(x.key, y.key) })
+}
+
+// sortedValues returns the values of m, read under mu's read lock, sorted by cmp outside it.
+func sortedValues[K comparable, V any](mu *sync.RWMutex, m map[K]V, cmp func(x, y V) int) []V {
+	mu.RLock()
+	out := make([]V, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
 	}
-	b.mu.RUnlock()
-	slices.SortFunc(out, func(x, y *hosted) int { return tpLess(x.key, y.key) })
+	mu.RUnlock()
+	slices.SortFunc(out, cmp)
 	return out
 }
 

@@ -16,19 +16,12 @@ type fetcherKey struct {
 
 // Fetchers returns the broker's replica fetchers, ordered by source broker and index.
 func (b *Broker) Fetchers() []*Fetcher {
-	b.mu.RLock()
-	out := make([]*Fetcher, 0, len(b.mu.fetchers))
-	for _, f := range b.mu.fetchers {
-		out = append(out, f)
-	}
-	b.mu.RUnlock()
-	slices.SortFunc(out, func(x, y *Fetcher) int {
+	return sortedValues(&b.mu.RWMutex, b.mu.fetchers, func(x, y *Fetcher) int {
 		if x.key.source != y.key.source {
 			return int(x.key.source - y.key.source)
 		}
 		return x.key.index - y.key.index
 	})
-	return out
 }
 
 // addToFetcher assigns a follower replica to the fetcher of its leader
