@@ -35,7 +35,7 @@ const StraySuffix = "-stray"
 // acks=all produces end with NOT_LEADER_OR_FOLLOWER; later requests find no replica:
 // UNKNOWN_TOPIC_OR_PARTITION), its directory is removed and its HW checkpoint entry dropped
 // (the checkpoint is rewritten at once, so a topic created again under the name does not
-// inherit it). applyMu held.
+// inherit it). b.apply held.
 func (b *Broker) deleteTopicLocked(topic string) {
 	var gone []*hosted
 	for _, h := range b.allReplicas() {
@@ -94,7 +94,7 @@ func parseReplicaDir(name string) (tp, bool) {
 // setAsideStrayLocked renames the replica directories in DataDir that the controller does
 // not assign to this broker (assigned), as Kafka does with stray logs: they belong to
 // topics deleted while this broker was down. Their HW checkpoint entries are dropped. The
-// data is left to the operator (<dir>.<n>-stray). Called by Start under applyMu.
+// data is left to the operator (<dir>.<n>-stray). Called by Start with b.apply held.
 func (b *Broker) setAsideStrayLocked(assigned map[tp]bool) {
 	ents, err := b.fs.ReadDir(b.cfg.DataDir)
 	if err != nil {
@@ -193,12 +193,12 @@ func parsePartitionMetadata(data []byte) (controller.TopicID, bool) {
 // fetcher pools; min.insync.replicas and the log.* defaults reconfigure every replica
 // without a topic override. Other keys (message.max.bytes, unclean.leader.election.enable,
 // the ones that accept only Kafka's default) are applied elsewhere or change nothing here.
-// applyMu held.
+// b.apply held.
 func (b *Broker) applyBrokerConfigsLocked(configs map[string]string) {
-	if maps.Equal(configs, b.dyn.configs) {
+	if maps.Equal(configs, b.apply.dyn.configs) {
 		return
 	}
-	b.dyn.configs = maps.Clone(configs)
+	b.apply.dyn.configs = maps.Clone(configs)
 	num := func(key string, def int64) int64 {
 		v, ok := configs[key]
 		if !ok {
@@ -219,8 +219,8 @@ func (b *Broker) applyBrokerConfigsLocked(configs map[string]string) {
 	lc.FlushMessages = num("log.flush.interval.messages", lc.FlushMessages)
 	lc.FlushMs = num("log.flush.interval.ms", lc.FlushMs)
 	minISR := int(num("min.insync.replicas", int64(b.cfg.MinInsyncReplicas)))
-	if !sameLogDefaults(lc, b.dyn.log) || minISR != b.dyn.minISR {
-		b.dyn.log, b.dyn.minISR = lc, minISR
+	if !sameLogDefaults(lc, b.apply.dyn.log) || minISR != b.apply.dyn.minISR {
+		b.apply.dyn.log, b.apply.dyn.minISR = lc, minISR
 		for _, h := range b.allReplicas() {
 			b.reconfigureReplicaLocked(h)
 		}

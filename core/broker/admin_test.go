@@ -77,7 +77,7 @@ func TestDeleteTopicRemovesReplicas(t *testing.T) {
 				}
 			}
 		}
-		hws, err := ReadHWCheckpoint(filepath.Join(c.dirs[id], HWCheckpointFile))
+		hws, err := readHWCheckpointFile(filepath.Join(c.dirs[id], HWCheckpointFile))
 		if err != nil {
 			t.Fatal(err)
 		}

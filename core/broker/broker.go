@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	stdlog "log"
-	"net"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,12 +45,14 @@ type hosted struct {
 	r   *partition.Replica
 	l   *log.Log
 	// applied is the last controller state applied and topicConfigs the topic's config
-	// overrides last applied (both guarded by Broker.applyMu).
+	// overrides last applied (both guarded by Broker.apply).
 	applied      controller.PartitionState
 	topicConfigs map[string]string
 
-	alterMu      sync.Mutex
-	lastAlterErr string // last AlterPartition error logged (log de-duplication)
+	alter struct { // AlterPartition error logging (log de-duplication); a leaf lock
+		sync.Mutex
+		lastErr string // last AlterPartition error logged
+	}
 }
 
 const (
@@ -87,17 +87,21 @@ type Broker struct {
 		fetchers map[fetcherKey]*Fetcher
 	}
 
-	applyMu sync.Mutex // serialises controller state application (taken before mu)
-
-	// dyn is what the dynamic broker configs change (controller.BrokerConfigUpdate): the
-	// static Config overlaid by them. Guarded by applyMu.
-	dyn struct {
-		configs     map[string]string // the dynamic configs last applied
-		numFetchers int               // num.replica.fetchers
-		minISR      int               // min.insync.replicas
-		log         log.Config        // the log.* broker defaults of every replica
+	// apply serialises the application of controller state (the subscription's updates,
+	// Start's recovery, the answer to an AlterPartition) and guards what it changes: every
+	// hosted.applied and hosted.topicConfigs, and dyn. Taken before mu.
+	apply struct {
+		sync.Mutex
+		// dyn is what the dynamic broker configs change (controller.BrokerConfigUpdate):
+		// the static Config overlaid by them.
+		dyn struct {
+			configs     map[string]string // the dynamic configs last applied
+			numFetchers int               // num.replica.fetchers
+			minISR      int               // min.insync.replicas
+			log         log.Config        // the log.* broker defaults of every replica
+		}
 	}
-	numFetchers atomic.Int32 // dyn.numFetchers, read lock-free
+	numFetchers atomic.Int32 // apply.dyn.numFetchers, read lock-free
 
 	ckpt struct {
 		sync.Mutex
@@ -157,7 +161,7 @@ func New(cfg Config, ctrl *controller.Controller, transport Transport) (*Broker,
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Broker{cfg: cfg, fs: fs, ctrl: ctrl, transport: transport, now: now, ctx: ctx, cancel: cancel}
 	b.epoch.Store(-1)
-	b.dyn.numFetchers, b.dyn.minISR, b.dyn.log = cfg.NumReplicaFetchers, cfg.MinInsyncReplicas, cfg.Log
+	b.apply.dyn.numFetchers, b.apply.dyn.minISR, b.apply.dyn.log = cfg.NumReplicaFetchers, cfg.MinInsyncReplicas, cfg.Log
 	b.numFetchers.Store(int32(cfg.NumReplicaFetchers))
 	b.mu.replicas = make(map[tp]*hosted)
 	b.mu.fetchers = make(map[fetcherKey]*Fetcher)
@@ -195,77 +199,6 @@ func (b *Broker) Epoch() int64 { return b.epoch.Load() }
 
 // Config returns the effective configuration (defaults filled in).
 func (b *Broker) Config() Config { return b.cfg }
-
-// Start recovers the replicas the controller assigns to this broker (opening and checking
-// their logs), registers this incarnation with the controller (reporting the replicas that
-// lost acknowledged data), subscribes to the controller's changes and, unless
-// Config.Manual, starts the fetcher, ISR, heartbeat, checkpoint and retention goroutines.
-// A broker leads nothing and is in no ISR when it starts: the controller fenced its
-// previous incarnation (see controller.RegisterBroker). Start may be called once.
-func (b *Broker) Start() error {
-	if !b.state.CompareAndSwap(stateNew, stateRunning) {
-		return fmt.Errorf("broker %d: Start called twice or after stop", b.cfg.ID)
-	}
-	reg := controller.Registration{ID: b.cfg.ID}
-	if b.cfg.Addr != "" {
-		h, p, err := net.SplitHostPort(b.cfg.Addr)
-		if err != nil {
-			return fmt.Errorf("broker %d: Addr %q: %w", b.cfg.ID, b.cfg.Addr, err)
-		}
-		pn, err := strconv.ParseUint(p, 10, 16)
-		if err != nil {
-			return fmt.Errorf("broker %d: Addr %q: bad port: %w", b.cfg.ID, b.cfg.Addr, err)
-		}
-		reg.Host, reg.Port = h, int32(pn)
-	}
-	b.applyMu.Lock()
-	assigned := b.ctrl.PartitionsOf(b.cfg.ID)
-	b.setAsideStrayLocked(assignedKeys(assigned))
-	for _, st := range assigned {
-		key := tp{st.Topic, st.Partition}
-		_, damage, err := b.openReplica(key)
-		if err != nil {
-			// A storage error took the log directory offline (reported after the
-			// registration below); anything else leaves this replica closed.
-			b.logf("broker %d: %s: %v", b.cfg.ID, key, err)
-			continue
-		}
-		if damage != "" {
-			b.logf("broker %d: %s: replica damaged: %s; it will not lead until it has rejoined the ISR", b.cfg.ID, key, damage)
-			reg.Damaged = append(reg.Damaged, controller.TopicPartition{Topic: key.topic, Partition: key.partition})
-		}
-	}
-	b.applyMu.Unlock()
-	b.epoch.Store(b.ctrl.RegisterBroker(reg))
-	if b.offline.Load() != nil {
-		b.ctrl.ReportOfflineLogDir(b.cfg.ID, b.epoch.Load()) // failed during recovery
-	}
-	if err := b.WriteHWCheckpoint(); err != nil {
-		b.logf("broker %d: %v", b.cfg.ID, err)
-	}
-	b.unsub = b.ctrl.Subscribe(b.cfg.ID, b.onUpdate)
-	if !b.cfg.Manual {
-		b.goLabeled("isr-expiration", b.isrLoop)
-		b.goLabeled("housekeeping", b.housekeepingLoop)
-	}
-	return nil
-}
-
-// goLabeled starts fn on a goroutine labelled broker=<id>, role=<role> and
-// the extra label pairs; Close/Kill wait for it.
-func (b *Broker) goLabeled(role string, fn func(ctx context.Context), extra ...string) {
-	b.goLabeledIn(b.ctx, role, fn, extra...)
-}
-
-// goLabeledIn is goLabeled with fn's context derived from ctx (a child of b.ctx).
-func (b *Broker) goLabeledIn(ctx context.Context, role string, fn func(ctx context.Context), extra ...string) {
-	labels := append([]string{"broker", strconv.Itoa(int(b.cfg.ID)), "role", role}, extra...)
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		pprof.Do(ctx, pprof.Labels(labels...), fn)
-	}()
-}
 
 func (b *Broker) running() bool { return b.state.Load() == stateRunning }
 
@@ -341,87 +274,6 @@ func (b *Broker) ReplicaOffsets(broker int32, topic string, p int32) (leo, hw in
 	return h.r.LEO(), h.r.HW(), true
 }
 
-// onUpdate applies one controller change (the subscription callback). States older than
-// the last applied one are ignored.
-func (b *Broker) onUpdate(u controller.Update) {
-	if !b.running() {
-		return
-	}
-	b.applyMu.Lock()
-	defer b.applyMu.Unlock()
-	if !b.running() {
-		return
-	}
-	switch {
-	case u.Partition != nil:
-		if err := b.applyLocked(*u.Partition); err != nil {
-			b.logf("broker %d: %s-%d: applying %v: %v", b.cfg.ID, u.Partition.Topic, u.Partition.Partition, *u.Partition, err)
-		}
-	case u.Topic != nil && u.Topic.Deleted:
-		b.deleteTopicLocked(u.Topic.Name)
-	case u.Topic != nil:
-		for _, h := range b.allReplicas() {
-			if h.key.topic == u.Topic.Name {
-				b.applyTopicConfigsLocked(h, u.Topic.Configs)
-			}
-		}
-	case u.BrokerConfigs != nil:
-		b.applyBrokerConfigsLocked(u.BrokerConfigs.Configs)
-	}
-}
-
-func newer(st, old controller.PartitionState) bool {
-	if st.LeaderEpoch != old.LeaderEpoch {
-		return st.LeaderEpoch > old.LeaderEpoch
-	}
-	return st.PartitionEpoch > old.PartitionEpoch
-}
-
-func (b *Broker) applyLocked(st controller.PartitionState) error {
-	key := tp{st.Topic, st.Partition}
-	if !slices.Contains(st.Replicas, b.cfg.ID) {
-		return nil // not hosted here (no reassignment support)
-	}
-	h := b.lookup(st.Topic, st.Partition)
-	if h == nil {
-		var err error
-		var damage string
-		if h, damage, err = b.openReplica(key); err != nil {
-			return err
-		}
-		if damage != "" {
-			b.logf("broker %d: %s: replica opened after start is damaged: %s", b.cfg.ID, key, damage)
-		}
-	} else if h.applied.Topic != "" && !newer(st, h.applied) {
-		return nil
-	}
-	roleChange := h.applied.Topic == "" || st.LeaderEpoch != h.applied.LeaderEpoch ||
-		(st.Leader == b.cfg.ID) != h.r.IsLeader()
-	st = st.Clone()
-	switch {
-	case st.Leader == b.cfg.ID && roleChange:
-		b.removeFromFetchers(key)
-		if err := h.r.MakeLeader(st); err != nil {
-			return fmt.Errorf("MakeLeader: %w", b.storageFailed(err))
-		}
-	case st.Leader == b.cfg.ID:
-		h.r.ApplyISR(st)
-	case roleChange:
-		b.removeFromFetchers(key)
-		if err := h.r.MakeFollower(st); err != nil {
-			return fmt.Errorf("MakeFollower: %w", b.storageFailed(err))
-		}
-		if st.Leader != controller.NoLeader {
-			b.addToFetcher(h, st.Leader, st.LeaderEpoch)
-		}
-	default:
-		h.r.ApplyISR(st) // follower: ISR bookkeeping only
-	}
-	h.applied = st
-	b.notifyChanged()
-	return nil
-}
-
 // Changed returns a channel closed at the next change of a hosted
 // partition's leadership or ISR applied on this broker (and when the broker
 // stops). For tests and the harness: take the channel, check the state,
@@ -439,145 +291,21 @@ func (b *Broker) notifyChanged() {
 	b.changed.Unlock()
 }
 
-// Pause stops fetching, heartbeating and ISR expiration (as a SIGSTOPped or
-// GC-paused broker would) until Resume. Serving requests is not paused (the
-// wire server pauses its side).
-func (b *Broker) Pause() {
-	b.pause.Lock()
-	defer b.pause.Unlock()
-	if b.pause.paused {
-		return
-	}
-	b.pause.paused = true
-	b.pause.resumeCh = make(chan struct{})
-}
-
-// Resume undoes Pause.
-func (b *Broker) Resume() {
-	b.pause.Lock()
-	defer b.pause.Unlock()
-	if !b.pause.paused {
-		return
-	}
-	b.pause.paused = false
-	close(b.pause.resumeCh)
-}
-
-// Paused reports whether the broker is paused.
-func (b *Broker) Paused() bool {
-	b.pause.Lock()
-	defer b.pause.Unlock()
-	return b.pause.paused
-}
-
-// waitResumed blocks while paused; false when ctx is done first.
-func (b *Broker) waitResumed(ctx context.Context) bool {
-	b.pause.Lock()
-	ch := b.pause.resumeCh
-	b.pause.Unlock()
-	select {
-	case <-ch:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// stop cancels every goroutine and waits for them. Returns false if the
-// broker was already stopped.
-func (b *Broker) stop() bool {
-	first := false
-	b.stopOnce.Do(func() {
-		first = true
-		b.state.Store(stateStopped)
-		if b.unsub != nil {
-			b.unsub()
-		}
-		b.cancel()
-		// Let an in-flight state application finish; later ones see
-		// !running, so no goroutine is added after this point.
-		b.applyMu.Lock()
-		b.applyMu.Unlock() //nolint:staticcheck // barrier
-		b.wg.Wait()        // fetchers close their own connections on exit
-		b.notifyChanged()
-	})
-	return first
-}
-
-// shutdown stops the broker for Close, Kill and Crash. It reports whether
-// the caller must end the replicas: false when the broker never started (it
-// only becomes stopped) or was already stopped.
-func (b *Broker) shutdown() bool {
-	if b.state.CompareAndSwap(stateNew, stateStopped) {
-		b.cancel()
-		return false
-	}
-	return b.stop()
-}
-
 // allReplicas returns the hosted replicas sorted by topic and partition.
 func (b *Broker) allReplicas() []*hosted {
-	b.mu.RLock()
-	out := make([]*hosted, 0, len(b.mu.replicas))
-	for _, h := range b.mu.replicas {
-		out = append(out, h)
+	return sortedValues(&b.mu.RWMutex, b.mu.replicas, func(x, y *hosted) int { return tpLess(x.key, y.key) })
+}
+
+// sortedValues returns the values of m, read under mu's read lock, sorted by cmp outside it.
+func sortedValues[K comparable, V any](mu *sync.RWMutex, m map[K]V, cmp func(x, y V) int) []V {
+	mu.RLock()
+	out := make([]V, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
 	}
-	b.mu.RUnlock()
-	slices.SortFunc(out, func(x, y *hosted) int { return tpLess(x.key, y.key) })
+	mu.RUnlock()
+	slices.SortFunc(out, cmp)
 	return out
-}
-
-// Close stops the broker cleanly: fetchers and loops stop, the HW checkpoint
-// is written, every replica (and its log) is closed. Idempotent.
-func (b *Broker) Close() error {
-	if !b.shutdown() {
-		return nil
-	}
-	var errs []error
-	if b.offline.Load() == nil {
-		if err := b.WriteHWCheckpoint(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	for _, h := range b.allReplicas() {
-		if err := h.r.Close(); err != nil && b.offline.Load() == nil {
-			errs = append(errs, fmt.Errorf("close %s: %w", h.key, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// Kill stops the broker abruptly, as SIGKILL would: goroutines stop, no HW
-// checkpoint, recovery point or epoch checkpoint is written and nothing is
-// fsynced; the files are left as the page cache has them, so a new Broker
-// on the same DataDir recovers from them. Each replica is demoted (pending acks=all waits
-// end with NOT_LEADER_OR_FOLLOWER) and its log abandoned (log.Abandon: files closed with no
-// fsync, index or recovery-point write), so no descriptor outlives the kill and a late
-// append cannot write into files a new Broker has recovered. Idempotent.
-func (b *Broker) Kill() {
-	if !b.shutdown() {
-		return
-	}
-	for _, h := range b.allReplicas() {
-		st := h.r.State()
-		st.Leader = controller.NoLeader
-		_ = h.r.MakeFollower(st) // fails only on a closed replica: nothing to demote
-		h.l.Abandon()
-	}
-}
-
-// Crash is Kill followed by a power loss of the broker's file system: everything not
-// fsynced is gone (Config.FS must be a vfs.Crasher: vfs.PowerLossFS or vfs.MemFS).
-func (b *Broker) Crash() error {
-	b.Kill()
-	c, ok := b.fs.(vfs.Crasher)
-	if !ok {
-		return fmt.Errorf("broker %d: the file system of %s cannot simulate a power loss (use a vfs.PowerLossFS)", b.cfg.ID, b.cfg.DataDir)
-	}
-	if err := c.Crash(); err != nil {
-		return fmt.Errorf("broker %d: power loss: %w", b.cfg.ID, err)
-	}
-	return nil
 }
 
 // kerrOf maps err to a Kafka error (UNKNOWN_SERVER_ERROR when it wraps none).

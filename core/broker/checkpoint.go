@@ -102,17 +102,3 @@ func (b *Broker) WriteHWCheckpoint() error {
 	b.ckpt.missing = false
 	return nil
 }
-
-// ReadHWCheckpoint reads a replication-offset-checkpoint file into
-// "topic-partition" -> HW (exclusive). A missing file gives an empty map.
-func ReadHWCheckpoint(path string) (map[string]int64, error) {
-	m, _, err := readHWCheckpoint(vfs.OS, path)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]int64, len(m))
-	for k, v := range m {
-		out[k.String()] = v
-	}
-	return out, nil
-}

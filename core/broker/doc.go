@@ -8,7 +8,7 @@
 //     (open/recover, MakeLeader/MakeFollower on every controller change);
 //   - Produce (acks 0, 1, -1/all; min.insync.replicas), Fetch (consumer reads
 //     [FetchOffset, HW), replica reads [FetchOffset, LEO); long poll),
-//     ListOffset and EndOffsetForEpoch (OffsetForLeaderEpoch) — the request
+//     ListOffsetFor and EndOffsetForEpoch (OffsetForLeaderEpoch) — the request
 //     handlers the wire server (netfetch) calls;
 //   - the replica fetcher manager: per source broker num.replica.fetchers
 //     fetcher goroutines, each with one FetchConn, partition p of topic t on
@@ -70,22 +70,52 @@
 // broker=<id> and role=replica-fetcher | isr-expiration | housekeeping;
 // Produce and Fetch run on the caller's goroutine (netfetch labels them
 // role=produce / fetch-serve). Controller changes are applied one at a time
-// (applyMu); fetcher partition maps are guarded by each fetcher's mutex,
-// which is also held while a fetch response is appended so that a partition
-// removed from a fetcher never receives data from the old leader afterwards.
+// (Broker.apply); fetcher partition maps are guarded by each fetcher's mutex.
 // Nothing on the produce -> replica fetch -> HW -> ack path takes a
-// broker-wide lock except a read lock on the replica map. With Config.Manual no
-// goroutine is started: the caller (the simulator) runs every loop's step.
+// broker-wide lock except a read lock on the replica map, and no lock is held
+// across disk I/O on the fetch path: a consumer or replica Fetch reads the log's
+// in-memory index under its read lock and sends the file by sendfile with none,
+// and a replica fetcher releases its mutex around every follower append and
+// truncation. With Config.Manual no goroutine is started: the caller (the
+// simulator) runs every loop's step.
 //
 // # Lock order
 //
-// applyMu, then Broker.mu (replica and fetcher maps), then a Fetcher's mu, then a
-// Replica's role mutex, then its log's locks. The controller is never called with
-// Broker.mu or a Fetcher's mu held; alterISR calls it with none held and takes
-// applyMu only to apply the answer. ckpt, exp, pause and changed are leaves: nothing
-// is acquired while holding them except that Heartbeat calls the controller under
-// pause (so that a heartbeat cannot race a Pause). The controller calls back
-// (subscription delivery) on its own goroutine with none of its locks held.
+// The broker's locks, each guarding the fields grouped with it, in the order they may be
+// taken (a lock may be taken while holding only locks above it):
+//
+//  1. Broker.apply: serialises controller state application (onUpdate, Start's recovery,
+//     the answer to an AlterPartition, topic deletion, dynamic broker configs) and guards
+//     every hosted.applied / hosted.topicConfigs and Broker.apply.dyn. Held across the
+//     changes it applies (MakeLeader writes the leader-epoch checkpoint, a new replica's
+//     log is opened and recovered), which are not on the fetch path.
+//  2. Broker.ckpt: the HW checkpoint entries read at New. WriteHWCheckpoint holds it
+//     across the checkpoint write (it serialises writers) and takes Broker.mu for reading
+//     inside.
+//  3. Broker.mu (read/write): the replica and fetcher maps. Held for map operations only.
+//  4. Fetcher.mu: one fetcher's partition map and fetch states. Never held across disk
+//     I/O: the goroutine running Plan or an Apply method releases it around each append or
+//     truncation (Fetcher.beginIO/endIO) and sets mu.io meanwhile; whoever changes the
+//     map (assignLocked, removeFromFetchers, resizeFetchersLocked, all under
+//     Broker.apply) waits for mu.io to clear, so that once removeFromFetchers returns
+//     the fetcher never touches that partition again.
+//  5. A partition.Replica's locks (its role mutex, then a producer's append mutex, then
+//     the producer-state mutex; the epoch cache's and the HW-lag ring's mutexes; Kafka's
+//     leaderIsrUpdateLock in the isrbench.hw.update=mutex ablation): see core/partition.
+//  6. A core/log.Log's locks (its writer mutex, group-commit queue mutex and segment-table
+//     read/write lock): see core/log.
+//
+// Leaves, under which nothing else is taken: Broker.exp (ISR expansion proposals),
+// Broker.changed (the Changed channel) and hosted.alter (AlterPartition error
+// de-duplication). Broker.pause (Pause/Resume state) is a leaf except that Heartbeat
+// calls the controller under it, so that a heartbeat cannot race a Pause.
+//
+// The controller's locks come after all of these: it may be called with Broker.apply,
+// Broker.ckpt or Broker.pause held (a storage failure reports the offline log dir from
+// wherever it is noticed), never with Broker.mu or a Fetcher's mu held. alterISR calls
+// AlterPartition with no lock held and takes Broker.apply only to apply the answer. The
+// controller never calls back into a broker synchronously: subscription delivery runs on
+// its own goroutine (or the simulator's DeliverPending) with none of its locks held.
 //
 // # Replica fetcher protocol
 //
@@ -114,7 +144,7 @@
 //   - Fetch (consumer and replica): Broker.Fetch, then write each
 //     partition's Records (sendfile) and Release them.
 //   - OffsetForLeaderEpoch: Broker.EndOffsetForEpoch per partition.
-//   - ListOffsets: Broker.ListOffsetFor(replicaID, ...) (ListOffset = a
+//   - ListOffsets: Broker.ListOffsetFor(replicaID, ...) (replicaID -1: a
 //     consumer).
 //   - Controller offsets: a Broker implements controller.Offsets for its own
 //     id (ReplicaOffsets); the cluster dispatches by broker id.

@@ -208,3 +208,8 @@ func TestFetchErrorsAndLimits(t *testing.T) {
 		t.Errorf("EndOffsetForEpoch: %d %d %v", e, end, err)
 	}
 }
+
+// ListOffset answers ListOffsets for a consumer (see ListOffsetFor).
+func (b *Broker) ListOffset(topic string, p int32, timestamp int64, isolation int8) (int64, error) {
+	return b.ListOffsetFor(-1, -1, topic, p, timestamp, isolation)
+}

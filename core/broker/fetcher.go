@@ -3,19 +3,12 @@ package broker
 import (
 	"context"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/isrbench/isrbench/core/partition"
 )
-
-// fetcherKey identifies one replica fetcher: (source broker, fetcher index).
-type fetcherKey struct {
-	source int32
-	index  int
-}
 
 // fetchPart is one partition assigned to a fetcher. Guarded by Fetcher.mu.
 type fetchPart struct {
@@ -29,9 +22,13 @@ type fetchPart struct {
 // rounds: the OffsetForLeaderEpoch and ListOffsets questions of the partitions that must
 // truncate, else one Fetch of the partitions that fetch. Unless Config.Manual a goroutine
 // runs the rounds (labelled role=replica-fetcher); the simulator runs them itself with
-// Plan and the Apply methods. Its partition map is guarded by mu, which is also held while
-// an answer is applied: after removeFromFetchers returns, the fetcher never touches that
-// partition again.
+// Plan and the Apply methods. Its partition map is guarded by mu, which is released around
+// every disk write (a follower append, a truncation): mu.io tells the broker's control path
+// (assignLocked, removeFromFetchers, resizeFetchersLocked) to wait for the write, so after
+// removeFromFetchers returns the fetcher never touches that partition again.
+//
+// Plan, Failed and the Apply methods are called by one goroutine at a time (the fetcher's
+// own, or the simulator's); the other methods are safe for concurrent use.
 type Fetcher struct {
 	b    *Broker
 	key  fetcherKey
@@ -43,9 +40,17 @@ type Fetcher struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu    sync.Mutex
-	parts map[tp]*fetchPart
-	order []tp // keys of parts, sorted (deterministic rounds)
+	mu struct {
+		sync.Mutex
+		parts map[tp]*fetchPart
+		order []tp // keys of parts, sorted (deterministic rounds)
+		// io is set while the planning or applying goroutine writes to a replica's log
+		// with mu released (beginIO .. endIO); ioDone is signalled when it ends. While
+		// io is set, parts and order do not change: whoever changes them waits
+		// (waitIOLocked).
+		io     bool
+		ioDone sync.Cond // L: &mu
+	}
 
 	// Owned by the fetcher goroutine (closeConn after it exited).
 	conn        FetchConn
@@ -78,23 +83,6 @@ var genCounter atomic.Uint64
 
 func nextGen() uint64 { return genCounter.Add(1) }
 
-// Fetchers returns the broker's replica fetchers, ordered by source broker and index.
-func (b *Broker) Fetchers() []*Fetcher {
-	b.mu.RLock()
-	out := make([]*Fetcher, 0, len(b.mu.fetchers))
-	for _, f := range b.mu.fetchers {
-		out = append(out, f)
-	}
-	b.mu.RUnlock()
-	slices.SortFunc(out, func(x, y *Fetcher) int {
-		if x.key.source != y.key.source {
-			return int(x.key.source - y.key.source)
-		}
-		return x.key.index - y.key.index
-	})
-	return out
-}
-
 // Source is the broker this fetcher fetches from.
 func (f *Fetcher) Source() int32 { return f.key.source }
 
@@ -105,119 +93,27 @@ func (f *Fetcher) Index() int { return f.key.index }
 // num.replica.fetchers, or its broker stopped (with Config.Manual: once removed).
 func (f *Fetcher) Done() <-chan struct{} { return f.done }
 
-// addToFetcher assigns a follower replica to the fetcher of its leader
-// (FetcherFor index), starting the fetcher if needed. Called under applyMu.
-func (b *Broker) addToFetcher(h *hosted, leader int32, leaderEpoch int32) {
-	b.assignLocked(h, leader, partition.NewFetchState(leaderEpoch, b.cfg.TruncateMode == partition.TruncateModeHW))
-}
-
-// assignLocked puts h on fetcher FetcherFor(topic, partition, num.replica.fetchers) of
-// source with fetch state fs and a new generation (answers to earlier requests about it are
-// dropped), starting the fetcher if needed (applyMu held).
-func (b *Broker) assignLocked(h *hosted, source int32, fs partition.FetchState) {
-	key := fetcherKey{source, FetcherFor(h.key.topic, h.key.partition, b.dyn.numFetchers)}
-	b.mu.Lock()
-	f := b.mu.fetchers[key]
-	if f == nil {
-		f = &Fetcher{b: b, key: key, wake: make(chan struct{}, 1), parts: make(map[tp]*fetchPart), done: make(chan struct{})}
-		f.ctx, f.cancel = context.WithCancel(b.ctx)
-		b.mu.fetchers[key] = f
-		if !b.cfg.Manual {
-			b.goLabeledIn(f.ctx, "replica-fetcher", func(ctx context.Context) {
-				defer close(f.done)
-				f.run(ctx)
-			}, "source", strconv.Itoa(int(key.source)), "fetcher", strconv.Itoa(key.index))
-		}
-	}
-	b.mu.Unlock()
-	f.mu.Lock()
-	if _, ok := f.parts[h.key]; !ok {
-		i, _ := slices.BinarySearchFunc(f.order, h.key, tpLess)
-		f.order = slices.Insert(f.order, i, h.key)
-	}
-	f.parts[h.key] = &fetchPart{h: h, gen: nextGen(), fs: fs}
+// beginIO releases mu for a write to the log of one of the fetcher's partitions (an
+// append, a truncation): no lock is held across disk I/O. mu.io keeps the partition map
+// as it is until endIO. Only the goroutine running Plan or an Apply method calls it, with
+// mu held.
+func (f *Fetcher) beginIO() {
+	f.mu.io = true
 	f.mu.Unlock()
-	f.signal()
 }
 
-// resizeFetchersLocked applies a new num.replica.fetchers n, as Kafka's
-// AbstractFetcherManager.resizeThreadPool: every partition whose fetcher index
-// FetcherFor(t, p, n) changed moves to that fetcher with its fetch state (phase, epoch,
-// backoff) and a new generation, so an answer in flight to the old fetcher is dropped and
-// the new one fetches from the replica's LEO: nothing is lost or appended twice. The
-// fetchers of indexes >= n stop (their goroutines exit, closing their connections).
-// applyMu held.
-func (b *Broker) resizeFetchersLocked(n int) {
-	if n == b.dyn.numFetchers {
-		return
-	}
-	old := b.dyn.numFetchers
-	b.dyn.numFetchers = n
-	defer b.numFetchers.Store(int32(n)) // once every partition is on its new fetcher
-	type move struct {
-		h      *hosted
-		source int32
-		fs     partition.FetchState
-	}
-	var moves []move
-	for _, f := range b.Fetchers() {
-		f.mu.Lock()
-		kept := f.order[:0]
-		for _, k := range f.order {
-			fp := f.parts[k]
-			if FetcherFor(k.topic, k.partition, n) == f.key.index {
-				kept = append(kept, k)
-				continue
-			}
-			moves = append(moves, move{fp.h, f.key.source, fp.fs})
-			delete(f.parts, k)
-		}
-		clear(f.order[len(kept):])
-		f.order = kept
-		f.mu.Unlock()
-		f.signal()
-	}
-	var stopped []*Fetcher
-	b.mu.Lock()
-	for k, f := range b.mu.fetchers {
-		if k.index >= n {
-			delete(b.mu.fetchers, k)
-			stopped = append(stopped, f)
-		}
-	}
-	b.mu.Unlock()
-	for _, f := range stopped {
-		f.cancel()
-		if b.cfg.Manual {
-			close(f.done)
-		}
-	}
-	for _, m := range moves {
-		b.assignLocked(m.h, m.source, m.fs)
-	}
-	b.logf("broker %d: num.replica.fetchers %d -> %d: %d partition(s) moved, %d fetcher(s) stopped", b.cfg.ID, old, n, len(moves), len(stopped))
+// endIO takes mu back after beginIO and wakes whoever waits to change the partition map.
+func (f *Fetcher) endIO() {
+	f.mu.Lock()
+	f.mu.io = false
+	f.mu.ioDone.Broadcast()
 }
 
-// NumReplicaFetchers returns the num.replica.fetchers in effect (the static config, or the
-// dynamic one last applied).
-func (b *Broker) NumReplicaFetchers() int { return int(b.numFetchers.Load()) }
-
-// removeFromFetchers removes a partition from every fetcher. When it
-// returns, no fetcher applies data to it any more. Called under applyMu.
-func (b *Broker) removeFromFetchers(key tp) {
-	for _, f := range b.Fetchers() {
-		f.mu.Lock()
-		_, ok := f.parts[key]
-		if ok {
-			delete(f.parts, key)
-			if i, found := slices.BinarySearchFunc(f.order, key, tpLess); found {
-				f.order = slices.Delete(f.order, i, i+1)
-			}
-		}
-		f.mu.Unlock()
-		if ok {
-			f.signal()
-		}
+// waitIOLocked waits (mu held, released meanwhile) until no write of the fetcher is in
+// progress; the partition map may then be changed before mu is released.
+func (f *Fetcher) waitIOLocked() {
+	for f.mu.io {
+		f.mu.ioDone.Wait()
 	}
 }
 
@@ -344,8 +240,8 @@ func (f *Fetcher) Plan() *Round {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var fetch []*fetchPart
-	for _, key := range f.order {
-		fp := f.parts[key]
+	for _, key := range f.mu.order {
+		fp := f.mu.parts[key]
 		if !fp.fs.Ready(now) {
 			if d := fp.fs.DelayedUntil - now; fp.fs.Phase != partition.PhaseAwaitingAssignment && d > 0 && (r.Wait == 0 || time.Duration(d) < r.Wait) {
 				r.Wait = time.Duration(d)
@@ -395,23 +291,27 @@ func (f *Fetcher) Plan() *Round {
 
 // current returns the partition's state if it is still assigned with gen (mu held).
 func (f *Fetcher) current(topic string, p int32, gen uint64) *fetchPart {
-	fp := f.parts[tp{topic, p}]
+	fp := f.mu.parts[tp{topic, p}]
 	if fp == nil || fp.gen != gen {
 		return nil
 	}
 	return fp
 }
 
-// act carries out a FetchState action on the local replica (mu held).
+// act carries out a FetchState action on the local replica (mu held; released during the
+// truncation).
 func (f *Fetcher) act(fp *fetchPart, a partition.FetchAction, now int64) {
-	var err error
-	switch a.Kind {
-	case partition.ActNone:
+	if a.Kind == partition.ActNone {
 		return
+	}
+	leaderEpoch := fp.fs.LeaderEpoch
+	var err error
+	f.beginIO()
+	switch a.Kind {
 	case partition.ActTruncate:
 		if leo := fp.h.r.LEO(); a.Offset < leo {
 			// Kafka logs truncation at INFO: it is where unacknowledged records go.
-			f.b.logf("broker %d: %s: truncating from LEO %d to %d (HW %d, leader epoch %d)", f.b.cfg.ID, fp.h.key, leo, a.Offset, fp.h.r.HW(), fp.fs.LeaderEpoch)
+			f.b.logf("broker %d: %s: truncating from LEO %d to %d (HW %d, leader epoch %d)", f.b.cfg.ID, fp.h.key, leo, a.Offset, fp.h.r.HW(), leaderEpoch)
 		}
 		err = fp.h.r.TruncateTo(a.Offset)
 	case partition.ActTruncateFully:
@@ -419,6 +319,9 @@ func (f *Fetcher) act(fp *fetchPart, a partition.FetchAction, now int64) {
 	}
 	if err != nil {
 		f.b.logf("broker %d: %s: truncate to %d: %v", f.b.cfg.ID, fp.h.key, a.Offset, f.b.storageFailed(err))
+	}
+	f.endIO()
+	if err != nil {
 		fp.fs.OnAppendError(err, now, f.backoffNs())
 	}
 }
@@ -431,7 +334,7 @@ func (f *Fetcher) Failed(r *Round) {
 	defer f.mu.Unlock()
 	for _, gens := range [][]uint64{r.epochGens, r.offsetGens, r.fetchGens} {
 		for _, g := range gens {
-			for _, fp := range f.parts {
+			for _, fp := range f.mu.parts {
 				if fp.gen == g {
 					fp.fs.DelayedUntil = now + f.backoffNs()
 				}
@@ -496,7 +399,8 @@ func (f *Fetcher) ApplyOffsets(r *Round, answers []OffsetAnswer) {
 }
 
 // ApplyFetch applies a replica fetch response to r.Fetch: each partition's records are
-// appended (then the leader's HW applied), or its error handled by its FetchState.
+// appended (then the leader's HW applied), or its error handled by its FetchState. mu is
+// released during each append (beginIO).
 func (f *Fetcher) ApplyFetch(r *Round, resp *ReplicaFetchResponse) {
 	b := f.b
 	now := b.now()
@@ -529,8 +433,13 @@ func (f *Fetcher) ApplyFetch(r *Round, resp *ReplicaFetchResponse) {
 		if rep.LEO() != fetchOffset {
 			continue // truncated meanwhile; refetch
 		}
-		if _, err := rep.AppendAsFollower(res.Records, res.HighWatermark); err != nil {
+		f.beginIO()
+		_, err := rep.AppendAsFollower(res.Records, res.HighWatermark)
+		if err != nil {
 			b.logf("broker %d: %s: follower append at %d: %v", b.cfg.ID, fp.h.key, fetchOffset, b.storageFailed(err))
+		}
+		f.endIO()
+		if err != nil {
 			fp.fs.OnAppendError(err, now, f.backoffNs())
 		}
 	}
@@ -541,9 +450,9 @@ func (f *Fetcher) ApplyFetch(r *Round, resp *ReplicaFetchResponse) {
 func (f *Fetcher) Partitions() []FetcherPartition {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make([]FetcherPartition, 0, len(f.order))
-	for _, k := range f.order {
-		fp := f.parts[k]
+	out := make([]FetcherPartition, 0, len(f.mu.order))
+	for _, k := range f.mu.order {
+		fp := f.mu.parts[k]
 		out = append(out, FetcherPartition{Topic: k.topic, Partition: k.partition, State: fp.fs})
 	}
 	return out

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/records"
+	"github.com/isrbench/isrbench/core/vfs"
 )
 
 // scriptConn is a FetchConn driven by the test: every call is handed to
@@ -230,10 +234,22 @@ func TestFetcherOffsetOutOfRange(t *testing.T) {
 // without asking the leader and must fetch in the same round; an empty round would park
 // its fetcher goroutine until some unrelated wake-up.
 func TestFirstRoundFetchesAfterLocalTruncation(t *testing.T) {
+	_, f := manualFollower(t, nil)
+	if r := f.Plan(); len(r.Epochs) != 0 || len(r.Fetch.Partitions) != 1 {
+		t.Fatalf("first round: %d epoch questions, %d fetch partitions; want a fetch of t-0", len(r.Epochs), len(r.Fetch.Partitions))
+	}
+}
+
+// manualFollower starts two Config.Manual brokers over fsys (nil: the OS) with topic t
+// (one partition, both brokers its replicas) and returns the follower, once it learnt its
+// role, and its one fetcher. The brokers are closed at the test's cleanup.
+func manualFollower(t *testing.T, fsys vfs.FS) (*Broker, *Fetcher) {
+	t.Helper()
 	ctrl := controller.New(controller.DefaultConfig())
-	defer ctrl.Close()
+	t.Cleanup(func() { ctrl.Close() })
 	cfg := testConfig()
 	cfg.Manual = true
+	cfg.FS = fsys
 	var bs []*Broker
 	for id := int32(0); id < 2; id++ {
 		c := cfg
@@ -245,7 +261,7 @@ func TestFirstRoundFetchesAfterLocalTruncation(t *testing.T) {
 		if err := b.Start(); err != nil {
 			t.Fatal(err)
 		}
-		defer b.Close()
+		t.Cleanup(func() { b.Close() })
 		bs = append(bs, b)
 	}
 	states, err := ctrl.CreateTopic("t", 1, 2, nil)
@@ -262,7 +278,86 @@ func TestFirstRoundFetchesAfterLocalTruncation(t *testing.T) {
 	if len(fs) != 1 {
 		t.Fatalf("follower has %d fetchers, want 1", len(fs))
 	}
-	if r := fs[0].Plan(); len(r.Epochs) != 0 || len(r.Fetch.Partitions) != 1 {
-		t.Fatalf("first round: %d epoch questions, %d fetch partitions; want a fetch of t-0", len(r.Epochs), len(r.Fetch.Partitions))
+	return follower, fs[0]
+}
+
+// TestFollowerAppendHoldsNoFetcherLock: a follower append blocked in the disk leaves the
+// fetcher's partition map readable (its mutex is released around the write), and removing
+// the partition from the fetcher waits for the write: when removeFromFetchers returns, the
+// append has completed and the fetcher no longer touches the partition.
+func TestFollowerAppendHoldsNoFetcherLock(t *testing.T) {
+	var armed atomic.Bool
+	entered, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(release) }) }
+	efs := vfs.NewErrorFS(nil)
+	efs.SetInjector(func(op vfs.Op, path string) error {
+		if op == vfs.OpWrite && strings.HasSuffix(path, ".log") && armed.CompareAndSwap(true, false) {
+			close(entered)
+			<-release
+		}
+		return nil
+	})
+	follower, f := manualFollower(t, efs)
+	defer unblock() // runs before the brokers' cleanup: a failing test must not leave the write blocked
+	r := f.Plan()
+	if len(r.Fetch.Partitions) != 1 || r.Fetch.Partitions[0].FetchOffset != 0 {
+		t.Fatalf("first round %+v, want a fetch of t-0 at 0", r.Fetch)
+	}
+	rep, _ := follower.Replica("t", 0)
+	recs := []records.Record{{Value: []byte("a")}, {Value: []byte("b")}, {Value: []byte("c")}}
+	resp := &ReplicaFetchResponse{Partitions: []ReplicaFetchResult{{Topic: "t", Partition: 0,
+		Records: records.AppendBatch(nil, 0, 0, 1, recs), HighWatermark: 3, LogStartOffset: 0}}}
+	armed.Store(true)
+	applied := make(chan struct{})
+	go func() {
+		defer close(applied)
+		f.ApplyFetch(r, resp)
+	}()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	select {
+	case <-entered:
+	case <-deadline.C:
+		t.Fatal("the follower append did not reach the disk")
+	}
+	// The write is blocked: the fetcher's partitions can still be read.
+	listed := make(chan []FetcherPartition, 1)
+	go func() { listed <- f.Partitions() }()
+	select {
+	case ps := <-listed:
+		if len(ps) != 1 || ps[0].Topic != "t" || ps[0].Partition != 0 {
+			t.Fatalf("fetcher partitions %+v, want t-0", ps)
+		}
+	case <-deadline.C:
+		t.Fatal("Fetcher.Partitions blocked behind a follower append: the fetcher's mutex is held across disk I/O")
+	}
+	// Removing the partition waits for the write.
+	removedAt := make(chan int64, 1)
+	go func() {
+		follower.apply.Lock()
+		defer follower.apply.Unlock()
+		follower.removeFromFetchers(tp{"t", 0})
+		removedAt <- rep.LEO()
+	}()
+	unblock()
+	select {
+	case <-applied:
+	case <-deadline.C:
+		t.Fatal("ApplyFetch did not return after the write was released")
+	}
+	select {
+	case leo := <-removedAt:
+		if leo != 3 {
+			t.Fatalf("removeFromFetchers returned with the replica's LEO at %d, want 3: it did not wait for the append in progress", leo)
+		}
+	case <-deadline.C:
+		t.Fatal("removeFromFetchers did not return")
+	}
+	if ps := f.Partitions(); len(ps) != 0 {
+		t.Fatalf("fetcher partitions after removal %+v, want none", ps)
+	}
+	if rep.LEO() != 3 || rep.HW() != 3 {
+		t.Fatalf("follower LEO %d HW %d, want 3 3", rep.LEO(), rep.HW())
 	}
 }

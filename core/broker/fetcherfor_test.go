@@ -19,7 +19,7 @@ func TestJavaStringHashCode(t *testing.T) {
 		{"é", 0xE9},
 		{"😀", 31*0xD83D + 0xDE00}, // surrogate pair, as Java's UTF-16
 	} {
-		if got := javaStringHashCode(tc.s); got != tc.want {
+		if got := JavaStringHashCode(tc.s); got != tc.want {
 			t.Errorf("hashCode(%q) = %d, want %d", tc.s, got, tc.want)
 		}
 	}

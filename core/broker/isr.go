@@ -94,8 +94,8 @@ func (b *Broker) ApplyExpansions() {
 }
 
 // alterISR sends a pending ISR change to the controller (AlterPartition) and applies the
-// accepted state, or withdraws the change when it is refused. Not called under applyMu;
-// the accepted state is applied under it.
+// accepted state, or withdraws the change when it is refused. Not called with b.apply held;
+// the accepted state is applied with it held.
 func (b *Broker) alterISR(h *hosted, p *partition.ISRProposal, expand bool) {
 	st := p.Base
 	newSt, err := b.ctrl.AlterPartition(controller.AlterPartitionRequest{
@@ -108,10 +108,10 @@ func (b *Broker) alterISR(h *hosted, p *partition.ISRProposal, expand bool) {
 			// e.g. a fenced follower proposed for the ISR: log each distinct
 			// error once, not on every fetch that re-proposes it.
 			msg := err.Error()
-			h.alterMu.Lock()
-			repeat := h.lastAlterErr == msg
-			h.lastAlterErr = msg
-			h.alterMu.Unlock()
+			h.alter.Lock()
+			repeat := h.alter.lastErr == msg
+			h.alter.lastErr = msg
+			h.alter.Unlock()
 			if !repeat {
 				b.logf("broker %d: %s: AlterPartition isr=%v: %v", b.cfg.ID, h.key, p.ISR, err)
 			}
@@ -123,13 +123,13 @@ func (b *Broker) alterISR(h *hosted, p *partition.ISRProposal, expand bool) {
 		h.r.AbortISRChange(p) // nothing changed
 		return
 	}
-	b.applyMu.Lock()
+	b.apply.Lock()
 	if b.running() {
 		if err := b.applyLocked(newSt); err != nil {
 			b.logf("broker %d: %s: applying %v: %v", b.cfg.ID, h.key, newSt, err)
 		}
 	}
-	b.applyMu.Unlock()
+	b.apply.Unlock()
 	// Counted after the apply: whoever sees the counter sees the new ISR.
 	if expand {
 		b.isrExpands.Add(1)

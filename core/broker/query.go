@@ -25,11 +25,6 @@ func (b *Broker) EndOffsetForEpoch(topic string, p int32, currentLeaderEpoch, ep
 	return e, end, nil
 }
 
-// ListOffset answers ListOffsets for a consumer (see ListOffsetFor).
-func (b *Broker) ListOffset(topic string, p int32, timestamp int64, isolation int8) (int64, error) {
-	return b.ListOffsetFor(-1, -1, topic, p, timestamp, isolation)
-}
-
 // ListOffsetFor answers ListOffsets on the leader for replicaID (-1 a consumer), fencing
 // currentLeaderEpoch as Fetch does (-1 unchecked): timestamp -2 (EARLIEST) = log start
 // offset (inclusive); -1 (LATEST) = HW (exclusive) for consumers, LEO for a replica; a

@@ -13,7 +13,7 @@ import (
 
 // openReplica opens (creating if needed) the replica directory, reports the log recovery,
 // builds the partition.Replica with the topic's configs and restores its HW from the
-// checkpoint (applyMu held, or Start before the subscription). damage says why the replica
+// checkpoint (b.apply held, or Start before the subscription). damage says why the replica
 // lost acknowledged data ("" if it did not, as far as recovery can tell): its log ends below
 // the HW it checkpointed (a deleted segment or directory, unsynced bytes below the HW lost
 // in a power loss), or the checkpoint that would tell is missing or unreadable.
@@ -27,10 +27,10 @@ func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
 		}
 	}
 	configs := b.ctrl.TopicConfig(key.topic)
-	lcfg, err := topicLogConfig(b.dyn.log, configs)
+	lcfg, err := topicLogConfig(b.apply.dyn.log, configs)
 	if err != nil {
 		b.logf("broker %d: %s: topic configs: %v (using the broker's)", b.cfg.ID, key, err)
-		lcfg = b.dyn.log
+		lcfg = b.apply.dyn.log
 	}
 	l, rec, err := log.Open(dir, lcfg)
 	if err != nil {
@@ -42,7 +42,7 @@ func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
 		b.logf("broker %d: %s recovery: %s", b.cfg.ID, key, rec)
 	}
 	r, err := partition.NewReplica(key.topic, key.partition, b.cfg.ID, l, dir, partition.Config{
-		MinInsyncReplicas:   topicMinISR(b.dyn.minISR, configs),
+		MinInsyncReplicas:   topicMinISR(b.apply.dyn.minISR, configs),
 		ReplicaLagTimeMaxMs: b.cfg.ReplicaLagTimeMaxMs,
 		HWUpdate:            b.cfg.HWUpdate,
 		TruncateMode:        b.cfg.TruncateMode,
@@ -133,7 +133,7 @@ func topicLogConfig(base log.Config, configs map[string]string) (log.Config, err
 
 // applyTopicConfigsLocked applies a topic config change to a hosted replica: its log
 // (retention, segment size, index interval, flush policy) and min.insync.replicas
-// (applyMu held).
+// (b.apply held).
 func (b *Broker) applyTopicConfigsLocked(h *hosted, configs map[string]string) {
 	if maps.Equal(configs, h.topicConfigs) {
 		return
@@ -144,16 +144,16 @@ func (b *Broker) applyTopicConfigsLocked(h *hosted, configs map[string]string) {
 }
 
 // reconfigureReplicaLocked applies the broker's current log defaults and
-// min.insync.replicas (dyn) with the replica's topic overrides to it (applyMu held).
+// min.insync.replicas (dyn) with the replica's topic overrides to it (b.apply held).
 func (b *Broker) reconfigureReplicaLocked(h *hosted) {
-	lcfg, err := topicLogConfig(b.dyn.log, h.topicConfigs)
+	lcfg, err := topicLogConfig(b.apply.dyn.log, h.topicConfigs)
 	if err == nil {
 		err = h.l.Reconfigure(lcfg)
 	}
 	if err != nil {
 		b.logf("broker %d: %s: applying topic configs %v: %v", b.cfg.ID, h.key, h.topicConfigs, err)
 	}
-	h.r.SetMinInsyncReplicas(topicMinISR(b.dyn.minISR, h.topicConfigs))
+	h.r.SetMinInsyncReplicas(topicMinISR(b.apply.dyn.minISR, h.topicConfigs))
 }
 
 // minISROf returns the effective min.insync.replicas of the replica h: the configured

@@ -186,12 +186,13 @@ func FetcherFor(topic string, partition int32, n int) int {
 	if n <= 1 {
 		return 0
 	}
-	h := 31*javaStringHashCode(topic) + partition // int32 wraparound, as Java
-	return int(javaAbs(h)) % n
+	h := 31*JavaStringHashCode(topic) + partition // int32 wraparound, as Java
+	return int(JavaAbs(h)) % n
 }
 
-// javaStringHashCode is java.lang.String.hashCode over UTF-16 code units.
-func javaStringHashCode(s string) int32 {
+// JavaStringHashCode is java.lang.String.hashCode over UTF-16 code units: what Kafka hashes
+// topic names and group ids with (FetcherFor here, core/group's PartitionFor).
+func JavaStringHashCode(s string) int32 {
 	var h int32
 	for _, r := range s {
 		if r >= 0x10000 {
@@ -205,8 +206,8 @@ func javaStringHashCode(s string) int32 {
 	return h
 }
 
-// javaAbs is org.apache.kafka.common.utils.Utils.abs: MinInt32 -> 0.
-func javaAbs(n int32) int32 {
+// JavaAbs is org.apache.kafka.common.utils.Utils.abs: MinInt32 -> 0.
+func JavaAbs(n int32) int32 {
 	if n == -1<<31 {
 		return 0
 	}

@@ -194,20 +194,10 @@ func slicesSortedKeys[V any](m map[int32]V) []int32 {
 // (leader.imbalance.check.interval.seconds) until ctx is done, then returns ctx.Err(),
 // logging the leaders it moved. every must be positive.
 func (c *Controller) RunLeaderBalancer(ctx context.Context, every time.Duration, percentage int) error {
-	if every <= 0 {
-		panic("BUG: controller.RunLeaderBalancer: non-positive interval")
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			if moved := c.BalanceLeaders(percentage); len(moved) > 0 {
-				c.logf("controller: auto leader rebalance (leader.imbalance.per.broker.percentage %d): preferred leaders elected for %d partition(s): %v",
-					percentage, len(moved), moved)
-			}
+	return runEvery(ctx, "RunLeaderBalancer", every, func() {
+		if moved := c.BalanceLeaders(percentage); len(moved) > 0 {
+			c.logf("controller: auto leader rebalance (leader.imbalance.per.broker.percentage %d): preferred leaders elected for %d partition(s): %v",
+				percentage, len(moved), moved)
 		}
-	}
+	})
 }

@@ -279,16 +279,7 @@ func (c *Controller) ChangeBrokerConfig(resource string, ch ConfigChange) error 
 			if !c.uncleanLocked(name) {
 				continue
 			}
-			t := c.mu.topics[name]
-			for i := range t.parts {
-				st := &t.parts[i]
-				if st.Leader != NoLeader {
-					continue
-				}
-				if leader, unclean := c.chooseLeaderLocked(st, true); leader != NoLeader {
-					c.installLeaderLocked(st, leader, unclean, snap)
-				}
-			}
+			c.electOfflineLocked(c.mu.topics[name], snap)
 		}
 	}
 	return nil
@@ -335,17 +326,24 @@ func (c *Controller) ChangeTopicConfig(topic string, ch ConfigChange) error {
 	c.recordTopicLocked(t)
 	c.notifyTopicLocked(t, false)
 	if c.uncleanLocked(topic) {
-		for i := range t.parts {
-			st := &t.parts[i]
-			if st.Leader != NoLeader {
-				continue
-			}
-			if leader, unclean := c.chooseLeaderLocked(st, true); leader != NoLeader {
-				c.installLeaderLocked(st, leader, unclean, snap)
-			}
-		}
+		c.electOfflineLocked(t, snap)
 	}
 	return nil
+}
+
+// electOfflineLocked elects a leader, uncleanly if it must, for every offline partition of
+// t: unclean.leader.election.enable was just turned on for it (c.mu held; snap holds the
+// offsets the unclean elections lose).
+func (c *Controller) electOfflineLocked(t *topicState, snap offsetSnapshot) {
+	for i := range t.parts {
+		st := &t.parts[i]
+		if st.Leader != NoLeader {
+			continue
+		}
+		if leader, unclean := c.chooseLeaderLocked(st, true); leader != NoLeader {
+			c.installLeaderLocked(st, leader, unclean, snap)
+		}
+	}
 }
 
 // offlineOffsets asks Offsets (if set), without the lock, about the replicas of the offline

@@ -173,13 +173,6 @@ func (c *Controller) flushLocked() {
 	c.mu.outbox = c.mu.outbox[:0]
 }
 
-// StoreError returns the first error writing the metadata log, or nil.
-func (c *Controller) StoreError() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.mu.storeErr
-}
-
 // SetOffsets installs the Offsets used to count offsets lost by unclean
 // elections (Stats.LostOffsets). nil disables the counting.
 func (c *Controller) SetOffsets(o Offsets) {
@@ -314,8 +307,14 @@ func (c *Controller) CheckSessions() {
 // Run calls CheckSessions every `every` until ctx is done, then returns
 // ctx.Err(). every must be positive.
 func (c *Controller) Run(ctx context.Context, every time.Duration) error {
+	return runEvery(ctx, "Run", every, c.CheckSessions)
+}
+
+// runEvery calls fn every `every` until ctx is done, then returns ctx.Err(); the loop of
+// the controller method name. A non-positive interval is a programmer error.
+func runEvery(ctx context.Context, name string, every time.Duration, fn func()) error {
 	if every <= 0 {
-		panic("BUG: controller.Run: non-positive interval")
+		panic("BUG: controller." + name + ": non-positive interval")
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -324,7 +323,7 @@ func (c *Controller) Run(ctx context.Context, every time.Duration) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
-			c.CheckSessions()
+			fn()
 		}
 	}
 }

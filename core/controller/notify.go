@@ -159,6 +159,18 @@ func (c *Controller) Pending(broker int32) int {
 // or the subscription stopped (it is then forgotten).
 func (s *subscriber) deliverOne() bool {
 	s.mu.Lock()
+	u, ok := s.takeLocked()
+	if ok {
+		s.deliver(u)
+	}
+	return ok
+}
+
+// takeLocked removes the next queued change from the queue and returns it, with mu held on
+// entry and released on return. false when none is queued, or when the subscription
+// stopped: it is then forgotten (exited, its Sync waiters released, removed from the
+// controller's subscribers).
+func (s *subscriber) takeLocked() (Update, bool) {
 	if s.mu.stopped {
 		s.mu.exited = true
 		s.releaseLocked()
@@ -166,11 +178,11 @@ func (s *subscriber) deliverOne() bool {
 		s.c.mu.Lock()
 		delete(s.c.mu.subs, s)
 		s.c.mu.Unlock()
-		return false
+		return Update{}, false
 	}
 	if s.mu.head == len(s.mu.queue) {
 		s.mu.Unlock()
-		return false
+		return Update{}, false
 	}
 	u := s.mu.queue[s.mu.head]
 	s.mu.queue[s.mu.head] = Update{}
@@ -179,12 +191,17 @@ func (s *subscriber) deliverOne() bool {
 		s.mu.queue, s.mu.head = s.mu.queue[:0], 0
 	}
 	s.mu.Unlock()
+	return u, true
+}
+
+// deliver calls fn with u (no lock held), then counts u delivered, releasing the Sync
+// waiters that reached it.
+func (s *subscriber) deliver(u Update) {
 	s.fn(u)
 	s.mu.Lock()
 	s.mu.done++
 	s.releaseLocked()
 	s.mu.Unlock()
-	return true
 }
 
 // Sync waits until every state enqueued so far for broker's subscribers
@@ -314,28 +331,10 @@ func (s *subscriber) run() {
 			<-s.wake
 			s.mu.Lock()
 		}
-		if s.mu.stopped {
-			s.mu.exited = true
-			s.releaseLocked()
-			s.mu.Unlock()
-			s.c.mu.Lock()
-			delete(s.c.mu.subs, s)
-			s.c.mu.Unlock()
+		u, ok := s.takeLocked() // a change is queued, or the subscription stopped
+		if !ok {
 			return
 		}
-		st := s.mu.queue[s.mu.head]
-		s.mu.queue[s.mu.head] = Update{}
-		s.mu.head++
-		if s.mu.head == len(s.mu.queue) {
-			s.mu.queue, s.mu.head = s.mu.queue[:0], 0
-		}
-		s.mu.Unlock()
-
-		s.fn(st)
-
-		s.mu.Lock()
-		s.mu.done++
-		s.releaseLocked()
-		s.mu.Unlock()
+		s.deliver(u)
 	}
 }

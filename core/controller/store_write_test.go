@@ -166,3 +166,10 @@ func TestMetadataStoreError(t *testing.T) {
 		t.Errorf("topics %v: the controller must keep working in memory", got)
 	}
 }
+
+// StoreError returns the first error writing the metadata log, or nil.
+func (c *Controller) StoreError() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.storeErr
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/isrbench/isrbench/core/broker"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -116,28 +117,7 @@ func PartitionFor(groupID string, partitions int32) int32 {
 	if partitions <= 0 {
 		return 0
 	}
-	h := javaStringHashCode(groupID)
-	if h == math.MinInt32 {
-		h = 0
-	} else if h < 0 {
-		h = -h
-	}
-	return h % partitions
-}
-
-// javaStringHashCode is java.lang.String.hashCode over UTF-16 code units.
-func javaStringHashCode(s string) int32 {
-	var h int32
-	for _, r := range s {
-		if r >= 0x10000 {
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	return h
+	return broker.JavaAbs(broker.JavaStringHashCode(groupID)) % partitions
 }
 
 // Machine is the group coordinator's decision logic for the __consumer_offsets partitions one

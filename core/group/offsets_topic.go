@@ -14,14 +14,13 @@ import (
 // groupStoreError maps a failed group metadata write to the error SyncGroup answers, as
 // Kafka's GroupMetadataManager.storeGroup.
 func groupStoreError(err error) error {
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.NotEnoughReplicas), errors.Is(err, kerr.NotEnoughReplicasAfterAppend):
-		return fmt.Errorf("%v: %w", err, kerr.CoordinatorNotAvailable)
-	case errors.Is(err, kerr.NotLeaderForPartition), errors.Is(err, kerr.KafkaStorageError):
-		return fmt.Errorf("%v: %w", err, kerr.NotCoordinator)
-	case errors.Is(err, kerr.RequestTimedOut):
+	}
+	if code := coordinatorWriteError(err); code != nil {
+		return fmt.Errorf("%v: %w", err, code)
+	}
+	if errors.Is(err, kerr.RequestTimedOut) {
 		return fmt.Errorf("%v: %w", err, kerr.RebalanceInProgress)
 	}
 	return fmt.Errorf("%v: %w", err, kerr.UnknownServerError)
@@ -30,17 +29,31 @@ func groupStoreError(err error) error {
 // commitError maps a failed offset write to the error OffsetCommit answers, as Kafka's
 // GroupMetadataManager.storeOffsets.
 func commitError(err error) error {
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.NotEnoughReplicas), errors.Is(err, kerr.NotEnoughReplicasAfterAppend):
-		return fmt.Errorf("%v: %w", err, kerr.CoordinatorNotAvailable)
-	case errors.Is(err, kerr.NotLeaderForPartition), errors.Is(err, kerr.KafkaStorageError):
-		return fmt.Errorf("%v: %w", err, kerr.NotCoordinator)
+	}
+	if code := coordinatorWriteError(err); code != nil {
+		return fmt.Errorf("%v: %w", err, code)
+	}
+	switch {
 	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge), errors.Is(err, kerr.InvalidFetchSize):
 		return fmt.Errorf("%v: %w", err, kerr.InvalidCommitOffsetSize)
 	}
 	return err
+}
+
+// coordinatorWriteError is what storeGroup and storeOffsets both answer for a failed write
+// to the group's partition of __consumer_offsets: COORDINATOR_NOT_AVAILABLE when the
+// partition is unknown or short of replicas, NOT_COORDINATOR when this broker no longer
+// leads it or its log directory failed; nil for any other error.
+func coordinatorWriteError(err error) error {
+	switch {
+	case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.NotEnoughReplicas), errors.Is(err, kerr.NotEnoughReplicasAfterAppend):
+		return kerr.CoordinatorNotAvailable
+	case errors.Is(err, kerr.NotLeaderForPartition), errors.Is(err, kerr.KafkaStorageError):
+		return kerr.NotCoordinator
+	}
+	return nil
 }
 
 // OffsetsTopicConfigs are the topic configs __consumer_offsets is created with for

@@ -157,16 +157,16 @@ func FuzzReadLookup(f *testing.F) {
 		var bs []batchInfo
 		l := &Log{}
 		cur := &segment{base: 0, next: 0, maxTs: -1}
-		l.segs = []*segment{cur}
+		l.mu.segs = []*segment{cur}
 		var leo int64
 		for _, b := range layout {
 			if b >= 250 && cur.size > 0 {
 				cur = &segment{base: leo, next: leo, maxTs: -1}
-				l.segs = append(l.segs, cur)
+				l.mu.segs = append(l.mu.segs, cur)
 			}
 			span, size := int64(1+b%4), int64(61+int(b))
 			cur.entries = append(cur.entries, entry{rel: uint32(leo - cur.base), pos: uint32(cur.size)})
-			bs = append(bs, batchInfo{int64(len(l.segs) - 1), leo, leo + span, cur.size, size})
+			bs = append(bs, batchInfo{int64(len(l.mu.segs) - 1), leo, leo + span, cur.size, size})
 			cur.size += size
 			leo += span
 			cur.next = leo

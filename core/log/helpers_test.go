@@ -168,3 +168,14 @@ func (w *countingWriter) Fsync(f *os.File) error {
 }
 
 func crc32c(b []byte) uint32 { return crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)) }
+
+// BatchBoundaryAtOrBelow returns the base offset of the batch containing offset, or the LEO
+// when offset >= LEO. offset < LogStart is an error wrapping kerr.OffsetOutOfRange.
+func (l *Log) BatchBoundaryAtOrBelow(offset int64) (int64, error) {
+	if err := l.usable(); err != nil {
+		return 0, err
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.boundaryLocked(offset, l.leo.Load())
+}

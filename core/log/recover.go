@@ -149,14 +149,14 @@ func (l *Log) recover() (Recovery, error) {
 			rp = -1
 		}
 	}
-	l.recoveryPoint = rp
+	l.wmu.recoveryPoint = rp
 
 	if len(bases) == 0 {
 		s, err := createSegment(l.fs, l.dir, 0)
 		if err != nil {
 			return rec, storageErrorf("%w", err)
 		}
-		l.segs = []*segment{s}
+		l.mu.segs = []*segment{s}
 		rec.Segments = 1
 		if err := l.fs.SyncDir(l.dir); err != nil {
 			return rec, storageErrorf("fsync dir %s: %w", l.dir, err)
@@ -164,7 +164,7 @@ func (l *Log) recover() (Recovery, error) {
 		if rp == 0 || rp == -1 {
 			// A new log: a missing recovery point already means "check every batch", so
 			// there is nothing to write (one file creation fewer per replica of a new topic).
-			l.recoveryPoint = 0
+			l.wmu.recoveryPoint = 0
 			return rec, nil
 		}
 		if err := l.setRecoveryPoint(0); err != nil {
@@ -206,7 +206,7 @@ func (l *Log) recover() (Recovery, error) {
 			return rec, storageErrorf("open segment: %w", err)
 		}
 		s.refs.Store(1)
-		l.segs = append(l.segs, s)
+		l.mu.segs = append(l.mu.segs, s)
 		st, err := s.f.Stat()
 		if err != nil {
 			return rec, storageErrorf("stat segment: %w", err)
@@ -242,7 +242,7 @@ func (l *Log) recover() (Recovery, error) {
 	}
 	// Everything up to the end is now verified: make it durable and move the recovery point.
 	var size int64
-	for _, s := range l.segs {
+	for _, s := range l.mu.segs {
 		if s.next > rp || rp < 0 {
 			if err := l.fsync(s.f); err != nil {
 				return rec, storageErrorf("fsync recovered segment %s: %w", s.logPath, err)
@@ -254,12 +254,12 @@ func (l *Log) recover() (Recovery, error) {
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return rec, storageErrorf("fsync dir %s: %w", l.dir, err)
 	}
-	last := l.segs[len(l.segs)-1]
+	last := l.mu.segs[len(l.mu.segs)-1]
 	l.leo.Store(last.next)
-	l.logStart.Store(l.segs[0].base)
+	l.logStart.Store(l.mu.segs[0].base)
 	l.size.Store(size)
-	rec.Segments = len(l.segs)
-	rec.RecoveredFrom = min(max(checkFrom, l.segs[0].base), last.next)
+	rec.Segments = len(l.mu.segs)
+	rec.RecoveredFrom = min(max(checkFrom, l.mu.segs[0].base), last.next)
 	rec.Reason = strings.Join(reasons, "; ")
 	if err := l.setRecoveryPoint(last.next); err != nil {
 		return rec, err

@@ -45,11 +45,11 @@ func (l *Log) ForEachBatchHeader(from int64, fn func(h records.Header) error) er
 	}
 	var views []segView
 	l.mu.RLock()
-	if len(l.segs) == 0 {
+	if len(l.mu.segs) == 0 {
 		l.mu.RUnlock()
 		return ErrClosed
 	}
-	for _, s := range l.segs {
+	for _, s := range l.mu.segs {
 		if len(s.entries) == 0 || s.next <= from {
 			continue
 		}

@@ -140,3 +140,16 @@ func (r *Replica) TruncationFor(leaderEpoch int32, leaderEndOffset int64) Trunca
 		return r.epochs.EndOffsetFor(e, leo)
 	})
 }
+
+// RestoreHW sets the HW from a checkpoint (replication-offset-checkpoint)
+// when the replica is opened, clamped to [log start, LEO]. Only before the first
+// MakeLeader/MakeFollower or on a follower.
+func (r *Replica) RestoreHW(hw int64) error {
+	r.roleMu.Lock()
+	defer r.roleMu.Unlock()
+	if s := r.state.Load(); s.leader {
+		return fmt.Errorf("partition %s-%d: RestoreHW on the leader: %w", r.topic, r.partition, kerr.InvalidRequest)
+	}
+	r.hw.Store(max(r.log.LogStart(), min(hw, r.log.LEO())))
+	return nil
+}

@@ -268,18 +268,6 @@ func (r *Replica) recordFetch(f *progress, brokerEpoch, fetchOffset, logStart, l
 	f.lastFetchTimeNs.Store(now)
 }
 
-// OutOfSyncReplicas returns the ISR followers that are not caught up (Kafka's
-// getOutOfSyncReplicas: neither at the leader's LEO nor caught up within
-// replica.lag.time.max.ms), or nil when there are none, this replica does not lead, or an
-// ISR change is pending.
-func (r *Replica) OutOfSyncReplicas() []int32 {
-	s := r.state.Load()
-	if !s.leader || s.closed || s.pending != nil {
-		return nil
-	}
-	return r.outOfSync(s)
-}
-
 func (r *Replica) outOfSync(s *snapshot) []int32 {
 	now := r.cfg.Now()
 	leo := r.log.LEO()
@@ -408,16 +396,6 @@ func (r *Replica) FollowerLEO(id int32) int64 {
 	return s.followerLEO(id)
 }
 
-// FollowerLastCaughtUp returns the follower's last caught-up time (ns), -1
-// when unknown or not the leader.
-func (r *Replica) FollowerLastCaughtUp(id int32) int64 {
-	s := r.state.Load()
-	if f := s.follower(id); s.leader && f != nil {
-		return f.lastCaughtUpNs.Load()
-	}
-	return -1
-}
-
 // MaxLag returns, on the leader, the largest LEO - follower LEO over the
 // followers (records; a follower with an unknown LEO counts from its log
 // start 0). 0 on a follower.
@@ -440,3 +418,36 @@ func (r *Replica) MaxLag() int64 {
 func (r *Replica) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	return r.epochs.EndOffsetFor(epoch, r.log.LEO())
 }
+
+func (r *Replica) errNotLeader(s *snapshot) error {
+	if s.closed {
+		return fmt.Errorf("partition %s-%d on broker %d is closed: %w", r.topic, r.partition, r.id, kerr.NotLeaderForPartition)
+	}
+	return fmt.Errorf("partition %s-%d: broker %d is not the leader (leader %d, epoch %d): %w",
+		r.topic, r.partition, r.id, s.st.Leader, s.st.LeaderEpoch, kerr.NotLeaderForPartition)
+}
+
+// enterLeader registers a leader operation on the current snapshot if this replica leads:
+// the snapshot is returned with its active count raised (call exit when done), so a role or
+// ISR change waits for the operation before it returns. false (nothing registered) when not
+// the leader.
+//
+// The handshake (sequentially consistent atomics): the operation raises the count, then
+// checks the snapshot is still current; a change stores its successor, then waits for the
+// count to drain. Either the operation sees the successor (and retries on it) or the change
+// sees the raised count.
+func (r *Replica) enterLeader() (*snapshot, bool) {
+	for {
+		s := r.state.Load()
+		if !s.leader || s.closed {
+			return s, false
+		}
+		s.active.Add(1)
+		if r.state.Load() == s {
+			return s, true
+		}
+		s.active.Add(-1)
+	}
+}
+
+func (s *snapshot) exit() { s.active.Add(-1) }

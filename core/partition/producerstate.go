@@ -173,22 +173,6 @@ func (r *Replica) Producers() int {
 	return n
 }
 
-// MaxProducerID returns the largest producer id this replica tracks, -1 if
-// none: a broker restarted on its data directory must hand out producer ids
-// above it (InitProducerId), or new producers would collide with the ones
-// in the log. Safe for concurrent use.
-func (r *Replica) MaxProducerID() int64 {
-	r.producers.mu.Lock()
-	defer r.producers.mu.Unlock()
-	m := int64(-1)
-	for id, e := range r.producers.producers {
-		if e.n > 0 {
-			m = max(m, id)
-		}
-	}
-	return m
-}
-
 // isIdempotentBlob reports whether blob needs the producer-state path: its
 // first batch carries a producer id, or it holds more than one batch (then
 // any of them might). A blob whose first header does not parse goes the

@@ -3,13 +3,10 @@ package partition
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/log"
@@ -288,13 +285,6 @@ func (r *Replica) State() controller.PartitionState { return r.state.Load().st.C
 // ISR returns the committed ISR. It is a shared snapshot: do not modify it.
 func (r *Replica) ISR() []int32 { return r.state.Load().st.ISR }
 
-// MaximalISR returns the ISR the HW is computed over: the committed ISR plus a pending
-// expansion (KIP-497). A shared snapshot: do not modify it.
-func (r *Replica) MaximalISR() []int32 { return r.state.Load().maximal }
-
-// PendingISR returns the ISR proposed to the controller and not yet answered, or nil.
-func (r *Replica) PendingISR() []int32 { return r.state.Load().pending }
-
 // LEO returns the log end offset (exclusive).
 func (r *Replica) LEO() int64 { return r.log.LEO() }
 
@@ -317,70 +307,6 @@ func (r *Replica) HWChanged() <-chan struct{} { return r.hwSig.wait() }
 // role change), for long-poll fetches. Same protocol as HWChanged.
 func (r *Replica) LEOChanged() <-chan struct{} { return r.leoSig.wait() }
 
-func (r *Replica) errNotLeader(s *snapshot) error {
-	if s.closed {
-		return fmt.Errorf("partition %s-%d on broker %d is closed: %w", r.topic, r.partition, r.id, kerr.NotLeaderForPartition)
-	}
-	return fmt.Errorf("partition %s-%d: broker %d is not the leader (leader %d, epoch %d): %w",
-		r.topic, r.partition, r.id, s.st.Leader, s.st.LeaderEpoch, kerr.NotLeaderForPartition)
-}
-
-// enterLeader registers a leader operation on the current snapshot if this replica leads:
-// the snapshot is returned with its active count raised (call exit when done), so a role or
-// ISR change waits for the operation before it returns. false (nothing registered) when not
-// the leader.
-//
-// The handshake (sequentially consistent atomics): the operation raises the count, then
-// checks the snapshot is still current; a change stores its successor, then waits for the
-// count to drain. Either the operation sees the successor (and retries on it) or the change
-// sees the raised count.
-func (r *Replica) enterLeader() (*snapshot, bool) {
-	for {
-		s := r.state.Load()
-		if !s.leader || s.closed {
-			return s, false
-		}
-		s.active.Add(1)
-		if r.state.Load() == s {
-			return s, true
-		}
-		s.active.Add(-1)
-	}
-}
-
-func (s *snapshot) exit() { s.active.Add(-1) }
-
-// install stores ns as the current snapshot and waits until no operation registered on
-// the previous one is still running (roleMu held). Operations are short (an append, a
-// follower update), so it yields rather than parks. With the mutex ablation the store also
-// takes the write lock, so it waits for HW advances holding the read lock.
-func (r *Replica) install(ns *snapshot) {
-	var old *snapshot
-	if r.mutexHW {
-		r.isrLock.Lock()
-		old = r.state.Swap(ns)
-		r.isrLock.Unlock() // not held while draining: a draining operation may want the read lock
-	} else {
-		old = r.state.Swap(ns)
-	}
-	for old.active.Load() != 0 {
-		runtime.Gosched()
-	}
-}
-
-// RestoreHW sets the HW from a checkpoint (replication-offset-checkpoint)
-// when the replica is opened, clamped to [log start, LEO]. Only before the first
-// MakeLeader/MakeFollower or on a follower.
-func (r *Replica) RestoreHW(hw int64) error {
-	r.roleMu.Lock()
-	defer r.roleMu.Unlock()
-	if s := r.state.Load(); s.leader {
-		return fmt.Errorf("partition %s-%d: RestoreHW on the leader: %w", r.topic, r.partition, kerr.InvalidRequest)
-	}
-	r.hw.Store(max(r.log.LogStart(), min(hw, r.log.LEO())))
-	return nil
-}
-
 // ApplyRetention applies retention.ms / retention.bytes to the log, never
 // deleting at or past the HW (exclusive) nor the active segment, then drops
 // the epoch cache entries below the new log start offset (Kafka's
@@ -398,32 +324,4 @@ func (r *Replica) ApplyRetention(nowMs int64) (int, error) {
 // maxOffset: HW for consumers, LEO for replicas.
 func (r *Replica) Read(offset, maxOffset int64, maxBytes int, minOneBatch bool) (log.Slice, error) {
 	return r.log.Read(offset, maxOffset, maxBytes, minOneBatch)
-}
-
-// Close ends the replica: pending waits return NotLeaderForPartition, later
-// calls fail, and the log is closed.
-func (r *Replica) Close() error {
-	r.roleMu.Lock()
-	defer r.roleMu.Unlock()
-	s := r.state.Load()
-	if s.closed {
-		return nil
-	}
-	pt := r.fence(s)
-	r.install(&snapshot{st: s.st, closed: true, epochStart: -1, prevTerm: pt})
-	r.hwSig.notifyAll()
-	r.leoSig.notifyAll()
-	return r.log.Close()
-}
-
-// fence ends the leadership term of s, the current snapshot (roleMu held), and returns the
-// prevTerm for the snapshot that follows: when s leads, it installs a fencing copy (no new
-// leader operation starts, running ones drain) and reads the term's final HW; otherwise it
-// returns s's own prevTerm.
-func (r *Replica) fence(s *snapshot) termEnd {
-	if !s.leader {
-		return s.prevTerm
-	}
-	r.install(&snapshot{st: s.st, fencing: true, epochStart: -1, prevTerm: s.prevTerm})
-	return termEnd{epoch: s.st.LeaderEpoch, hw: r.hw.Load()}
 }

@@ -3,6 +3,7 @@ package partition
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -168,4 +169,50 @@ func (r *Replica) MakeFollower(st controller.PartitionState) error {
 	r.hwSig.notifyAll()
 	r.leoSig.notifyAll()
 	return nil
+}
+
+// install stores ns as the current snapshot and waits until no operation registered on
+// the previous one is still running (roleMu held). Operations are short (an append, a
+// follower update), so it yields rather than parks. With the mutex ablation the store also
+// takes the write lock, so it waits for HW advances holding the read lock.
+func (r *Replica) install(ns *snapshot) {
+	var old *snapshot
+	if r.mutexHW {
+		r.isrLock.Lock()
+		old = r.state.Swap(ns)
+		r.isrLock.Unlock() // not held while draining: a draining operation may want the read lock
+	} else {
+		old = r.state.Swap(ns)
+	}
+	for old.active.Load() != 0 {
+		runtime.Gosched()
+	}
+}
+
+// Close ends the replica: pending waits return NotLeaderForPartition, later
+// calls fail, and the log is closed.
+func (r *Replica) Close() error {
+	r.roleMu.Lock()
+	defer r.roleMu.Unlock()
+	s := r.state.Load()
+	if s.closed {
+		return nil
+	}
+	pt := r.fence(s)
+	r.install(&snapshot{st: s.st, closed: true, epochStart: -1, prevTerm: pt})
+	r.hwSig.notifyAll()
+	r.leoSig.notifyAll()
+	return r.log.Close()
+}
+
+// fence ends the leadership term of s, the current snapshot (roleMu held), and returns the
+// prevTerm for the snapshot that follows: when s leads, it installs a fencing copy (no new
+// leader operation starts, running ones drain) and reads the term's final HW; otherwise it
+// returns s's own prevTerm.
+func (r *Replica) fence(s *snapshot) termEnd {
+	if !s.leader {
+		return s.prevTerm
+	}
+	r.install(&snapshot{st: s.st, fencing: true, epochStart: -1, prevTerm: s.prevTerm})
+	return termEnd{epoch: s.st.LeaderEpoch, hw: r.hw.Load()}
 }

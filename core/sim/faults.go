@@ -1,0 +1,338 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/isrbench/isrbench/core/controller"
+)
+
+// fault injects or heals one fault: half of the time it heals one (a restart, a resume, a
+// mended link or disk), so the cluster spends time both under faults and back in sync.
+func (s *Sim) fault() {
+	n := s.nodes[s.rng.IntN(len(s.nodes))]
+	if s.rng.IntN(2) == 0 {
+		s.healOne(n)
+		return
+	}
+	if s.crashPending && s.rng.IntN(5) != 0 {
+		// Mostly spare the other brokers while a crashed one catches up, so that crashes
+		// are checked for loss and not excused as correlated failures.
+		s.healOne(n)
+		return
+	}
+	switch r := s.rng.IntN(100); {
+	case r < 14:
+		if n.up() {
+			s.kill(n, s.rng.IntN(2) == 0)
+		}
+	case r < 24:
+		if n.up() && !s.crashPending && s.crashSafe() {
+			s.crash(n)
+		}
+	case r < 40:
+		if !n.up() {
+			s.restart(n)
+		}
+	case r < 48:
+		if n.up() && !n.paused {
+			s.failure(fmt.Sprintf("broker %d paused", n.id))
+			n.paused = true
+			n.b.Pause()
+			s.stats.Pauses++
+			s.tracef("broker %d paused", n.id)
+		} else if n.up() && n.paused {
+			s.resume(n)
+		}
+	case r < 58:
+		m := s.nodes[s.rng.IntN(len(s.nodes))]
+		if m != n {
+			k := pair(n.id, m.id)
+			s.cut[k] = !s.cut[k]
+			if s.cut[k] {
+				s.stats.Partitions++
+			}
+			s.tracef("network between %d and %d: cut=%v", n.id, m.id, s.cut[k])
+		}
+	case r < 64:
+		m := s.nodes[s.rng.IntN(len(s.nodes))]
+		if m != n {
+			k := pair(n.id, m.id)
+			if s.slow[k] == 0 {
+				s.slow[k] = int64(50+s.rng.IntN(400)) * int64(time.Millisecond)
+			} else {
+				s.slow[k] = 0
+			}
+			s.tracef("link %d-%d extra delay %v", n.id, m.id, time.Duration(s.slow[k]))
+		}
+	case r < 70:
+		n.ctrlCut = !n.ctrlCut
+		if n.ctrlCut {
+			s.stats.CtrlCuts++
+			s.failure(fmt.Sprintf("broker %d cut from the controller", n.id))
+		}
+		s.tracef("broker %d cut from the controller: %v", n.id, n.ctrlCut)
+	case r < 77:
+		p := int32(s.rng.IntN(s.nparts))
+		if st, ok := s.ctrl.Partition(topic, p); ok && len(st.ISR) > 1 {
+			to := st.ISR[s.rng.IntN(len(st.ISR))]
+			if _, err := s.ctrl.TransferLeader(topic, p, to); err == nil {
+				s.stats.LeaderMoves++
+				s.tracef("leader of p%d moved to %d", p, to)
+				if from := st.Leader; from != controller.NoLeader && s.rng.IntN(2) == 0 {
+					// A flapping leadership: it moves back soon (the old leader follows
+					// meanwhile, and may truncate what the new one lacks).
+					s.at(s.now+int64(20+s.rng.IntN(500))*int64(time.Millisecond), func() {
+						if _, err := s.ctrl.TransferLeader(topic, p, from); err == nil {
+							s.stats.LeaderMoves++
+							s.stats.LeaderFlaps++
+							s.tracef("leader of p%d moved back to %d", p, from)
+						}
+					})
+				}
+			}
+		}
+	case r < 83:
+		if n.up() && !n.diskFull {
+			s.failure(fmt.Sprintf("broker %d disk full", n.id))
+			n.diskFull = true
+			n.fs.SetCapacity(n.fs.Used())
+			s.stats.DiskFul++
+			s.tracef("broker %d disk full", n.id)
+		} else if n.diskFull {
+			n.diskFull = false
+			n.fs.SetCapacity(0)
+			s.tracef("broker %d disk has room again", n.id)
+			if n.up() && n.b.LogDirOffline() != nil {
+				s.kill(n, false)
+			}
+		}
+	case r < 87:
+		if s.rng.IntN(3) == 0 {
+			s.restartCluster()
+		}
+	case r < 91:
+		// num.replica.fetchers changed at run time: the brokers move partitions between
+		// fetchers when they learn of it, with rounds in flight.
+		k := 1 + s.rng.IntN(4)
+		if err := s.ctrl.ChangeBrokerConfig("", controller.ConfigChange{Set: map[string]string{"num.replica.fetchers": fmt.Sprint(k)}}); err != nil {
+			s.fail("num.replica.fetchers=%d: %v", k, err)
+			return
+		}
+		s.stats.FetcherResizes++
+		s.tracef("num.replica.fetchers set to %d", k)
+	case r < 94:
+		if s.nparts < maxPartitions {
+			if _, err := s.ctrl.CreatePartitions(topic, int32(s.nparts+1), nil, false); err == nil {
+				s.nparts++
+				s.consumer = append(s.consumer, 0)
+				s.stats.PartitionAdds++
+				s.tracef("partition p%d added", s.nparts-1)
+			} else {
+				s.tracef("create partition p%d refused: %v", s.nparts, err)
+			}
+		}
+	case r < 96:
+		if moved := s.ctrl.BalanceLeaders(10); len(moved) > 0 {
+			s.stats.Rebalances++
+			s.tracef("preferred leaders elected: %v", moved)
+		}
+	default:
+		s.ctrl.CheckSessions()
+	}
+}
+
+func (s *Sim) kill(n *node, fence bool) {
+	s.failure(fmt.Sprintf("broker %d killed", n.id))
+	n.b.Kill()
+	n.b = nil
+	s.stats.Kills++
+	if fence {
+		s.ctrl.BrokerDown(n.id)
+	}
+	s.tracef("broker %d killed (fenced at once: %v)", n.id, fence)
+}
+
+// crash is a power loss of one broker: it loses what it did not fsync. Only while the
+// cluster is fully in sync, so that every acknowledged record is on another replica.
+func (s *Sim) crash(n *node) {
+	if err := n.b.Crash(); err != nil {
+		s.fail("crash broker %d: %v", n.id, err)
+	}
+	n.b = nil
+	s.stats.Crashes++
+	s.crashPending = true
+	s.tracef("broker %d crashed (power loss)", n.id)
+}
+
+func (s *Sim) restart(n *node) {
+	s.stats.Restarts++
+	s.start(n)
+}
+
+func (s *Sim) resume(n *node) {
+	n.paused = false
+	n.b.Resume()
+	held := n.held
+	n.held = nil
+	s.tracef("broker %d resumed (%d held deliveries)", n.id, len(held))
+	for _, fn := range held {
+		fn()
+	}
+}
+
+// restartCluster kills every broker and the controller (as kill -9 of `isrbench serve`),
+// reopens the controller from its metadata log and starts every broker again.
+func (s *Sim) restartCluster() {
+	s.stats.ClusterRestarts++
+	s.failure("a cluster restart")
+	s.tracef("cluster restart")
+	for _, n := range s.nodes {
+		if n.up() {
+			n.b.Kill()
+			n.b = nil
+		}
+		n.diskFull = false
+		n.fs.SetCapacity(0)
+	}
+	s.ctrl.Close()
+	s.openController()
+	if s.err != nil {
+		return
+	}
+	if ps, ok := s.ctrl.Partitions(topic); !ok || len(ps) != s.nparts {
+		s.fail("after a cluster restart the topic has %d partitions (exists %v), want %d", len(ps), ok, s.nparts)
+		return
+	}
+	for _, n := range s.nodes {
+		s.start(n)
+	}
+}
+
+// healOne ends one fault of n, if it has one.
+func (s *Sim) healOne(n *node) {
+	switch {
+	case !n.up():
+		s.restart(n)
+	case n.paused:
+		s.resume(n)
+	case n.ctrlCut:
+		n.ctrlCut = false
+		s.tracef("broker %d reaches the controller again", n.id)
+	case n.diskFull:
+		n.diskFull = false
+		n.fs.SetCapacity(0)
+		s.tracef("broker %d disk has room again", n.id)
+		if n.b.LogDirOffline() != nil {
+			s.kill(n, false)
+		}
+	default:
+		for _, m := range s.nodes {
+			if k := pair(n.id, m.id); s.cut[k] {
+				delete(s.cut, k)
+				s.tracef("network between %d and %d mended", k[0], k[1])
+				return
+			}
+		}
+	}
+}
+
+// crashSafe reports whether a power loss of one broker may not lose an acknowledged record:
+// every broker runs and every partition has all its replicas in the ISR, so every record
+// acknowledged with acks=all is in the page cache of every replica, and a crash loses it
+// from one of them only.
+func (s *Sim) crashSafe() bool {
+	for _, n := range s.nodes {
+		if !n.up() || n.b.LogDirOffline() != nil {
+			return false
+		}
+	}
+	for p := int32(0); p < int32(s.nparts); p++ {
+		st, ok := s.ctrl.Partition(topic, p)
+		if !ok || st.Leader == controller.NoLeader || len(st.ISR) != len(st.Replicas) {
+			return false
+		}
+	}
+	return true
+}
+
+// operatorElections handles partitions left offline because every ISR member lost data:
+// the safe outcome of a correlated failure (the damaged replicas do not lead). An operator
+// would elect a leader uncleanly (kafka-leader-election --election-type unclean), which the
+// simulator does then; without a correlated failure such a partition is a bug.
+func (s *Sim) operatorElections() {
+	for p := int32(0); p < int32(s.nparts); p++ {
+		st, ok := s.ctrl.Partition(topic, p)
+		if !ok || st.Leader != controller.NoLeader {
+			continue
+		}
+		dmg := s.ctrl.Damaged(topic, p)
+		if !slices.ContainsFunc(st.ISR, func(id int32) bool { return !slices.Contains(dmg, id) }) {
+			if s.lossAllowedUpTo == 0 {
+				s.fail("p%d is offline: every ISR member %v is damaged %v, without a correlated failure", p, st.ISR, dmg)
+				return
+			}
+			if _, err := s.ctrl.ElectLeader(topic, p, true); err == nil {
+				s.tracef("operator: unclean election of p%d (ISR %v all damaged after a correlated failure)", p, st.ISR)
+			}
+		}
+	}
+}
+
+// heal ends every fault so the cluster can converge.
+func (s *Sim) heal() {
+	s.tracef("healing every fault")
+	clear(s.cut)
+	clear(s.slow)
+	for _, n := range s.nodes {
+		n.ctrlCut = false
+		if n.diskFull || (n.up() && n.b.LogDirOffline() != nil) {
+			n.diskFull = false
+			n.fs.SetCapacity(0)
+			if n.up() {
+				s.kill(n, false)
+			}
+		}
+		if n.up() && n.paused {
+			s.resume(n)
+		}
+		if !n.up() {
+			s.restart(n)
+		}
+	}
+}
+
+// inSync reports whether every broker runs and every partition has its whole replica set in
+// the ISR, with every replica at the leader's LEO and the leader's HW there too.
+func (s *Sim) inSync() bool {
+	for _, n := range s.nodes {
+		if !n.up() || n.paused || n.ctrlCut || n.diskFull || n.b.LogDirOffline() != nil || s.ctrl.Pending(n.id) > 0 {
+			return false
+		}
+	}
+	if len(s.cut) > 0 {
+		for _, c := range s.cut {
+			if c {
+				return false
+			}
+		}
+	}
+	for p := int32(0); p < int32(s.nparts); p++ {
+		st, ok := s.ctrl.Partition(topic, p)
+		if !ok || st.Leader == controller.NoLeader || len(st.ISR) != len(st.Replicas) {
+			return false
+		}
+		lr, ok := s.nodes[st.Leader].b.Replica(topic, p)
+		if !ok || !lr.IsLeader() || lr.HW() != lr.LEO() {
+			return false
+		}
+		for _, id := range st.Replicas {
+			r, ok := s.nodes[id].b.Replica(topic, p)
+			if !ok || r.LEO() != lr.LEO() {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,111 @@
+package sim
+
+import (
+	"context"
+	"slices"
+
+	"github.com/isrbench/isrbench/core/broker"
+	"github.com/isrbench/isrbench/core/partition"
+)
+
+// fetchRound sends one round of a fetcher of n that has none in flight.
+func (s *Sim) fetchRound(n *node) {
+	if !n.up() || n.paused {
+		return
+	}
+	fs := n.b.Fetchers()
+	if len(fs) == 0 {
+		return
+	}
+	f := fs[s.rng.IntN(len(fs))]
+	if n.inflight[f] {
+		return
+	}
+	r := f.Plan()
+	if r.Empty() {
+		// The fetcher goroutine parks on an empty round until a partition changes, or for
+		// r.Wait: it must not plan nothing while a partition is ready now.
+		if r.Wait == 0 && n.b.LogDirOffline() == nil {
+			for _, fp := range f.Partitions() {
+				if fp.State.Phase != partition.PhaseAwaitingAssignment && (fp.State.DelayedUntil == 0 || fp.State.DelayedUntil <= s.now) {
+					s.fail("broker %d fetcher from %d planned an empty round with %s-%d ready (%s): its goroutine would park", n.id, f.Source(), fp.Topic, fp.Partition, fp.State.Phase)
+				}
+			}
+		}
+		return
+	}
+	n.inflight[f] = true
+	src, inc := f.Source(), n.inc
+	s.tracef("broker %d fetcher from %d: round of %d epoch, %d offset, %d fetch questions", n.id, src, len(r.Epochs), len(r.Offsets), len(r.Fetch.Partitions))
+	// Copies of the requests (the Round is reused by the next Plan, after this one ends).
+	epochs := slices.Clone(r.Epochs)
+	offsets := slices.Clone(r.Offsets)
+	fetch := r.Fetch
+	fetch.Partitions = slices.Clone(r.Fetch.Partitions)
+	failed := func() {
+		if n.inc == inc && n.up() {
+			f.Failed(r)
+			n.inflight[f] = false
+		}
+	}
+	s.send(n.id, src, func() {
+		srcNode := s.nodes[src]
+		if !srcNode.up() {
+			s.at(s.now+s.delay(src, n.id), func() { s.deliver(n, inc, failed, nil) }) // connection refused
+			return
+		}
+		s.deliver(srcNode, srcNode.inc, func() {
+			var ea []broker.EpochAnswer
+			var oa []broker.OffsetAnswer
+			var resp *broker.ReplicaFetchResponse
+			if len(epochs) > 0 {
+				ea = broker.ServeEpochs(srcNode.b, epochs)
+			}
+			if len(offsets) > 0 {
+				oa = broker.ServeOffsets(srcNode.b, n.id, offsets)
+			}
+			if len(fetch.Partitions) > 0 {
+				got, err := srcNode.rs.Fetch(context.Background(), srcNode.b, &fetch)
+				if err != nil {
+					s.fail("broker %d serving a fetch of broker %d: %v", src, n.id, err)
+					return
+				}
+				resp = copyResponse(got)
+			}
+			s.send(src, n.id, func() {
+				s.deliver(n, inc, func() {
+					if len(ea) > 0 {
+						f.ApplyEpochs(r, ea)
+					}
+					if len(oa) > 0 {
+						f.ApplyOffsets(r, oa)
+					}
+					if resp != nil {
+						f.ApplyFetch(r, resp)
+						// The HW a follower takes from a response it applied (not one it failed
+						// to append, nor its restored checkpoint) never exceeds the leader's.
+						if n.b.LogDirOffline() == nil {
+							for _, fp := range f.Partitions() {
+								if fp.State.Phase == partition.PhaseFetching && slices.ContainsFunc(fetch.Partitions, func(q broker.ReplicaFetchPartition) bool {
+									return q.Partition == fp.Partition && q.CurrentLeaderEpoch == fp.State.LeaderEpoch
+								}) {
+									s.synced[syncKey{n.id, inc, fp.Partition}] = fp.State.LeaderEpoch
+								}
+							}
+						}
+					}
+					n.inflight[f] = false
+					s.tracef("broker %d fetcher from %d: round answered", n.id, src)
+				}, nil)
+			}, func() { s.deliver(n, inc, failed, nil) })
+		}, func() { s.deliver(n, inc, failed, nil) })
+	}, func() { s.deliver(n, inc, failed, nil) })
+}
+
+func copyResponse(r *broker.ReplicaFetchResponse) *broker.ReplicaFetchResponse {
+	out := &broker.ReplicaFetchResponse{Partitions: slices.Clone(r.Partitions)}
+	for i := range out.Partitions {
+		out.Partitions[i].Records = slices.Clone(out.Partitions[i].Records)
+	}
+	return out
+}
