@@ -244,23 +244,35 @@ func TestScenarioPowerLoss(t *testing.T) {
 }
 
 // TestScenarioKIP101: the follower-restart + failover sequence loses acknowledged records
-// with truncate-to-HW and none with leader epochs (whose replica logs end identical).
+// with truncate-to-HW and none with leader epochs (whose replica logs end identical). Whether
+// hw loses depends on where the kills land against the followers' parked fetches (a follower
+// whose fetch returned just before the kill has the leader's HW), so hw gets up to four runs
+// to show a loss; epoch must lose nothing in its one run.
 func TestScenarioKIP101(t *testing.T) {
 	skipShort(t)
 	for _, mode := range []string{"epoch", "hw"} {
 		t.Run(mode, func(t *testing.T) {
-			s := scenario(t, "kip101-truncate-hw", "duration=5s", "warmup=1s", "isrbench.truncate.mode="+mode)
-			res, err := runScenario(t, s)
-			if err != nil {
-				t.Fatal(err)
+			tries := 1
+			if mode == "hw" {
+				tries = 4
 			}
-			d := res.Durability
-			if mode == "epoch" && (d.Lost != 0 || !d.ReplicasIdentical || d.Acked == 0) {
-				t.Errorf("epoch: durability %+v", d)
+			for try := 1; try <= tries; try++ {
+				s := scenario(t, "kip101-truncate-hw", "duration=5s", "warmup=1s", "isrbench.truncate.mode="+mode)
+				res, err := runScenario(t, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d := res.Durability
+				if mode == "epoch" && (d.Lost != 0 || !d.ReplicasIdentical || d.Acked == 0) {
+					t.Errorf("epoch: durability %+v", d)
+				}
+				if mode == "epoch" || d.Lost > 0 {
+					t.Logf("%s: run %d: durability %+v", mode, try, d)
+					return
+				}
+				t.Logf("hw: run %d of %d lost nothing: %+v, faults %+v", try, tries, d, res.Faults)
 			}
-			if mode == "hw" && d.Lost == 0 {
-				t.Errorf("hw: no acknowledged record lost: %+v, faults %+v", d, res.Faults)
-			}
+			t.Errorf("hw: no acknowledged record lost in %d runs", tries)
 		})
 	}
 }
