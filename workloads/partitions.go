@@ -96,14 +96,14 @@ func (pt *partTimeline) loop(ctx context.Context) {
 	}
 	tick := time.NewTicker(pt.interval)
 	defer tick.Stop()
-	pt.sample(w, time.Now())
+	pt.sample(w)
 	for {
 		select {
 		case <-ctx.Done():
-			pt.sample(w, time.Now())
+			pt.sample(w)
 			return
-		case now := <-tick.C:
-			pt.sample(w, now)
+		case <-tick.C:
+			pt.sample(w)
 		}
 	}
 }
@@ -116,13 +116,16 @@ func ids(v []int32) string {
 	return strings.Join(s, " ")
 }
 
-func (pt *partTimeline) sample(w *results.PartitionsCSV, now time.Time) {
+// sample reads every partition's state and stamps it with the time the read finished: on a
+// loaded machine a tick can be served late, and a state read after a fault must not be stamped
+// before it (the time to shrink would read as negative, "never").
+func (pt *partTimeline) sample(w *results.PartitionsCSV) {
 	ss, err := pt.ps.SamplePartitions(pt.r.spec.Topic.Name)
 	if err != nil {
 		pt.err = err
 		return
 	}
-	t := now.Sub(pt.start).Seconds()
+	t := time.Since(pt.start).Seconds()
 	errs := pt.r.partitionErrors()
 	dt := pt.interval.Seconds()
 	full := true
