@@ -15,7 +15,7 @@ import (
 // looked at the wrong offsets or at the LEO would be off by far more than its resolution.
 func TestClientHWLagAgreesWithCore(t *testing.T) {
 	s := shortSpec(t, "duration=3s", "warmup=500ms", "producers.rate=1000", "acks=1",
-		"replica.fetch.min.bytes=10000000", "replica.fetch.wait.max.ms=40", "consumers.count=0")
+		"replica.fetch.min.bytes=10000000", "replica.fetch.wait.max.ms=40", "consumers.count=0", "hw.lag.client=on")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	res, err := Run(ctx, s, Options{OutDir: t.TempDir(), Quiet: true})

@@ -92,6 +92,17 @@ func (r *run) loadStart() (time.Time, error) {
 	return w.StartAt, nil
 }
 
+// observesHWLag reports whether hw.lag.client turns the client HW observer on for target.
+func (s *Spec) observesHWLag(target string) bool {
+	switch s.HWLagClient {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	return strings.HasPrefix(target, "kafka://")
+}
+
 // idBase is the first producer id of this run (see Worker.idBase).
 func (r *run) idBase() uint32 { return r.opts.Worker.idBase(r.spec.Name, rand.Uint32()) }
 
@@ -104,14 +115,15 @@ func (r *run) producerTotal() int {
 	return n
 }
 
-// startObserver starts the client HW observer when some producer waits for acknowledgements;
-// stopObserver (deferred) ends it on any path, finishObserver after the drain.
+// startObserver starts the client HW observer when hw.lag.client asks for it (see
+// Spec.HWLagClient) and some producer waits for acknowledgements; stopObserver (deferred) ends
+// it on any path, finishObserver after the drain.
 func (r *run) startObserver(ctx context.Context, seeds []string, startOffs []int64) error {
 	acked := false
 	for _, g := range r.spec.ProducerGroups() {
 		acked = acked || (g.Count > 0 && g.Acks != "0")
 	}
-	if !acked {
+	if !acked || !r.spec.observesHWLag(r.tgt.Name()) {
 		return nil
 	}
 	o, err := newHWObserver(seeds, r.spec.Topic.Name, startOffs, r.win)

@@ -25,6 +25,12 @@ type Spec struct {
 	// reference without replication) or "kafka://host:port[,host:port]". --target sets it; as a
 	// key it can be swept: --vary target=embedded,kfake runs the same load on both.
 	Target string
+	// HWLagClient is hw.lag.client: whether the harness measures the HW lag a client observes
+	// (a Fetch parked at the HW on every leader, answered at every HW advance: it costs the
+	// cluster a fetch round trip per advance). "auto" (default): on for kafka:// targets, whose
+	// HW lag a client is the only one to see; off on the embedded target (the core measures
+	// its HW lag itself) and on kfake (which has none), so that neither carries the extra load.
+	HWLagClient string
 	// Brokers is the size of the embedded cluster (ignored for kafka:// targets). Default 3.
 	Brokers int
 	Topic   TopicSpec
@@ -207,9 +213,10 @@ type Fault struct {
 // queued.max.request.bytes).
 func DefaultSpec() *Spec {
 	return &Spec{
-		Name:    "default",
-		Brokers: 3,
-		Topic:   TopicSpec{Name: "isrbench", Partitions: 6, ReplicationFactor: 3, MinInsyncReplicas: 2},
+		Name:        "default",
+		HWLagClient: "auto",
+		Brokers:     3,
+		Topic:       TopicSpec{Name: "isrbench", Partitions: 6, ReplicationFactor: 3, MinInsyncReplicas: 2},
 		Broker: BrokerSpec{
 			NumReplicaFetchers:           int(config.DefaultOf("num.replica.fetchers")),
 			ReplicaFetchWaitMaxMs:        int(config.DefaultOf("replica.fetch.wait.max.ms")),

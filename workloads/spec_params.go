@@ -392,6 +392,7 @@ var params = []Param{
 			s.Target = v
 			return nil
 		}, get: func(s *Spec) any { return s.TargetName() }},
+	enumP("hw.lag.client", nil, []string{"auto", "on", "off"}, "measure the HW lag a client observes (a fetch parked at the HW on every leader; it costs the cluster a fetch per HW advance): auto = on for kafka:// targets, off on embedded and kfake; default auto", func(s *Spec) *string { return &s.HWLagClient }),
 	{Key: "description", Help: "free text",
 		set: func(s *Spec, v string) error { s.Description = v; return nil },
 		get: func(s *Spec) any { return s.Description }},
