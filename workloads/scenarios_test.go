@@ -254,6 +254,12 @@ func TestScenarioKIP101(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			tries := 1
 			if mode == "hw" {
+				if raceEnabled {
+					// Under the race detector the run's timing hides the ablation's loss
+					// (0 of 4 runs lost in CI); core/partition's script tests pin the KIP-101
+					// sequence and its hw loss deterministically.
+					t.Skip("the hw ablation's loss depends on timing the race detector changes")
+				}
 				tries = 4
 			}
 			for try := 1; try <= tries; try++ {
