@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/isrbench/isrbench/core/records"
 )
 
@@ -56,19 +54,7 @@ func benchFetchSmall(b *testing.B, size int, path string) {
 	}
 	rc.c.SetDeadline(time.Time{})
 
-	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(12)
-	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, 1<<20
-	req.SessionEpoch = -1
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = "small"
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.PartitionMaxBytes = 1 << 20
-	ft.Partitions = append(ft.Partitions, fp)
-	req.Topics = append(req.Topics, ft)
-	frame := []byte{0, 0, 0, 0, 0, 1, 0, 12, 0, 0, 0, 1, 0, 1, 'b', 0}
-	frame = req.AppendTo(frame)
-	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	frame := consumerFetchFrame("small", 1<<20, 1<<20)
 
 	var sz [4]byte
 	body := make([]byte, 1<<20)

@@ -81,21 +81,7 @@ func benchFetchServe(b *testing.B, fetchMiB int32, zc bool, client string) {
 			fillPartition(b, rc, "bench", 32) // 32 x 256 KiB = 8 MiB
 			rc.c.SetDeadline(time.Time{})
 
-			req := kmsg.NewPtrFetchRequest()
-			req.SetVersion(12)
-			req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, 64<<20
-			req.SessionEpoch = -1
-			ft := kmsg.NewFetchRequestTopic()
-			ft.Topic = "bench"
-			fp := kmsg.NewFetchRequestTopicPartition()
-			fp.FetchOffset, fp.PartitionMaxBytes = 0, fetchMiB<<20
-			ft.Partitions = append(ft.Partitions, fp)
-			req.Topics = append(req.Topics, ft)
-			var frame []byte
-			frame = append(frame, 0, 0, 0, 0)
-			frame = append(frame, 0, 1, 0, 12, 0, 0, 0, 1, 0, 1, 'b', 0)
-			frame = req.AppendTo(frame)
-			binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+			frame := consumerFetchFrame("bench", 64<<20, fetchMiB<<20)
 
 			var sz [4]byte
 			var body []byte
@@ -157,6 +143,25 @@ func benchFetchServe(b *testing.B, fetchMiB int32, zc bool, client string) {
 			b.ReportMetric(float64(after.SendfileCalls-before.SendfileCalls)/float64(b.N), "sendfile-calls/op")
 		})
 	}
+}
+
+// consumerFetchFrame is the whole frame (size prefix, v1 header with client id "b", body) of a
+// consumer Fetch v12 of partition 0 of topic from offset 0, without a session.
+func consumerFetchFrame(topic string, maxBytes, partitionMaxBytes int32) []byte {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(12)
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, maxBytes
+	req.SessionEpoch = -1
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = topic
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = partitionMaxBytes
+	ft.Partitions = append(ft.Partitions, fp)
+	req.Topics = append(req.Topics, ft)
+	frame := []byte{0, 0, 0, 0, 0, 1, 0, 12, 0, 0, 0, 1, 0, 1, 'b', 0}
+	frame = req.AppendTo(frame)
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	return frame
 }
 
 // BenchmarkProduceRoundTrip measures one-at-a-time produce of a 1 KiB record with kgo to a
