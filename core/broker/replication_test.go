@@ -132,7 +132,8 @@ func TestMinISRAndPausedFollowers(t *testing.T) {
 		t.Fatal(res.Err)
 	}
 	c.waitFor("ISR shrinks to the leader", 10*time.Second, func() bool {
-		return slices.Equal(isrOf(c, "t", 0), []int32{l.ID()}) && l.Metrics().IsrShrinks >= 1
+		m := l.Metrics()
+		return slices.Equal(isrOf(c, "t", 0), []int32{l.ID()}) && m.IsrShrinks >= 1 && m.UnderMinIsrPartitionCount == 1
 	})
 	m := l.Metrics()
 	if m.UnderReplicatedPartitions != 1 || m.UnderMinIsrPartitionCount != 1 || m.IsrShrinks < 1 {
@@ -149,7 +150,11 @@ func TestMinISRAndPausedFollowers(t *testing.T) {
 	for _, f := range followers {
 		f.Resume()
 	}
-	c.waitFor("ISR back to 3", 10*time.Second, func() bool { return len(isrOf(c, "t", 0)) == 3 })
+	// The controller commits the expansion before the leader applies the
+	// AlterPartition response: wait for both views.
+	c.waitFor("ISR back to 3", 10*time.Second, func() bool {
+		return len(isrOf(c, "t", 0)) == 3 && l.Metrics().UnderReplicatedPartitions == 0
+	})
 	// One or two expansions (both followers may rejoin in one AlterPartition).
 	if m := l.Metrics(); m.IsrExpands < 1 || m.UnderReplicatedPartitions != 0 {
 		t.Errorf("after rejoin: %+v", m)
