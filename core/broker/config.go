@@ -78,7 +78,7 @@ type Config struct {
 	// every Produce appends (for the regression-gate test). Default 0 (off).
 	ProduceDelay time.Duration
 	// ProduceSpin is isrbench.produce.spin: CPU work (a calibrated computation this long)
-	// on every Produce before it appends (the regression gate's CPU test). Default 0 (off).
+	// per record of every Produce, before it appends (the regression gate's CPU test). Default 0 (off).
 	ProduceSpin time.Duration
 	// Now is the nanosecond clock used for ISR decisions; nil = time.Now.
 	Now func() int64

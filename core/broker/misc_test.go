@@ -279,3 +279,13 @@ func TestKillClosesLogFiles(t *testing.T) {
 		t.Fatalf("read after Kill: %v, want log.ErrClosed", err)
 	}
 }
+
+// The gate's CPU cost is per record: recordsIn counts every batch's records, in every partition,
+// and a malformed batch as one.
+func TestProduceSpinCountsRecords(t *testing.T) {
+	two := append(batch("a", 3), batch("b", 4)...)
+	parts := []ProducePartition{{Records: two}, {Records: batch("c", 5)}, {Records: []byte("garbage")}, {}}
+	if got := recordsIn(parts); got != 3+4+5+1 {
+		t.Fatalf("recordsIn = %d, want 13", got)
+	}
+}

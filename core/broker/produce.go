@@ -19,7 +19,8 @@ import (
 // term ended first). Records are patched in place (base offset, leader epoch).
 // Runs on the caller's goroutine; safe for concurrent use. If
 // Config.ProduceDelay > 0 it first sleeps that long, and with Config.ProduceSpin > 0
-// computes that long (the regression gate's slowdowns) — the wire server must not add its own.
+// computes that long per record (the regression gate's slowdowns) — the wire server must not
+// add its own.
 func (b *Broker) Produce(ctx context.Context, acks int16, timeout time.Duration, parts []ProducePartition) {
 	if b.cfg.ProduceDelay > 0 {
 		t := time.NewTimer(b.cfg.ProduceDelay)
@@ -30,7 +31,7 @@ func (b *Broker) Produce(ctx context.Context, acks int16, timeout time.Duration,
 		}
 	}
 	if b.cfg.ProduceSpin > 0 {
-		spin(b.cfg.ProduceSpin)
+		spin(b.cfg.ProduceSpin * time.Duration(recordsIn(parts)))
 	}
 	var buf [8]produceWait
 	waits := b.produceAppend(acks, parts, buf[:0])

@@ -2,12 +2,16 @@ package broker
 
 import (
 	"sync"
+
+	"github.com/isrbench/isrbench/core/records"
 	"sync/atomic"
 	"time"
 )
 
-// The regression-gate CPU cost (Config.ProduceSpin): a fixed amount of computation per Produce,
-// not a wall-clock wait. A sleep costs no CPU, and a spin until a deadline costs less CPU when the
+// The regression-gate CPU cost (Config.ProduceSpin): a fixed amount of computation per produced
+// record, not a wall-clock wait. Per record rather than per request, so that the added cost per
+// record is the same however many records the producers put in one request (batching changes
+// with load and with the build's own speed). A sleep costs no CPU, and a spin until a deadline costs less CPU when the
 // thread is descheduled meanwhile; a fixed number of iterations costs the same CPU on a quiet and
 // on a loaded machine, like a real regression does.
 
@@ -46,6 +50,25 @@ func spinRate() float64 {
 		spinCal.itersPerNs = float64(n) / float64(best.Nanoseconds())
 	})
 	return spinCal.itersPerNs
+}
+
+// recordsIn counts the records of a produce request's batches (the header's recordsCount; a
+// malformed batch counts as one record: the append rejects it anyway).
+func recordsIn(parts []ProducePartition) int {
+	n := 0
+	for i := range parts {
+		b := parts[i].Records
+		for len(b) > 0 {
+			h, err := records.ParseHeader(b)
+			if err != nil || h.Size() > len(b) {
+				n++
+				break
+			}
+			n += int(h.RecordsCount)
+			b = b[h.Size():]
+		}
+	}
+	return n
 }
 
 // spin burns about d of CPU on the calling goroutine.

@@ -118,8 +118,8 @@ var entries = []Entry{
 	mode("isrbench.hw.update", HWUpdates, "HW advance"),
 	mode("isrbench.truncate.mode", TruncateModes, "follower truncation (hw: ablation that can lose data)"),
 	dur("isrbench.produce.delay", 0, time.Minute, "artificial delay per produce"),
-	dur("isrbench.produce.spin", 0, time.Second,
-		"artificial CPU work per produce request (a computation calibrated to take this long; the gate's CPU-regression test)"),
+	dur("isrbench.produce.spin", 0, 10*time.Millisecond,
+		"artificial CPU work per produced record (a computation calibrated to take this long; the gate's CPU-regression test)"),
 }
 
 func init() {

@@ -1,0 +1,128 @@
+package netfetch
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// BenchmarkLoopbackFloor measures the round trips that bound BenchmarkProduceRoundTrip from
+// below on this machine, with nothing but Go's net package and goroutines (no Kafka
+// protocol, no log, no client library), each hop a goroutine blocked in Read as in the
+// wire server:
+//
+//   - hops=2 (the shape of a produce to a server that does not replicate, kfake): the
+//     client writes a 1 KiB request to a server goroutine, which answers 16 bytes;
+//   - hops=4 (the shape of acks=all, the least a replicating leader can do): the client
+//     writes 1 KiB to the leader, the leader forwards it to a follower, the follower
+//     answers the leader 16 bytes (its fetch that reports the new log end), and only then
+//     does the leader answer the client;
+//   - hops=4/appends=2: the same, and the leader and the follower each append the 1 KiB to a
+//     file (one pwrite into the page cache, as a log append without fsync) before they pass
+//     it on.
+//
+// hops=4 minus hops=2 is the least time replication adds to one acknowledged record here,
+// whatever the server does; appends=2 adds the two log writes that acks=all cannot skip.
+// Compare them with kfake's p50 in BenchmarkProduceRoundTrip.
+func BenchmarkLoopbackFloor(b *testing.B) {
+	for _, v := range []struct{ hops, appends int }{{2, 0}, {4, 0}, {4, 2}} {
+		name := fmt.Sprintf("hops=%d", v.hops)
+		if v.appends > 0 {
+			name += fmt.Sprintf("/appends=%d", v.appends)
+		}
+		b.Run(name, func(b *testing.B) {
+			client, leader := tcpPair(b)
+			var toFollower, follower *net.TCPConn
+			var leaderLog, followerLog *os.File
+			if v.appends > 0 {
+				leaderLog, followerLog = floorLog(b, "leader"), floorLog(b, "follower")
+			}
+			if v.hops == 4 {
+				toFollower, follower = tcpPair(b)
+				go echo(follower, followerLog, 1024, 16)
+			}
+			go func() {
+				req := make([]byte, 1024)
+				ack := make([]byte, 16)
+				var pos int64
+				for {
+					if _, err := io.ReadFull(leader, req); err != nil {
+						return
+					}
+					if leaderLog != nil {
+						if _, err := leaderLog.WriteAt(req, pos); err != nil {
+							return
+						}
+						pos += int64(len(req))
+					}
+					if toFollower != nil {
+						if _, err := toFollower.Write(req); err != nil {
+							return
+						}
+						if _, err := io.ReadFull(toFollower, ack); err != nil {
+							return
+						}
+					}
+					if _, err := leader.Write(ack); err != nil {
+						return
+					}
+				}
+			}()
+			req := make([]byte, 1024)
+			resp := make([]byte, 16)
+			lat := make([]time.Duration, b.N)
+			b.ResetTimer()
+			for i := range b.N {
+				t0 := time.Now()
+				if _, err := client.Write(req); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(client, resp); err != nil {
+					b.Fatal(err)
+				}
+				lat[i] = time.Since(t0)
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+		})
+	}
+}
+
+// floorLog is a fresh file for BenchmarkLoopbackFloor's appends, closed when b ends.
+func floorLog(b *testing.B, name string) *os.File {
+	f, err := os.Create(filepath.Join(b.TempDir(), name+".log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	return f
+}
+
+// echo answers every in-byte message on c with an out-byte one until c closes, after
+// appending the message to log (if not nil).
+func echo(c net.Conn, log *os.File, in, out int) {
+	req := make([]byte, in)
+	resp := make([]byte, out)
+	var pos int64
+	for {
+		if _, err := io.ReadFull(c, req); err != nil {
+			return
+		}
+		if log != nil {
+			if _, err := log.WriteAt(req, pos); err != nil {
+				return
+			}
+			pos += int64(len(req))
+		}
+		if _, err := c.Write(resp); err != nil {
+			return
+		}
+	}
+}
