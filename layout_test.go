@@ -19,25 +19,32 @@ const module = "github.com/isrbench/isrbench"
 // allowed lists, for each package prefix of the module, the module packages it may import
 // (DESIGN.md "Dependency direction"). A package not listed here may import nothing of the module.
 var allowed = map[string][]string{
-	"cmd/isrbench": {"workloads", "netfetch", "core/", "results", "profiles", "iouring", "gate", "cmd/isrbench/internal/"},
+	"cmd/isrbench": {"workloads", "cluster", "netfetch", "core/", "results", "profiles", "iouring", "gate", "cmd/isrbench/internal/"},
 	// kafkatool: what the Kafka admin commands (topics, configs) do, over a kadm client only.
 	"cmd/isrbench/internal/kafkatool": {},
 	"gate":                            {"gate", "results", "profiles"},
-	"workloads":                       {"workloads", "netfetch", "core/", "results", "profiles"},
-	"netfetch":                        {"netfetch", "core/"},
-	"core/broker":                     {"core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},
-	"core/group":                      {"core/group", "core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},
-	"core/partition":                  {"core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},
-	"core/config":                     {"core/config"},
-	"core/controller":                 {"core/controller", "core/vfs"},
-	"core/log":                        {"core/log", "core/records", "core/vfs", "iouring"},
-	"core/vfs":                        {"core/vfs"},
-	"core/records":                    {"core/records"},
-	"iouring":                         {"iouring"},
-	"results":                         {"results"},
-	"core/sim":                        {"core/"},
-	"internal/simflag":                {},
-	"profiles":                        {"profiles"},
+	"workloads":                       {"workloads", "cluster", "netfetch", "core/", "results", "profiles"},
+	// cluster: the embedded cluster over netfetch's servers; adminapi serves it over HTTP;
+	// clustertest starts one for tests (netfetch's external tests import it, its own never).
+	"cluster":             {"cluster", "netfetch", "core/", "internal/kafkatest"},
+	"cluster/adminapi":    {"cluster", "netfetch", "core/", "internal/kafkatest"},
+	"cluster/clustertest": {"cluster", "netfetch", "core/"},
+	"netfetch":            {"netfetch", "core/", "internal/kafkatest"},
+	// kafkatest: the raw Kafka client of wire-level tests (no module package below it).
+	"internal/kafkatest": {"core/records"},
+	"core/broker":        {"core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},
+	"core/group":         {"core/group", "core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},
+	"core/partition":     {"core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},
+	"core/config":        {"core/config"},
+	"core/controller":    {"core/controller", "core/vfs"},
+	"core/log":           {"core/log", "core/records", "core/vfs", "iouring"},
+	"core/vfs":           {"core/vfs"},
+	"core/records":       {"core/records"},
+	"iouring":            {"iouring"},
+	"results":            {"results"},
+	"core/sim":           {"core/"},
+	"internal/simflag":   {},
+	"profiles":           {"profiles"},
 }
 
 // stdlibOnly lists packages that may import, besides the standard library and the module

@@ -17,7 +17,7 @@ import (
 // records back (decompressing what isrbench served intact).
 func TestKcatCompression(t *testing.T) {
 	kcat := needKcat(t)
-	c := cluster(t)
+	c := startCluster(t)
 	boot := c.Bootstrap()
 	for _, codec := range []string{"gzip", "snappy", "lz4", "zstd"} {
 		topic := "kcat-z-" + codec

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/isrbench/isrbench/netfetch"
+	"github.com/isrbench/isrbench/cluster"
 )
 
 // deleteTopicPending is the one switch for the suite's "delete the topic" step: while it is
@@ -100,11 +100,11 @@ func need(t *testing.T, client string, err error) {
 	t.Skipf("%s is not installed: %v", client, err)
 }
 
-// cluster starts a 3-broker embedded cluster with a small __consumer_offsets and a short
+// startCluster starts a 3-broker embedded cluster with a small __consumer_offsets and a short
 // group.initial.rebalance.delay.ms.
-func cluster(t *testing.T) *netfetch.Cluster {
+func startCluster(t *testing.T) *cluster.Cluster {
 	t.Helper()
-	cfg := netfetch.DefaultClusterConfig()
+	cfg := cluster.DefaultConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.Broker.ReplicaFetchBackoffMs = 50
 	cfg.Group.OffsetsTopicNumPartitions = 5
@@ -120,7 +120,7 @@ func cluster(t *testing.T) *netfetch.Cluster {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := netfetch.StartCluster(ctx, cfg)
+	c, err := cluster.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func cluster(t *testing.T) *netfetch.Cluster {
 }
 
 // createTopic creates topic with partitions and RF 3 through kadm.
-func createTopic(t *testing.T, c *netfetch.Cluster, topic string, partitions int32) {
+func createTopic(t *testing.T, c *cluster.Cluster, topic string, partitions int32) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...))
 	if err != nil {
@@ -167,7 +167,7 @@ type client struct {
 // runSuite runs the suite for cl on a fresh topic: produce 100, group-consume them and
 // commit, produce 50 more, consume again with the same group (exactly the 50 new records),
 // delete the topic (pending while deleteTopicPending).
-func runSuite(t *testing.T, c *netfetch.Cluster, cl client) {
+func runSuite(t *testing.T, c *cluster.Cluster, cl client) {
 	boot := c.Bootstrap()
 	name := strings.NewReplacer("/", "-", " ", "-").Replace(cl.name)
 	topic := "interop-" + name
@@ -224,7 +224,7 @@ func runSuite(t *testing.T, c *netfetch.Cluster, cl client) {
 
 // deleted checks that topic is gone from the controller and from every running broker (the
 // delete was answered once the brokers applied it).
-func deleted(c *netfetch.Cluster, topic string) error {
+func deleted(c *cluster.Cluster, topic string) error {
 	if _, ok := c.Controller().Partitions(topic); ok {
 		return fmt.Errorf("the client reported %s deleted, but the controller still has it", topic)
 	}

@@ -70,6 +70,6 @@ func kafkaGoClient() client {
 }
 
 func TestKafkaGo(t *testing.T) {
-	c := cluster(t)
+	c := startCluster(t)
 	runSuite(t, c, kafkaGoClient())
 }

@@ -16,6 +16,6 @@ func TestKafkajs(t *testing.T) {
 		err = errors.New("js/node_modules/kafkajs is missing: run npm ci in interop/js")
 	}
 	need(t, "kafkajs", err)
-	c := cluster(t)
+	c := startCluster(t)
 	runSuite(t, c, scriptClient("kafkajs", "js", "node", "client.js"))
 }

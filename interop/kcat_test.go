@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/isrbench/isrbench/netfetch"
+	"github.com/isrbench/isrbench/cluster"
 )
 
 func needKcat(t *testing.T) string {
@@ -88,7 +88,7 @@ func kadmDelete(boot, topic string) error {
 
 func TestKcat(t *testing.T) {
 	kcat := needKcat(t)
-	c := cluster(t)
+	c := startCluster(t)
 	runSuite(t, c, kcatClient(kcat))
 }
 
@@ -189,7 +189,7 @@ func hasRange(start, end int) func(w *watched) bool {
 // partition back and reads what is produced afterwards.
 func TestKcatTwoMembersRebalance(t *testing.T) {
 	kcat := needKcat(t)
-	c := cluster(t)
+	c := startCluster(t)
 	boot, topic, group := c.Bootstrap(), "kcat-rebalance", "kcat-two"
 	createTopic(t, c, topic, 4)
 	kc := kcatClient(kcat)
@@ -256,7 +256,7 @@ func TestKcatTwoMembersRebalance(t *testing.T) {
 
 // groupCoordinatorStats finds the coordinator of group and returns its last rebalance
 // durations (ms).
-func groupCoordinatorStats(c *netfetch.Cluster, group string) []float64 {
+func groupCoordinatorStats(c *cluster.Cluster, group string) []float64 {
 	for _, id := range c.BrokerIDs() {
 		if g := c.Groups(id); g != nil {
 			if st, ok := g.Stats(group); ok {

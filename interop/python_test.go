@@ -27,12 +27,12 @@ func needPython(t *testing.T, client, module string) {
 
 func TestConfluentKafkaPython(t *testing.T) {
 	needPython(t, "confluent-kafka-python", "confluent_kafka")
-	c := cluster(t)
+	c := startCluster(t)
 	runSuite(t, c, scriptClient("confluent-kafka-python", "python", python(), "confluent_client.py"))
 }
 
 func TestKafkaPython(t *testing.T) {
 	needPython(t, "kafka-python", "kafka")
-	c := cluster(t)
+	c := startCluster(t)
 	runSuite(t, c, scriptClient("kafka-python", "python", python(), "kafka_python_client.py"))
 }

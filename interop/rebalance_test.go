@@ -33,7 +33,7 @@ func addTiming(format string, args ...any) {
 // PreparingRebalance -> Stable time.
 func TestRebalanceTime(t *testing.T) {
 	kcat := needKcat(t)
-	c := cluster(t)
+	c := startCluster(t)
 	for i, tc := range []struct {
 		name      string
 		sig       syscall.Signal

@@ -117,6 +117,6 @@ func (h *saramaHandler) values() []string {
 }
 
 func TestSarama(t *testing.T) {
-	c := cluster(t)
+	c := startCluster(t)
 	runSuite(t, c, saramaClient())
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbench/isrbench/internal/kafkatest"
 )
 
 // failingListener fails its first n Accept calls with err, then accepts from the real listener.
@@ -70,11 +72,11 @@ func TestServeSurvivesTransientAcceptErrors(t *testing.T) {
 					t.Errorf("Serve after Close: %v", err)
 				}
 			}()
-			rc := dialRaw(t, real.Addr().String())
+			rc := kafkatest.Dial(t, real.Addr().String())
 			req := kmsg.NewPtrApiVersionsRequest()
 			req.SetVersion(3)
 			resp := kmsg.NewPtrApiVersionsResponse()
-			rc.roundTrip(req, resp)
+			rc.RoundTrip(req, resp)
 			if resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
 				t.Fatalf("ApiVersions after accept errors: %+v", resp)
 			}

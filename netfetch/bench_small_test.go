@@ -1,4 +1,4 @@
-package netfetch
+package netfetch_test
 
 import (
 	"encoding/binary"
@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/cluster/clustertest"
 	"github.com/isrbench/isrbench/core/records"
+	"github.com/isrbench/isrbench/internal/kafkatest"
 )
 
 // BenchmarkFetchSmall measures the fetch a follower or a tailing consumer makes most: one
@@ -34,7 +37,7 @@ func sizeName(n int) string {
 }
 
 func benchFetchSmall(b *testing.B, size int, path string) {
-	c := testCluster(b, 1, func(cfg *ClusterConfig) {
+	c := clustertest.Start(b, 1, func(cfg *cluster.Config) {
 		switch path {
 		case "sendfile":
 			cfg.ZeroCopyMinBytes = 0
@@ -45,28 +48,28 @@ func benchFetchSmall(b *testing.B, size int, path string) {
 	if err := c.CreateTopic("small", 1, 1, nil); err != nil {
 		b.Fatal(err)
 	}
-	rc := dialRaw(b, c.Addr(0))
+	rc := kafkatest.Dial(b, c.Addr(0))
 	batch := records.AppendBatch(nil, 0, 0, time.Now().UnixMilli(), []records.Record{{Value: make([]byte, size-70)}})
-	resp := newProduceResp()
-	rc.roundTrip(newProduce("small", 1, batch), resp)
+	resp := kafkatest.NewProduceResp()
+	rc.RoundTrip(kafkatest.NewProduce("small", 1, batch), resp)
 	if ec := resp.Topics[0].Partitions[0].ErrorCode; ec != 0 {
 		b.Fatalf("produce: error %d", ec)
 	}
-	rc.c.SetDeadline(time.Time{})
+	rc.Conn.SetDeadline(time.Time{})
 
 	frame := consumerFetchFrame("small", 1<<20, 1<<20)
 
 	var sz [4]byte
 	body := make([]byte, 1<<20)
 	fetchOnce := func() int {
-		if _, err := rc.c.Write(frame); err != nil {
+		if _, err := rc.Conn.Write(frame); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := io.ReadFull(rc.br, sz[:]); err != nil {
+		if _, err := io.ReadFull(rc.R, sz[:]); err != nil {
 			b.Fatal(err)
 		}
 		n := int(binary.BigEndian.Uint32(sz[:]))
-		if _, err := io.ReadFull(rc.br, body[:n]); err != nil {
+		if _, err := io.ReadFull(rc.R, body[:n]); err != nil {
 			b.Fatal(err)
 		}
 		return n

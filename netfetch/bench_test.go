@@ -1,4 +1,4 @@
-package netfetch
+package netfetch_test
 
 import (
 	"bytes"
@@ -16,12 +16,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 
+	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/cluster/clustertest"
 	"github.com/isrbench/isrbench/core/records"
+	"github.com/isrbench/isrbench/internal/kafkatest"
 )
 
 // fillPartition appends `batches` batches of 256 x 1 KiB records to topic-0
 // with acks=1 produce requests over a raw connection.
-func fillPartition(b *testing.B, rc *rawClient, topic string, batches int) {
+func fillPartition(b *testing.B, rc *kafkatest.Client, topic string, batches int) {
 	recs := make([]records.Record, 256)
 	for i := range recs {
 		recs[i] = records.Record{Value: bytes.Repeat([]byte{byte(i)}, 1024)}
@@ -38,7 +41,7 @@ func fillPartition(b *testing.B, rc *rawClient, topic string, batches int) {
 		pt.Partitions = append(pt.Partitions, pp)
 		p.Topics = append(p.Topics, pt)
 		resp := kmsg.NewPtrProduceResponse()
-		rc.roundTrip(p, resp)
+		rc.RoundTrip(p, resp)
 		if ec := resp.Topics[0].Partitions[0].ErrorCode; ec != 0 {
 			b.Fatalf("fill produce: error code %d", ec)
 		}
@@ -73,33 +76,33 @@ func benchFetchServe(b *testing.B, fetchMiB int32, zc bool, client string) {
 	{
 		discard := client != "buffer"
 		b.Run(fmt.Sprintf("client=%s/fetch=%dMiB/zerocopy=%v", client, fetchMiB, map[bool]string{true: "on", false: "off"}[zc]), func(b *testing.B) {
-			c := testCluster(b, 1, func(cfg *ClusterConfig) { cfg.ZeroCopy = zc })
+			c := clustertest.Start(b, 1, func(cfg *cluster.Config) { cfg.ZeroCopy = zc })
 			if err := c.CreateTopic("bench", 1, 1, nil); err != nil {
 				b.Fatal(err)
 			}
-			rc := dialRaw(b, c.Addr(0))
+			rc := kafkatest.Dial(b, c.Addr(0))
 			fillPartition(b, rc, "bench", 32) // 32 x 256 KiB = 8 MiB
-			rc.c.SetDeadline(time.Time{})
+			rc.Conn.SetDeadline(time.Time{})
 
 			frame := consumerFetchFrame("bench", 64<<20, fetchMiB<<20)
 
 			var sz [4]byte
 			var body []byte
 			fetchOnce := func() int {
-				if _, err := rc.c.Write(frame); err != nil {
+				if _, err := rc.Conn.Write(frame); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := io.ReadFull(rc.br, sz[:]); err != nil {
+				if _, err := io.ReadFull(rc.R, sz[:]); err != nil {
 					b.Fatal(err)
 				}
 				n := int(binary.BigEndian.Uint32(sz[:]))
 				if client == "trunc" {
 					left := n
-					if k := min(left, rc.br.Buffered()); k > 0 { // bytes bufio already holds
-						rc.br.Discard(k)
+					if k := min(left, rc.R.Buffered()); k > 0 { // bytes bufio already holds
+						rc.R.Discard(k)
 						left -= k
 					}
-					if err := recvTrunc(rc.c, left); err != nil {
+					if err := recvTrunc(rc.Conn, left); err != nil {
 						b.Fatal(err)
 					}
 					return n
@@ -109,7 +112,7 @@ func benchFetchServe(b *testing.B, fetchMiB int32, zc bool, client string) {
 						body = make([]byte, 128<<10)
 					}
 					for left := n; left > 0; {
-						k, err := rc.br.Read(body[:min(left, len(body))])
+						k, err := rc.R.Read(body[:min(left, len(body))])
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -120,7 +123,7 @@ func benchFetchServe(b *testing.B, fetchMiB int32, zc bool, client string) {
 				if cap(body) < n {
 					body = make([]byte, n)
 				}
-				if _, err := io.ReadFull(rc.br, body[:n]); err != nil {
+				if _, err := io.ReadFull(rc.R, body[:n]); err != nil {
 					b.Fatal(err)
 				}
 				return n
@@ -188,11 +191,11 @@ func BenchmarkProduceRoundTrip(b *testing.B) {
 					}
 					defer cl.Close()
 				} else {
-					c := testCluster(b, 3, nil)
+					c := clustertest.Start(b, 3, nil)
 					if err := c.CreateTopic("rt", 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
 						b.Fatal(err)
 					}
-					cl = newClient(b, c, opts...)
+					cl = clustertest.NewClient(b, c, opts...)
 				}
 				produceRoundTrips(b, cl)
 			})

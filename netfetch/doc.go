@@ -1,6 +1,7 @@
 // Package netfetch is isrbench's network layer: a Kafka wire-protocol
-// server per broker, zero-copy Fetch responses, the TCP replica-fetcher
-// transport (with fault-injecting links) and the embedded cluster.
+// server per broker, zero-copy Fetch responses and the TCP replica-fetcher
+// transport (with fault-injecting links). The embedded cluster that runs
+// these servers is package cluster; its admin HTTP API cluster/adminapi.
 //
 // # What it owns
 //
@@ -34,12 +35,15 @@
 //     pread+write (false). Stats count both.
 //   - Transport: broker.Transport over TCP (Fetch v12, ListOffsets v7 and
 //     OffsetForLeaderEpoch v4 with replica_id), with optional LinkFault
-//     wrappers (latency, jitter, bandwidth, down) per (source, follower).
+//     wrappers (latency, jitter, bandwidth, down) per (source, follower):
+//     link.go's LinkFaults, which NewFaultyTransport reads.
 //     The replica fetch protocol sits in replica_fetch*.go: the versions and
 //     the ReplicaState tag both ends use (replica_fetch.go), the follower's
 //     client and its incremental fetch session; the leader answers in the
 //     API files (01_fetch.go, 02_list_offsets.go, 23_offset_for_leader_epoch.go).
-//   - The admin surface (configs.go, brokerconfig.go, alter.go and the admin API files):
+//   - The admin surface (configs.go, brokerconfig.go, alter.go and the admin API files;
+//     the broker configs are the core/config registry's, their static values per broker
+//     ServerConfig.BrokerConfigs):
 //     DeleteTopics, CreatePartitions, ElectLeaders and DescribeCluster through
 //     the controller; DescribeConfigs with every topic and broker config, its
 //     value, source (TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG,
@@ -49,11 +53,6 @@
 //     (controller.DynamicBrokerConfigNames), refusing the others as Kafka does.
 //     Mutating admin requests answer once the alive brokers applied the change
 //     (bounded by the request's timeout).
-//   - Cluster: one controller, N brokers with their own listener, data
-//     directory (<root>/broker-<id>) and fetchers; fault operations
-//     (cluster_faults.go: kill, crash, restart, pause, resume, links); the controller's session
-//     checks and, with auto.leader.rebalance.enable, its preferred-leader
-//     balancing every leader.imbalance.check.interval.seconds.
 //
 // # Offsets
 //
@@ -63,19 +62,11 @@
 //
 // # Lifecycle
 //
-// StartCluster -> CreateTopic/clients -> faults -> Close (removes a
-// temporary data dir). A Server: NewServer -> Serve (in a goroutine) ->
-// Pause/Resume -> Close (closes the listener and every connection).
-//
-// # Pause and kill
-//
-// PauseBroker freezes a broker like SIGSTOP: the broker stops fetching and
-// heartbeating, and the server handles no further request and writes no
-// response (connections stay open) until ResumeBroker; the controller
-// fences it once broker.session.timeout.ms passes without a heartbeat.
-// KillBroker closes the listener and every connection and fences the
-// broker at once (KillBrokerAwaitSession leaves the fencing to the session
-// timeout, as a real Kafka controller would).
+// A Server: NewServer -> Serve (in a goroutine) -> Pause/Resume -> Close
+// (closes the listener and every connection). Pause freezes the server like
+// SIGSTOP: it handles no further request and writes no response
+// (connections stay open) until Resume. Servers may share Counters
+// (ServerConfig.Counters), as an embedded cluster's brokers do.
 //
 // # Buffers
 //
@@ -100,9 +91,16 @@
 // shared part besides, so one broker's clients cannot take the descriptors
 // the others need.
 //
+// # Tests
+//
+// The tests that need brokers with a controller (the API files end to end,
+// groups, replica fetch sessions, link faults) are external (package
+// netfetch_test) and start an embedded cluster with cluster/clustertest;
+// export_test.go gives them the few internals they check against.
+//
 // # Concurrency
 //
-// Server, Cluster and Transport are safe for concurrent use. A connection's
+// Server, Transport, LinkFaults and Counters are safe for concurrent use. A connection's
 // buffers belong to its goroutine. A FetchConn is used by one fetcher
 // goroutine (Close may come from anywhere). Counters are atomics.
 //

@@ -1,4 +1,4 @@
-package netfetch
+package netfetch_test
 
 import (
 	"context"
@@ -13,14 +13,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/cluster/clustertest"
 	"github.com/isrbench/isrbench/core/group"
 	"github.com/isrbench/isrbench/core/records"
+	"github.com/isrbench/isrbench/internal/kafkatest"
 )
 
 // groupCluster is a 3-broker cluster with a small __consumer_offsets and a short initial
 // rebalance delay, so that group tests take seconds.
-func groupCluster(t *testing.T) *Cluster {
-	return testCluster(t, 3, func(c *ClusterConfig) {
+func groupCluster(t *testing.T) *cluster.Cluster {
+	return clustertest.Start(t, 3, func(c *cluster.Config) {
 		c.Group.OffsetsTopicNumPartitions = 5
 		c.Group.InitialRebalanceDelayMs = 100
 	})
@@ -28,7 +31,7 @@ func groupCluster(t *testing.T) *Cluster {
 
 // groupConsume reads with a kgo group consumer until want records arrived (or fails after
 // 30 s), commits them, leaves the group and returns the values read.
-func groupConsume(t *testing.T, c *Cluster, groupID, topic string, want int, opts ...kgo.Opt) []string {
+func groupConsume(t *testing.T, c *cluster.Cluster, groupID, topic string, want int, opts ...kgo.Opt) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -65,16 +68,16 @@ func TestGroupResumesAtCommittedOffsetsAfterCoordinatorKilled(t *testing.T) {
 	if err := c.CreateTopic("gt", 3, 3, nil); err != nil {
 		t.Fatal(err)
 	}
-	pcl := newClient(t, c, kgo.RequiredAcks(kgo.AllISRAcks()))
-	produce(t, pcl, "gt", "first", 300)
+	pcl := clustertest.NewClient(t, c, kgo.RequiredAcks(kgo.AllISRAcks()))
+	clustertest.Produce(t, pcl, "gt", "first", 300)
 	if got := groupConsume(t, c, "g1", "gt", 300); len(got) != 300 {
 		t.Fatalf("first run read %d records, want 300", len(got))
 	}
-	coord, err := group.Locate(c.Controller(), c.cfg.Group, "g1")
+	coord, err := group.Locate(c.Controller(), c.Config().Group, "g1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	adm := kadm.NewClient(newClient(t, c))
+	adm := kadm.NewClient(clustertest.NewClient(t, c))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	before, err := adm.FetchOffsets(ctx, "g1")
@@ -84,10 +87,10 @@ func TestGroupResumesAtCommittedOffsetsAfterCoordinatorKilled(t *testing.T) {
 	if err := c.KillBroker(coord); err != nil {
 		t.Fatal(err)
 	}
-	if next, err := group.Locate(c.Controller(), c.cfg.Group, "g1"); err != nil || next == coord {
+	if next, err := group.Locate(c.Controller(), c.Config().Group, "g1"); err != nil || next == coord {
 		t.Fatalf("coordinator after killing broker %d: %d, %v", coord, next, err)
 	}
-	produce(t, pcl, "gt", "second", 100)
+	clustertest.Produce(t, pcl, "gt", "second", 100)
 	got := groupConsume(t, c, "g1", "gt", 100)
 	for _, v := range got {
 		if !strings.HasPrefix(v, "second-") {
@@ -102,7 +105,7 @@ func TestGroupResumesAtCommittedOffsetsAfterCoordinatorKilled(t *testing.T) {
 			alive = append(alive, c.Addr(id))
 		}
 	}
-	adm = kadm.NewClient(newClient(t, c, kgo.SeedBrokers(alive...)))
+	adm = kadm.NewClient(clustertest.NewClient(t, c, kgo.SeedBrokers(alive...)))
 	after, err := adm.FetchOffsets(ctx, "g1")
 	if err != nil || after.Error() != nil {
 		t.Fatalf("fetch offsets: %v %v", err, after.Error())
@@ -120,9 +123,9 @@ func TestGroupAdminListDescribeDelete(t *testing.T) {
 	if err := c.CreateTopic("ga", 2, 3, nil); err != nil {
 		t.Fatal(err)
 	}
-	produce(t, newClient(t, c), "ga", "v", 20)
+	clustertest.Produce(t, clustertest.NewClient(t, c), "ga", "v", 20)
 	groupConsume(t, c, "ga-group", "ga", 20)
-	adm := kadm.NewClient(newClient(t, c))
+	adm := kadm.NewClient(clustertest.NewClient(t, c))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	listed, err := adm.ListGroups(ctx)
@@ -168,7 +171,7 @@ func TestGroupAdminListDescribeDelete(t *testing.T) {
 
 func TestTransactionalProducerFailsFast(t *testing.T) {
 	c := groupCluster(t)
-	cl := newClient(t, c, kgo.TransactionalID("tx-1"), kgo.DefaultProduceTopic("tx"))
+	cl := clustertest.NewClient(t, c, kgo.TransactionalID("tx-1"), kgo.DefaultProduceTopic("tx"))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -182,12 +185,12 @@ func TestTransactionalProducerFailsFast(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("transactional produce took %v to fail, want it to fail fast", d)
 	}
-	rc := dialRaw(t, c.Addr(0))
+	rc := kafkatest.Dial(t, c.Addr(0))
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.SetVersion(3)
 	req.CoordinatorKey, req.CoordinatorType = "tx-1", 1
 	resp := kmsg.NewPtrFindCoordinatorResponse()
-	rc.roundTrip(req, resp)
+	rc.RoundTrip(req, resp)
 	if resp.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code || resp.ErrorMessage == nil || !strings.Contains(*resp.ErrorMessage, "does not support transactions") {
 		t.Fatalf("FindCoordinator(transaction): code %d message %v", resp.ErrorCode, resp.ErrorMessage)
 	}
@@ -201,7 +204,7 @@ func TestProduceLimitsAndOldFormats(t *testing.T) {
 	if err := c.CreateTopic("plain", 1, 3, nil); err != nil {
 		t.Fatal(err)
 	}
-	cl := newClient(t, c, kgo.ProducerBatchMaxBytes(8<<20), kgo.BrokerMaxWriteBytes(16<<20), kgo.RecordRetries(0), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	cl := clustertest.NewClient(t, c, kgo.ProducerBatchMaxBytes(8<<20), kgo.BrokerMaxWriteBytes(16<<20), kgo.RecordRetries(0), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	err := cl.ProduceSync(ctx, &kgo.Record{Topic: "plain", Value: make([]byte, 3<<20)}).FirstErr()
@@ -215,21 +218,21 @@ func TestProduceLimitsAndOldFormats(t *testing.T) {
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "big", Value: make([]byte, 1000)}).FirstErr(); err != nil {
 		t.Fatalf("1000-byte record: %v", err)
 	}
-	rc := dialRaw(t, c.Addr(0))
+	rc := kafkatest.Dial(t, c.Addr(0))
 	// Produce v2 with a magic 1 message set: refused with Kafka's error code, connection open.
-	old := testBatch(0)
+	old := kafkatest.Batch(0)
 	old[16] = 1
-	req := newProduce("plain", 1, old)
+	req := kafkatest.NewProduce("plain", 1, old)
 	req.SetVersion(2)
-	resp := newProduceResp()
-	rc.roundTrip(req, resp)
+	resp := kafkatest.NewProduceResp()
+	rc.RoundTrip(req, resp)
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.UnsupportedForMessageFormat.Code {
 		t.Fatalf("Produce v2 magic 1: error %d, want UNSUPPORTED_FOR_MESSAGE_FORMAT", code)
 	}
 	// Produce to the internal topic.
-	req = newProduce(group.OffsetsTopic, 1, testBatch(0))
+	req = kafkatest.NewProduce(group.OffsetsTopic, 1, kafkatest.Batch(0))
 	req.SetVersion(7)
-	rc.roundTrip(req, resp)
+	rc.RoundTrip(req, resp)
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.InvalidTopicException.Code {
 		t.Fatalf("Produce to %s: error %d, want INVALID_TOPIC_EXCEPTION", group.OffsetsTopic, code)
 	}
@@ -237,7 +240,7 @@ func TestProduceLimitsAndOldFormats(t *testing.T) {
 	mreq := kmsg.NewPtrMetadataRequest()
 	mreq.SetVersion(0)
 	mresp := kmsg.NewPtrMetadataResponse()
-	rc.roundTrip(mreq, mresp)
+	rc.RoundTrip(mreq, mresp)
 	if len(mresp.Topics) < 2 || len(mresp.Brokers) != 3 {
 		t.Fatalf("Metadata v0: %d topics, %d brokers", len(mresp.Topics), len(mresp.Brokers))
 	}
@@ -251,10 +254,10 @@ func TestCompressedBatchesServedIntact(t *testing.T) {
 		if err := c.CreateTopic(topic, 1, 3, nil); err != nil {
 			t.Fatal(err)
 		}
-		cl := newClient(t, c, kgo.ProducerBatchCompression(codec), kgo.ProducerLinger(50*time.Millisecond))
-		acks := produce(t, cl, topic, name+strings.Repeat("x", 200), 50)
-		got := consumeAll(t, c, topic)
-		checkNoLoss(t, acks, got)
+		cl := clustertest.NewClient(t, c, kgo.ProducerBatchCompression(codec), kgo.ProducerLinger(50*time.Millisecond))
+		acks := clustertest.Produce(t, cl, topic, name+strings.Repeat("x", 200), 50)
+		got := clustertest.ConsumeAll(t, c, topic)
+		clustertest.CheckNoLoss(t, acks, got)
 		// The stored batch is the producer's compressed one, CRC intact.
 		st, _ := c.Controller().Partition(topic, 0)
 		r, ok := c.Broker(st.Leader).Replica(topic, 0)
@@ -284,17 +287,17 @@ func TestCompressedBatchesServedIntact(t *testing.T) {
 // TestParkedJoinGroup: a JoinGroup waiting for the rebalance parks only its own connection
 // (another connection's requests are answered meanwhile), and closing the server releases it.
 func TestParkedJoinGroup(t *testing.T) {
-	c := testCluster(t, 1, func(cfg *ClusterConfig) {
+	c := clustertest.Start(t, 1, func(cfg *cluster.Config) {
 		cfg.Group.OffsetsTopicNumPartitions = 1
 		cfg.Group.InitialRebalanceDelayMs = 60000 // the join waits a minute
 	})
 	addr := c.Addr(0)
 	// FindCoordinator creates __consumer_offsets; then wait until broker 0 has loaded it.
-	rc := dialRaw(t, addr)
+	rc := kafkatest.Dial(t, addr)
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.SetVersion(2)
 	fc.CoordinatorKey = "parked"
-	rc.roundTrip(fc, kmsg.NewPtrFindCoordinatorResponse())
+	rc.RoundTrip(fc, kmsg.NewPtrFindCoordinatorResponse())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := c.Groups(0).WaitReady(ctx, "parked"); err != nil {
@@ -305,16 +308,16 @@ func TestParkedJoinGroup(t *testing.T) {
 	join.SetVersion(3) // no MEMBER_ID_REQUIRED: a new member parks at once
 	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = "parked", 10000, 60000, "consumer"
 	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{1}}}
-	parked := dialRaw(t, addr)
-	parked.send(join)
+	parked := kafkatest.Dial(t, addr)
+	parked.Send(join)
 	// Another connection is served while the JoinGroup waits.
-	other := dialRaw(t, addr)
+	other := kafkatest.Dial(t, addr)
 	desc := kmsg.NewPtrDescribeGroupsRequest()
 	desc.SetVersion(5)
 	desc.Groups = []string{"parked"}
 	dr := kmsg.NewPtrDescribeGroupsResponse()
 	for {
-		other.roundTrip(desc, dr)
+		other.RoundTrip(desc, dr)
 		if dr.Groups[0].State == "PreparingRebalance" {
 			break
 		}
@@ -323,7 +326,7 @@ func TestParkedJoinGroup(t *testing.T) {
 		}
 	}
 	done := make(chan error, 1)
-	go func() { _, _, err := parked.recv(); done <- err }()
+	go func() { _, _, err := parked.Recv(); done <- err }()
 	start := time.Now()
 	if err := c.Close(); err != nil {
 		t.Fatal(err)

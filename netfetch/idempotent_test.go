@@ -1,4 +1,4 @@
-package netfetch
+package netfetch_test
 
 import (
 	"context"
@@ -16,8 +16,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/cluster/clustertest"
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/records"
+	"github.com/isrbench/isrbench/internal/kafkatest"
 )
 
 // idemBatch is one uncompressed batch of n records from producer pid at
@@ -40,13 +43,13 @@ func idemBatch(pid int64, epoch int16, seq int32, n int, tag string) []byte {
 // gets the same base offset back, with one copy in the log; a sequence gap
 // and a fenced epoch get Kafka's error codes.
 func TestRawDuplicateProduceReturnsOriginalOffset(t *testing.T) {
-	c := testCluster(t, 3, nil)
+	c := clustertest.Start(t, 3, nil)
 	const topic = "dup"
 	if err := c.CreateTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
 		t.Fatal(err)
 	}
 	st, _ := c.Controller().Partition(topic, 0)
-	cl := newClient(t, c)
+	cl := clustertest.NewClient(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
@@ -61,7 +64,7 @@ func TestRawDuplicateProduceReturnsOriginalOffset(t *testing.T) {
 	leader := cl.Broker(int(st.Leader))
 	send := func(batch []byte) (int64, int16) {
 		t.Helper()
-		req := newProduce(topic, -1, batch)
+		req := kafkatest.NewProduce(topic, -1, batch)
 		resp, err := req.RequestWith(ctx, leader)
 		if err != nil {
 			t.Fatalf("produce: %v", err)
@@ -86,7 +89,7 @@ func TestRawDuplicateProduceReturnsOriginalOffset(t *testing.T) {
 		{"sequence gap", idemBatch(pid, epoch, 9, 1, "gap"), -1, kerr.OutOfOrderSequenceNumber},
 		{"epoch bump restarts at 0", idemBatch(pid, epoch+1, 0, 1, "c"), 5, nil},
 		{"old epoch is fenced", idemBatch(pid, epoch, 5, 1, "old"), -1, kerr.InvalidProducerEpoch},
-		{"plain batch", testBatch(0), 6, nil},
+		{"plain batch", kafkatest.Batch(0), 6, nil},
 	}
 	for _, s := range steps {
 		base, code := send(s.batch)
@@ -98,10 +101,10 @@ func TestRawDuplicateProduceReturnsOriginalOffset(t *testing.T) {
 			t.Fatalf("%s: base offset %d error %v, want %d error %v", s.name, base, kerr.ErrorForCode(code), s.wantBase, s.wantErr)
 		}
 	}
-	got := consumeAll(t, c, topic)[0]
+	got := clustertest.ConsumeAll(t, c, topic)[0]
 	var vals []string
 	for _, r := range got {
-		vals = append(vals, r.value)
+		vals = append(vals, r.Value)
 	}
 	if want := []string{"a-0", "a-1", "a-2", "b-0", "b-1", "c-0", "v"}; !slices.Equal(vals, want) {
 		t.Fatalf("log holds %q, want %q", vals, want)
@@ -128,13 +131,13 @@ func TestRawDuplicateProduceReturnsOriginalOffset(t *testing.T) {
 // back: every record exactly once (no duplicates from retried batches the
 // old leader had already written and replicated) and no acknowledged loss.
 func TestIdempotentProducerSurvivesLeaderKills(t *testing.T) {
-	c := testCluster(t, 3, func(cfg *ClusterConfig) { cfg.Broker.ReplicaFetchWaitMaxMs = 20 })
+	c := clustertest.Start(t, 3, func(cfg *cluster.Config) { cfg.Broker.ReplicaFetchWaitMaxMs = 20 })
 	const topic, parts, rounds, perRound = "idem", 3, 5, 1500
 	if err := c.CreateTopic(topic, parts, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
 		t.Fatal(err)
 	}
 	var dataLoss atomic.Int64
-	cl := newClient(t, c,
+	cl := clustertest.NewClient(t, c,
 		kgo.RecordDeliveryTimeout(40*time.Second),
 		kgo.ProducerLinger(0),
 		kgo.ProducerOnDataLossDetected(func(string, int32) { dataLoss.Add(1) }),
@@ -143,7 +146,7 @@ func TestIdempotentProducerSurvivesLeaderKills(t *testing.T) {
 	defer cancel()
 
 	var mu sync.Mutex
-	var acks []ack
+	var acks []clustertest.Ack
 	var produceErrs []error
 	sent := 0
 	for round := 0; round < rounds; round++ {
@@ -165,7 +168,7 @@ func TestIdempotentProducerSurvivesLeaderKills(t *testing.T) {
 				if err != nil {
 					produceErrs = append(produceErrs, fmt.Errorf("%s: %w", r.Value, err))
 				} else {
-					acks = append(acks, ack{r.Partition, r.Offset, string(r.Value)})
+					acks = append(acks, clustertest.Ack{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
 				}
 				mu.Unlock()
 				if acked.Add(1) == perRound/3 {
@@ -212,22 +215,22 @@ func TestIdempotentProducerSurvivesLeaderKills(t *testing.T) {
 	// followers fetch (as in Kafka); wait for it before reading back.
 	maxAcked := map[int32]int64{}
 	for _, a := range acks {
-		maxAcked[a.partition] = max(maxAcked[a.partition], a.offset)
+		maxAcked[a.Partition] = max(maxAcked[a.Partition], a.Offset)
 	}
 	for p, off := range maxAcked {
 		waitLeaderHW(t, ctx, c, topic, p, off+1)
 	}
-	got := consumeAll(t, c, topic)
-	checkNoLoss(t, acks, got)
+	got := clustertest.ConsumeAll(t, c, topic)
+	clustertest.CheckNoLoss(t, acks, got)
 	seen := map[string]int{}
 	total, dups := 0, 0
 	for p, recs := range got {
 		for _, r := range recs {
 			total++
-			if seen[r.value]++; seen[r.value] == 2 {
+			if seen[r.Value]++; seen[r.Value] == 2 {
 				dups++
 				if dups <= 5 {
-					t.Errorf("record %q duplicated (partition %d offset %d)", r.value, p, r.offset)
+					t.Errorf("record %q duplicated (partition %d offset %d)", r.Value, p, r.Offset)
 				}
 			}
 		}
@@ -236,12 +239,12 @@ func TestIdempotentProducerSurvivesLeaderKills(t *testing.T) {
 		t.Fatalf("read back %d records (%d distinct, %d duplicated), sent %d", total, len(seen), dups, sent)
 	}
 	t.Logf("%d records in %d rounds of leader kills: no duplicates, no loss", sent, rounds)
-	checkReplicasIdentical(t, c, topic, parts)
+	clustertest.CheckReplicasIdentical(t, c, topic, parts)
 }
 
 // waitLeaderHW waits until the current leader of topic-p has a HW >= hw
 // (exclusive end), following leader changes, until ctx ends.
-func waitLeaderHW(t *testing.T, ctx context.Context, c *Cluster, topic string, p int32, hw int64) {
+func waitLeaderHW(t *testing.T, ctx context.Context, c *cluster.Cluster, topic string, p int32, hw int64) {
 	t.Helper()
 	for {
 		st, _ := c.Controller().Partition(topic, p)
@@ -269,7 +272,7 @@ func waitLeaderHW(t *testing.T, ctx context.Context, c *Cluster, topic string, p
 // waitState waits until the controller's current state of topic-p satisfies
 // cond, re-checking on every state change (a subscription is only a wake-up:
 // stale queued states are never trusted), with a 30 s deadline.
-func waitState(t *testing.T, c *Cluster, topic string, p int32, what string, cond func(controller.PartitionState) bool) controller.PartitionState {
+func waitState(t *testing.T, c *cluster.Cluster, topic string, p int32, what string, cond func(controller.PartitionState) bool) controller.PartitionState {
 	t.Helper()
 	st, _ := c.Controller().Partition(topic, p)
 	wake := make(chan struct{}, 1)
@@ -298,7 +301,7 @@ func waitState(t *testing.T, c *Cluster, topic string, p int32, what string, con
 }
 
 // describeCluster is the controller's and every broker's view of topic, for failures.
-func describeCluster(c *Cluster, topic string) string {
+func describeCluster(c *cluster.Cluster, topic string) string {
 	var b strings.Builder
 	states, _ := c.Controller().Partitions(topic)
 	for _, st := range states {

@@ -78,8 +78,8 @@ func DefaultConnLimits() ConnLimits {
 	}
 }
 
-// withDefaults fills zero fields with the defaults.
-func (l ConnLimits) withDefaults() ConnLimits {
+// WithDefaults returns l with its zero fields filled with the defaults.
+func (l ConnLimits) WithDefaults() ConnLimits {
 	d := DefaultConnLimits()
 	if l.MaxConnections <= 0 {
 		l.MaxConnections = d.MaxConnections
@@ -102,7 +102,7 @@ func (l ConnLimits) withDefaults() ConnLimits {
 // Check applies Kafka's cross-setting rule: queued.max.request.bytes is -1 (unbounded) or
 // at least socket.request.max.bytes, so that the largest request allowed can be read.
 func (l ConnLimits) Check(socketRequestMaxBytes int32) error {
-	l = l.withDefaults()
+	l = l.WithDefaults()
 	if socketRequestMaxBytes <= 0 {
 		socketRequestMaxBytes = DefaultSocketRequestMaxBytes
 	}

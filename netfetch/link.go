@@ -4,9 +4,12 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/isrbench/isrbench/core/controller"
 )
 
 // LinkFault describes the replica link from a source (leader) broker to a
@@ -75,6 +78,56 @@ func (ls *links) set(from, to int32, f LinkFault) {
 		}
 		l.mu.Unlock()
 	}
+}
+
+// LinkFaults holds the faults of the replica links between a set of brokers (an embedded
+// cluster's): transports made with NewFaultyTransport read them on every dial and
+// connection. The zero value has no fault. Safe for concurrent use.
+type LinkFaults struct{ ls links }
+
+// Set injects f on the replica link from broker from (the source serving the data) to
+// broker to (the follower fetching it); the zero LinkFault heals it. Switching between
+// healthy and faulty closes that link's fetch connections, which the follower re-dials.
+func (f *LinkFaults) Set(from, to int32, l LinkFault) { f.ls.set(from, to, l) }
+
+// FaultyLink is one replica link with a fault (a value).
+type FaultyLink struct {
+	From, To int32 // the source (leader) serving the data, the follower fetching it
+	Fault    LinkFault
+}
+
+// Faulty returns every link with a fault, sorted by (from, to).
+func (f *LinkFaults) Faulty() []FaultyLink {
+	f.ls.mu.Lock()
+	keys := make([][2]int32, 0, len(f.ls.m))
+	for k, l := range f.ls.m {
+		if l.fault.Load() != nil {
+			keys = append(keys, k)
+		}
+	}
+	f.ls.mu.Unlock()
+	slices.SortFunc(keys, func(a, b [2]int32) int {
+		if a[0] != b[0] {
+			return int(a[0] - b[0])
+		}
+		return int(a[1] - b[1])
+	})
+	out := make([]FaultyLink, 0, len(keys))
+	for _, k := range keys {
+		l := f.ls.get(k[0], k[1]).fault.Load()
+		if l == nil {
+			continue
+		}
+		out = append(out, FaultyLink{From: k[0], To: k[1], Fault: *l})
+	}
+	return out
+}
+
+// NewFaultyTransport returns a transport for broker self whose replica links take their
+// faults from f; sessions false turns incremental fetch sessions off
+// (isrbench.fetch.sessions=false: every replica fetch names every partition).
+func NewFaultyTransport(self int32, ctrl *controller.Controller, f *LinkFaults, sessions bool) *Transport {
+	return &Transport{self: self, ctrl: ctrl, links: &f.ls, noSessions: !sessions}
 }
 
 // faultConn delays, throttles or fails I/O of a replica fetch connection

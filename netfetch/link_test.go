@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"slices"
 	"testing"
 	"time"
 
@@ -83,87 +82,6 @@ func TestTransportDialUnknownBroker(t *testing.T) {
 	if !errors.Is(err, kerr.BrokerNotAvailable) {
 		t.Fatalf("dial unknown broker: %v, want BROKER_NOT_AVAILABLE", err)
 	}
-}
-
-// TestTransportFetchAndEpochs drives the TCP transport directly against a
-// broker: a replica fetch returns the leader's batches and HW, and
-// OffsetForLeaderEpoch answers the leader's epoch end offset.
-func TestTransportFetchAndEpochs(t *testing.T) {
-	c := testCluster(t, 2, nil)
-	if err := c.CreateTopic("tr", 1, 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	st, _ := c.Controller().Partition("tr", 0)
-	rc := dialRaw(t, c.Addr(st.Leader))
-	acks := produceRaw(t, rc, "tr", 3)
-	tr := NewTransport(99, c.Controller())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	fc, err := tr.Dial(ctx, st.Leader, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fc.Close()
-	// Replica 99 is not a replica: the leader answers per partition with an error or
-	// data; a consumer-style replica id -1 reads below the HW.
-	resp, err := fc.Fetch(ctx, &broker.ReplicaFetch{ReplicaID: -1, MaxWaitMs: 10, MinBytes: 1, MaxBytes: 1 << 20,
-		Partitions: []broker.ReplicaFetchPartition{{Topic: "tr", Partition: 0, FetchOffset: 0, CurrentLeaderEpoch: st.LeaderEpoch, LogStartOffset: -1, MaxBytes: 1 << 20}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(resp.Partitions) != 1 || resp.Partitions[0].Err != nil || resp.Partitions[0].HighWatermark != int64(acks) || len(resp.Partitions[0].Records) == 0 {
-		t.Fatalf("fetch response %+v", resp.Partitions)
-	}
-	ans, err := fc.OffsetForLeaderEpoch(ctx, []broker.EpochQuery{{Topic: "tr", Partition: 0, CurrentLeaderEpoch: st.LeaderEpoch, LeaderEpoch: st.LeaderEpoch}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ans) != 1 || ans[0].Err != nil || ans[0].LeaderEpoch != st.LeaderEpoch || ans[0].EndOffset != int64(acks) {
-		t.Fatalf("epoch answer %+v, want epoch %d end %d", ans, st.LeaderEpoch, acks)
-	}
-	// A cancelled context breaks the call promptly instead of hanging.
-	cctx, ccancel := context.WithCancel(ctx)
-	ccancel()
-	if _, err := fc.Fetch(cctx, &broker.ReplicaFetch{ReplicaID: -1, MaxWaitMs: 5000, MinBytes: 1 << 30, MaxBytes: 1 << 20,
-		Partitions: []broker.ReplicaFetchPartition{{Topic: "tr", Partition: 0, FetchOffset: int64(acks), CurrentLeaderEpoch: -1, LogStartOffset: -1, MaxBytes: 1 << 20}}}); err == nil {
-		t.Fatal("fetch with a cancelled context succeeded")
-	}
-}
-
-// produceRaw appends n one-record batches with acks=1 and returns n.
-func produceRaw(t *testing.T, rc *rawClient, topic string, n int) int {
-	t.Helper()
-	for i := 0; i < n; i++ {
-		p := newProduce(topic, 1, testBatch(0))
-		resp := newProduceResp()
-		rc.roundTrip(p, resp)
-		if ec := resp.Topics[0].Partitions[0].ErrorCode; ec != 0 {
-			t.Fatalf("produce: error %d", ec)
-		}
-	}
-	return n
-}
-
-func TestLinkDownDropsFollowerAndHealRejoins(t *testing.T) {
-	c := testCluster(t, 3, func(cfg *ClusterConfig) {
-		cfg.Broker.ReplicaLagTimeMaxMs = 300
-		cfg.Broker.ReplicaFetchWaitMaxMs = 50
-	})
-	const topic = "linked"
-	st, follower := followedTopic(t, c, topic)
-	leader := st.Leader
-	wait := watchPartition(t, c, leader, topic, 0)
-	cl := newClient(t, c)
-	acks := produce(t, cl, topic, "a", 20)
-	c.SetLink(leader, follower, LinkFault{Down: true})
-	acks = append(acks, produce(t, cl, topic, "b", 20)...) // leaves the cut-off follower behind the LEO
-	wait("ISR without the cut-off follower", func(s controller.PartitionState) bool { return !slices.Contains(s.ISR, follower) })
-	c.SetLink(leader, follower, LinkFault{Latency: 2 * time.Millisecond}) // slow but up
-	wait("ISR with the follower over a slow link", func(s controller.PartitionState) bool { return slices.Contains(s.ISR, follower) })
-	acks = append(acks, produce(t, cl, topic, "c", 20)...)
-	c.SetLink(leader, follower, LinkFault{})
-	checkNoLoss(t, acks, consumeAll(t, c, topic))
-	checkReplicasIdentical(t, c, topic, 1)
 }
 
 // TestFetchConnCanceledContextDoesNotBlock: a call with a context that was

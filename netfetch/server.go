@@ -77,7 +77,9 @@ type ServerConfig struct {
 	// memory of requests being read (zero fields = defaults, see ConnLimits).
 	Limits ConnLimits
 
-	stats *counters // shared across restarts by Cluster; nil = private
+	// Counters are the wire-server counters this server adds to: several servers (an
+	// embedded cluster's brokers, across restarts) may share one; nil = its own.
+	Counters *Counters
 	// onMemoryWait, if set, is called when a request starts waiting for
 	// queued.max.request.bytes; onConnDone when a connection's accounting is
 	// released (tests).
@@ -109,6 +111,16 @@ type counters struct {
 	requests      [maxAPIKey]atomic.Int64
 	producerID    atomic.Int64 // last producer id handed out by InitProducerId
 }
+
+// Counters are wire-server counters that servers given them in ServerConfig.Counters add
+// to. Safe for concurrent use.
+type Counters struct{ c *counters }
+
+// NewCounters returns zeroed counters (producer ids start at the wall clock, see newCounters).
+func NewCounters() *Counters { return &Counters{c: newCounters()} }
+
+// Snapshot returns the counters' current values.
+func (c *Counters) Snapshot() ServerStats { return c.c.snapshot() }
 
 // newCounters returns zeroed counters whose producer ids start at the wall
 // clock in µs, so ids handed out by InitProducerId stay unique across
@@ -199,10 +211,12 @@ func NewServer(cfg ServerConfig, ln net.Listener) *Server {
 	if cfg.Logf == nil {
 		cfg.Logf = stdlog.Printf
 	}
-	cfg.Limits = cfg.Limits.withDefaults()
-	s := &Server{cfg: cfg, ln: ln, stats: cfg.stats, done: make(chan struct{}),
+	cfg.Limits = cfg.Limits.WithDefaults()
+	s := &Server{cfg: cfg, ln: ln, done: make(chan struct{}),
 		mem: newMemoryPool(cfg.Limits.QueuedMaxRequestBytes), now: time.Now}
-	if s.stats == nil {
+	if cfg.Counters != nil {
+		s.stats = cfg.Counters.c
+	} else {
 		s.stats = newCounters()
 	}
 	if cfg.FetchSessionCacheSlots > 0 {

@@ -1,7 +1,6 @@
-package netfetch
+package netfetch_test
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -19,105 +18,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbench/isrbench/core/records"
+	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/cluster/clustertest"
+	"github.com/isrbench/isrbench/internal/kafkatest"
+	"github.com/isrbench/isrbench/netfetch"
 )
 
-// rawClient speaks the Kafka framing directly, for wire-level tests.
-type rawClient struct {
-	t    testing.TB
-	c    net.Conn
-	br   *bufio.Reader
-	corr int32
-}
-
-func dialRaw(t testing.TB, addr string) *rawClient {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	return &rawClient{t: t, c: c, br: bufio.NewReader(c)}
-}
-
-// send writes req with request header v1/v2 and returns its correlation id.
-func (r *rawClient) send(req kmsg.Request) int32 {
-	r.corr++
-	b := []byte{0, 0, 0, 0}
-	b = kbin.AppendInt16(b, req.Key())
-	b = kbin.AppendInt16(b, req.GetVersion())
-	b = kbin.AppendInt32(b, r.corr)
-	b = kbin.AppendString(b, "raw-test")
-	if req.IsFlexible() {
-		b = append(b, 0)
-	}
-	b = req.AppendTo(b)
-	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
-	if _, err := r.c.Write(b); err != nil {
-		r.t.Fatal(err)
-	}
-	return r.corr
-}
-
-// recv reads one response frame and returns its body after the correlation id.
-func (r *rawClient) recv() (int32, []byte, error) {
-	var sz [4]byte
-	if _, err := io.ReadFull(r.br, sz[:]); err != nil {
-		return 0, nil, err
-	}
-	body := make([]byte, binary.BigEndian.Uint32(sz[:]))
-	if _, err := io.ReadFull(r.br, body); err != nil {
-		return 0, nil, err
-	}
-	return int32(binary.BigEndian.Uint32(body)), body[4:], nil
-}
-
-func (r *rawClient) roundTrip(req kmsg.Request, resp kmsg.Response) {
-	r.t.Helper()
-	corr := r.send(req)
-	got, body, err := r.recv()
-	if err != nil {
-		r.t.Fatalf("%s v%d: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
-	}
-	if got != corr {
-		r.t.Fatalf("correlation id %d, want %d", got, corr)
-	}
-	resp.SetVersion(req.GetVersion())
-	if resp.IsFlexible() && req.Key() != 18 {
-		rd := kbin.Reader{Src: body}
-		kmsg.SkipTags(&rd)
-		body = rd.Src
-	}
-	if err := resp.ReadFrom(body); err != nil {
-		r.t.Fatalf("%s v%d response: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
-	}
-}
-
-// expectClosed asserts the server closes the connection without answering.
-func (r *rawClient) expectClosed() {
-	r.t.Helper()
-	r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	_, _, err := r.recv()
-	if err == nil {
-		r.t.Fatal("got a response, want the connection closed")
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		r.t.Fatal("connection still open after 10 s, want it closed")
-	}
-}
-
 func TestAPIVersions(t *testing.T) {
-	c := testCluster(t, 1, nil)
-	rc := dialRaw(t, c.Addr(0))
+	c := clustertest.Start(t, 1, nil)
+	rc := kafkatest.Dial(t, c.Addr(0))
 	for v := int16(0); v <= 3; v++ {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.SetVersion(v)
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "raw", "1"
 		resp := kmsg.NewPtrApiVersionsResponse()
-		rc.roundTrip(req, resp)
-		if resp.ErrorCode != 0 || len(resp.ApiKeys) != len(advertised()) {
+		rc.RoundTrip(req, resp)
+		if resp.ErrorCode != 0 || len(resp.ApiKeys) != netfetch.Advertised() {
 			t.Fatalf("v%d: error %d, %d keys", v, resp.ErrorCode, len(resp.ApiKeys))
 		}
 		for _, k := range resp.ApiKeys {
@@ -129,8 +45,8 @@ func TestAPIVersions(t *testing.T) {
 	// A too-new version gets UNSUPPORTED_VERSION, encoded as v0, with the ranges.
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.SetVersion(4)
-	corr := rc.send(req)
-	got, body, err := rc.recv()
+	corr := rc.Send(req)
+	got, body, err := rc.Recv()
 	if err != nil || got != corr {
 		t.Fatalf("recv: %v corr %d/%d", err, got, corr)
 	}
@@ -145,7 +61,7 @@ func TestAPIVersions(t *testing.T) {
 }
 
 func TestMalformedRequestsCloseTheConnection(t *testing.T) {
-	c := testCluster(t, 1, func(cfg *ClusterConfig) { cfg.SocketRequestMaxBytes = 1 << 20 })
+	c := clustertest.Start(t, 1, func(cfg *cluster.Config) { cfg.SocketRequestMaxBytes = 1 << 20 })
 	frame := func(b ...[]byte) []byte {
 		var body []byte
 		for _, x := range b {
@@ -175,24 +91,24 @@ func TestMalformedRequestsCloseTheConnection(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			rc := dialRaw(t, c.Addr(0))
-			if _, err := rc.c.Write(tc.bytes); err != nil {
+			rc := kafkatest.Dial(t, c.Addr(0))
+			if _, err := rc.Conn.Write(tc.bytes); err != nil {
 				t.Fatal(err)
 			}
-			rc.expectClosed()
+			rc.ExpectClosed()
 		})
 	}
 	// The server still answers afterwards.
-	rc := dialRaw(t, c.Addr(0))
-	rc.roundTrip(kmsg.NewPtrApiVersionsRequest(), kmsg.NewPtrApiVersionsResponse())
+	rc := kafkatest.Dial(t, c.Addr(0))
+	rc.RoundTrip(kmsg.NewPtrApiVersionsRequest(), kmsg.NewPtrApiVersionsResponse())
 }
 
 func TestAcksZeroProduceGetsNoResponse(t *testing.T) {
-	c := testCluster(t, 1, nil)
+	c := clustertest.Start(t, 1, nil)
 	if err := c.CreateTopic("a0", 1, 1, nil); err != nil {
 		t.Fatal(err)
 	}
-	rc := dialRaw(t, c.Addr(0))
+	rc := kafkatest.Dial(t, c.Addr(0))
 	p := kmsg.NewPtrProduceRequest()
 	p.SetVersion(7)
 	p.Acks = 0
@@ -200,28 +116,28 @@ func TestAcksZeroProduceGetsNoResponse(t *testing.T) {
 	pt := kmsg.NewProduceRequestTopic()
 	pt.Topic = "a0"
 	pp := kmsg.NewProduceRequestTopicPartition()
-	pp.Records = testBatch(0)
+	pp.Records = kafkatest.Batch(0)
 	pt.Partitions = append(pt.Partitions, pp)
 	p.Topics = append(p.Topics, pt)
-	rc.send(p)
+	rc.Send(p)
 	// The next response must be the metadata one (correlation id 2).
 	md := kmsg.NewPtrMetadataRequest()
 	md.SetVersion(9)
 	resp := kmsg.NewPtrMetadataResponse()
-	rc.roundTrip(md, resp)
+	rc.RoundTrip(md, resp)
 	if len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].Leader != 0 {
 		t.Fatalf("metadata %+v", resp.Topics)
 	}
 	// acks=1 answers, and the acks=0 batch was appended before it (offset 1).
 	p.Acks = 1
 	pr := kmsg.NewPtrProduceResponse()
-	rc.roundTrip(p, pr)
+	rc.RoundTrip(p, pr)
 	if e := pr.Topics[0].Partitions[0]; e.ErrorCode != 0 || e.BaseOffset != 1 {
 		t.Fatalf("acks=1 produce: %+v", e)
 	}
 	// Invalid acks are refused per partition.
 	p.Acks = 2
-	rc.roundTrip(p, pr)
+	rc.RoundTrip(p, pr)
 	if e := pr.Topics[0].Partitions[0]; e.ErrorCode != kerr.InvalidRequiredAcks.Code {
 		t.Fatalf("acks=2 produce: %+v", e)
 	}
@@ -229,15 +145,15 @@ func TestAcksZeroProduceGetsNoResponse(t *testing.T) {
 	// carry the error: the broker closes the connection, as Kafka does.
 	p.Acks = 0
 	p.Topics[0].Partitions[0].Partition = 7
-	rc.send(p)
-	if _, err := rc.br.ReadByte(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+	rc.Send(p)
+	if _, err := rc.R.ReadByte(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("after a failed acks=0 produce the connection is still open (read: %v)", err)
 	}
 }
 
 func TestMetadataAutoCreate(t *testing.T) {
-	c := testCluster(t, 3, func(cfg *ClusterConfig) { cfg.NumPartitions = 2 })
-	rc := dialRaw(t, c.Addr(1))
+	c := clustertest.Start(t, 3, func(cfg *cluster.Config) { cfg.NumPartitions = 2 })
+	rc := kafkatest.Dial(t, c.Addr(1))
 	md := kmsg.NewPtrMetadataRequest()
 	md.SetVersion(12)
 	name := "auto-made"
@@ -246,7 +162,7 @@ func TestMetadataAutoCreate(t *testing.T) {
 	md.Topics = append(md.Topics, mt)
 	md.AllowAutoTopicCreation = true
 	resp := kmsg.NewPtrMetadataResponse()
-	rc.roundTrip(md, resp)
+	rc.RoundTrip(md, resp)
 	if len(resp.Brokers) != 3 || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != 2 {
 		t.Fatalf("metadata %+v", resp)
 	}
@@ -256,7 +172,7 @@ func TestMetadataAutoCreate(t *testing.T) {
 	md.AllowAutoTopicCreation = false
 	other := "not-made"
 	md.Topics[0].Topic = &other
-	rc.roundTrip(md, resp)
+	rc.RoundTrip(md, resp)
 	if resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Errorf("no auto-create: error %d", resp.Topics[0].ErrorCode)
 	}
@@ -265,7 +181,7 @@ func TestMetadataAutoCreate(t *testing.T) {
 // FuzzServeRequest writes arbitrary bytes to a server connection: the
 // server must answer or close, never panic, and keep serving others.
 func FuzzServeRequest(f *testing.F) {
-	c := testCluster(f, 1, func(cfg *ClusterConfig) {
+	c := clustertest.Start(f, 1, func(cfg *cluster.Config) {
 		cfg.SocketRequestMaxBytes = 1 << 20
 		cfg.Logf = func(string, ...any) {}
 	})
@@ -304,7 +220,7 @@ func FuzzServeRequest(f *testing.F) {
 	pt := kmsg.NewProduceRequestTopic()
 	pt.Topic = "fz"
 	pp := kmsg.NewProduceRequestTopicPartition()
-	pp.Records = testBatch(0)
+	pp.Records = kafkatest.Batch(0)
 	pt.Partitions = append(pt.Partitions, pp)
 	pr.Topics = append(pr.Topics, pt)
 	f.Add(seed(pr))
@@ -372,8 +288,8 @@ func FuzzServeRequest(f *testing.F) {
 		io.Copy(io.Discard, io.LimitReader(conn, 16<<20))
 	})
 	// The server survived: it still answers.
-	rc := dialRaw(f, addr)
-	rc.roundTrip(kmsg.NewPtrApiVersionsRequest(), kmsg.NewPtrApiVersionsResponse())
+	rc := kafkatest.Dial(f, addr)
+	rc.RoundTrip(kmsg.NewPtrApiVersionsRequest(), kmsg.NewPtrApiVersionsResponse())
 }
 
 // kcatOrSkip returns kcat's path; skips when absent unless
@@ -392,7 +308,7 @@ func kcatOrSkip(t *testing.T) string {
 
 func TestKcatProduceConsumeAndList(t *testing.T) {
 	kcat := kcatOrSkip(t)
-	c := testCluster(t, 3, nil)
+	c := clustertest.Start(t, 3, nil)
 	if err := c.CreateTopic("kc", 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
 		t.Fatal(err)
 	}
@@ -435,41 +351,20 @@ func TestKcatProduceConsumeAndList(t *testing.T) {
 	t.Logf("kcat -L:\n%s", meta)
 }
 
-// testBatch is one uncompressed batch with one record.
-func testBatch(base int64) []byte {
-	return records.AppendBatch(nil, base, 0, time.Now().UnixMilli(), []records.Record{{Value: []byte("v")}})
-}
-
-func newProduce(topic string, acks int16, batch []byte) *kmsg.ProduceRequest {
-	p := kmsg.NewPtrProduceRequest()
-	p.SetVersion(9)
-	p.Acks = acks
-	p.TimeoutMillis = 10000
-	pt := kmsg.NewProduceRequestTopic()
-	pt.Topic = topic
-	pp := kmsg.NewProduceRequestTopicPartition()
-	pp.Records = batch
-	pt.Partitions = append(pt.Partitions, pp)
-	p.Topics = append(p.Topics, pt)
-	return p
-}
-
-func newProduceResp() *kmsg.ProduceResponse { return kmsg.NewPtrProduceResponse() }
-
 func TestPausedServerAnswersNothingUntilResume(t *testing.T) {
-	c := testCluster(t, 1, nil)
-	rc := dialRaw(t, c.Addr(0))
-	rc.roundTrip(kmsg.NewPtrApiVersionsRequest(), kmsg.NewPtrApiVersionsResponse())
+	c := clustertest.Start(t, 1, nil)
+	rc := kafkatest.Dial(t, c.Addr(0))
+	rc.RoundTrip(kmsg.NewPtrApiVersionsRequest(), kmsg.NewPtrApiVersionsResponse())
 	if err := c.PauseBroker(0); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.PauseBroker(0); err == nil {
 		t.Error("pausing a paused broker succeeded")
 	}
-	corr := rc.send(kmsg.NewPtrApiVersionsRequest())
+	corr := rc.Send(kmsg.NewPtrApiVersionsRequest())
 	// Absence can only be observed for a while: 200 ms of silence.
-	rc.c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-	if _, _, err := rc.recv(); err == nil {
+	rc.Conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if _, _, err := rc.Recv(); err == nil {
 		t.Fatal("paused broker answered")
 	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
 		t.Fatalf("paused broker: %v, want silence with the connection open", err)
@@ -477,8 +372,8 @@ func TestPausedServerAnswersNothingUntilResume(t *testing.T) {
 	if err := c.ResumeBroker(0); err != nil {
 		t.Fatal(err)
 	}
-	rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	got, _, err := rc.recv()
+	rc.Conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, _, err := rc.Recv()
 	if err != nil || got != corr {
 		t.Fatalf("after resume: corr %d err %v, want the pending answer %d", got, err, corr)
 	}
@@ -486,17 +381,17 @@ func TestPausedServerAnswersNothingUntilResume(t *testing.T) {
 	if err := c.PauseBroker(0); err != nil {
 		t.Fatal(err)
 	}
-	rc.send(kmsg.NewPtrApiVersionsRequest())
+	rc.Send(kmsg.NewPtrApiVersionsRequest())
 }
 
 // TestFetchGoroutineLabeled checks the pprof labels of a connection
 // goroutine parked in a Fetch long poll: broker=<id>, role=fetch-serve.
 func TestFetchGoroutineLabeled(t *testing.T) {
-	c := testCluster(t, 1, nil)
+	c := clustertest.Start(t, 1, nil)
 	if err := c.CreateTopic("lbl", 1, 1, nil); err != nil {
 		t.Fatal(err)
 	}
-	rc := dialRaw(t, c.Addr(0))
+	rc := kafkatest.Dial(t, c.Addr(0))
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(12)
 	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = -1, 30000, 1<<20, 1<<20, -1
@@ -506,7 +401,7 @@ func TestFetchGoroutineLabeled(t *testing.T) {
 	fp.PartitionMaxBytes = 1 << 20
 	ft.Partitions = append(ft.Partitions, fp)
 	req.Topics = append(req.Topics, ft)
-	rc.send(req)
+	rc.Send(req)
 	deadline := time.Now().Add(10 * time.Second)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -528,17 +423,17 @@ func TestFetchGoroutineLabeled(t *testing.T) {
 // the shape of its own request (no topic or partition left over from a
 // larger earlier one), with fresh offsets and errors.
 func TestProduceResponseReuseFollowsEachRequest(t *testing.T) {
-	c := testCluster(t, 1, nil)
+	c := clustertest.Start(t, 1, nil)
 	for _, tp := range []string{"ra", "rb"} {
 		if err := c.CreateTopic(tp, 2, 1, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rc := dialRaw(t, c.Addr(0))
-	big := newProduce("ra", 1, testBatch(0))
+	rc := kafkatest.Dial(t, c.Addr(0))
+	big := kafkatest.NewProduce("ra", 1, kafkatest.Batch(0))
 	big.Topics[0].Partitions = append(big.Topics[0].Partitions, big.Topics[0].Partitions[0])
 	big.Topics[0].Partitions[1].Partition = 1
-	big.Topics = append(big.Topics, newProduce("rb", 1, testBatch(0)).Topics[0])
+	big.Topics = append(big.Topics, kafkatest.NewProduce("rb", 1, kafkatest.Batch(0)).Topics[0])
 	big.Topics[1].Partitions[0].Partition = 9 // unknown partition: an error
 	type part struct {
 		topic   string
@@ -555,20 +450,20 @@ func TestProduceResponseReuseFollowsEachRequest(t *testing.T) {
 		}
 		return out
 	}
-	resp := newProduceResp()
-	rc.roundTrip(big, resp)
+	resp := kafkatest.NewProduceResp()
+	rc.RoundTrip(big, resp)
 	want := []part{{"ra", 0, 0, 0}, {"ra", 1, 0, 0}, {"rb", 9, kerr.UnknownTopicOrPartition.Code, -1}}
 	if got := shape(resp); !slices.Equal(got, want) {
 		t.Fatalf("first response %v, want %v", got, want)
 	}
-	small := newProduce("rb", 1, testBatch(0))
-	resp = newProduceResp()
-	rc.roundTrip(small, resp)
+	small := kafkatest.NewProduce("rb", 1, kafkatest.Batch(0))
+	resp = kafkatest.NewProduceResp()
+	rc.RoundTrip(small, resp)
 	want = []part{{"rb", 0, 0, 0}}
 	if got := shape(resp); !slices.Equal(got, want) {
 		t.Fatalf("second response %v, want %v", got, want)
 	}
-	rc.roundTrip(big, resp)
+	rc.RoundTrip(big, resp)
 	want = []part{{"ra", 0, 0, 1}, {"ra", 1, 0, 1}, {"rb", 9, kerr.UnknownTopicOrPartition.Code, -1}}
 	if got := shape(resp); !slices.Equal(got, want) {
 		t.Fatalf("third response %v, want %v", got, want)

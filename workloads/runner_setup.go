@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/isrbench/isrbench/netfetch"
+	"github.com/isrbench/isrbench/cluster"
 )
 
 // A run goes through five phases, each a method of run: setup (the target, the disk guard,
@@ -77,7 +77,7 @@ func (r *run) setup(ctx context.Context, id string, startedAt time.Time) error {
 		return err
 	}
 	if rr := r.parts.Replication; rr != nil {
-		grace := time.Duration(s.Topic.Partitions*s.Topic.ReplicationFactor) * netfetch.ApplyAllowance
+		grace := time.Duration(s.Topic.Partitions*s.Topic.ReplicationFactor) * cluster.ApplyAllowance
 		if why := waitFollowersFetching(ctx, rr, s.Topic.Name, 10*time.Second+grace); why != "" {
 			r.notef("starting the load although not every follower is fetching yet: %s", why)
 		}

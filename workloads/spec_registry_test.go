@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/isrbench/isrbench/cluster"
 	"github.com/isrbench/isrbench/core/config"
-	"github.com/isrbench/isrbench/netfetch"
 )
 
 // samples are the registry's Samples of e, but for an AtLeast entry's minimum the other
@@ -59,7 +59,7 @@ func TestSpecRegistryWalk(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s=%s: ClusterConfig: %v", p.Key, v, err)
 				}
-				c, err := netfetch.StartCluster(ctx, cc)
+				c, err := cluster.Start(ctx, cc)
 				if err == nil {
 					err = c.Close()
 				}

@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/isrbench/isrbench/cluster"
 	"github.com/isrbench/isrbench/core/vfs"
-	"github.com/isrbench/isrbench/netfetch"
 )
 
 // Target is the cluster a run drives: the embedded core or any Kafka-protocol cluster.
@@ -224,9 +224,9 @@ func sampleFromMetadata(md kadm.Metadata, topic string, minISR int, last map[int
 
 // ensureTopic creates the topic (with configs, see run.topicConfigs) if it does not exist
 // and waits until every partition has a leader and its full replica set in the ISR: deadline,
-// plus netfetch.ApplyAllowance per replica (a topic of many partitions takes a while to appear).
+// plus cluster.ApplyAllowance per replica (a topic of many partitions takes a while to appear).
 func ensureTopic(ctx context.Context, adm *kadm.Client, s *Spec, configs map[string]*string, deadline time.Duration) (created bool, err error) {
-	deadline += time.Duration(s.Topic.Partitions*s.Topic.ReplicationFactor) * netfetch.ApplyAllowance
+	deadline += time.Duration(s.Topic.Partitions*s.Topic.ReplicationFactor) * cluster.ApplyAllowance
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 	resp, err := adm.CreateTopic(ctx, int32(s.Topic.Partitions), int16(s.Topic.ReplicationFactor),

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/isrbench/isrbench/cluster"
 	"github.com/isrbench/isrbench/core/log"
 	"github.com/isrbench/isrbench/netfetch"
 )
@@ -21,7 +22,7 @@ func init() { embeddedTarget = openEmbedded }
 // embedded is the in-process netfetch cluster in a temporary data dir under os.TempDir(),
 // removed by Close (which the runner defers, so also on error and cancellation).
 type embedded struct {
-	c       *netfetch.Cluster
+	c       *cluster.Cluster
 	dir     string
 	seeds   []string
 	minISR  int
@@ -40,8 +41,8 @@ type embedded struct {
 }
 
 // ClusterConfig maps the spec onto an embedded cluster configuration.
-func (s *Spec) ClusterConfig() (netfetch.ClusterConfig, error) {
-	cc := netfetch.DefaultClusterConfig()
+func (s *Spec) ClusterConfig() (cluster.Config, error) {
+	cc := cluster.DefaultConfig()
 	cc.Brokers = s.Brokers
 	cc.AutoCreateTopics = false
 	cc.ZeroCopy = s.Broker.ZeroCopy
@@ -114,7 +115,7 @@ func openEmbedded(ctx context.Context, s *Spec, o TargetOptions) (Target, error)
 		logw = io.Discard
 	}
 	cc.Logf = func(format string, args ...any) { fmt.Fprintf(logw, format+"\n", args...) }
-	c, err := netfetch.StartCluster(ctx, cc)
+	c, err := cluster.Start(ctx, cc)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("embedded cluster: %w", err)

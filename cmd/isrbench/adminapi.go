@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/isrbench/isrbench/netfetch"
+	"github.com/isrbench/isrbench/cluster/adminapi"
 )
 
 // adminFlags are the flags of the commands that talk to the admin API of isrbench serve
@@ -36,7 +36,7 @@ func (a *adminFlags) resolve(cmd string) error {
 	}
 	a.base = base
 	if *a.tokenFile != "" {
-		if a.token, err = netfetch.ReadAdminToken(*a.tokenFile); err != nil {
+		if a.token, err = adminapi.ReadToken(*a.tokenFile); err != nil {
 			return usagef("%s: --admin-token-file: %v", cmd, err)
 		}
 	}
@@ -52,7 +52,7 @@ func (a *adminFlags) call(ctx context.Context, cmd, method, path string, stdout 
 	if err != nil {
 		return usagef("%s: --admin %q: %v", cmd, *a.admin, err)
 	}
-	req.Header.Set(netfetch.AdminHeader, "1")
+	req.Header.Set(adminapi.Header, "1")
 	if a.token != "" {
 		req.Header.Set("Authorization", "Bearer "+a.token)
 	}

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/isrbench/isrbench/netfetch"
+	"github.com/isrbench/isrbench/cluster"
 )
 
 // TestServeBrokerCommands: `isrbench serve --port 0` prints its admin address; `isrbench
@@ -58,12 +58,12 @@ func TestServeBrokerCommands(t *testing.T) {
 		return code, out.String(), errb.String()
 	}
 	code, out, errs := brokerCmd("stop", "1")
-	var st netfetch.BrokerStatus
+	var st cluster.BrokerStatus
 	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || st.ID != 1 || st.State != "stopped" || !st.Fenced {
 		t.Fatalf("broker stop 1: exit %d, %q %q", code, out, errs)
 	}
 	code, out, _ = brokerCmd("list")
-	var all []netfetch.BrokerStatus
+	var all []cluster.BrokerStatus
 	if err := json.Unmarshal([]byte(out), &all); code != 0 || err != nil || len(all) != 3 || all[1].State != "stopped" || all[0].State != "running" {
 		t.Fatalf("broker list: exit %d, %q", code, out)
 	}

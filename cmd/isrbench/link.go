@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/isrbench/isrbench/netfetch"
+	"github.com/isrbench/isrbench/cluster/adminapi"
 )
 
 func init() {
@@ -37,7 +37,7 @@ func cmdLink(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	switch {
 	case len(rest) == 1 && rest[0] == "list":
 		method, path = http.MethodGet, "/links"
-	case len(rest) == 2 && slices.Contains(netfetch.LinkActions, rest[0]):
+	case len(rest) == 2 && slices.Contains(adminapi.LinkActions, rest[0]):
 		id, err := strconv.ParseInt(rest[1], 10, 32)
 		if err != nil || id < 0 {
 			return usagef("link %s: broker id %q: want an integer >= 0", rest[0], rest[1])
@@ -56,15 +56,15 @@ func cmdLink(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		} else if err := onlyWith(fs, "link slow", "latency", "jitter", "bandwidth"); err != nil {
 			return err
 		}
-		if _, err := netfetch.ParseLinkFault(rest[0], keys(q), q.Get); err != nil {
+		if _, err := adminapi.ParseLinkFault(rest[0], keys(q), q.Get); err != nil {
 			return usagef("link %s: %v", rest[0], err)
 		}
 		method, path = http.MethodPost, fmt.Sprintf("/links/%d/%s", id, rest[0])
 		if len(q) > 0 {
 			path += "?" + q.Encode()
 		}
-	case len(rest) >= 1 && rest[0] != "list" && !slices.Contains(netfetch.LinkActions, rest[0]):
-		return usagef("link: unknown action %q (want list or one of %s)", rest[0], strings.Join(netfetch.LinkActions, ", "))
+	case len(rest) >= 1 && rest[0] != "list" && !slices.Contains(adminapi.LinkActions, rest[0]):
+		return usagef("link: unknown action %q (want list or one of %s)", rest[0], strings.Join(adminapi.LinkActions, ", "))
 	default:
 		return usagef("link: want `list` or `ACTION ID`, got %q", rest)
 	}

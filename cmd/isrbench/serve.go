@@ -9,7 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/isrbench/isrbench/netfetch"
+	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/cluster/adminapi"
 )
 
 func init() {
@@ -32,7 +33,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	usage := fs.Usage
 	fs.Usage = func() {
 		usage()
-		fmt.Fprintf(stderr, "\nsettings for --set (Kafka's name, type, default, allowed values, Kafka's update mode):\n%s", netfetch.SettingsHelp())
+		fmt.Fprintf(stderr, "\nsettings for --set (Kafka's name, type, default, allowed values, Kafka's update mode):\n%s", cluster.SettingsHelp())
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -49,7 +50,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if strings.TrimSpace(*host) == "" {
 		return usagef("serve: --host is empty; want an address such as 127.0.0.1, ::1 or 0.0.0.0 (every interface)")
 	}
-	cfg := netfetch.DefaultClusterConfig()
+	cfg := cluster.DefaultConfig()
 	cfg.Brokers, cfg.BasePort, cfg.Host, cfg.DataDir = *brokers, *port, *host, *dataDir
 	for _, kv := range sets {
 		if err := cfg.SetKV(kv); err != nil {
@@ -63,12 +64,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	var acfg netfetch.AdminConfig
+	var acfg adminapi.Config
 	if *tokenFile != "" {
 		if adminAddr == "off" {
 			return usagef("serve: --admin-token-file with --admin off: there is no admin API to protect")
 		}
-		if acfg.Token, err = netfetch.ReadAdminToken(*tokenFile); err != nil {
+		if acfg.Token, err = adminapi.ReadToken(*tokenFile); err != nil {
 			return usagef("serve: --admin-token-file: %v", err)
 		}
 	}
@@ -81,7 +82,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stderr, "isrbench serve: warning: the admin API on %s is reachable from other machines without a token: anyone who reaches it can stop brokers (give --admin-token-file FILE)\n", adminLn.Addr())
 		}
 	}
-	cl, err := netfetch.StartCluster(ctx, cfg)
+	cl, err := cluster.Start(ctx, cfg)
 	if err != nil {
 		if adminLn != nil {
 			adminLn.Close()
@@ -91,17 +92,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "bootstrap: %s\n", cl.Bootstrap())
 	fmt.Fprintf(stdout, "data dir: %s\n", cl.DataDir())
 	fmt.Fprintf(stdout, "metadata: %s\n", cl.Recovery) // what a restart on the same data dir brought back
-	var adm *netfetch.Admin
+	var adm *adminapi.Server
 	served := make(chan error, 1)
 	if adminLn != nil {
-		adm = netfetch.NewAdmin(cl, acfg)
+		adm = adminapi.New(cl, acfg)
 		go func() { served <- adm.Serve(adminLn) }()
 		tok := ""
 		if *tokenFile != "" {
 			tok = " --admin-token-file " + *tokenFile
 		}
 		fmt.Fprintf(stdout, "admin: http://%s (isrbench broker {%s} ID --admin %s%s; GET /metrics)\n",
-			adminLn.Addr(), strings.Join(netfetch.AdminActions, "|"), adminLn.Addr(), tok)
+			adminLn.Addr(), strings.Join(cluster.Actions, "|"), adminLn.Addr(), tok)
 	}
 	<-ctx.Done()
 	fmt.Fprintln(stderr, "isrbench serve: shutting down")

@@ -7,19 +7,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/isrbench/isrbench/netfetch"
+	"github.com/isrbench/isrbench/cluster"
 )
 
 // TestTopicsAndConfigsCommands drives isrbench topics and configs against an embedded
 // cluster: create, raise the partition count, set and delete topic configs, change a dynamic
 // broker config, describe, delete.
 func TestTopicsAndConfigsCommands(t *testing.T) {
-	cfg := netfetch.DefaultClusterConfig()
+	cfg := cluster.DefaultConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.Logf = func(string, ...any) {}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := netfetch.StartCluster(ctx, cfg)
+	c, err := cluster.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

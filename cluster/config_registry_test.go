@@ -1,4 +1,4 @@
-package netfetch
+package cluster
 
 import (
 	"context"
@@ -46,7 +46,7 @@ func TestSettersCoverRegistry(t *testing.T) {
 	}
 	// The defaults of DefaultClusterConfig are the registry's, but for isrbench's own
 	// default.replication.factor (min(3, brokers)).
-	c := DefaultClusterConfig()
+	c := DefaultConfig()
 	for name, v := range c.staticBrokerConfigs(0, "") {
 		switch name {
 		case "default.replication.factor", "queued.max.request.bytes", "log.dirs", "broker.id":
@@ -62,7 +62,7 @@ func TestSettersCoverRegistry(t *testing.T) {
 // replica.lag.time.max.ms (KafkaConfig), queued.max.request.bytes >=
 // socket.request.max.bytes (SocketServer), group.min.session.timeout.ms <=
 // group.max.session.timeout.ms.
-func related(t *testing.T, c *ClusterConfig, name string, n int64) {
+func related(t *testing.T, c *Config, name string, n int64) {
 	t.Helper()
 	set := func(k string, v int64) {
 		if err := c.Set(k, strconv.FormatInt(v, 10)); err != nil {
@@ -87,7 +87,7 @@ func related(t *testing.T, c *ClusterConfig, name string, n int64) {
 	}
 }
 
-// zeroIsDefault lists the ClusterConfig fields where 0 (or less) means "the default"
+// zeroIsDefault lists the Config fields where 0 (or less) means "the default"
 // (documented on the fields): one below the minimum set in Go starts the cluster with the
 // default. message.max.bytes=0 is also Set's way to the default (Kafka's 0 refuses every
 // batch).
@@ -104,9 +104,9 @@ var zeroIsDefault = []string{
 func TestRegistryWalk(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	start := func(c ClusterConfig) error {
+	start := func(c Config) error {
 		c.Brokers = 1
-		cl, err := StartCluster(ctx, c)
+		cl, err := Start(ctx, c)
 		if err == nil {
 			err = cl.Close()
 		}
@@ -118,7 +118,7 @@ func TestRegistryWalk(t *testing.T) {
 		}
 		t.Run(e.Name, func(t *testing.T) {
 			for _, v := range e.Samples() {
-				c := DefaultClusterConfig()
+				c := DefaultConfig()
 				if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 					related(t, &c, e.Name, n)
 				}
@@ -136,7 +136,7 @@ func TestRegistryWalk(t *testing.T) {
 				}
 			}
 			if !e.Type.Numeric() {
-				bad := DefaultClusterConfig()
+				bad := DefaultConfig()
 				if err := bad.Set(e.Name, "-2x"); err == nil || !strings.Contains(err.Error(), e.Name) {
 					t.Errorf("Set(%s, -2x): %v, want an error naming the key", e.Name, err)
 				}
@@ -146,7 +146,7 @@ func TestRegistryWalk(t *testing.T) {
 			if e.Never && below == -1 {
 				below = -2
 			}
-			c := DefaultClusterConfig()
+			c := DefaultConfig()
 			err := c.Set(e.Name, strconv.FormatInt(below, 10))
 			if err == nil || !strings.Contains(err.Error(), e.Name) || !strings.Contains(err.Error(), strconv.FormatInt(e.Min, 10)) {
 				t.Errorf("Set(%s, %d): %v, want an error naming the key and the minimum %d", e.Name, below, err, e.Min)
@@ -155,7 +155,7 @@ func TestRegistryWalk(t *testing.T) {
 			if !ok {
 				return // -1 or a number of bytes (queued.max.request.bytes): Set alone
 			}
-			c = DefaultClusterConfig()
+			c = DefaultConfig()
 			store(&c, below)
 			err = start(c)
 			if below <= 0 && slices.Contains(zeroIsDefault, e.Name) {
@@ -206,6 +206,30 @@ func TestDynamicConfigsTakeRegistryRanges(t *testing.T) {
 			if _, err := controller.ValidateBrokerConfig(n, below); err == nil {
 				t.Errorf("%s=%s (registry %s): accepted", n, below, e.Range())
 			}
+		}
+	}
+}
+
+// TestBrokerConfigCatalogue: every broker config isrbench can set (serve --set), change at
+// run time, or names as a topic config's synonym is one DescribeConfigs reports.
+func TestBrokerConfigCatalogue(t *testing.T) {
+	var names []string
+	for _, k := range SettableKeys() {
+		names = append(names, brokerConfigName(k))
+	}
+	names = append(names, controller.DynamicBrokerConfigNames()...)
+	for _, d := range controller.TopicConfigDefs() {
+		names = append(names, d.BrokerSynonym)
+	}
+	for _, n := range names {
+		if _, ok := lookupBrokerConfig(n); !ok {
+			t.Errorf("broker config %s is not in brokerConfigDefs", n)
+		}
+	}
+	for _, n := range controller.DynamicBrokerConfigNames() {
+		d, _ := lookupBrokerConfig(n)
+		if got := controller.BrokerConfigType(n); got != d.typ {
+			t.Errorf("%s: type %s in the controller, %s in brokerConfigDefs", n, got, d.typ)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package netfetch
+package cluster_test
 
 import (
 	"bytes"
@@ -14,7 +14,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/cluster/clustertest"
 	"github.com/isrbench/isrbench/core/controller"
+	"github.com/isrbench/isrbench/internal/kafkatest"
 )
 
 // The durability guarantee over real sockets: acks=all records acknowledged to a kgo client
@@ -32,7 +35,7 @@ type bgProducer struct {
 
 	mu struct {
 		sync.Mutex
-		acks []ack
+		acks []clustertest.Ack
 		errs int
 		last error
 	}
@@ -66,7 +69,7 @@ func startProducer(t *testing.T, cl *kgo.Client, topic, prefix string) *bgProduc
 					p.mu.last = err
 					return
 				}
-				p.mu.acks = append(p.mu.acks, ack{r.Partition, r.Offset, string(r.Value)})
+				p.mu.acks = append(p.mu.acks, clustertest.Ack{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
 			})
 		}
 	}()
@@ -84,7 +87,7 @@ func (p *bgProducer) acked() int {
 func (p *bgProducer) waitAcked(t *testing.T, n int) {
 	t.Helper()
 	want := p.acked() + n
-	waitFor(t, 15*time.Second, fmt.Sprintf("%d acknowledged records", want), func() bool { return p.acked() >= want })
+	kafkatest.WaitFor(t, 15*time.Second, fmt.Sprintf("%d acknowledged records", want), func() bool { return p.acked() >= want })
 }
 
 // stop stops producing and waits for the records in flight; it returns the acknowledged
@@ -94,7 +97,7 @@ func (p *bgProducer) stop() {
 	<-p.done
 }
 
-func (p *bgProducer) results(t *testing.T) []ack {
+func (p *bgProducer) results(t *testing.T) []clustertest.Ack {
 	t.Helper()
 	p.stop()
 	p.mu.Lock()
@@ -105,25 +108,11 @@ func (p *bgProducer) results(t *testing.T) []ack {
 	return slices.Clone(p.mu.acks)
 }
 
-// waitFor polls cond every few milliseconds until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		<-tick.C
-	}
-}
-
 // waitInSync waits until every partition of topic has a leader and its whole replica set in
 // the ISR, and every running broker applied the states.
-func waitInSync(t *testing.T, c *Cluster, topic string) {
+func waitInSync(t *testing.T, c *cluster.Cluster, topic string) {
 	t.Helper()
-	waitFor(t, 20*time.Second, "every replica of "+topic+" in the ISR", func() bool {
+	kafkatest.WaitFor(t, 20*time.Second, "every replica of "+topic+" in the ISR", func() bool {
 		sts, ok := c.Controller().Partitions(topic)
 		if !ok {
 			return false
@@ -143,7 +132,7 @@ func waitInSync(t *testing.T, c *Cluster, topic string) {
 }
 
 // ledBy returns the partitions of topic that broker id leads.
-func ledBy(c *Cluster, topic string, id int32) map[int32]controller.PartitionState {
+func ledBy(c *cluster.Cluster, topic string, id int32) map[int32]controller.PartitionState {
 	out := map[int32]controller.PartitionState{}
 	sts, _ := c.Controller().Partitions(topic)
 	for _, st := range sts {
@@ -157,7 +146,7 @@ func ledBy(c *Cluster, topic string, id int32) map[int32]controller.PartitionSta
 // crashAndRestart crashes broker id (power loss; fenced at once, or only when its session
 // would expire) and starts it again at once. The new incarnation leads none of the
 // partitions the crashed one led, at a higher leader epoch.
-func crashAndRestart(t *testing.T, c *Cluster, topic string, id int32, fenceAtOnce bool) {
+func crashAndRestart(t *testing.T, c *cluster.Cluster, topic string, id int32, fenceAtOnce bool) {
 	t.Helper()
 	led := ledBy(c, topic, id)
 	crash := c.CrashBrokerAwaitSession
@@ -178,8 +167,8 @@ func crashAndRestart(t *testing.T, c *Cluster, topic string, id int32, fenceAtOn
 	}
 }
 
-func restartTestCluster(t *testing.T, mutate func(*ClusterConfig)) *Cluster {
-	return testCluster(t, 3, func(cfg *ClusterConfig) {
+func restartTestCluster(t *testing.T, mutate func(*cluster.Config)) *cluster.Cluster {
+	return clustertest.Start(t, 3, func(cfg *cluster.Config) {
 		cfg.Broker.ReplicaFetchWaitMaxMs = 50
 		// Well above the test's duration: every restart is within the session timeout.
 		cfg.Controller.BrokerSessionTimeoutMs = 60000
@@ -192,17 +181,17 @@ func restartTestCluster(t *testing.T, mutate func(*ClusterConfig)) *Cluster {
 
 // verifyAll reads every partition back and checks that every acknowledged record is at its
 // acknowledged offset, then that the replicas are identical below the HW.
-func verifyAll(t *testing.T, c *Cluster, topic string, partitions int32, acks []ack) {
+func verifyAll(t *testing.T, c *cluster.Cluster, topic string, partitions int32, acks []clustertest.Ack) {
 	t.Helper()
 	waitInSync(t, c, topic)
-	got := consumeAll(t, c, topic)
+	got := clustertest.ConsumeAll(t, c, topic)
 	read := 0
 	for _, recs := range got {
 		read += len(recs)
 	}
 	t.Logf("%s: %d records acknowledged with acks=all, %d read back", topic, len(acks), read)
-	checkNoLoss(t, acks, got)
-	checkReplicasIdentical(t, c, topic, partitions)
+	clustertest.CheckNoLoss(t, acks, got)
+	clustertest.CheckReplicasIdentical(t, c, topic, partitions)
 }
 
 // TestCrashLeaderQuickRestartKeepsAcked (finding 1): the leader crashes, losing its page
@@ -217,7 +206,7 @@ func TestCrashLeaderQuickRestartKeepsAcked(t *testing.T) {
 				t.Fatal(err)
 			}
 			st, _ := c.Controller().Partition(topic, 0)
-			p := startProducer(t, newClient(t, c, kgo.RecordDeliveryTimeout(20*time.Second)), topic, "r")
+			p := startProducer(t, clustertest.NewClient(t, c, kgo.RecordDeliveryTimeout(20*time.Second)), topic, "r")
 			p.waitAcked(t, 500)
 			crashAndRestart(t, c, topic, st.Leader, fence)
 			p.waitAcked(t, 500)
@@ -232,8 +221,8 @@ func TestCrashLeaderQuickRestartKeepsAcked(t *testing.T) {
 func TestCrashFollowerQuickRestartThenLeaderKilled(t *testing.T) {
 	c := restartTestCluster(t, nil)
 	const topic = "followed"
-	st, follower := followedTopic(t, c, topic)
-	p := startProducer(t, newClient(t, c, kgo.RecordDeliveryTimeout(20*time.Second)), topic, "r")
+	st, follower := clustertest.FollowedTopic(t, c, topic)
+	p := startProducer(t, clustertest.NewClient(t, c, kgo.RecordDeliveryTimeout(20*time.Second)), topic, "r")
 	p.waitAcked(t, 2000)
 	crashAndRestart(t, c, topic, follower, false)
 	if err := c.KillBroker(st.Leader); err != nil {
@@ -259,7 +248,7 @@ func TestCrashRestartTwoBrokersInTurn(t *testing.T) {
 	if err := c.CreateTopic(topic, parts, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
 		t.Fatal(err)
 	}
-	p := startProducer(t, newClient(t, c, kgo.RecordDeliveryTimeout(20*time.Second)), topic, "r")
+	p := startProducer(t, clustertest.NewClient(t, c, kgo.RecordDeliveryTimeout(20*time.Second)), topic, "r")
 	p.waitAcked(t, 500)
 	first, _ := c.Controller().Partition(topic, 0)
 	crashAndRestart(t, c, topic, first.Leader, false)
@@ -282,7 +271,7 @@ func TestClusterRestartKeepsTopicsAndRecords(t *testing.T) {
 	for _, abrupt := range []bool{false, true} {
 		t.Run(fmt.Sprintf("abrupt=%v", abrupt), func(t *testing.T) {
 			dir := t.TempDir()
-			onDir := func(cfg *ClusterConfig) { cfg.DataDir = dir }
+			onDir := func(cfg *cluster.Config) { cfg.DataDir = dir }
 			configs := map[string]map[string]string{
 				"orders": {"min.insync.replicas": "2", "retention.ms": "3600000"},
 				"audit":  {"retention.ms": "86400000", "max.message.bytes": "65536"},
@@ -290,13 +279,13 @@ func TestClusterRestartKeepsTopicsAndRecords(t *testing.T) {
 			partitions := map[string]int32{"orders": 3, "audit": 2}
 			rf := map[string]int16{"orders": 3, "audit": 2}
 			c := restartTestCluster(t, onDir)
-			acks := map[string][]ack{}
-			cl := newClient(t, c)
+			acks := map[string][]clustertest.Ack{}
+			cl := clustertest.NewClient(t, c)
 			for _, topic := range []string{"orders", "audit"} {
 				if err := c.CreateTopic(topic, partitions[topic], rf[topic], configs[topic]); err != nil {
 					t.Fatal(err)
 				}
-				acks[topic] = produce(t, cl, topic, "before", 400)
+				acks[topic] = clustertest.Produce(t, cl, topic, "before", 400)
 			}
 			cl.Close()
 			if abrupt {
@@ -318,7 +307,7 @@ func TestClusterRestartKeepsTopicsAndRecords(t *testing.T) {
 			t.Logf("recovery: %v", rec)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			adm := kadm.NewClient(newClient(t, c2))
+			adm := kadm.NewClient(clustertest.NewClient(t, c2))
 			details, err := adm.ListTopics(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -356,9 +345,9 @@ func TestClusterRestartKeepsTopicsAndRecords(t *testing.T) {
 			}
 			// The restarted cluster takes produces at once (no UNKNOWN_TOPIC_OR_PARTITION, no
 			// auto-created single-partition topic) and has every record.
-			cl2 := newClient(t, c2)
+			cl2 := clustertest.NewClient(t, c2)
 			for _, topic := range []string{"orders", "audit"} {
-				acks[topic] = append(acks[topic], produce(t, cl2, topic, "after", 100)...)
+				acks[topic] = append(acks[topic], clustertest.Produce(t, cl2, topic, "after", 100)...)
 				verifyAll(t, c2, topic, partitions[topic], acks[topic])
 			}
 			// The leader epochs went on from the old ones (a replica's epoch cache must not
@@ -380,7 +369,7 @@ func TestClusterRestartKeepsTopicsAndRecords(t *testing.T) {
 // below the leader's log start, OFFSET_OUT_OF_RANGE, and it starts over at the leader's log
 // start (ListOffsets), rejoins the ISR and holds the leader's bytes from the log start on.
 func TestFollowerBelowLeaderLogStartRecovers(t *testing.T) {
-	c := restartTestCluster(t, func(cfg *ClusterConfig) {
+	c := restartTestCluster(t, func(cfg *cluster.Config) {
 		cfg.Broker.LogRetentionCheckIntervalMs = 20
 	})
 	const topic = "retained"
@@ -396,8 +385,8 @@ func TestFollowerBelowLeaderLogStartRecovers(t *testing.T) {
 	}
 	// inISR polls the controller (a subscription's queue would still hold older states).
 	inISR := func() bool { s, _ := c.Controller().Partition(topic, 0); return slices.Contains(s.ISR, follower) }
-	cl := newClient(t, c, kgo.ProducerBatchMaxBytes(1024), kgo.ProducerLinger(0))
-	produce(t, cl, topic, "early", 50)
+	cl := clustertest.NewClient(t, c, kgo.ProducerBatchMaxBytes(1024), kgo.ProducerLinger(0))
+	clustertest.Produce(t, cl, topic, "early", 50)
 	leaderReplica := func() interface {
 		LogStart() int64
 		LEO() int64
@@ -410,29 +399,29 @@ func TestFollowerBelowLeaderLogStartRecovers(t *testing.T) {
 		return r
 	}
 	fr, _ := c.Broker(follower).Replica(topic, 0)
-	waitFor(t, 10*time.Second, "the follower caught up", func() bool { return fr.LEO() == leaderReplica().LEO() })
+	kafkatest.WaitFor(t, 10*time.Second, "the follower caught up", func() bool { return fr.LEO() == leaderReplica().LEO() })
 	behind := fr.LEO()
 	if err := c.KillBroker(follower); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "ISR without the killed follower", func() bool { return !inISR() })
+	kafkatest.WaitFor(t, 10*time.Second, "ISR without the killed follower", func() bool { return !inISR() })
 	for round := 0; leaderReplica().LogStart() <= behind; round++ {
 		if round == 20 {
 			t.Fatalf("leader log start %d still <= the follower's LEO %d after %d records", leaderReplica().LogStart(), behind, 20*300)
 		}
-		produce(t, cl, topic, fmt.Sprintf("later%d", round), 300)
+		clustertest.Produce(t, cl, topic, fmt.Sprintf("later%d", round), 300)
 	}
 	if err := c.RestartBroker(follower); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the follower back in the ISR", inISR)
-	produce(t, cl, topic, "last", 20)
+	kafkatest.WaitFor(t, 10*time.Second, "the follower back in the ISR", inISR)
+	clustertest.Produce(t, cl, topic, "last", 20)
 	fr, ok := c.Broker(follower).Replica(topic, 0)
 	if !ok {
 		t.Fatal("restarted follower has no replica")
 	}
 	lr := leaderReplica()
-	waitFor(t, 10*time.Second, "the follower at the leader's LEO", func() bool { return fr.LEO() == lr.LEO() && fr.HW() == lr.HW() })
+	kafkatest.WaitFor(t, 10*time.Second, "the follower at the leader's LEO", func() bool { return fr.LEO() == lr.LEO() && fr.HW() == lr.HW() })
 	if fr.LogStart() <= behind {
 		t.Fatalf("follower log start %d: it did not start over above its old LEO %d (leader log start %d)", fr.LogStart(), behind, lr.LogStart())
 	}
@@ -447,7 +436,7 @@ func TestFollowerBelowLeaderLogStartRecovers(t *testing.T) {
 }
 
 // readRange returns broker id's bytes of topic-0 in [from, to).
-func readRange(t *testing.T, c *Cluster, id int32, topic string, from, to int64) []byte {
+func readRange(t *testing.T, c *cluster.Cluster, id int32, topic string, from, to int64) []byte {
 	t.Helper()
 	r, ok := c.Broker(id).Replica(topic, 0)
 	if !ok {

@@ -1,4 +1,4 @@
-package netfetch
+package cluster_test
 
 import (
 	"bytes"
@@ -6,12 +6,9 @@ import (
 	crand "crypto/rand"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,279 +17,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/cluster/clustertest"
 	"github.com/isrbench/isrbench/core/controller"
+	"github.com/isrbench/isrbench/internal/kafkatest"
+	"github.com/isrbench/isrbench/netfetch"
 )
 
-// testCluster starts a cluster in t's temp dir, closed at cleanup.
-func testCluster(t testing.TB, brokers int, mutate func(*ClusterConfig)) *Cluster {
-	t.Helper()
-	cfg := DefaultClusterConfig()
-	cfg.Brokers = brokers
-	cfg.DataDir = t.TempDir()
-	cfg.Broker.ReplicaFetchBackoffMs = 50
-	var done atomic.Bool
-	cfg.Logf = func(format string, args ...any) {
-		if !done.Load() {
-			t.Logf(format, args...)
-		}
-	}
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := StartCluster(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("cluster close: %v", err)
-		}
-		done.Store(true)
-	})
-	return c
-}
-
-func newClient(t testing.TB, c *Cluster, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	opts = append([]kgo.Opt{
-		kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...),
-		kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }),
-		kgo.MetadataMinAge(10 * time.Millisecond),
-	}, opts...)
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
-// ack is one acknowledged record.
-type ack struct {
-	partition int32
-	offset    int64
-	value     string
-}
-
-// produce sends n records (values prefix-i) with acks=all and returns the acks.
-func produce(t testing.TB, cl *kgo.Client, topic, prefix string, n int) []ack {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var mu sync.Mutex
-	var acks []ack
-	var wg sync.WaitGroup
-	var firstErr error
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		v := fmt.Sprintf("%s-%05d", prefix, i)
-		cl.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprint(i % 7)), Value: []byte(v)}, func(r *kgo.Record, err error) {
-			defer wg.Done()
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				if firstErr == nil {
-					firstErr = fmt.Errorf("produce %s: %w", r.Value, err)
-				}
-				return
-			}
-			acks = append(acks, ack{r.Partition, r.Offset, string(r.Value)})
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		t.Fatal(firstErr)
-	}
-	return acks
-}
-
-// consumeAll reads every partition of topic from the start until each
-// partition reached its HW (end offset), and returns the records by partition.
-func consumeAll(t testing.TB, c *Cluster, topic string) map[int32][]ack {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	adm := kadm.NewClient(newClient(t, c))
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil || ends.Error() != nil {
-		t.Fatalf("list end offsets: %v %v", err, ends.Error())
-	}
-	want := map[int32]int64{}
-	parts := map[int32]kgo.Offset{}
-	ends.Each(func(o kadm.ListedOffset) {
-		want[o.Partition] = o.Offset
-		parts[o.Partition] = kgo.NewOffset().AtStart()
-	})
-	cl := newClient(t, c, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}), kgo.FetchMaxWait(100*time.Millisecond))
-	got := map[int32][]ack{}
-	done := func() bool {
-		for p, end := range want {
-			n := len(got[p])
-			if end > 0 && (n == 0 || got[p][n-1].offset < end-1) {
-				return false
-			}
-		}
-		return true
-	}
-	for !done() {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("consume %s: %v; got %d partitions, want ends %v", topic, err, len(got), want)
-		}
-		fs.EachError(func(tp string, p int32, err error) { t.Logf("fetch %s-%d: %v", tp, p, err) })
-		fs.EachRecord(func(r *kgo.Record) {
-			got[r.Partition] = append(got[r.Partition], ack{r.Partition, r.Offset, string(r.Value)})
-		})
-	}
-	return got
-}
-
-// checkNoLoss verifies every acked record is present at its acked offset and
-// that each partition's offsets are dense and increasing.
-func checkNoLoss(t *testing.T, acks []ack, got map[int32][]ack) {
-	t.Helper()
-	byOff := map[int32]map[int64]string{}
-	for p, recs := range got {
-		byOff[p] = map[int64]string{}
-		for i, r := range recs {
-			if i > 0 && r.offset != recs[i-1].offset+1 {
-				t.Errorf("partition %d: offset %d follows %d", p, r.offset, recs[i-1].offset)
-			}
-			byOff[p][r.offset] = r.value
-		}
-	}
-	lost := 0
-	for _, a := range acks {
-		if v, ok := byOff[a.partition][a.offset]; !ok || v != a.value {
-			lost++
-			if lost < 5 {
-				t.Errorf("acked record %q at %d-%d: read back %q (present %v)", a.value, a.partition, a.offset, v, ok)
-			}
-		}
-	}
-	if lost > 0 {
-		t.Errorf("%d of %d acks=all acknowledged records lost", lost, len(acks))
-	}
-}
-
-// watchPartition subscribes to partition state changes (as broker `as`
-// sees them) and returns a function waiting for a state matching cond.
-// followedTopic creates topic with one partition, RF 3 and min.insync.replicas 2, and
-// returns its state and one follower of its leader.
-func followedTopic(t *testing.T, c *Cluster, topic string) (controller.PartitionState, int32) {
-	t.Helper()
-	if err := c.CreateTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
-		t.Fatal(err)
-	}
-	st, _ := c.Controller().Partition(topic, 0)
-	follower := st.Replicas[0]
-	if follower == st.Leader {
-		follower = st.Replicas[1]
-	}
-	return st, follower
-}
-
-func watchPartition(t *testing.T, c *Cluster, as int32, topic string, p int32) func(what string, cond func(controller.PartitionState) bool) controller.PartitionState {
-	ch := make(chan controller.PartitionState, 1024)
-	cancel := c.Controller().Subscribe(as, func(u controller.Update) {
-		if u.Partition == nil {
-			return
-		}
-		if st := *u.Partition; st.Topic == topic && st.Partition == p {
-			select {
-			case ch <- st:
-			default:
-			}
-		}
-	})
-	t.Cleanup(cancel)
-	return func(what string, cond func(controller.PartitionState) bool) controller.PartitionState {
-		t.Helper()
-		if st, _ := c.Controller().Partition(topic, p); cond(st) {
-			return st
-		}
-		deadline := time.NewTimer(20 * time.Second)
-		defer deadline.Stop()
-		for {
-			select {
-			case st := <-ch:
-				if cond(st) {
-					return st
-				}
-			case <-deadline.C:
-				st, _ := c.Controller().Partition(topic, p)
-				t.Fatalf("timed out waiting for %s; state %v", what, st)
-			}
-		}
-	}
-}
-
-// checkReplicasIdentical compares every replica's bytes [0, HW) with the leader's.
-func checkReplicasIdentical(t *testing.T, c *Cluster, topic string, partitions int32) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for p := int32(0); p < partitions; p++ {
-		st, _ := c.Controller().Partition(topic, p)
-		leader, _ := c.Broker(st.Leader).Replica(topic, p)
-		hw := leader.HW()
-		// Followers must have fetched up to the HW (they are in the ISR).
-		for _, id := range st.ISR {
-			r, ok := c.Broker(id).Replica(topic, p)
-			if !ok {
-				t.Fatalf("broker %d has no replica of %s-%d", id, topic, p)
-			}
-			for r.LEO() < hw {
-				select {
-				case <-r.LEOChanged():
-				case <-ctx.Done():
-					t.Fatalf("broker %d %s-%d LEO %d < HW %d", id, topic, p, r.LEO(), hw)
-				}
-			}
-		}
-		read := func(id int32) []byte {
-			r, _ := c.Broker(id).Replica(topic, p)
-			if hw == 0 {
-				return nil
-			}
-			s, err := r.Read(0, hw, math.MaxInt32, true)
-			if err != nil {
-				t.Fatalf("broker %d %s-%d read [0,%d): %v", id, topic, p, hw, err)
-			}
-			defer s.Release()
-			b, err := s.ReadAll(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		}
-		want := read(st.Leader)
-		if hw > 0 && len(want) == 0 {
-			t.Fatalf("%s-%d: leader has no bytes below HW %d", topic, p, hw)
-		}
-		for _, id := range st.ISR {
-			if got := read(id); !bytes.Equal(got, want) {
-				t.Errorf("%s-%d: broker %d bytes [0,%d) differ from leader %d (%d vs %d bytes)", topic, p, id, hw, st.Leader, len(got), len(want))
-			}
-		}
-	}
-}
-
 func TestKgoProduceConsumeRF3(t *testing.T) {
-	c := testCluster(t, 3, nil)
+	c := clustertest.Start(t, 3, nil)
 	const topic, parts = "orders", 3
 	if err := c.CreateTopic(topic, parts, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
 		t.Fatal(err)
 	}
-	cl := newClient(t, c) // idempotent, acks=all by default
-	acks := produce(t, cl, topic, "v", 600)
+	cl := clustertest.NewClient(t, c) // idempotent, acks=all by default
+	acks := clustertest.Produce(t, cl, topic, "v", 600)
 	if len(acks) != 600 {
 		t.Fatalf("%d acks", len(acks))
 	}
-	got := consumeAll(t, c, topic)
-	checkNoLoss(t, acks, got)
+	got := clustertest.ConsumeAll(t, c, topic)
+	clustertest.CheckNoLoss(t, acks, got)
 	total := 0
 	for _, recs := range got {
 		total += len(recs)
@@ -329,7 +73,7 @@ func TestKgoProduceConsumeRF3(t *testing.T) {
 	if len(leaders) != 3 {
 		t.Errorf("leaders not balanced over the brokers: %v", leaders)
 	}
-	checkReplicasIdentical(t, c, topic, parts)
+	clustertest.CheckReplicasIdentical(t, c, topic, parts)
 	st := c.Stats()
 	if st.Requests["Produce"] == 0 || st.Requests["Fetch"] == 0 || st.Requests["InitProducerID"] == 0 {
 		t.Errorf("request counts %v", st.Requests)
@@ -347,17 +91,17 @@ func TestFetchPathUsesSendfile(t *testing.T) {
 		small    string // the path of batches far below the default minimum: sendfile or copy
 	}{
 		{"zerocopy=true/min=0", true, 0, "sendfile"},
-		{"zerocopy=true/min=default", true, DefaultZeroCopyMinBytes, "copy"},
-		{"zerocopy=false", false, DefaultZeroCopyMinBytes, "copy"},
+		{"zerocopy=true/min=default", true, netfetch.DefaultZeroCopyMinBytes, "copy"},
+		{"zerocopy=false", false, netfetch.DefaultZeroCopyMinBytes, "copy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := testCluster(t, 3, func(cfg *ClusterConfig) { cfg.ZeroCopy, cfg.ZeroCopyMinBytes = tc.zc, tc.minBytes })
+			c := clustertest.Start(t, 3, func(cfg *cluster.Config) { cfg.ZeroCopy, cfg.ZeroCopyMinBytes = tc.zc, tc.minBytes })
 			if err := c.CreateTopic("zc", 1, 3, nil); err != nil {
 				t.Fatal(err)
 			}
-			cl := newClient(t, c)
-			acks := produce(t, cl, "zc", "z", 200)
-			checkNoLoss(t, acks, consumeAll(t, c, "zc"))
+			cl := clustertest.NewClient(t, c)
+			acks := clustertest.Produce(t, cl, "zc", "z", 200)
+			clustertest.CheckNoLoss(t, acks, clustertest.ConsumeAll(t, c, "zc"))
 			st := c.Stats()
 			t.Logf("small batches: sendfile %d bytes in %d calls, copy %d bytes", st.SendfileBytes, st.SendfileCalls, st.CopyBytes)
 			if tc.small == "sendfile" && (st.SendfileBytes == 0 || st.CopyBytes != 0) {
@@ -370,14 +114,14 @@ func TestFetchPathUsesSendfile(t *testing.T) {
 			// Large batches: sendfile whenever zero copy is on.
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			big := make([]byte, 4*int(DefaultZeroCopyMinBytes)) // random: the client's compression leaves it large
+			big := make([]byte, 4*int(netfetch.DefaultZeroCopyMinBytes)) // random: the client's compression leaves it large
 			crand.Read(big)
 			for i := 0; i < 3; i++ {
 				if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "zc", Value: big}).FirstErr(); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if got := consumeAll(t, c, "zc"); len(got[0]) != 203 || !bytes.Equal([]byte(got[0][202].value), big) {
+			if got := clustertest.ConsumeAll(t, c, "zc"); len(got[0]) != 203 || !bytes.Equal([]byte(got[0][202].Value), big) {
 				t.Fatalf("read back %d records, want 203 ending with the large one", len(got[0]))
 			}
 			after := c.Stats()
@@ -390,16 +134,16 @@ func TestFetchPathUsesSendfile(t *testing.T) {
 }
 
 func TestPausedFollowerLeavesAndRejoinsISR(t *testing.T) {
-	c := testCluster(t, 3, func(cfg *ClusterConfig) {
+	c := clustertest.Start(t, 3, func(cfg *cluster.Config) {
 		cfg.Broker.ReplicaLagTimeMaxMs = 300
 		cfg.Broker.ReplicaFetchWaitMaxMs = 50
 	})
 	const topic = "paused"
-	st, follower := followedTopic(t, c, topic)
+	st, follower := clustertest.FollowedTopic(t, c, topic)
 	leader := st.Leader
-	wait := watchPartition(t, c, leader, topic, 0)
-	cl := newClient(t, c)
-	acks := produce(t, cl, topic, "before", 50)
+	wait := clustertest.WatchPartition(t, c, leader, topic, 0)
+	cl := clustertest.NewClient(t, c)
+	acks := clustertest.Produce(t, cl, topic, "before", 50)
 
 	if err := c.PauseBroker(follower); err != nil {
 		t.Fatal(err)
@@ -407,7 +151,7 @@ func TestPausedFollowerLeavesAndRejoinsISR(t *testing.T) {
 	// The produce leaves the paused follower behind the leader's LEO (an idle follower at
 	// the LEO stays in sync, KAFKA-7152); its acks=all completes once the ISR shrank to
 	// 2 >= min ISR 2.
-	acks = append(acks, produce(t, cl, topic, "during", 50)...)
+	acks = append(acks, clustertest.Produce(t, cl, topic, "during", 50)...)
 	shrunk := wait("ISR without the paused follower", func(s controller.PartitionState) bool {
 		return !slices.Contains(s.ISR, follower) && s.Leader == leader
 	})
@@ -416,16 +160,16 @@ func TestPausedFollowerLeavesAndRejoinsISR(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait("ISR with the resumed follower", func(s controller.PartitionState) bool { return slices.Contains(s.ISR, follower) })
-	acks = append(acks, produce(t, cl, topic, "after", 50)...)
-	checkNoLoss(t, acks, consumeAll(t, c, topic))
-	checkReplicasIdentical(t, c, topic, 1)
+	acks = append(acks, clustertest.Produce(t, cl, topic, "after", 50)...)
+	clustertest.CheckNoLoss(t, acks, clustertest.ConsumeAll(t, c, topic))
+	clustertest.CheckReplicasIdentical(t, c, topic, 1)
 	if m := c.Broker(leader).Metrics(); m.IsrShrinks < 1 || m.IsrExpands < 1 {
 		t.Errorf("leader metrics %+v: want an ISR shrink and an expand", m)
 	}
 }
 
 func TestKillLeaderElectsISRMemberNoAckedLoss(t *testing.T) {
-	c := testCluster(t, 3, func(cfg *ClusterConfig) { cfg.Broker.ReplicaFetchWaitMaxMs = 50 })
+	c := clustertest.Start(t, 3, func(cfg *cluster.Config) { cfg.Broker.ReplicaFetchWaitMaxMs = 50 })
 	const topic, parts = "killed", 3
 	if err := c.CreateTopic(topic, parts, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
 		t.Fatal(err)
@@ -436,17 +180,17 @@ func TestKillLeaderElectsISRMemberNoAckedLoss(t *testing.T) {
 	if survivor == victim {
 		survivor = before.Replicas[1]
 	}
-	wait := watchPartition(t, c, survivor, topic, 0)
-	cl := newClient(t, c, kgo.RecordDeliveryTimeout(25*time.Second))
-	acks := produce(t, cl, topic, "pre", 100)
+	wait := clustertest.WatchPartition(t, c, survivor, topic, 0)
+	cl := clustertest.NewClient(t, c, kgo.RecordDeliveryTimeout(25*time.Second))
+	acks := clustertest.Produce(t, cl, topic, "pre", 100)
 	// Kill the leader while acks=all produces are in flight.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// One record at a time, so that the kill lands among in-flight requests.
 	enough := make(chan struct{})
-	done := make(chan []ack, 1)
+	done := make(chan []clustertest.Ack, 1)
 	go func() {
-		var mid []ack
+		var mid []clustertest.Ack
 		defer func() { done <- mid }()
 		for i := 0; i < 300; i++ {
 			r := &kgo.Record{Topic: topic, Key: []byte(fmt.Sprint(i % 5)), Value: []byte(fmt.Sprintf("mid-%05d", i))}
@@ -454,7 +198,7 @@ func TestKillLeaderElectsISRMemberNoAckedLoss(t *testing.T) {
 				t.Errorf("produce %s around the kill: %v", r.Value, err)
 				return
 			}
-			mid = append(mid, ack{r.Partition, r.Offset, string(r.Value)})
+			mid = append(mid, clustertest.Ack{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
 			if i == 50 {
 				close(enough)
 			}
@@ -473,29 +217,29 @@ func TestKillLeaderElectsISRMemberNoAckedLoss(t *testing.T) {
 	if !slices.Contains(before.ISR, after.Leader) || after.LeaderEpoch <= before.LeaderEpoch {
 		t.Errorf("new leader %d (epoch %d) not from ISR %v (epoch %d)", after.Leader, after.LeaderEpoch, before.ISR, before.LeaderEpoch)
 	}
-	acks = append(acks, produce(t, cl, topic, "post", 300)...)
-	checkNoLoss(t, acks, consumeAll(t, c, topic))
+	acks = append(acks, clustertest.Produce(t, cl, topic, "post", 300)...)
+	clustertest.CheckNoLoss(t, acks, clustertest.ConsumeAll(t, c, topic))
 
 	// The killed broker comes back on its data dir, catches up and rejoins.
 	if err := c.RestartBroker(victim); err != nil {
 		t.Fatal(err)
 	}
 	wait("the restarted broker back in the ISR", func(s controller.PartitionState) bool { return slices.Contains(s.ISR, victim) })
-	checkReplicasIdentical(t, c, topic, 1)
+	clustertest.CheckReplicasIdentical(t, c, topic, 1)
 }
 
 func TestPauseBeyondSessionTimeoutFencesThenRejoins(t *testing.T) {
-	c := testCluster(t, 3, func(cfg *ClusterConfig) {
+	c := clustertest.Start(t, 3, func(cfg *cluster.Config) {
 		cfg.Broker.ReplicaLagTimeMaxMs = 300
 		cfg.Broker.ReplicaFetchWaitMaxMs = 50
 		cfg.Broker.HeartbeatIntervalMs = 100
 		cfg.Controller.BrokerSessionTimeoutMs = 1000
 	})
 	const topic = "fenced"
-	st, follower := followedTopic(t, c, topic)
-	wait := watchPartition(t, c, st.Leader, topic, 0)
-	cl := newClient(t, c)
-	acks := produce(t, cl, topic, "a", 20)
+	st, follower := clustertest.FollowedTopic(t, c, topic)
+	wait := clustertest.WatchPartition(t, c, st.Leader, topic, 0)
+	cl := clustertest.NewClient(t, c)
+	acks := clustertest.Produce(t, cl, topic, "a", 20)
 	if err := c.PauseBroker(follower); err != nil {
 		t.Fatal(err)
 	}
@@ -516,29 +260,29 @@ func TestPauseBeyondSessionTimeoutFencesThenRejoins(t *testing.T) {
 		}
 	}
 	// Ask the leader directly (a client could pick the frozen broker and wait for its timeout).
-	rc := dialRaw(t, c.Addr(st.Leader))
+	rc := kafkatest.Dial(t, c.Addr(st.Leader))
 	mreq := kmsg.NewPtrMetadataRequest()
 	mreq.SetVersion(12)
 	mresp := kmsg.NewPtrMetadataResponse()
-	rc.roundTrip(mreq, mresp)
+	rc.RoundTrip(mreq, mresp)
 	if len(mresp.Topics) != 1 || len(mresp.Brokers) != 2 || !slices.Contains(mresp.Topics[0].Partitions[0].OfflineReplicas, follower) {
 		t.Errorf("metadata while fenced: brokers %v topics %+v, want broker %d offline", mresp.Brokers, mresp.Topics, follower)
 	}
-	acks = append(acks, produce(t, cl, topic, "b", 20)...)
+	acks = append(acks, clustertest.Produce(t, cl, topic, "b", 20)...)
 	if err := c.ResumeBroker(follower); err != nil {
 		t.Fatal(err)
 	}
 	wait("ISR with the resumed broker", func(s controller.PartitionState) bool { return slices.Contains(s.ISR, follower) })
-	checkNoLoss(t, acks, consumeAll(t, c, topic))
+	clustertest.CheckNoLoss(t, acks, clustertest.ConsumeAll(t, c, topic))
 }
 
 func TestCrashFollowerRestartsAndCatchesUp(t *testing.T) {
-	c := testCluster(t, 3, func(cfg *ClusterConfig) { cfg.Broker.ReplicaFetchWaitMaxMs = 50 })
+	c := clustertest.Start(t, 3, func(cfg *cluster.Config) { cfg.Broker.ReplicaFetchWaitMaxMs = 50 })
 	const topic = "crashed"
-	st, follower := followedTopic(t, c, topic)
-	wait := watchPartition(t, c, st.Leader, topic, 0)
-	cl := newClient(t, c)
-	acks := produce(t, cl, topic, "a", 100)
+	st, follower := clustertest.FollowedTopic(t, c, topic)
+	wait := clustertest.WatchPartition(t, c, st.Leader, topic, 0)
+	cl := clustertest.NewClient(t, c)
+	acks := clustertest.Produce(t, cl, topic, "a", 100)
 	if err := c.CrashBroker(follower); err != nil {
 		t.Fatal(err)
 	}
@@ -546,18 +290,18 @@ func TestCrashFollowerRestartsAndCatchesUp(t *testing.T) {
 		t.Error("crashing a stopped broker succeeded")
 	}
 	wait("ISR without the crashed broker", func(s controller.PartitionState) bool { return !slices.Contains(s.ISR, follower) })
-	acks = append(acks, produce(t, cl, topic, "b", 100)...)
+	acks = append(acks, clustertest.Produce(t, cl, topic, "b", 100)...)
 	if err := c.RestartBroker(follower); err != nil {
 		t.Fatal(err)
 	}
 	wait("ISR with the restarted broker", func(s controller.PartitionState) bool { return slices.Contains(s.ISR, follower) })
-	checkNoLoss(t, acks, consumeAll(t, c, topic))
-	checkReplicasIdentical(t, c, topic, 1)
+	clustertest.CheckNoLoss(t, acks, clustertest.ConsumeAll(t, c, topic))
+	clustertest.CheckReplicasIdentical(t, c, topic, 1)
 }
 
 func TestAdminCreateDescribeListOffsets(t *testing.T) {
-	c := testCluster(t, 3, nil)
-	cl := newClient(t, c)
+	c := clustertest.Start(t, 3, nil)
+	cl := clustertest.NewClient(t, c)
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -598,7 +342,7 @@ func TestAdminCreateDescribeListOffsets(t *testing.T) {
 	if err := c.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	acks := produce(t, cl, "adm", "x", 40)
+	acks := clustertest.Produce(t, cl, "adm", "x", 40)
 	ends, err := adm.ListEndOffsets(ctx, "adm")
 	if err != nil {
 		t.Fatal(err)
@@ -609,7 +353,7 @@ func TestAdminCreateDescribeListOffsets(t *testing.T) {
 	}
 	perPart := map[int32]int64{}
 	for _, a := range acks {
-		perPart[a.partition]++
+		perPart[a.Partition]++
 	}
 	for p := int32(0); p < 2; p++ {
 		e, _ := ends.Lookup("adm", p)
@@ -624,13 +368,13 @@ func TestAdminCreateDescribeListOffsets(t *testing.T) {
 // its HW checkpoint cannot be written: the data directory is gone) makes
 // Cluster.Close return the error instead of dropping it.
 func TestCloseReportsBrokerCloseError(t *testing.T) {
-	cfg := DefaultClusterConfig()
+	cfg := cluster.DefaultConfig()
 	cfg.Brokers = 1
 	cfg.DataDir = t.TempDir()
 	cfg.Logf = t.Logf
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := StartCluster(ctx, cfg)
+	c, err := cluster.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package netfetch
+package cluster_test
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/cluster/clustertest"
 	"github.com/isrbench/isrbench/core/broker"
 	"github.com/isrbench/isrbench/core/controller"
 )
@@ -22,16 +24,16 @@ import (
 // new count, the fetchers of removed indexes stop, nothing acknowledged is lost and the
 // replicas end identical.
 func TestNumReplicaFetchersLive(t *testing.T) {
-	c := testCluster(t, 3, nil)
+	c := clustertest.Start(t, 3, nil)
 	const parts = 12
 	if err := c.CreateTopic("nf", parts, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
 		t.Fatal(err)
 	}
-	pcl := newClient(t, c, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("nf"))
-	adm := kadm.NewClient(newClient(t, c))
-	ctx := adminCtx(t)
+	pcl := clustertest.NewClient(t, c, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("nf"))
+	adm := kadm.NewClient(clustertest.NewClient(t, c))
+	ctx := clustertest.Context(t)
 	var mu sync.Mutex
-	var acks []ack
+	var acks []clustertest.Ack
 	var failed error
 	progress := make(chan struct{}, 1) // signalled after every acknowledged produce
 	stop := make(chan struct{})
@@ -49,7 +51,7 @@ func TestNumReplicaFetchersLive(t *testing.T) {
 				if r.Err != nil && failed == nil {
 					failed = r.Err
 				} else if r.Err == nil {
-					acks = append(acks, ack{r.Record.Partition, r.Record.Offset, string(r.Record.Value)})
+					acks = append(acks, clustertest.Ack{Partition: r.Record.Partition, Offset: r.Record.Offset, Value: string(r.Record.Value)})
 				}
 			}
 			mu.Unlock()
@@ -115,14 +117,14 @@ func TestNumReplicaFetchersLive(t *testing.T) {
 	if failed != nil {
 		t.Fatalf("produce failed during the resizes: %v", failed)
 	}
-	checkNoLoss(t, acks, consumeAll(t, c, "nf"))
-	checkReplicasIdentical(t, c, "nf", parts)
+	clustertest.CheckNoLoss(t, acks, clustertest.ConsumeAll(t, c, "nf"))
+	clustertest.CheckReplicasIdentical(t, c, "nf", parts)
 	// The dynamic config is durable: describe reports it.
 	bcs, err := adm.DescribeBrokerConfigs(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg := configOf(t, bcs, "", "num.replica.fetchers"); cfg.MaybeValue() != "1" {
+	if cfg := clustertest.ConfigOf(t, bcs, "", "num.replica.fetchers"); cfg.MaybeValue() != "1" {
 		t.Errorf("cluster default num.replica.fetchers = %q", cfg.MaybeValue())
 	}
 }
@@ -130,13 +132,13 @@ func TestNumReplicaFetchersLive(t *testing.T) {
 // TestAutoLeaderRebalance: a restarted broker gets back the leadership of the partitions it
 // prefers within leader.imbalance.check.interval.seconds (auto.leader.rebalance.enable).
 func TestAutoLeaderRebalance(t *testing.T) {
-	c := testCluster(t, 3, func(cfg *ClusterConfig) { cfg.LeaderImbalanceCheckIntervalSeconds = 1 })
+	c := clustertest.Start(t, 3, func(cfg *cluster.Config) { cfg.LeaderImbalanceCheckIntervalSeconds = 1 })
 	if err := c.CreateTopic("lb", 3, 3, nil); err != nil {
 		t.Fatal(err)
 	}
 	st, _ := c.Controller().Partition("lb", 0)
 	pref := st.Replicas[0]
-	wait := watchPartition(t, c, st.Replicas[1], "lb", 0)
+	wait := clustertest.WatchPartition(t, c, st.Replicas[1], "lb", 0)
 	if err := c.KillBroker(pref); err != nil {
 		t.Fatal(err)
 	}
@@ -156,29 +158,29 @@ func TestAutoLeaderRebalance(t *testing.T) {
 // --data-dir), and the brokers apply the dynamic configs again.
 func TestAdminChangesSurviveRestart(t *testing.T) {
 	dir := t.TempDir()
-	start := func() *Cluster {
+	start := func() *cluster.Cluster {
 		t.Helper()
-		cfg := DefaultClusterConfig()
+		cfg := cluster.DefaultConfig()
 		cfg.DataDir = dir
 		cfg.Broker.ReplicaFetchBackoffMs = 50
 		cfg.Logf = t.Logf
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		c, err := StartCluster(ctx, cfg)
+		c, err := cluster.Start(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
 	c := start()
-	adm := kadm.NewClient(newClient(t, c))
-	ctx := adminCtx(t)
+	adm := kadm.NewClient(clustertest.NewClient(t, c))
+	ctx := clustertest.Context(t)
 	for _, name := range []string{"stay", "go"} {
 		if err := c.CreateTopic(name, 1, 3, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	acks := produce(t, newClient(t, c, kgo.RequiredAcks(kgo.AllISRAcks())), "stay", "s", 30)
+	acks := clustertest.Produce(t, clustertest.NewClient(t, c, kgo.RequiredAcks(kgo.AllISRAcks())), "stay", "s", 30)
 	if rs, err := adm.DeleteTopics(ctx, "go"); err != nil || rs["go"].Err != nil {
 		t.Fatal(err, rs["go"].Err)
 	}
@@ -213,5 +215,5 @@ func TestAdminChangesSurviveRestart(t *testing.T) {
 			t.Errorf("broker %d runs %d fetchers per source after the restart, want the dynamic 2", id, n)
 		}
 	}
-	checkNoLoss(t, acks, consumeAll(t, c, "stay"))
+	clustertest.CheckNoLoss(t, acks, clustertest.ConsumeAll(t, c, "stay"))
 }

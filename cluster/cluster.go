@@ -1,9 +1,10 @@
-package netfetch
+package cluster
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,16 +18,17 @@ import (
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/group"
 	"github.com/isrbench/isrbench/core/vfs"
+	"github.com/isrbench/isrbench/netfetch"
 )
 
 // MetadataDir is the directory under the cluster's data directory that holds the
 // controller's metadata log (topics, configs, partition states, broker epochs).
 const MetadataDir = "metadata"
 
-// ClusterConfig configures an embedded cluster: one in-process controller
+// Config configures an embedded cluster: one in-process controller
 // and Brokers brokers, each with its own listener, data directory and
-// replica fetchers. A value: StartCluster copies it.
-type ClusterConfig struct {
+// replica fetchers. A value: Start copies it.
+type Config struct {
 	Brokers  int    // number of brokers (ids 0..Brokers-1), default 3
 	Host     string // listener host, default 127.0.0.1
 	BasePort int    // broker i listens on BasePort+i; 0 = ephemeral ports
@@ -40,7 +42,7 @@ type ClusterConfig struct {
 	// ZeroCopy is isrbench.zero.copy (default true).
 	ZeroCopy bool
 	// ZeroCopyMinBytes is isrbench.zero.copy.min.bytes (default
-	// DefaultZeroCopyMinBytes): smaller record slices are copied, not sent
+	// netfetch.DefaultZeroCopyMinBytes): smaller record slices are copied, not sent
 	// with sendfile.
 	ZeroCopyMinBytes int64
 	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots (default 1000, 0 =
@@ -60,7 +62,7 @@ type ClusterConfig struct {
 	SocketRequestMaxBytes int32
 	// Limits are every broker's connection bounds (max.connections,
 	// connections.max.idle.ms, queued.max.request.bytes, ...; see ConnLimits).
-	Limits ConnLimits
+	Limits netfetch.ConnLimits
 	// SessionCheckInterval is how often the controller's CheckSessions
 	// runs; 0 = broker.session.timeout.ms / 10 (at least 10 ms).
 	SessionCheckInterval time.Duration
@@ -68,7 +70,7 @@ type ClusterConfig struct {
 	Logf func(format string, args ...any)
 	// MessageMaxBytes is message.max.bytes (default 1048588).
 	MessageMaxBytes int32
-	// Group is the group coordinator's config (group.* and offsets.*; DefaultClusterConfig
+	// Group is the group coordinator's config (group.* and offsets.*; DefaultConfig
 	// sets Kafka's defaults).
 	Group group.Config
 	// FS is the file system under every broker's data directory (each broker wraps it in
@@ -92,24 +94,24 @@ type ClusterConfig struct {
 // default.
 const DefaultLeaderImbalanceCheckIntervalSeconds = 300
 
-// DefaultClusterConfig returns 3 brokers on ephemeral 127.0.0.1 ports with
+// DefaultConfig returns 3 brokers on ephemeral 127.0.0.1 ports with
 // Kafka's broker and controller defaults, zero copy on and auto-creation on.
-func DefaultClusterConfig() ClusterConfig {
-	return ClusterConfig{
+func DefaultConfig() Config {
+	return Config{
 		Brokers:                3,
 		Host:                   "127.0.0.1",
 		Broker:                 broker.DefaultConfig(),
 		Controller:             controller.DefaultConfig(),
 		ZeroCopy:               true,
-		ZeroCopyMinBytes:       DefaultZeroCopyMinBytes,
+		ZeroCopyMinBytes:       netfetch.DefaultZeroCopyMinBytes,
 		FetchSessionCacheSlots: 1000,
 		FetchSessions:          true,
 		AutoCreateTopics:       true,
 		NumPartitions:          1,
-		SocketRequestMaxBytes:  DefaultSocketRequestMaxBytes,
-		MessageMaxBytes:        DefaultMessageMaxBytes,
+		SocketRequestMaxBytes:  netfetch.DefaultSocketRequestMaxBytes,
+		MessageMaxBytes:        netfetch.DefaultMessageMaxBytes,
 		Group:                  group.DefaultConfig(),
-		Limits:                 DefaultConnLimits(),
+		Limits:                 netfetch.DefaultConnLimits(),
 
 		AutoLeaderRebalanceEnable:           true,
 		LeaderImbalanceCheckIntervalSeconds: DefaultLeaderImbalanceCheckIntervalSeconds,
@@ -125,13 +127,13 @@ type Cluster struct {
 	// brokers; a torn tail cut).
 	Recovery controller.Recovery
 
-	cfg        ClusterConfig
+	cfg        Config
 	ctrl       *controller.Controller
 	root       string
 	removeRoot bool
-	stats      *counters
-	links      links
-	nodes      map[int32]*node // fixed after StartCluster
+	stats      *netfetch.Counters
+	links      netfetch.LinkFaults
+	nodes      map[int32]*node // fixed after Start
 	ids        []int32
 
 	opMu      sync.Mutex // serializes fault operations and Close
@@ -154,46 +156,46 @@ type node struct {
 	port  int
 	dir   string
 	b     atomic.Pointer[broker.Broker]
-	srv   atomic.Pointer[Server]
+	srv   atomic.Pointer[netfetch.Server]
 	state atomic.Int32
 	serve chan struct{} // closed when the current Serve returns
 }
 
-// StartCluster starts the controller and every broker (listening, serving
+// Start starts the controller and every broker (listening, serving
 // and fetching) and returns once all brokers are registered and running.
 // ctx bounds the start only; Close stops the cluster.
-func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
+func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.Brokers <= 0 {
-		return nil, fmt.Errorf("netfetch: cluster brokers = %d: must be >= 1", cfg.Brokers)
+		return nil, fmt.Errorf("cluster: cluster brokers = %d: must be >= 1", cfg.Brokers)
 	}
 	if cfg.Host == "" {
 		cfg.Host = "127.0.0.1"
 	}
 	if cfg.BasePort < 0 || cfg.BasePort+cfg.Brokers-1 > 65535 {
-		return nil, fmt.Errorf("netfetch: base port %d with %d brokers is outside 0..65535", cfg.BasePort, cfg.Brokers)
+		return nil, fmt.Errorf("cluster: base port %d with %d brokers is outside 0..65535", cfg.BasePort, cfg.Brokers)
 	}
 	if cfg.SocketRequestMaxBytes <= 0 {
-		cfg.SocketRequestMaxBytes = DefaultSocketRequestMaxBytes
+		cfg.SocketRequestMaxBytes = netfetch.DefaultSocketRequestMaxBytes
 	}
 	if cfg.NumPartitions <= 0 {
 		cfg.NumPartitions = 1
 	}
 	if err := cfg.Limits.Check(cfg.SocketRequestMaxBytes); err != nil {
-		return nil, fmt.Errorf("netfetch: %w", err)
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	if err := cfg.checkRanges(); err != nil {
-		return nil, fmt.Errorf("netfetch: %w", err)
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	c := &Cluster{cfg: cfg, stats: newCounters(), nodes: map[int32]*node{}}
+	c := &Cluster{cfg: cfg, stats: netfetch.NewCounters(), nodes: map[int32]*node{}}
 	if cfg.DataDir == "" {
 		dir, err := os.MkdirTemp("", "isrbench-cluster-")
 		if err != nil {
-			return nil, fmt.Errorf("netfetch: cluster data dir: %w", err)
+			return nil, fmt.Errorf("cluster: cluster data dir: %w", err)
 		}
 		c.root, c.removeRoot = dir, true
 	} else {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-			return nil, fmt.Errorf("netfetch: cluster data dir: %w", err)
+			return nil, fmt.Errorf("cluster: cluster data dir: %w", err)
 		}
 		c.root = cfg.DataDir
 	}
@@ -205,7 +207,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	ctrl, rec, err := controller.Open(ccfg)
 	if err != nil {
 		c.cleanup()
-		return nil, fmt.Errorf("netfetch: cluster metadata: %w", err)
+		return nil, fmt.Errorf("cluster: cluster metadata: %w", err)
 	}
 	c.ctrl = ctrl
 	c.Recovery = rec
@@ -222,7 +224,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		if err != nil {
 			c.closeNodes()
 			c.cleanup()
-			return nil, fmt.Errorf("netfetch: broker %d listen: %w", id, err)
+			return nil, fmt.Errorf("cluster: broker %d listen: %w", id, err)
 		}
 		n.port = ln.Addr().(*net.TCPAddr).Port
 		c.nodes[id] = n
@@ -235,7 +237,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		if err := ctx.Err(); err != nil {
 			c.closeNodes()
 			c.cleanup()
-			return nil, fmt.Errorf("netfetch: starting cluster: %w", err)
+			return nil, fmt.Errorf("cluster: starting cluster: %w", err)
 		}
 	}
 	every := cfg.SessionCheckInterval
@@ -271,18 +273,18 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 	bcfg := c.cfg.Broker
 	bcfg.ID, bcfg.DataDir, bcfg.FS = n.id, n.dir, n.fs
 	bcfg.Addr = net.JoinHostPort(n.host, strconv.Itoa(n.port))
-	tr := &Transport{self: n.id, ctrl: c.ctrl, links: &c.links, noSessions: !c.cfg.FetchSessions}
+	tr := netfetch.NewFaultyTransport(n.id, c.ctrl, &c.links, c.cfg.FetchSessions)
 	b, err := broker.New(bcfg, c.ctrl, tr)
 	if err != nil {
 		ln.Close()
-		return fmt.Errorf("netfetch: broker %d: %w", n.id, err)
+		return fmt.Errorf("cluster: broker %d: %w", n.id, err)
 	}
-	srv := NewServer(ServerConfig{
+	srv := netfetch.NewServer(netfetch.ServerConfig{
 		BrokerID: n.id, Broker: b, Controller: c.ctrl, ZeroCopy: c.cfg.ZeroCopy, ZeroCopyMinBytes: c.cfg.ZeroCopyMinBytes, FetchSessionCacheSlots: c.cfg.FetchSessionCacheSlots,
 		AutoCreateTopics: c.cfg.AutoCreateTopics, NumPartitions: c.cfg.NumPartitions,
 		DefaultReplicationFactor: c.cfg.DefaultReplicationFactor,
 		SocketRequestMaxBytes:    c.cfg.SocketRequestMaxBytes, Logf: c.cfg.Logf,
-		BrokerConfigs: c.cfg.staticBrokerConfigs(n.id, n.dir), stats: c.stats,
+		BrokerConfigs: c.cfg.staticBrokerConfigs(n.id, n.dir), Counters: c.stats,
 		MessageMaxBytes: c.cfg.MessageMaxBytes, Group: c.cfg.Group,
 		Limits: c.cfg.Limits,
 	}, ln)
@@ -292,16 +294,25 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 	go func(done chan struct{}) {
 		defer close(done)
 		if err := srv.Serve(); err != nil {
-			srv.cfg.Logf("netfetch: %v", err)
+			c.logf("cluster: %v", err)
 		}
 	}(n.serve)
 	if err := b.Start(); err != nil {
 		srv.Close()
 		b.Kill()
-		return fmt.Errorf("netfetch: broker %d start: %w", n.id, err)
+		return fmt.Errorf("cluster: broker %d start: %w", n.id, err)
 	}
 	n.state.Store(nodeRunning)
 	return nil
+}
+
+// logf logs with cfg.Logf, or with the standard logger when it is nil (as the servers do).
+func (c *Cluster) logf(format string, args ...any) {
+	if c.cfg.Logf != nil {
+		c.cfg.Logf(format, args...)
+		return
+	}
+	stdlog.Printf(format, args...)
 }
 
 // ReplicaOffsets implements controller.Offsets (lost-offset accounting on
@@ -367,8 +378,19 @@ func (c *Cluster) BrokerIDs() []int32 { return slices.Clone(c.ids) }
 // DataDir is the root data directory (<DataDir>/broker-<id> per broker).
 func (c *Cluster) DataDir() string { return c.root }
 
+// Server returns broker id's current wire server, or nil when the broker is stopped.
+func (c *Cluster) Server(id int32) *netfetch.Server {
+	if n := c.nodes[id]; n != nil && n.state.Load() != nodeStopped {
+		return n.srv.Load()
+	}
+	return nil
+}
+
+// Config returns the config the cluster was started with (defaults filled in).
+func (c *Cluster) Config() Config { return c.cfg }
+
 // Stats returns the wire-server counters summed over all brokers (kept across restarts).
-func (c *Cluster) Stats() ServerStats { return c.stats.snapshot() }
+func (c *Cluster) Stats() netfetch.ServerStats { return c.stats.Snapshot() }
 
 // Sync waits until every running broker has applied every partition
 // state change the controller has published so far.
@@ -404,7 +426,7 @@ const ApplyAllowance = 5 * time.Millisecond
 func (c *Cluster) node(id int32) (*node, error) {
 	n := c.nodes[id]
 	if n == nil {
-		return nil, fmt.Errorf("netfetch: no broker %d (brokers 0..%d)", id, len(c.ids)-1)
+		return nil, fmt.Errorf("cluster: no broker %d (brokers 0..%d)", id, len(c.ids)-1)
 	}
 	return n, nil
 }
@@ -446,7 +468,7 @@ func (c *Cluster) closeNodes() error {
 		n.state.Store(nodeStopped)
 		if b := n.stopServing(); b != nil {
 			if err := b.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("netfetch: broker %d close: %w", id, err))
+				errs = append(errs, fmt.Errorf("cluster: broker %d close: %w", id, err))
 			}
 		}
 	}

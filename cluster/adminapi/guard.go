@@ -1,4 +1,4 @@
-package netfetch
+package adminapi
 
 import (
 	"bytes"
@@ -31,20 +31,20 @@ import (
 //     those addresses (or "null"), with Sec-Fetch-Site cross-site or same-site, and unless
 //     they carry "X-Isrbench: 1" or Content-Type application/json, which a page can only
 //     send after a CORS preflight (OPTIONS) that this API never grants.
-//   - Token (AdminConfig.Token, `isrbench serve --admin-token-file`): every request needs
+//   - Token (Config.Token, `isrbench serve --admin-token-file`): every request needs
 //     "Authorization: Bearer <token>" (401 otherwise), compared in constant time.
 
-// AdminHeader is the header (with value "1") a state-changing admin request must carry
+// Header is the header (with value "1") a state-changing admin request must carry
 // unless its Content-Type is application/json.
-const AdminHeader = "X-Isrbench"
+const Header = "X-Isrbench"
 
 // maxAdminTokenBytes bounds an admin token file.
 const maxAdminTokenBytes = 4096
 
-// ReadAdminToken reads a bearer token from path (`--admin-token-file`): the file's content
+// ReadToken reads a bearer token from path (`--admin-token-file`): the file's content
 // without surrounding white space; empty, over 4096 bytes, or holding white space or control
 // characters inside is an error.
-func ReadAdminToken(path string) (string, error) {
+func ReadToken(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("admin token file: %w", err)
@@ -141,7 +141,7 @@ type errGuard struct {
 func (e *errGuard) Error() string { return e.msg }
 
 // guard checks a request against the Host, token, Origin and header rules; nil = allowed.
-func (a *Admin) guard(ctx *fasthttp.RequestCtx) error {
+func (a *Server) guard(ctx *fasthttp.RequestCtx) error {
 	hs := *a.hosts.Load()
 	host := string(ctx.Request.Header.Host())
 	if host == "" {
@@ -174,9 +174,9 @@ func (a *Admin) guard(ctx *fasthttp.RequestCtx) error {
 		return &errGuard{fasthttp.StatusForbidden, "Sec-Fetch-Site says this request comes from another site; refused"}
 	}
 	ct, _, _ := strings.Cut(string(ctx.Request.Header.ContentType()), ";")
-	if string(ctx.Request.Header.Peek(AdminHeader)) != "1" && !strings.EqualFold(strings.TrimSpace(ct), "application/json") {
+	if string(ctx.Request.Header.Peek(Header)) != "1" && !strings.EqualFold(strings.TrimSpace(ct), "application/json") {
 		return &errGuard{fasthttp.StatusForbidden, fmt.Sprintf("%s %s needs the header %q (or Content-Type: application/json), which a web page cannot send without asking first: curl -X POST -H '%s: 1' ...",
-			ctx.Method(), ctx.Path(), AdminHeader+": 1", AdminHeader)}
+			ctx.Method(), ctx.Path(), Header+": 1", Header)}
 	}
 	return nil
 }

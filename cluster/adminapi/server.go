@@ -1,7 +1,6 @@
-package netfetch
+package adminapi
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/isrbench/isrbench/cluster"
 )
 
 // The admin HTTP server of an embedded cluster (`isrbench serve --admin`): the hands-on
@@ -29,11 +30,11 @@ import (
 //	                               Log, KafkaController and wire-server figures
 //	POST /brokers/<id>/<action>    stop | kill | crash | pause | resume | start
 //	                               (with the header "X-Isrbench: 1")
-//	GET  /links                    JSON: the replica links with a fault (admin_links.go)
+//	GET  /links                    JSON: the replica links with a fault (links.go)
 //	POST /links/<id>/<action>      slow?latency=D&jitter=D&bandwidth=N | down | heal: every
 //	                               replica link between broker id and the others
 //
-// Every request is checked first (admin_guard.go): its Host must be an address of the
+// Every request is checked first (guard.go): its Host must be an address of the
 // listener, a POST must come from no foreign Origin and carry X-Isrbench: 1 (or a JSON
 // Content-Type), and with a token configured every request needs it as a bearer token.
 //
@@ -49,119 +50,17 @@ import (
 //	resume  SIGCONT after pause
 //	start   start a stopped broker again from its data dir (log recovery, rejoin)
 
-// AdminActions lists the POST /brokers/<id>/<action> actions.
-var AdminActions = []string{"stop", "kill", "crash", "pause", "resume", "start"}
-
-// BrokerStatus is one broker as GET /brokers reports it.
-type BrokerStatus struct {
-	ID    int32  `json:"id"`
-	Addr  string `json:"addr"`
-	State string `json:"state"` // running | paused | stopped
-	// Fenced is the controller's view: a stopped or paused broker stays unfenced until its
-	// session expires (kill, pause) or is fenced at once (stop, crash).
-	Fenced bool `json:"fenced"`
-	// Leads lists the partitions it leads now, as "topic-partition".
-	Leads []string `json:"leads"`
-}
-
-// BrokerState returns broker id's state: running, paused or stopped (killed, crashed or
-// stopped through the admin API), and false for an unknown id.
-func (c *Cluster) BrokerState(id int32) (string, bool) {
-	n := c.nodes[id]
-	if n == nil {
-		return "", false
-	}
-	switch n.state.Load() {
-	case nodePaused:
-		return "paused", true
-	case nodeStopped:
-		return "stopped", true
-	}
-	return "running", true
-}
-
-// Statuses returns every broker's status in id order.
-func (c *Cluster) Statuses() []BrokerStatus {
-	out := make([]BrokerStatus, 0, len(c.ids))
-	for _, id := range c.ids {
-		st, _ := c.BrokerState(id)
-		bs := BrokerStatus{ID: id, Addr: c.Addr(id), State: st, Leads: []string{}}
-		if info, ok := c.ctrl.Broker(id); ok {
-			bs.Fenced = !info.Alive
-		}
-		for _, t := range c.ctrl.Topics() {
-			parts, _ := c.ctrl.Partitions(t)
-			for _, p := range parts {
-				if p.Leader == id {
-					bs.Leads = append(bs.Leads, fmt.Sprintf("%s-%d", t, p.Partition))
-				}
-			}
-		}
-		out = append(out, bs)
-	}
-	return out
-}
-
-// Act applies an admin action (one of AdminActions) to broker id and returns once every
-// running broker has applied the partition changes it caused (new leaders, smaller ISRs), so
-// that a describe right after it shows them.
-func (c *Cluster) Act(id int32, action string) error {
-	if err := c.act(id, action); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for _, b := range c.ids {
-		if st, _ := c.BrokerState(b); st != "running" {
-			continue // a paused broker applies nothing until it resumes
-		}
-		if err := c.ctrl.Sync(ctx, b); err != nil {
-			return fmt.Errorf("netfetch: broker %d %s done, but broker %d did not apply its partition changes: %w", id, action, b, err)
-		}
-	}
-	return nil
-}
-
-func (c *Cluster) act(id int32, action string) error {
-	if _, ok := c.BrokerState(id); !ok {
-		return fmt.Errorf("%w: no broker %d (brokers %v)", errUnknownBroker, id, c.ids)
-	}
-	switch action {
-	case "stop":
-		return c.KillBroker(id)
-	case "kill":
-		return c.KillBrokerAwaitSession(id)
-	case "crash":
-		return c.CrashBrokerAwaitSession(id)
-	case "pause":
-		return c.PauseBroker(id)
-	case "resume":
-		return c.ResumeBroker(id)
-	case "start":
-		if st, _ := c.BrokerState(id); st != "stopped" {
-			return fmt.Errorf("netfetch: broker %d is %s, not stopped: nothing to start", id, st)
-		}
-		return c.RestartBroker(id)
-	}
-	return fmt.Errorf("%w %q (allowed: %s)", errUnknownAction, action, strings.Join(AdminActions, ", "))
-}
-
-var (
-	errUnknownBroker = errors.New("unknown broker")
-	errUnknownAction = errors.New("unknown action")
-)
-
-// AdminConfig configures the admin HTTP server.
-type AdminConfig struct {
+// Config configures the admin HTTP server.
+type Config struct {
 	// Token, when not empty, is required on every request as "Authorization: Bearer
-	// <Token>" (see ReadAdminToken for `--admin-token-file`).
+	// <Token>" (see ReadToken for `--admin-token-file`).
 	Token string
 }
 
-// Admin is the admin HTTP server of a cluster. Serve, Close and the handlers may run
+// Server is the admin HTTP server of a cluster. Serve, Close and the handlers may run
 // concurrently.
-type Admin struct {
-	c        *Cluster
+type Server struct {
+	c        *cluster.Cluster
 	srv      *fasthttp.Server
 	tokenSum []byte                  // SHA-256 of the token; nil = no token
 	hosts    atomic.Pointer[hostSet] // the Host values allowed, set by Serve
@@ -175,9 +74,9 @@ type Admin struct {
 	}
 }
 
-// NewAdmin returns the admin server of c; Serve starts it.
-func NewAdmin(c *Cluster, cfg AdminConfig) *Admin {
-	a := &Admin{c: c}
+// New returns the admin server of c; Serve starts it.
+func New(c *cluster.Cluster, cfg Config) *Server {
+	a := &Server{c: c}
 	if cfg.Token != "" {
 		sum := sha256.Sum256([]byte(cfg.Token))
 		a.tokenSum = sum[:]
@@ -203,8 +102,8 @@ type discardLogger struct{}
 func (discardLogger) Printf(string, ...any) {}
 
 // Serve answers on ln until Close; it returns nil after Close. Requests must name ln's
-// address in their Host header (see admin_guard.go).
-func (a *Admin) Serve(ln net.Listener) error {
+// address in their Host header (see guard.go).
+func (a *Server) Serve(ln net.Listener) error {
 	hs := hostsFor(ln.Addr())
 	a.hosts.Store(&hs)
 	a.mu.Lock()
@@ -223,7 +122,7 @@ func (a *Admin) Serve(ln net.Listener) error {
 }
 
 // Close stops accepting and closes open connections once their requests are answered.
-func (a *Admin) Close() error {
+func (a *Server) Close() error {
 	a.mu.Lock()
 	a.mu.closed = true
 	ln := a.mu.ln
@@ -235,7 +134,7 @@ func (a *Admin) Close() error {
 	return err
 }
 
-func (a *Admin) handle(ctx *fasthttp.RequestCtx) {
+func (a *Server) handle(ctx *fasthttp.RequestCtx) {
 	if err := a.guard(ctx); err != nil {
 		refuse(ctx, err)
 		return
@@ -269,12 +168,12 @@ func (a *Admin) handle(ctx *fasthttp.RequestCtx) {
 		}
 	default:
 		ctx.Error(fmt.Sprintf("no such endpoint %q: GET /brokers, GET /metrics, GET /links, POST /brokers/<id>/{%s}, POST /links/<id>/{%s}\n",
-			"/"+path, strings.Join(AdminActions, ","), strings.Join(LinkActions, ",")), fasthttp.StatusNotFound)
+			"/"+path, strings.Join(cluster.Actions, ","), strings.Join(LinkActions, ",")), fasthttp.StatusNotFound)
 	}
 }
 
 // handleBroker applies POST /brokers/<id>/<action> and answers the broker's new state.
-func (a *Admin) handleBroker(ctx *fasthttp.RequestCtx, idText, action string) {
+func (a *Server) handleBroker(ctx *fasthttp.RequestCtx, idText, action string) {
 	id, err := strconv.ParseInt(idText, 10, 32)
 	if err != nil {
 		ctx.Error(fmt.Sprintf("broker id %q: not an integer\n", idText), fasthttp.StatusBadRequest)
@@ -283,9 +182,9 @@ func (a *Admin) handleBroker(ctx *fasthttp.RequestCtx, idText, action string) {
 	if err := a.c.Act(int32(id), action); err != nil {
 		code := fasthttp.StatusConflict
 		switch {
-		case errors.Is(err, errUnknownBroker):
+		case errors.Is(err, cluster.ErrUnknownBroker):
 			code = fasthttp.StatusNotFound
-		case errors.Is(err, errUnknownAction):
+		case errors.Is(err, cluster.ErrUnknownAction):
 			code = fasthttp.StatusBadRequest
 		}
 		ctx.Error(err.Error()+"\n", code)
@@ -298,8 +197,8 @@ func (a *Admin) handleBroker(ctx *fasthttp.RequestCtx, idText, action string) {
 	}
 }
 
-// handleLink applies POST /links/<id>/<action> (see admin_links.go).
-func (a *Admin) handleLink(ctx *fasthttp.RequestCtx, idText, action string) {
+// handleLink applies POST /links/<id>/<action> (see links.go).
+func (a *Server) handleLink(ctx *fasthttp.RequestCtx, idText, action string) {
 	id, err := strconv.ParseInt(idText, 10, 32)
 	if err != nil {
 		ctx.Error(fmt.Sprintf("broker id %q: not an integer\n", idText), fasthttp.StatusBadRequest)
@@ -316,7 +215,7 @@ func (a *Admin) handleLink(ctx *fasthttp.RequestCtx, idText, action string) {
 	}
 	if err != nil {
 		code := fasthttp.StatusBadRequest
-		if errors.Is(err, errUnknownBroker) {
+		if errors.Is(err, cluster.ErrUnknownBroker) {
 			code = fasthttp.StatusNotFound
 		}
 		ctx.Error(err.Error()+"\n", code)
@@ -349,7 +248,7 @@ func writeJSON(ctx *fasthttp.RequestCtx, code int, v any) {
 // ReplicaManager gauges and counters, its replica fetchers' MaxLag, per hosted partition
 // replica the Log LEO / log start and (on the leader) the HW and ISR size; the controller's
 // gauges and counters; the wire servers' counters.
-func (a *Admin) writeMetrics(w io.Writer) {
+func (a *Server) writeMetrics(w io.Writer) {
 	type sample struct {
 		labels string
 		v      float64
@@ -395,10 +294,9 @@ func (a *Admin) writeMetrics(w io.Writer) {
 			}
 		}
 	}
-	for _, id := range a.c.ids {
-		n := a.c.nodes[id]
-		srv := n.srv.Load()
-		if srv == nil || n.state.Load() == nodeStopped {
+	for _, id := range a.c.BrokerIDs() {
+		srv := a.c.Server(id)
+		if srv == nil {
 			continue
 		}
 		st := srv.ConnStats()
@@ -414,7 +312,7 @@ func (a *Admin) writeMetrics(w io.Writer) {
 			add("kafka_network_socketserver_memorypoolavailable", "gauge", "Bytes left in the queued.max.request.bytes pool (MemoryPoolAvailable).", bl, float64(st.MemoryLimit-st.MemoryUsed))
 		}
 	}
-	cs := a.c.ctrl.Stats()
+	cs := a.c.Controller().Stats()
 	add("kafka_controller_kafkacontroller_activebrokercount", "gauge", "Unfenced brokers (ActiveBrokerCount).", "", float64(cs.ActiveBrokers))
 	add("kafka_controller_kafkacontroller_fencedbrokercount", "gauge", "Fenced brokers (FencedBrokerCount).", "", float64(cs.FencedBrokers))
 	add("kafka_controller_kafkacontroller_offlinepartitionscount", "gauge", "Partitions without a leader (OfflinePartitionsCount).", "", float64(cs.OfflinePartitions))

@@ -1,4 +1,4 @@
-package netfetch
+package adminapi
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/cluster/clustertest"
 )
 
 // TestAdminLinks: POST /links/<id>/slow puts the latency on every replica link between the
@@ -15,15 +18,15 @@ import (
 // round trip), GET /links lists them, heal clears them; bad parameters are 400 naming what
 // was wrong, an unknown broker 404.
 func TestAdminLinks(t *testing.T) {
-	c := testCluster(t, 3, nil)
-	st, follower := followedTopic(t, c, "lnk")
+	c := clustertest.Start(t, 3, nil)
+	st, follower := clustertest.FollowedTopic(t, c, "lnk")
 	base := startAdmin(t, c)
-	cl := newClient(t, c, kgo.DefaultProduceTopic("lnk"))
-	produce(t, cl, "lnk", "warm", 10) // followers fetching
+	cl := clustertest.NewClient(t, c, kgo.DefaultProduceTopic("lnk"))
+	clustertest.Produce(t, cl, "lnk", "warm", 10) // followers fetching
 
 	const lat = 40 * time.Millisecond
 	code, body := httpDo(t, "POST", base+"/links/"+itoa(follower)+"/slow?latency=40ms&bandwidth=1000000")
-	var links []LinkStatus
+	var links []cluster.LinkStatus
 	if err := json.Unmarshal([]byte(body), &links); code != 200 || err != nil || len(links) != 4 {
 		t.Fatalf("POST slow: %d %v %s", code, err, body)
 	}

@@ -1,4 +1,4 @@
-package netfetch
+package adminapi
 
 import (
 	"bufio"
@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/cluster/clustertest"
 )
 
 // FuzzAdminHTTP writes arbitrary bytes to the admin API of a 2-broker cluster (with a token)
@@ -19,9 +22,9 @@ import (
 // allowed Host or the token, or is a POST from a foreign Origin or without X-Isrbench: 1 or
 // a JSON content type, its answer is not a success.
 func FuzzAdminHTTP(f *testing.F) {
-	c := testCluster(f, 2, func(cfg *ClusterConfig) { cfg.Logf = func(string, ...any) {} })
+	c := clustertest.Start(f, 2, func(cfg *cluster.Config) { cfg.Logf = func(string, ...any) {} })
 	const tok = "fuzz-token"
-	base := startAdminWith(f, c, AdminConfig{Token: tok}, "127.0.0.1:0")
+	base := startAdminWith(f, c, Config{Token: tok}, "127.0.0.1:0")
 	addr := strings.TrimPrefix(base, "http://")
 	hs := hostsFor(mustTCPAddr(f, addr))
 	for _, seed := range []string{
@@ -75,7 +78,7 @@ func FuzzAdminHTTP(f *testing.F) {
 			why = "a foreign Host"
 		case string(h.Peek("Authorization")) != "Bearer "+tok:
 			why = "no token"
-		case !req.Header.IsGet() && !req.Header.IsHead() && string(h.Peek(AdminHeader)) != "1" &&
+		case !req.Header.IsGet() && !req.Header.IsHead() && string(h.Peek(Header)) != "1" &&
 			!strings.HasPrefix(strings.ToLower(strings.TrimSpace(string(h.ContentType()))), "application/json"):
 			why = "a POST without X-Isrbench: 1 or JSON"
 		case !req.Header.IsGet() && !req.Header.IsHead() && h.Peek("Origin") != nil &&

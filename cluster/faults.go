@@ -1,10 +1,12 @@
-package netfetch
+package cluster
 
 import (
 	"errors"
 	"fmt"
 	"net"
 	"strconv"
+
+	"github.com/isrbench/isrbench/netfetch"
 )
 
 // The faults a Cluster injects into its brokers and links (kill, crash, restart, pause, link faults).
@@ -38,13 +40,13 @@ func (c *Cluster) stopBroker(id int32, crash, fence bool) error {
 		return err
 	}
 	if n.state.Load() == nodeStopped {
-		return fmt.Errorf("netfetch: broker %d is already stopped", id)
+		return fmt.Errorf("cluster: broker %d is already stopped", id)
 	}
 	n.state.Store(nodeStopped)
 	b := n.stopServing()
 	if crash {
 		if err := b.Crash(); err != nil {
-			c.cfg.Logf("netfetch: %v", err)
+			c.cfg.Logf("cluster: %v", err)
 		}
 	} else {
 		b.Kill()
@@ -58,7 +60,7 @@ func (c *Cluster) stopBroker(id int32, crash, fence bool) error {
 // openNode returns broker id's node while the cluster is open; c.opMu held.
 func (c *Cluster) openNode(id int32) (*node, error) {
 	if c.closed {
-		return nil, errors.New("netfetch: cluster closed")
+		return nil, errors.New("cluster: cluster closed")
 	}
 	return c.node(id)
 }
@@ -77,12 +79,12 @@ func (c *Cluster) RestartBroker(id int32) error {
 	if n.state.Load() != nodeStopped {
 		n.state.Store(nodeStopped)
 		if err := n.stopServing().Close(); err != nil {
-			return fmt.Errorf("netfetch: broker %d clean stop before restart: %w", id, err)
+			return fmt.Errorf("cluster: broker %d clean stop before restart: %w", id, err)
 		}
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(n.host, strconv.Itoa(n.port)))
 	if err != nil {
-		return fmt.Errorf("netfetch: broker %d listen again on port %d: %w", id, n.port, err)
+		return fmt.Errorf("cluster: broker %d listen again on port %d: %w", id, n.port, err)
 	}
 	return c.startNode(n, ln)
 }
@@ -117,7 +119,7 @@ func (c *Cluster) setPaused(id int32, pause bool) error {
 		from, to, want = nodePaused, nodeRunning, "paused"
 	}
 	if !n.state.CompareAndSwap(from, to) {
-		return fmt.Errorf("netfetch: broker %d is not %s", id, want)
+		return fmt.Errorf("cluster: broker %d is not %s", id, want)
 	}
 	if pause {
 		n.srv.Load().Pause()
@@ -135,4 +137,4 @@ func (c *Cluster) setPaused(id int32, pause bool) error {
 // LinkFault heals it. Switching between healthy and faulty closes that
 // link's fetch connections, which the follower re-dials
 // (replica.fetch.backoff.ms later).
-func (c *Cluster) SetLink(from, to int32, l LinkFault) { c.links.set(from, to, l) }
+func (c *Cluster) SetLink(from, to int32, l netfetch.LinkFault) { c.links.Set(from, to, l) }

@@ -1,4 +1,4 @@
-package netfetch
+package adminapi
 
 import (
 	"encoding/json"
@@ -11,23 +11,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/cluster/clustertest"
 	"github.com/isrbench/isrbench/core/controller"
 )
 
 // startAdmin serves c's admin API on an ephemeral port and returns its base URL.
-func startAdmin(t *testing.T, c *Cluster) string {
+func startAdmin(t *testing.T, c *cluster.Cluster) string {
 	t.Helper()
-	return startAdminWith(t, c, AdminConfig{}, "127.0.0.1:0")
+	return startAdminWith(t, c, Config{}, "127.0.0.1:0")
 }
 
 // startAdminWith serves c's admin API with cfg on addr and returns its base URL.
-func startAdminWith(t testing.TB, c *Cluster, cfg AdminConfig, addr string) string {
+func startAdminWith(t testing.TB, c *cluster.Cluster, cfg Config, addr string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := NewAdmin(c, cfg)
+	a := New(c, cfg)
 	served := make(chan error, 1)
 	go func() { served <- a.Serve(ln) }()
 	t.Cleanup(func() {
@@ -46,7 +48,7 @@ func httpDo(t *testing.T, method, url string) (int, string) {
 	t.Helper()
 	h := map[string]string{}
 	if method == "POST" {
-		h[AdminHeader] = "1"
+		h[Header] = "1"
 	}
 	return httpDoWith(t, method, url, h)
 }
@@ -82,12 +84,12 @@ func httpDoWith(t testing.TB, method, url string, headers map[string]string) (in
 // leader of a partition moves leadership to an ISR member and removes it from the ISR, the
 // metrics show it, and starting it again brings it back as a running broker.
 func TestAdminStopStartBroker(t *testing.T) {
-	c := testCluster(t, 3, nil)
-	st, _ := followedTopic(t, c, "adm")
+	c := clustertest.Start(t, 3, nil)
+	st, _ := clustertest.FollowedTopic(t, c, "adm")
 	base := startAdmin(t, c)
 
 	code, body := httpDo(t, "GET", base+"/brokers")
-	var bs []BrokerStatus
+	var bs []cluster.BrokerStatus
 	if err := json.Unmarshal([]byte(body), &bs); code != 200 || err != nil || len(bs) != 3 {
 		t.Fatalf("GET /brokers: %d %v %s", code, err, body)
 	}
@@ -101,7 +103,7 @@ func TestAdminStopStartBroker(t *testing.T) {
 	}
 
 	code, body = httpDo(t, "POST", base+"/brokers/"+itoa(st.Leader)+"/stop")
-	var got BrokerStatus
+	var got cluster.BrokerStatus
 	if err := json.Unmarshal([]byte(body), &got); code != 200 || err != nil || got.State != "stopped" || !got.Fenced || len(got.Leads) != 0 {
 		t.Fatalf("POST stop: %d %v %s", code, err, body)
 	}
@@ -159,7 +161,7 @@ func TestAdminStopStartBroker(t *testing.T) {
 // TestAdminPauseKill: pause and kill leave the broker registered (unfenced) until its
 // session expires; resume brings a paused broker back.
 func TestAdminPauseKill(t *testing.T) {
-	c := testCluster(t, 3, func(cfg *ClusterConfig) { cfg.Controller.BrokerSessionTimeoutMs = 60_000 })
+	c := clustertest.Start(t, 3, func(cfg *cluster.Config) { cfg.Controller.BrokerSessionTimeoutMs = 60_000 })
 	base := startAdmin(t, c)
 	if err := c.CreateTopic("pk", 3, 3, nil); err != nil {
 		t.Fatal(err)
@@ -179,7 +181,7 @@ func TestAdminPauseKill(t *testing.T) {
 		{0, "crash", "stopped", false},
 	} {
 		code, body := httpDo(t, "POST", base+"/brokers/"+itoa(step.broker)+"/"+step.action)
-		var got BrokerStatus
+		var got cluster.BrokerStatus
 		if err := json.Unmarshal([]byte(body), &got); code != 200 || err != nil || got.State != step.state || got.Fenced != step.fenced {
 			t.Fatalf("%s broker %d: %d %v %s, want %s, fenced %v", step.action, step.broker, code, err, body, step.state, step.fenced)
 		}

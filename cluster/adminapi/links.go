@@ -1,4 +1,4 @@
-package netfetch
+package adminapi
 
 import (
 	"errors"
@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/netfetch"
 )
 
 // Link faults through the admin API (`isrbench link`), so that a harness run against `isrbench
@@ -28,62 +31,6 @@ import (
 // LinkActions lists the POST /links/<id>/<action> actions.
 var LinkActions = []string{"slow", "down", "heal"}
 
-// LinkStatus is one faulty replica link as GET /links reports it.
-type LinkStatus struct {
-	From        int32  `json:"from"` // the source (leader) serving the data
-	To          int32  `json:"to"`   // the follower fetching it
-	LatencyMs   int64  `json:"latency_ms"`
-	JitterMs    int64  `json:"jitter_ms"`
-	BandwidthBs int64  `json:"bandwidth_bytes_per_sec"`
-	Down        bool   `json:"down"`
-	Fault       string `json:"fault"` // as text: "latency 250ms jitter 10ms bandwidth 6000000 B/s", "down"
-}
-
-// Links returns every replica link with a fault, by (from, to).
-func (c *Cluster) Links() []LinkStatus {
-	c.links.mu.Lock()
-	keys := make([][2]int32, 0, len(c.links.m))
-	for k, l := range c.links.m {
-		if l.fault.Load() != nil {
-			keys = append(keys, k)
-		}
-	}
-	c.links.mu.Unlock()
-	slices.SortFunc(keys, func(a, b [2]int32) int {
-		if a[0] != b[0] {
-			return int(a[0] - b[0])
-		}
-		return int(a[1] - b[1])
-	})
-	out := make([]LinkStatus, 0, len(keys))
-	for _, k := range keys {
-		f := c.links.get(k[0], k[1]).fault.Load()
-		if f == nil {
-			continue
-		}
-		out = append(out, LinkStatus{From: k[0], To: k[1], LatencyMs: f.Latency.Milliseconds(), JitterMs: f.Jitter.Milliseconds(),
-			BandwidthBs: f.BandwidthBytesPerSec, Down: f.Down, Fault: describeLinkFault(*f)})
-	}
-	return out
-}
-
-func describeLinkFault(f LinkFault) string {
-	if f.Down {
-		return "down"
-	}
-	var parts []string
-	if f.Latency > 0 {
-		parts = append(parts, "latency "+f.Latency.String())
-	}
-	if f.Jitter > 0 {
-		parts = append(parts, "jitter "+f.Jitter.String())
-	}
-	if f.BandwidthBytesPerSec > 0 {
-		parts = append(parts, fmt.Sprintf("bandwidth %d B/s", f.BandwidthBytesPerSec))
-	}
-	return strings.Join(parts, " ")
-}
-
 // errBadLinkParams marks a request whose query parameters are wrong (400).
 var errBadLinkParams = errors.New("bad link parameters")
 
@@ -91,8 +38,8 @@ var errBadLinkParams = errors.New("bad link parameters")
 // jitter (durations, 0..1m) and bandwidth (bytes/s per connection and direction), and needs
 // latency or bandwidth; down and heal take none. get returns a parameter's value ("" when
 // absent); names lists the parameters given, so that an unknown one is refused.
-func ParseLinkFault(action string, names []string, get func(string) string) (LinkFault, error) {
-	var f LinkFault
+func ParseLinkFault(action string, names []string, get func(string) string) (netfetch.LinkFault, error) {
+	var f netfetch.LinkFault
 	allowed := map[string][]string{"slow": {"latency", "jitter", "bandwidth"}}[action]
 	for _, n := range names {
 		if !slices.Contains(allowed, n) {
@@ -104,12 +51,12 @@ func ParseLinkFault(action string, names []string, get func(string) string) (Lin
 	}
 	switch action {
 	case "down":
-		return LinkFault{Down: true}, nil
+		return netfetch.LinkFault{Down: true}, nil
 	case "heal":
-		return LinkFault{}, nil
+		return netfetch.LinkFault{}, nil
 	case "slow":
 	default:
-		return f, fmt.Errorf("%w %q (allowed: %s)", errUnknownAction, action, strings.Join(LinkActions, ", "))
+		return f, fmt.Errorf("%w %q (allowed: %s)", cluster.ErrUnknownAction, action, strings.Join(LinkActions, ", "))
 	}
 	dur := func(name string) (time.Duration, error) {
 		v := get(name)
@@ -143,19 +90,4 @@ func ParseLinkFault(action string, names []string, get func(string) string) (Lin
 		return f, fmt.Errorf("%w: jitter without latency; give latency too", errBadLinkParams)
 	}
 	return f, nil
-}
-
-// SetBrokerLinks applies f to every replica link between broker id and the other brokers,
-// both directions (the zero LinkFault heals them).
-func (c *Cluster) SetBrokerLinks(id int32, f LinkFault) error {
-	if _, ok := c.BrokerState(id); !ok {
-		return fmt.Errorf("%w: no broker %d (brokers %v)", errUnknownBroker, id, c.ids)
-	}
-	for _, o := range c.ids {
-		if o != id {
-			c.SetLink(id, o, f)
-			c.SetLink(o, id, f)
-		}
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package netfetch
+package adminapi
 
 import (
 	"bufio"
@@ -12,13 +12,15 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/isrbench/isrbench/cluster/clustertest"
 )
 
 // TestAdminRefusesForeignHost: the admin API answers only requests that name its own
 // address (DNS rebinding sends the attacker's name): the listen address and, on loopback,
 // localhost, 127.0.0.1 and [::1] with the port. curl's GETs keep working.
 func TestAdminRefusesForeignHost(t *testing.T) {
-	c := testCluster(t, 1, nil)
+	c := clustertest.Start(t, 1, nil)
 	base := startAdmin(t, c)
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(base, "http://"))
 	for _, tc := range []struct {
@@ -63,7 +65,7 @@ func TestAdminRefusesForeignHost(t *testing.T) {
 // content type, no custom header) is refused and the broker keeps running; the same action
 // with X-Isrbench: 1 or a JSON content type from the API's own origin is applied.
 func TestAdminRefusesCrossOriginPost(t *testing.T) {
-	c := testCluster(t, 3, nil)
+	c := clustertest.Start(t, 3, nil)
 	base := startAdmin(t, c)
 	self := strings.TrimPrefix(base, "http://")
 	_, port, _ := net.SplitHostPort(self)
@@ -74,14 +76,14 @@ func TestAdminRefusesCrossOriginPost(t *testing.T) {
 		want    string
 	}{
 		{"the issue's request", map[string]string{"Host": "evil.example", "Origin": "http://evil.example", "Content-Type": form}, "is not this admin API's address"},
-		{"foreign origin", map[string]string{"Origin": "http://evil.example", AdminHeader: "1"}, `Origin "http://evil.example" is foreign`},
-		{"foreign origin on the same host", map[string]string{"Origin": "http://127.0.0.1:1", AdminHeader: "1"}, "is foreign"},
-		{"https origin", map[string]string{"Origin": "https://" + self, AdminHeader: "1"}, "is foreign"},
-		{"null origin", map[string]string{"Origin": "null", AdminHeader: "1"}, `Origin "null" is foreign`},
-		{"cross-site fetch", map[string]string{"Sec-Fetch-Site": "cross-site", AdminHeader: "1"}, "Sec-Fetch-Site"},
+		{"foreign origin", map[string]string{"Origin": "http://evil.example", Header: "1"}, `Origin "http://evil.example" is foreign`},
+		{"foreign origin on the same host", map[string]string{"Origin": "http://127.0.0.1:1", Header: "1"}, "is foreign"},
+		{"https origin", map[string]string{"Origin": "https://" + self, Header: "1"}, "is foreign"},
+		{"null origin", map[string]string{"Origin": "null", Header: "1"}, `Origin "null" is foreign`},
+		{"cross-site fetch", map[string]string{"Sec-Fetch-Site": "cross-site", Header: "1"}, "Sec-Fetch-Site"},
 		{"form post", map[string]string{"Content-Type": form}, `needs the header "X-Isrbench: 1"`},
 		{"no header", nil, `needs the header "X-Isrbench: 1"`},
-		{"wrong header value", map[string]string{AdminHeader: "yes"}, `needs the header "X-Isrbench: 1"`},
+		{"wrong header value", map[string]string{Header: "yes"}, `needs the header "X-Isrbench: 1"`},
 	} {
 		code, body := httpDoWith(t, "POST", base+"/brokers/2/pause", tc.headers)
 		if code != 403 || !strings.Contains(body, tc.want) {
@@ -92,7 +94,7 @@ func TestAdminRefusesCrossOriginPost(t *testing.T) {
 		}
 	}
 	for _, h := range []map[string]string{
-		{AdminHeader: "1", "Origin": "http://localhost:" + port, "Host": "localhost:" + port, "Sec-Fetch-Site": "same-origin"},
+		{Header: "1", "Origin": "http://localhost:" + port, "Host": "localhost:" + port, "Sec-Fetch-Site": "same-origin"},
 		{"Content-Type": "application/json; charset=utf-8"},
 	} {
 		code, body := httpDoWith(t, "POST", base+"/brokers/2/pause", h)
@@ -107,7 +109,7 @@ func TestAdminRefusesCrossOriginPost(t *testing.T) {
 	req, _ := http.NewRequest("OPTIONS", base+"/brokers/2/pause", nil)
 	req.Header.Set("Origin", "http://evil.example")
 	req.Header.Set("Access-Control-Request-Method", "POST")
-	req.Header.Set("Access-Control-Request-Headers", AdminHeader)
+	req.Header.Set("Access-Control-Request-Headers", Header)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -121,11 +123,11 @@ func TestAdminRefusesCrossOriginPost(t *testing.T) {
 // TestAdminToken: with a token every request needs it as a bearer token (401 with
 // WWW-Authenticate otherwise); with it, GETs and actions work.
 func TestAdminToken(t *testing.T) {
-	c := testCluster(t, 2, nil)
+	c := clustertest.Start(t, 2, nil)
 	const tok = "k3Xq9-token-for-the-admin-api"
-	base := startAdminWith(t, c, AdminConfig{Token: tok}, "127.0.0.1:0")
+	base := startAdminWith(t, c, Config{Token: tok}, "127.0.0.1:0")
 	for _, auth := range []string{"", "Bearer", "Bearer ", "Bearer wrong", "bearer " + tok, "Basic " + tok, "Bearer " + tok + "x", "Bearer " + tok[:len(tok)-1]} {
-		h := map[string]string{AdminHeader: "1"}
+		h := map[string]string{Header: "1"}
 		if auth != "" {
 			h["Authorization"] = auth
 		}
@@ -143,7 +145,7 @@ func TestAdminToken(t *testing.T) {
 	if code, body := httpDoWith(t, "GET", base+"/metrics", good); code != 200 || !strings.Contains(body, "isrbench_broker_up") {
 		t.Errorf("GET /metrics with the token: %d %q", code, body)
 	}
-	good[AdminHeader] = "1"
+	good[Header] = "1"
 	if code, body := httpDoWith(t, "POST", base+"/brokers/1/pause", good); code != 200 || !strings.Contains(body, "paused") {
 		t.Errorf("POST pause with the token: %d %q", code, body)
 	}
@@ -205,7 +207,7 @@ func TestReadAdminToken(t *testing.T) {
 		if err := os.WriteFile(p, []byte(tc.content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		got, err := ReadAdminToken(p)
+		got, err := ReadToken(p)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%q: %q, %v; want an error with %q", tc.content, got, err, tc.err)
@@ -216,7 +218,7 @@ func TestReadAdminToken(t *testing.T) {
 			t.Errorf("%q: %q, %v; want %q", tc.content, got, err, tc.want)
 		}
 	}
-	if _, err := ReadAdminToken(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "no such file") {
+	if _, err := ReadToken(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("missing file: %v", err)
 	}
 }

@@ -1,0 +1,17 @@
+package netfetch
+
+// Hooks for the external tests (package netfetch_test, which run the wire server inside an
+// embedded cluster): the internals they check against.
+
+// Advertised returns how many API keys ApiVersions advertises.
+func Advertised() int { return len(advertised()) }
+
+// ClusterOperations is the cluster_authorized_operations bit field DescribeCluster answers.
+const ClusterOperations = clusterOperations
+
+// FDShareOf and NoFile are fdShareOf and noFile: the file-descriptor share of a broker when
+// servers brokers share RLIMIT_NOFILE nofile, and the process's soft RLIMIT_NOFILE.
+var (
+	FDShareOf = fdShareOf
+	NoFile    = noFile
+)
