@@ -46,7 +46,7 @@ func (c *Cluster) stopBroker(id int32, crash, fence bool) error {
 	b := n.stopServing()
 	if crash {
 		if err := b.Crash(); err != nil {
-			c.cfg.Logf("cluster: %v", err)
+			c.logf("cluster: %v", err)
 		}
 	} else {
 		b.Kill()
