@@ -48,8 +48,8 @@
 //
 // # Lifecycle
 //
-// Open recovers the directory: it scans every segment's batch headers to rebuild the in-memory
-// table, CRC-checks every batch ending past the recovery point (all of them when the checkpoint
+// Open recovers the directory: it walks every segment's batches (SegmentWalker, which
+// `isrbench dump-log` uses too, so both judge a batch alike) to rebuild the in-memory table, CRC-checks every batch ending past the recovery point (all of them when the checkpoint
 // is missing), truncates a torn or corrupt batch and everything after it in that segment,
 // deletes the segments after a truncated one (and any segment that does not start where its
 // predecessor ends), rebuilds a missing or damaged .index, fsyncs what it verified, moves the
