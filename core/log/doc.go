@@ -76,6 +76,13 @@
 // caller this is one write syscall per Append and no goroutine hand-off. Steady-state appends
 // allocate nothing (request structs are recycled per Log, scratch slices are reused).
 //
+// The same group commit (committer, one implementation) batches across Logs for the "uring"
+// write path: UringWriter, shared by every Log of the process, queues the WriteAt and Fsync
+// calls of all the Logs' committers, and the caller holding its committer role hands the
+// whole queue to one iouring.Ring.Submit (one io_uring_enter while it fits the ring). The
+// write back-end is the only difference between the paths (Writer: pwritev, pwrite, or a
+// Submit); batching, counting (Syscalls) and the flush and error rules are the Log's.
+//
 // Readers (Read, LEO, LogStart, Size, Segments, Bytes) never wait for a write syscall: LEO is a
 // lock-free atomic and Read takes a read lock only for the in-memory lookup. A Slice holds a
 // reference on its segment file; retention and truncation unlink files immediately but the file
