@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrUnavailable is wrapped by NewWriter's error when the kernel refuses io_uring.
+// ErrUnavailable is wrapped by NewRing's error when the kernel refuses io_uring.
 var ErrUnavailable = errors.New("iouring: io_uring unavailable")
 
 // SetupError is io_uring_setup's failure with an explanation of the likely cause.

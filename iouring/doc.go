@@ -1,11 +1,13 @@
 // Package iouring is a small io_uring binding (golang.org/x/sys/unix and the
-// standard library only, no cgo) and a batched file writer built on it: the
-// "uring" value of isrbench.io, used by core/log to write appended batches.
+// standard library only, no cgo) that writes and fsyncs files in batches: the
+// back-end of the "uring" value of isrbench.io, whose writer (core/log's
+// UringWriter) group-commits the appends of every partition into Ring.Submit
+// calls.
 //
 // # What it owns
 //
-// One ring per Writer: the ring fd from io_uring_setup, the three shared
-// mappings, and the requests in flight. It writes with IORING_OP_WRITEV and
+// One ring per Ring: the ring fd from io_uring_setup, the three shared
+// mappings, and the operations in flight. It writes with IORING_OP_WRITEV and
 // flushes with IORING_OP_FSYNC; nothing else is submitted.
 //
 // # Ring layout
@@ -34,16 +36,15 @@
 // # Memory rules
 //
 // No Go pointer is stored in kernel memory as a pointer: an SQE's addr is the
-// uintptr address of the request's []unix.Iovec (heap memory: the request
-// escapes into the Writer's queues), and user_data is a slot index, never a
-// pointer. The Go GC does not move heap objects, so the address stays valid as
-// long as the object stays reachable; the request (its iovecs and the caller's
-// buffers) is referenced from the Writer's slot table until its CQE is reaped,
-// and the waiting caller holds it too (runtime.KeepAlive after completion).
-// The file descriptor is held through (*os.File).SyscallConn().Control for the
-// whole request, so a concurrent Close of the file cannot let the kernel write
-// into a recycled descriptor. If io_uring_enter fails unexpectedly the Writer
-// is poisoned; in-flight requests stay referenced forever and the ring stays
+// uintptr address of an Op's iovecs (heap memory: the Op's own iovec array), and
+// user_data is a slot index, never a pointer. The Go GC does not move heap
+// objects, so the address stays valid as long as the object stays reachable;
+// the Ring references the Op (and through it the caller's buffers) from its slot
+// table until its CQE is reaped. The caller keeps each Op's file descriptor open
+// until the Op is done (core/log holds it through (*os.File).SyscallConn().Control),
+// so the kernel cannot write into a recycled descriptor. If io_uring_enter fails
+// unexpectedly the Ring is poisoned; the Ops in flight stay referenced forever
+// (the caller must not reuse a failed Op: core/log drops them) and the ring stays
 // mapped, since the kernel may still read their memory.
 //
 // # Lifecycle
@@ -51,33 +52,36 @@
 // Available probes once per process (setup + a NOP through io_uring_enter)
 // and reports why io_uring cannot be used: ENOSYS (kernel without
 // CONFIG_IO_URING, or a sandbox filtering the syscall) or EPERM (a seccomp
-// profile, or the kernel.io_uring_disabled sysctl). NewWriter sets up a ring;
-// Close waits for in-flight requests and tears it down; later calls fail with
-// ErrClosed.
+// profile, or the kernel.io_uring_disabled sysctl). NewRing sets up a ring;
+// Close tears it down; later Submits fail with ErrClosed.
 //
 // # Concurrency
 //
-// Every Writer method may be called from any number of goroutines. Callers
-// are group-submitted: each enqueues its request under the Writer's mutex; the
-// caller holding the submitter role moves all pending requests into the SQ,
-// submits them with one io_uring_enter (waiting for at least one completion),
-// reaps the CQEs, resubmits short writes and wakes the callers whose requests
-// completed. When its own request completes it submits whatever is queued and
-// hands the role to a waiting caller. Many concurrent produce requests thus
-// become one submission; Stats reports SQEs per io_uring_enter. Only the
-// current submitter touches the ring; at most Entries requests are in flight
-// (so the CQ, twice as large, cannot overflow); further callers queue.
+// A Ring is used by one goroutine at a time; it has no lock and no batching
+// role of its own. Add queues Ops; Step moves them into the SQ, submits them
+// with one io_uring_enter that waits for at least one completion, reaps the
+// CQEs, resubmits short writes and reports the Ops that are done, so a driver
+// can add Ops while others are in flight. Submit is the one-shot form (a batch
+// in, one io_uring_enter that waits for all of it while it fits the ring).
+// Batching concurrent callers is core/log's group commit, the same one that
+// batches a partition's appends: the caller holding its committer role adds
+// every queued write and fsync of every partition, steps the ring, wakes each
+// caller as its Op completes and adds the Ops queued meanwhile while its own is
+// in flight. At most Entries Ops are in flight (so the CQ, twice as large,
+// cannot overflow); the rest wait in the Ring. Stats reports SQEs per
+// io_uring_enter.
 //
 // # Performance
 //
 // Buffered WRITEV to ext4 or tmpfs cannot complete without blocking
 // (IOCB_NOWAIT unsupported for buffered writes there), so the kernel hands
 // every such SQE to an io-wq worker thread (iou-wrk-*): each write costs a
-// thread hand-off, and one synchronous WriteAt is slower than a pwritev
-// (BenchmarkWriteAt). The ring pays off when many callers write at once and
-// their SQEs share one io_uring_enter (parallel-8: ~3 SQEs per enter on 2
-// CPUs), and on filesystems with async buffered writes (XFS, btrfs).
+// thread hand-off, and one synchronous write is slower than a pwritev
+// (core/log's BenchmarkWriteAt). The ring pays off when many callers write at
+// once and their SQEs share one io_uring_enter (BenchmarkSubmit ops=8; core/log
+// BenchmarkWriteAt parallel-8), and on filesystems with async buffered writes
+// (XFS, btrfs).
 //
-// Offsets: WriteAt(f, off, bufs) writes the file range [off, off+total)
-// (off inclusive, end exclusive).
+// Offsets: an Op writes the file range [Off, Off+total) (Off inclusive, end
+// exclusive).
 package iouring

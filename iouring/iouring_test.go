@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"sync"
+	"slices"
+	"strings"
 	"testing"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -38,17 +37,26 @@ func TestExplainSetupErrno(t *testing.T) {
 	}
 }
 
-func newTestWriter(t testing.TB, entries int) *Writer {
+func newTestRing(t testing.TB, entries int) *Ring {
 	t.Helper()
 	if ok, reason := Available(); !ok {
 		t.Skipf("io_uring unavailable: %s", reason)
 	}
-	w, err := NewWriter(entries)
+	g, err := NewRing(entries)
 	if err != nil {
-		t.Fatalf("NewWriter: %v", err)
+		t.Fatalf("NewRing: %v", err)
 	}
-	t.Cleanup(func() { w.Close() })
-	return w
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// writeAt submits one write of bufs at off to f and returns its error.
+func writeAt(g *Ring, f *os.File, off int64, bufs [][]byte) error {
+	op := &Op{Fd: int(f.Fd()), Off: off, Bufs: bufs}
+	if err := g.Submit([]*Op{op}); err != nil {
+		return err
+	}
+	return op.Err
 }
 
 func tempFile(t testing.TB) *os.File {
@@ -76,51 +84,36 @@ func pattern(id, n int) []byte {
 	return b
 }
 
-func TestWriteAtConcurrent(t *testing.T) {
-	w := newTestWriter(t, 8) // small ring: callers outnumber slots and must queue
+// TestSubmitBatch submits more writes than the ring has entries in one Submit, in batches
+// of every size, out of file order: every op completes and the file holds every byte.
+func TestSubmitBatch(t *testing.T) {
+	g := newTestRing(t, 8) // small ring: a Submit of more ops refills the SQ as ops complete
 	f := tempFile(t)
-	const goroutines, perG = 8, 40
 	sizes := []int{1, 100, 1024, 5000}
-	// Each call writes 1..3 buffers; offsets are laid out in advance so every call owns a range.
-	type call struct {
-		off  int64
-		bufs [][]byte
-	}
-	calls := make([][]call, goroutines)
+	var ops []*Op
 	var want []byte
 	id := 0
-	for g := range goroutines {
-		for i := range perG {
-			var c call
-			c.off = int64(len(want))
-			for k := 0; k <= (g+i)%3; k++ {
-				b := pattern(id, sizes[(id+k)%len(sizes)])
-				id++
-				c.bufs = append(c.bufs, b)
-				want = append(want, b...)
-			}
-			calls[g] = append(calls[g], c)
+	for i := range 320 {
+		op := &Op{Fd: int(f.Fd()), Off: int64(len(want))}
+		for k := 0; k <= i%3; k++ {
+			b := pattern(id, sizes[(id+k)%len(sizes)])
+			id++
+			op.Bufs = append(op.Bufs, b)
+			want = append(want, b...)
 		}
+		ops = append(ops, op)
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, goroutines)
-	for g := range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Write in reverse order within a goroutine so file growth is not sequential.
-			for i := len(calls[g]) - 1; i >= 0; i-- {
-				if err := w.WriteAt(f, calls[g][i].off, calls[g][i].bufs); err != nil {
-					errs <- err
-					return
-				}
+	for start, n := 0, 1; start < len(ops); start, n = start+n, n%40+1 {
+		batch := ops[start:min(start+n, len(ops))]
+		slices.Reverse(batch) // file growth is not sequential
+		if err := g.Submit(batch); err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range batch {
+			if op.Err != nil {
+				t.Fatal(op.Err)
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
+		}
 	}
 	got, err := os.ReadFile(f.Name())
 	if err != nil {
@@ -129,10 +122,10 @@ func TestWriteAtConcurrent(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("file content mismatch: got %d bytes, want %d (first diff at %d)", len(got), len(want), firstDiff(got, want))
 	}
-	st := w.Stats()
+	st := g.Stats()
 	t.Logf("stats: %+v (SQEs per enter %.2f)", st, float64(st.SQEs)/float64(st.Enters))
-	if st.Requests != goroutines*perG || st.SQEs < st.Requests {
-		t.Fatalf("stats %+v: want Requests=%d and SQEs >= Requests", st, goroutines*perG)
+	if st.Requests != int64(len(ops)) || st.SQEs < st.Requests || st.MaxBatch > int64(g.Entries()) || st.MaxBatch < int64(g.Entries()) {
+		t.Fatalf("stats %+v: want Requests=%d, SQEs >= Requests and full batches of %d SQEs", st, len(ops), g.Entries())
 	}
 }
 
@@ -143,66 +136,6 @@ func firstDiff(a, b []byte) int {
 		}
 	}
 	return min(len(a), len(b))
-}
-
-// TestGroupSubmission holds the submitter before its io_uring_enter until
-// other callers queued, then checks they went to the kernel in one enter.
-func TestGroupSubmission(t *testing.T) {
-	w := newTestWriter(t, 16)
-	f := tempFile(t)
-	const others = 6
-	queued := make(chan int, 64)
-	release := make(chan struct{})
-	var once sync.Once
-	w.hooks.enqueued = func(n int) { queued <- n }
-	w.hooks.beforeEnter = func() { once.Do(func() { <-release }) }
-
-	var wg sync.WaitGroup
-	errs := make(chan error, others+1)
-	write := func(i int) {
-		defer wg.Done()
-		if err := w.WriteAt(f, int64(i)*100, [][]byte{pattern(i, 100)}); err != nil {
-			errs <- err
-		}
-	}
-	wg.Add(1)
-	go write(0)
-	deadline := time.After(10 * time.Second)
-	waitQueued := func(want int) {
-		for {
-			select {
-			case n := <-queued:
-				if n == want {
-					return
-				}
-			case <-deadline:
-				t.Fatalf("timed out waiting for %d pending requests", want)
-			}
-		}
-	}
-	waitQueued(1) // first caller enqueued; it becomes submitter and blocks in beforeEnter
-	for i := 1; i <= others; i++ {
-		wg.Add(1)
-		go write(i)
-	}
-	waitQueued(others) // all others are pending behind the blocked submitter
-	close(release)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	st := w.Stats()
-	t.Logf("stats: %+v", st)
-	if st.MaxBatch < others {
-		t.Fatalf("MaxBatch = %d, want >= %d: queued callers were not submitted in one io_uring_enter", st.MaxBatch, others)
-	}
-	got, _ := os.ReadFile(f.Name())
-	for i := 0; i <= others; i++ {
-		if !bytes.Equal(got[i*100:(i+1)*100], pattern(i, 100)) {
-			t.Fatalf("range of caller %d corrupted", i)
-		}
-	}
 }
 
 // TestShortWrites makes every WRITEV completion report fewer bytes than the
@@ -218,9 +151,9 @@ func TestShortWrites(t *testing.T) {
 		{"just-short", func(res int32, _ int) int32 { return max(res-1, 1) }, []int{100, 100}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newTestWriter(t, 4)
+			g := newTestRing(t, 4)
 			f := tempFile(t)
-			w.hooks.cqeRes = tc.short
+			g.hooks.cqeRes = tc.short
 			var bufs [][]byte
 			var want []byte
 			for i, n := range tc.sizes {
@@ -229,14 +162,14 @@ func TestShortWrites(t *testing.T) {
 				want = append(want, b...)
 			}
 			const off = 7
-			if err := w.WriteAt(f, off, bufs); err != nil {
+			if err := writeAt(g, f, off, bufs); err != nil {
 				t.Fatal(err)
 			}
 			got, _ := os.ReadFile(f.Name())
 			if !bytes.Equal(got[off:], want) || len(got) != off+len(want) {
 				t.Fatalf("content mismatch after short writes (len %d, want %d)", len(got), off+len(want))
 			}
-			if st := w.Stats(); st.Resubmits == 0 {
+			if st := g.Stats(); st.Resubmits == 0 {
 				t.Fatalf("no resubmission counted: %+v", st)
 			}
 		})
@@ -245,7 +178,7 @@ func TestShortWrites(t *testing.T) {
 
 // TestManyIovecs writes more buffers than IOV_MAX in one call.
 func TestManyIovecs(t *testing.T) {
-	w := newTestWriter(t, 4)
+	g := newTestRing(t, 4)
 	f := tempFile(t)
 	var bufs [][]byte
 	var want []byte
@@ -255,14 +188,14 @@ func TestManyIovecs(t *testing.T) {
 		want = append(want, b...)
 	}
 	bufs = append(bufs, nil, []byte{}) // empty buffers are skipped
-	if err := w.WriteAt(f, 0, bufs); err != nil {
+	if err := writeAt(g, f, 0, bufs); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(f.Name())
 	if !bytes.Equal(got, want) {
 		t.Fatalf("content mismatch: len %d want %d, first diff %d", len(got), len(want), firstDiff(got, want))
 	}
-	if st := w.Stats(); st.SQEs != 3 {
+	if st := g.Stats(); st.SQEs != 3 {
 		t.Fatalf("SQEs = %d, want 3 (IOV_MAX-sized chunks)", st.SQEs)
 	}
 }
@@ -299,13 +232,10 @@ func TestAdvance(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	w := newTestWriter(t, 4)
+	g := newTestRing(t, 4)
 	f := tempFile(t)
-	if err := w.WriteAt(f, -1, [][]byte{{1}}); err == nil {
-		t.Error("negative offset accepted")
-	}
-	if err := w.WriteAt(nil, 0, [][]byte{{1}}); err == nil {
-		t.Error("nil file accepted")
+	if err := writeAt(g, f, -1, [][]byte{{1}}); err == nil || !strings.Contains(err.Error(), "negative offset") {
+		t.Errorf("negative offset: %v", err)
 	}
 	// Read-only file: the kernel's EBADF comes back as the write's error.
 	ro, err := os.Open(f.Name())
@@ -313,143 +243,58 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	if err := w.WriteAt(ro, 0, [][]byte{[]byte("x")}); !errors.Is(err, unix.EBADF) {
+	if err := writeAt(g, ro, 0, [][]byte{[]byte("x")}); !errors.Is(err, unix.EBADF) {
 		t.Errorf("write to read-only file: err = %v, want EBADF", err)
 	}
-	closedF := tempFile(t)
-	closedF.Close()
-	if err := w.WriteAt(closedF, 0, [][]byte{[]byte("x")}); !errors.Is(err, os.ErrClosed) {
-		t.Errorf("write to closed file: err = %v, want os.ErrClosed", err)
+	// One failed op does not fail the others of its Submit, and the ring still works.
+	good, bad := &Op{Fd: int(f.Fd()), Bufs: [][]byte{[]byte("ok")}}, &Op{Fd: int(ro.Fd()), Bufs: [][]byte{[]byte("no")}}
+	sync := &Op{Fd: int(f.Fd()), Fsync: true}
+	empty := &Op{Fd: int(f.Fd()), Bufs: [][]byte{nil}}
+	if err := g.Submit([]*Op{good, bad, sync, empty}); err != nil || good.Err != nil || !errors.Is(bad.Err, unix.EBADF) || sync.Err != nil || empty.Err != nil {
+		t.Fatalf("mixed Submit: %v; ops %v %v %v %v", err, good.Err, bad.Err, sync.Err, empty.Err)
 	}
-	// The writer still works after per-request errors.
-	if err := w.WriteAt(f, 0, [][]byte{[]byte("ok")}); err != nil {
+	if got, _ := os.ReadFile(f.Name()); string(got) != "ok" {
+		t.Fatalf("file holds %q", got)
+	}
+	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Fsync(f); err != nil {
-		t.Fatalf("Fsync: %v", err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
+	if err := g.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	for name, fn := range map[string]func() error{
-		"WriteAt":       func() error { return w.WriteAt(f, 0, [][]byte{[]byte("x")}) },
-		"WriteAt-empty": func() error { return w.WriteAt(f, 0, nil) },
-		"Fsync":         func() error { return w.Fsync(f) },
-	} {
-		if err := fn(); !errors.Is(err, ErrClosed) {
-			t.Errorf("%s after Close: err = %v, want ErrClosed", name, err)
-		}
+	op := &Op{Fd: int(f.Fd()), Bufs: [][]byte{[]byte("x")}}
+	if err := g.Submit([]*Op{op}); !errors.Is(err, ErrClosed) || !errors.Is(op.Err, ErrClosed) {
+		t.Errorf("Submit after Close: %v, op %v; want ErrClosed", err, op.Err)
 	}
 }
 
-// TestCloseWaitsForInFlight closes the writer while callers are writing: each
-// call either succeeds (and its bytes are in the file) or fails with ErrClosed.
-func TestCloseWaitsForInFlight(t *testing.T) {
-	w := newTestWriter(t, 4)
-	f := tempFile(t)
-	const n = 32
-	started := make(chan struct{}, n)
-	results := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			started <- struct{}{}
-			results[i] = w.WriteAt(f, int64(i)*64, [][]byte{pattern(i, 64)})
-		}()
-	}
-	for range n / 2 {
-		<-started
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	wg.Wait()
-	got, _ := os.ReadFile(f.Name())
-	for i, err := range results {
-		switch {
-		case err == nil:
-			if len(got) < (i+1)*64 || !bytes.Equal(got[i*64:(i+1)*64], pattern(i, 64)) {
-				t.Errorf("call %d succeeded but its bytes are missing", i)
-			}
-		case !errors.Is(err, ErrClosed):
-			t.Errorf("call %d: %v", i, err)
-		}
-	}
-}
-
-func BenchmarkWriteAt(b *testing.B) {
+// BenchmarkSubmit: one Submit of n 1 KiB writes (n = 1: a lone append; 8: a group commit of
+// eight partitions' appends).
+func BenchmarkSubmit(b *testing.B) {
 	const span = 16 << 20 // offsets wrap within 16 MiB to keep the file small
-	for _, size := range []int{1 << 10, 16 << 10} {
-		buf := pattern(1, size)
-		for _, impl := range []string{"pwritev", "uring"} {
-			b.Run(fmt.Sprintf("%s/%dKiB", impl, size>>10), func(b *testing.B) {
-				f := tempFile(b)
-				var write func(off int64) error
-				var w *Writer
-				switch impl {
-				case "pwritev":
-					fd := int(f.Fd())
-					write = func(off int64) error {
-						n, err := unix.Pwritev(fd, [][]byte{buf}, off)
-						if err == nil && n != len(buf) {
-							err = io.ErrShortWrite
-						}
-						return err
-					}
-				case "uring":
-					w = newTestWriter(b, 0)
-					write = func(off int64) error { return w.WriteAt(f, off, [][]byte{buf}) }
+	buf := pattern(1, 1<<10)
+	for _, n := range []int{1, 8} {
+		b.Run(fmt.Sprintf("ops=%d", n), func(b *testing.B) {
+			g := newTestRing(b, 0)
+			f := tempFile(b)
+			ops := make([]*Op, n)
+			for i := range ops {
+				ops[i] = &Op{Fd: int(f.Fd()), Bufs: [][]byte{buf}}
+			}
+			b.ReportAllocs()
+			b.SetBytes(int64(n * len(buf)))
+			var off int64
+			for b.Loop() {
+				for _, op := range ops {
+					op.Off = off
+					off = (off + int64(len(buf))) % span
 				}
-				b.Run("serial", func(b *testing.B) {
-					b.ReportAllocs()
-					b.SetBytes(int64(size))
-					var off int64
-					for b.Loop() {
-						if err := write(off); err != nil {
-							b.Fatal(err)
-						}
-						off = (off + int64(size)) % span
-					}
-				})
-				// parallel-G: G goroutines per P (GOMAXPROCS*G writers), like many
-				// concurrent produce requests appending to different partitions.
-				for _, g := range []int{1, 8} {
-					b.Run(fmt.Sprintf("parallel-%d", g), func(b *testing.B) {
-						b.ReportAllocs()
-						b.SetBytes(int64(size))
-						b.SetParallelism(g)
-						var st0 Stats
-						if w != nil {
-							st0 = w.Stats()
-						}
-						var mu sync.Mutex
-						var next int64
-						b.RunParallel(func(pb *testing.PB) {
-							for pb.Next() {
-								mu.Lock()
-								off := next
-								next = (next + int64(size)) % span
-								mu.Unlock()
-								if err := write(off); err != nil {
-									b.Error(err)
-									return
-								}
-							}
-						})
-						if w != nil {
-							st := w.Stats()
-							if e := st.Enters - st0.Enters; e > 0 {
-								b.ReportMetric(float64(st.SQEs-st0.SQEs)/float64(e), "SQEs/enter")
-							}
-						}
-					})
+				if err := g.Submit(ops); err != nil {
+					b.Fatal(err)
 				}
-			})
-		}
+			}
+			st := g.Stats()
+			b.ReportMetric(float64(st.SQEs)/float64(st.Enters), "SQEs/enter")
+		})
 	}
 }

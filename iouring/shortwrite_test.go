@@ -35,13 +35,13 @@ func TestKernelShortWrite(t *testing.T) {
 
 func shortWriteChild(t *testing.T) {
 	const limit, size = 10000, 16000
-	w := newTestWriter(t, 4)
+	g := newTestRing(t, 4)
 	f := tempFile(t)
 	if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: limit, Max: unix.RLIM_INFINITY}); err != nil {
 		t.Skipf("setrlimit: %v", err)
 	}
 	data := pattern(3, size)
-	err := w.WriteAt(f, 0, [][]byte{data[:6000], data[6000:]})
+	err := writeAt(g, f, 0, [][]byte{data[:6000], data[6000:]})
 	if !errors.Is(err, unix.EFBIG) {
 		t.Fatalf("WriteAt past RLIMIT_FSIZE: err = %v, want EFBIG", err)
 	}
@@ -56,7 +56,7 @@ func shortWriteChild(t *testing.T) {
 	if len(got) != limit || !bytes.Equal(got, data[:limit]) {
 		t.Fatalf("file has %d bytes, want the first %d of the write", len(got), limit)
 	}
-	if st := w.Stats(); st.Resubmits != 1 || st.SQEs != 2 {
+	if st := g.Stats(); st.Resubmits != 1 || st.SQEs != 2 {
 		t.Fatalf("stats %+v: want 1 resubmission and 2 SQEs (short write, then the remainder)", st)
 	}
 }

@@ -81,8 +81,7 @@ var _ [0]struct{} = [unsafe.Sizeof(sqe{}) - sqeSize]struct{}{}
 var _ [0]struct{} = [unsafe.Sizeof(cqe{}) - cqeSize]struct{}{}
 
 // ring is one io_uring instance: the fd and the three shared mappings.
-// It is not safe for concurrent use; Writer serializes access (only the
-// current submitter touches it).
+// It is not safe for concurrent use; only its Ring touches it.
 type ring struct {
 	fd      int
 	p       params

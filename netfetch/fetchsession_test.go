@@ -194,8 +194,8 @@ func TestFetchSessionCacheEviction(t *testing.T) {
 // whose position changed, and forgets the ones the fetcher no longer asks for.
 func TestSessionClientNamesOnlyChanges(t *testing.T) {
 	s := sessionClient{enabled: true}
-	parts := []broker.ReplicaFetchPartition{{Topic: "t", Partition: 0, FetchOffset: 5}, {Topic: "t", Partition: 1, FetchOffset: 7}}
-	build := func(parts []broker.ReplicaFetchPartition) *kmsg.FetchRequest {
+	parts := []broker.FetchPartition{{Topic: "t", Partition: 0, FetchOffset: 5}, {Topic: "t", Partition: 1, FetchOffset: 7}}
+	build := func(parts []broker.FetchPartition) *kmsg.FetchRequest {
 		r := kmsg.NewPtrFetchRequest()
 		r.SessionID, r.SessionEpoch = s.requestIDs()
 		t0 := kmsg.NewFetchRequestTopic()

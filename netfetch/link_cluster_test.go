@@ -35,13 +35,13 @@ func TestTransportFetchAndEpochs(t *testing.T) {
 	defer fc.Close()
 	// Replica 99 is not a replica: the leader answers per partition with an error or
 	// data; a consumer-style replica id -1 reads below the HW.
-	resp, err := fc.Fetch(ctx, &broker.ReplicaFetch{ReplicaID: -1, MaxWaitMs: 10, MinBytes: 1, MaxBytes: 1 << 20,
-		Partitions: []broker.ReplicaFetchPartition{{Topic: "tr", Partition: 0, FetchOffset: 0, CurrentLeaderEpoch: st.LeaderEpoch, LogStartOffset: -1, MaxBytes: 1 << 20}}})
+	resp, err := fc.Fetch(ctx, &broker.FetchRequest{ReplicaID: -1, MaxWait: 10 * time.Millisecond, MinBytes: 1, MaxBytes: 1 << 20,
+		Partitions: []broker.FetchPartition{{Topic: "tr", Partition: 0, FetchOffset: 0, CurrentLeaderEpoch: st.LeaderEpoch, LogStartOffset: -1, MaxBytes: 1 << 20}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resp.Partitions) != 1 || resp.Partitions[0].Err != nil || resp.Partitions[0].HighWatermark != int64(acks) || len(resp.Partitions[0].Records) == 0 {
-		t.Fatalf("fetch response %+v", resp.Partitions)
+	if len(resp) != 1 || resp[0].Err != nil || resp[0].HighWatermark != int64(acks) || len(resp[0].RecordBytes) == 0 {
+		t.Fatalf("fetch response %+v", resp)
 	}
 	ans, err := fc.OffsetForLeaderEpoch(ctx, []broker.EpochQuery{{Topic: "tr", Partition: 0, CurrentLeaderEpoch: st.LeaderEpoch, LeaderEpoch: st.LeaderEpoch}})
 	if err != nil {
@@ -53,8 +53,8 @@ func TestTransportFetchAndEpochs(t *testing.T) {
 	// A cancelled context breaks the call promptly instead of hanging.
 	cctx, ccancel := context.WithCancel(ctx)
 	ccancel()
-	if _, err := fc.Fetch(cctx, &broker.ReplicaFetch{ReplicaID: -1, MaxWaitMs: 5000, MinBytes: 1 << 30, MaxBytes: 1 << 20,
-		Partitions: []broker.ReplicaFetchPartition{{Topic: "tr", Partition: 0, FetchOffset: int64(acks), CurrentLeaderEpoch: -1, LogStartOffset: -1, MaxBytes: 1 << 20}}}); err == nil {
+	if _, err := fc.Fetch(cctx, &broker.FetchRequest{ReplicaID: -1, MaxWait: 5 * time.Second, MinBytes: 1 << 30, MaxBytes: 1 << 20,
+		Partitions: []broker.FetchPartition{{Topic: "tr", Partition: 0, FetchOffset: int64(acks), CurrentLeaderEpoch: -1, LogStartOffset: -1, MaxBytes: 1 << 20}}}); err == nil {
 		t.Fatal("fetch with a cancelled context succeeded")
 	}
 }

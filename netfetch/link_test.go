@@ -94,7 +94,7 @@ func TestFetchConnCanceledContextDoesNotBlock(t *testing.T) {
 	fc := &fetchConn{self: 1, source: 2, clientID: "t", nc: a, br: bufio.NewReader(a)}
 	defer fc.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	rf := &broker.ReplicaFetch{ReplicaID: 1, MaxWaitMs: 10, MinBytes: 1, MaxBytes: 1 << 20}
+	rf := &broker.FetchRequest{ReplicaID: 1, MaxWait: 10 * time.Millisecond, MinBytes: 1, MaxBytes: 1 << 20}
 	call := func() <-chan error {
 		done := make(chan error, 1)
 		go func() { _, err := fc.Fetch(ctx, rf); done <- err }()

@@ -10,7 +10,10 @@ import (
 // The replica fetch protocol between isrbench brokers: a follower's fetcher sends Fetch,
 // ListOffsets and OffsetForLeaderEpoch with replica_id set (replica_fetch_client.go, its
 // incremental fetch session in replica_fetch_sessions_client.go); the leader answers them in
-// 01_fetch.go, 02_list_offsets.go and 23_offset_for_leader_epoch.go through the broker.
+// 01_fetch.go, 02_list_offsets.go and 23_offset_for_leader_epoch.go through the broker. Both
+// halves use one request type family: the fetcher's broker.FetchRequest (ReplicaID >= 0) is
+// what the client encodes and what the leader's Broker.Fetch serves once decoded, and the
+// client returns the answer as broker.FetchPartition outputs (records in RecordBytes).
 
 // Versions the replica fetcher speaks (both ends are isrbench servers).
 const (

@@ -104,7 +104,7 @@ type fetchConn struct {
 	// cancellation breaks the socket I/O (registered once, not per call).
 	freq         *kmsg.FetchRequest
 	replicaState []byte // the encoded ReplicaState tag of freq
-	out          broker.ReplicaFetchResponse
+	out          []broker.FetchPartition
 	ctx          context.Context
 	ctxStop      func() bool
 	sess         sessionClient // the connection's fetch session (KIP-227)
@@ -222,7 +222,7 @@ func (c *fetchConn) ioErr(ctx context.Context, what string, req kmsg.Request, er
 // With fetch sessions (KIP-227) the request names only the partitions whose
 // position changed and the response carries only those with news; the
 // partitions left out have nothing new (no records, the same HW and log start).
-func (c *fetchConn) Fetch(ctx context.Context, rf *broker.ReplicaFetch) (*broker.ReplicaFetchResponse, error) {
+func (c *fetchConn) Fetch(ctx context.Context, rf *broker.FetchRequest) ([]broker.FetchPartition, error) {
 	out, err := c.fetchOnce(ctx, rf)
 	if c.sess.enabled && (errors.Is(err, kerr.FetchSessionIDNotFound) || errors.Is(err, kerr.InvalidFetchSessionEpoch)) {
 		// The leader lost the session (it restarted, or evicted it): start a new one.
@@ -232,7 +232,7 @@ func (c *fetchConn) Fetch(ctx context.Context, rf *broker.ReplicaFetch) (*broker
 	return out, err
 }
 
-func (c *fetchConn) fetchOnce(ctx context.Context, rf *broker.ReplicaFetch) (*broker.ReplicaFetchResponse, error) {
+func (c *fetchConn) fetchOnce(ctx context.Context, rf *broker.FetchRequest) ([]broker.FetchPartition, error) {
 	// The request, response and result objects are reused: the Fetch path
 	// of a fetcher allocates nothing per call once they have grown (except
 	// the response's topic names).
@@ -247,7 +247,7 @@ func (c *fetchConn) fetchOnce(ctx context.Context, rf *broker.ReplicaFetch) (*br
 	req.Default()
 	req.SetVersion(replicaFetchVersion)
 	req.ReplicaID = rf.ReplicaID
-	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = rf.MaxWaitMs, rf.MinBytes, rf.MaxBytes
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = int32(rf.MaxWait/time.Millisecond), rf.MinBytes, rf.MaxBytes
 	req.SessionID, req.SessionEpoch = c.sess.requestIDs()
 	c.replicaState = appendReplicaState(c.replicaState[:0], rf.ReplicaID, rf.ReplicaEpoch)
 	req.UnknownTags.Set(replicaStateTag, c.replicaState)
@@ -283,8 +283,9 @@ func (c *fetchConn) fetchOnce(ctx context.Context, rf *broker.ReplicaFetch) (*br
 	if err != nil {
 		return nil, err
 	}
-	out := &c.out
-	if err := decodeReplicaFetchResponse(body, rf, out); err != nil {
+	out, err := decodeReplicaFetchResponse(body, rf, c.out[:0])
+	c.out = out
+	if err != nil {
 		return nil, fmt.Errorf("replica fetcher %d->%d: %w", c.self, c.source, err)
 	}
 	c.sess.answered(req, responseSessionID(body))
@@ -293,21 +294,21 @@ func (c *fetchConn) fetchOnce(ctx context.Context, rf *broker.ReplicaFetch) (*br
 }
 
 // decodeReplicaFetchResponse decodes a Fetch v12 response body (after the
-// response header) into out, reusing out.Partitions. Records alias body;
-// topic names are the request's strings (a topic the request did not name
-// keeps a copy), so a steady-state response allocates nothing. It reports
-// a whole-response error code as an error wrapping the kerr error.
-func decodeReplicaFetchResponse(body []byte, rf *broker.ReplicaFetch, out *broker.ReplicaFetchResponse) error {
-	out.Partitions = out.Partitions[:0]
+// response header), appending its partitions to out (the outputs and
+// RecordBytes set, Records empty). RecordBytes alias body; topic names are the
+// request's strings (a topic the request did not name keeps a copy), so a
+// steady-state response allocates nothing. It reports a whole-response error
+// code as an error wrapping the kerr error.
+func decodeReplicaFetchResponse(body []byte, rf *broker.FetchRequest, out []broker.FetchPartition) ([]broker.FetchPartition, error) {
 	r := kbin.Reader{Src: body}
 	r.Int32() // throttle_time_ms
 	if ec := r.Int16(); ec != 0 && r.Ok() {
-		return fmt.Errorf("fetch: %w", kerr.ErrorForCode(ec))
+		return out, fmt.Errorf("fetch: %w", kerr.ErrorForCode(ec))
 	}
 	r.Int32() // session_id
 	nt := r.CompactArrayLen()
 	if !r.Ok() || nt < 0 || int(nt) > len(r.Src) {
-		return fmt.Errorf("decoding Fetch v%d response: bad topic count %d", replicaFetchVersion, nt)
+		return out, fmt.Errorf("decoding Fetch v%d response: bad topic count %d", replicaFetchVersion, nt)
 	}
 	for i := int32(0); i < nt && r.Ok(); i++ {
 		name := r.Span(int(r.Uvarint()) - 1)
@@ -323,18 +324,18 @@ func decodeReplicaFetchResponse(body []byte, rf *broker.ReplicaFetch, out *broke
 		}
 		np := r.CompactArrayLen()
 		if !r.Ok() || np < 0 || int(np) > len(r.Src) {
-			return fmt.Errorf("decoding Fetch v%d response: bad partition count %d for topic %q", replicaFetchVersion, np, topic)
+			return out, fmt.Errorf("decoding Fetch v%d response: bad partition count %d for topic %q", replicaFetchVersion, np, topic)
 		}
 		for k := int32(0); k < np && r.Ok(); k++ {
-			res := broker.ReplicaFetchResult{Topic: topic}
+			res := broker.FetchPartition{Topic: topic, LastStableOffset: -1, DivergingEpoch: -1, DivergingEndOffset: -1}
 			res.Partition = r.Int32()
 			ec := r.Int16()
 			res.HighWatermark = r.Int64()
-			r.Int64() // last_stable_offset
-			res.LogStartOffset = r.Int64()
+			res.LastStableOffset = r.Int64()
+			res.LogStartOffsetOut = r.Int64()
 			if na := r.CompactArrayLen(); na > 0 { // aborted_transactions
 				if int(na) > len(r.Src) {
-					return fmt.Errorf("decoding Fetch v%d response: bad aborted transaction count %d", replicaFetchVersion, na)
+					return out, fmt.Errorf("decoding Fetch v%d response: bad aborted transaction count %d", replicaFetchVersion, na)
 				}
 				for a := int32(0); a < na && r.Ok(); a++ {
 					r.Int64() // producer_id
@@ -343,18 +344,18 @@ func decodeReplicaFetchResponse(body []byte, rf *broker.ReplicaFetch, out *broke
 				}
 			}
 			r.Int32() // preferred_read_replica
-			res.Records = r.CompactNullableBytes()
+			res.RecordBytes = r.CompactNullableBytes()
 			skipTags(&r) // diverging_epoch, current_leader, snapshot_id
 			res.Err = kerr.ErrorForCode(ec)
-			out.Partitions = append(out.Partitions, res)
+			out = append(out, res)
 		}
 		skipTags(&r) // topic
 	}
 	skipTags(&r) // response
 	if err := r.Complete(); err != nil {
-		return fmt.Errorf("decoding Fetch v%d response: %w", replicaFetchVersion, err)
+		return out, fmt.Errorf("decoding Fetch v%d response: %w", replicaFetchVersion, err)
 	}
-	return nil
+	return out, nil
 }
 
 // skipTags skips a tagged-field section (kmsg.SkipTags takes an interface,

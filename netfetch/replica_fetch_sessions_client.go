@@ -47,7 +47,7 @@ func (s *sessionClient) requestIDs() (id, epoch int32) {
 
 // changed reports whether an incremental request must name p (new to the session, or its
 // position, epoch, log start or limit changed), and marks p as part of the current request.
-func (s *sessionClient) changed(p broker.ReplicaFetchPartition) bool {
+func (s *sessionClient) changed(p broker.FetchPartition) bool {
 	k := tpKey{p.Topic, p.Partition}
 	sp, ok := s.sent[k]
 	if ok {

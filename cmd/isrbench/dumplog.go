@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/isrbench/isrbench/core/records"
+	"github.com/isrbench/isrbench/core/log"
 )
 
 func init() {
@@ -20,9 +20,11 @@ func init() {
 var codecNames = map[int8]string{0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 // cmdDumpLog prints each RecordBatch of a .log segment file like Kafka's
-// DumpLogSegments. A batch whose CRC does not match is printed with
-// isvalid: false and makes the command exit 1; a batch that cannot be
-// parsed or is cut short stops the dump with an error naming its position.
+// DumpLogSegments, checked the way recovery checks it (log.SegmentWalker). A
+// batch recovery would truncate at (CRC mismatch, offsets not contiguous from
+// the file name's base offset) is printed with isvalid: false and makes the
+// command exit 1; a batch that cannot be parsed or is cut short stops the dump
+// with an error naming its position.
 func cmdDumpLog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("dump-log", "dump-log PATH.log", stderr)
 	if err := parseFlags(fs, args); err != nil {
@@ -47,49 +49,27 @@ func dumpSegment(path string, w io.Writer) error {
 	if st.IsDir() {
 		return usagef("dump-log: %s is a directory, want a .log segment file", path)
 	}
-	size := st.Size()
 	fmt.Fprintf(w, "Dumping %s\n", path)
-	if base, err := strconv.ParseInt(strings.TrimSuffix(filepath.Base(path), ".log"), 10, 64); err == nil {
+	base, err := strconv.ParseInt(strings.TrimSuffix(filepath.Base(path), ".log"), 10, 64)
+	if err == nil {
 		fmt.Fprintf(w, "Log starting offset: %d\n", base)
+	} else {
+		base = -1 // not a segment name: offsets start at the first batch's
 	}
 	var (
-		pos        int64
-		lastOffset int64 = -1
-		invalid    int
-		firstBad   string
-		hdr        = make([]byte, records.HeaderSize)
-		buf        []byte
+		invalid  int
+		firstBad error
 	)
-	for pos < size {
-		if size-pos < records.HeaderSize {
-			return &exitError{code: 1, err: fmt.Errorf("dump-log: %s: corrupt tail: %d bytes at position %d (after offset %d) are shorter than a batch header (%d bytes)", path, size-pos, pos, lastOffset, records.HeaderSize)}
-		}
-		if _, err := f.ReadAt(hdr, pos); err != nil {
-			return fmt.Errorf("dump-log: %s: read at position %d: %w", path, pos, err)
-		}
-		h, err := records.ParseHeader(hdr)
-		if err != nil {
-			return &exitError{code: 1, err: fmt.Errorf("dump-log: %s: corrupt batch at position %d (after offset %d): %w", path, pos, lastOffset, err)}
-		}
-		n := int64(h.Size())
-		if pos+n > size {
-			return &exitError{code: 1, err: fmt.Errorf("dump-log: %s: torn batch at position %d (baseOffset %d): size %d but only %d bytes left in the file", path, pos, h.BaseOffset, n, size-pos)}
-		}
-		if int64(cap(buf)) < n {
-			buf = make([]byte, n)
-		}
-		b := buf[:n]
-		if _, err := f.ReadAt(b, pos); err != nil {
-			return fmt.Errorf("dump-log: %s: read at position %d: %w", path, pos, err)
-		}
-		valid := true
-		if _, err := records.Validate(b); err != nil {
-			valid = false
+	walk := log.NewSegmentWalker(f, filepath.Base(path), st.Size(), base)
+	for walk.Next() {
+		b := walk.Batch()
+		if b.Err != nil {
 			invalid++
-			if firstBad == "" {
-				firstBad = fmt.Sprintf("position %d (baseOffset %d): %v", pos, h.BaseOffset, err)
+			if firstBad == nil {
+				firstBad = b.Err
 			}
 		}
+		h := b.Header
 		lastSeq := int32(-1)
 		if h.BaseSequence >= 0 {
 			lastSeq = h.BaseSequence + h.LastOffsetDelta
@@ -100,12 +80,16 @@ func dumpSegment(path string, w io.Writer) error {
 		}
 		fmt.Fprintf(w, "baseOffset: %d lastOffset: %d count: %d baseSequence: %d lastSequence: %d producerId: %d producerEpoch: %d partitionLeaderEpoch: %d isTransactional: %t isControl: %t position: %d CreateTime: %d size: %d magic: %d compresscodec: %s crc: %d isvalid: %t\n",
 			h.BaseOffset, h.LastOffset(), h.RecordsCount, h.BaseSequence, lastSeq, h.ProducerID, h.ProducerEpoch, h.PartitionLeaderEpoch,
-			h.IsTransactional(), h.IsControl(), pos, h.MaxTimestamp, n, h.Magic, codec, h.CRC, valid)
-		lastOffset = h.LastOffset()
-		pos += n
+			h.IsTransactional(), h.IsControl(), b.Position, h.MaxTimestamp, b.Size, h.Magic, codec, h.CRC, b.Err == nil)
+	}
+	var tail *log.CorruptTailError
+	if err := walk.Err(); errors.As(err, &tail) {
+		return &exitError{code: 1, err: fmt.Errorf("dump-log: %s: corrupt tail, recovery would truncate %d bytes: %w", path, tail.Bytes, err)}
+	} else if err != nil {
+		return fmt.Errorf("dump-log: %s: %w", path, err)
 	}
 	if invalid > 0 {
-		return &exitError{code: 1, err: errors.New("dump-log: " + path + ": " + strconv.Itoa(invalid) + " batch(es) failed the CRC check; first at " + firstBad)}
+		return &exitError{code: 1, err: fmt.Errorf("dump-log: %s: %d invalid batch(es), recovery would truncate the log at the first: %w", path, invalid, firstBad)}
 	}
 	return nil
 }

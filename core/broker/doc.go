@@ -38,7 +38,7 @@
 // checkpointed HW, a missing directory or checkpoint). The controller has then
 // fenced the previous incarnation: the new one leads nothing and is in no ISR (except
 // as the last member of an offline partition) until it truncated to the leader and
-// met the join rule. Replica fetches carry the broker epoch (ReplicaFetch.ReplicaEpoch)
+// met the join rule. Replica fetches carry the broker epoch (FetchRequest.ReplicaEpoch)
 // and a leader refuses those of an older incarnation; AlterPartition carries the
 // leader's and the new members' epochs (KIP-903).
 //
@@ -124,7 +124,7 @@
 // the "hw" ablation and a replica with no epoch truncate to the local HW), partitions
 // whose fetch was out of range ask ListOffsets as a replica for the leader's log start
 // and end (Kafka's fetchOffsetAndTruncate: start over at the leader's log start, or
-// truncate to its end); otherwise one ReplicaFetch of all fetching partitions
+// truncate to its end); otherwise one FetchRequest of all fetching partitions
 // (FetchOffset = local LEO) and AppendAsFollower(records, leader HW) for each result.
 // FENCED_LEADER_EPOCH -> the partition waits for the next controller state;
 // UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER and others -> retried after

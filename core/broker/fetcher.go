@@ -64,7 +64,7 @@ type Fetcher struct {
 type Round struct {
 	Epochs  []EpochQuery
 	Offsets []OffsetQuery
-	Fetch   ReplicaFetch // no partitions: nothing to fetch
+	Fetch   FetchRequest // a replica fetch (ReplicaID = this broker); no partitions: nothing to fetch
 	// Wait is, when the round is empty, how long until the earliest delayed partition is
 	// ready (0: none is delayed).
 	Wait time.Duration
@@ -199,7 +199,7 @@ func (f *Fetcher) run(ctx context.Context) {
 			}
 		}
 		if err == nil && len(r.Fetch.Partitions) > 0 {
-			var resp *ReplicaFetchResponse
+			var resp []FetchPartition
 			if resp, err = f.conn.Fetch(ctx, &r.Fetch); err == nil {
 				if b.Paused() {
 					// Paused while the fetch was in flight: the response is lost
@@ -231,7 +231,7 @@ func (f *Fetcher) Plan() *Round {
 	r := &f.round
 	r.Epochs, r.Offsets, r.Wait = r.Epochs[:0], r.Offsets[:0], 0
 	r.epochGens, r.offsetGens, r.fetchGens = r.epochGens[:0], r.offsetGens[:0], r.fetchGens[:0]
-	r.Fetch = ReplicaFetch{ReplicaID: cfg.ID, ReplicaEpoch: b.epoch.Load(), MaxWaitMs: cfg.ReplicaFetchWaitMaxMs,
+	r.Fetch = FetchRequest{ReplicaID: cfg.ID, ReplicaEpoch: b.epoch.Load(), MaxWait: time.Duration(cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
 		MinBytes: cfg.ReplicaFetchMinBytes, MaxBytes: cfg.ReplicaFetchResponseMaxBytes, Partitions: r.Fetch.Partitions[:0]}
 	if b.usable() != nil {
 		return r
@@ -277,7 +277,7 @@ func (f *Fetcher) Plan() *Round {
 	}
 	for _, fp := range fetch {
 		rep := fp.h.r
-		r.Fetch.Partitions = append(r.Fetch.Partitions, ReplicaFetchPartition{
+		r.Fetch.Partitions = append(r.Fetch.Partitions, FetchPartition{
 			Topic: fp.h.key.topic, Partition: fp.h.key.partition,
 			FetchOffset:        rep.LEO(),
 			CurrentLeaderEpoch: fp.fs.LeaderEpoch,
@@ -398,21 +398,21 @@ func (f *Fetcher) ApplyOffsets(r *Round, answers []OffsetAnswer) {
 	}
 }
 
-// ApplyFetch applies a replica fetch response to r.Fetch: each partition's records are
-// appended (then the leader's HW applied), or its error handled by its FetchState. mu is
-// released during each append (beginIO).
-func (f *Fetcher) ApplyFetch(r *Round, resp *ReplicaFetchResponse) {
+// ApplyFetch applies a replica fetch response (FetchConn.Fetch's partitions) to r.Fetch:
+// each partition's RecordBytes are appended (then the leader's HW applied), or its error
+// handled by its FetchState. mu is released during each append (beginIO).
+func (f *Fetcher) ApplyFetch(r *Round, resp []FetchPartition) {
 	b := f.b
 	now := b.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	asked := r.Fetch.Partitions
 	next := 0 // a leader answers in request order: try the partition after the last one first
-	for i := range resp.Partitions {
-		res := &resp.Partitions[i]
+	for i := range resp {
+		res := &resp[i]
 		idx := next
 		if idx >= len(asked) || asked[idx].Topic != res.Topic || asked[idx].Partition != res.Partition {
-			idx = slices.IndexFunc(asked, func(p ReplicaFetchPartition) bool {
+			idx = slices.IndexFunc(asked, func(p FetchPartition) bool {
 				return p.Topic == res.Topic && p.Partition == res.Partition
 			})
 		}
@@ -434,7 +434,7 @@ func (f *Fetcher) ApplyFetch(r *Round, resp *ReplicaFetchResponse) {
 			continue // truncated meanwhile; refetch
 		}
 		f.beginIO()
-		_, err := rep.AppendAsFollower(res.Records, res.HighWatermark)
+		_, err := rep.AppendAsFollower(res.RecordBytes, res.HighWatermark)
 		if err != nil {
 			b.logf("broker %d: %s: follower append at %d: %v", b.cfg.ID, fp.h.key, fetchOffset, b.storageFailed(err))
 		}

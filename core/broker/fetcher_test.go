@@ -22,14 +22,14 @@ import (
 type scriptConn struct{ calls chan *scriptCall }
 
 type scriptCall struct {
-	fetch   *ReplicaFetch // copy
+	fetch   *FetchRequest // copy
 	epochs  []EpochQuery
 	offsets []OffsetQuery
 	reply   chan scriptReply
 }
 
 type scriptReply struct {
-	fetch   *ReplicaFetchResponse
+	fetch   []FetchPartition
 	epochs  []EpochAnswer
 	offsets []OffsetAnswer
 	err     error
@@ -50,9 +50,9 @@ func (c *scriptConn) ListOffsets(ctx context.Context, replicaID int32, q []Offse
 	}
 }
 
-func (c *scriptConn) Fetch(ctx context.Context, req *ReplicaFetch) (*ReplicaFetchResponse, error) {
+func (c *scriptConn) Fetch(ctx context.Context, req *FetchRequest) ([]FetchPartition, error) {
 	cp := *req
-	cp.Partitions = append([]ReplicaFetchPartition(nil), req.Partitions...)
+	cp.Partitions = append([]FetchPartition(nil), req.Partitions...)
 	call := &scriptCall{fetch: &cp, reply: make(chan scriptReply, 1)}
 	select {
 	case c.calls <- call:
@@ -139,7 +139,7 @@ func TestFetcherOffsetOutOfRange(t *testing.T) {
 							return c
 						}
 					}
-					c.reply <- scriptReply{fetch: &ReplicaFetchResponse{}}
+					c.reply <- scriptReply{fetch: []FetchPartition{}}
 					continue
 				}
 				return c
@@ -148,7 +148,7 @@ func TestFetcherOffsetOutOfRange(t *testing.T) {
 			}
 		}
 	}
-	fetchOf := func(c *scriptCall) ReplicaFetchPartition {
+	fetchOf := func(c *scriptCall) FetchPartition {
 		t.Helper()
 		if c.fetch == nil {
 			t.Fatalf("expected a Fetch, got OffsetForLeaderEpoch %v", c.epochs)
@@ -160,17 +160,17 @@ func TestFetcherOffsetOutOfRange(t *testing.T) {
 		}
 		panic("unreachable")
 	}
-	reply := func(c *scriptCall, res ReplicaFetchResult) {
+	reply := func(c *scriptCall, res FetchPartition) {
 		res.Topic, res.Partition = "t", p
-		c.reply <- scriptReply{fetch: &ReplicaFetchResponse{Partitions: []ReplicaFetchResult{res}}}
+		c.reply <- scriptReply{fetch: []FetchPartition{res}}
 	}
 
 	// 1. Empty follower fetches at 0; the leader's log starts at 100.
 	c := next()
-	if fp := fetchOf(c); fp.FetchOffset != 0 || fp.CurrentLeaderEpoch != 0 || c.fetch.ReplicaID != 2 || c.fetch.MaxWaitMs != cfg.ReplicaFetchWaitMaxMs {
+	if fp := fetchOf(c); fp.FetchOffset != 0 || fp.CurrentLeaderEpoch != 0 || c.fetch.ReplicaID != 2 || c.fetch.MaxWait != time.Duration(cfg.ReplicaFetchWaitMaxMs)*time.Millisecond {
 		t.Fatalf("first fetch %+v", c.fetch)
 	}
-	reply(c, ReplicaFetchResult{Err: fmt.Errorf("%w: below log start", kerr.OffsetOutOfRange), HighWatermark: -1, LogStartOffset: -1})
+	reply(c, FetchPartition{Err: fmt.Errorf("%w: below log start", kerr.OffsetOutOfRange), HighWatermark: -1, LogStartOffsetOut: -1})
 	offsets := func(start, end int64) {
 		t.Helper()
 		c := next()
@@ -192,7 +192,7 @@ func TestFetcherOffsetOutOfRange(t *testing.T) {
 		t.Fatalf("log start %d LEO %d, want 100 100", r.LogStart(), r.LEO())
 	}
 	recs := []records.Record{{Value: []byte("a")}, {Value: []byte("b")}, {Value: []byte("c")}}
-	reply(c, ReplicaFetchResult{Records: records.AppendBatch(nil, 100, 0, 1, recs), HighWatermark: 102, LogStartOffset: 100})
+	reply(c, FetchPartition{RecordBytes: records.AppendBatch(nil, 100, 0, 1, recs), HighWatermark: 102, LogStartOffsetOut: 100})
 
 	// 3. Next fetch at 103; now the leader says 103 is beyond its LEO.
 	c = next()
@@ -202,7 +202,7 @@ func TestFetcherOffsetOutOfRange(t *testing.T) {
 	if r.HW() != 102 {
 		t.Fatalf("follower HW %d, want min(leader HW 102, LEO 103)", r.HW())
 	}
-	reply(c, ReplicaFetchResult{Err: fmt.Errorf("%w: above LEO", kerr.OffsetOutOfRange), HighWatermark: -1, LogStartOffset: -1})
+	reply(c, FetchPartition{Err: fmt.Errorf("%w: above LEO", kerr.OffsetOutOfRange), HighWatermark: -1, LogStartOffsetOut: -1})
 
 	// 4. It asks for the leader's log start and end: its LEO is 100.
 	offsets(100, 100)
@@ -221,13 +221,13 @@ func TestFetcherOffsetOutOfRange(t *testing.T) {
 	// metadata; the leader moves to broker 1 at epoch 1 and the follower
 	// fetches from it (its log is empty at 100: no epoch to ask about, so
 	// it truncates to its HW locally).
-	reply(c, ReplicaFetchResult{Err: kerr.FencedLeaderEpoch, HighWatermark: -1, LogStartOffset: -1})
+	reply(c, FetchPartition{Err: kerr.FencedLeaderEpoch, HighWatermark: -1, LogStartOffsetOut: -1})
 	ctrl.BrokerDown(0)
 	c = next()
 	if fp := fetchOf(c); fp.CurrentLeaderEpoch != 1 || fp.FetchOffset != 100 {
 		t.Fatalf("fetch after leader change %+v", fp)
 	}
-	reply(c, ReplicaFetchResult{HighWatermark: 100, LogStartOffset: 100})
+	reply(c, FetchPartition{HighWatermark: 100, LogStartOffsetOut: 100})
 }
 
 // TestFirstRoundFetchesAfterLocalTruncation: a new follower (no local epoch) truncates
@@ -306,8 +306,8 @@ func TestFollowerAppendHoldsNoFetcherLock(t *testing.T) {
 	}
 	rep, _ := follower.Replica("t", 0)
 	recs := []records.Record{{Value: []byte("a")}, {Value: []byte("b")}, {Value: []byte("c")}}
-	resp := &ReplicaFetchResponse{Partitions: []ReplicaFetchResult{{Topic: "t", Partition: 0,
-		Records: records.AppendBatch(nil, 0, 0, 1, recs), HighWatermark: 3, LogStartOffset: 0}}}
+	resp := []FetchPartition{{Topic: "t", Partition: 0,
+		RecordBytes: records.AppendBatch(nil, 0, 0, 1, recs), HighWatermark: 3, LogStartOffsetOut: 0}}
 	armed.Store(true)
 	applied := make(chan struct{})
 	go func() {

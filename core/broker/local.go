@@ -4,17 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 )
 
 // ErrUnreachable is returned by LocalTransport connections when the source
 // broker is missing or stopped.
 var ErrUnreachable = errors.New("broker unreachable")
 
-// LocalTransport is an in-process Transport: its FetchConn calls the source
-// broker's Fetch / EndOffsetForEpoch / ListOffsetFor directly and copies the records
-// (Slice.ReadAll) into the response, so the whole replication protocol runs
-// without sockets (tests, benchmarks). Safe for concurrent use.
+// LocalTransport is an in-process Transport: its FetchConn hands the fetcher's
+// FetchRequest to the source broker's Fetch (and calls EndOffsetForEpoch /
+// ListOffsetFor) directly and copies the records (Slice.ReadAll) into RecordBytes,
+// so the whole replication protocol runs without sockets (tests, benchmarks).
+// Safe for concurrent use.
 type LocalTransport struct {
 	resolve func(id int32) *Broker
 }
@@ -51,17 +51,17 @@ type localConn struct {
 	rc  ReplicaServe
 }
 
-func (c *localConn) Fetch(ctx context.Context, rf *ReplicaFetch) (*ReplicaFetchResponse, error) {
+func (c *localConn) Fetch(ctx context.Context, req *FetchRequest) ([]FetchPartition, error) {
 	b, err := c.t.source(c.src)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.rc.Fetch(ctx, b, rf)
+	resp, err := c.rc.Fetch(ctx, b, req)
 	if err != nil {
-		return nil, fmt.Errorf("local transport %d -> %d: %w", rf.ReplicaID, c.src, err)
+		return nil, fmt.Errorf("local transport %d -> %d: %w", req.ReplicaID, c.src, err)
 	}
 	if !b.running() {
-		return nil, fmt.Errorf("local transport %d -> %d: %w", rf.ReplicaID, c.src, ErrUnreachable)
+		return nil, fmt.Errorf("local transport %d -> %d: %w", req.ReplicaID, c.src, ErrUnreachable)
 	}
 	return resp, nil
 }
@@ -84,44 +84,25 @@ func (c *localConn) ListOffsets(ctx context.Context, replicaID int32, q []Offset
 
 func (c *localConn) Close() error { return nil }
 
-// ReplicaServe serves replica fetches on a leader in-process: it turns a ReplicaFetch into
-// the leader's Fetch and copies the records into a reused buffer. LocalTransport uses one
-// per connection; the simulator uses it to answer fetches it delivers. Not safe for
-// concurrent use; a response is valid until the next Fetch on the same ReplicaServe.
+// ReplicaServe serves replica fetches on a leader in process, the in-process half of what a
+// FetchConn does: it runs the follower's FetchRequest through the leader's Fetch (in place)
+// and copies each partition's records into a reused buffer (RecordBytes), releasing the
+// leader's file slices. LocalTransport uses one per connection; the simulator uses it to
+// answer fetches it delivers. Not safe for concurrent use; RecordBytes are valid until the
+// next Fetch on the same ReplicaServe.
 type ReplicaServe struct {
-	req  FetchRequest
-	buf  []byte
-	resp ReplicaFetchResponse
+	buf []byte
 }
 
-// Fetch runs rf on leader b (MaxWaitMs applies: it may park as a long poll) and returns its
-// response.
-func (s *ReplicaServe) Fetch(ctx context.Context, b *Broker, rf *ReplicaFetch) (*ReplicaFetchResponse, error) {
-	s.req.ReplicaID = rf.ReplicaID
-	s.req.ReplicaEpoch = rf.ReplicaEpoch
-	s.req.MaxWait = time.Duration(rf.MaxWaitMs) * time.Millisecond
-	s.req.MinBytes = rf.MinBytes
-	s.req.MaxBytes = rf.MaxBytes
-	s.req.IsolationLevel = 0
-	s.req.Partitions = s.req.Partitions[:0]
-	for _, p := range rf.Partitions {
-		s.req.Partitions = append(s.req.Partitions, FetchPartition{
-			Topic: p.Topic, Partition: p.Partition, FetchOffset: p.FetchOffset,
-			CurrentLeaderEpoch: p.CurrentLeaderEpoch, LogStartOffset: p.LogStartOffset, MaxBytes: p.MaxBytes,
-		})
-	}
-	b.Fetch(ctx, &s.req)
+// Fetch runs req on leader b (MaxWait applies: it may park as a long poll) and returns req's
+// partitions with their outputs and RecordBytes set.
+func (s *ReplicaServe) Fetch(ctx context.Context, b *Broker, req *FetchRequest) ([]FetchPartition, error) {
+	b.Fetch(ctx, req)
 	s.buf = s.buf[:0]
-	if cap(s.resp.Partitions) < len(s.req.Partitions) {
-		s.resp.Partitions = make([]ReplicaFetchResult, len(s.req.Partitions))
-	}
-	s.resp.Partitions = s.resp.Partitions[:len(s.req.Partitions)]
 	var firstErr error
-	for i := range s.req.Partitions {
-		p := &s.req.Partitions[i]
-		r := &s.resp.Partitions[i]
-		*r = ReplicaFetchResult{Topic: p.Topic, Partition: p.Partition, Err: p.Err}
-		r.HighWatermark, r.LogStartOffset = p.HighWatermark, p.LogStartOffsetOut
+	for i := range req.Partitions {
+		p := &req.Partitions[i]
+		p.RecordBytes = nil
 		if p.Records.Size > 0 && firstErr == nil {
 			start := len(s.buf)
 			var err error
@@ -129,7 +110,7 @@ func (s *ReplicaServe) Fetch(ctx context.Context, b *Broker, rf *ReplicaFetch) (
 			if err != nil {
 				firstErr = err
 			} else {
-				r.Records = s.buf[start:len(s.buf):len(s.buf)]
+				p.RecordBytes = s.buf[start:len(s.buf):len(s.buf)]
 			}
 		}
 		p.Records.Release()
@@ -138,7 +119,7 @@ func (s *ReplicaServe) Fetch(ctx context.Context, b *Broker, rf *ReplicaFetch) (
 	if firstErr != nil {
 		return nil, fmt.Errorf("read records: %w", firstErr)
 	}
-	return &s.resp, nil
+	return req.Partitions, nil
 }
 
 // ServeEpochs answers OffsetForLeaderEpoch questions on leader b.

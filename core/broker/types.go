@@ -22,7 +22,9 @@ type ProducePartition struct {
 	LogStartOffset  int64 // log start offset (inclusive) after the append; -1 on error
 }
 
-// FetchPartition is one partition of a Fetch: inputs first, outputs after Err.
+// FetchPartition is one partition of a Fetch, consumer or replica: inputs first, outputs
+// after Err. The same type carries a follower's fetch (FetchConn.Fetch) and what the leader
+// serves (Broker.Fetch), in process and over the wire.
 type FetchPartition struct {
 	Topic              string
 	Partition          int32
@@ -36,20 +38,30 @@ type FetchPartition struct {
 	LastStableOffset  int64 // = HighWatermark (no transactions)
 	LogStartOffsetOut int64 // leader log start (inclusive)
 	// Records holds whole batches in [FetchOffset rounded to its batch
-	// start, Records.NextOffset). The caller must Release it (also when
-	// Size is 0 — Release of a zero Slice is a no-op).
-	Records            log.Slice
+	// start, Records.NextOffset), as Broker.Fetch serves them: a slice of the
+	// leader's segment file. The caller must Release it (also when Size is 0 —
+	// Release of a zero Slice is a no-op).
+	Records log.Slice
+	// RecordBytes holds the same batches as bytes where a FetchConn returns the
+	// partition to a follower: aliasing the response read from the wire, or copied
+	// from the leader's Records in process (ReplicaServe). Valid until the next Fetch
+	// on the same connection; Records is then empty.
+	RecordBytes        []byte
 	DivergingEpoch     int32 // always -1 (KIP-320 diverging epoch not used; followers use OffsetForLeaderEpoch)
 	DivergingEndOffset int64 // always -1
 
 	hosted *hosted // the replica, looked up once per Fetch call (nil: not hosted here)
 }
 
-// FetchRequest is a Fetch (consumer or replica). Fetch fills the partitions' outputs in place.
+// FetchRequest is a Fetch (consumer or replica). Broker.Fetch fills the partitions' outputs in
+// place; a follower's fetcher sends one (ReplicaID >= 0) through its FetchConn.
 type FetchRequest struct {
-	ReplicaID      int32 // -1 consumer, >= 0 follower broker id
-	ReplicaEpoch   int64 // the follower's broker epoch (KIP-903 ReplicaState); -1 unknown
-	MaxWait        time.Duration
+	ReplicaID int32 // -1 consumer, >= 0 follower broker id
+	// ReplicaEpoch is the fetching broker's epoch (KIP-903 ReplicaState: its registration),
+	// so the leader can tell fetches of a restarted broker from those of its previous
+	// incarnation; -1 unknown.
+	ReplicaEpoch   int64
+	MaxWait        time.Duration // the wire carries whole milliseconds (max_wait_ms)
 	MinBytes       int32
 	MaxBytes       int32 // response limit (KIP-74: first batch returned even if larger)
 	IsolationLevel int8  // 0 read_uncommitted, 1 read_committed (same as 0: no transactions)
@@ -66,7 +78,12 @@ type Transport interface {
 // (calls are not concurrent). Errors returned (as opposed to per-partition
 // Err) mean the connection is broken; the fetcher Closes and re-dials it.
 type FetchConn interface {
-	Fetch(ctx context.Context, req *ReplicaFetch) (*ReplicaFetchResponse, error)
+	// Fetch sends req (ReplicaID >= 0) and returns the partitions the leader answered,
+	// with their outputs set and their records in RecordBytes (Records empty), in the
+	// leader's order: all of req's partitions, or with an incremental fetch session
+	// (KIP-227) only those with news (the others have no records, the same HW and log
+	// start). The result, and req's partitions' outputs, are valid until the next call.
+	Fetch(ctx context.Context, req *FetchRequest) ([]FetchPartition, error)
 	OffsetForLeaderEpoch(ctx context.Context, q []EpochQuery) ([]EpochAnswer, error)
 	// ListOffsets asks the leader, as replica ReplicaID, for the log start (Timestamp -2)
 	// or end (-1: the LEO for a replica) offsets of partitions.
@@ -89,45 +106,6 @@ type OffsetAnswer struct {
 	Timestamp int64 // the query's
 	Err       error
 	Offset    int64
-}
-
-// ReplicaFetch is the replica fetch request a fetcher sends.
-type ReplicaFetch struct {
-	ReplicaID int32
-	// ReplicaEpoch is the fetching broker's epoch (its registration), so the leader can
-	// tell fetches of a restarted broker from those of its previous incarnation.
-	ReplicaEpoch int64
-	MaxWaitMs    int32
-	MinBytes     int32
-	MaxBytes     int32
-	Partitions   []ReplicaFetchPartition
-}
-
-// ReplicaFetchPartition is one partition of a ReplicaFetch.
-type ReplicaFetchPartition struct {
-	Topic              string
-	Partition          int32
-	FetchOffset        int64 // follower LEO (exclusive end of its log)
-	CurrentLeaderEpoch int32
-	LogStartOffset     int64
-	MaxBytes           int32
-}
-
-// ReplicaFetchResponse is the answer to a ReplicaFetch. Records slices are
-// owned by the fetcher once returned (the transport must not reuse them until
-// the next Fetch call on the same FetchConn).
-type ReplicaFetchResponse struct {
-	Partitions []ReplicaFetchResult
-}
-
-// ReplicaFetchResult is one partition of a ReplicaFetchResponse.
-type ReplicaFetchResult struct {
-	Topic          string
-	Partition      int32
-	Err            error
-	HighWatermark  int64 // leader HW (exclusive)
-	LogStartOffset int64 // leader log start (inclusive)
-	Records        []byte
 }
 
 // EpochQuery is one partition of an OffsetForLeaderEpoch request.

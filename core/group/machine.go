@@ -6,20 +6,11 @@ import (
 	"slices"
 
 	"github.com/isrbench/isrbench/core/broker"
+	"github.com/isrbench/isrbench/core/config"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// Kafka's defaults for the group coordinator's broker configs.
 const (
-	DefaultInitialRebalanceDelayMs = 3000    // group.initial.rebalance.delay.ms
-	DefaultMinSessionTimeoutMs     = 6000    // group.min.session.timeout.ms
-	DefaultMaxSessionTimeoutMs     = 1800000 // group.max.session.timeout.ms
-	DefaultOffsetsTopicPartitions  = 50      // offsets.topic.num.partitions
-	DefaultOffsetsTopicRF          = 3       // offsets.topic.replication.factor
-	DefaultOffsetsCommitTimeoutMs  = 5000    // offsets.commit.timeout.ms
-	DefaultOffsetMetadataMaxBytes  = 4096    // offset.metadata.max.bytes
-	DefaultOffsetsSegmentBytes     = 104857600
-
 	// NewMemberJoinTimeoutMs bounds how long a new member's JoinGroup may wait in a
 	// rebalance before the member is dropped (Kafka's GroupCoordinator.NewMemberJoinTimeoutMs).
 	NewMemberJoinTimeoutMs = 5 * 60 * 1000
@@ -59,25 +50,27 @@ type Config struct {
 	Logf func(format string, args ...any)
 }
 
-// DefaultConfig returns Kafka's defaults.
-func DefaultConfig() Config {
-	return Config{
-		InitialRebalanceDelayMs:       DefaultInitialRebalanceDelayMs,
-		MinSessionTimeoutMs:           DefaultMinSessionTimeoutMs,
-		MaxSessionTimeoutMs:           DefaultMaxSessionTimeoutMs,
-		MaxSize:                       math.MaxInt32,
-		OffsetsTopicNumPartitions:     DefaultOffsetsTopicPartitions,
-		OffsetsTopicReplicationFactor: DefaultOffsetsTopicRF,
-		OffsetsTopicSegmentBytes:      DefaultOffsetsSegmentBytes,
-		OffsetsCommitTimeoutMs:        DefaultOffsetsCommitTimeoutMs,
-		OffsetMetadataMaxBytes:        DefaultOffsetMetadataMaxBytes,
-	}
+// defaults is Kafka's defaults of Config, the registry's (core/config): config's package
+// initialisation (its sorted registry) completes before this variable is set.
+var defaults = Config{
+	InitialRebalanceDelayMs:       config.DefaultOf("group.initial.rebalance.delay.ms"),
+	MinSessionTimeoutMs:           int32(config.DefaultOf("group.min.session.timeout.ms")),
+	MaxSessionTimeoutMs:           int32(config.DefaultOf("group.max.session.timeout.ms")),
+	MaxSize:                       int(config.DefaultOf("group.max.size")),
+	OffsetsTopicNumPartitions:     int32(config.DefaultOf("offsets.topic.num.partitions")),
+	OffsetsTopicReplicationFactor: int16(config.DefaultOf("offsets.topic.replication.factor")),
+	OffsetsTopicSegmentBytes:      config.DefaultOf("offsets.topic.segment.bytes"),
+	OffsetsCommitTimeoutMs:        config.DefaultOf("offsets.commit.timeout.ms"),
+	OffsetMetadataMaxBytes:        int(config.DefaultOf("offset.metadata.max.bytes")),
 }
+
+// DefaultConfig returns Kafka's defaults, the registry's (core/config).
+func DefaultConfig() Config { return defaults }
 
 // withDefaults fills zero fields with Kafka's defaults (InitialRebalanceDelayMs 0 is kept:
 // it is a legal setting; a negative value means the default).
 func (c Config) withDefaults() Config {
-	d := DefaultConfig()
+	d := defaults
 	if c.InitialRebalanceDelayMs < 0 {
 		c.InitialRebalanceDelayMs = d.InitialRebalanceDelayMs
 	}

@@ -20,20 +20,19 @@ type pending struct {
 	maxTs int64
 }
 
-// appendReq is one Append call waiting in the group-commit queue. Reused through Log.gc.free.
+// appendReq is one Append call waiting in the group-commit queue. Recycled by Log.gc.
 type appendReq struct {
-	blob     []byte
-	assign   bool
-	epoch    int32
-	first    int64 // follower mode: base offset of the first batch
-	span     int64 // offsets the blob covers
-	batches  int
-	records  int64
-	maxTs    int64
-	info     AppendInfo
-	err      error
-	finished bool
-	wake     chan struct{}
+	turn
+	blob    []byte
+	assign  bool
+	epoch   int32
+	first   int64 // follower mode: base offset of the first batch
+	span    int64 // offsets the blob covers
+	batches int
+	records int64
+	maxTs   int64
+	info    AppendInfo
+	err     error
 }
 
 // prepare validates blob (every batch's header and CRC) and fills r's counters.
@@ -89,64 +88,17 @@ func (l *Log) Append(blob []byte, assignOffsets bool, leaderEpoch int32) (Append
 	if err := l.prepare(&p, blob, assignOffsets); err != nil {
 		return AppendInfo{}, err
 	}
-	l.gc.Lock()
-	var r *appendReq
-	if n := len(l.gc.free); n > 0 {
-		r = l.gc.free[n-1]
-		l.gc.free = l.gc.free[:n-1]
-	} else {
-		r = &appendReq{wake: make(chan struct{}, 1)}
+	r, ok := l.gc.get()
+	if !ok {
+		r = &appendReq{turn: newTurn()}
 	}
 	r.first, r.span, r.batches, r.records, r.maxTs = p.first, p.span, p.batches, p.records, p.maxTs
 	r.blob, r.assign, r.epoch = blob, assignOffsets, leaderEpoch
-	r.info, r.err, r.finished = AppendInfo{}, nil, false
-	l.gc.queue = append(l.gc.queue, r)
-	if l.gc.active {
-		l.gc.Unlock()
-		if l.testHookQueued != nil {
-			l.testHookQueued()
-		}
-		<-r.wake
-		if r.finished {
-			return l.release(r)
-		}
-		l.gc.Lock() // promoted to committer
-	}
-	l.gc.active = true
-	l.group = append(l.group[:0], l.gc.queue...)
-	clear(l.gc.queue)
-	l.gc.queue = l.gc.queue[:0]
-	l.gc.Unlock()
-
-	group := l.group
-	l.commit(group)
-	for _, g := range group {
-		if g != r {
-			g.finished = true
-			g.wake <- struct{}{}
-		}
-	}
-	clear(group)
-
-	l.gc.Lock()
-	if len(l.gc.queue) > 0 {
-		next := l.gc.queue[0]
-		l.gc.Unlock()
-		next.wake <- struct{}{}
-	} else {
-		l.gc.active = false
-		l.gc.Unlock()
-	}
-	return l.release(r)
-}
-
-// release returns r's result and puts r back on the free list.
-func (l *Log) release(r *appendReq) (AppendInfo, error) {
+	r.info, r.err = AppendInfo{}, nil
+	l.gc.do(r)
 	info, err := r.info, r.err
 	r.blob = nil
-	l.gc.Lock()
-	l.gc.free = append(l.gc.free, r)
-	l.gc.Unlock()
+	l.gc.put(r)
 	return info, err
 }
 

@@ -48,8 +48,8 @@
 //
 // # Lifecycle
 //
-// Open recovers the directory: it scans every segment's batch headers to rebuild the in-memory
-// table, CRC-checks every batch ending past the recovery point (all of them when the checkpoint
+// Open recovers the directory: it walks every segment's batches (SegmentWalker, which
+// `isrbench dump-log` uses too, so both judge a batch alike) to rebuild the in-memory table, CRC-checks every batch ending past the recovery point (all of them when the checkpoint
 // is missing), truncates a torn or corrupt batch and everything after it in that segment,
 // deletes the segments after a truncated one (and any segment that does not start where its
 // predecessor ends), rebuilds a missing or damaged .index, fsyncs what it verified, moves the
@@ -75,6 +75,13 @@
 // wrote for and hands the committer role to the first caller that queued meanwhile. With one
 // caller this is one write syscall per Append and no goroutine hand-off. Steady-state appends
 // allocate nothing (request structs are recycled per Log, scratch slices are reused).
+//
+// The same group commit (committer, one implementation) batches across Logs for the "uring"
+// write path: UringWriter, shared by every Log of the process, queues the WriteAt and Fsync
+// calls of all the Logs' committers, and the caller holding its committer role hands the
+// whole queue to one iouring.Ring.Submit (one io_uring_enter while it fits the ring). The
+// write back-end is the only difference between the paths (Writer: pwritev, pwrite, or a
+// Submit); batching, counting (Syscalls) and the flush and error rules are the Log's.
 //
 // Readers (Read, LEO, LogStart, Size, Segments, Bytes) never wait for a write syscall: LEO is a
 // lock-free atomic and Read takes a read lock only for the in-memory lookup. A Slice holds a

@@ -44,7 +44,7 @@ func TestGroupCommit(t *testing.T) {
 	defer l.Close()
 	const waiters = 5
 	queued := make(chan struct{}, waiters)
-	l.testHookQueued = func() { queued <- struct{}{} }
+	l.gc.onQueued = func() { queued <- struct{}{} }
 	var wg sync.WaitGroup
 	wg.Add(1 + waiters)
 	go func() { defer wg.Done(); mustAppend(t, l, batch(1, 10, "first", 1)) }()

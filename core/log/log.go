@@ -54,15 +54,7 @@ type Log struct {
 		idxScratch    []byte
 	}
 
-	gc struct {
-		sync.Mutex
-		queue  []*appendReq
-		free   []*appendReq
-		active bool // a committer is running
-	}
-	group []*appendReq // the current committer's batch (owned by the committer)
-
-	testHookQueued func() // tests: called when an Append queues behind a running committer
+	gc committer[*appendReq] // the group commit of Append (commit: l.commit)
 }
 
 // Open opens (creating if needed) the log in dir, recovering it: batches from the recovery
@@ -74,6 +66,7 @@ func Open(dir string, cfg Config) (*Log, Recovery, error) {
 		return nil, Recovery{}, err
 	}
 	l := &Log{dir: dir, cfg: cfg, fs: vfs.Or(cfg.FS), w: cfg.Writer, nowMs: cfg.NowMs, flushT: cfg.FlushMs != math.MaxInt64}
+	l.gc.commit = l.commit
 	if l.w == nil {
 		l.w = PwritevWriter{}
 	}

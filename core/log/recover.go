@@ -3,97 +3,38 @@ package log
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/isrbench/isrbench/core/records"
-	"github.com/isrbench/isrbench/core/vfs"
 )
 
-// scanChunk is how much the recovery scanner reads at a time.
-const scanChunk = 256 << 10
-
-// scanner reads a segment file sequentially through a reusable buffer.
-type scanner struct {
-	buf    []byte
-	bufPos int64
-	f      vfs.File
-}
-
-// bytes returns file bytes [pos, pos+n); the caller guarantees pos+n <= fileSize.
-func (sc *scanner) bytes(pos int64, n int, fileSize int64) ([]byte, error) {
-	if pos >= sc.bufPos && pos+int64(n) <= sc.bufPos+int64(len(sc.buf)) {
-		off := pos - sc.bufPos
-		return sc.buf[off : off+int64(n)], nil
+// scanSegment rebuilds s's batch table from its file with w: headers only for batches ending
+// at or below checkFrom, header and CRC for the others. It stops at the first torn, corrupt or
+// non-contiguous batch and returns why it stopped ("" at a clean end); s.size is then the
+// byte position of the valid end.
+func scanSegment(s *segment, fileSize, checkFrom int64, w *SegmentWalker) (reason string, err error) {
+	w.reset(s.f, filepath.Base(s.logPath), fileSize, s.base)
+	w.SkipCRCBelow(checkFrom)
+	end, next := int64(0), s.base
+	for w.Next() {
+		b := w.Batch()
+		if b.Err != nil {
+			reason = b.Err.Error()
+			break
+		}
+		s.entries = append(s.entries, entry{rel: uint32(b.Header.BaseOffset - s.base), pos: uint32(b.Position)})
+		s.maxTs = max(s.maxTs, b.Header.MaxTimestamp)
+		end, next = w.End(), w.NextOffset()
 	}
-	want := int(min(int64(max(n, scanChunk)), fileSize-pos))
-	if cap(sc.buf) < want {
-		sc.buf = make([]byte, want)
+	var tail *CorruptTailError
+	if err := w.Err(); errors.As(err, &tail) {
+		reason = tail.Error()
+	} else if err != nil {
+		return "", storageErrorf("%w", err)
 	}
-	sc.buf = sc.buf[:want]
-	if _, err := sc.f.ReadAt(sc.buf, pos); err != nil {
-		sc.buf = sc.buf[:0]
-		return nil, storageErrorf("read %s at %d: %w", sc.f.Name(), pos, err)
-	}
-	sc.bufPos = pos
-	return sc.buf[:n], nil
-}
-
-// scanSegment rebuilds s's batch table from its file: headers only for batches ending at or
-// below checkFrom, header and CRC for the others. It stops at the first torn, corrupt or
-// non-contiguous batch and returns the byte position of the valid end and why it stopped.
-func scanSegment(s *segment, fileSize, checkFrom int64, sc *scanner) (reason string, err error) {
-	sc.f, sc.buf, sc.bufPos = s.f, sc.buf[:0], 0
-	name := filepath.Base(s.logPath)
-	pos, next := int64(0), s.base
-	for pos < fileSize {
-		left := fileSize - pos
-		if left < records.HeaderSize {
-			reason = fmt.Sprintf("torn batch header at position %d of %s (offset %d): %d bytes left, a header needs %d", pos, name, next, left, records.HeaderSize)
-			break
-		}
-		hb, err := sc.bytes(pos, records.HeaderSize, fileSize)
-		if err != nil {
-			return "", err
-		}
-		h, perr := records.ParseHeader(hb)
-		if perr != nil {
-			reason = fmt.Sprintf("corrupt batch at position %d of %s (offset %d): %v", pos, name, next, perr)
-			break
-		}
-		size := int64(h.Size())
-		if size > left {
-			reason = fmt.Sprintf("torn batch at position %d of %s (offset %d): batchLength needs %d bytes, %d left", pos, name, next, size, left)
-			break
-		}
-		if h.BaseOffset != next {
-			reason = fmt.Sprintf("batch at position %d of %s has baseOffset %d, expected %d", pos, name, h.BaseOffset, next)
-			break
-		}
-		if pos+size > math.MaxInt32 || h.LastOffset()-s.base > math.MaxInt32 {
-			reason = fmt.Sprintf("batch at position %d of %s (offset %d) lies beyond the segment's 2 GiB / 2^31 offset range", pos, name, next)
-			break
-		}
-		if h.NextOffset() > checkFrom {
-			b, err := sc.bytes(pos, int(size), fileSize)
-			if err != nil {
-				return "", err
-			}
-			if _, verr := records.Validate(b); verr != nil {
-				reason = fmt.Sprintf("corrupt batch at position %d of %s (offset %d): %v", pos, name, next, verr)
-				break
-			}
-		}
-		s.entries = append(s.entries, entry{rel: uint32(h.BaseOffset - s.base), pos: uint32(pos)})
-		s.maxTs = max(s.maxTs, h.MaxTimestamp)
-		next = h.NextOffset()
-		pos += size
-	}
-	s.size, s.next = pos, next
+	s.size, s.next = end, next
 	return reason, nil
 }
 
@@ -176,7 +117,7 @@ func (l *Log) recover() (Recovery, error) {
 	if checkFrom < 0 {
 		checkFrom = bases[0]
 	}
-	sc := &scanner{}
+	sc := &SegmentWalker{}
 	cut := false
 	expect := int64(-1)
 	for _, base := range bases {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"unsafe"
 
 	"github.com/isrbench/isrbench/iouring"
@@ -24,7 +23,7 @@ func NewWriter(name string) (Writer, error) {
 	case "write":
 		return WriteWriter{}, nil
 	case "uring":
-		if w := sharedUring(); w != nil {
+		if w, _ := sharedUring(); w != nil {
 			return w, nil
 		}
 		return PwritevWriter{}, nil
@@ -38,32 +37,8 @@ func WriterFallbackReason(name string) string {
 	if name != "uring" {
 		return ""
 	}
-	sharedUring()
-	return uring.reason
-}
-
-// uring is the process-wide io_uring writer: one ring shared by every Log (iouring.Writer is
-// safe for concurrent use and batches concurrent submissions), set up on first use, never closed.
-var uring struct {
-	once   sync.Once
-	w      *iouring.Writer
-	reason string
-}
-
-func sharedUring() *iouring.Writer {
-	uring.once.Do(func() {
-		if ok, reason := iouring.Available(); !ok {
-			uring.reason = "io_uring unavailable, using pwritev: " + reason
-			return
-		}
-		w, err := iouring.NewWriter(0)
-		if err != nil {
-			uring.reason = "io_uring setup failed, using pwritev: " + err.Error()
-			return
-		}
-		uring.w = w
-	})
-	return uring.w
+	_, reason := sharedUring()
+	return reason
 }
 
 // PwritevWriter writes all buffers with one pwritev(2) per WriteAt (more only on a short write

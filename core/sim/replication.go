@@ -57,7 +57,8 @@ func (s *Sim) fetchRound(n *node) {
 		s.deliver(srcNode, srcNode.inc, func() {
 			var ea []broker.EpochAnswer
 			var oa []broker.OffsetAnswer
-			var resp *broker.ReplicaFetchResponse
+			var resp []broker.FetchPartition
+			fetched := false
 			if len(epochs) > 0 {
 				ea = broker.ServeEpochs(srcNode.b, epochs)
 			}
@@ -70,7 +71,7 @@ func (s *Sim) fetchRound(n *node) {
 					s.fail("broker %d serving a fetch of broker %d: %v", src, n.id, err)
 					return
 				}
-				resp = copyResponse(got)
+				resp, fetched = copyResponse(got), true
 			}
 			s.send(src, n.id, func() {
 				s.deliver(n, inc, func() {
@@ -80,13 +81,13 @@ func (s *Sim) fetchRound(n *node) {
 					if len(oa) > 0 {
 						f.ApplyOffsets(r, oa)
 					}
-					if resp != nil {
+					if fetched {
 						f.ApplyFetch(r, resp)
 						// The HW a follower takes from a response it applied (not one it failed
 						// to append, nor its restored checkpoint) never exceeds the leader's.
 						if n.b.LogDirOffline() == nil {
 							for _, fp := range f.Partitions() {
-								if fp.State.Phase == partition.PhaseFetching && slices.ContainsFunc(fetch.Partitions, func(q broker.ReplicaFetchPartition) bool {
+								if fp.State.Phase == partition.PhaseFetching && slices.ContainsFunc(fetch.Partitions, func(q broker.FetchPartition) bool {
 									return q.Partition == fp.Partition && q.CurrentLeaderEpoch == fp.State.LeaderEpoch
 								}) {
 									s.synced[syncKey{n.id, inc, fp.Partition}] = fp.State.LeaderEpoch
@@ -102,10 +103,10 @@ func (s *Sim) fetchRound(n *node) {
 	}, func() { s.deliver(n, inc, failed, nil) })
 }
 
-func copyResponse(r *broker.ReplicaFetchResponse) *broker.ReplicaFetchResponse {
-	out := &broker.ReplicaFetchResponse{Partitions: slices.Clone(r.Partitions)}
-	for i := range out.Partitions {
-		out.Partitions[i].Records = slices.Clone(out.Partitions[i].Records)
+func copyResponse(r []broker.FetchPartition) []broker.FetchPartition {
+	out := slices.Clone(r)
+	for i := range out {
+		out[i].RecordBytes = slices.Clone(out[i].RecordBytes)
 	}
 	return out
 }
