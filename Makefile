@@ -75,7 +75,7 @@ sweep: build
 ## revision (default HEAD: in CI a same-vs-same check; set GATE_BASE=origin/main for a PR) or a
 ## baseline directory such as results/baselines/gate (fair only on the machine that recorded it).
 ## Outside git it compares two runs of this build. GATE_FLAGS adds gate flags, e.g.
-## GATE_FLAGS='--set-new isrbench.produce.spin=30us' (30 µs more CPU per produced record, about
+## GATE_FLAGS='--set-new isrbench.produce.spin=35us' (35 µs more CPU per produced record, about
 ## +10% CPU per record on the gate spec, to see the gate catch it). Thresholds and measurements: results/baselines/README.md.
 GATE_REPEAT ?= 7
 GATE_FLAGS  ?=
