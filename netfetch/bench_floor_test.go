@@ -37,42 +37,17 @@ func BenchmarkLoopbackFloor(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			client, leader := tcpPair(b)
-			var toFollower, follower *net.TCPConn
-			var leaderLog, followerLog *os.File
+			var leaderLog, followerLog *os.File // nil, nil without appends
 			if v.appends > 0 {
 				leaderLog, followerLog = floorLog(b, "leader"), floorLog(b, "follower")
 			}
+			var toFollower net.Conn // nil with hops=2
 			if v.hops == 4 {
-				toFollower, follower = tcpPair(b)
-				go echo(follower, followerLog, 1024, 16)
+				tf, follower := tcpPair(b)
+				go floorHop(follower, followerLog, nil)
+				toFollower = tf
 			}
-			go func() {
-				req := make([]byte, 1024)
-				ack := make([]byte, 16)
-				var pos int64
-				for {
-					if _, err := io.ReadFull(leader, req); err != nil {
-						return
-					}
-					if leaderLog != nil {
-						if _, err := leaderLog.WriteAt(req, pos); err != nil {
-							return
-						}
-						pos += int64(len(req))
-					}
-					if toFollower != nil {
-						if _, err := toFollower.Write(req); err != nil {
-							return
-						}
-						if _, err := io.ReadFull(toFollower, ack); err != nil {
-							return
-						}
-					}
-					if _, err := leader.Write(ack); err != nil {
-						return
-					}
-				}
-			}()
+			go floorHop(leader, leaderLog, toFollower)
 			req := make([]byte, 1024)
 			resp := make([]byte, 16)
 			lat := make([]time.Duration, b.N)
@@ -105,11 +80,12 @@ func floorLog(b *testing.B, name string) *os.File {
 	return f
 }
 
-// echo answers every in-byte message on c with an out-byte one until c closes, after
-// appending the message to log (if not nil).
-func echo(c net.Conn, log *os.File, in, out int) {
-	req := make([]byte, in)
-	resp := make([]byte, out)
+// floorHop serves BenchmarkLoopbackFloor's hops on c until it closes: each 1 KiB message is
+// appended to log (if not nil), passed to next and its 16-byte answer awaited (if next is not
+// nil), then answered on c with 16 bytes.
+func floorHop(c net.Conn, log *os.File, next net.Conn) {
+	req := make([]byte, 1024)
+	ack := make([]byte, 16)
 	var pos int64
 	for {
 		if _, err := io.ReadFull(c, req); err != nil {
@@ -121,7 +97,15 @@ func echo(c net.Conn, log *os.File, in, out int) {
 			}
 			pos += int64(len(req))
 		}
-		if _, err := c.Write(resp); err != nil {
+		if next != nil {
+			if _, err := next.Write(req); err != nil {
+				return
+			}
+			if _, err := io.ReadFull(next, ack); err != nil {
+				return
+			}
+		}
+		if _, err := c.Write(ack); err != nil {
 			return
 		}
 	}
