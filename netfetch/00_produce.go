@@ -42,6 +42,7 @@ func (c *conn) produceRequest() kmsg.Request {
 // a partition failed.
 func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	costs.produce.Add(1)
+	c.kind = kindProduce
 	var reqErr error
 	switch {
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
@@ -75,7 +76,7 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
 			timeout = 30 * time.Second // request.timeout.ms default, for a client sending 0
 		}
 		if len(parts) > 0 {
-			c.s.cfg.Broker.Produce(c.ctx, req.Acks, timeout, parts)
+			c.waited = c.s.cfg.Broker.Produce(c.ctx, req.Acks, timeout, parts)
 		}
 	}
 	c.produceParts, c.producePre = parts, pre

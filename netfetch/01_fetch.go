@@ -65,6 +65,10 @@ type topicSpan struct {
 // is released before returning.
 func (c *conn) handleFetch(h reqHeader, r *kmsg.FetchRequest) error {
 	countFetch(r.ReplicaID >= 0)
+	c.kind = kindConsumerFetch
+	if r.ReplicaID >= 0 {
+		c.kind = kindReplicaFetch
+	}
 	st := &c.fetch
 	req := &st.req
 	req.ReplicaID = r.ReplicaID
@@ -99,12 +103,13 @@ func (c *conn) handleFetch(h reqHeader, r *kmsg.FetchRequest) error {
 		if err := st.enc.encode(r.Version, h.corr, sf.errCode, 0, nil, nil); err != nil {
 			return err
 		}
+		c.markSend()
 		if !c.s.waitUnpaused() {
 			return net.ErrClosed
 		}
 		return c.sendFetch(nil)
 	}
-	c.s.cfg.Broker.Fetch(c.ctx, req)
+	c.waited = c.s.cfg.Broker.Fetch(c.ctx, req)
 	defer func() {
 		for i := range req.Partitions {
 			req.Partitions[i].Records.Release()
@@ -123,6 +128,7 @@ func (c *conn) handleFetch(h reqHeader, r *kmsg.FetchRequest) error {
 	if err := st.enc.encode(r.Version, h.corr, 0, sf.respID, parts, spans); err != nil {
 		return err
 	}
+	c.markSend()
 	if !c.s.waitUnpaused() {
 		return net.ErrClosed
 	}

@@ -3,6 +3,7 @@ package netfetch
 import (
 	"bytes"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -40,7 +41,9 @@ func (c *conn) handleJoinGroup(h reqHeader, req *kmsg.JoinGroupRequest) (kmsg.Re
 	for _, p := range req.Protocols {
 		jr.Protocols = append(jr.Protocols, group.Protocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)})
 	}
+	t0 := time.Now()
 	res, err := coord.Join(c.ctx, jr)
+	c.waited = time.Since(t0) // the rebalance wait: remote time, as in Kafka's group purgatory
 	if err != nil {
 		return nil, err // the connection is going away
 	}

@@ -2,6 +2,7 @@ package netfetch
 
 import (
 	"bytes"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -34,7 +35,9 @@ func (c *conn) handleSyncGroup(req *kmsg.SyncGroupRequest) (kmsg.Response, error
 			sr.Assignments[a.MemberID] = bytes.Clone(a.MemberAssignment) // aliases the request buffer
 		}
 	}
+	t0 := time.Now()
 	res, err := coord.Sync(c.ctx, sr)
+	c.waited = time.Since(t0) // the rebalance wait: remote time, as in Kafka's group purgatory
 	if err != nil {
 		return nil, err
 	}

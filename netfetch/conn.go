@@ -53,6 +53,13 @@ type conn struct {
 	// limits caches topics' max.message.bytes and segment size (00_produce.go limitsFor).
 	limits   map[string]topicLimits
 	limitsAt time.Time
+
+	// The request being handled, for the request-time counters (cost.go countReqTime): its
+	// kind (a Fetch sets replica or consumer), the time its handler waited (Broker.Produce's
+	// and Broker.Fetch's result) and when its response started to be written (zero: not yet).
+	kind   reqKind
+	waited time.Duration
+	sendAt time.Time
 }
 
 func newConn(s *Server, tc *net.TCPConn, ip netip.Addr) (*conn, error) {
@@ -199,9 +206,28 @@ func parseHeaderWith(body []byte, newReq func(key int16) kmsg.Request) (reqHeade
 	return h, req, r.Src, nil
 }
 
-// handle decodes one request and answers it through the API registered for its key
-// (registry.go; each NN_name.go registers its key, versions and handler).
+// handle decodes one request, answers it (answer) and counts its time: local, remote (what
+// the handler reports it waited) and send (from markSend to the end).
 func (c *conn) handle(body []byte) error {
+	start := time.Now()
+	c.kind, c.waited, c.sendAt = kindOther, 0, time.Time{}
+	err := c.answer(body)
+	end := time.Now()
+	send := time.Duration(0)
+	if !c.sendAt.IsZero() {
+		send = end.Sub(c.sendAt)
+	}
+	countReqTime(c.kind, end.Sub(start), c.waited, send)
+	return err
+}
+
+// markSend records that the handler is done and the response is about to be written (before
+// a fault-injection pause, which then counts as send time).
+func (c *conn) markSend() { c.sendAt = time.Now() }
+
+// answer decodes one request and answers it through the API registered for its key
+// (registry.go; each NN_name.go registers its key, versions and handler).
+func (c *conn) answer(body []byte) error {
 	h, req, rest, err := parseHeaderWith(body, c.requestFor)
 	if err != nil {
 		return closef("%v", err)
@@ -233,6 +259,7 @@ func (c *conn) handle(body []byte) error {
 	if resp == nil { // acks=0 produce: no response at all
 		return nil
 	}
+	c.markSend()
 	if !c.s.waitUnpaused() {
 		return net.ErrClosed
 	}

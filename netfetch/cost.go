@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -33,6 +34,70 @@ type Cost struct {
 	FetchResponses         int64
 	FollowerFetchRequests  int64 // follower side: replica Fetches the fetchers sent
 	FollowerFetchResponses int64 // follower side: replica Fetch responses they decoded
+
+	// Request time on the leaders by kind, Kafka's request metrics summed (RequestMetrics
+	// LocalTimeMs, RemoteTimeMs, ResponseSendTimeMs): see ReqTime.
+	Produce, ReplicaFetch, ConsumerFetch, Other ReqTime
+}
+
+// ReqTime is where the requests of one kind spent their time on the leader, summed over the
+// requests, from a request read off the socket to its response written:
+//   - Local: the handler working: decoding, appending or reading the log, encoding (Kafka's
+//     LocalTimeMs). It leaves out what the handler waited for, so it is the part of a request
+//     that grows with the CPU a build spends on it and not with the load or the followers.
+//   - Remote: waiting, not working: a Produce's acks=all wait for the HW (and a
+//     ProduceDelay), a Fetch's long poll parked until data or max.wait.ms, a JoinGroup's or
+//     SyncGroup's whole call to the coordinator (the rebalance wait) (RemoteTimeMs).
+//   - Send: writing the response to the socket, sendfile(2) included (ResponseSendTimeMs); it
+//     grows when a client reads slowly.
+type ReqTime struct {
+	Requests            int64
+	Local, Remote, Send time.Duration
+}
+
+// Sub returns t - o.
+func (t ReqTime) Sub(o ReqTime) ReqTime {
+	return ReqTime{Requests: t.Requests - o.Requests, Local: t.Local - o.Local, Remote: t.Remote - o.Remote, Send: t.Send - o.Send}
+}
+
+// Add returns t + o.
+func (t ReqTime) Add(o ReqTime) ReqTime {
+	return ReqTime{Requests: t.Requests + o.Requests, Local: t.Local + o.Local, Remote: t.Remote + o.Remote, Send: t.Send + o.Send}
+}
+
+// Request kinds of the request-time counters (Cost.Produce ... Cost.Other).
+type reqKind int8
+
+const (
+	kindOther reqKind = iota
+	kindProduce
+	kindReplicaFetch
+	kindConsumerFetch
+	numReqKinds
+)
+
+// reqTimes are the request-time counters, one set per kind (nanoseconds).
+var reqTimes [numReqKinds]struct {
+	requests, local, remote, send atomic.Int64
+}
+
+// countReqTime adds one request of kind that took total, of which remote waiting and send
+// writing the response.
+func countReqTime(k reqKind, total, remote, send time.Duration) {
+	t := &reqTimes[k]
+	t.requests.Add(1)
+	local := total - remote - send
+	if local < 0 {
+		local = 0 // a clock step
+	}
+	t.local.Add(int64(local))
+	t.remote.Add(int64(remote))
+	t.send.Add(int64(send))
+}
+
+func readReqTime(k reqKind) ReqTime {
+	t := &reqTimes[k]
+	return ReqTime{Requests: t.requests.Load(), Local: time.Duration(t.local.Load()), Remote: time.Duration(t.remote.Load()), Send: time.Duration(t.send.Load())}
 }
 
 // Sub returns c - o, field by field.
@@ -44,6 +109,8 @@ func (c Cost) Sub(o Cost) Cost {
 		ReplicaFetchRequests: c.ReplicaFetchRequests - o.ReplicaFetchRequests, FetchResponses: c.FetchResponses - o.FetchResponses,
 		FollowerFetchRequests:  c.FollowerFetchRequests - o.FollowerFetchRequests,
 		FollowerFetchResponses: c.FollowerFetchResponses - o.FollowerFetchResponses,
+		Produce:                c.Produce.Sub(o.Produce), ReplicaFetch: c.ReplicaFetch.Sub(o.ReplicaFetch),
+		ConsumerFetch: c.ConsumerFetch.Sub(o.ConsumerFetch), Other: c.Other.Sub(o.Other),
 	}
 }
 
@@ -64,6 +131,8 @@ func ReadCost() Cost {
 		ProduceRequests: costs.produce.Load(), FetchRequests: costs.fetch.Load(), ReplicaFetchRequests: costs.replicaFetch.Load(),
 		FetchResponses: costs.fetched.Load(), FollowerFetchRequests: costs.followerFetch.Load(),
 		FollowerFetchResponses: costs.followerFetched.Load(),
+		Produce:                readReqTime(kindProduce), ReplicaFetch: readReqTime(kindReplicaFetch),
+		ConsumerFetch: readReqTime(kindConsumerFetch), Other: readReqTime(kindOther),
 	}
 }
 

@@ -54,6 +54,9 @@ type Cost struct {
 	CPUOtherUsPerRecord   *float64 `json:"cpu_other_us_per_record,omitempty"`
 	CPUSplitSamples       int64    `json:"cpu_split_samples,omitempty"` // profile samples the split rests on
 	CPUSplitSource        string   `json:"cpu_split_source,omitempty"`  // the profile: "profiles/cpu.pprof" or "cost profile"
+	// CPUProfileCoverage is the profile's CPU time over the window's getrusage CPU time (about 1
+	// when the profiler saw every thread's CPU); below 0.5 the split is left out (Note says so).
+	CPUProfileCoverage float64 `json:"cpu_profile_coverage,omitempty"`
 
 	// Go runtime (runtime/metrics): heap allocations and bytes per record, GC cycles in the
 	// window and the GC's CPU time per record (an estimate of the runtime's, included in CPU).
@@ -80,6 +83,17 @@ type Cost struct {
 	BytesCopiedByPath      map[string]float64 `json:"bytes_copied_by_path_per_record,omitempty"`
 	BytesZeroCopyPerRecord float64            `json:"bytes_zero_copy_per_record,omitempty"`
 
+	// Request time of the cluster per record (Kafka's request metrics, summed over the requests
+	// of every broker): RequestTimePerRecord by kind (RequestKinds) on the leaders, and the time
+	// the followers took to apply the replica fetch responses. LocalUsPerRecord is the work: the
+	// local time of every kind plus the followers' apply time (local/rec, the cost metric the
+	// gate weighs most: it leaves out waiting, so it moves with the CPU the code spends on a
+	// record and not with the idle overhead that whole-process CPU also counts). Absent for
+	// CostScopeClients.
+	LocalUsPerRecord         float64                `json:"local_us_per_record,omitempty"`
+	RequestTimePerRecord     map[string]RequestTime `json:"request_time_per_record,omitempty"`
+	FollowerApplyUsPerRecord float64                `json:"follower_apply_us_per_record,omitempty"`
+
 	// Context switches of the process (getrusage ru_nvcsw, ru_nivcsw) per record.
 	VoluntaryCtxSwitchesPerRecord   float64 `json:"voluntary_ctx_switches_per_record"`
 	InvoluntaryCtxSwitchesPerRecord float64 `json:"involuntary_ctx_switches_per_record"`
@@ -87,6 +101,21 @@ type Cost struct {
 	// Note says how to read the figures (what the scope leaves out, why the split is missing).
 	Note string `json:"note,omitempty"`
 }
+
+// RequestTime is where one kind of request spent its time, per record of the window: Requests
+// per record and µs per record working (LocalUs, Kafka's LocalTimeMs), waiting for the followers
+// or parked in a long poll (RemoteUs, RemoteTimeMs), and writing the response (SendUs,
+// ResponseSendTimeMs, sendfile included).
+type RequestTime struct {
+	Requests float64 `json:"requests"`
+	LocalUs  float64 `json:"local_us"`
+	RemoteUs float64 `json:"remote_us"`
+	SendUs   float64 `json:"send_us"`
+}
+
+// RequestKinds are the keys of Cost.RequestTimePerRecord: Produce requests, Fetch requests of
+// followers (replica_fetch) and of consumers (consumer_fetch), and every other API (other).
+var RequestKinds = []string{"produce", "replica_fetch", "consumer_fetch", "other"}
 
 // SyscallKinds are the keys of Cost.SyscallsPerRecord besides "total", in the order tables show
 // them: socket read/write, sendfile and sendmsg (MSG_MORE) of the wire server and the replica
@@ -123,7 +152,20 @@ func printCost(w io.Writer, c *Cost) error {
 	}
 	if c.CPUClusterUsPerRecord != nil && c.CPUClientsUsPerRecord != nil && c.CPUOtherUsPerRecord != nil {
 		t.Append("  cluster / clients / other µs", fmtCost(*c.CPUClusterUsPerRecord)+" / "+fmtCost(*c.CPUClientsUsPerRecord)+" / "+fmtCost(*c.CPUOtherUsPerRecord),
-			fmt.Sprintf("by pprof labels, %d samples of the %s", c.CPUSplitSamples, orDash(c.CPUSplitSource)))
+			fmt.Sprintf("by pprof labels, %d samples of the %s (%.0f%% of the CPU time)", c.CPUSplitSamples, orDash(c.CPUSplitSource), 100*c.CPUProfileCoverage))
+	}
+	if c.ClusterKnown() && c.RequestTimePerRecord != nil {
+		var kinds []string
+		for _, k := range RequestKinds {
+			if rt, ok := c.RequestTimePerRecord[k]; ok && rt.Requests > 0 {
+				kinds = append(kinds, fmt.Sprintf("%s %s", strings.ReplaceAll(k, "_", " "), fmtCost(rt.LocalUs)))
+			}
+		}
+		kinds = append(kinds, "follower apply "+fmtCost(c.FollowerApplyUsPerRecord))
+		t.Append("local µs", fmtCost(c.LocalUsPerRecord), "request handlers working, not waiting (LocalTimeMs): "+strings.Join(kinds, ", "))
+		if p, ok := c.RequestTimePerRecord["produce"]; ok {
+			t.Append("  remote / send µs", fmtCost(p.RemoteUs)+" / "+fmtCost(p.SendUs), "produce: waiting for the HW (RemoteTimeMs) / writing responses (ResponseSendTimeMs)")
+		}
 	}
 	t.Append("allocations", fmtCost(c.AllocsPerRecord), fmtCost(c.AllocBytesPerRecord)+" bytes")
 	t.Append("gc cpu µs", fmtCost(c.GCCPUUsPerRecord), fmt.Sprintf("%d gc cycles in the window", c.GCCycles))
@@ -192,6 +234,13 @@ func benchCost(b *strings.Builder, c *Cost) {
 	if !c.ClusterKnown() {
 		return
 	}
+	add(c.LocalUsPerRecord, "local-µs/record")
+	for _, k := range RequestKinds {
+		if rt, ok := c.RequestTimePerRecord[k]; ok {
+			add(rt.LocalUs, strings.ReplaceAll(k, "_", "-")+"-local-µs/record")
+		}
+	}
+	add(c.FollowerApplyUsPerRecord, "follower-apply-µs/record")
 	add(c.CPUUsPerRequest, "cpu-µs/request")
 	add(c.AllocsPerRequest, "allocs/request")
 	add(c.SyscallsPerRequest, "syscalls/request")
@@ -260,6 +309,8 @@ func costMetrics() []Metric {
 		c("alloc-bytes/rec", "B", always(func(c *Cost) float64 { return c.AllocBytesPerRecord })),
 		c("gc-cpu/rec", "µs", always(func(c *Cost) float64 { return c.GCCPUUsPerRecord })),
 		c("ctxsw/rec", "switches", always(func(c *Cost) float64 { return c.VoluntaryCtxSwitchesPerRecord + c.InvoluntaryCtxSwitchesPerRecord })),
+		c("local/rec", "µs", cluster(func(c *Cost) float64 { return c.LocalUsPerRecord })),
+		c("produce-local/rec", "µs", cluster(func(c *Cost) float64 { return c.RequestTimePerRecord["produce"].LocalUs })),
 		c("cpu/req", "µs", cluster(func(c *Cost) float64 { return c.CPUUsPerRequest })),
 		c("allocs/req", "allocs", cluster(func(c *Cost) float64 { return c.AllocsPerRequest })),
 		c("syscalls/req", "calls", cluster(func(c *Cost) float64 { return c.SyscallsPerRequest })),

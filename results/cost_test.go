@@ -15,14 +15,18 @@ func ptrf(v float64) *float64 { return &v }
 func fakeCost() *Cost {
 	return &Cost{Scope: CostScopeProcess, Records: 9000, WindowS: 3, CPUUsPerRecord: 312.5, CPUUserUsPerRecord: 180.25,
 		CPUSystemUsPerRecord: 132.25, CPUCores: 0.9375, CPUUsPerRequest: 91.9, AllocsPerRequest: 31.9, SyscallsPerRequest: 8.24, CPUClusterUsPerRecord: ptrf(181.2), CPUClientsUsPerRecord: ptrf(52.1),
-		CPUOtherUsPerRecord: ptrf(79.2), CPUSplitSamples: 281, CPUSplitSource: "cost profile",
+		CPUOtherUsPerRecord: ptrf(79.2), CPUSplitSamples: 281, CPUSplitSource: "cost profile", CPUProfileCoverage: 0.9,
 		AllocsPerRecord: 108.5, AllocBytesPerRecord: 11345.5, GCCycles: 3, GCCPUUsPerRecord: 1.25,
 		SyscallsPerRecord: map[string]float64{"read": 10.5, "write": 7.75, "sendfile": 2.5, "sendmsg": 5, "pread": 0,
 			"pwrite": 0, "pwritev": 2.25, "fsync": 0.001, "io_uring_enter": 0, "total": 28.001},
 		ProduceRequestsPerRecord: 0.9, FetchRequestsPerRecord: 2.5, ReplicaFetchRequestsPerRecord: 1.75, FetchResponsesPerRecord: 2.5,
 		FollowerFetchRequestsPerRecord: 1.75, FollowerFetchResponsesPerRecord: 1.75,
 		BytesCopiedPerRecord: 7800, BytesCopiedByPath: map[string]float64{"socket_read": 3900, "socket_write": 650, "file_read": 0, "file_write": 3250},
-		BytesZeroCopyPerRecord: 3250, VoluntaryCtxSwitchesPerRecord: 0.45, InvoluntaryCtxSwitchesPerRecord: 0.5}
+		BytesZeroCopyPerRecord: 3250, VoluntaryCtxSwitchesPerRecord: 0.45, InvoluntaryCtxSwitchesPerRecord: 0.5,
+		LocalUsPerRecord: 80.5, FollowerApplyUsPerRecord: 23.5,
+		RequestTimePerRecord: map[string]RequestTime{"produce": {Requests: 0.9, LocalUs: 27, RemoteUs: 253.25, SendUs: 12},
+			"replica_fetch": {Requests: 1.75, LocalUs: 20.5, RemoteUs: 900, SendUs: 9}, "consumer_fetch": {Requests: 0.75, LocalUs: 9.5, RemoteUs: 300, SendUs: 3},
+			"other": {}}}
 }
 
 func TestPrintSummaryCostGolden(t *testing.T) {
@@ -60,10 +64,15 @@ func TestCostJSONKeys(t *testing.T) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"cpu_us_per_record", "allocs_per_record", "fetch_requests_per_record", "cpu_cluster_us_per_record"} {
+	for _, k := range []string{"cpu_us_per_record", "allocs_per_record", "fetch_requests_per_record", "cpu_cluster_us_per_record",
+		"local_us_per_record", "follower_apply_us_per_record"} {
 		if v, ok := m.Cost[k].(float64); !ok || v <= 0 {
 			t.Errorf("cost.%s = %v", k, m.Cost[k])
 		}
+	}
+	rt, ok := m.Cost["request_time_per_record"].(map[string]any)
+	if p, _ := rt["produce"].(map[string]any); !ok || len(rt) != len(RequestKinds) || p["local_us"] != 27.0 || p["remote_us"] != 253.25 {
+		t.Errorf("cost.request_time_per_record = %v", m.Cost["request_time_per_record"])
 	}
 	sys, ok := m.Cost["syscalls_per_record"].(map[string]any)
 	if !ok || len(sys) != len(SyscallKinds)+1 || sys["sendfile"] != 2.5 {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/isrbench/isrbench/core/broker"
 	"github.com/isrbench/isrbench/core/log"
 	"github.com/isrbench/isrbench/core/vfs"
 	"github.com/isrbench/isrbench/netfetch"
@@ -37,6 +38,18 @@ import (
 //   - System calls, requests and bytes of the cluster: the counters of core/vfs, core/log (and
 //     iouring through it) and netfetch, one atomic add at each call site.
 
+// minProfileCoverage is the smallest part of the window's CPU time (getrusage) a CPU profile
+// must hold for its label shares to give the split. Go's profiler asks the kernel for a SIGPROF
+// per 10 ms of each thread's CPU time, and Linux checks those CPU-time timers at scheduler
+// ticks, on the thread that is running then. A lightly loaded process runs in bursts of tens of
+// microseconds; on a tickless-idle kernel (NO_HZ_IDLE, the usual virtual machine) a CPU that
+// idles between bursts takes few ticks, so many bursts are never seen. On the 2-core
+// development VM a run at 1000 records/s kept anywhere from under 1% to about 80% of its CPU
+// time in cpu.pprof (perf stat counted the signals the kernel raised: 24 in a bad run, 392 in a
+// good one), and the threads it missed were missed whole, so the label shares of such a
+// profile are noise; an unthrottled run keeps nearly all of it.
+const minProfileCoverage = 0.5
+
 // cpuProfileFile is the cpu.pprof among a run's profile files ("" when none).
 func cpuProfileFile(files []string) string {
 	for _, f := range files {
@@ -57,6 +70,7 @@ type costSample struct {
 	vfs                         vfs.SyscallCounts
 	log                         log.SyscallCounts
 	net                         netfetch.Cost
+	applyTime                   time.Duration // the followers applying replica fetch responses
 }
 
 var costMetricNames = []string{
@@ -88,6 +102,7 @@ func readCostSample() costSample {
 		s.gcCPU = ms[4].Value.Float64()
 	}
 	s.vfs, s.log, s.net = vfs.Syscalls(), log.Syscalls(), netfetch.ReadCost()
+	_, s.applyTime = broker.ApplyTime()
 	return s
 }
 
@@ -212,7 +227,14 @@ func (m *costMeter) cost(records int64, clusterInProcess bool, cpuProfile string
 		notes = append(notes, "no cluster/clients split of the CPU: "+serr.Error())
 	case split.Total() == 0:
 		notes = append(notes, "no cluster/clients split of the CPU: the profile has no samples")
+	case float64(split.Total()) < minProfileCoverage*float64(user+sys):
+		c.CPUProfileCoverage = float64(split.Total()) / float64(user+sys)
+		notes = append(notes, fmt.Sprintf("no cluster/clients split of the CPU: the CPU profile holds %.0f%% of the CPU time getrusage counted in the window (%d samples); "+
+			"the kernel checks the profiler's CPU-time timers at scheduler ticks, which the short bursts of a lightly loaded process on a tickless host often miss, "+
+			"so its shares are not the run's (and a flame graph of it shows part of the work); profile under more load or over a longer window",
+			100*c.CPUProfileCoverage, split.Samples))
 	default:
+		c.CPUProfileCoverage = float64(split.Total()) / float64(user+sys)
 		cpu := c.CPUUsPerRecord
 		cl, cn, ot := cpu*split.Share(profiles.SideCluster), cpu*split.Share(profiles.SideClients), cpu*split.Share(profiles.SideOther)
 		c.CPUClusterUsPerRecord, c.CPUClientsUsPerRecord, c.CPUOtherUsPerRecord = &cl, &cn, &ot
@@ -239,6 +261,18 @@ func (m *costMeter) cost(records int64, clusterInProcess bool, cpuProfile string
 			c.CPUUsPerRequest = us(user+sys) / reqs
 			c.AllocsPerRequest = float64(b.allocs-a.allocs) / reqs
 			c.SyscallsPerRequest = float64(total) / reqs
+		}
+		reqTime := func(t netfetch.ReqTime) results.RequestTime {
+			return results.RequestTime{Requests: per(float64(t.Requests)), LocalUs: per(us(t.Local)), RemoteUs: per(us(t.Remote)), SendUs: per(us(t.Send))}
+		}
+		c.RequestTimePerRecord = map[string]results.RequestTime{
+			"produce": reqTime(n.Produce), "replica_fetch": reqTime(n.ReplicaFetch),
+			"consumer_fetch": reqTime(n.ConsumerFetch), "other": reqTime(n.Other),
+		}
+		c.FollowerApplyUsPerRecord = per(us(b.applyTime - a.applyTime))
+		c.LocalUsPerRecord = c.FollowerApplyUsPerRecord
+		for _, rt := range c.RequestTimePerRecord {
+			c.LocalUsPerRecord += rt.LocalUs
 		}
 		c.ProduceRequestsPerRecord = per(float64(n.ProduceRequests))
 		c.FetchRequestsPerRecord = per(float64(n.FetchRequests))

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -132,4 +134,52 @@ func TestGateEndToEnd(t *testing.T) {
 		t.Fatalf("identical builds: exit %d (want 0)\nstdout:\n%s\nstderr:\n%s", code, so, se)
 	}
 	t.Logf("identical builds:\n%s", so)
+}
+
+// TestGateCostlierBuild: two builds of isrbench that differ only in their code, the second
+// spending 2 ms more CPU per produced record (core/broker.buildSpinFlag set at link time; their
+// settings are the same), gated as a pull request would be: the costlier build runs
+// "gate --binary BASE" and exits 1 naming a cost metric; the base build gated against itself
+// exits 0.
+func TestGateCostlierBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds isrbench twice and runs 20 short embedded-cluster workloads")
+	}
+	base := buildIsrbench(t)
+	costly := filepath.Join(t.TempDir(), "isrbench-costly")
+	cmd := exec.Command("go", "build", "-o", costly, "-ldflags", "-X github.com/isrbench/isrbench/core/broker.buildSpinFlag=2ms", "github.com/isrbench/isrbench/cmd/isrbench")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out := t.TempDir()
+	// As TestGateEndToEnd: short low-rate runs, the steady metrics with wide thresholds.
+	common := []string{"-w", "gate", "--repeat", "5", "--duration", "1s", "--warmup", "300ms",
+		"--set", "rate=200", "--set", "partitions=3", "--set", "consumers.count=0", "--metric", "records/s,local/rec,cpu/req,allocs/req,syscalls/req",
+		"--threshold", "local/rec=25%", "--threshold", "cpu/req=25%", "--threshold", "allocs/req=50%", "--threshold", "syscalls/req=50%", "--out", out}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	gate := func(bin string) (code int, stdout, stderr string) {
+		var so, se bytes.Buffer
+		c := exec.CommandContext(ctx, bin, append([]string{"gate", "--binary", base}, common...)...)
+		c.Stdout, c.Stderr = &so, &se
+		err := c.Run()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+		case errors.As(err, &ee):
+			code = ee.ExitCode()
+		default:
+			t.Fatalf("%s gate: %v", bin, err)
+		}
+		return code, so.String(), se.String()
+	}
+	code, so, se := gate(costly)
+	if code != 1 || !strings.Contains(se, "gate: regression: local/rec: +") || strings.Contains(se, "differ in configuration") {
+		t.Fatalf("costlier build: exit %d (want 1 naming local/rec, the settings the same)\nstdout:\n%s\nstderr:\n%s", code, so, se)
+	}
+	t.Logf("costlier build:\n%s", so)
+	code, so, se = gate(base)
+	if code != 0 {
+		t.Fatalf("the base build against itself: exit %d (want 0)\nstdout:\n%s\nstderr:\n%s", code, so, se)
+	}
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/isrbench/isrbench/profiles"
+	"github.com/isrbench/isrbench/results"
 )
 
 func init() {
@@ -82,7 +85,31 @@ func cmdProfileTop(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *by == "" {
 		return usagef("profile top: --by must not be empty")
 	}
+	warnCoverage(stderr, "profile top", pos[0])
 	return profiles.Top(stdout, pos[0], *by, *n)
+}
+
+// warnCoverage warns on stderr when file is the cpu.pprof of a run whose result.json (two
+// directories up: <run>/profiles/cpu.pprof) says the profile holds less than half of the CPU
+// time the run used: its shares and flame graph then show part of the work only. Files outside
+// a run directory get no warning.
+func warnCoverage(stderr io.Writer, cmd, file string) {
+	if filepath.Base(file) != "cpu.pprof" {
+		return
+	}
+	path := filepath.Join(filepath.Dir(filepath.Dir(file)), results.ResultFileName)
+	if _, err := os.Stat(path); err != nil {
+		return
+	}
+	r, err := results.ReadResult(path)
+	if err != nil || r.Cost == nil || r.Cost.CPUSplitSource != "profiles/cpu.pprof" {
+		return
+	}
+	if c := r.Cost.CPUProfileCoverage; c > 0 && c < 0.5 {
+		fmt.Fprintf(stderr, "%s: warning: %s holds %.0f%% of the CPU time the run used (%s cost.cpu_profile_coverage): "+
+			"the kernel raised few of the profiler's signals for this lightly loaded run, so its shares are not the run's; "+
+			"profile under more load (README: Profiles)\n", cmd, file, 100*c, path)
+	}
 }
 
 func cmdProfileDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -113,6 +140,7 @@ func cmdProfileFolded(ctx context.Context, args []string, stdout, stderr io.Writ
 		fs.Usage()
 		return usagef("profile folded: want one FILE, got %d argument(s)", len(pos))
 	}
+	warnCoverage(stderr, "profile folded", pos[0])
 	return profiles.Folded(stdout, pos[0])
 }
 

@@ -194,7 +194,10 @@ func validateConfig(cfg *Config) error {
 	if err := checkDuration(cfg.ID, "isrbench.produce.spin", cfg.ProduceSpin); err != nil {
 		return err
 	}
-	if cfg.ProduceSpin > 0 {
+	if buildSpin.err != nil {
+		return fmt.Errorf("broker %d: this build's extra produce cost (-ldflags -X %s.buildSpinFlag=%q): %w", cfg.ID, buildSpinPkg, buildSpinFlag, buildSpin.err)
+	}
+	if cfg.ProduceSpin > 0 || buildSpin.d > 0 {
 		spinRate() // calibrate before the first request
 	}
 	return nil

@@ -32,7 +32,10 @@ var emptySlice log.Slice
 //
 // The caller must Release every partition's Records (a zero Slice's
 // Release is a no-op). Runs on the caller's goroutine; safe for concurrent use.
-func (b *Broker) Fetch(ctx context.Context, req *FetchRequest) {
+//
+// It returns the time the long poll was parked (Kafka's RemoteTimeMs of a Fetch), which the wire
+// server subtracts from the request's time to get the handler's local time.
+func (b *Broker) Fetch(ctx context.Context, req *FetchRequest) (parked time.Duration) {
 	parts := req.Partitions
 	for i := range parts {
 		p := &parts[i]
@@ -86,6 +89,7 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest) {
 			parts[i].Records.Release()
 			parts[i].Records = emptySlice
 		}
+		p0 := time.Now()
 		if len(waitChs) <= maxStaticWait {
 			// An allocation-free select over up to maxStaticWait channels (nil
 			// channels never fire); reflect.Select allocates on every call.
@@ -101,14 +105,17 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest) {
 			case <-w[6]:
 			case <-w[7]:
 			case <-timer.C:
+				parked += time.Since(p0)
 				b.readPartitions(req, replica, chBuf[:0])
 				return
 			case <-ctx.Done():
+				parked += time.Since(p0)
 				b.readPartitions(req, replica, chBuf[:0])
 				return
 			case <-b.ctx.Done():
-				return
+				return parked + time.Since(p0)
 			}
+			parked += time.Since(p0)
 			continue
 		}
 		cases = cases[:0]
@@ -120,6 +127,7 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest) {
 			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
 		}
 		chosen, _, _ := reflect.Select(cases)
+		parked += time.Since(p0)
 		switch chosen {
 		case 0, 1:
 			b.readPartitions(req, replica, chBuf[:0])

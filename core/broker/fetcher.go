@@ -208,7 +208,9 @@ func (f *Fetcher) run(ctx context.Context) {
 					f.closeConn()
 					continue
 				}
+				t0 := time.Now()
 				f.ApplyFetch(r, resp)
+				countApply(time.Since(t0))
 			}
 		}
 		if err != nil {

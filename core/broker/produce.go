@@ -18,30 +18,38 @@ import (
 // ISR fell below min.insync.replicas meanwhile, NOT_LEADER_OR_FOLLOWER if the
 // term ended first). Records are patched in place (base offset, leader epoch).
 // Runs on the caller's goroutine; safe for concurrent use. If
-// Config.ProduceDelay > 0 it first sleeps that long, and with Config.ProduceSpin > 0
-// computes that long per record (the regression gate's slowdowns) — the wire server must not
-// add its own.
-func (b *Broker) Produce(ctx context.Context, acks int16, timeout time.Duration, parts []ProducePartition) {
+// Config.ProduceDelay > 0 it first sleeps that long, and with Config.ProduceSpin > 0 (or a
+// build linked with buildSpinFlag) computes that long per record (the regression gate's
+// slowdowns) — the wire server must not add its own.
+//
+// It returns how long it waited rather than worked: the ProduceDelay sleep and the acks=all wait
+// for the HW (Kafka's RemoteTimeMs). The wire server subtracts it from the request's time to get
+// the handler's local time (LocalTimeMs), the cost the regression gate compares.
+func (b *Broker) Produce(ctx context.Context, acks int16, timeout time.Duration, parts []ProducePartition) (waited time.Duration) {
 	if b.cfg.ProduceDelay > 0 {
+		t0 := time.Now()
 		t := time.NewTimer(b.cfg.ProduceDelay)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
 		}
+		waited = time.Since(t0)
 	}
-	if b.cfg.ProduceSpin > 0 {
-		spin(b.cfg.ProduceSpin * time.Duration(recordsIn(parts)))
+	if d := b.cfg.ProduceSpin + buildSpin.d; d > 0 {
+		spin(d * time.Duration(recordsIn(parts)))
 	}
 	var buf [8]produceWait
 	waits := b.produceAppend(acks, parts, buf[:0])
 	if len(waits) == 0 {
-		return
+		return waited
 	}
+	t0 := time.Now()
 	w := ProduceWait{parts: parts, waits: waits}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	w.Wait(wctx)
+	return waited + time.Since(t0)
 }
 
 // ProduceWait is the acks=all part of a produce: the partitions whose append succeeded and

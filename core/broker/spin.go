@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/isrbench/isrbench/core/records"
@@ -14,6 +15,36 @@ import (
 // with load and with the build's own speed). A sleep costs no CPU, and a spin until a deadline costs less CPU when the
 // thread is descheduled meanwhile; a fixed number of iterations costs the same CPU on a quiet and
 // on a loaded machine, like a real regression does.
+
+// buildSpinFlag is more CPU work per produced record compiled into a build, added to
+// Config.ProduceSpin: go build -ldflags "-X github.com/isrbench/isrbench/core/broker.buildSpinFlag=35us".
+// It makes a costlier build that differs from the base build in its code only, its settings
+// the same, which is how a real regression reaches the gate (isrbench gate --binary BASE run by
+// the costlier build). Empty, so no extra work, in every ordinary build.
+var buildSpinFlag string
+
+const buildSpinPkg = "github.com/isrbench/isrbench/core/broker"
+
+// buildSpin is buildSpinFlag parsed (a Go duration, 0..10ms); a bad value makes every broker of
+// the build refuse to start (validateConfig), naming it.
+var buildSpin = func() (b struct {
+	d   time.Duration
+	err error
+}) {
+	if buildSpinFlag == "" {
+		return b
+	}
+	d, err := time.ParseDuration(buildSpinFlag)
+	switch {
+	case err != nil:
+		b.err = err
+	case d < 0 || d > 10*time.Millisecond:
+		b.err = fmt.Errorf("%v is outside 0..10ms", d)
+	default:
+		b.d = d
+	}
+	return b
+}()
 
 // spinSink keeps the computation from being optimised away.
 var spinSink atomic.Uint64
