@@ -28,17 +28,8 @@ func TestRequestTimeLocalRemoteSend(t *testing.T) {
 	rc := kafkatest.Dial(t, c.Addr(0))
 
 	before := netfetch.ReadCost()
-	p := kmsg.NewPtrProduceRequest()
-	p.SetVersion(7)
-	p.Acks, p.TimeoutMillis = -1, 10000
-	pt := kmsg.NewProduceRequestTopic()
-	pt.Topic = "rt"
-	pp := kmsg.NewProduceRequestTopicPartition()
-	pp.Records = kafkatest.Batch(0)
-	pt.Partitions = append(pt.Partitions, pp)
-	p.Topics = append(p.Topics, pt)
-	pr := kmsg.NewPtrProduceResponse()
-	rc.RoundTrip(p, pr)
+	pr := kafkatest.NewProduceResp()
+	rc.RoundTrip(kafkatest.NewProduce("rt", -1, kafkatest.Batch(0)), pr)
 	if e := pr.Topics[0].Partitions[0]; e.ErrorCode != 0 {
 		t.Fatalf("produce: %+v", e)
 	}
@@ -86,14 +77,6 @@ func TestRequestTimeLocalRemoteSend(t *testing.T) {
 // counted right after its response is written, so just after the client has read it.
 func costAfter(t *testing.T, before netfetch.Cost, count func(netfetch.Cost) int64) netfetch.Cost {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for {
-		d := netfetch.ReadCost().Sub(before)
-		if count(d) > 0 || time.Now().After(deadline) {
-			return d
-		}
-		<-tick.C
-	}
+	kafkatest.WaitFor(t, 10*time.Second, "the request to be counted", func() bool { return count(netfetch.ReadCost().Sub(before)) > 0 })
+	return netfetch.ReadCost().Sub(before)
 }

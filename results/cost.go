@@ -152,7 +152,7 @@ func printCost(w io.Writer, c *Cost) error {
 	}
 	if c.CPUClusterUsPerRecord != nil && c.CPUClientsUsPerRecord != nil && c.CPUOtherUsPerRecord != nil {
 		t.Append("  cluster / clients / other µs", fmtCost(*c.CPUClusterUsPerRecord)+" / "+fmtCost(*c.CPUClientsUsPerRecord)+" / "+fmtCost(*c.CPUOtherUsPerRecord),
-			fmt.Sprintf("by pprof labels, %d samples of the %s (%.0f%% of the CPU time)", c.CPUSplitSamples, orDash(c.CPUSplitSource), 100*c.CPUProfileCoverage))
+			fmt.Sprintf("by pprof labels, %d samples of the %s%s", c.CPUSplitSamples, orDash(c.CPUSplitSource), coverage(c.CPUProfileCoverage)))
 	}
 	if c.ClusterKnown() && c.RequestTimePerRecord != nil {
 		var kinds []string
@@ -199,6 +199,15 @@ func printCost(w io.Writer, c *Cost) error {
 		fmt.Fprintf(w, "cost: %s\n", c.Note)
 	}
 	return nil
+}
+
+// coverage renders a profile's coverage of the CPU time for the split's detail ("" when
+// unknown: a result.json from before it was recorded).
+func coverage(c float64) string {
+	if c <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%.0f%% of the CPU time)", 100*c)
 }
 
 // fmtCost renders a per-record figure: 4 significant digits (FormatValue), 0 as "0".

@@ -227,14 +227,16 @@ func (m *costMeter) cost(records int64, clusterInProcess bool, cpuProfile string
 		notes = append(notes, "no cluster/clients split of the CPU: "+serr.Error())
 	case split.Total() == 0:
 		notes = append(notes, "no cluster/clients split of the CPU: the profile has no samples")
-	case float64(split.Total()) < minProfileCoverage*float64(user+sys):
+	case user+sys > 0 && float64(split.Total()) < minProfileCoverage*float64(user+sys):
 		c.CPUProfileCoverage = float64(split.Total()) / float64(user+sys)
 		notes = append(notes, fmt.Sprintf("no cluster/clients split of the CPU: the CPU profile holds %.0f%% of the CPU time getrusage counted in the window (%d samples); "+
 			"the kernel checks the profiler's CPU-time timers at scheduler ticks, which the short bursts of a lightly loaded process on a tickless host often miss, "+
 			"so its shares are not the run's (and a flame graph of it shows part of the work); profile under more load or over a longer window",
 			100*c.CPUProfileCoverage, split.Samples))
 	default:
-		c.CPUProfileCoverage = float64(split.Total()) / float64(user+sys)
+		if user+sys > 0 {
+			c.CPUProfileCoverage = float64(split.Total()) / float64(user+sys)
+		}
 		cpu := c.CPUUsPerRecord
 		cl, cn, ot := cpu*split.Share(profiles.SideCluster), cpu*split.Share(profiles.SideClients), cpu*split.Share(profiles.SideOther)
 		c.CPUClusterUsPerRecord, c.CPUClientsUsPerRecord, c.CPUOtherUsPerRecord = &cl, &cn, &ot
@@ -271,8 +273,8 @@ func (m *costMeter) cost(records int64, clusterInProcess bool, cpuProfile string
 		}
 		c.FollowerApplyUsPerRecord = per(us(b.applyTime - a.applyTime))
 		c.LocalUsPerRecord = c.FollowerApplyUsPerRecord
-		for _, rt := range c.RequestTimePerRecord {
-			c.LocalUsPerRecord += rt.LocalUs
+		for _, k := range results.RequestKinds {
+			c.LocalUsPerRecord += c.RequestTimePerRecord[k].LocalUs
 		}
 		c.ProduceRequestsPerRecord = per(float64(n.ProduceRequests))
 		c.FetchRequestsPerRecord = per(float64(n.FetchRequests))
