@@ -60,11 +60,6 @@ func (t ReqTime) Sub(o ReqTime) ReqTime {
 	return ReqTime{Requests: t.Requests - o.Requests, Local: t.Local - o.Local, Remote: t.Remote - o.Remote, Send: t.Send - o.Send}
 }
 
-// Add returns t + o.
-func (t ReqTime) Add(o ReqTime) ReqTime {
-	return ReqTime{Requests: t.Requests + o.Requests, Local: t.Local + o.Local, Remote: t.Remote + o.Remote, Send: t.Send + o.Send}
-}
-
 // Request kinds of the request-time counters (Cost.Produce ... Cost.Other).
 type reqKind int8
 

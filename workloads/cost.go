@@ -102,7 +102,7 @@ func readCostSample() costSample {
 		s.gcCPU = ms[4].Value.Float64()
 	}
 	s.vfs, s.log, s.net = vfs.Syscalls(), log.Syscalls(), netfetch.ReadCost()
-	_, s.applyTime = broker.ApplyTime()
+	s.applyTime = broker.ApplyTime()
 	return s
 }
 
@@ -222,21 +222,20 @@ func (m *costMeter) cost(records int64, clusterInProcess bool, cpuProfile string
 		split, serr = profiles.ReadSplit(bytes.NewReader(m.mu.prof.Bytes()))
 		c.CPUSplitSource = "cost profile"
 	}
+	if serr == nil && user+sys > 0 {
+		c.CPUProfileCoverage = float64(split.Total()) / float64(user+sys)
+	}
 	switch {
 	case serr != nil:
 		notes = append(notes, "no cluster/clients split of the CPU: "+serr.Error())
 	case split.Total() == 0:
 		notes = append(notes, "no cluster/clients split of the CPU: the profile has no samples")
-	case user+sys > 0 && float64(split.Total()) < minProfileCoverage*float64(user+sys):
-		c.CPUProfileCoverage = float64(split.Total()) / float64(user+sys)
+	case user+sys > 0 && c.CPUProfileCoverage < minProfileCoverage:
 		notes = append(notes, fmt.Sprintf("no cluster/clients split of the CPU: the CPU profile holds %.0f%% of the CPU time getrusage counted in the window (%d samples); "+
 			"the kernel checks the profiler's CPU-time timers at scheduler ticks, which the short bursts of a lightly loaded process on a tickless host often miss, "+
 			"so its shares are not the run's (and a flame graph of it shows part of the work); profile under more load or over a longer window",
 			100*c.CPUProfileCoverage, split.Samples))
 	default:
-		if user+sys > 0 {
-			c.CPUProfileCoverage = float64(split.Total()) / float64(user+sys)
-		}
 		cpu := c.CPUUsPerRecord
 		cl, cn, ot := cpu*split.Share(profiles.SideCluster), cpu*split.Share(profiles.SideClients), cpu*split.Share(profiles.SideOther)
 		c.CPUClusterUsPerRecord, c.CPUClientsUsPerRecord, c.CPUOtherUsPerRecord = &cl, &cn, &ot

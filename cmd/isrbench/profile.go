@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -98,10 +97,7 @@ func warnCoverage(stderr io.Writer, cmd, file string) {
 		return
 	}
 	path := filepath.Join(filepath.Dir(filepath.Dir(file)), results.ResultFileName)
-	if _, err := os.Stat(path); err != nil {
-		return
-	}
-	r, err := results.ReadResult(path)
+	r, err := results.ReadResult(path) // none there: not a run's profile
 	if err != nil || r.Cost == nil || r.Cost.CPUSplitSource != "profiles/cpu.pprof" {
 		return
 	}
