@@ -1,8 +1,11 @@
 package partition
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 func leoMap(m map[int32]int64) func(int32) int64 {
@@ -143,5 +146,36 @@ func TestTruncationOffset(t *testing.T) {
 	got := TruncationOffset(3, 7, 20, 0, func(e int32) (int32, int64) { return c2.EndOffsetFor(e, 20) })
 	if want := (Truncation{Offset: 7, Done: true}); got != want {
 		t.Fatalf("older-than-cache answer: got %+v, want %+v", got, want)
+	}
+}
+
+// TestLeaderBehindRetriesSoon: a follower told UNKNOWN_LEADER_EPOCH (the leader has not applied
+// the epoch the controller committed) asks again after LeaderBehindRetryNs, not the whole
+// replica.fetch.backoff.ms; every other error waits the backoff, and a backoff shorter than
+// LeaderBehindRetryNs is kept.
+func TestLeaderBehindRetriesSoon(t *testing.T) {
+	const now, backoff = int64(1e9), int64(1e9)
+	for _, tc := range []struct {
+		name string
+		err  error
+		wait int64
+	}{
+		{"unknown leader epoch", kerr.UnknownLeaderEpoch, LeaderBehindRetryNs},
+		{"wrapped", fmt.Errorf("partition t-0: %w", kerr.UnknownLeaderEpoch), LeaderBehindRetryNs},
+		{"not leader", kerr.NotLeaderForPartition, backoff},
+		{"unknown partition", kerr.UnknownTopicOrPartition, backoff},
+	} {
+		var fs FetchState
+		fs.OnFetchError(tc.err, now, backoff)
+		var es FetchState
+		es.OnEpochAnswer(nil, 3, -1, -1, tc.err, now, backoff)
+		if fs.DelayedUntil != now+tc.wait || es.DelayedUntil != now+tc.wait {
+			t.Errorf("%s: fetch error delays %d ns, epoch answer %d ns; want %d", tc.name, fs.DelayedUntil-now, es.DelayedUntil-now, tc.wait)
+		}
+	}
+	var fs FetchState
+	fs.OnFetchError(kerr.UnknownLeaderEpoch, now, 5e6)
+	if fs.DelayedUntil != now+5e6 {
+		t.Errorf("a 5 ms backoff became %d ns", fs.DelayedUntil-now)
 	}
 }

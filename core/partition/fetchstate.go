@@ -2,6 +2,7 @@ package partition
 
 import (
 	"errors"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -95,6 +96,24 @@ func (s *FetchState) Ready(now int64) bool {
 
 func (s *FetchState) delay(now, backoff int64) { s.DelayedUntil = now + backoff }
 
+// LeaderBehindRetryNs is how soon a partition asks again after the leader answered
+// UNKNOWN_LEADER_EPOCH, at most replica.fetch.backoff.ms. That answer means the leader has not
+// yet applied the leader epoch the controller already committed and this follower already
+// knows; it will within milliseconds, so waiting the whole backoff (1 s by default, which is
+// what Kafka's fetcher does) only leaves the new leader's HW behind: its HW waits for every ISR
+// follower's first fetch of the term, so consumers read nothing new for that second. Retrying
+// sooner is safe: the question is asked again, nothing is appended.
+const LeaderBehindRetryNs = int64(20 * time.Millisecond)
+
+// delayFor delays the partition after err: LeaderBehindRetryNs for UNKNOWN_LEADER_EPOCH,
+// backoff for everything else.
+func (s *FetchState) delayFor(err error, now, backoff int64) {
+	if errors.Is(err, kerr.UnknownLeaderEpoch) {
+		backoff = min(backoff, LeaderBehindRetryNs)
+	}
+	s.delay(now, backoff)
+}
+
 // TruncationStep starts a truncation round (PhaseTruncating, ready). Without a local epoch
 // to ask about (an empty cache, as after TruncateFullyAndStartAt) or in the "hw" ablation the
 // follower truncates to its HW without asking (Kafka's fallback) and starts fetching; else it
@@ -118,7 +137,7 @@ func (s *FetchState) OnEpochAnswer(v FetchView, asked, leaderEpoch int32, endOff
 		s.Phase = PhaseAwaitingAssignment
 		return FetchAction{}
 	case err != nil:
-		s.delay(now, backoff) // UNKNOWN_LEADER_EPOCH (the leader is behind), NOT_LEADER, ...
+		s.delayFor(err, now, backoff) // UNKNOWN_LEADER_EPOCH (the leader is behind), NOT_LEADER, ...
 		return FetchAction{}
 	case leaderEpoch > asked:
 		// A leader must answer with an epoch <= the one asked for.
@@ -145,7 +164,7 @@ func (s *FetchState) OnFetchError(err error, now, backoff int64) {
 	default:
 		// UNKNOWN_LEADER_EPOCH (the leader has not applied the new epoch yet),
 		// NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, ...
-		s.delay(now, backoff)
+		s.delayFor(err, now, backoff)
 	}
 }
 
