@@ -101,8 +101,10 @@ func (c *consumer) close() { c.cl.Close() }
 // producer i that is missing there and whose sequence is below the first sequence of producer
 // i read in its partition (records of one producer land in a partition in sequence order) was
 // in the deleted range; it counts as expired, not lost. A missing record of a producer of
-// which nothing is left in that partition counts as lost (the check never hides a loss it
-// cannot place).
+// which nothing is left in that partition counts as expired only if the highest offset that
+// producer had acknowledged there is below start[p] (with a sticky partitioner a producer can
+// leave a partition early, and retention then deletes all of it); otherwise it is lost (the
+// check never hides a loss it cannot place).
 //
 // It returns the totals and the counts by the producers' acks setting ("all", "1", "0").
 func checkDurability(ctx context.Context, seeds []string, topic string, loadStart, start, end []int64, prods []*producer) (results.DurabilityCounts, map[string]results.DurabilityCounts, error) {
@@ -199,8 +201,13 @@ func checkDurability(ctx context.Context, seeds []string, topic string, loadStar
 		if int(part) >= len(start) || int(part) >= len(loadStart) || start[part] <= loadStart[part] {
 			return false
 		}
-		f, ok := first[[2]int64{int64(i), int64(part)}]
-		return ok && seq < f
+		if f, ok := first[[2]int64{int64(i), int64(part)}]; ok {
+			return seq < f
+		}
+		// Nothing of producer i is left in the partition: expired only if every record it
+		// had acknowledged there lay below the read-back's start.
+		top, ok := p.ackTop[int32(part)]
+		return ok && top < start[part]
 	}
 	for i, p := range prods {
 		p.mu.Lock()

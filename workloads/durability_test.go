@@ -56,6 +56,51 @@ func TestCheckDurability(t *testing.T) {
 	}
 }
 
+// TestCheckDurabilityExpiredProducer: retention deleted [0, 3) of a partition. Producer A
+// wrote only there (offsets 0 and 1): nothing of it is left, and its highest acknowledged
+// offset is below the read-back's start, so both records expired. Producer B (offsets 2, 3,
+// 4) lost seq 0 to retention and kept the rest. Producer C acknowledged offset 5, above the
+// start, and nothing of it is there: lost, not expired.
+func TestCheckDurabilityExpiredProducer(t *testing.T) {
+	target := newKfake(t)
+	seeds := strings.Split(strings.TrimPrefix(target, "kafka://"), ",")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("e"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "e"); err != nil {
+		t.Fatal(err)
+	}
+	const a, b, c = 10, 11, 12
+	for _, v := range [][]byte{val(a, 0), val(a, 1), val(b, 0), val(b, 1), val(b, 2)} {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: v, Partition: 0}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prod := func(id uint32, offs ...int64) *producer {
+		p := &producer{id: id, spec: ProducerSpec{Acks: "all"}, ackTop: map[int32]int64{}}
+		for seq, o := range offs {
+			p.acked.set(uint64(seq))
+			p.ackPart.set(uint64(seq), 0)
+			p.ackTop[0] = max(p.ackTop[0], o)
+		}
+		return p
+	}
+	prods := []*producer{prod(a, 0, 1), prod(b, 2, 3, 4), prod(c, 5)}
+	dc, _, err := checkDurability(ctx, seeds, "e", []int64{0}, []int64{3}, []int64{5}, prods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := results.DurabilityCounts{Acked: 6, Verified: 2, Expired: 3, Lost: 1}
+	if dc != want {
+		t.Fatalf("durability %+v, want %+v", dc, want)
+	}
+}
+
 func val(pid uint32, seq uint64) []byte {
 	b := make([]byte, HeaderSize+8)
 	PutHeader(b, Header{ProducerID: pid, Seq: seq, Intended: time.Now().UnixNano()})

@@ -45,9 +45,10 @@ type producer struct {
 	sendDelay *results.Histogram // producer goroutine only
 	ack       *results.Recorder  // promise goroutines; the timeline takes intervals
 
-	mu        sync.Mutex // guards acked, ackPart, errs, partErrs, failTimes
-	acked     bitset     // seq -> acknowledged (whole run, for the durability check)
-	ackPart   partLog    // seq -> partition of the acknowledged record (to tell expired from lost)
+	mu        sync.Mutex      // guards acked, ackPart, ackTop, errs, partErrs, failTimes
+	acked     bitset          // seq -> acknowledged (whole run, for the durability check)
+	ackPart   partLog         // seq -> partition of the acknowledged record (to tell expired from lost)
+	ackTop    map[int32]int64 // partition -> highest acknowledged offset (expired or lost, when nothing is left)
 	errs      map[string]int64
 	partErrs  map[int32]map[string]int64 // partition -> error name -> failed records (whole run)
 	failTimes []int64                    // intended send times (unix ns) of failed records
@@ -208,6 +209,12 @@ func (p *producer) promise(r *kgo.Record, err error) {
 			p.mu.Lock()
 			p.acked.set(h.Seq)
 			p.ackPart.set(h.Seq, r.Partition)
+			if top, ok := p.ackTop[r.Partition]; !ok || r.Offset > top {
+				if p.ackTop == nil {
+					p.ackTop = map[int32]int64{}
+				}
+				p.ackTop[r.Partition] = r.Offset
+			}
 			p.mu.Unlock()
 		}
 	}
