@@ -15,26 +15,9 @@ import (
 // TestCheckDurability writes a scripted partition (a lost record, a duplicate, a reordered
 // record, a foreign record) and checks the verdict.
 func TestCheckDurability(t *testing.T) {
-	target := newKfake(t)
-	seeds := strings.Split(strings.TrimPrefix(target, "kafka://"), ",")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("d"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "d"); err != nil {
-		t.Fatal(err)
-	}
 	const pid = 77
 	// Partition 0 holds seqs 0 1 3 2 2 (4 is lost) and a record of another writer.
-	for _, v := range [][]byte{val(pid, 0), val(pid, 1), val(pid, 3), val(pid, 2), val(pid, 2), []byte("not ours"), val(pid+1, 0)} {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Value: v, Partition: 0}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctx, seeds := scriptedPartition(t, "d", val(pid, 0), val(pid, 1), val(pid, 3), val(pid, 2), val(pid, 2), []byte("not ours"), val(pid+1, 0))
 	p := &producer{id: pid, spec: ProducerSpec{Acks: "all"}}
 	for seq := uint64(0); seq < 5; seq++ {
 		p.acked.set(seq)
@@ -62,31 +45,14 @@ func TestCheckDurability(t *testing.T) {
 // 4) lost seq 0 to retention and kept the rest. Producer C acknowledged offset 5, above the
 // start, and nothing of it is there: lost, not expired.
 func TestCheckDurabilityExpiredProducer(t *testing.T) {
-	target := newKfake(t)
-	seeds := strings.Split(strings.TrimPrefix(target, "kafka://"), ",")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("e"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "e"); err != nil {
-		t.Fatal(err)
-	}
 	const a, b, c = 10, 11, 12
-	for _, v := range [][]byte{val(a, 0), val(a, 1), val(b, 0), val(b, 1), val(b, 2)} {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Value: v, Partition: 0}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctx, seeds := scriptedPartition(t, "e", val(a, 0), val(a, 1), val(b, 0), val(b, 1), val(b, 2))
 	prod := func(id uint32, offs ...int64) *producer {
-		p := &producer{id: id, spec: ProducerSpec{Acks: "all"}, ackTop: map[int32]int64{}}
+		p := &producer{id: id, spec: ProducerSpec{Acks: "all"}}
 		for seq, o := range offs {
 			p.acked.set(uint64(seq))
 			p.ackPart.set(uint64(seq), 0)
-			p.ackTop[0] = max(p.ackTop[0], o)
+			p.noteTop(0, o)
 		}
 		return p
 	}
@@ -99,6 +65,30 @@ func TestCheckDurabilityExpiredProducer(t *testing.T) {
 	if dc != want {
 		t.Fatalf("durability %+v, want %+v", dc, want)
 	}
+}
+
+// scriptedPartition creates topic (one partition) on a kfake cluster and writes values to it in
+// order; it returns a context for the test and the cluster's seeds.
+func scriptedPartition(t *testing.T, topic string, values ...[]byte) (context.Context, []string) {
+	t.Helper()
+	seeds := strings.Split(strings.TrimPrefix(newKfake(t), "kafka://"), ",")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range values {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: v, Partition: 0}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ctx, seeds
 }
 
 func val(pid uint32, seq uint64) []byte {

@@ -45,10 +45,10 @@ type producer struct {
 	sendDelay *results.Histogram // producer goroutine only
 	ack       *results.Recorder  // promise goroutines; the timeline takes intervals
 
-	mu        sync.Mutex      // guards acked, ackPart, ackTop, errs, partErrs, failTimes
-	acked     bitset          // seq -> acknowledged (whole run, for the durability check)
-	ackPart   partLog         // seq -> partition of the acknowledged record (to tell expired from lost)
-	ackTop    map[int32]int64 // partition -> highest acknowledged offset (expired or lost, when nothing is left)
+	mu        sync.Mutex // guards acked, ackPart, ackTop, errs, partErrs, failTimes
+	acked     bitset     // seq -> acknowledged (whole run, for the durability check)
+	ackPart   partLog    // seq -> partition of the acknowledged record (to tell expired from lost)
+	ackTop    []int64    // partition -> highest acknowledged offset + 1, 0 for none (see noteTop)
 	errs      map[string]int64
 	partErrs  map[int32]map[string]int64 // partition -> error name -> failed records (whole run)
 	failTimes []int64                    // intended send times (unix ns) of failed records
@@ -209,12 +209,7 @@ func (p *producer) promise(r *kgo.Record, err error) {
 			p.mu.Lock()
 			p.acked.set(h.Seq)
 			p.ackPart.set(h.Seq, r.Partition)
-			if top, ok := p.ackTop[r.Partition]; !ok || r.Offset > top {
-				if p.ackTop == nil {
-					p.ackTop = map[int32]int64{}
-				}
-				p.ackTop[r.Partition] = r.Offset
-			}
+			p.noteTop(r.Partition, r.Offset)
 			p.mu.Unlock()
 		}
 	}
@@ -224,6 +219,18 @@ func (p *producer) promise(r *kgo.Record, err error) {
 	}
 	*r = kgo.Record{Key: key, Value: r.Value} // kgo filled Topic, Partition, Offset, Timestamp, ...
 	p.pool.Put(r)
+}
+
+// noteTop records an acknowledged offset of partition part (p.mu held). The durability check
+// reads it for a producer of which retention left nothing in a partition.
+func (p *producer) noteTop(part int32, off int64) {
+	if part < 0 {
+		return
+	}
+	for int(part) >= len(p.ackTop) {
+		p.ackTop = append(p.ackTop, 0)
+	}
+	p.ackTop[part] = max(p.ackTop[part], off+1)
 }
 
 // drain waits until every produced record's promise ran, or ctx ends (records still
