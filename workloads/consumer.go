@@ -206,7 +206,7 @@ func checkDurability(ctx context.Context, seeds []string, topic string, loadStar
 		}
 		// Nothing of producer i is left in the partition: expired only if every record it
 		// had acknowledged there lay below the read-back's start.
-		return int(part) < len(p.ackTop) && p.ackTop[part] > 0 && p.ackTop[part]-1 < start[part]
+		return int(part) < len(p.ackTop) && p.ackTop[part] > 0 && p.ackTop[part] <= start[part]
 	}
 	for i, p := range prods {
 		p.mu.Lock()

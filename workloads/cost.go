@@ -266,14 +266,13 @@ func (m *costMeter) cost(records int64, clusterInProcess bool, cpuProfile string
 		reqTime := func(t netfetch.ReqTime) results.RequestTime {
 			return results.RequestTime{Requests: per(float64(t.Requests)), LocalUs: per(us(t.Local)), RemoteUs: per(us(t.Remote)), SendUs: per(us(t.Send))}
 		}
-		c.RequestTimePerRecord = map[string]results.RequestTime{
-			"produce": reqTime(n.Produce), "replica_fetch": reqTime(n.ReplicaFetch),
-			"consumer_fetch": reqTime(n.ConsumerFetch), "other": reqTime(n.Other),
-		}
 		c.FollowerApplyUsPerRecord = per(us(b.applyTime - a.applyTime))
 		c.LocalUsPerRecord = c.FollowerApplyUsPerRecord
-		for _, k := range results.RequestKinds {
-			c.LocalUsPerRecord += c.RequestTimePerRecord[k].LocalUs
+		c.RequestTimePerRecord = make(map[string]results.RequestTime, len(results.RequestKinds))
+		for i, t := range []netfetch.ReqTime{n.Produce, n.ReplicaFetch, n.ConsumerFetch, n.Other} { // RequestKinds' order
+			rt := reqTime(t)
+			c.RequestTimePerRecord[results.RequestKinds[i]] = rt
+			c.LocalUsPerRecord += rt.LocalUs
 		}
 		c.ProduceRequestsPerRecord = per(float64(n.ProduceRequests))
 		c.FetchRequestsPerRecord = per(float64(n.FetchRequests))

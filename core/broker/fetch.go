@@ -90,6 +90,7 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest) (parked time.Dura
 			parts[i].Records = emptySlice
 		}
 		p0 := time.Now()
+		chosen := 3 // 0 the max.wait.ms timer, 1 the request's ctx, 2 the broker closing, 3+ data
 		if len(waitChs) <= maxStaticWait {
 			// An allocation-free select over up to maxStaticWait channels (nil
 			// channels never fire); reflect.Select allocates on every call.
@@ -105,28 +106,23 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest) (parked time.Dura
 			case <-w[6]:
 			case <-w[7]:
 			case <-timer.C:
-				parked += time.Since(p0)
-				b.readPartitions(req, replica, chBuf[:0])
-				return
+				chosen = 0
 			case <-ctx.Done():
-				parked += time.Since(p0)
-				b.readPartitions(req, replica, chBuf[:0])
-				return
+				chosen = 1
 			case <-b.ctx.Done():
-				return parked + time.Since(p0)
+				chosen = 2
 			}
-			parked += time.Since(p0)
-			continue
+		} else {
+			cases = cases[:0]
+			cases = append(cases,
+				reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+				reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+				reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(b.ctx.Done())})
+			for _, ch := range waitChs {
+				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+			}
+			chosen, _, _ = reflect.Select(cases)
 		}
-		cases = cases[:0]
-		cases = append(cases,
-			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
-			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(b.ctx.Done())})
-		for _, ch := range waitChs {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
-		}
-		chosen, _, _ := reflect.Select(cases)
 		parked += time.Since(p0)
 		switch chosen {
 		case 0, 1:
