@@ -80,6 +80,9 @@ type Broker struct {
 	// offline is set once the log directory failed (KAFKA_STORAGE_ERROR): the broker
 	// reported it to the controller and serves no replica any more.
 	offline atomic.Pointer[error]
+	// offlineReported is set once the controller accepted the offline report (it is
+	// refused while the metadata log cannot be written; the heartbeat reports again).
+	offlineReported atomic.Bool
 
 	mu struct { // guards the replica and fetcher maps
 		sync.RWMutex
@@ -238,12 +241,25 @@ func (b *Broker) storageFailed(err error) error {
 	e := fmt.Errorf("broker %d: log directory %s is offline: %w", b.cfg.ID, b.cfg.DataDir, err)
 	if b.offline.CompareAndSwap(nil, &e) {
 		b.logf("%v; reporting it to the controller", e)
-		if epoch := b.epoch.Load(); epoch >= 0 { // else Start reports it once registered
-			b.ctrl.ReportOfflineLogDir(b.cfg.ID, epoch)
-		}
+		b.reportOffline() // before registration Start reports it once registered
 		b.notifyChanged()
 	}
 	return err
+}
+
+// reportOffline tells the controller that the log directory is offline, once it has been
+// accepted: a refused report (the metadata log cannot be written) is sent again by the
+// next heartbeat.
+func (b *Broker) reportOffline() {
+	epoch := b.epoch.Load()
+	if b.offline.Load() == nil || b.offlineReported.Load() || epoch < 0 {
+		return
+	}
+	if err := b.ctrl.ReportOfflineLogDir(b.cfg.ID, epoch); err != nil {
+		b.logf("broker %d: reporting the offline log directory: %v (reported again at the next heartbeat)", b.cfg.ID, err)
+		return
+	}
+	b.offlineReported.Store(true)
 }
 
 func (b *Broker) lookup(topic string, p int32) *hosted {

@@ -43,6 +43,7 @@ func (b *Broker) Heartbeat() {
 	defer b.pause.Unlock()
 	if !b.pause.paused && b.running() {
 		b.ctrl.Heartbeat(b.cfg.ID, b.epoch.Load())
+		b.reportOffline()
 	}
 }
 

@@ -17,7 +17,9 @@ import (
 // lost acknowledged data), subscribes to the controller's changes and, unless
 // Config.Manual, starts the fetcher, ISR, heartbeat, checkpoint and retention goroutines.
 // A broker leads nothing and is in no ISR when it starts: the controller fenced its
-// previous incarnation (see controller.RegisterBroker). Start may be called once.
+// previous incarnation (see controller.RegisterBroker). Start may be called once; after it
+// failed (a registration the controller refused, controller.ErrMetadataLog) the caller
+// Kills the broker, which releases what Start opened.
 func (b *Broker) Start() error {
 	if !b.state.CompareAndSwap(stateNew, stateRunning) {
 		return fmt.Errorf("broker %d: Start called twice or after stop", b.cfg.ID)
@@ -52,10 +54,12 @@ func (b *Broker) Start() error {
 		}
 	}
 	b.apply.Unlock()
-	b.epoch.Store(b.ctrl.RegisterBroker(reg))
-	if b.offline.Load() != nil {
-		b.ctrl.ReportOfflineLogDir(b.cfg.ID, b.epoch.Load()) // failed during recovery
+	epoch, err := b.ctrl.RegisterBroker(reg)
+	if err != nil {
+		return fmt.Errorf("broker %d: registering with the controller: %w", b.cfg.ID, err)
 	}
+	b.epoch.Store(epoch)
+	b.reportOffline() // a log directory that failed during recovery
 	if err := b.WriteHWCheckpoint(); err != nil {
 		b.logf("broker %d: %v", b.cfg.ID, err)
 	}

@@ -19,9 +19,9 @@ import (
 // TopicID). Internal topics may be deleted, as in Kafka.
 //
 // Errors: kerr.UnknownTopicOrPartition when there is no such topic.
-func (c *Controller) DeleteTopic(name string) error {
+func (c *Controller) DeleteTopic(name string) (err error) {
 	c.lock()
-	defer c.unlock()
+	defer c.unlockErr(&err)
 	t, ok := c.mu.topics[name]
 	if !ok {
 		return fmt.Errorf("delete topic %q: %w", name, kerr.UnknownTopicOrPartition)
@@ -45,9 +45,9 @@ func (c *Controller) DeleteTopic(name string) error {
 // above the current count or above MaxPartitions; kerr.InvalidReplicaAssignment for a bad
 // assignment; kerr.InvalidReplicationFactor when fewer brokers are alive than the
 // replication factor.
-func (c *Controller) CreatePartitions(topic string, count int32, assignment [][]int32, validateOnly bool) ([]PartitionState, error) {
+func (c *Controller) CreatePartitions(topic string, count int32, assignment [][]int32, validateOnly bool) (_ []PartitionState, err error) {
 	c.lock()
-	defer c.unlock()
+	defer c.unlockErr(&err)
 	t, ok := c.mu.topics[topic]
 	if !ok {
 		return nil, fmt.Errorf("create partitions %q: %w", topic, kerr.UnknownTopicOrPartition)
@@ -141,9 +141,13 @@ func (c *Controller) checkAssignmentLocked(a []int32, rf int) error {
 // (leader.imbalance.per.broker.percentage), each of those whose preferred replica is alive,
 // undamaged and in the ISR elects it (a clean leader change, as ElectLeader PREFERRED).
 // Returns the partitions whose leader moved, ordered by topic, then partition.
-func (c *Controller) BalanceLeaders(percentage int) []TopicPartition {
+func (c *Controller) BalanceLeaders(percentage int) (moved []TopicPartition) {
 	c.lock()
-	defer c.unlock()
+	defer func() {
+		if c.unlock() != nil {
+			moved = nil // refused: nothing moved
+		}
+	}()
 	byPreferred := map[int32][]*PartitionState{}
 	for _, name := range c.sortedTopicsLocked() {
 		t := c.mu.topics[name]
@@ -152,7 +156,6 @@ func (c *Controller) BalanceLeaders(percentage int) []TopicPartition {
 			byPreferred[st.Replicas[0]] = append(byPreferred[st.Replicas[0]], st)
 		}
 	}
-	var moved []TopicPartition
 	for _, pref := range slicesSortedKeys(byPreferred) {
 		parts := byPreferred[pref]
 		var off []*PartitionState

@@ -376,7 +376,7 @@ func TestReopenKeepsAdminChanges(t *testing.T) {
 	}
 	check(c, "reopened from the log")
 	c.mu.Lock()
-	err := c.mu.store.compact(c.snapshotRecordsLocked())
+	err := c.mu.store.compact(c.mu.durable.records())
 	c.mu.Unlock()
 	if err != nil {
 		t.Fatal(err)

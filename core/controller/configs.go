@@ -224,7 +224,7 @@ func applyChange(cur map[string]string, ch ConfigChange, check func(k, v string)
 //
 // Errors wrap kerr.InvalidRequest (a bad resource name, a key that is not dynamic, a bad
 // value, a key both set and deleted) or kerr.BrokerIDNotRegistered.
-func (c *Controller) ChangeBrokerConfig(resource string, ch ConfigChange) error {
+func (c *Controller) ChangeBrokerConfig(resource string, ch ConfigChange) (err error) {
 	if err := validBrokerConfigResource(resource); err != nil {
 		return err
 	}
@@ -235,7 +235,7 @@ func (c *Controller) ChangeBrokerConfig(resource string, ch ConfigChange) error 
 		}
 	}
 	c.lock()
-	defer c.unlock()
+	defer c.unlockErr(&err)
 	if resource != "" {
 		id, _ := strconv.Atoi(resource)
 		if _, ok := c.mu.brokers[int32(id)]; !ok {
@@ -295,14 +295,14 @@ func (c *Controller) ChangeBrokerConfig(resource string, ch ConfigChange) error 
 // Errors: kerr.UnknownTopicOrPartition for an unknown topic; kerr.InvalidConfig naming the
 // key for an unknown key or a bad value; kerr.InvalidRequest for a key both set and
 // deleted.
-func (c *Controller) ChangeTopicConfig(topic string, ch ConfigChange) error {
+func (c *Controller) ChangeTopicConfig(topic string, ch ConfigChange) (err error) {
 	// Offsets for a possible unclean election, queried without the lock.
 	var snap offsetSnapshot
 	if !ch.ValidateOnly {
 		snap = c.offlineOffsets(func(name string) bool { return name == topic })
 	}
 	c.lock()
-	defer c.unlock()
+	defer c.unlockErr(&err)
 	t, ok := c.mu.topics[topic]
 	if !ok {
 		return fmt.Errorf("alter topic config %q: %w", topic, kerr.UnknownTopicOrPartition)

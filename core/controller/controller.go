@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	stdlog "log"
 	"slices"
 	"sort"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/core/vfs"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Controller is the in-process metadata plane: brokers, topics, replica
@@ -31,33 +34,45 @@ type Controller struct {
 
 	mu struct {
 		sync.Mutex
-		brokers map[int32]*brokerState
-		topics  map[string]*topicState
-		// created counts created topics; topic k's placement starts at
-		// broker index k % n so that topics do not all start at one broker. It also
-		// numbers the topics' ids (topicState.seq).
-		created int
-		// brokerConfigs holds the dynamic broker configs by resource: "" the cluster-wide
-		// default, "<id>" one broker's (Kafka's DYNAMIC_DEFAULT_BROKER_CONFIG and
-		// DYNAMIC_BROKER_CONFIG); values validated, entries never empty.
-		brokerConfigs map[string]map[string]string
-		// lastBrokerEpoch is the epoch of the newest registration (broker epochs
-		// increase over the cluster's life, across controller restarts).
-		lastBrokerEpoch int64
-		offsets         Offsets
+		// image is the live state (brokers, topics, configs), changed by operations.
+		image
+		offsets Offsets
 		// subs holds every subscriber whose delivery goroutine has not
 		// exited yet (cancelled ones included until then, for Sync).
 		subs   map[*subscriber]struct{}
 		closed bool
-		// counters of Stats (gauges are computed in Stats).
-		elections, unclean, lost, isrChanges, isrShrinks int64
+		counters
 		// store is the metadata log (nil: in memory only); batch holds the records of the
 		// operation under way and outbox its notifications, both flushed by unlock.
-		store    *store
-		batch    []record
-		outbox   []outMsg
-		storeErr error
+		store  *store
+		batch  []record
+		outbox []outMsg
+		// durable is the state the metadata log holds (store != nil only); undo what an
+		// operation may change beyond it, taken by lock: a change that cannot be
+		// persisted is rolled back from both (rollbackLocked).
+		durable image
+		undo    undo
+		// storeErr is the metadata log's write error while it cannot be written (nil
+		// once it can again); storeFailures counts the changes refused meanwhile and
+		// in total, refusedLogged when the last refusal was logged (cfg.Now).
+		storeErr      error
+		storeFailures int64
+		refused       int64
+		refusedLogged int64
 	}
+}
+
+// counters are the controller's counters of Stats.
+type counters struct {
+	elections, unclean, lost, isrChanges, isrShrinks int64
+}
+
+// undo is what an operation may change that the durable image does not hold: the brokers'
+// liveness and session state, the counters.
+type undo struct {
+	brokers         map[int32]brokerState
+	counters        counters
+	lastBrokerEpoch int64
 }
 
 type brokerState struct {
@@ -118,50 +133,87 @@ func Open(cfg Config) (*Controller, Recovery, error) {
 		ms = DefaultBrokerSessionTimeoutMs
 	}
 	c.timeoutNs = ms * int64(time.Millisecond)
-	c.mu.brokers = make(map[int32]*brokerState)
-	c.mu.topics = make(map[string]*topicState)
-	c.mu.brokerConfigs = make(map[string]map[string]string)
+	c.mu.image = newImage()
 	c.mu.subs = make(map[*subscriber]struct{})
 	c.publishEpochsLocked()
 	if cfg.Dir == "" {
 		return c, Recovery{}, nil
 	}
-	st, rec, err := openStore(vfs.Or(cfg.FS), cfg.Dir)
+	st, o, rec, err := openStore(vfs.Or(cfg.FS), cfg.Dir)
 	if err != nil {
 		return nil, rec, err
 	}
 	c.mu.store = st
-	if err := c.loadLocked(st.loaded, &rec); err != nil {
+	c.mu.durable = newImage()
+	c.mu.undo.brokers = make(map[int32]brokerState)
+	c.lock()
+	err = c.loadLocked(o.recs, &rec)
+	if err == nil && o.heal {
+		// A copy was healed, the format was older or a fallback was used: write the
+		// state as a new generation now, so both copies are whole again.
+		if err = st.compact(c.mu.durable.records()); err == nil {
+			rec.Generation = st.gen
+			rec.Reason += fmt.Sprintf("; rewritten as generation %d", st.gen)
+		} else {
+			err = fmt.Errorf("controller: metadata log %s: writing the repaired state: %w", cfg.Dir, err)
+		}
+	}
+	c.mu.Unlock()
+	if err != nil {
 		st.close()
 		return nil, rec, err
 	}
 	return c, rec, nil
 }
 
-// lock takes the controller mutex for an operation that may change state; unlock writes the
-// operation's records to the metadata log (fsync), then hands its notifications to the
-// subscribers and releases the mutex.
-func (c *Controller) lock() { c.mu.Lock() }
-
-func (c *Controller) unlock() {
-	c.flushLocked()
-	c.mu.Unlock()
+// lock takes the controller mutex for an operation that may change state, noting what a
+// rollback needs; unlock writes the operation's records to the metadata log (fsync), then
+// hands its notifications to the subscribers and releases the mutex.
+func (c *Controller) lock() {
+	c.mu.Lock()
+	if c.mu.store == nil {
+		return
+	}
+	u := &c.mu.undo
+	clear(u.brokers)
+	for id, b := range c.mu.brokers {
+		u.brokers[id] = *b
+	}
+	u.counters, u.lastBrokerEpoch = c.mu.counters, c.mu.lastBrokerEpoch
 }
 
-// flushLocked persists the batch and delivers the outbox (mu held).
-func (c *Controller) flushLocked() {
-	if len(c.mu.batch) > 0 {
-		if c.mu.store != nil {
-			if err := c.mu.store.append(c.mu.batch, c.snapshotRecordsLocked); err != nil {
-				if c.mu.storeErr == nil {
-					c.logf("controller: metadata log %s: %v (metadata changes are no longer durable)", c.cfg.Dir, err)
-				}
-				c.mu.storeErr = err
-			}
-		}
-		clear(c.mu.batch)
-		c.mu.batch = c.mu.batch[:0]
+// unlock ends an operation: it persists and delivers the operation's changes, or, when the
+// metadata log cannot be written, rolls them back and returns the error (the change was
+// not made and nobody heard of it).
+func (c *Controller) unlock() error {
+	err := c.flushLocked()
+	c.mu.Unlock()
+	return err
+}
+
+// unlockErr is unlock for an operation whose result is *err: a change that could not be
+// persisted makes it fail.
+func (c *Controller) unlockErr(err *error) {
+	if ferr := c.unlock(); ferr != nil && *err == nil {
+		*err = ferr
 	}
+}
+
+// flushLocked persists the batch and delivers the outbox (mu held). If the batch cannot be
+// persisted, nothing is delivered and the operation is rolled back; the error says why.
+func (c *Controller) flushLocked() error {
+	if len(c.mu.batch) > 0 && c.mu.store != nil {
+		if err := c.persistLocked(); err != nil {
+			c.rollbackLocked()
+			clear(c.mu.batch)
+			c.mu.batch = c.mu.batch[:0]
+			clear(c.mu.outbox)
+			c.mu.outbox = c.mu.outbox[:0]
+			return err
+		}
+	}
+	clear(c.mu.batch)
+	c.mu.batch = c.mu.batch[:0]
 	for _, m := range c.mu.outbox {
 		for s := range c.mu.subs {
 			if m.forBroker(s.broker) {
@@ -171,6 +223,101 @@ func (c *Controller) flushLocked() {
 	}
 	clear(c.mu.outbox)
 	c.mu.outbox = c.mu.outbox[:0]
+	return nil
+}
+
+// ErrMetadataLog is wrapped by every error of a change refused because the metadata log
+// cannot be written (a full disk, an I/O error). The change was not made. The error also
+// wraps kerr.KafkaStorageError, the code Kafka clients get for it.
+var ErrMetadataLog = errors.New("the metadata log cannot be written")
+
+// persistLocked appends the batch to the metadata log. After an earlier failure it first
+// writes a new generation from the durable state (the failed write's tail is uncertain).
+func (c *Controller) persistLocked() error {
+	st := c.mu.store
+	if c.mu.storeErr != nil || st.failed != nil {
+		if err := st.compact(c.mu.durable.records()); err != nil {
+			return c.refuseLocked(err)
+		}
+		if c.mu.storeErr != nil {
+			c.logf("controller: metadata log %s can be written again (generation %d): metadata changes resume after %d refused",
+				c.cfg.Dir, st.gen, c.mu.refused)
+		}
+		st.failed, c.mu.storeErr, c.mu.refused = nil, nil, 0
+	}
+	data, err := encodeRecords(c.mu.batch)
+	if err != nil {
+		return fmt.Errorf("BUG: controller: encoding metadata records: %w", err)
+	}
+	if err := st.append(data); err != nil {
+		st.failed = err
+		return c.refuseLocked(err)
+	}
+	for i, r := range c.mu.batch {
+		if err := c.mu.durable.apply(r); err != nil {
+			panic(fmt.Sprintf("BUG: controller: metadata record %d (%s) of a batch does not apply: %v", i+1, r.Type, err))
+		}
+	}
+	if st.needsCompaction() {
+		if err := st.compact(c.mu.durable.records()); err != nil {
+			// The batch is durable in the current generation; the next change writes a
+			// new generation first.
+			st.failed = err
+			c.logf("controller: metadata log %s: compaction failed (the change is durable; the next one retries): %v", c.cfg.Dir, err)
+		}
+	}
+	return nil
+}
+
+// refuseLocked notes that a change was refused because the metadata log cannot be written,
+// says so (loudly at the first refusal, then at most every 10 s) and returns the error for
+// the caller.
+func (c *Controller) refuseLocked(cause error) error {
+	now := c.now()
+	c.mu.storeFailures++
+	c.mu.refused++
+	if c.mu.storeErr == nil {
+		c.mu.storeErr = cause
+		c.mu.refusedLogged = now
+		c.logf("controller: METADATA LOG %s CANNOT BE WRITTEN: %v. Every metadata change (elections, ISR changes, fencing, topics, configs) "+
+			"is refused until it can be written again; brokers keep their last state, so acks=all produces wait rather than lose data", c.cfg.Dir, cause)
+	} else if now-c.mu.refusedLogged >= 10*int64(time.Second) {
+		c.mu.refusedLogged = now
+		c.logf("controller: metadata log %s still cannot be written (%d changes refused): %v", c.cfg.Dir, c.mu.refused, cause)
+	}
+	return fmt.Errorf("controller: %w (%s): %w; the change was not made: %w", ErrMetadataLog, c.cfg.Dir, cause, kerr.KafkaStorageError)
+}
+
+// rollbackLocked undoes the operation under way: the topics and configs from the durable
+// image, the brokers and counters from what lock noted.
+func (c *Controller) rollbackLocked() {
+	c.mu.topics = c.mu.durable.cloneTopics()
+	c.mu.brokerConfigs = cloneBrokerConfigs(c.mu.durable.brokerConfigs)
+	c.mu.created = c.mu.durable.created
+	u := &c.mu.undo
+	for id := range c.mu.brokers {
+		if _, ok := u.brokers[id]; !ok {
+			delete(c.mu.brokers, id)
+		}
+	}
+	for id, b := range u.brokers {
+		if cur, ok := c.mu.brokers[id]; ok {
+			*cur = b
+		} else {
+			cp := b
+			c.mu.brokers[id] = &cp
+		}
+	}
+	c.mu.counters, c.mu.lastBrokerEpoch = u.counters, u.lastBrokerEpoch
+	c.publishEpochsLocked()
+}
+
+// MetadataLogError returns the error that keeps the metadata log from being written now, or
+// nil when it can be written (or there is none).
+func (c *Controller) MetadataLogError() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.storeErr
 }
 
 // SetOffsets installs the Offsets used to count offsets lost by unclean
@@ -231,10 +378,13 @@ type TopicPartition struct {
 // election of the last replica known to be in sync). Everywhere else it rejoins the ISR by
 // the join rule, once it has truncated to the leader and caught up. Damaged replicas are
 // recorded and skipped by clean elections.
-func (c *Controller) RegisterBroker(reg Registration) int64 {
+//
+// When the metadata log cannot be written the registration is refused (ErrMetadataLog) and
+// the broker must not start serving: the cluster does not know this incarnation.
+func (c *Controller) RegisterBroker(reg Registration) (epoch int64, err error) {
 	snap := c.snapshotOffsets(func(st *PartitionState) bool { return slices.Contains(st.Replicas, reg.ID) })
 	c.lock()
-	defer c.unlock()
+	defer c.unlockErr(&err)
 	b, ok := c.mu.brokers[reg.ID]
 	if !ok {
 		b = &brokerState{info: BrokerInfo{ID: reg.ID}, epoch: -1}
@@ -253,7 +403,7 @@ func (c *Controller) RegisterBroker(reg Registration) int64 {
 	c.recordBrokerLocked(b)
 	c.dropFromISRsLocked(reg.ID)
 	c.unfenceLocked(reg.ID, snap)
-	return b.epoch
+	return b.epoch, nil
 }
 
 // Heartbeat records that broker id (incarnation brokerEpoch; -1 skips the check) is alive
@@ -361,6 +511,11 @@ func (c *Controller) Stats() Stats {
 		LostOffsets:      c.mu.lost,
 		ISRChanges:       c.mu.isrChanges,
 		ISRShrinks:       c.mu.isrShrinks,
+
+		MetadataWriteFailures: c.mu.storeFailures,
+	}
+	if c.mu.storeErr != nil {
+		s.MetadataLogError = c.mu.storeErr.Error()
 	}
 	for _, t := range c.mu.topics {
 		for i := range t.parts {

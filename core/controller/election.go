@@ -308,20 +308,22 @@ func (c *Controller) unfenceLocked(id int32, snap offsetSnapshot) {
 // truncation error: KAFKA_STORAGE_ERROR; Kafka's offline log dir). The broker (incarnation
 // brokerEpoch; -1 skips the check) is fenced as BrokerDown does, so its leaderships move and
 // it leaves the ISRs, and it stays fenced until it registers again (a restart with the disk
-// repaired).
-func (c *Controller) ReportOfflineLogDir(id int32, brokerEpoch int64) {
+// repaired). An error (ErrMetadataLog) means the report was refused: the broker reports
+// again later.
+func (c *Controller) ReportOfflineLogDir(id int32, brokerEpoch int64) (err error) {
 	snap := c.snapshotOffsets(func(st *PartitionState) bool { return st.Leader == id })
 	c.lock()
-	defer c.unlock()
+	defer c.unlockErr(&err)
 	b, ok := c.mu.brokers[id]
 	if !ok || (brokerEpoch >= 0 && brokerEpoch != b.epoch) {
-		return
+		return nil
 	}
 	b.offlineDir = true
 	if b.info.Alive {
 		c.fenceLocked(id, false, snap)
 	}
 	b.fencedBySession = false
+	return nil
 }
 
 // ElectLeader runs an election requested by a tool or a fault injector, with
@@ -339,7 +341,7 @@ func (c *Controller) ReportOfflineLogDir(id int32, brokerEpoch int64) {
 //
 // Unknown partitions give kerr.UnknownTopicOrPartition. The returned state is
 // the partition's state after the call (also on the errors above).
-func (c *Controller) ElectLeader(topic string, p int32, unclean bool) (PartitionState, error) {
+func (c *Controller) ElectLeader(topic string, p int32, unclean bool) (out PartitionState, err error) {
 	var snap offsetSnapshot
 	if unclean {
 		c.mu.Lock()
@@ -355,7 +357,7 @@ func (c *Controller) ElectLeader(topic string, p int32, unclean bool) (Partition
 		}
 	}
 	c.lock()
-	defer c.unlock()
+	defer c.unlockPart(topic, p, &out, &err)
 	st := c.partLocked(topic, p)
 	if st == nil {
 		return PartitionState{}, fmt.Errorf("elect leader %s-%d: %w", topic, p, kerr.UnknownTopicOrPartition)
@@ -389,9 +391,9 @@ func (c *Controller) ElectLeader(topic string, p int32, unclean bool) (Partition
 // kerr.ElectionNotNeeded if to already leads; kerr.InvalidRequest if to is
 // not an alive ISR member; kerr.UnknownTopicOrPartition for unknown
 // partitions.
-func (c *Controller) TransferLeader(topic string, p int32, to int32) (PartitionState, error) {
+func (c *Controller) TransferLeader(topic string, p int32, to int32) (out PartitionState, err error) {
 	c.lock()
-	defer c.unlock()
+	defer c.unlockPart(topic, p, &out, &err)
 	st := c.partLocked(topic, p)
 	if st == nil {
 		return PartitionState{}, fmt.Errorf("transfer leader %s-%d: %w", topic, p, kerr.UnknownTopicOrPartition)
@@ -441,9 +443,9 @@ type AlterPartitionRequest struct {
 // together with kerr.IneligibleReplica (errors.Is matches both; the first is the error
 // code) if it names a fenced broker or adds one with a stale or unknown broker epoch. On
 // error the current state is returned too (zero for unknown partitions).
-func (c *Controller) AlterPartition(req AlterPartitionRequest) (PartitionState, error) {
+func (c *Controller) AlterPartition(req AlterPartitionRequest) (out PartitionState, err error) {
 	c.lock()
-	defer c.unlock()
+	defer c.unlockPart(req.Topic, req.Partition, &out, &err)
 	topic, p, leader, isr := req.Topic, req.Partition, req.Leader, req.ISR
 	st := c.partLocked(topic, p)
 	if st == nil {
@@ -505,6 +507,19 @@ func (c *Controller) AlterPartition(req AlterPartitionRequest) (PartitionState, 
 	}
 	c.storeLocked(st, next) // not commitLocked: a leader's own shrink is its IsrShrinksPerSec
 	return st.Clone(), nil
+}
+
+// unlockPart is unlock for an operation on one partition that returns its state: when the
+// change could not be persisted the error says so and the state returned is the current
+// one (as the operation's own errors return it).
+func (c *Controller) unlockPart(topic string, p int32, out *PartitionState, err *error) {
+	if ferr := c.flushLocked(); ferr != nil {
+		*err = ferr
+		if st := c.partLocked(topic, p); st != nil {
+			*out = st.Clone()
+		}
+	}
+	c.mu.Unlock()
 }
 
 // damagedLocked returns the brokers whose replica of topic-p is damaged (shared: do not

@@ -46,7 +46,7 @@ func TestRegisterBrokerEpochs(t *testing.T) {
 	}
 	for _, id := range []int32{2, 2, 1, 3, 2} {
 		old := c.BrokerEpoch(id)
-		e := c.RegisterBroker(Registration{ID: id, Host: "127.0.0.1", Port: 9090 + id})
+		e := mustRegister(t, c, Registration{ID: id, Host: "127.0.0.1", Port: 9090 + id})
 		if e <= last || e <= old || seen[e] {
 			t.Fatalf("re-registration of broker %d: epoch %d, previous %d, newest before %d", id, e, old, last)
 		}
@@ -70,7 +70,7 @@ func TestRegisterBrokerEpochs(t *testing.T) {
 func TestHeartbeatOfOldIncarnationIgnored(t *testing.T) {
 	c, clk := newTestController(t, 2, Config{BrokerSessionTimeoutMs: 1000})
 	old := c.BrokerEpoch(1)
-	cur := c.RegisterBroker(Registration{ID: 1, Host: "127.0.0.1", Port: 9091})
+	cur := mustRegister(t, c, Registration{ID: 1, Host: "127.0.0.1", Port: 9091})
 	clk.Advance(800 * time.Millisecond)
 	c.Heartbeat(1, old) // the previous process, still heartbeating
 	c.Heartbeat(2, c.BrokerEpoch(2))
@@ -103,7 +103,7 @@ func TestReRegisteredBrokerLeavesISRs(t *testing.T) {
 	c, _ := newTestController(t, 3, Config{})
 	mustCreate(t, c, "t", 1, 3, nil) // [1 2 3], leader 1
 	old3 := c.BrokerEpoch(3)
-	new3 := c.RegisterBroker(Registration{ID: 3, Host: "127.0.0.1", Port: 9093})
+	new3 := mustRegister(t, c, Registration{ID: 3, Host: "127.0.0.1", Port: 9093})
 	wantState(t, c, "follower 3 re-registered", "t", 0, 1, []int32{1, 2}, 0, 1)
 	if !alive(t, c, 3) {
 		t.Fatal("re-registered broker is fenced")
@@ -146,7 +146,7 @@ func TestStaleBrokerEpochAlterPartition(t *testing.T) {
 	before := mustPart(t, c, "t", 0) // ISR [1]
 	// Broker 1 restarts: its old incarnation is fenced (the partition goes offline, 1 being
 	// its last ISR member), the new one is elected again at once (clean, not damaged).
-	cur := c.RegisterBroker(Registration{ID: 1, Host: "127.0.0.1", Port: 9091})
+	cur := mustRegister(t, c, Registration{ID: 1, Host: "127.0.0.1", Port: 9091})
 	after := wantState(t, c, "last ISR member re-registered", "t", 0, 1, []int32{1}, before.LeaderEpoch+2, before.PartitionEpoch+2)
 	for _, tc := range []struct {
 		name string
@@ -366,7 +366,7 @@ func TestReportOfflineLogDir(t *testing.T) {
 	mustCreate(t, c, "t", 3, 3, nil) // t-0 [1 2 3], t-1 [2 3 1], t-2 [3 1 2]
 	before := mustPartitions(t, c, "t")
 	old2 := c.BrokerEpoch(2)
-	cur2 := c.RegisterBroker(Registration{ID: 2, Host: "127.0.0.1", Port: 9092}) // t-1 moves to 3; 2 leaves the ISRs
+	cur2 := mustRegister(t, c, Registration{ID: 2, Host: "127.0.0.1", Port: 9092}) // t-1 moves to 3; 2 leaves the ISRs
 	// Broker 2 rejoins every ISR, and leads t-1 again.
 	for p := int32(0); p < 3; p++ {
 		st := mustPart(t, c, "t", p)

@@ -1,12 +1,9 @@
 package controller
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,23 +15,35 @@ import (
 
 // The metadata log: what KRaft's __cluster_metadata log is to Kafka. Every controller
 // operation appends the records of what it changed and fsyncs them before any broker hears
-// of the change. Files in Config.Dir, for generation G:
+// of the change. Files in Config.Dir, for generation G, each kept twice (the second copy
+// with the suffix .mirror, see metalog.go for the framing):
 //
 //	metadata-G.snapshot   the whole state when generation G began (absent for G = 0)
-//	metadata-G.log        records appended since, one JSON object per line
+//	metadata-G.log        records appended since, one checksummed frame each
 //
 // A record holds the whole new value of one thing (a broker registration, a topic, a
 // partition state, a partition's damaged replicas, a topic deletion, the dynamic configs of
-// one broker-config resource), so replaying a log
-// over its snapshot in order gives the state. When the log grows past
-// max(compactMinBytes, 4 x the snapshot) the controller writes generation G+1's snapshot
-// (temp file, fsync, rename, fsync dir), starts an empty log and removes generation G.
-// Open loads the newest generation that has a snapshot; a torn last line (a crash during
-// an append) is cut and reported, anything else unreadable is an error.
+// one broker-config resource), so replaying a log over its snapshot in order gives the
+// state. When the log grows past max(compactMinBytes, 4 x the snapshot) the controller
+// writes generation G+1's snapshot (temp file, fsync, rename, fsync dir), starts an empty
+// log and removes generation G-1: generation G stays as the fallback of G+1's snapshot
+// (G's snapshot plus G's whole log is G+1's snapshot).
+//
+// Open loads the newest generation that has a snapshot. A frame damaged in one copy is read
+// from the other; a torn tail (a crash during an append) is cut and reported with the file
+// and offset; a snapshot damaged in both copies is rebuilt from the previous generation; a
+// record damaged in both copies before the tail stops the start with its file and offset
+// (`isrbench metadata --repair` cuts the log there, saying what that loses). Whenever a copy
+// was healed, the format was the older JSON lines, or a fallback was used, Open writes a new
+// generation at once, so both copies are whole again.
+//
+// A failed write or fsync leaves the log's tail uncertain (after a failed fsync Linux may
+// drop the dirty pages and report the next fsync as clean): the controller rolls the change
+// back, and the next change first writes a new generation from the state known durable.
 
 const compactMinBytes = 1 << 20
 
-// record is one line of the metadata log.
+// record is one frame of the metadata log.
 type record struct {
 	Type         string              `json:"type"` // broker | topic | partition | damaged | delete-topic | broker-config
 	Broker       *brokerRecord       `json:"broker,omitempty"`
@@ -86,7 +95,8 @@ type Recovery struct {
 	Brokers    int
 	// TruncatedBytes is the size of a torn tail cut from the log (0: clean).
 	TruncatedBytes int64
-	// Reason says what was repaired ("" if nothing).
+	// Reason says what was repaired ("" if nothing): each cut, healed copy or fallback,
+	// with its file and offset.
 	Reason string
 }
 
@@ -110,10 +120,12 @@ type store struct {
 	fs       vfs.FS
 	dir      string
 	gen      int
-	log      vfs.File
-	size     int64 // bytes in the log
+	logs     [2]vfs.File // the log and its mirror
+	size     int64       // bytes of whole, fsynced frames in each copy
 	snapSize int64
-	loaded   []record // snapshot + log at open; released after load
+	// failed is the error of a write, fsync or compaction whose outcome on disk is
+	// uncertain: the next append first writes a new generation from the durable state.
+	failed error
 }
 
 func snapName(dir string, g int) string {
@@ -121,21 +133,26 @@ func snapName(dir string, g int) string {
 }
 func logName(dir string, g int) string { return filepath.Join(dir, "metadata-"+strconv.Itoa(g)+".log") }
 
-// generations lists the generations with a snapshot or a log in dir, ascending.
+// bothCopies is a metadata file's path and its mirror's.
+func bothCopies(path string) [2]string { return [2]string{path, path + mirrorExt} }
+
+func dirOf(path string) string { return filepath.Dir(path) }
+
+// generations lists the generations with a snapshot or a log (either copy) in dir, ascending.
 func generations(fsys vfs.FS, dir string) (snaps, logs []int, err error) {
 	ents, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, e := range ents {
-		name := e.Name()
-		rest, ok := strings.CutPrefix(name, "metadata-")
+		rest, ok := strings.CutPrefix(e.Name(), "metadata-")
 		if !ok {
 			continue
 		}
+		rest = strings.TrimSuffix(rest, mirrorExt)
 		for ext, into := range map[string]*[]int{".snapshot": &snaps, ".log": &logs} {
 			if num, ok := strings.CutSuffix(rest, ext); ok {
-				if g, err := strconv.Atoi(num); err == nil && g >= 0 {
+				if g, err := strconv.Atoi(num); err == nil && g >= 0 && !slices.Contains(*into, g) {
 					*into = append(*into, g)
 				}
 			}
@@ -146,342 +163,245 @@ func generations(fsys vfs.FS, dir string) (snaps, logs []int, err error) {
 	return snaps, logs, nil
 }
 
-func openStore(fsys vfs.FS, dir string) (*store, Recovery, error) {
+// readCopies reads both copies of a metadata file and returns its records. A file in the
+// JSON-lines format of earlier releases is read from its first copy (legacy is then true).
+func readCopies(fsys vfs.FS, path string) (recs []record, m merged, legacy bool, err error) {
+	var cp [2]fileCopy
+	for i, p := range bothCopies(path) {
+		cp[i].name = p
+		data, err := vfs.ReadFile(fsys, p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			cp[i].missing = true
+		case err != nil:
+			return nil, m, false, fmt.Errorf("controller: metadata file %s: %w", p, err)
+		}
+		cp[i].data = data
+	}
+	if isLegacy(cp[0].data) {
+		recs, torn, err := parseLegacy(cp[0].data, path)
+		return recs, merged{end: len(cp[0].data) - torn, torn: torn}, true, err
+	}
+	m, err = mergeCopies(cp[0], cp[1])
+	if err != nil {
+		return nil, m, false, err
+	}
+	recs, err = decodePayloads(path, m.payloads)
+	return recs, m, false, err
+}
+
+// opened is what openStore read: the records to replay, and whether a new generation must
+// be written at once (a copy was healed, the format was older, or a fallback was used).
+type opened struct {
+	recs []record
+	heal bool
+}
+
+func openStore(fsys vfs.FS, dir string) (*store, opened, Recovery, error) {
 	rec := Recovery{Dir: dir}
+	var o opened
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
-		return nil, rec, fmt.Errorf("controller: metadata dir %s: %w", dir, err)
+		return nil, o, rec, fmt.Errorf("controller: metadata dir %s: %w", dir, err)
 	}
 	snaps, logs, err := generations(fsys, dir)
 	if err != nil {
-		return nil, rec, fmt.Errorf("controller: metadata dir %s: %w", dir, err)
+		return nil, o, rec, fmt.Errorf("controller: metadata dir %s: %w", dir, err)
 	}
 	st := &store{fs: fsys, dir: dir}
 	if len(snaps) > 0 {
 		st.gen = snaps[len(snaps)-1]
 	}
-	if st.gen > 0 {
-		data, err := vfs.ReadFile(fsys, snapName(dir, st.gen))
-		if err != nil {
-			return nil, rec, fmt.Errorf("controller: metadata snapshot: %w", err)
-		}
-		recs, torn, err := parseRecords(data, snapName(dir, st.gen))
-		if err != nil || torn > 0 {
-			return nil, rec, fmt.Errorf("controller: metadata snapshot %s is damaged (%d torn bytes): %v", snapName(dir, st.gen), torn, err)
-		}
-		st.loaded = recs
-		st.snapSize = int64(len(data))
-	}
-	path := logName(dir, st.gen)
-	data, err := vfs.ReadFile(fsys, path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, rec, fmt.Errorf("controller: metadata log: %w", err)
-	}
-	recs, torn, err := parseRecords(data, path)
+	var notes []string
+	base, baseNotes, err := st.loadBase(st.gen)
 	if err != nil {
-		return nil, rec, err
+		return nil, o, rec, err
 	}
-	st.loaded = append(st.loaded, recs...)
-	if st.log, err = fsys.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
-		return nil, rec, fmt.Errorf("controller: metadata log: %w", err)
+	notes = append(notes, baseNotes...)
+	path := logName(dir, st.gen)
+	recs, m, legacy, err := readCopies(fsys, path)
+	if err != nil {
+		return nil, o, rec, err
 	}
-	st.size = int64(len(data)) - torn
-	if torn > 0 {
-		if err := st.log.Truncate(st.size); err != nil {
-			st.log.Close()
-			return nil, rec, fmt.Errorf("controller: cutting the torn tail of %s: %w", path, err)
+	o.recs = append(base, recs...)
+	o.heal = len(notes) > 0 || len(m.healed) > 0 || legacy
+	notes = append(notes, m.healed...)
+	if legacy {
+		notes = append(notes, filepath.Base(path)+" is in the older JSON-lines format: rewritten as checksummed frames in two copies")
+	}
+	for i, p := range bothCopies(path) {
+		if st.logs[i], err = fsys.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+			st.close()
+			return nil, o, rec, fmt.Errorf("controller: metadata log: %w", err)
 		}
-		rec.TruncatedBytes = torn
-		rec.Reason = fmt.Sprintf("%s ended in a torn record (%d bytes), cut", filepath.Base(path), torn)
 	}
-	if err := st.log.Sync(); err != nil {
-		st.log.Close()
-		return nil, rec, fmt.Errorf("controller: metadata log fsync: %w", err)
+	st.size = int64(m.end)
+	if m.torn > 0 {
+		for i, p := range bothCopies(path) {
+			if err := st.logs[i].Truncate(st.size); err != nil {
+				st.close()
+				return nil, o, rec, fmt.Errorf("controller: cutting the torn tail of %s: %w", p, err)
+			}
+		}
+		rec.TruncatedBytes = int64(m.torn)
+		notes = append(notes, fmt.Sprintf("%s ended in a torn record at offset %d (%d bytes), cut", filepath.Base(path), m.end, m.torn))
+	}
+	for i := range st.logs {
+		if err := st.logs[i].Sync(); err != nil {
+			st.close()
+			return nil, o, rec, fmt.Errorf("controller: metadata log fsync: %w", err)
+		}
 	}
 	if err := fsys.SyncDir(dir); err != nil {
-		st.log.Close()
-		return nil, rec, fmt.Errorf("controller: metadata dir fsync: %w", err)
+		st.close()
+		return nil, o, rec, fmt.Errorf("controller: metadata dir fsync: %w", err)
 	}
-	// Older generations (a compaction that crashed before removing them) are not needed.
+	if st.gen > 0 {
+		if fi, err := fsys.Stat(snapName(dir, st.gen)); err == nil {
+			st.snapSize = fi.Size()
+		}
+	}
+	// Generations before the previous one (a compaction that crashed before removing
+	// them) are not needed; the previous one is the fallback of this one's snapshot.
 	for _, g := range append(snaps, logs...) {
-		if g < st.gen {
-			_ = fsys.Remove(snapName(dir, g))
-			_ = fsys.Remove(logName(dir, g))
+		if g < st.gen-1 {
+			st.removeGeneration(g)
 		}
 	}
 	rec.Generation = st.gen
-	rec.Records = len(st.loaded)
-	return st, rec, nil
+	rec.Records = len(o.recs)
+	rec.Reason = strings.Join(notes, "; ")
+	return st, o, rec, nil
 }
 
-// parseRecords decodes JSON lines. A last line without its newline that does not decode is a
-// torn append: its length is returned as torn. Any other bad line is an error naming it.
-func parseRecords(data []byte, name string) (recs []record, torn int64, err error) {
-	line := 0
-	for len(data) > 0 {
-		line++
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			var r record
-			if json.Unmarshal(data, &r) != nil || r.Type == "" {
-				return recs, int64(len(data)), nil
-			}
-			return recs, int64(len(data)), nil // complete JSON but no newline: still torn (not fsynced as a whole)
-		}
-		var r record
-		if err := json.Unmarshal(data[:i], &r); err != nil || r.Type == "" {
-			return nil, 0, fmt.Errorf("controller: metadata log %s line %d is not a record (%v): the metadata is damaged", name, line, err)
-		}
-		recs = append(recs, r)
-		data = data[i+1:]
+// loadBase returns the records of generation g's snapshot (none for g = 0). A snapshot
+// damaged or cut in both copies is rebuilt from generation g-1: its snapshot and its whole
+// log, which is what generation g's snapshot was written from.
+func (s *store) loadBase(g int) ([]record, []string, error) {
+	if g == 0 {
+		return nil, nil, nil
 	}
-	return recs, 0, nil
+	path := snapName(s.dir, g)
+	recs, m, _, err := readCopies(s.fs, path)
+	if err == nil && m.torn == 0 {
+		return recs, m.healed, nil
+	}
+	if err == nil {
+		err = fmt.Errorf("metadata snapshot %s ends in %d bytes that are not a whole record at offset %d", path, m.torn, m.end)
+	}
+	prevLog := logName(s.dir, g-1)
+	if _, serr := s.fs.Stat(prevLog); serr != nil {
+		return nil, nil, fmt.Errorf("controller: %w; no previous generation to rebuild it from (%s: %v)", err, filepath.Base(prevLog), serr)
+	}
+	var prev []record
+	var perr error
+	if g-1 > 0 {
+		var pm merged
+		prev, pm, _, perr = readCopies(s.fs, snapName(s.dir, g-1))
+		if perr == nil && pm.torn > 0 {
+			perr = fmt.Errorf("metadata snapshot %s is cut at offset %d", snapName(s.dir, g-1), pm.end)
+		}
+	}
+	var logRecs []record
+	if perr == nil {
+		logRecs, _, _, perr = readCopies(s.fs, prevLog)
+	}
+	if perr != nil {
+		return nil, nil, fmt.Errorf("controller: %w; rebuilding it from generation %d failed too: %v", err, g-1, perr)
+	}
+	return append(prev, logRecs...), []string{fmt.Sprintf("%v: rebuilt from generation %d (its snapshot and log)", err, g-1)}, nil
 }
 
-func encodeRecords(recs []record) ([]byte, error) {
-	var buf bytes.Buffer
-	for i := range recs {
-		b, err := json.Marshal(&recs[i])
-		if err != nil {
-			return nil, err
+// append writes data (framed records) at the end of both copies and fsyncs both. On error
+// the copies are cut back to their last whole frame where possible.
+func (s *store) append(data []byte) error {
+	path := logName(s.dir, s.gen)
+	for i, p := range bothCopies(path) {
+		if _, err := s.logs[i].WriteAt(data, s.size); err != nil {
+			s.cutBack()
+			return fmt.Errorf("write %s: %w", p, err)
 		}
-		buf.Write(b)
-		buf.WriteByte('\n')
 	}
-	return buf.Bytes(), nil
-}
-
-// append writes recs and fsyncs; it compacts when the log has grown enough, taking the
-// whole state from snapshot.
-func (s *store) append(recs []record, snapshot func() []record) error {
-	data, err := encodeRecords(recs)
-	if err != nil {
-		return err
-	}
-	if _, err := s.log.WriteAt(data, s.size); err != nil {
-		return fmt.Errorf("write: %w", err)
-	}
-	if err := s.log.Sync(); err != nil {
-		return fmt.Errorf("fsync: %w", err)
+	for i, p := range bothCopies(path) {
+		if err := s.logs[i].Sync(); err != nil {
+			s.cutBack()
+			return fmt.Errorf("fsync %s: %w", p, err)
+		}
 	}
 	s.size += int64(len(data))
-	if s.size > max(compactMinBytes, 4*s.snapSize) {
-		return s.compact(snapshot())
-	}
 	return nil
 }
 
-// compact starts generation gen+1 with a snapshot of the whole state.
+// cutBack drops a failed append's bytes from both copies (best effort: the next append
+// starts a new generation anyway).
+func (s *store) cutBack() {
+	for _, f := range s.logs {
+		_ = f.Truncate(s.size)
+	}
+}
+
+// needsCompaction reports whether the log has outgrown its bound.
+func (s *store) needsCompaction() bool { return s.size > max(compactMinBytes, 4*s.snapSize) }
+
+// compact starts generation gen+1 with a snapshot of the whole state (both copies), an
+// empty log (both copies), and removes generation gen-1.
 func (s *store) compact(state []record) error {
 	data, err := encodeRecords(state)
 	if err != nil {
 		return err
 	}
 	next := s.gen + 1
-	if err := vfs.WriteFileAtomic(s.fs, snapName(s.dir, next), data); err != nil {
-		return fmt.Errorf("compaction snapshot: %w", err)
+	for _, p := range bothCopies(snapName(s.dir, next)) {
+		if err := vfs.WriteFileAtomic(s.fs, p, data); err != nil {
+			return fmt.Errorf("compaction snapshot %s: %w", p, err)
+		}
 	}
-	f, err := s.fs.OpenFile(logName(s.dir, next), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("compaction log: %w", err)
+	var logs [2]vfs.File
+	closeAll := func() {
+		for _, f := range logs {
+			if f != nil {
+				f.Close()
+			}
+		}
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("compaction log fsync: %w", err)
+	for i, p := range bothCopies(logName(s.dir, next)) {
+		f, err := s.fs.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("compaction log %s: %w", p, err)
+		}
+		logs[i] = f
+		if err := f.Sync(); err != nil {
+			closeAll()
+			return fmt.Errorf("compaction log %s fsync: %w", p, err)
+		}
 	}
 	if err := s.fs.SyncDir(s.dir); err != nil {
-		f.Close()
+		closeAll()
 		return fmt.Errorf("compaction dir fsync: %w", err)
 	}
-	old := s.gen
-	s.log.Close()
-	s.log, s.gen, s.size, s.snapSize = f, next, 0, int64(len(data))
-	_ = s.fs.Remove(logName(s.dir, old))
-	if old > 0 {
-		_ = s.fs.Remove(snapName(s.dir, old))
+	s.close()
+	s.logs, s.gen, s.size, s.snapSize = logs, next, 0, int64(len(data))
+	if s.gen >= 2 {
+		s.removeGeneration(s.gen - 2)
 	}
 	return nil
+}
+
+// removeGeneration removes both copies of generation g's snapshot and log (best effort).
+func (s *store) removeGeneration(g int) {
+	for _, path := range []string{snapName(s.dir, g), logName(s.dir, g)} {
+		for _, p := range bothCopies(path) {
+			_ = s.fs.Remove(p)
+		}
+	}
 }
 
 func (s *store) close() {
-	if s.log != nil {
-		s.log.Close()
-		s.log = nil
-	}
-}
-
-// Records of changes (mu held): appended to the operation's batch.
-
-func (c *Controller) recordBrokerLocked(b *brokerState) {
-	c.mu.batch = append(c.mu.batch, record{Type: "broker", Broker: &brokerRecord{ID: b.info.ID, Epoch: b.epoch, Host: b.info.Host, Port: b.info.Port}})
-}
-
-func (c *Controller) recordTopicLocked(t *topicState) {
-	c.mu.batch = append(c.mu.batch, record{Type: "topic", Topic: &topicRecord{Name: t.name, ID: t.seq, Partitions: int32(len(t.parts)), Configs: t.configs, Created: c.mu.created}})
-}
-
-func (c *Controller) recordDeleteTopicLocked(name string) {
-	c.mu.batch = append(c.mu.batch, record{Type: "delete-topic", Topic: &topicRecord{Name: name, Created: c.mu.created}})
-}
-
-func (c *Controller) recordBrokerConfigLocked(resource string) {
-	c.mu.batch = append(c.mu.batch, record{Type: "broker-config", BrokerConfig: &brokerConfigRecord{Resource: resource, Configs: maps.Clone(c.mu.brokerConfigs[resource])}})
-}
-
-func (c *Controller) recordPartitionLocked(st *PartitionState) {
-	cl := st.Clone()
-	c.mu.batch = append(c.mu.batch, record{Type: "partition", Partition: &cl})
-}
-
-func (c *Controller) recordDamagedLocked(t *topicState, p int32) {
-	c.mu.batch = append(c.mu.batch, record{Type: "damaged", Damaged: &damagedRecord{Topic: t.name, Partition: p, Brokers: slices.Clone(t.damaged[p])}})
-}
-
-// snapshotRecordsLocked is the whole state as records (mu held).
-func (c *Controller) snapshotRecordsLocked() []record {
-	var out []record
-	ids := make([]int32, 0, len(c.mu.brokers))
-	for id := range c.mu.brokers {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		b := c.mu.brokers[id]
-		out = append(out, record{Type: "broker", Broker: &brokerRecord{ID: id, Epoch: b.epoch, Host: b.info.Host, Port: b.info.Port}})
-	}
-	for _, res := range slices.Sorted(maps.Keys(c.mu.brokerConfigs)) {
-		out = append(out, record{Type: "broker-config", BrokerConfig: &brokerConfigRecord{Resource: res, Configs: maps.Clone(c.mu.brokerConfigs[res])}})
-	}
-	if len(c.mu.topics) == 0 && c.mu.created > 0 {
-		// Every topic was deleted: keep the creation count, so topic ids are never reused.
-		out = append(out, record{Type: "delete-topic", Topic: &topicRecord{Name: "", Created: c.mu.created}})
-	}
-	for _, name := range c.sortedTopicsLocked() {
-		t := c.mu.topics[name]
-		out = append(out, record{Type: "topic", Topic: &topicRecord{Name: name, ID: t.seq, Partitions: int32(len(t.parts)), Configs: t.configs, Created: c.mu.created}})
-		for i := range t.parts {
-			cl := t.parts[i].Clone()
-			out = append(out, record{Type: "partition", Partition: &cl})
-		}
-		for p := int32(0); p < int32(len(t.parts)); p++ {
-			if len(t.damaged[p]) > 0 {
-				out = append(out, record{Type: "damaged", Damaged: &damagedRecord{Topic: name, Partition: p, Brokers: slices.Clone(t.damaged[p])}})
-			}
+	for i, f := range s.logs {
+		if f != nil {
+			f.Close()
+			s.logs[i] = nil
 		}
 	}
-	return out
 }
 
-// loadLocked replays recs into an empty controller, then takes every partition offline
-// and every broker as fenced (a restarted controller has heard from no broker yet), keeping
-// the ISRs so the first ISR member to register leads again.
-func (c *Controller) loadLocked(recs []record, rec *Recovery) error {
-	for i, r := range recs {
-		if err := c.applyRecordLocked(r); err != nil {
-			return fmt.Errorf("controller: metadata record %d (%s): %w", i+1, r.Type, err)
-		}
-	}
-	for _, name := range c.sortedTopicsLocked() {
-		t := c.mu.topics[name]
-		for i := range t.parts {
-			st := &t.parts[i]
-			if st.Topic == "" {
-				return fmt.Errorf("controller: metadata: topic %s partition %d has no state", name, i)
-			}
-			rec.Partitions++
-			if st.Leader == NoLeader {
-				continue
-			}
-			next := st.Clone()
-			next.Leader = NoLeader
-			next.LeaderEpoch++
-			next.PartitionEpoch++
-			c.storeLocked(st, next)
-		}
-	}
-	rec.Topics = len(c.mu.topics)
-	rec.Brokers = len(c.mu.brokers)
-	c.mu.store.loaded = nil
-	c.flushLocked()
-	return nil
-}
-
-func (c *Controller) applyRecordLocked(r record) error {
-	switch r.Type {
-	case "broker":
-		b := r.Broker
-		if b == nil {
-			return errors.New("no broker")
-		}
-		c.mu.brokers[b.ID] = &brokerState{info: BrokerInfo{ID: b.ID, Host: b.Host, Port: b.Port}, epoch: b.Epoch}
-		c.mu.lastBrokerEpoch = max(c.mu.lastBrokerEpoch, b.Epoch)
-	case "topic":
-		t := r.Topic
-		if t == nil || t.Partitions < 1 || t.Partitions > MaxPartitions {
-			return errors.New("bad topic")
-		}
-		ts := c.mu.topics[t.Name]
-		if ts == nil {
-			ts = &topicState{name: t.Name}
-			c.mu.topics[t.Name] = ts
-		}
-		ts.seq = t.ID
-		ts.configs = t.Configs
-		if ts.configs == nil {
-			ts.configs = map[string]string{}
-		}
-		for int32(len(ts.parts)) < t.Partitions {
-			ts.parts = append(ts.parts, PartitionState{})
-		}
-		ts.parts = ts.parts[:t.Partitions]
-		c.mu.created = max(c.mu.created, t.Created)
-	case "partition":
-		p := r.Partition
-		if p == nil {
-			return errors.New("no partition")
-		}
-		st := c.partLocked(p.Topic, p.Partition)
-		if st == nil {
-			return fmt.Errorf("partition %s-%d of an unknown topic", p.Topic, p.Partition)
-		}
-		*st = p.Clone()
-	case "damaged":
-		d := r.Damaged
-		if d == nil {
-			return errors.New("no damaged replicas")
-		}
-		t, ok := c.mu.topics[d.Topic]
-		if !ok {
-			return errors.New("damaged replicas of an unknown topic")
-		}
-		if t.damaged == nil {
-			t.damaged = map[int32][]int32{}
-		}
-		if len(d.Brokers) == 0 {
-			delete(t.damaged, d.Partition)
-		} else {
-			t.damaged[d.Partition] = slices.Clone(d.Brokers)
-		}
-	case "delete-topic":
-		if r.Topic == nil {
-			return errors.New("no topic")
-		}
-		delete(c.mu.topics, r.Topic.Name)
-		c.mu.created = max(c.mu.created, r.Topic.Created)
-	case "broker-config":
-		bc := r.BrokerConfig
-		if bc == nil {
-			return errors.New("no broker config")
-		}
-		if err := validBrokerConfigResource(bc.Resource); err != nil {
-			return err
-		}
-		if len(bc.Configs) == 0 {
-			delete(c.mu.brokerConfigs, bc.Resource)
-		} else {
-			c.mu.brokerConfigs[bc.Resource] = maps.Clone(bc.Configs)
-		}
-	default:
-		return fmt.Errorf("unknown record type %q", r.Type)
-	}
-	return nil
-}

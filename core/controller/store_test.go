@@ -130,7 +130,7 @@ func buildState(t *testing.T, c *Controller) int64 {
 	t.Helper()
 	var top int64
 	for id := int32(1); id <= 3; id++ {
-		top = c.RegisterBroker(Registration{ID: id, Host: "10.0.0." + fmt.Sprint(id), Port: 9090 + id})
+		top = mustRegister(t, c, Registration{ID: id, Host: "10.0.0." + fmt.Sprint(id), Port: 9090 + id})
 	}
 	mustCreate(t, c, "orders", 3, 3, map[string]string{ConfigMinInsyncReplicas: "2", ConfigRetentionMs: "60000"})
 	mustCreate(t, c, "audit.log", 1, 2, map[string]string{ConfigUncleanLeaderElectionEnable: "true"})
@@ -144,7 +144,7 @@ func buildState(t *testing.T, c *Controller) int64 {
 	if _, err := alterISR(c, "orders", 1, st.Leader, st.LeaderEpoch, st.PartitionEpoch, []int32{st.Leader}); err != nil {
 		t.Fatal(err)
 	}
-	top = c.RegisterBroker(Registration{ID: 3, Host: "10.0.0.3", Port: 19093, Damaged: []TopicPartition{{Topic: "orders", Partition: 1}}})
+	top = mustRegister(t, c, Registration{ID: 3, Host: "10.0.0.3", Port: 19093, Damaged: []TopicPartition{{Topic: "orders", Partition: 1}}})
 	st = mustPart(t, c, "orders", 2) // led by 1 since broker 3's old incarnation was fenced
 	if _, err := alterISR(c, "orders", 2, st.Leader, st.LeaderEpoch, st.PartitionEpoch, []int32{st.Leader}); err != nil {
 		t.Fatal(err)
@@ -186,7 +186,7 @@ func TestMetadataSurvivesReopen(t *testing.T) {
 
 	// Broker 2 registers first: it leads every partition whose ISR holds it, alone; orders-2
 	// (ISR [1]) stays offline.
-	e := c2.RegisterBroker(Registration{ID: 2, Host: "10.0.0.2", Port: 9092})
+	e := mustRegister(t, c2, Registration{ID: 2, Host: "10.0.0.2", Port: 9092})
 	if e <= top {
 		t.Fatalf("first registration after reload: epoch %d, not above %d given before", e, top)
 	}
@@ -201,7 +201,7 @@ func TestMetadataSurvivesReopen(t *testing.T) {
 		}
 	}
 	// Epochs keep increasing.
-	if e3 := c2.RegisterBroker(Registration{ID: 3, Host: "10.0.0.3", Port: 19093}); e3 <= e {
+	if e3 := mustRegister(t, c2, Registration{ID: 3, Host: "10.0.0.3", Port: 19093}); e3 <= e {
 		t.Fatalf("epoch %d after %d", e3, e)
 	}
 	after := stateOf(c2)
@@ -210,7 +210,7 @@ func TestMetadataSurvivesReopen(t *testing.T) {
 	// A third open sees what happened after the reload.
 	c3, _ := openStoreCtl(t, nil, dir, clk)
 	diffState(t, "reopened twice", stateOf(c3), after.reloaded())
-	if e := c3.RegisterBroker(Registration{ID: 1, Host: "10.0.0.1", Port: 9091}); e <= after.epochs[3] {
+	if e := mustRegister(t, c3, Registration{ID: 1, Host: "10.0.0.1", Port: 9091}); e <= after.epochs[3] {
 		t.Fatalf("epoch %d after a second reload, not above %d", e, after.epochs[3])
 	}
 }
@@ -284,17 +284,50 @@ func TestMetadataTornTail(t *testing.T) {
 	}
 }
 
-// TestMetadataCorruptRecord: a damaged record that is not the torn last one, a record the
-// controller cannot apply and a damaged snapshot are errors naming the file (and line) and
-// leave the files as they were.
+// readFrames returns the JSON records of a metadata file's first copy, one string each.
+func readFrames(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := mergeCopies(fileCopy{name: path, data: data}, fileCopy{name: path + mirrorExt, missing: true})
+	if err != nil || m.torn > 0 {
+		t.Fatalf("%s: %v (torn %d)", path, err, m.torn)
+	}
+	var out []string
+	for _, p := range m.payloads {
+		out = append(out, string(p))
+	}
+	return out
+}
+
+// writeFrames writes recs as the frames of both copies of a metadata file.
+func writeFrames(t *testing.T, path string, recs []string) []byte {
+	t.Helper()
+	var data []byte
+	for _, r := range recs {
+		data = appendFrame(data, []byte(r))
+	}
+	for _, p := range bothCopies(path) {
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return data
+}
+
+// TestMetadataCorruptRecord: a record damaged in both copies before the tail, a record the
+// controller cannot apply and a topic without its partitions are errors naming the file (and
+// offset or record) and leave the files as they were.
 func TestMetadataCorruptRecord(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		edit func(lines []string) []string
+		edit func(recs []string) []string
 		msg  []string
 	}{
-		{"garbage line in the middle", func(l []string) []string { l[2] = "#@!not json"; return l }, []string{"metadata-0.log line 3 is not a record", "damaged"}},
-		{"record without a type", func(l []string) []string { l[1] = `{"broker":{"id":1}}`; return l }, []string{"line 2 is not a record"}},
+		{"record without a type", func(l []string) []string { l[1] = `{"broker":{"id":1}}`; return l }, []string{"metadata-0.log record 2 is not a metadata record"}},
+		{"not JSON", func(l []string) []string { l[2] = `#@!`; return l }, []string{"record 3 is not a metadata record", "damaged"}},
 		{"unknown record type", func(l []string) []string { l[1] = `{"type":"quota"}`; return l }, []string{"metadata record 2", `unknown record type "quota"`}},
 		{"partition of an unknown topic", func(l []string) []string {
 			return append(l[:len(l)-1:len(l)-1], `{"type":"partition","partition":{"Topic":"nope","Partition":0,"Leader":1,"Replicas":[1],"ISR":[1]}}`, l[len(l)-1])
@@ -312,15 +345,7 @@ func TestMetadataCorruptRecord(t *testing.T) {
 			c, _ := openStoreCtl(t, nil, dir, clk)
 			buildState(t, c)
 			c.Close()
-			data, err := os.ReadFile(logPath(dir, 0))
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-			bad := []byte(strings.Join(tc.edit(lines), "\n") + "\n")
-			if err := os.WriteFile(logPath(dir, 0), bad, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			bad := writeFrames(t, logPath(dir, 0), tc.edit(readFrames(t, logPath(dir, 0))))
 			c2, _, err := Open(Config{Dir: dir, Now: clk.Now, Logf: t.Logf})
 			if err == nil {
 				c2.Close()
@@ -335,6 +360,139 @@ func TestMetadataCorruptRecord(t *testing.T) {
 				t.Error("a failed Open changed the metadata log")
 			}
 		})
+	}
+}
+
+// flipByte flips one bit of path's byte at off.
+func flipByte(t *testing.T, path string, off int) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[off] ^= 0x08
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// frameOffset is the byte offset of frame k (0-based) of a metadata file.
+func frameOffset(t *testing.T, path string, k int) int {
+	t.Helper()
+	off := 0
+	for i, r := range readFrames(t, path) {
+		if i == k {
+			return off
+		}
+		off += frameHeader + len(r)
+	}
+	t.Fatalf("%s has no frame %d", path, k)
+	return 0
+}
+
+// TestMetadataBitFlipHealed: one flipped bit in a record, in either copy, even one that
+// would still parse (an ISR [1] made [3]), is caught by the record's checksum and the
+// record is read from the other copy: every change comes back, the damage is reported with
+// the file and offset, and both copies are whole again (a new generation).
+func TestMetadataBitFlipHealed(t *testing.T) {
+	for _, which := range []string{"log", "mirror"} {
+		for _, where := range []string{"payload", "length", "checksum"} {
+			t.Run(which+" "+where, func(t *testing.T) {
+				dir := t.TempDir()
+				clk := &fakeClock{}
+				c, _ := openStoreCtl(t, nil, dir, clk)
+				buildState(t, c)
+				want := stateOf(c).reloaded()
+				c.Close()
+				path := logPath(dir, 0)
+				recs := readFrames(t, path)
+				k := len(recs) / 2
+				off := frameOffset(t, path, k)
+				frame := off
+				switch where {
+				case "payload":
+					off += frameHeader + len(recs[k])/2
+				case "length":
+					off += 3
+				case "checksum":
+					off += 5
+				}
+				if which == "mirror" {
+					path += mirrorExt
+				}
+				flipByte(t, path, off)
+				c2, rec := openStoreCtl(t, nil, dir, clk)
+				diffState(t, "after a bit flip in the "+which, stateOf(c2), want)
+				if !strings.Contains(rec.Reason, fmt.Sprintf("offset %d", frame)) ||
+					!strings.Contains(rec.Reason, filepath.Base(path)) || rec.Generation != 1 {
+					t.Errorf("Recovery %v: want the damaged copy and offset named, and a new generation", rec)
+				}
+				c2.Close()
+				// Whole again: both copies of the new generation agree, and a reopen heals nothing.
+				c3, rec3 := openStoreCtl(t, nil, dir, clk)
+				if rec3.Reason != "" || rec3.Generation != 1 {
+					t.Errorf("second reopen: %v", rec3)
+				}
+				diffState(t, "second reopen", stateOf(c3), want)
+			})
+		}
+	}
+}
+
+// TestMetadataDamageInBothCopies: the same record damaged in both copies before the tail
+// stops Open with the file, the offset and the repair command; the files stay as they were.
+func TestMetadataDamageInBothCopies(t *testing.T) {
+	dir := t.TempDir()
+	clk := &fakeClock{}
+	c, _ := openStoreCtl(t, nil, dir, clk)
+	buildState(t, c)
+	c.Close()
+	path := logPath(dir, 0)
+	off := frameOffset(t, path, 4) + frameHeader + 2
+	for _, p := range bothCopies(path) {
+		flipByte(t, p, off)
+	}
+	before, _ := os.ReadFile(path)
+	_, _, err := Open(Config{Dir: dir, Now: clk.Now, Logf: t.Logf})
+	var de *damageError
+	if !errors.As(err, &de) || de.Offset != off-frameHeader-2 || de.Record != 5 || de.File != path {
+		t.Fatalf("Open = %v, want a damage error at offset %d record 5 of %s", err, off-frameHeader-2, path)
+	}
+	for _, m := range []string{"both copies", "isrbench metadata --dir " + dir + " --repair", "checksum"} {
+		if !strings.Contains(err.Error(), m) {
+			t.Errorf("error %q does not say %q", err, m)
+		}
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Error("a refused Open changed the metadata log")
+	}
+}
+
+// TestMetadataLegacyFormat: a metadata log in the JSON-lines format of earlier releases is
+// read and rewritten at once as checksummed frames in two copies.
+func TestMetadataLegacyFormat(t *testing.T) {
+	dir := t.TempDir()
+	clk := &fakeClock{}
+	c, _ := openStoreCtl(t, nil, dir, clk)
+	buildState(t, c)
+	want := stateOf(c).reloaded()
+	c.Close()
+	recs := readFrames(t, logPath(dir, 0))
+	if err := os.WriteFile(logPath(dir, 0), []byte(strings.Join(recs, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(logPath(dir, 0) + mirrorExt); err != nil {
+		t.Fatal(err)
+	}
+	c2, rec := openStoreCtl(t, nil, dir, clk)
+	diffState(t, "from JSON lines", stateOf(c2), want)
+	if rec.Generation != 1 || !strings.Contains(rec.Reason, "JSON-lines") {
+		t.Errorf("Recovery %v: want the older format reported and a new generation", rec)
+	}
+	for _, p := range bothCopies(snapName(dir, 1)) {
+		if data, err := os.ReadFile(p); err != nil || isLegacy(data) {
+			t.Errorf("%s: %v (legacy %v)", p, err, isLegacy(data))
+		}
 	}
 }
 
@@ -384,8 +542,8 @@ func TestMetadataCompaction(t *testing.T) {
 		}
 	}
 	grown := last + 2000*100 // the log before compaction: at least ~100 bytes per partition record
-	if s := size("metadata-0.log"); s >= 0 {
-		t.Errorf("generation 0's log (%d bytes) not removed after compaction", s)
+	if s := size("metadata-0.log"); s < grown {
+		t.Errorf("generation 0's log (%d bytes) not kept whole after compaction: it is the fallback of generation 1's snapshot", s)
 	}
 	if s := size("metadata-1.log"); s != 0 {
 		t.Errorf("generation 1's log is %d bytes, want an empty log", s)
@@ -426,25 +584,67 @@ func TestMetadataCompaction(t *testing.T) {
 		c2.Close()
 	}
 
-	// A compaction cut short by a crash leaves generation 0 next to generation 1: Open loads
-	// the newest snapshot's generation and removes the older one.
+	// The next compaction removes generation 0 and keeps 1 as the fallback of 2; a
+	// leftover of an older generation (a compaction cut short by a crash) is removed by
+	// Open.
+	c3, _, err := Open(Config{Dir: dir, FS: fs, Now: clk.Now, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c3.mu.Lock()
+	err = c3.mu.store.compact(c3.mu.durable.records())
+	c3.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c3.Close()
+	if size("metadata-0.log") >= 0 || size("metadata-0.log.mirror") >= 0 || size("metadata-1.snapshot") < 0 {
+		t.Errorf("after the second compaction: gen 0 log %d, gen 1 snapshot %d", size("metadata-0.log"), size("metadata-1.snapshot"))
+	}
 	stale := filepath.Join(dir, "metadata-0.log")
 	if err := writeMem(fs, stale, []byte("left over\n")); err != nil {
 		t.Fatal(err)
 	}
-	c3, rec, err := Open(Config{Dir: dir, FS: fs, Now: clk.Now, Logf: t.Logf})
+	c4, rec, err := Open(Config{Dir: dir, FS: fs, Now: clk.Now, Logf: t.Logf})
 	if err != nil {
 		t.Fatalf("Open with a leftover generation: %v", err)
 	}
-	defer c3.Close()
-	if rec.Generation != 1 {
-		t.Errorf("loaded generation %d, want 1", rec.Generation)
+	defer c4.Close()
+	if rec.Generation != 2 {
+		t.Errorf("loaded generation %d, want 2", rec.Generation)
 	}
 	if _, err := fs.Stat(stale); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("leftover %s not removed: %v", stale, err)
 	}
-	if got := mustPart(t, c3, "hot", 0); !slices.Equal(got.ISR, []int32{1}) {
+	if got := mustPart(t, c4, "hot", 0); !slices.Equal(got.ISR, []int32{1}) {
 		t.Errorf("hot-0 %v, want ISR [1] from generation 1's log", got)
+	}
+}
+
+// TestMetadataSnapshotFallback: a snapshot damaged in both copies is rebuilt from the
+// previous generation (its snapshot and whole log), with nothing lost, and reported.
+func TestMetadataSnapshotFallback(t *testing.T) {
+	dir := t.TempDir()
+	clk := &fakeClock{}
+	c, _ := openStoreCtl(t, nil, dir, clk)
+	buildState(t, c)
+	c.mu.Lock()
+	err := c.mu.store.compact(c.mu.durable.records())
+	c.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, c, "after", 2, 2, nil) // in generation 1's log
+	want := stateOf(c).reloaded()
+	c.Close()
+	off := frameOffset(t, snapName(dir, 1), 3) + frameHeader + 1
+	for _, p := range bothCopies(snapName(dir, 1)) {
+		flipByte(t, p, off)
+	}
+	c2, rec := openStoreCtl(t, nil, dir, clk)
+	diffState(t, "rebuilt from generation 0", stateOf(c2), want)
+	if !strings.Contains(rec.Reason, "rebuilt from generation 0") || !strings.Contains(rec.Reason, "metadata-1.snapshot") || rec.Generation != 2 {
+		t.Errorf("Recovery %v: want the fallback reported and a new generation", rec)
 	}
 }
 

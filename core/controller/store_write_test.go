@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/core/vfs"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // TestMetadataDurableBeforeDelivery: a change is in the metadata log, fsynced, before any
@@ -125,51 +126,131 @@ func TestMetadataDurableBeforeCallback(t *testing.T) {
 	}
 }
 
-// TestMetadataStoreError: a metadata log that cannot be written (fsync fails) is reported
-// once through Logf and by StoreError; the controller keeps working in memory.
-func TestMetadataStoreError(t *testing.T) {
-	clk := &fakeClock{}
-	efs := vfs.NewErrorFS(vfs.NewMemFS(func() time.Time { return time.Unix(0, clk.Now()) }))
-	var mu sync.Mutex
-	var logged []string
-	c, _, err := Open(Config{Dir: "/m", FS: efs, Now: clk.Now, Logf: func(f string, a ...any) {
-		mu.Lock()
-		logged = append(logged, fmt.Sprintf(f, a...))
-		mu.Unlock()
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.RegisterBroker(Registration{ID: 1, Host: "127.0.0.1", Port: 9091})
-	if err := c.StoreError(); err != nil {
-		t.Fatalf("StoreError before any failure: %v", err)
-	}
-	efs.SetInjector(func(op vfs.Op, path string) error {
-		if op == vfs.OpSync {
-			return syscall.EIO
-		}
-		return nil
-	})
-	mustCreate(t, c, "t", 1, 1, nil)
-	mustCreate(t, c, "u", 1, 1, nil)
-	err = c.StoreError()
-	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "fsync") {
-		t.Fatalf("StoreError = %v, want the fsync's EIO", err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(logged) != 1 || !strings.Contains(logged[0], "no longer durable") || !strings.Contains(logged[0], "/m") {
-		t.Errorf("logged %q, want one line saying the metadata is no longer durable", logged)
-	}
-	if got := c.Topics(); !slices.Equal(got, []string{"t", "u"}) {
-		t.Errorf("topics %v: the controller must keep working in memory", got)
+// TestMetadataWriteFailureRefuses: when the metadata log cannot be written (a failed fsync,
+// a full disk) the change is refused with ErrMetadataLog (KAFKA_STORAGE_ERROR on the wire),
+// rolled back and delivered to nobody; it is said loudly once; nothing of it survives a
+// restart. When writes work again the next change writes a new generation first and goes
+// through.
+func TestMetadataWriteFailureRefuses(t *testing.T) {
+	for _, fault := range []string{"fsync", "write", "disk full"} {
+		t.Run(fault, func(t *testing.T) {
+			clk := &fakeClock{}
+			mem := vfs.NewMemFS(func() time.Time { return time.Unix(0, clk.Now()) })
+			efs := vfs.NewErrorFS(mem)
+			var mu sync.Mutex
+			var logged []string
+			c, _, err := Open(Config{Dir: "/m", FS: efs, Now: clk.Now, ManualDelivery: true, Logf: func(f string, a ...any) {
+				mu.Lock()
+				logged = append(logged, fmt.Sprintf(f, a...))
+				mu.Unlock()
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			for id := int32(1); id <= 3; id++ {
+				mustRegister(t, c, Registration{ID: id, Host: "127.0.0.1", Port: 9090 + id})
+			}
+			mustCreate(t, c, "t", 1, 3, map[string]string{ConfigMinInsyncReplicas: "2"})
+			var got []Update
+			cancel := c.Subscribe(2, func(u Update) { got = append(got, u) })
+			defer cancel()
+			c.DeliverPending(2, 0)
+			got = nil
+			before := stateOf(c)
+			switch fault {
+			case "disk full":
+				mem.SetCapacity(mem.Used())
+			default:
+				op := vfs.OpSync
+				if fault == "write" {
+					op = vfs.OpWrite
+				}
+				efs.SetInjector(func(o vfs.Op, path string) error {
+					if o == op {
+						return syscall.EIO
+					}
+					return nil
+				})
+			}
+			if c.MetadataLogError() != nil {
+				t.Fatal("MetadataLogError before any failure")
+			}
+			// Each kind of change is refused and undone: a create, an ISR shrink, a
+			// fencing, a config change, a registration.
+			if _, err := c.CreateTopic("u", 1, 3, nil); !errors.Is(err, ErrMetadataLog) || !errors.Is(err, kerr.KafkaStorageError) {
+				t.Fatalf("CreateTopic = %v, want ErrMetadataLog", err)
+			}
+			st := mustPart(t, c, "t", 0)
+			if got, err := alterISR(c, "t", 0, st.Leader, st.LeaderEpoch, st.PartitionEpoch, []int32{st.Leader, st.ISR[1]}); !errors.Is(err, ErrMetadataLog) || got.String() != st.String() {
+				t.Fatalf("AlterPartition = %v, %v; want ErrMetadataLog and the current state %v", got, err, st)
+			}
+			c.BrokerDown(st.Leader)
+			if err := c.AlterTopicConfig("t", map[string]string{ConfigRetentionMs: "1000"}, nil); !errors.Is(err, ErrMetadataLog) {
+				t.Fatalf("AlterTopicConfig = %v", err)
+			}
+			if _, err := c.RegisterBroker(Registration{ID: 3, Host: "127.0.0.1", Port: 9093}); !errors.Is(err, ErrMetadataLog) {
+				t.Fatalf("RegisterBroker = %v", err)
+			}
+			if _, err := c.RegisterBroker(Registration{ID: 7, Host: "127.0.0.1", Port: 9097}); !errors.Is(err, ErrMetadataLog) {
+				t.Fatalf("RegisterBroker of a new broker = %v", err)
+			}
+			diffState(t, "after refused changes", stateOf(c), before)
+			if n := c.Pending(2); n != 0 || len(got) != 0 {
+				t.Errorf("%d changes pending, %d delivered while the metadata log failed", n, len(got))
+			}
+			if s := c.Stats(); s.MetadataWriteFailures != 6 || s.MetadataLogError == "" || s.Elections != 0 {
+				t.Errorf("Stats %+v: want 6 refused changes, the error, no election counted", s)
+			}
+			mu.Lock()
+			loud := 0
+			for _, l := range logged {
+				if strings.Contains(l, "CANNOT BE WRITTEN") && strings.Contains(l, "/m") {
+					loud++
+				}
+			}
+			mu.Unlock()
+			if loud != 1 {
+				t.Errorf("logged %q: want the failure said loudly once", logged)
+			}
+			// Nothing refused survives a power loss either.
+			lost, _, err := Open(Config{Dir: "/m", FS: mem.CrashClone(), Now: clk.Now, Logf: t.Logf})
+			if err != nil {
+				t.Fatalf("open after a power loss: %v", err)
+			}
+			diffState(t, "after a power loss", stateOf(lost), before.reloaded())
+			lost.Close()
+
+			// Writes work again: the next change goes through, in a new generation.
+			mem.SetCapacity(0)
+			efs.SetInjector(nil)
+			mustCreate(t, c, "u", 1, 3, nil)
+			if c.MetadataLogError() != nil || c.Pending(2) == 0 {
+				t.Errorf("after writes work again: error %v, %d pending", c.MetadataLogError(), c.Pending(2))
+			}
+			mu.Lock()
+			if last := logged[len(logged)-1]; !strings.Contains(last, "can be written again") {
+				t.Errorf("last log line %q: want the resumption said", last)
+			}
+			mu.Unlock()
+			after, _, err := Open(Config{Dir: "/m", FS: mem.CrashClone(), Now: clk.Now, Logf: t.Logf})
+			if err != nil {
+				t.Fatalf("open after resuming: %v", err)
+			}
+			defer after.Close()
+			if !slices.Equal(after.Topics(), []string{"t", "u"}) {
+				t.Errorf("after resuming and a power loss: topics %v", after.Topics())
+			}
+		})
 	}
 }
 
-// StoreError returns the first error writing the metadata log, or nil.
-func (c *Controller) StoreError() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.mu.storeErr
+// mustRegister registers a broker and returns its epoch.
+func mustRegister(t testing.TB, c *Controller, reg Registration) int64 {
+	t.Helper()
+	e, err := c.RegisterBroker(reg)
+	if err != nil {
+		t.Fatalf("register broker %d: %v", reg.ID, err)
+	}
+	return e
 }

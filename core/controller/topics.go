@@ -173,9 +173,9 @@ func ValidateTopicName(name string) error {
 // InvalidTopicException, as Kafka); partitions < 1 or > MaxPartitions
 // (InvalidPartitions); rf < 1 or > alive brokers (InvalidReplicationFactor);
 // an unknown config key or bad value (InvalidConfig).
-func (c *Controller) CreateTopic(name string, partitions int32, rf int16, configs map[string]string) ([]PartitionState, error) {
+func (c *Controller) CreateTopic(name string, partitions int32, rf int16, configs map[string]string) (_ []PartitionState, err error) {
 	c.lock()
-	defer c.unlock()
+	defer c.unlockErr(&err)
 	norm, err := c.validateCreateLocked(name, partitions, rf, configs)
 	if err != nil {
 		return nil, err

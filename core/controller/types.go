@@ -200,4 +200,10 @@ type Stats struct {
 	// leader's own shrinks (AlterPartition) are its IsrShrinksPerSec, not
 	// counted here, so the two add up to every shrink.
 	ISRShrinks int64
+	// MetadataWriteFailures counts metadata changes refused because the metadata log
+	// could not be written (each a failed write, fsync or new generation).
+	MetadataWriteFailures int64
+	// MetadataLogError is why the metadata log cannot be written now ("" when it can):
+	// while it is set the controller refuses every change.
+	MetadataLogError string
 }

@@ -87,7 +87,11 @@ func newTestCluster(t testing.TB, cfg Config, ids []int32, realLog bool) *testCl
 		}
 		c.brokers[id] = b
 		c.open(b)
-		b.epoch = c.ctrl.RegisterBroker(controller.Registration{ID: id, Host: "127.0.0.1", Port: 9092 + id})
+		epoch, err := c.ctrl.RegisterBroker(controller.Registration{ID: id, Host: "127.0.0.1", Port: 9092 + id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.epoch = epoch
 	}
 	t.Cleanup(func() {
 		for _, b := range c.brokers {
@@ -282,7 +286,11 @@ func (c *testCluster) restart(b *testBroker) error {
 	if b.r.LEO() < b.hwCkp {
 		reg.Damaged = []controller.TopicPartition{{Topic: "t", Partition: 0}}
 	}
-	b.epoch = c.ctrl.RegisterBroker(reg)
+	epoch, err := c.ctrl.RegisterBroker(reg)
+	if err != nil {
+		return err
+	}
+	b.epoch = epoch
 	return c.sync()
 }
 
