@@ -404,4 +404,3 @@ func (s *store) close() {
 		}
 	}
 }
-
