@@ -38,8 +38,8 @@ func (s *Sim) check() {
 			continue
 		}
 		ln := s.nodes[st.Leader]
-		if !ln.up() {
-			continue
+		if !ln.up() || ln.b.LogDirOffline() != nil {
+			continue // (a leader whose log dir failed while the metadata log refused its fencing)
 		}
 		lr, ok := ln.b.Replica(topic, p)
 		if !ok || !lr.IsLeader() || lr.LeaderEpoch() != st.LeaderEpoch {
@@ -76,8 +76,8 @@ func (s *Sim) check() {
 				s.fail("p%d: ISR member %d has LEO %d < leader %d HW %d (ISR %v)", p, m.id, mr.LEO(), ln.id, hw, st.ISR)
 				return
 			}
-			if mr.LogStart() != lr.LogStart() {
-				continue
+			if mr.LogStart() != lr.LogStart() || m.b.LogDirOffline() != nil {
+				continue // (a member whose log dir failed while its fencing is refused: LEO checked above)
 			}
 			got, err := rawLog(mr, mr.LogStart(), hw)
 			if err != nil {
@@ -105,7 +105,7 @@ func (s *Sim) check() {
 func (s *Sim) checkDurability(final bool) {
 	for p := int32(0); p < int32(s.nparts); p++ {
 		st, _ := s.ctrl.Partition(topic, p)
-		if st.Leader == controller.NoLeader || !s.nodes[st.Leader].up() {
+		if st.Leader == controller.NoLeader || !s.nodes[st.Leader].up() || s.nodes[st.Leader].b.LogDirOffline() != nil {
 			if final {
 				s.fail("p%d has no running leader at the end: %v", p, st)
 			}

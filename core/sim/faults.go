@@ -1,11 +1,16 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/isrbench/isrbench/core/controller"
+	"github.com/isrbench/isrbench/core/vfs"
 )
 
 // fault injects or heals one fault: half of the time it heals one (a restart, a resume, a
@@ -117,7 +122,9 @@ func (s *Sim) fault() {
 		// fetchers when they learn of it, with rounds in flight.
 		k := 1 + s.rng.IntN(4)
 		if err := s.ctrl.ChangeBrokerConfig("", controller.ConfigChange{Set: map[string]string{"num.replica.fetchers": fmt.Sprint(k)}}); err != nil {
-			s.fail("num.replica.fetchers=%d: %v", k, err)
+			if !s.refused(err) {
+				s.fail("num.replica.fetchers=%d: %v", k, err)
+			}
 			return
 		}
 		s.stats.FetcherResizes++
@@ -138,8 +145,122 @@ func (s *Sim) fault() {
 			s.stats.Rebalances++
 			s.tracef("preferred leaders elected: %v", moved)
 		}
+	case r < 98:
+		s.metadataFault()
 	default:
 		s.ctrl.CheckSessions()
+	}
+}
+
+// metadataFault makes the controller's metadata log unwritable (a full disk, or an I/O error
+// on every write or fsync), or mends it. Meanwhile every metadata change is refused and
+// rolled back: no election, ISR change, fencing or registration takes effect, so brokers
+// keep their last state and nothing acknowledged may be lost.
+func (s *Sim) metadataFault() {
+	if s.metaFault != "" {
+		s.mendMetadata()
+		return
+	}
+	s.stats.MetaFaults++
+	switch s.rng.IntN(3) {
+	case 0:
+		s.metaFault = "full"
+		s.ctrlFS.SetCapacity(s.ctrlFS.Used())
+	default:
+		op := vfs.OpSync
+		if s.rng.IntN(2) == 0 {
+			op = vfs.OpWrite
+		}
+		s.metaFault = "EIO on " + string(op)
+		s.ctrlFS.SetInjector(func(o vfs.Op, _ string) error {
+			if o == op {
+				return syscall.EIO
+			}
+			return nil
+		})
+	}
+	s.tracef("metadata log: %s", s.metaFault)
+}
+
+func (s *Sim) mendMetadata() {
+	if s.metaFault == "" {
+		return
+	}
+	s.tracef("metadata log mended (was %s)", s.metaFault)
+	s.metaFault = ""
+	s.ctrlFS.SetCapacity(0)
+	s.ctrlFS.SetInjector(nil)
+}
+
+// refused reports whether err is the controller refusing a change because its metadata log
+// cannot be written, which only a metadata fault may cause.
+func (s *Sim) refused(err error) bool {
+	if !errors.Is(err, controller.ErrMetadataLog) {
+		return false
+	}
+	if s.metaFault == "" {
+		s.fail("a metadata change was refused without a metadata fault: %v", err)
+	}
+	s.stats.MetaRefused++
+	s.tracef("refused: %v", err)
+	return true
+}
+
+// crashMetadata is a power loss of the controller's disk during a cluster restart: the
+// metadata log keeps what was fsynced; sometimes a torn append is left at the end of a copy
+// (bytes that never completed a record) or a bit of one copy of a metadata file flips. Every
+// change brokers heard of was fsynced in both copies, so the reopened controller must have
+// each of them.
+func (s *Sim) crashMetadata() {
+	s.ctrlFS = s.ctrlFS.CrashClone()
+	s.stats.MetaCrashes++
+	ents, err := s.ctrlFS.ReadDir("/metadata")
+	if err != nil || len(ents) == 0 {
+		return
+	}
+	e := ents[s.rng.IntN(len(ents))]
+	path := "/metadata/" + e.Name()
+	f, err := s.ctrlFS.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		s.fail("metadata crash: %v", err)
+		return
+	}
+	defer f.Close()
+	fi, err := s.ctrlFS.Stat(path)
+	if err != nil {
+		s.fail("metadata crash: %v", err)
+		return
+	}
+	switch s.rng.IntN(3) {
+	case 0:
+		if !strings.Contains(e.Name(), ".log") {
+			return
+		}
+		torn := make([]byte, 1+s.rng.IntN(64))
+		for i := range torn {
+			torn[i] = byte(s.rng.IntN(256))
+		}
+		torn[0] = 0 // a plausible length's first byte
+		if _, err := f.WriteAt(torn, fi.Size()); err == nil {
+			s.tracef("metadata crash: a torn append of %d bytes at the end of %s", len(torn), path)
+		}
+	case 1:
+		if fi.Size() == 0 {
+			return
+		}
+		off := int64(s.rng.IntN(int(fi.Size())))
+		b := []byte{0}
+		if _, err := f.ReadAt(b, off); err != nil {
+			s.fail("metadata crash: read %s: %v", path, err)
+			return
+		}
+		b[0] ^= 1 << s.rng.IntN(8)
+		if _, err := f.WriteAt(b, off); err == nil {
+			s.tracef("metadata crash: a bit flipped in %s at offset %d", path, off)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		s.fail("metadata crash: fsync %s: %v", path, err)
 	}
 }
 
@@ -197,6 +318,10 @@ func (s *Sim) restartCluster() {
 		n.fs.SetCapacity(0)
 	}
 	s.ctrl.Close()
+	s.mendMetadata()
+	if s.rng.IntN(2) == 0 {
+		s.crashMetadata()
+	}
 	s.openController()
 	if s.err != nil {
 		return
@@ -285,6 +410,7 @@ func (s *Sim) heal() {
 	s.tracef("healing every fault")
 	clear(s.cut)
 	clear(s.slow)
+	s.mendMetadata()
 	for _, n := range s.nodes {
 		n.ctrlCut = false
 		if n.diskFull || (n.up() && n.b.LogDirOffline() != nil) {

@@ -61,6 +61,12 @@ type Stats struct {
 	// LeaderFlaps counts leaderships moved back to the previous leader soon after a move;
 	// ParkedWaits counts acks=all waits first looked at late (parkedUntil).
 	LeaderFlaps, ParkedWaits int
+	// MetaFaults counts metadata-log faults (full disk, I/O errors); MetaRefused the
+	// metadata changes refused meanwhile.
+	MetaFaults, MetaRefused int
+	// MetaCrashes counts power losses of the controller's disk (with a torn append or a
+	// flipped bit in one copy, sometimes).
+	MetaCrashes int
 }
 
 // maxPartitions bounds the partitions CreatePartitions faults add.
@@ -110,6 +116,8 @@ type Sim struct {
 	// failure, whose loss it excuses (records are numbered by nextValue).
 	crashPending    bool
 	lossAllowedUpTo int
+	// metaFault says what keeps the metadata log from being written ("" nothing).
+	metaFault string
 }
 
 // entry is a record the oracle holds: its value and its number (the order it was produced in).
@@ -272,7 +280,10 @@ func (s *Sim) start(n *node) {
 		return
 	}
 	if err := b.Start(); err != nil {
-		s.fail("broker %d: start: %v", n.id, err)
+		b.Kill()
+		if !s.refused(err) {
+			s.fail("broker %d: start: %v", n.id, err)
+		}
 		return
 	}
 	held := n.held

@@ -77,6 +77,9 @@ func add(t *Stats, s Stats) {
 	t.Rebalances += s.Rebalances
 	t.LeaderFlaps += s.LeaderFlaps
 	t.ParkedWaits += s.ParkedWaits
+	t.MetaFaults += s.MetaFaults
+	t.MetaRefused += s.MetaRefused
+	t.MetaCrashes += s.MetaCrashes
 }
 
 // TestSimulationFaultMix: the seeds exercise the fault kinds that expose acks tied to the
@@ -94,6 +97,9 @@ func TestSimulationFaultMix(t *testing.T) {
 	}
 	if total.LeaderFlaps == 0 || total.ParkedWaits == 0 || total.LeaderMoves <= total.LeaderFlaps {
 		t.Errorf("40 seeds: %d leader moves, %d moved back, %d parked acks=all waits: want all kinds", total.LeaderMoves, total.LeaderFlaps, total.ParkedWaits)
+	}
+	if total.MetaFaults == 0 || total.MetaRefused == 0 || total.MetaCrashes == 0 {
+		t.Errorf("40 seeds: %d metadata-log faults, %d changes refused, %d metadata crashes: want all kinds", total.MetaFaults, total.MetaRefused, total.MetaCrashes)
 	}
 	t.Logf("40 seeds: %+v", total)
 }
