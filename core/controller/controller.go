@@ -245,7 +245,7 @@ func (c *Controller) persistLocked() error {
 		}
 		st.failed, c.mu.storeErr, c.mu.refused = nil, nil, 0
 	}
-	data, err := encodeRecords(c.mu.batch)
+	data, err := encodeBatch(nil, c.mu.batch)
 	if err != nil {
 		return fmt.Errorf("BUG: controller: encoding metadata records: %w", err)
 	}

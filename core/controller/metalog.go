@@ -2,20 +2,23 @@ package controller
 
 import (
 	"bytes"
+	"errors"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
 )
 
-// The metadata log's record framing. Every metadata record (one JSON object, see record) is
-// stored as one frame, like a RecordBatch in a segment: its length, then a checksum, then the
-// bytes. All integers big-endian.
+// The metadata log's framing. The records of one controller operation (see record) are
+// stored as one frame, like a RecordBatch in a segment: its length, then a checksum, then
+// the bytes, a JSON array of the records. An operation is thus whole or absent after a crash
+// (a CreateTopics cut between its topic and its partitions cannot be loaded). All integers
+// big-endian.
 //
-//	+-------------------+-------------------+----------------------------------+
-//	| length uint32 (L) | crc uint32        | payload: L bytes, one JSON record |
-//	+-------------------+-------------------+----------------------------------+
-//	position 0          4                   8                                  8+L
+//	+-------------------+-------------------+-----------------------------------------+
+//	| length uint32 (L) | crc uint32        | payload: L bytes, [record, record, ...] |
+//	+-------------------+-------------------+-----------------------------------------+
+//	position 0          4                   8                                         8+L
 //
 //	crc = CRC-32C (Castagnoli, as RecordBatch v2) of the 4 length bytes and the payload,
 //	so a flipped bit in the length is caught as well as one in the payload.
@@ -47,15 +50,29 @@ func appendFrame(dst, payload []byte) []byte {
 	return append(dst, payload...)
 }
 
-// encodeRecords frames every record of recs.
-func encodeRecords(recs []record) ([]byte, error) {
+// encodeBatch frames recs as one batch.
+func encodeBatch(dst []byte, recs []record) ([]byte, error) {
+	b, err := json.Marshal(recs)
+	if err != nil {
+		return nil, err
+	}
+	return appendFrame(dst, b), nil
+}
+
+// snapshotBatch is the number of records per frame of a snapshot (a snapshot is written
+// whole, by rename; frames only bound what one damaged frame spoils).
+const snapshotBatch = 1000
+
+// encodeSnapshot frames recs in batches of snapshotBatch.
+func encodeSnapshot(recs []record) ([]byte, error) {
 	var out []byte
-	for i := range recs {
-		b, err := json.Marshal(&recs[i])
-		if err != nil {
+	for len(recs) > 0 {
+		n := min(len(recs), snapshotBatch)
+		var err error
+		if out, err = encodeBatch(out, recs[:n]); err != nil {
 			return nil, err
 		}
-		out = appendFrame(out, b)
+		recs = recs[n:]
 	}
 	return out, nil
 }
@@ -118,19 +135,19 @@ type merged struct {
 	healed []string
 }
 
-// damageError is metadata damage that recovery cannot repair by itself: the same record is
+// damageError is metadata damage that recovery cannot repair by itself: the same batch is
 // damaged in both copies, before the tail. `isrbench metadata --repair` truncates there.
 type damageError struct {
 	File   string
 	Offset int
-	Record int // 1-based
+	Batch  int // 1-based
 	Why    string
 }
 
 func (e *damageError) Error() string {
-	return fmt.Sprintf("metadata file %s is damaged at offset %d (record %d) in both copies: %s; "+
+	return fmt.Sprintf("metadata file %s is damaged at offset %d (batch %d) in both copies: %s; "+
 		"run `isrbench metadata --dir %s --repair` to cut it there, which reports what the cut loses",
-		e.File, e.Offset, e.Record, e.Why, dirOf(e.File))
+		e.File, e.Offset, e.Batch, e.Why, dirOf(e.File))
 }
 
 // mergeCopies reads the frames of the two copies of one metadata file in step: both copies
@@ -161,7 +178,7 @@ func mergeCopies(a, b fileCopy) (merged, error) {
 		switch {
 		case okA && okB:
 			if !bytes.Equal(pa, pb) {
-				return m, &damageError{File: a.name, Offset: pos, Record: len(m.payloads) + 1,
+				return m, &damageError{File: a.name, Offset: pos, Batch: len(m.payloads) + 1,
 					Why: "the two copies hold different valid records"}
 			}
 		case okA:
@@ -179,7 +196,7 @@ func mergeCopies(a, b fileCopy) (merged, error) {
 				m.torn = max(len(a.data), len(b.data)) - pos
 				return m, nil
 			}
-			return m, &damageError{File: a.name, Offset: pos, Record: len(m.payloads) + 1,
+			return m, &damageError{File: a.name, Offset: pos, Batch: len(m.payloads) + 1,
 				Why: fmt.Sprintf("%s: %s; %s: %s", a.name, whyA, copyName(b), whyB)}
 		}
 		m.payloads = append(m.payloads, pa)
@@ -196,16 +213,26 @@ func copyName(c fileCopy) string {
 	return c.name
 }
 
-// decodePayloads decodes each frame's JSON record; a frame whose checksum held but whose
-// bytes are not a record is damage of the writer's making, reported with its position.
+// decodePayloads decodes each frame's batch of records; a frame whose checksum held but
+// whose bytes are not a batch of records is damage of the writer's making, reported with
+// its position.
 func decodePayloads(name string, payloads [][]byte) ([]record, error) {
-	recs := make([]record, 0, len(payloads))
+	var recs []record
 	for i, p := range payloads {
-		var r record
-		if err := json.Unmarshal(p, &r); err != nil || r.Type == "" {
-			return nil, fmt.Errorf("controller: metadata file %s record %d is not a metadata record (%v): the metadata is damaged", name, i+1, err)
+		var batch []record
+		err := json.Unmarshal(p, &batch)
+		if err == nil && len(batch) == 0 {
+			err = errors.New("an empty batch")
 		}
-		recs = append(recs, r)
+		for j := range batch {
+			if err == nil && batch[j].Type == "" {
+				err = fmt.Errorf("record %d has no type", j+1)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("controller: metadata file %s batch %d is not a batch of metadata records (%v): the metadata is damaged", name, i+1, err)
+		}
+		recs = append(recs, batch...)
 	}
 	return recs, nil
 }

@@ -311,7 +311,7 @@ func (s *store) loadBase(g int) ([]record, []string, error) {
 	return append(prev, logRecs...), []string{fmt.Sprintf("%v: rebuilt from generation %d (its snapshot and log)", err, g-1)}, nil
 }
 
-// append writes data (framed records) at the end of both copies and fsyncs both. On error
+// append writes data (a framed batch) at the end of both copies and fsyncs both. On error
 // the copies are cut back to their last whole frame where possible.
 func (s *store) append(data []byte) error {
 	path := logName(s.dir, s.gen)
@@ -345,7 +345,7 @@ func (s *store) needsCompaction() bool { return s.size > max(compactMinBytes, 4*
 // compact starts generation gen+1 with a snapshot of the whole state (both copies), an
 // empty log (both copies), and removes generation gen-1.
 func (s *store) compact(state []record) error {
-	data, err := encodeRecords(state)
+	data, err := encodeSnapshot(state)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -284,8 +285,8 @@ func TestMetadataTornTail(t *testing.T) {
 	}
 }
 
-// readFrames returns the JSON records of a metadata file's first copy, one string each.
-func readFrames(t *testing.T, path string) []string {
+// readBatches returns the raw batches (frame payloads) of a metadata file's first copy.
+func readBatches(t *testing.T, path string) [][]byte {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -295,19 +296,31 @@ func readFrames(t *testing.T, path string) []string {
 	if err != nil || m.torn > 0 {
 		t.Fatalf("%s: %v (torn %d)", path, err, m.torn)
 	}
+	return m.payloads
+}
+
+// readFrames returns the JSON records of a metadata file's first copy, one string each.
+func readFrames(t *testing.T, path string) []string {
+	t.Helper()
 	var out []string
-	for _, p := range m.payloads {
-		out = append(out, string(p))
+	for _, p := range readBatches(t, path) {
+		var batch []json.RawMessage
+		if err := json.Unmarshal(p, &batch); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range batch {
+			out = append(out, string(r))
+		}
 	}
 	return out
 }
 
-// writeFrames writes recs as the frames of both copies of a metadata file.
+// writeFrames writes recs as the frames of both copies of a metadata file, one batch each.
 func writeFrames(t *testing.T, path string, recs []string) []byte {
 	t.Helper()
 	var data []byte
 	for _, r := range recs {
-		data = appendFrame(data, []byte(r))
+		data = appendFrame(data, []byte("["+r+"]"))
 	}
 	for _, p := range bothCopies(path) {
 		if err := os.WriteFile(p, data, 0o644); err != nil {
@@ -326,8 +339,8 @@ func TestMetadataCorruptRecord(t *testing.T) {
 		edit func(recs []string) []string
 		msg  []string
 	}{
-		{"record without a type", func(l []string) []string { l[1] = `{"broker":{"id":1}}`; return l }, []string{"metadata-0.log record 2 is not a metadata record"}},
-		{"not JSON", func(l []string) []string { l[2] = `#@!`; return l }, []string{"record 3 is not a metadata record", "damaged"}},
+		{"record without a type", func(l []string) []string { l[1] = `{"broker":{"id":1}}`; return l }, []string{"metadata-0.log batch 2 is not a batch of metadata records", "no type"}},
+		{"not JSON", func(l []string) []string { l[2] = `#@!`; return l }, []string{"batch 3 is not a batch of metadata records", "damaged"}},
 		{"unknown record type", func(l []string) []string { l[1] = `{"type":"quota"}`; return l }, []string{"metadata record 2", `unknown record type "quota"`}},
 		{"partition of an unknown topic", func(l []string) []string {
 			return append(l[:len(l)-1:len(l)-1], `{"type":"partition","partition":{"Topic":"nope","Partition":0,"Leader":1,"Replicas":[1],"ISR":[1]}}`, l[len(l)-1])
@@ -380,7 +393,7 @@ func flipByte(t *testing.T, path string, off int) {
 func frameOffset(t *testing.T, path string, k int) int {
 	t.Helper()
 	off := 0
-	for i, r := range readFrames(t, path) {
+	for i, r := range readBatches(t, path) {
 		if i == k {
 			return off
 		}
@@ -405,7 +418,7 @@ func TestMetadataBitFlipHealed(t *testing.T) {
 				want := stateOf(c).reloaded()
 				c.Close()
 				path := logPath(dir, 0)
-				recs := readFrames(t, path)
+				recs := readBatches(t, path)
 				k := len(recs) / 2
 				off := frameOffset(t, path, k)
 				frame := off
@@ -455,7 +468,7 @@ func TestMetadataDamageInBothCopies(t *testing.T) {
 	before, _ := os.ReadFile(path)
 	_, _, err := Open(Config{Dir: dir, Now: clk.Now, Logf: t.Logf})
 	var de *damageError
-	if !errors.As(err, &de) || de.Offset != off-frameHeader-2 || de.Record != 5 || de.File != path {
+	if !errors.As(err, &de) || de.Offset != off-frameHeader-2 || de.Batch != 5 || de.File != path {
 		t.Fatalf("Open = %v, want a damage error at offset %d record 5 of %s", err, off-frameHeader-2, path)
 	}
 	for _, m := range []string{"both copies", "isrbench metadata --dir " + dir + " --repair", "checksum"} {
@@ -637,7 +650,7 @@ func TestMetadataSnapshotFallback(t *testing.T) {
 	mustCreate(t, c, "after", 2, 2, nil) // in generation 1's log
 	want := stateOf(c).reloaded()
 	c.Close()
-	off := frameOffset(t, snapName(dir, 1), 3) + frameHeader + 1
+	off := frameOffset(t, snapName(dir, 1), 0) + frameHeader + 1
 	for _, p := range bothCopies(snapName(dir, 1)) {
 		flipByte(t, p, off)
 	}
@@ -662,4 +675,88 @@ func writeMem(fs vfs.FS, name string, data []byte) error {
 		return err
 	}
 	return f.Close()
+}
+
+// TestMetadataRepair: CheckMetadata reports a record damaged in both copies without changing
+// anything; RepairMetadata cuts both copies there, lists what the cut loses, and Open starts
+// with every record before it.
+func TestMetadataRepair(t *testing.T) {
+	dir := t.TempDir()
+	clk := &fakeClock{}
+	c, _ := openStoreCtl(t, nil, dir, clk)
+	for id := int32(1); id <= 3; id++ {
+		mustRegister(t, c, Registration{ID: id, Host: "127.0.0.1", Port: 9090 + id})
+	}
+	mustCreate(t, c, "kept", 1, 3, nil)
+	c.Close()
+	path := logPath(dir, 0)
+	keep := len(readBatches(t, path))
+	c, _ = openStoreCtl(t, nil, dir, clk)
+	mustRegister(t, c, Registration{ID: 1, Host: "127.0.0.1", Port: 9091})
+	mustCreate(t, c, "cut", 2, 1, nil)
+	c.Close()
+	off := frameOffset(t, path, keep) // the first batch after reopening: the partitions going offline
+	for _, p := range bothCopies(path) {
+		flipByte(t, p, off+frameHeader+3)
+	}
+	before, _ := os.ReadFile(path)
+	rep, err := CheckMetadata(nil, dir)
+	if err != nil || rep.Damage == nil || rep.Damage.Offset != off || rep.Damage.Batch != keep+1 {
+		t.Fatalf("CheckMetadata = %+v, %v; want damage at offset %d record %d", rep, err, off, keep+1)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Fatal("CheckMetadata changed the log")
+	}
+	rep, err = RepairMetadata(nil, dir)
+	if err != nil || rep.Cut == nil || rep.Cut.Offset != off {
+		t.Fatalf("RepairMetadata = %+v, %v", rep, err)
+	}
+	lost := strings.Join(rep.Lost, "\n")
+	for _, want := range []string{"damaged batch at offset", "topic cut (2 partitions)", "partition cut-1"} {
+		if !strings.Contains(lost, want) {
+			t.Errorf("lost records %q do not name %q", rep.Lost, want)
+		}
+	}
+	c2, rec := openStoreCtl(t, nil, dir, clk)
+	if got := c2.Topics(); !slices.Equal(got, []string{"kept"}) || rec.TruncatedBytes != 0 {
+		t.Errorf("after the repair: topics %v, %v", got, rec)
+	}
+	if rep, err := CheckMetadata(nil, dir); err != nil || rep.Damage != nil {
+		t.Errorf("CheckMetadata after the repair: %+v, %v", rep, err)
+	}
+}
+
+// TestMetadataTornCreateTopics: a crash part-way through writing a CreateTopics batch leaves
+// its topic record without its partitions; the batch is one frame, so it is cut whole as a
+// torn tail and the controller starts without the topic (which nobody was told of).
+func TestMetadataTornCreateTopics(t *testing.T) {
+	for _, keep := range []int{frameHeader - 3, frameHeader + 40, -7} {
+		t.Run(fmt.Sprint(keep), func(t *testing.T) {
+			dir := t.TempDir()
+			clk := &fakeClock{}
+			c, _ := openStoreCtl(t, nil, dir, clk)
+			buildState(t, c)
+			want := stateOf(c).reloaded()
+			path := logPath(dir, 0)
+			before, _ := os.ReadFile(path)
+			mustCreate(t, c, "many", 50, 2, nil)
+			c.Close()
+			after, _ := os.ReadFile(path)
+			cut := len(before) + keep
+			if keep < 0 {
+				cut = len(after) + keep
+			}
+			for _, p := range bothCopies(path) {
+				if err := os.Truncate(p, int64(cut)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c2, rec := openStoreCtl(t, nil, dir, clk)
+			if slices.Contains(c2.Topics(), "many") || rec.TruncatedBytes != int64(cut-len(before)) ||
+				!strings.Contains(rec.Reason, fmt.Sprintf("torn record at offset %d", len(before))) {
+				t.Errorf("topics %v, %v: want the torn CreateTopics batch cut at %d", c2.Topics(), rec, len(before))
+			}
+			diffState(t, "after the torn batch", stateOf(c2), want)
+		})
+	}
 }
