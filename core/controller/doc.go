@@ -35,6 +35,13 @@
 //     (with a context deadline) until a broker's subscribers have caught up,
 //     so tests never sleep.
 //
+// Durability. With Config.Dir every operation's changes are one batch of the metadata log
+// (store.go, metalog.go: checksummed frames, two copies, snapshots), fsynced before any
+// subscriber hears of them. An operation whose batch cannot be persisted is rolled back
+// (image.go: the live state is restored from the durable one) and fails with ErrMetadataLog;
+// nothing of it is delivered. CheckMetadata and RepairMetadata read and mend a metadata
+// directory for `isrbench metadata`.
+//
 // Epochs. LeaderEpoch is bumped by every leader change, including a change
 // to or from NoLeader (-1). PartitionEpoch is bumped by every change of the
 // state (leader or ISR). Both start at 0 at topic creation.
