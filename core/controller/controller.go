@@ -285,8 +285,22 @@ func (c *Controller) refuseLocked(cause error) error {
 		c.mu.refusedLogged = now
 		c.logf("controller: metadata log %s still cannot be written (%d changes refused): %v", c.cfg.Dir, c.mu.refused, cause)
 	}
-	return fmt.Errorf("controller: %w (%s): %w; the change was not made: %w", ErrMetadataLog, c.cfg.Dir, cause, kerr.KafkaStorageError)
+	return &refusedError{dir: c.cfg.Dir, cause: cause}
 }
+
+// refusedError is a change refused because the metadata log cannot be written. It matches
+// ErrMetadataLog, its cause and kerr.KafkaStorageError (its code on the wire) with
+// errors.Is; its text names the directory and the cause once.
+type refusedError struct {
+	dir   string
+	cause error
+}
+
+func (e *refusedError) Error() string {
+	return fmt.Sprintf("controller: the metadata log %s cannot be written (%v): the change was not made", e.dir, e.cause)
+}
+
+func (e *refusedError) Unwrap() []error { return []error{ErrMetadataLog, e.cause, kerr.KafkaStorageError} }
 
 // rollbackLocked undoes the operation under way: the topics and configs from the durable
 // image, the brokers and counters from what lock noted.

@@ -93,17 +93,19 @@ func frameAt(data []byte, pos int) (payload []byte, ok bool, why string) {
 	}
 	payload = rest[frameHeader : frameHeader+int(n)]
 	if got, want := frameCRC(rest[0:4], payload), binary.BigEndian.Uint32(rest[4:8]); got != want {
-		return nil, false, fmt.Sprintf("checksum %08x, the record's bytes give %08x", want, got)
+		return nil, false, fmt.Sprintf("checksum %08x, the batch's bytes give %08x", want, got)
 	}
 	return payload, true, ""
 }
 
 // tornFrom reports whether the bytes of data from pos on (where a frame is not valid) can be
-// what a crash leaves of the last append: every append is fsynced before it counts, so
-// whatever follows the last whole frame, a frame cut short, a last frame whose pages were
-// only partly written, zeros of a file extended but not written, is an append that never
-// completed, as long as no valid frame follows it. A valid frame after damage means the
-// damage is in the middle: that is not a torn tail.
+// what a crash leaves of the last append, which never counted (every append is fsynced
+// before anyone hears of it): a frame cut short (a header or a length that runs past the
+// end of the file), or a frame with zero bytes where its batch should be (the pages of an
+// append that were never written read as zeros; a batch, JSON, holds no zero byte). A whole
+// frame with no zero byte whose checksum fails is a damaged batch, not a torn one, even at
+// the end: cutting it would drop a change brokers acted on. Damage followed by a valid frame
+// is never a torn tail.
 func tornFrom(data []byte, pos int) bool {
 	for q := pos + 1; q+frameHeader < len(data); q++ {
 		n := int(binary.BigEndian.Uint32(data[q : q+4]))
@@ -114,7 +116,17 @@ func tornFrom(data []byte, pos int) bool {
 			return false
 		}
 	}
-	return true
+	rest := data[pos:]
+	if len(rest) < frameHeader {
+		return true
+	}
+	body := rest[frameHeader:]
+	if n := int64(binary.BigEndian.Uint32(rest[0:4])); n > 0 && n <= int64(len(body)) {
+		body = body[:n]
+	} else if n > int64(len(body)) {
+		return true // cut short
+	}
+	return bytes.IndexByte(body, 0) >= 0 || len(bytes.Trim(rest, "\x00")) == 0
 }
 
 // fileCopy is one copy of a metadata file as read: missing when it does not exist.

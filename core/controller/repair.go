@@ -149,10 +149,10 @@ func describeAfter(data []byte, pos int) []string {
 			break
 		}
 	}
-	for q+frameHeader <= len(data) {
+	for q+frameHeader < len(data) {
 		p, ok, _ := frameAt(data, q)
 		if !ok {
-			out = append(out, fmt.Sprintf("%d bytes after offset %d that are no whole batch", len(data)-q, q))
+			out = append(out, fmt.Sprintf("%d bytes from offset %d that are no whole batch", len(data)-q, q))
 			break
 		}
 		var batch []record

@@ -318,17 +318,25 @@ func (s *store) append(data []byte) error {
 	for i, p := range bothCopies(path) {
 		if _, err := s.logs[i].WriteAt(data, s.size); err != nil {
 			s.cutBack()
-			return fmt.Errorf("write %s: %w", p, err)
+			return namedErr("write", p, err)
 		}
 	}
 	for i, p := range bothCopies(path) {
 		if err := s.logs[i].Sync(); err != nil {
 			s.cutBack()
-			return fmt.Errorf("fsync %s: %w", p, err)
+			return namedErr("fsync", p, err)
 		}
 	}
 	s.size += int64(len(data))
 	return nil
+}
+
+// namedErr is err of op on path, naming the path once (an *os.PathError names it already).
+func namedErr(op, path string, err error) error {
+	if strings.Contains(err.Error(), path) {
+		return err
+	}
+	return fmt.Errorf("%s %s: %w", op, path, err)
 }
 
 // cutBack drops a failed append's bytes from both copies (best effort: the next append

@@ -760,3 +760,47 @@ func TestMetadataTornCreateTopics(t *testing.T) {
 		})
 	}
 }
+
+// TestMetadataLastBatchDamaged: the newest batch damaged in both copies by a flipped bit (a
+// whole frame, no zero bytes: not what a crash leaves) is not cut as a torn tail, which
+// would silently drop a change brokers acted on (an ISR shrink): Open refuses with the file
+// and offset. A zero-filled or cut-short last frame is a torn append and is cut.
+func TestMetadataLastBatchDamaged(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(b []byte, last int) []byte
+		torn bool
+	}{
+		{"bit flip", func(b []byte, last int) []byte { b[len(b)-10] ^= 0x10; return b }, false},
+		{"zeros", func(b []byte, last int) []byte { clear(b[last+frameHeader+5 : last+frameHeader+25]); return b }, true},
+		{"cut short", func(b []byte, last int) []byte { return b[:len(b)-3] }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			clk := &fakeClock{}
+			c, _ := openStoreCtl(t, nil, dir, clk)
+			buildState(t, c)
+			c.Close()
+			path := logPath(dir, 0)
+			last := frameOffset(t, path, len(readBatches(t, path))-1)
+			for _, p := range bothCopies(path) {
+				b, _ := os.ReadFile(p)
+				if err := os.WriteFile(p, tc.edit(b, last), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c2, rec, err := Open(Config{Dir: dir, Now: clk.Now, Logf: t.Logf})
+			if tc.torn {
+				if err != nil || rec.TruncatedBytes == 0 {
+					t.Fatalf("Open = %v, %v: want the torn last batch cut", rec, err)
+				}
+				c2.Close()
+				return
+			}
+			var de *damageError
+			if !errors.As(err, &de) || de.Offset != last {
+				t.Fatalf("Open = %v: want the damaged last batch at offset %d refused", err, last)
+			}
+		})
+	}
+}

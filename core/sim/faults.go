@@ -236,11 +236,20 @@ func (s *Sim) crashMetadata() {
 		if !strings.Contains(e.Name(), ".log") {
 			return
 		}
-		torn := make([]byte, 1+s.rng.IntN(64))
-		for i := range torn {
-			torn[i] = byte(s.rng.IntN(256))
+		// What a crash leaves of an append: a frame (4-byte length, 4-byte checksum, the
+		// batch) cut short, or whole but with pages never written (zeros).
+		n := 20 + s.rng.IntN(400)
+		torn := make([]byte, 8+n)
+		torn[0], torn[1], torn[2], torn[3] = 0, 0, byte(n>>8), byte(n)
+		for i := 4; i < len(torn); i++ {
+			torn[i] = byte(1 + s.rng.IntN(255))
 		}
-		torn[0] = 0 // a plausible length's first byte
+		if s.rng.IntN(2) == 0 {
+			torn = torn[:s.rng.IntN(len(torn))]
+		} else {
+			z := 8 + s.rng.IntN(n)
+			clear(torn[z:min(len(torn), z+1+s.rng.IntN(64))])
+		}
 		if _, err := f.WriteAt(torn, fi.Size()); err == nil {
 			s.tracef("metadata crash: a torn append of %d bytes at the end of %s", len(torn), path)
 		}
