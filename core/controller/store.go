@@ -243,7 +243,7 @@ func openStore(fsys vfs.FS, dir string) (*store, opened, Recovery, error) {
 			}
 		}
 		rec.TruncatedBytes = int64(m.torn)
-		notes = append(notes, fmt.Sprintf("%s ended in a torn record at offset %d (%d bytes), cut", filepath.Base(path), m.end, m.torn))
+		notes = append(notes, fmt.Sprintf("%s ended in a torn batch at offset %d (%d bytes), cut", filepath.Base(path), m.end, m.torn))
 	}
 	for i := range st.logs {
 		if err := st.logs[i].Sync(); err != nil {

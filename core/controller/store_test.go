@@ -753,7 +753,7 @@ func TestMetadataTornCreateTopics(t *testing.T) {
 			}
 			c2, rec := openStoreCtl(t, nil, dir, clk)
 			if slices.Contains(c2.Topics(), "many") || rec.TruncatedBytes != int64(cut-len(before)) ||
-				!strings.Contains(rec.Reason, fmt.Sprintf("torn record at offset %d", len(before))) {
+				!strings.Contains(rec.Reason, fmt.Sprintf("torn batch at offset %d", len(before))) {
 				t.Errorf("topics %v, %v: want the torn CreateTopics batch cut at %d", c2.Topics(), rec, len(before))
 			}
 			diffState(t, "after the torn batch", stateOf(c2), want)
