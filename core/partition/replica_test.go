@@ -213,20 +213,28 @@ func TestWaitForHW(t *testing.T) {
 		defer cancel()
 		wantCode(t, r.WaitForHW(cctx, 0, r.LeaderEpoch()), kerr.RequestTimedOut)
 	})
-	t.Run("ISR below min", func(t *testing.T) {
+	t.Run("ISR below min keeps waiting until the timeout", func(t *testing.T) {
 		r, _, _ := newLeader(t, 3, Config{MinInsyncReplicas: 2})
 		r.AppendAsLeader(oneBatch(1), -1)
+		cctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		go func() { done <- r.WaitForHW(ctx, 0, r.LeaderEpoch()) }()
+		go func() { done <- r.WaitForHW(cctx, 0, r.LeaderEpoch()) }()
 		waitArmed(t, &r.hwSig)
 		st := r.State()
 		st.ISR, st.PartitionEpoch = []int32{0}, st.PartitionEpoch+1
-		r.ApplyISR(st)
+		r.ApplyISR(st) // wakes the waiter: it looks again and goes on waiting
+		waitArmed(t, &r.hwSig)
 		select {
 		case err := <-done:
-			wantCode(t, err, kerr.NotEnoughReplicasAfterAppend)
+			t.Fatalf("the ISR dip ended the wait: %v (Kafka's DelayedProduce waits for the HW)", err)
+		default:
+		}
+		cancel()
+		select {
+		case err := <-done:
+			wantCode(t, err, kerr.RequestTimedOut)
 		case <-time.After(10 * time.Second):
-			t.Fatal("WaitForHW did not notice the ISR shrink")
+			t.Fatal("WaitForHW did not return when its request timed out")
 		}
 	})
 	t.Run("leadership lost", func(t *testing.T) {
