@@ -145,7 +145,8 @@
 //     partition's Records (sendfile) and Release them.
 //   - OffsetForLeaderEpoch: Broker.EndOffsetForEpoch per partition.
 //   - ListOffsets: Broker.ListOffsetFor(replicaID, ...) (replicaID -1: a
-//     consumer).
+//     consumer, answered up to the HW; >= 0 a follower and -2 the debugging
+//     id, answered up to the LEO).
 //   - Controller offsets: a Broker implements controller.Offsets for its own
 //     id (ReplicaOffsets); the cluster dispatches by broker id.
 //   - Shutdown: stop serving, then Close (clean), Kill or Crash.
