@@ -139,7 +139,7 @@ func (s *Sim) checkDurability(final bool) {
 		for _, c := range []struct {
 			what string
 			m    map[key]entry
-		}{{"acknowledged (acks=all)", s.acked}, {"consumed", s.consumed}} {
+		}{{"acknowledged (acks=all)", s.acked}, {"consumed (read by a consumer)", s.consumed}} {
 			what, m := c.what, c.m
 			keys := slices.SortedFunc(maps.Keys(m), func(a, b key) int { return cmp.Or(cmp.Compare(a.p, b.p), cmp.Compare(a.off, b.off)) })
 			for _, k := range keys {

@@ -246,7 +246,10 @@ func (s *Sim) respond(n *node, acks int16, parts []broker.ProducePartition, valu
 	})
 }
 
-// consume reads one partition from its leader below the HW, as a consumer does.
+// consume reads one partition from its leader as a consumer does (replica id -1,
+// read_uncommitted). A consumer may see only [log start, HW): a record at or past the
+// leader's HW at the time of the read, or past the HW the response reports, fails the seed
+// (and checkDurability fails it if a record read is truncated later).
 func (s *Sim) consume() {
 	p := int32(s.rng.IntN(s.nparts))
 	st, ok := s.ctrl.Partition(topic, p)
@@ -265,15 +268,25 @@ func (s *Sim) consume() {
 	if fp.Err != nil {
 		return
 	}
+	// The HW the read was bounded by: the replica's now (one goroutine: nothing moved it
+	// since the read), and never above what the response says.
+	hw, leo := fp.HighWatermark, int64(-1)
+	if r, ok := n.b.Replica(topic, p); ok {
+		hw, leo = min(hw, r.HW()), r.LEO()
+	}
 	data, err := fp.Records.ReadAll(nil)
 	if err != nil {
 		s.fail("consumer read from broker %d: %v", n.id, err)
 		return
 	}
 	nread := 0
-	_ = records.Split(data, func(batch []byte, h records.Header) error {
+	err = records.Split(data, func(batch []byte, h records.Header) error {
 		return records.ForEachRecord(batch, func(off, _ int64, _, v []byte) error {
-			if off >= s.consumer[p] && off < fp.HighWatermark {
+			if off >= hw {
+				return fmt.Errorf("a consumer fetch of p%d at %d from broker %d (leader epoch %d) returned record %s at offset %d, at or past the HW %d (LEO %d): consumers read only below the HW",
+					p, fp.FetchOffset, n.id, st.LeaderEpoch, v, off, hw, leo)
+			}
+			if off >= s.consumer[p] {
 				s.consumed[key{p, off}] = entry{string(v), valueNum(string(v))}
 				s.consumer[p] = off + 1
 				nread++
@@ -281,6 +294,10 @@ func (s *Sim) consume() {
 			return nil
 		})
 	})
+	if err != nil {
+		s.fail("%v", err)
+		return
+	}
 	if nread > 0 {
 		s.stats.Consumed += nread
 		s.tracef("consumer read p%d from broker %d up to %d (HW %d)", p, n.id, s.consumer[p], fp.HighWatermark)

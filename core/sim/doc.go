@@ -13,9 +13,10 @@
 //     arrives (delayed, dropped, held while the peer is paused), when a broker learns of
 //     a metadata change, when it heartbeats, expires ISR members or proposes expansions;
 //   - clients: producers (acks 0, 1, all) that send to the leader they last saw in the
-//     metadata, and consumers that read below the HW; one acks=all wait in four is first
-//     looked at up to 2.5 s late, as a produce handler that waits on its request's
-//     partitions one after the other does for the later ones;
+//     metadata, and consumers (a read that returns a record at or past the leader's HW
+//     fails the seed); one acks=all wait in four is first looked at up to 2.5 s late, as
+//     a produce handler that waits on its request's partitions one after the other does
+//     for the later ones;
 //   - faults: kill, crash (power loss), restart within or after the session timeout,
 //     pause/resume, network partitions and slow links between brokers, a broker cut off
 //     from the controller, leader moves (half of them moved back soon after: a flapping
@@ -29,9 +30,10 @@
 // epoch has HW <= the leader's; every running ISR member holds the leader's
 // [log start, HW) byte for byte; and, periodically and at the end (after the faults heal
 // and the cluster converges), every record acknowledged with acks=all is present at its
-// acknowledged offset and nothing a consumer read was lost. Crashes (the only fault that
-// loses page-cache data) are injected only while the cluster is fully in sync, so every
-// acknowledged record must survive: a single-broker failure of any kind loses nothing.
+// acknowledged offset and nothing a consumer read was lost (truncated after the read).
+// Crashes (the only fault that loses page-cache data) are injected only while the cluster
+// is fully in sync, so every acknowledged record must survive: a single-broker failure of
+// any kind loses nothing.
 //
 // Run: Run(Options{Seed: n}) returns the failure (nil if none) and the trace of every
 // step; the same seed gives the same trace. TestSimulation runs many seeds; -sim.seed=N
