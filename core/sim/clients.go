@@ -249,7 +249,8 @@ func (s *Sim) respond(n *node, acks int16, parts []broker.ProducePartition, valu
 // consume reads one partition from its leader as a consumer does (replica id -1,
 // read_uncommitted). A consumer may see only [log start, HW): a record at or past the
 // leader's HW at the time of the read, or past the HW the response reports, fails the seed
-// (and checkDurability fails it if a record read is truncated later).
+// (and checkDurability fails it if a record read is truncated later), as does a
+// ListOffsets LATEST that answers it anything but the HW.
 func (s *Sim) consume() {
 	p := int32(s.rng.IntN(s.nparts))
 	st, ok := s.ctrl.Partition(topic, p)
@@ -273,6 +274,11 @@ func (s *Sim) consume() {
 	hw, leo := fp.HighWatermark, int64(-1)
 	if r, ok := n.b.Replica(topic, p); ok {
 		hw, leo = min(hw, r.HW()), r.LEO()
+		// The consumer's end offset (ListOffsets LATEST, replica id -1) is the HW too.
+		if latest, err := n.b.ListOffsetFor(-1, -1, topic, p, -1, 0); err == nil && latest != r.HW() {
+			s.fail("ListOffsets LATEST for a consumer of p%d on leader %d answered %d, the HW is %d (LEO %d)", p, n.id, latest, r.HW(), leo)
+			return
+		}
 	}
 	data, err := fp.Records.ReadAll(nil)
 	if err != nil {
