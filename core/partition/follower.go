@@ -75,6 +75,35 @@ func (r *Replica) AppendAsFollower(blob []byte, leaderHW int64) (log.AppendInfo,
 	return info, nil
 }
 
+// FollowLeaderLogStart advances the follower's log start offset to the leader's, from a fetch
+// response (Kafka's ReplicaFetcherThread.processPartitionData calls
+// log.maybeIncrementLogStartOffset(leaderLogStartOffset, LeaderOffsetIncremented) after the
+// append and the HW): to min(leaderLogStart, HW), since a log start past the HW is refused
+// (UnifiedLog throws then; the leader's log start is at most its HW, so the bound only
+// matters for a response raced by a later retention pass). Whole segments below the new
+// log start are deleted, a log start inside a segment is checkpointed (core/log
+// IncrementLogStart), and the epoch cache entries below it are dropped (truncateFromStart).
+// A leaderLogStart < 0 (unknown) or <= the log start changes nothing. It returns the
+// number of deleted segments. Errors: NotLeaderForPartition on the leader; storage errors.
+func (r *Replica) FollowLeaderLogStart(leaderLogStart int64) (int, error) {
+	r.roleMu.Lock()
+	defer r.roleMu.Unlock()
+	s := r.state.Load()
+	if s.leader || s.closed || s.fencing {
+		return 0, fmt.Errorf("partition %s-%d: FollowLeaderLogStart on broker %d (leader=%v closed=%v): %w",
+			r.topic, r.partition, r.id, s.leader, s.closed, kerr.NotLeaderForPartition)
+	}
+	start := min(leaderLogStart, r.hw.Load())
+	if start <= r.log.LogStart() {
+		return 0, nil
+	}
+	n, err := r.log.IncrementLogStart(start)
+	if err != nil {
+		return n, err
+	}
+	return n, r.epochs.TruncateFromStart(r.log.LogStart())
+}
+
 // TruncateTo truncates the follower's log to offset (exclusive end; rounded
 // down to a batch boundary by the log), then the epoch cache from the new
 // LEO and the HW to at most the new LEO. Not allowed on the leader.
