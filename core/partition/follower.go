@@ -13,7 +13,8 @@ import (
 // AppendAsFollower appends blob (batches fetched from the leader, starting
 // at this replica's LEO) keeping their offsets, records each batch's
 // partitionLeaderEpoch in the epoch cache, then sets the follower HW to
-// min(leaderHW, LEO). Truncation, if any, must have happened before (a
+// min(leaderHW, LEO), raised to the log start if the leader's HW is below it (Kafka's
+// updateHighWatermark). Truncation, if any, must have happened before (a
 // separate TruncateTo call by the fetcher), so the HW is applied after it.
 // An empty blob only updates the HW.
 // Errors: NotLeaderForPartition on the leader; malformed batches (wrapping
@@ -69,7 +70,10 @@ func (r *Replica) AppendAsFollower(blob []byte, leaderHW int64) (log.AppendInfo,
 		r.leoSig.notify()
 	}
 	if leaderHW >= 0 {
-		r.hw.Store(min(leaderHW, r.log.LEO()))
+		// Kafka's UnifiedLog.updateHighWatermark: the leader's HW, at most the LEO and
+		// at least the log start (a new leader's HW may lag behind the log start this
+		// follower took from the previous one).
+		r.hw.Store(max(r.log.LogStart(), min(leaderHW, r.log.LEO())))
 		r.hwSig.notify()
 	}
 	return info, nil

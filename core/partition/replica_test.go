@@ -415,8 +415,8 @@ func TestApplyRetention(t *testing.T) {
 
 // TestFollowLeaderLogStart: a follower's log start follows the leader's from a fetch
 // response, bounded by its HW (Kafka refuses a log start past the HW), dropping the epoch
-// cache entries below it; a lower or unknown leader log start changes nothing; the leader
-// refuses.
+// cache entries below it; a lower or unknown leader log start changes nothing; a leader HW
+// below the log start does not take the HW under it; the leader refuses.
 func TestFollowLeaderLogStart(t *testing.T) {
 	cfg := log.DefaultConfig()
 	cfg.SegmentBytes = 3 * int64(len(batches(1))) // three one-record batches per segment
@@ -454,6 +454,11 @@ func TestFollowLeaderLogStart(t *testing.T) {
 		if n, err := r.FollowLeaderLogStart(ls); n != 0 || err != nil || r.LogStart() != 6 {
 			t.Fatalf("FollowLeaderLogStart(%d) below the log start 6: %d deleted, %v, log start %d", ls, n, err, r.LogStart())
 		}
+	}
+	// A leader whose HW lags behind this follower's log start: the HW is raised to the log
+	// start (Kafka's updateHighWatermark), never below it.
+	if _, err := r.AppendAsFollower(nil, 4); err != nil || r.HW() != 6 {
+		t.Fatalf("leader HW 4 below the log start 6: follower HW %d, %v; want 6", r.HW(), err)
 	}
 	st.Leader, st.LeaderEpoch = 1, 2
 	if err := r.MakeLeader(st); err != nil {
