@@ -267,6 +267,13 @@ func (s *Sim) consume() {
 	fp := &req.Partitions[0]
 	defer fp.Records.Release()
 	if fp.Err != nil {
+		if errors.Is(fp.Err, kerr.OffsetOutOfRange) && fp.LogStartOffsetOut > s.consumer[p] {
+			// Retention passed the consumer: it starts over at the log start
+			// (auto.offset.reset=earliest).
+			s.stats.ConsumerResets++
+			s.tracef("consumer of p%d at %d is below the log start %d of broker %d: reset to it", p, s.consumer[p], fp.LogStartOffsetOut, n.id)
+			s.consumer[p] = fp.LogStartOffsetOut
+		}
 		return
 	}
 	// The HW the read was bounded by: the replica's now (one goroutine: nothing moved it

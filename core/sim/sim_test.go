@@ -77,12 +77,15 @@ func add(t *Stats, s Stats) {
 	t.Rebalances += s.Rebalances
 	t.LeaderFlaps += s.LeaderFlaps
 	t.ParkedWaits += s.ParkedWaits
+	t.RetentionOn += s.RetentionOn
+	t.RetentionDeletes += s.RetentionDeletes
+	t.ConsumerResets += s.ConsumerResets
 }
 
 // TestSimulationFaultMix: the seeds exercise the fault kinds that expose acks tied to the
 // wrong leader epoch (finding 5): leaderships that move and soon move back, and acks=all
 // waits that their handler looks at only later (a request waiting on its partitions one
-// after the other).
+// after the other); and retention deleting segments, which the followers' log starts follow.
 func TestSimulationFaultMix(t *testing.T) {
 	var total Stats
 	for seed := uint64(1); seed <= 40; seed++ {
@@ -94,6 +97,9 @@ func TestSimulationFaultMix(t *testing.T) {
 	}
 	if total.LeaderFlaps == 0 || total.ParkedWaits == 0 || total.LeaderMoves <= total.LeaderFlaps {
 		t.Errorf("40 seeds: %d leader moves, %d moved back, %d parked acks=all waits: want all kinds", total.LeaderMoves, total.LeaderFlaps, total.ParkedWaits)
+	}
+	if total.RetentionDeletes == 0 {
+		t.Errorf("40 seeds: no retention pass deleted a segment: the followers' log starts never had to follow")
 	}
 	t.Logf("40 seeds: %+v", total)
 }
