@@ -206,6 +206,7 @@ func (s *Sim) checkProduces() {
 			continue // the broker died: the client times out
 		case pp.n.paused, s.now < pp.checkAt:
 		case pp.w.Check():
+			s.checkAfterAppend(pp)
 			s.respond(pp.n, -1, pp.parts, pp.values, pp.done)
 			continue
 		case s.now > pp.dead:
@@ -217,6 +218,22 @@ func (s *Sim) checkProduces() {
 	}
 	clear(s.pending[len(kept):])
 	s.pending = kept
+}
+
+// checkAfterAppend fails the seed when an acks=all wait ended NOT_ENOUGH_REPLICAS_AFTER_APPEND
+// before the leader's HW passed its batch: as Kafka's DelayedProduce, a dip of the ISR below
+// min.insync.replicas does not end the wait; only the HW passing the batch (then the ISR
+// decides success or this error), the request's timeout or the end of the leadership do.
+func (s *Sim) checkAfterAppend(pp *pendingProduce) {
+	res := pp.parts[0]
+	if !errors.Is(res.Err, kerr.NotEnoughReplicasAfterAppend) {
+		return
+	}
+	last := res.BaseOffset + int64(len(pp.values)) - 1
+	if r, ok := pp.n.b.Replica(topic, res.Partition); ok && r.HW() <= last {
+		s.fail("p%d: acks=all batch at %d..%d on broker %d answered %v while the HW is %d: the wait must go on until the HW passes it",
+			res.Partition, res.BaseOffset, last, pp.n.id, res.Err, r.HW())
+	}
 }
 
 func (s *Sim) respond(n *node, acks int16, parts []broker.ProducePartition, values []string, done func(broker.ProducePartition)) {

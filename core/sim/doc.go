@@ -14,9 +14,10 @@
 //     a metadata change, when it heartbeats, expires ISR members or proposes expansions;
 //   - clients: producers (acks 0, 1, all) that send to the leader they last saw in the
 //     metadata, and consumers (a read that returns a record at or past the leader's HW
-//     fails the seed); one acks=all wait in four is first looked at up to 2.5 s late, as
-//     a produce handler that waits on its request's partitions one after the other does
-//     for the later ones;
+//     fails the seed, as does an acks=all wait answered NOT_ENOUGH_REPLICAS_AFTER_APPEND
+//     before the HW passed its batch); one acks=all wait in four is first looked at up to
+//     2.5 s late, as a produce handler that waits on its request's partitions one after the
+//     other does for the later ones;
 //   - faults: kill, crash (power loss), restart within or after the session timeout,
 //     pause/resume, network partitions and slow links between brokers, a broker cut off
 //     from the controller, leader moves (half of them moved back soon after: a flapping

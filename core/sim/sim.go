@@ -79,7 +79,7 @@ const (
 	rpcTimeNs = int64(2 * time.Second) // a dropped request fails after this
 	// segmentBytes is log.segment.bytes: small, so that a partition has several segments
 	// for retention to delete; retentionBytes is the topic's retention.bytes while on.
-	segmentBytes   = 512
+	segmentBytes   = 1024
 	retentionBytes = 600
 )
 
