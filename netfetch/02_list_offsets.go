@@ -4,11 +4,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// handleListOffsets answers ListOffsets: timestamp -2 = earliest (log
-// start, inclusive), -1 = latest (the HW for consumers: exclusive end of
-// what they may read; the LEO for a replica, replica_id >= 0), a timestamp >= 0 the
-// first offset with a record at or after it (-1 if none). current_leader_epoch (v4+) is
-// fenced as in Fetch.
+// handleListOffsets answers ListOffsets (Broker.ListOffsetFor): timestamp -2 = earliest
+// (log start, inclusive), -1 = latest (the HW for consumers, replica_id -1: exclusive end of
+// what they may read; the LEO for a replica, replica_id >= 0, and for the debugging id -2,
+// which a follower answers too), a timestamp >= 0 the first offset below that end with a
+// record at or after it (-1 if none). current_leader_epoch (v4+) is fenced as in Fetch.
 func (c *conn) handleListOffsets(req *kmsg.ListOffsetsRequest) (kmsg.Response, error) {
 	resp := kmsg.NewPtrListOffsetsResponse()
 	for i := range req.Topics {

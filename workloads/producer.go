@@ -72,6 +72,9 @@ func producerOpts(p ProducerSpec, topic string) []kgo.Opt {
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.MaxBufferedRecords(p.MaxBufferedRecords),
 	}
+	if p.RequestTimeoutMs > 0 {
+		opts = append(opts, kgo.ProduceRequestTimeout(time.Duration(p.RequestTimeoutMs)*time.Millisecond))
+	}
 	if p.DeliveryTimeoutMs > 0 {
 		opts = append(opts, kgo.RecordDeliveryTimeout(time.Duration(p.DeliveryTimeoutMs)*time.Millisecond))
 	}

@@ -150,6 +150,10 @@ type ProducerSpec struct {
 	Keys               string // none (round robin, no key) | uniform (random key) | fixed (one key)
 	MaxBufferedRecords int    // producers.max.buffered.records: kgo MaxBufferedRecords, default 10000
 	DeliveryTimeoutMs  int64  // delivery.timeout.ms: kgo RecordDeliveryTimeout, default 120000
+	// RequestTimeoutMs is request.timeout.ms as a produce request carries it (kgo
+	// ProduceRequestTimeout): how long the leader may hold an acks=all batch waiting for the
+	// HW before it answers REQUEST_TIMED_OUT. Default 10000 (kgo's; Kafka's producer 30000).
+	RequestTimeoutMs int
 	// Retries is the producer's retries (kgo RecordRetries), default 2147483647 (retry until
 	// delivery.timeout.ms, as Kafka's producer). 0 surfaces a retriable error such as
 	// NOT_ENOUGH_REPLICAS at once instead of retrying it.
@@ -250,7 +254,7 @@ func DefaultSpec() *Spec {
 			QueuedMaxRequestBytes:        104857600,
 		},
 		Producers: ProducerSpec{Count: 2, Acks: "all", MessageSize: 1024, Rate: 5000, BatchSize: 16384,
-			Keys: "none", MaxBufferedRecords: 10000, DeliveryTimeoutMs: 120000, EnableIdempotence: true, Retries: math.MaxInt32},
+			Keys: "none", MaxBufferedRecords: 10000, DeliveryTimeoutMs: 120000, RequestTimeoutMs: 10000, EnableIdempotence: true, Retries: math.MaxInt32},
 		Consumers: ConsumerSpec{Count: 1, GroupBalancer: "range", AutoCommitIntervalMs: 5000},
 		Duration:  20 * time.Second,
 		Warmup:    5 * time.Second,

@@ -495,6 +495,7 @@ var params = []Param{
 	enumP("producers.keys", []string{"keys"}, []string{"none", "uniform", "fixed"}, "record keys: none (round robin), uniform (random key), fixed (one key); default none", func(s *Spec) *string { return &s.Producers.Keys }),
 	intP("producers.max.buffered.records", []string{"max.buffered.records"}, 1, 1000000, "kgo MaxBufferedRecords per producer, default 10000", func(s *Spec) *int { return &s.Producers.MaxBufferedRecords }),
 	intP("producers.delivery.timeout.ms", []string{"delivery.timeout.ms"}, 0, 24*3600*1000, "kgo RecordDeliveryTimeout (ms, 0 = none), default 120000", func(s *Spec) *int64 { return &s.Producers.DeliveryTimeoutMs }),
+	intP("producers.request.timeout.ms", []string{"request.timeout.ms"}, 1, 24*3600*1000, "produce request timeout the leader applies to an acks=all wait (ms; kgo ProduceRequestTimeout), default 10000", func(s *Spec) *int { return &s.Producers.RequestTimeoutMs }),
 
 	intP("producers.retries", []string{"retries"}, 0, math.MaxInt32, "producer retries of a retriable error, default 2147483647", func(s *Spec) *int { return &s.Producers.Retries }),
 	boolP("producers.enable.idempotence", []string{"enable.idempotence"}, "idempotent producers (acks=all only), default true", func(s *Spec) *bool { return &s.Producers.EnableIdempotence }),

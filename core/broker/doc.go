@@ -125,7 +125,10 @@
 // whose fetch was out of range ask ListOffsets as a replica for the leader's log start
 // and end (Kafka's fetchOffsetAndTruncate: start over at the leader's log start, or
 // truncate to its end); otherwise one FetchRequest of all fetching partitions
-// (FetchOffset = local LEO) and AppendAsFollower(records, leader HW) for each result.
+// (FetchOffset = local LEO) and AppendAsFollower(records, leader HW) for each result, then
+// FollowLeaderLogStart(leader log start): a follower's log start follows the leader's (up to
+// its HW), deleting its whole segments below it, so that after a failover the new leader
+// does not serve offsets the old one had deleted.
 // FENCED_LEADER_EPOCH -> the partition waits for the next controller state;
 // UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER and others -> retried after
 // replica.fetch.backoff.ms. Connection errors close the FetchConn, back off (a timer
@@ -145,7 +148,8 @@
 //     partition's Records (sendfile) and Release them.
 //   - OffsetForLeaderEpoch: Broker.EndOffsetForEpoch per partition.
 //   - ListOffsets: Broker.ListOffsetFor(replicaID, ...) (replicaID -1: a
-//     consumer).
+//     consumer, answered up to the HW; >= 0 a follower and -2 the debugging
+//     id, answered up to the LEO).
 //   - Controller offsets: a Broker implements controller.Offsets for its own
 //     id (ReplicaOffsets); the cluster dispatches by broker id.
 //   - Shutdown: stop serving, then Close (clean), Kill or Crash.

@@ -401,8 +401,9 @@ func (f *Fetcher) ApplyOffsets(r *Round, answers []OffsetAnswer) {
 }
 
 // ApplyFetch applies a replica fetch response (FetchConn.Fetch's partitions) to r.Fetch:
-// each partition's RecordBytes are appended (then the leader's HW applied), or its error
-// handled by its FetchState. mu is released during each append (beginIO).
+// each partition's RecordBytes are appended (then the leader's HW applied, then its log start
+// followed up to the HW: partition.Replica.FollowLeaderLogStart), or its error handled by its
+// FetchState. mu is released during each append (beginIO).
 func (f *Fetcher) ApplyFetch(r *Round, resp []FetchPartition) {
 	b := f.b
 	now := b.now()
@@ -439,6 +440,14 @@ func (f *Fetcher) ApplyFetch(r *Round, resp []FetchPartition) {
 		_, err := rep.AppendAsFollower(res.RecordBytes, res.HighWatermark)
 		if err != nil {
 			b.logf("broker %d: %s: follower append at %d: %v", b.cfg.ID, fp.h.key, fetchOffset, b.storageFailed(err))
+		} else if res.LogStartOffsetOut > rep.LogStart() {
+			// The leader's log start moved (retention): follow it, bounded by the HW.
+			var deleted int
+			if deleted, err = rep.FollowLeaderLogStart(res.LogStartOffsetOut); err != nil {
+				b.logf("broker %d: %s: following the leader's log start %d: %v", b.cfg.ID, fp.h.key, res.LogStartOffsetOut, b.storageFailed(err))
+			} else if deleted > 0 {
+				b.logf("broker %d: %s: log start %d after the leader's %d: %d segments deleted", b.cfg.ID, fp.h.key, rep.LogStart(), res.LogStartOffsetOut, deleted)
+			}
 		}
 		f.endIO()
 		if err != nil {

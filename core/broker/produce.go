@@ -13,10 +13,13 @@ import (
 // Produce appends each partition's records as leader and fills its outputs
 // (Err, BaseOffset, LogAppendTimeMs = -1, LogStartOffset). acks 0 and 1
 // return after the appends; acks -1 (all) then waits, up to timeout, until
-// the HW of the leadership term each batch was appended in passes it
-// (REQUEST_TIMED_OUT on timeout, NOT_ENOUGH_REPLICAS_AFTER_APPEND if the
-// ISR fell below min.insync.replicas meanwhile, NOT_LEADER_OR_FOLLOWER if the
-// term ended first). Records are patched in place (base offset, leader epoch).
+// the HW of the leadership term each batch was appended in passes it, as
+// Kafka's DelayedProduce: a dip of the ISR below min.insync.replicas does not
+// end the wait (NOT_ENOUGH_REPLICAS before the append if the ISR is already
+// below it); once the HW passes the batch the answer is success if the ISR
+// has min.insync.replicas members then, else NOT_ENOUGH_REPLICAS_AFTER_APPEND;
+// REQUEST_TIMED_OUT on timeout; NOT_LEADER_OR_FOLLOWER if the term ended
+// first. Records are patched in place (base offset, leader epoch).
 // Runs on the caller's goroutine; safe for concurrent use. If
 // Config.ProduceDelay > 0 it first sleeps that long, and with Config.ProduceSpin > 0 (or a
 // build linked with buildSpinFlag) computes that long per record (the regression gate's

@@ -25,34 +25,53 @@ func (b *Broker) EndOffsetForEpoch(topic string, p int32, currentLeaderEpoch, ep
 	return e, end, nil
 }
 
-// ListOffsetFor answers ListOffsets on the leader for replicaID (-1 a consumer), fencing
-// currentLeaderEpoch as Fetch does (-1 unchecked): timestamp -2 (EARLIEST) = log start
-// offset (inclusive); -1 (LATEST) = HW (exclusive) for consumers, LEO for a replica; a
-// timestamp >= 0 = the first offset whose record timestamp is >= it, or -1 when no record
-// has such a timestamp (Kafka answers offset -1 then). Other negative timestamps are
-// INVALID_REQUEST. Safe for concurrent use.
+// ListOffsets replica ids (Kafka's ListOffsetsRequest.CONSUMER_REPLICA_ID and
+// DEBUGGING_REPLICA_ID).
+const (
+	consumerReplicaID  = -1
+	debuggingReplicaID = -2
+)
+
+// ListOffsetFor answers ListOffsets for replicaID, fencing currentLeaderEpoch as Fetch does
+// (-1 unchecked), as Kafka's KafkaApis.handleListOffsetRequest and
+// Partition.fetchOffsetForTimestamp do: timestamp -2 (EARLIEST) = log start offset
+// (inclusive); -1 (LATEST) = for a consumer (replicaID -1) the end of what it may read, the
+// HW (exclusive; the LSO for read_committed, the same without transactions), for any other
+// replicaID (a follower's id >= 0, the debugging id -2) the LEO (Kafka passes no isolation
+// level then); a timestamp >= 0 = the first offset below that end whose record timestamp is
+// >= it, or -1 when there is none (Kafka answers offset -1 then). Other negative timestamps
+// are INVALID_REQUEST. Only the leader answers, except for the debugging id -2, which any
+// replica answers from its own log (Kafka's fetchOnlyFromLeader = false). Safe for
+// concurrent use.
 func (b *Broker) ListOffsetFor(replicaID int32, currentLeaderEpoch int32, topic string, p int32, timestamp int64, isolation int8) (int64, error) {
 	if err := b.usable(); err != nil {
 		return -1, err
 	}
-	h, err := b.leaderFor(topic, p, currentLeaderEpoch)
+	var h *hosted
+	var err error
+	if replicaID == debuggingReplicaID {
+		h = b.lookup(topic, p)
+		if h == nil {
+			return -1, fmt.Errorf("%w: %s-%d is not hosted on broker %d", kerr.UnknownTopicOrPartition, topic, p, b.cfg.ID)
+		}
+		err = checkEpoch(h.r, currentLeaderEpoch)
+	} else {
+		h, err = b.leaderFor(topic, p, currentLeaderEpoch)
+	}
 	if err != nil {
 		return -1, err
 	}
 	r := h.r
+	end := r.LEO()
+	if replicaID == consumerReplicaID {
+		end = r.HW() // read_uncommitted and read_committed alike: LSO = HW without transactions
+	}
 	switch {
 	case timestamp == -2:
 		return r.LogStart(), nil
 	case timestamp == -1:
-		if replicaID >= 0 {
-			return r.LEO(), nil
-		}
-		return r.HW(), nil
+		return end, nil
 	case timestamp >= 0:
-		end := r.HW()
-		if replicaID >= 0 {
-			end = r.LEO()
-		}
 		return b.offsetForTimestamp(h, timestamp, end)
 	default:
 		return -1, fmt.Errorf("%w: ListOffsets timestamp %d (want -2, -1 or >= 0)", kerr.InvalidRequest, timestamp)

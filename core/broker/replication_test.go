@@ -186,6 +186,62 @@ func TestAcksAllTimesOutWhileFollowerPaused(t *testing.T) {
 	}
 }
 
+// TestAcksAllWaitsThroughISRDip: an acks=all produce appended while the ISR met
+// min.insync.replicas keeps waiting when the ISR then shrinks below it (Kafka's
+// DelayedProduce); the followers come back, catch up and rejoin before the request times
+// out, and the produce succeeds, once: the batch is in the log one time.
+func TestAcksAllWaitsThroughISRDip(t *testing.T) {
+	cfg := testConfig()
+	cfg.ReplicaLagTimeMaxMs = 200
+	cfg.ReplicaFetchWaitMaxMs = 20
+	c := newTestCluster(t, 3, cfg)
+	c.createTopic("t", 1, 3, map[string]string{"min.insync.replicas": "2"})
+	l := c.leader("t", 0)
+	if res := produce(t, l, -1, "t", 0, batch("a", 2)); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	var followers []*Broker
+	for _, id := range c.ids() {
+		if id != l.ID() {
+			followers = append(followers, c.broker(id))
+		}
+	}
+	// Paused at the leader's LEO, the followers stay in sync until the append below.
+	for _, f := range followers {
+		f.Pause()
+	}
+	parts := []ProducePartition{{Topic: "t", Partition: 0, Records: batch("dip", 3)}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.Produce(context.Background(), -1, 30*time.Second, parts)
+	}()
+	c.waitFor("ISR below min.insync.replicas on the leader", 10*time.Second, func() bool {
+		return l.Metrics().UnderMinIsrPartitionCount == 1
+	})
+	select {
+	case <-done:
+		t.Fatalf("the ISR dip answered the produce: %v; want it to wait for the HW", parts[0].Err)
+	default:
+	}
+	for _, f := range followers {
+		f.Resume()
+	}
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the produce never returned after the followers rejoined")
+	}
+	if parts[0].Err != nil || parts[0].BaseOffset != 2 {
+		t.Fatalf("produce through the ISR dip: err %v base %d, want success at offset 2", parts[0].Err, parts[0].BaseOffset)
+	}
+	vals, hw := consume(t, l, "t", 0, 0)
+	want := []string{"a-0", "a-1", "dip-0", "dip-1", "dip-2"}
+	if !slices.Equal(vals, want) || hw != 5 {
+		t.Fatalf("log after the dip: %v (HW %d), want %v once", vals, hw, want)
+	}
+}
+
 func TestLeaderKillKeepsAckedRecords(t *testing.T) {
 	c := newTestCluster(t, 3, testConfig())
 	c.createTopic("t", 1, 3, map[string]string{"min.insync.replicas": "2"})

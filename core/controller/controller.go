@@ -300,7 +300,9 @@ func (e *refusedError) Error() string {
 	return fmt.Sprintf("controller: the metadata log %s cannot be written (%v): the change was not made", e.dir, e.cause)
 }
 
-func (e *refusedError) Unwrap() []error { return []error{ErrMetadataLog, e.cause, kerr.KafkaStorageError} }
+func (e *refusedError) Unwrap() []error {
+	return []error{ErrMetadataLog, e.cause, kerr.KafkaStorageError}
+}
 
 // rollbackLocked undoes the operation under way: the topics and configs from the durable
 // image, the brokers and counters from what lock noted.

@@ -4,8 +4,8 @@
 //
 // # What it owns
 //
-// The replica directory's segment files, their sparse indexes, the recovery-point checkpoint,
-// and the atomic checkpoint-file helpers (WriteCheckpoint/ReadCheckpoint) that other packages use
+// The replica directory's segment files, their sparse indexes, the recovery-point and
+// log-start checkpoints, and the atomic checkpoint-file helpers (WriteCheckpoint/ReadCheckpoint) that other packages use
 // for the high-watermark and leader-epoch checkpoints in the same directory.
 //
 // # Files
@@ -13,6 +13,9 @@
 //	<dir>/NNNNNNNNNNNNNNNNNNNN.log    segment: batches back to back, named by its base offset (%020d)
 //	<dir>/NNNNNNNNNNNNNNNNNNNN.index  sparse offset index of that segment
 //	<dir>/recovery-point              checkpoint: offset below which every batch was fsynced
+//	<dir>/log-start-offset            checkpoint: the log start, only while it lies inside the
+//	                                  first segment (IncrementLogStart: a follower's log start
+//	                                  follows its leader's); otherwise the first segment's base
 //
 // A segment file is a sequence of whole RecordBatch v2 (see package records for the batch
 // layout); offsets are contiguous: each batch's baseOffset equals the previous batch's
@@ -53,8 +56,11 @@
 // is missing), truncates a torn or corrupt batch and everything after it in that segment,
 // deletes the segments after a truncated one (and any segment that does not start where its
 // predecessor ends), rebuilds a missing or damaged .index, fsyncs what it verified, moves the
-// recovery point to the LEO and reports all of it in Recovery. Then Append, Read, TruncateTo,
-// TruncateFullyAndStartAt, ApplyRetention and Flush, in any order from any goroutine. Close
+// recovery point to the LEO, restores a log start inside the first segment from its
+// checkpoint (one past the recovered LEO restarts the log empty there, as Kafka's LogLoader
+// does) and reports all of it in Recovery. Then Append, Read, TruncateTo,
+// TruncateFullyAndStartAt, ApplyRetention, IncrementLogStart and Flush, in any order from any
+// goroutine. Close
 // fsyncs everything and persists the recovery point; Abandon closes the files writing nothing,
 // as a killed process would. Either way the Log is then unusable (ErrClosed) and the
 // directory is re-Opened. A machine crash is the file system's business: Config.FS may be a

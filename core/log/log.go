@@ -20,8 +20,8 @@ const RecoveryPointFile = "recovery-point"
 //
 // Concurrency: every method is safe for concurrent use. Appends are group-committed (see the
 // package doc); Read, LEO, LogStart, Size and Segments never wait for a write syscall. Mutations
-// (Append's commit, TruncateTo, TruncateFullyAndStartAt, ApplyRetention, Flush, Close,
-// SimulatePowerLoss) are serialised.
+// (Append's commit, TruncateTo, TruncateFullyAndStartAt, ApplyRetention, IncrementLogStart,
+// Flush, Close, SimulatePowerLoss) are serialised.
 type Log struct {
 	dir    string
 	cfg    Config
@@ -33,7 +33,7 @@ type Log struct {
 
 	segBytes atomic.Int64 // cfg.SegmentBytes, read lock-free by Append's validation
 	leo      atomic.Int64 // exclusive; published after the write
-	logStart atomic.Int64 // inclusive; mirror of segs[0].base
+	logStart atomic.Int64 // inclusive; >= segs[0].base, inside segs[0] (IncrementLogStart); changed under wmu and mu
 	size     atomic.Int64
 	closed   atomic.Bool
 	poisoned atomic.Pointer[error]
@@ -49,6 +49,7 @@ type Log struct {
 		unflushed     int64 // records appended since the last fsync
 		lastFlushMs   int64
 		recoveryPoint int64 // persisted recovery point
+		logStartCkpt  int64 // what LogStartFile holds: -1 no file, -2 an unusable one
 		bufs          [][]byte
 		pend          []pending
 		idxScratch    []byte

@@ -25,7 +25,7 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOneBatch bool) (Sli
 		return Slice{}, ErrClosed
 	}
 	leo := l.leo.Load() // under mu: consistent with the table
-	start := l.mu.segs[0].base
+	start := l.logStart.Load()
 	if offset < start || offset > leo {
 		return Slice{}, fmt.Errorf("log %s: read at offset %d outside [log start %d, LEO %d]: %w", l.dir, offset, start, leo, kerr.OffsetOutOfRange)
 	}

@@ -91,6 +91,11 @@ func (l *Log) recover() (Recovery, error) {
 		}
 	}
 	l.wmu.recoveryPoint = rp
+	ckptStart, why := l.readLogStartCheckpoint()
+	if why != "" {
+		reasons = append(reasons, why)
+	}
+	l.wmu.logStartCkpt = ckptStart
 
 	if len(bases) == 0 {
 		s, err := createSegment(l.fs, l.dir, 0)
@@ -101,6 +106,9 @@ func (l *Log) recover() (Recovery, error) {
 		rec.Segments = 1
 		if err := l.fs.SyncDir(l.dir); err != nil {
 			return rec, storageErrorf("fsync dir %s: %w", l.dir, err)
+		}
+		if err := l.persistLogStartLocked(); err != nil { // a stale log-start checkpoint goes
+			return rec, err
 		}
 		if rp == 0 || rp == -1 {
 			// A new log: a missing recovery point already means "check every batch", so
@@ -205,5 +213,11 @@ func (l *Log) recover() (Recovery, error) {
 	if err := l.setRecoveryPoint(last.next); err != nil {
 		return rec, err
 	}
-	return rec, nil
+	restored, err := l.restoreLogStart(ckptStart)
+	if restored != "" {
+		reasons = append(reasons, restored)
+		rec.Reason = strings.Join(reasons, "; ")
+		rec.Segments = len(l.mu.segs)
+	}
+	return rec, err
 }

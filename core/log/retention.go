@@ -39,13 +39,16 @@ func (l *Log) ApplyRetention(nowMs int64, maxDeletableOffset int64) (deletedSegm
 		l.mu.Lock()
 		l.mu.segs[0] = nil
 		l.mu.segs = l.mu.segs[1:]
-		l.logStart.Store(l.mu.segs[0].base)
+		l.logStart.Store(max(l.logStart.Load(), l.mu.segs[0].base))
 		l.mu.Unlock()
 		l.size.Add(-s.size)
 		if err := s.remove(l.fs); err != nil {
 			return deletedSegments, l.poison("retention delete", err)
 		}
 		deletedSegments++
+	}
+	if deletedSegments > 0 {
+		return deletedSegments, l.persistLogStartLocked()
 	}
 	return deletedSegments, nil
 }

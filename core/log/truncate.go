@@ -10,8 +10,10 @@ import (
 
 // TruncateTo removes every batch with base offset >= offset; an offset inside a batch is
 // rounded down to that batch's base offset (the batch is removed). The LEO becomes that
-// boundary. offset >= LEO is a no-op; offset < LogStart empties the log and restarts it at
-// offset (TruncateFullyAndStartAt). Segments past the boundary are deleted.
+// boundary. offset >= LEO is a no-op; offset below the first segment empties the log and
+// restarts it at offset (TruncateFullyAndStartAt); a log start above the boundary (inside
+// the first segment, IncrementLogStart) comes down to it, as Kafka's UnifiedLog.truncateTo
+// does. Segments past the boundary are deleted.
 func (l *Log) TruncateTo(offset int64) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
@@ -69,6 +71,12 @@ func (l *Log) TruncateTo(offset int64) error {
 	if rmErr != nil {
 		return l.poison("truncate", rmErr)
 	}
+	if l.logStart.Load() > bound {
+		l.setLogStartLocked(bound)
+		if err := l.persistLogStartLocked(); err != nil {
+			return err
+		}
+	}
 	if l.wmu.recoveryPoint > bound {
 		return l.setRecoveryPoint(bound)
 	}
@@ -122,6 +130,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.poison("truncate fully", err)
+	}
+	if err := l.persistLogStartLocked(); err != nil {
+		return err
 	}
 	l.wmu.recoveryPoint = -1 // force the write
 	return l.setRecoveryPoint(offset)

@@ -55,7 +55,8 @@
 // Follower: the fetcher's FetchState truncates (OffsetForLeaderEpoch rounds
 // against the new leader, TruncationFor + TruncateTo; or to the local HW in the
 // "hw" ablation) before fetching, then AppendAsFollower(records, leader HW) per
-// fetch response, so the HW is applied only after any truncation.
+// fetch response, so the HW is applied only after any truncation, then
+// FollowLeaderLogStart(leader log start): the log start follows the leader's, up to the HW.
 //
 // # Concurrency
 //

@@ -13,7 +13,8 @@ import (
 // AppendAsFollower appends blob (batches fetched from the leader, starting
 // at this replica's LEO) keeping their offsets, records each batch's
 // partitionLeaderEpoch in the epoch cache, then sets the follower HW to
-// min(leaderHW, LEO). Truncation, if any, must have happened before (a
+// min(leaderHW, LEO), raised to the log start if the leader's HW is below it (Kafka's
+// updateHighWatermark). Truncation, if any, must have happened before (a
 // separate TruncateTo call by the fetcher), so the HW is applied after it.
 // An empty blob only updates the HW.
 // Errors: NotLeaderForPartition on the leader; malformed batches (wrapping
@@ -69,10 +70,42 @@ func (r *Replica) AppendAsFollower(blob []byte, leaderHW int64) (log.AppendInfo,
 		r.leoSig.notify()
 	}
 	if leaderHW >= 0 {
-		r.hw.Store(min(leaderHW, r.log.LEO()))
+		// Kafka's UnifiedLog.updateHighWatermark: the leader's HW, at most the LEO and
+		// at least the log start (a new leader's HW may lag behind the log start this
+		// follower took from the previous one).
+		r.hw.Store(max(r.log.LogStart(), min(leaderHW, r.log.LEO())))
 		r.hwSig.notify()
 	}
 	return info, nil
+}
+
+// FollowLeaderLogStart advances the follower's log start offset to the leader's, from a fetch
+// response (Kafka's ReplicaFetcherThread.processPartitionData calls
+// log.maybeIncrementLogStartOffset(leaderLogStartOffset, LeaderOffsetIncremented) after the
+// append and the HW): to min(leaderLogStart, HW), since a log start past the HW is refused
+// (UnifiedLog throws then; the leader's log start is at most its HW, so the bound only
+// matters for a response raced by a later retention pass). Whole segments below the new
+// log start are deleted, a log start inside a segment is checkpointed (core/log
+// IncrementLogStart), and the epoch cache entries below it are dropped (truncateFromStart).
+// A leaderLogStart < 0 (unknown) or <= the log start changes nothing. It returns the
+// number of deleted segments. Errors: NotLeaderForPartition on the leader; storage errors.
+func (r *Replica) FollowLeaderLogStart(leaderLogStart int64) (int, error) {
+	r.roleMu.Lock()
+	defer r.roleMu.Unlock()
+	s := r.state.Load()
+	if s.leader || s.closed || s.fencing {
+		return 0, fmt.Errorf("partition %s-%d: FollowLeaderLogStart on broker %d (leader=%v closed=%v): %w",
+			r.topic, r.partition, r.id, s.leader, s.closed, kerr.NotLeaderForPartition)
+	}
+	start := min(leaderLogStart, r.hw.Load())
+	if start <= r.log.LogStart() {
+		return 0, nil
+	}
+	n, err := r.log.IncrementLogStart(start)
+	if err != nil {
+		return n, err
+	}
+	return n, r.epochs.TruncateFromStart(r.log.LogStart())
 }
 
 // TruncateTo truncates the follower's log to offset (exclusive end; rounded

@@ -354,3 +354,53 @@ func TestIdempotentRetryWaitsForTheHW(t *testing.T) {
 		t.Fatalf("retry after the HW passed it: done %v err %v", done, err)
 	}
 }
+
+// TestAcksAllThroughAnISRDip pins Kafka's DelayedProduce (Partition.checkEnoughReplicasReachOffset):
+// an acks=all batch appended while the ISR met min.insync.replicas keeps waiting while the ISR
+// dips below it (the HW is frozen, not the wait); when the follower rejoins and catches up, the
+// HW passes the batch and the answer is success. Once the HW passed a batch, the answer is
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is below the minimum at that moment.
+func TestAcksAllThroughAnISRDip(t *testing.T) {
+	t.Run("dip then rejoin commits", func(t *testing.T) {
+		r, clk := leaderWithISR(t, 3, []int32{0, 1, 2}, Config{MinInsyncReplicas: 2, ReplicaLagTimeMaxMs: 1000})
+		info, err := r.AppendAsLeader(batches(2), -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.ns += 2e9 // both followers lag past replica.lag.time.max.ms and fall out
+		st := r.State()
+		st.ISR, st.PartitionEpoch = []int32{0}, st.PartitionEpoch+1
+		r.ApplyISR(st) // ISR 1 < min.insync.replicas 2
+		if done, err := r.CheckHW(info.LastOffset, info.LeaderEpoch); done {
+			t.Fatalf("the ISR dip answered the wait: %v; want it to go on while the HW is below the batch", err)
+		}
+		if _, err := r.AppendAsLeader(batches(1), -1); !errors.Is(err, kerr.NotEnoughReplicas) {
+			t.Fatalf("a new acks=all append below min.insync.replicas: %v, want NOT_ENOUGH_REPLICAS", err)
+		}
+		if fetch(t, r, 1, info.LastOffset+1) { // caught up: may join
+			commit(r, r.PrepareExpand(1))
+		} else {
+			t.Fatal("follower 1 caught up but may not join")
+		}
+		done, err := r.CheckHW(info.LastOffset, info.LeaderEpoch)
+		if !done || err != nil || r.HW() != info.LastOffset+1 {
+			t.Fatalf("after the rejoin: done %v err %v HW %d, want success with HW %d", done, err, r.HW(), info.LastOffset+1)
+		}
+	})
+	t.Run("committed then ISR below min", func(t *testing.T) {
+		r, _ := leaderWithISR(t, 3, []int32{0, 1, 2}, Config{MinInsyncReplicas: 2})
+		info, err := r.AppendAsLeader(batches(2), -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fetch(t, r, 1, info.LastOffset+1)
+		fetch(t, r, 2, info.LastOffset+1)
+		st := r.State()
+		st.ISR, st.PartitionEpoch = []int32{0}, st.PartitionEpoch+1
+		r.ApplyISR(st)
+		done, err := r.CheckHW(info.LastOffset, info.LeaderEpoch)
+		if !done || !errors.Is(err, kerr.NotEnoughReplicasAfterAppend) {
+			t.Fatalf("HW passed, ISR now below min: done %v err %v, want NOT_ENOUGH_REPLICAS_AFTER_APPEND", done, err)
+		}
+	})
+}

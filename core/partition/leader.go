@@ -67,12 +67,17 @@ func (r *Replica) AppendAsLeader(blob []byte, requiredAcks int16) (log.AppendInf
 }
 
 // CheckHW reports whether a batch appended as leader in leaderEpoch with last offset
-// lastOffset (inclusive) is committed: done with a nil error once the HW of that leadership
-// term passed it; done with an error when it can no longer be acknowledged:
-// NotLeaderForPartition when the term ended before its HW passed the batch (the batch may
-// be truncated away: it must not be acknowledged even if a later term's HW passes that
-// offset), NotEnoughReplicasAfterAppend while the ISR is below the effective
-// min.insync.replicas. Not done otherwise (wait on HWChanged and ask again). Lock-free.
+// lastOffset (inclusive) is committed, as Kafka's DelayedProduce asks
+// Partition.checkEnoughReplicasReachOffset: not done while the HW of that leadership term is
+// at or below lastOffset, even while the ISR is below min.insync.replicas (the HW is frozen
+// then; the follower may rejoin and catch up before the request times out). Once the HW
+// passed it: done with a nil error if the maximal ISR has at least the effective
+// min.insync.replicas members now, else done with NotEnoughReplicasAfterAppend (the record
+// is written and committed, but the ISR shrank below the minimum since). Done with
+// NotLeaderForPartition when the term ended before its HW passed the batch (the batch may be
+// truncated away: it must not be acknowledged even if a later term's HW passes that
+// offset). Not done otherwise (wait on HWChanged and ask again; a caller whose request
+// times out answers RequestTimedOut). Lock-free.
 func (r *Replica) CheckHW(lastOffset int64, leaderEpoch int32) (done bool, err error) {
 	s := r.state.Load()
 	hw := r.hw.Load()
@@ -83,14 +88,14 @@ func (r *Replica) CheckHW(lastOffset int64, leaderEpoch int32) (done bool, err e
 	case s.fencing:
 		return false, nil // a role change is under way; its final snapshot decides
 	case s.leader && !s.closed && s.st.LeaderEpoch == leaderEpoch:
-		if hw > lastOffset {
-			return true, nil
+		if hw <= lastOffset {
+			return false, nil // keep waiting, whatever the ISR (Kafka's DelayedProduce)
 		}
-		if len(s.st.ISR) < r.effectiveMinISR(s) {
-			return true, fmt.Errorf("partition %s-%d: offset %d written but ISR %v is below min.insync.replicas %d: %w",
-				r.topic, r.partition, lastOffset, s.st.ISR, r.effectiveMinISR(s), kerr.NotEnoughReplicasAfterAppend)
+		if minISR := r.effectiveMinISR(s); len(s.maximal) < minISR {
+			return true, fmt.Errorf("partition %s-%d: offset %d committed but ISR %v is below min.insync.replicas %d now: %w",
+				r.topic, r.partition, lastOffset, s.maximal, minISR, kerr.NotEnoughReplicasAfterAppend)
 		}
-		return false, nil
+		return true, nil
 	case s.prevTerm.epoch == leaderEpoch && s.prevTerm.hw > lastOffset:
 		return true, nil // committed before the term ended
 	}

@@ -23,6 +23,7 @@ type logStore interface {
 	TruncateTo(offset int64) error
 	TruncateFullyAndStartAt(offset int64) error
 	ApplyRetention(nowMs int64, maxDeletableOffset int64) (deletedSegments int, err error)
+	IncrementLogStart(offset int64) (deletedSegments int, err error)
 	ForEachBatchHeader(from int64, fn func(h records.Header) error) error
 	Close() error
 }

@@ -213,20 +213,28 @@ func TestWaitForHW(t *testing.T) {
 		defer cancel()
 		wantCode(t, r.WaitForHW(cctx, 0, r.LeaderEpoch()), kerr.RequestTimedOut)
 	})
-	t.Run("ISR below min", func(t *testing.T) {
+	t.Run("ISR below min keeps waiting until the timeout", func(t *testing.T) {
 		r, _, _ := newLeader(t, 3, Config{MinInsyncReplicas: 2})
 		r.AppendAsLeader(oneBatch(1), -1)
+		cctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		go func() { done <- r.WaitForHW(ctx, 0, r.LeaderEpoch()) }()
+		go func() { done <- r.WaitForHW(cctx, 0, r.LeaderEpoch()) }()
 		waitArmed(t, &r.hwSig)
 		st := r.State()
 		st.ISR, st.PartitionEpoch = []int32{0}, st.PartitionEpoch+1
-		r.ApplyISR(st)
+		r.ApplyISR(st) // wakes the waiter: it looks again and goes on waiting
+		waitArmed(t, &r.hwSig)
 		select {
 		case err := <-done:
-			wantCode(t, err, kerr.NotEnoughReplicasAfterAppend)
+			t.Fatalf("the ISR dip ended the wait: %v (Kafka's DelayedProduce waits for the HW)", err)
+		default:
+		}
+		cancel()
+		select {
+		case err := <-done:
+			wantCode(t, err, kerr.RequestTimedOut)
 		case <-time.After(10 * time.Second):
-			t.Fatal("WaitForHW did not notice the ISR shrink")
+			t.Fatal("WaitForHW did not return when its request timed out")
 		}
 	})
 	t.Run("leadership lost", func(t *testing.T) {
@@ -402,6 +410,62 @@ func TestApplyRetention(t *testing.T) {
 	}
 	if got := r.Epochs().Entries(); !slices.Equal(got, []EpochEntry{{1, 7}}) {
 		t.Fatalf("epochs after retention %v, want [{1 7}]", got)
+	}
+}
+
+// TestFollowLeaderLogStart: a follower's log start follows the leader's from a fetch
+// response, bounded by its HW (Kafka refuses a log start past the HW), dropping the epoch
+// cache entries below it; a lower or unknown leader log start changes nothing; a leader HW
+// below the log start does not take the HW under it; the leader refuses.
+func TestFollowLeaderLogStart(t *testing.T) {
+	cfg := log.DefaultConfig()
+	cfg.SegmentBytes = 3 * int64(len(batches(1))) // three one-record batches per segment
+	l := newMemLogWith(cfg)
+	r, err := newReplica("t", 0, 1, l, "", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := controller.PartitionState{Topic: "t", Leader: 0, LeaderEpoch: 1, Replicas: []int32{0, 1}, ISR: []int32{0, 1}}
+	if err := r.MakeFollower(st); err != nil {
+		t.Fatal(err)
+	}
+	var blob []byte
+	for off := int64(0); off < 8; off++ {
+		epoch := int32(0)
+		if off >= 4 {
+			epoch = 1
+		}
+		blob = records.AppendBatch(blob, off, epoch, 0, []records.Record{{Value: []byte("v")}})
+	}
+	if _, err := r.AppendAsFollower(blob, 6); err != nil || r.HW() != 6 {
+		t.Fatalf("follower append: HW %d, %v", r.HW(), err)
+	}
+	n, err := r.FollowLeaderLogStart(7) // the leader's log start passed this follower's HW 6
+	if err != nil || r.LogStart() != 6 || n != 2 {
+		t.Fatalf("FollowLeaderLogStart(7) with HW 6: log start %d, %d segments deleted, %v; want 6 (the HW), 2 deleted", r.LogStart(), n, err)
+	}
+	if got := r.Epochs().Entries(); !slices.Equal(got, []EpochEntry{{1, 6}}) {
+		t.Fatalf("epochs after the log start moved to 6: %v, want [{1 6}]", got)
+	}
+	if _, err := r.Read(5, 8, 1<<20, true); !errors.Is(err, kerr.OffsetOutOfRange) {
+		t.Fatalf("read below the new log start: %v", err)
+	}
+	for _, ls := range []int64{3, -1} {
+		if n, err := r.FollowLeaderLogStart(ls); n != 0 || err != nil || r.LogStart() != 6 {
+			t.Fatalf("FollowLeaderLogStart(%d) below the log start 6: %d deleted, %v, log start %d", ls, n, err, r.LogStart())
+		}
+	}
+	// A leader whose HW lags behind this follower's log start: the HW is raised to the log
+	// start (Kafka's updateHighWatermark), never below it.
+	if _, err := r.AppendAsFollower(nil, 4); err != nil || r.HW() != 6 {
+		t.Fatalf("leader HW 4 below the log start 6: follower HW %d, %v; want 6", r.HW(), err)
+	}
+	st.Leader, st.LeaderEpoch = 1, 2
+	if err := r.MakeLeader(st); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.FollowLeaderLogStart(7); !errors.Is(err, kerr.NotLeaderForPartition) {
+		t.Fatalf("FollowLeaderLogStart on the leader: %v", err)
 	}
 }
 

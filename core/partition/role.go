@@ -16,8 +16,9 @@ import (
 // replicas and partition epoch; a pending ISR change is settled by it. A
 // state for another leader or leader epoch is not an ISR change and is
 // ignored (MakeLeader/MakeFollower handle it), as is a stale one (older
-// partition epoch). A shrink may advance the HW; a drop below
-// min.insync.replicas wakes acks=all waiters.
+// partition epoch). A shrink may advance the HW; every acks=all waiter is
+// woken to look again (CheckHW: a drop below min.insync.replicas does not end
+// a wait whose batch the HW has not passed yet).
 func (r *Replica) ApplyISR(st controller.PartitionState) {
 	r.roleMu.Lock()
 	defer r.roleMu.Unlock()

@@ -206,6 +206,7 @@ func (s *Sim) checkProduces() {
 			continue // the broker died: the client times out
 		case pp.n.paused, s.now < pp.checkAt:
 		case pp.w.Check():
+			s.checkAfterAppend(pp)
 			s.respond(pp.n, -1, pp.parts, pp.values, pp.done)
 			continue
 		case s.now > pp.dead:
@@ -217,6 +218,22 @@ func (s *Sim) checkProduces() {
 	}
 	clear(s.pending[len(kept):])
 	s.pending = kept
+}
+
+// checkAfterAppend fails the seed when an acks=all wait ended NOT_ENOUGH_REPLICAS_AFTER_APPEND
+// before the leader's HW passed its batch: as Kafka's DelayedProduce, a dip of the ISR below
+// min.insync.replicas does not end the wait; only the HW passing the batch (then the ISR
+// decides success or this error), the request's timeout or the end of the leadership do.
+func (s *Sim) checkAfterAppend(pp *pendingProduce) {
+	res := pp.parts[0]
+	if !errors.Is(res.Err, kerr.NotEnoughReplicasAfterAppend) {
+		return
+	}
+	last := res.BaseOffset + int64(len(pp.values)) - 1
+	if r, ok := pp.n.b.Replica(topic, res.Partition); ok && r.HW() <= last {
+		s.fail("p%d: acks=all batch at %d..%d on broker %d answered %v while the HW is %d: the wait must go on until the HW passes it",
+			res.Partition, res.BaseOffset, last, pp.n.id, res.Err, r.HW())
+	}
 }
 
 func (s *Sim) respond(n *node, acks int16, parts []broker.ProducePartition, values []string, done func(broker.ProducePartition)) {
@@ -246,7 +263,11 @@ func (s *Sim) respond(n *node, acks int16, parts []broker.ProducePartition, valu
 	})
 }
 
-// consume reads one partition from its leader below the HW, as a consumer does.
+// consume reads one partition from its leader as a consumer does (replica id -1,
+// read_uncommitted). A consumer may see only [log start, HW): a record at or past the
+// leader's HW at the time of the read, or past the HW the response reports, fails the seed
+// (and checkDurability fails it if a record read is truncated later), as does a
+// ListOffsets LATEST that answers it anything but the HW.
 func (s *Sim) consume() {
 	p := int32(s.rng.IntN(s.nparts))
 	st, ok := s.ctrl.Partition(topic, p)
@@ -263,7 +284,25 @@ func (s *Sim) consume() {
 	fp := &req.Partitions[0]
 	defer fp.Records.Release()
 	if fp.Err != nil {
+		if errors.Is(fp.Err, kerr.OffsetOutOfRange) && fp.LogStartOffsetOut > s.consumer[p] {
+			// Retention passed the consumer: it starts over at the log start
+			// (auto.offset.reset=earliest).
+			s.stats.ConsumerResets++
+			s.tracef("consumer of p%d at %d is below the log start %d of broker %d: reset to it", p, s.consumer[p], fp.LogStartOffsetOut, n.id)
+			s.consumer[p] = fp.LogStartOffsetOut
+		}
 		return
+	}
+	// The HW the read was bounded by: the replica's now (one goroutine: nothing moved it
+	// since the read), and never above what the response says.
+	hw, leo := fp.HighWatermark, int64(-1)
+	if r, ok := n.b.Replica(topic, p); ok {
+		hw, leo = min(hw, r.HW()), r.LEO()
+		// The consumer's end offset (ListOffsets LATEST, replica id -1) is the HW too.
+		if latest, err := n.b.ListOffsetFor(-1, -1, topic, p, -1, 0); err == nil && latest != r.HW() {
+			s.fail("ListOffsets LATEST for a consumer of p%d on leader %d answered %d, the HW is %d (LEO %d)", p, n.id, latest, r.HW(), leo)
+			return
+		}
 	}
 	data, err := fp.Records.ReadAll(nil)
 	if err != nil {
@@ -271,9 +310,13 @@ func (s *Sim) consume() {
 		return
 	}
 	nread := 0
-	_ = records.Split(data, func(batch []byte, h records.Header) error {
+	err = records.Split(data, func(batch []byte, h records.Header) error {
 		return records.ForEachRecord(batch, func(off, _ int64, _, v []byte) error {
-			if off >= s.consumer[p] && off < fp.HighWatermark {
+			if off >= hw {
+				return fmt.Errorf("a consumer fetch of p%d at %d from broker %d (leader epoch %d) returned record %s at offset %d, at or past the HW %d (LEO %d): consumers read only below the HW",
+					p, fp.FetchOffset, n.id, st.LeaderEpoch, v, off, hw, leo)
+			}
+			if off >= s.consumer[p] {
 				s.consumed[key{p, off}] = entry{string(v), valueNum(string(v))}
 				s.consumer[p] = off + 1
 				nread++
@@ -281,6 +324,10 @@ func (s *Sim) consume() {
 			return nil
 		})
 	})
+	if err != nil {
+		s.fail("%v", err)
+		return
+	}
 	if nread > 0 {
 		s.stats.Consumed += nread
 		s.tracef("consumer read p%d from broker %d up to %d (HW %d)", p, n.id, s.consumer[p], fp.HighWatermark)

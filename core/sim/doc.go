@@ -13,25 +13,33 @@
 //     arrives (delayed, dropped, held while the peer is paused), when a broker learns of
 //     a metadata change, when it heartbeats, expires ISR members or proposes expansions;
 //   - clients: producers (acks 0, 1, all) that send to the leader they last saw in the
-//     metadata, and consumers that read below the HW; one acks=all wait in four is first
-//     looked at up to 2.5 s late, as a produce handler that waits on its request's
-//     partitions one after the other does for the later ones;
+//     metadata, and consumers (a read that returns a record at or past the leader's HW
+//     fails the seed, as does an acks=all wait answered NOT_ENOUGH_REPLICAS_AFTER_APPEND
+//     before the HW passed its batch); one acks=all wait in four is first looked at up to
+//     2.5 s late, as a produce handler that waits on its request's partitions one after the
+//     other does for the later ones;
 //   - faults: kill, crash (power loss), restart within or after the session timeout,
 //     pause/resume, network partitions and slow links between brokers, a broker cut off
 //     from the controller, leader moves (half of them moved back soon after: a flapping
 //     leadership), a full disk, a restart of the whole cluster with its controller (the
 //     metadata log reloaded), num.replica.fetchers changed at run time (partitions move
-//     between fetchers with rounds in flight), partitions added to the topic, and
-//     preferred-leader balancing.
+//     between fetchers with rounds in flight), partitions added to the topic,
+//     preferred-leader balancing, and the topic's retention.bytes limited or not (every
+//     broker's retention passes then delete old segments below its HW; consumers behind
+//     a log start move up to it).
 //
-// After every step it checks the invariants: HW <= LEO on every replica; the leader's HW
-// never decreases within its leadership; a follower that fetched in the current leader
-// epoch has HW <= the leader's; every running ISR member holds the leader's
-// [log start, HW) byte for byte; and, periodically and at the end (after the faults heal
+// After every step it checks the invariants: log start <= HW <= LEO on every replica; the
+// leader's HW never decreases within its leadership; a follower that fetched in the current
+// leader epoch has HW <= the leader's (or its own log start, when the leader's lags behind
+// it); a follower that applied a fetch response took the leader's log start from it, up to
+// its HW; every running ISR member holds the leader's [log start, HW) byte for byte (from
+// the later of the two log starts); and, periodically and at the end (after the faults heal
 // and the cluster converges), every record acknowledged with acks=all is present at its
-// acknowledged offset and nothing a consumer read was lost. Crashes (the only fault that
-// loses page-cache data) are injected only while the cluster is fully in sync, so every
-// acknowledged record must survive: a single-broker failure of any kind loses nothing.
+// acknowledged offset and nothing a consumer read was lost (truncated after the read),
+// unless retention deleted it (below the leader's log start).
+// Crashes (the only fault that loses page-cache data) are injected only while the cluster
+// is fully in sync, so every acknowledged record must survive: a single-broker failure of
+// any kind loses nothing.
 //
 // Run: Run(Options{Seed: n}) returns the failure (nil if none) and the trace of every
 // step; the same seed gives the same trace. TestSimulation runs many seeds; -sim.seed=N

@@ -145,8 +145,10 @@ func (s *Sim) fault() {
 			s.stats.Rebalances++
 			s.tracef("preferred leaders elected: %v", moved)
 		}
-	case r < 98:
+	case r < 97:
 		s.metadataFault()
+	case r < 99:
+		s.toggleRetention()
 	default:
 		s.ctrl.CheckSessions()
 	}
@@ -271,6 +273,29 @@ func (s *Sim) crashMetadata() {
 	if err := f.Sync(); err != nil {
 		s.fail("metadata crash: fsync %s: %v", path, err)
 	}
+}
+
+// toggleRetention sets the topic's retention.bytes to retentionBytes, or back to unlimited:
+// the brokers' retention passes (work) then delete their oldest segments below their HW,
+// the followers' log starts follow their leader's, and consumers behind a log start move up
+// to it.
+func (s *Sim) toggleRetention() {
+	ch := controller.ConfigChange{Delete: []string{controller.ConfigRetentionBytes}}
+	if !s.retention {
+		ch = controller.ConfigChange{Set: map[string]string{controller.ConfigRetentionBytes: fmt.Sprint(retentionBytes)}}
+	}
+	if err := s.ctrl.ChangeTopicConfig(topic, ch); err != nil {
+		if !s.refused(err) {
+			s.fail("retention.bytes: %v", err)
+		}
+		return
+	}
+	s.retention = !s.retention
+	if s.retention {
+		s.retentionUsed = true
+		s.stats.RetentionOn++
+	}
+	s.tracef("topic retention.bytes limited to %d: %v", retentionBytes, s.retention)
 }
 
 func (s *Sim) kill(n *node, fence bool) {

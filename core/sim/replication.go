@@ -82,15 +82,28 @@ func (s *Sim) fetchRound(n *node) {
 						f.ApplyOffsets(r, oa)
 					}
 					if fetched {
+						// The LEO of each partition before the response: it is applied only
+						// at the fetch offset.
+						leos := make(map[int32]int64, len(fetch.Partitions))
+						for _, q := range fetch.Partitions {
+							if rep, ok := n.b.Replica(topic, q.Partition); ok {
+								leos[q.Partition] = rep.LEO()
+							}
+						}
 						f.ApplyFetch(r, resp)
 						// The HW a follower takes from a response it applied (not one it failed
 						// to append, nor its restored checkpoint) never exceeds the leader's.
 						if n.b.LogDirOffline() == nil {
 							for _, fp := range f.Partitions() {
-								if fp.State.Phase == partition.PhaseFetching && slices.ContainsFunc(fetch.Partitions, func(q broker.FetchPartition) bool {
+								qi := slices.IndexFunc(fetch.Partitions, func(q broker.FetchPartition) bool {
 									return q.Partition == fp.Partition && q.CurrentLeaderEpoch == fp.State.LeaderEpoch
-								}) {
-									s.synced[syncKey{n.id, inc, fp.Partition}] = fp.State.LeaderEpoch
+								})
+								if fp.State.Phase != partition.PhaseFetching || qi < 0 {
+									continue
+								}
+								s.synced[syncKey{n.id, inc, fp.Partition}] = fp.State.LeaderEpoch
+								if leo, ok := leos[fp.Partition]; ok && leo == fetch.Partitions[qi].FetchOffset {
+									s.checkLogStartFollowed(n, src, fp.Partition, resp)
 								}
 							}
 						}
@@ -109,4 +122,23 @@ func copyResponse(r []broker.FetchPartition) []broker.FetchPartition {
 		out[i].RecordBytes = slices.Clone(out[i].RecordBytes)
 	}
 	return out
+}
+
+// checkLogStartFollowed checks that follower n, having applied a fetch response of source src
+// for partition p, took the leader's log start from it, up to its HW (Kafka's
+// maybeIncrementLogStartOffset on every response), so that as a leader it never serves
+// offsets the old leader deleted.
+func (s *Sim) checkLogStartFollowed(n *node, src int32, p int32, resp []broker.FetchPartition) {
+	i := slices.IndexFunc(resp, func(fp broker.FetchPartition) bool { return fp.Topic == topic && fp.Partition == p })
+	if i < 0 || resp[i].Err != nil || resp[i].LogStartOffsetOut < 0 {
+		return
+	}
+	r, ok := n.b.Replica(topic, p)
+	if !ok {
+		return
+	}
+	if want := min(resp[i].LogStartOffsetOut, r.HW()); r.LogStart() < want {
+		s.fail("p%d: follower %d applied a response of leader %d with log start %d but its log start is %d (HW %d, LEO %d)",
+			p, n.id, src, resp[i].LogStartOffsetOut, r.LogStart(), r.HW(), r.LEO())
+	}
 }

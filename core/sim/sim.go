@@ -67,6 +67,10 @@ type Stats struct {
 	// MetaCrashes counts power losses of the controller's disk (with a torn append or a
 	// flipped bit in one copy, sometimes).
 	MetaCrashes int
+	// RetentionOn counts the times the topic's retention.bytes was set (retentionBytes);
+	// RetentionDeletes counts retention passes that deleted segments; ConsumerResets counts
+	// consumers moved up to a log start that retention passed.
+	RetentionOn, RetentionDeletes, ConsumerResets int
 }
 
 // maxPartitions bounds the partitions CreatePartitions faults add.
@@ -79,6 +83,10 @@ const (
 	lagMs     = 1000
 	timeoutNs = int64(3 * time.Second) // produce request timeout
 	rpcTimeNs = int64(2 * time.Second) // a dropped request fails after this
+	// segmentBytes is log.segment.bytes: small, so that a partition has several segments
+	// for retention to delete; retentionBytes is the topic's retention.bytes while on.
+	segmentBytes   = 1024
+	retentionBytes = 600
 )
 
 // Sim is one simulation (one goroutine).
@@ -118,6 +126,10 @@ type Sim struct {
 	lossAllowedUpTo int
 	// metaFault says what keeps the metadata log from being written ("" nothing).
 	metaFault string
+	// retention: the topic's retention.bytes is retentionBytes now (a fault toggles it);
+	// retentionUsed: it was at some point, so acknowledged and consumed records below a
+	// leader's log start are expired, not lost.
+	retention, retentionUsed bool
 }
 
 // entry is a record the oracle holds: its value and its number (the order it was produced in).
@@ -271,7 +283,7 @@ func (s *Sim) start(n *node) {
 	cfg.ReplicaFetchBackoffMs = 100
 	cfg.ReplicaLagTimeMaxMs = lagMs
 	cfg.ReplicaFetchMaxBytes = 4 << 10
-	cfg.Log.SegmentBytes = 2 << 10
+	cfg.Log.SegmentBytes = segmentBytes
 	cfg.Log.IndexIntervalBytes = 256
 	cfg.Logf = func(f string, a ...any) { s.tracef(f, a...) }
 	b, err := broker.New(cfg, s.ctrl, noTransport{})
@@ -347,7 +359,8 @@ func (s *Sim) failure(what string) {
 }
 
 // work does one piece of ordinary work: a fetcher round, a produce, a consumer read, an
-// ISR pass, a heartbeat, a metadata delivery, a session check or a checkpoint.
+// ISR pass, a heartbeat, a metadata delivery, a session check, a checkpoint or a retention
+// pass.
 func (s *Sim) work(produce bool) {
 	n := s.nodes[s.rng.IntN(len(s.nodes))]
 	switch r := s.rng.IntN(100); {
@@ -377,8 +390,14 @@ func (s *Sim) work(produce bool) {
 	case r < 97:
 		s.ctrl.CheckSessions()
 	default:
-		if n.up() && !n.paused {
+		if !n.up() || n.paused {
+			break
+		}
+		if s.rng.IntN(2) == 0 {
 			_ = n.b.WriteHWCheckpoint()
+		} else if d := n.b.ApplyRetention(); d > 0 {
+			s.stats.RetentionDeletes++
+			s.tracef("broker %d: retention deleted %d segments", n.id, d)
 		}
 	}
 }

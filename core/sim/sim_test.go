@@ -80,12 +80,15 @@ func add(t *Stats, s Stats) {
 	t.MetaFaults += s.MetaFaults
 	t.MetaRefused += s.MetaRefused
 	t.MetaCrashes += s.MetaCrashes
+	t.RetentionOn += s.RetentionOn
+	t.RetentionDeletes += s.RetentionDeletes
+	t.ConsumerResets += s.ConsumerResets
 }
 
 // TestSimulationFaultMix: the seeds exercise the fault kinds that expose acks tied to the
 // wrong leader epoch (finding 5): leaderships that move and soon move back, and acks=all
 // waits that their handler looks at only later (a request waiting on its partitions one
-// after the other).
+// after the other); and retention deleting segments, which the followers' log starts follow.
 func TestSimulationFaultMix(t *testing.T) {
 	var total Stats
 	for seed := uint64(1); seed <= 40; seed++ {
@@ -100,6 +103,9 @@ func TestSimulationFaultMix(t *testing.T) {
 	}
 	if total.MetaFaults == 0 || total.MetaRefused == 0 || total.MetaCrashes == 0 {
 		t.Errorf("40 seeds: %d metadata-log faults, %d changes refused, %d metadata crashes: want all kinds", total.MetaFaults, total.MetaRefused, total.MetaCrashes)
+	}
+	if total.RetentionDeletes == 0 {
+		t.Errorf("40 seeds: no retention pass deleted a segment: the followers' log starts never had to follow")
 	}
 	t.Logf("40 seeds: %+v", total)
 }
