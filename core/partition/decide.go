@@ -15,30 +15,31 @@ const (
 	UndefinedEpochOffset int64 = -1
 )
 
-// HighWatermark returns the minimum LEO over the leader (leaderLEO) and the listed ISR
-// members (followerLEO is asked for every member other than the leader and returns -1 for
-// an unknown LEO). ok is false when len(isr) < minISR: the HW is frozen while the ISR is
-// below the effective min.insync.replicas, as in Kafka >= 3.7 (KAFKA-15583), so "the HW
-// passed the record" implies "the record is on at least min.insync.replicas replicas".
+// HighWatermark is the leader's HW rule, Kafka's Partition.maybeIncrementLeaderHW, over one
+// snapshot of the partition: the minimum of the leader's LEO (leaderLEO) and the LEO of
+// every follower that holds the HW back. The leader has n followers; leo(i) is follower i's
+// LEO (-1 unknown) and holdsBack(i) reports whether it counts: it is in the maximal ISR (the
+// committed ISR plus an expansion in flight, KIP-497), or it is caught up and eligible to
+// join (shouldWaitForReplicaToJoinIsr), so a joining follower is not starved by appends.
+// holdsBack is asked only about a follower whose LEO is below the minimum so far. ok is
+// false when the committed ISR (isrSize members) is below the effective min.insync.replicas
+// (minISR): the HW is frozen then, as in Kafka >= 3.7 (KAFKA-15583), so "the HW passed the
+// record" implies "the record is on at least min.insync.replicas replicas".
 //
-// The Replica's own computation (computeHW) goes further, as Kafka's maybeIncrementLeaderHW
-// does: it counts the maximal ISR (the committed ISR plus a pending expansion, KIP-497) and
-// every caught-up follower eligible to join. This pure form is the worked examples' rule.
+// Replica.computeHW is this rule applied to the replica's snapshot; the worked examples
+// (testdata/hw_worked_examples.txt, decide_test.go) drive it.
 //
 // The caller applies the result as compare-and-swap-to-max: the HW never
 // decreases, so a result below the current HW (a follower that just rejoined,
 // an unknown follower LEO after a leader change) is simply not applied.
-func HighWatermark(leaderLEO int64, isr []int32, leader int32, followerLEO func(int32) int64, minISR int) (hw int64, ok bool) {
-	if len(isr) < minISR {
+func HighWatermark(leaderLEO int64, isrSize, minISR, n int, leo func(i int) int64, holdsBack func(i int) bool) (hw int64, ok bool) {
+	if isrSize < minISR {
 		return 0, false
 	}
 	hw = leaderLEO
-	for _, id := range isr {
-		if id == leader {
-			continue
-		}
-		if leo := followerLEO(id); leo < hw {
-			hw = leo
+	for i := 0; i < n; i++ {
+		if l := leo(i); l < hw && holdsBack(i) {
+			hw = l
 		}
 	}
 	return hw, true

@@ -17,32 +17,60 @@ func leoMap(m map[int32]int64) func(int32) int64 {
 	}
 }
 
+// TestHighWatermark: the leader's HW rule, which Replica.computeHW applies to its snapshot.
+// The first cases are the worked examples of the seed articles.
 func TestHighWatermark(t *testing.T) {
+	type follower struct {
+		leo int64
+		// inMaximal: in the committed ISR or being added; joining: caught up and eligible.
+		inMaximal, joining bool
+	}
+	isr := func(leos ...int64) []follower {
+		out := make([]follower, len(leos))
+		for i, l := range leos {
+			out[i] = follower{leo: l, inMaximal: true}
+		}
+		return out
+	}
 	tests := []struct {
 		name      string
 		leaderLEO int64
-		isr       []int32
-		followers map[int32]int64
+		isrSize   int
+		followers []follower
 		minISR    int
 		wantHW    int64
 		wantOK    bool
 	}{
 		// 002: Leader LEO 10, Follower-1 9, Follower-2 7 -> HW = min(10, 9, 7) = 7.
-		{"doc 10/9/7", 10, []int32{0, 1, 2}, map[int32]int64{1: 9, 2: 7}, 1, 7, true},
+		{"doc 10/9/7", 10, 3, isr(9, 7), 1, 7, true},
 		// 003: Leader 5, Follower1 4, Follower2 3 -> HW 3.
-		{"doc 5/4/3", 5, []int32{0, 1, 2}, map[int32]int64{1: 4, 2: 3}, 1, 3, true},
+		{"doc 5/4/3", 5, 3, isr(4, 3), 1, 3, true},
 		// 000: leader 10, A 9, B 5 -> HW 5 (consumers read up to offset 4).
-		{"doc 10/9/5", 10, []int32{0, 1, 2}, map[int32]int64{1: 9, 2: 5}, 2, 5, true},
-		{"out-of-ISR follower ignored", 10, []int32{0, 1}, map[int32]int64{1: 9, 2: 1}, 2, 9, true},
-		{"leader alone", 10, []int32{0}, nil, 1, 10, true},
-		{"leader is the minimum", 4, []int32{0, 1}, map[int32]int64{1: 9}, 1, 4, true},
-		{"unknown follower LEO", 10, []int32{0, 1}, nil, 1, -1, true},
-		{"strict min ISR", 10, []int32{0}, nil, 2, 0, false},
-		{"min ISR met exactly", 10, []int32{0, 1}, map[int32]int64{1: 10}, 2, 10, true},
+		{"doc 10/9/5", 10, 3, isr(9, 5), 2, 5, true},
+		{"out-of-ISR follower ignored", 10, 2, append(isr(9), follower{leo: 1}), 2, 9, true},
+		{"leader alone", 10, 1, nil, 1, 10, true},
+		{"leader is the minimum", 4, 2, isr(9), 1, 4, true},
+		{"unknown follower LEO", 10, 2, isr(-1), 1, -1, true},
+		{"strict min ISR", 10, 1, nil, 2, 0, false},
+		{"min ISR met exactly", 10, 2, isr(10), 2, 10, true},
+		// KIP-497: an expansion in flight counts before the controller accepted it.
+		{"maximal ISR member holds it back", 10, 2, []follower{{leo: 10, inMaximal: true}, {leo: 6, inMaximal: true}}, 2, 6, true},
+		// shouldWaitForReplicaToJoinIsr: a caught-up follower about to join holds it back.
+		{"joining follower holds it back", 10, 2, []follower{{leo: 10, inMaximal: true}, {leo: 8, joining: true}}, 2, 8, true},
+		{"out-of-sync follower does not", 10, 2, []follower{{leo: 10, inMaximal: true}, {leo: 3}}, 2, 10, true},
+		// The frozen HW looks at the committed ISR only, not the maximal one.
+		{"pending expansion does not unfreeze", 10, 1, []follower{{leo: 10, inMaximal: true}}, 2, 0, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			hw, ok := HighWatermark(tc.leaderLEO, tc.isr, 0, leoMap(tc.followers), tc.minISR)
+			hw, ok := HighWatermark(tc.leaderLEO, tc.isrSize, tc.minISR, len(tc.followers),
+				func(i int) int64 { return tc.followers[i].leo },
+				func(i int) bool {
+					if tc.followers[i].leo >= tc.leaderLEO {
+						t.Errorf("holdsBack asked about follower %d, which is not behind", i)
+					}
+					return tc.followers[i].inMaximal || tc.followers[i].joining
+				})
 			if ok != tc.wantOK || (ok && hw != tc.wantHW) {
 				t.Fatalf("HighWatermark = (%d, %v), want (%d, %v)", hw, ok, tc.wantHW, tc.wantOK)
 			}

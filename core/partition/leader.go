@@ -146,35 +146,24 @@ func (r *Replica) maybeAdvanceHW(s *snapshot) {
 	}
 }
 
-// computeHW is Kafka's Partition.maybeIncrementLeaderHW: the minimum LEO over the leader and
-// every follower that is in the maximal ISR or is caught up and eligible to join it
-// (shouldWaitForReplicaToJoinIsr, so a catching-up follower is not starved by appends);
-// ok is false while the committed ISR is below the effective min.insync.replicas (the HW
-// is frozen then, as in Kafka >= 3.7).
+// computeHW is the HW rule (HighWatermark) applied to snapshot s: the followers in the
+// maximal ISR hold the HW back, and so does a follower that is caught up and eligible to
+// join; ok is false while the committed ISR is below the effective min.insync.replicas.
 func (r *Replica) computeHW(s *snapshot) (hw int64, ok bool) {
-	if len(s.st.ISR) < r.effectiveMinISR(s) {
-		return 0, false
-	}
 	leo := r.log.LEO()
-	hw = leo
-	now := int64(-1)
-	for _, f := range s.followers {
-		fl := f.leo.Load()
-		if fl >= hw {
-			continue
-		}
-		if slices.Contains(s.maximal, f.id) {
-			hw = fl
-			continue
-		}
-		if now < 0 {
-			now = r.cfg.Now()
-		}
-		if r.caughtUp(f, leo, now) && r.eligible(f) {
-			hw = fl
-		}
-	}
-	return hw, true
+	now := int64(-1) // read once, and only if a follower outside the maximal ISR is behind
+	return HighWatermark(leo, len(s.st.ISR), r.effectiveMinISR(s), len(s.followers),
+		func(i int) int64 { return s.followers[i].leo.Load() },
+		func(i int) bool {
+			f := s.followers[i]
+			if slices.Contains(s.maximal, f.id) {
+				return true
+			}
+			if now < 0 {
+				now = r.cfg.Now()
+			}
+			return r.caughtUp(f, leo, now) && r.eligible(f)
+		})
 }
 
 // caughtUp is Kafka's ReplicaState.isCaughtUp: the follower has the leader's LEO, or it was

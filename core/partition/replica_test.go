@@ -697,8 +697,11 @@ func TestUpdateFollowerAllocs(t *testing.T) {
 }
 
 func ExampleHighWatermark() {
-	leos := map[int32]int64{1: 9, 2: 7}
-	hw, ok := HighWatermark(10, []int32{0, 1, 2}, 0, func(id int32) int64 { return leos[id] }, 2)
+	// Leader LEO 10, two in-sync followers at 9 and 7, min.insync.replicas 2.
+	followers := []int64{9, 7}
+	hw, ok := HighWatermark(10, 3, 2, len(followers),
+		func(i int) int64 { return followers[i] },
+		func(int) bool { return true })
 	fmt.Println(hw, ok)
 	// Output: 7 true
 }
