@@ -211,7 +211,7 @@ func (l *Log) commit(group []*appendReq) {
 	for _, s := range ahead[ai:] { // created for a request whose write failed (the Log is poisoned)
 		s.retire()
 	}
-	clear(ahead)
+	clear(ahead[:cap(ahead)])
 	l.wmu.ahead = ahead[:0]
 	if l.poisoned.Load() == nil && len(bufs) > 0 {
 		if err := l.writeSeg(seg, writeStart, bufs); err != nil {
