@@ -192,6 +192,12 @@ func New(cfg Config, ctrl *controller.Controller, transport Transport) (*Broker,
 	b.changed.ch = make(chan struct{})
 	path := filepath.Join(cfg.DataDir, HWCheckpointFile)
 	hws, missing, err := readHWCheckpoint(fs, path)
+	if log.IsResourceError(err) {
+		// No descriptor to read it with says nothing about the replicas: rather than treat
+		// every one as damaged, do not start.
+		cancel()
+		return nil, log.IOError(fmt.Sprintf("broker %d", cfg.ID), err)
+	}
 	if err != nil {
 		// Kafka would take the log dir offline. The checkpoint only serves to restore HWs
 		// and to detect damage, so the broker starts without it, treating every replica as

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -114,5 +115,31 @@ func TestTooManyOpenFilesIsNotADiskFailure(t *testing.T) {
 	c.assertReplicasIdentical("t", 0)
 	if b0.LogDirOffline() != nil || !strings.Contains(fmt.Sprint(failed.Err), "ulimit -n") {
 		t.Fatalf("offline %v; produce error %q does not say what to do", b0.LogDirOffline(), failed.Err)
+	}
+}
+
+// TestNewOutOfDescriptors: a broker that cannot open its HW checkpoint for want of a file
+// descriptor does not start (rather than treat every replica as damaged), and says why.
+func TestNewOutOfDescriptors(t *testing.T) {
+	dir := t.TempDir()
+	if err := log.WriteCheckpoint(vfs.OS, filepath.Join(dir, HWCheckpointFile), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	efs := vfs.NewErrorFS(vfs.OS)
+	efs.SetInjector(func(op vfs.Op, path string) error {
+		if op == vfs.OpOpen {
+			return syscall.EMFILE
+		}
+		return nil
+	})
+	cfg := testConfig()
+	cfg.ID, cfg.DataDir, cfg.FS = 0, dir, efs
+	b, err := New(cfg, controller.New(controller.Config{}), NewLocalTransport(func(int32) *Broker { return nil }))
+	if err == nil {
+		b.Close()
+		t.Fatal("New with no descriptor left succeeded")
+	}
+	if !log.IsResourceError(err) || !strings.Contains(err.Error(), "ulimit -n") || errors.Is(err, kerr.KafkaStorageError) {
+		t.Fatalf("New with no descriptor left: %v", err)
 	}
 }
