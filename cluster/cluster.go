@@ -204,6 +204,13 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if ccfg.Logf == nil {
 		ccfg.Logf = cfg.Logf
 	}
+	if ccfg.ReplicaCapacity == nil {
+		// Every replica keeps its active segment file open: refuse the topics and
+		// partitions the brokers of this process could not host under its file limit (as
+		// it is when asked: `isrbench serve` raises it to the hard limit first).
+		brokers := cfg.Brokers
+		ccfg.ReplicaCapacity = func() (int64, string) { return netfetch.ReplicaCapacity(brokers) }
+	}
 	ctrl, rec, err := controller.Open(ccfg)
 	if err != nil {
 		c.cleanup()

@@ -89,7 +89,9 @@
 // read timeout passes). The brokers of a process share its RLIMIT_NOFILE:
 // each keeps a guaranteed FDShare of it for client connections and may use a
 // shared part besides, so one broker's clients cannot take the descriptors
-// the others need.
+// the others need. The shared part also bounds the partition replicas the
+// process hosts (ReplicaCapacity: one open segment file each), which the
+// embedded cluster's controller enforces on CreateTopics and CreatePartitions.
 //
 // # Tests
 //

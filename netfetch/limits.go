@@ -120,20 +120,52 @@ var process struct {
 	conns map[*Server]int64 // Servers registered by Serve until Close, with their open connections
 }
 
-// FDShare describes the file descriptors the wire servers of this process may spend on
-// client connections: RLIMIT_NOFILE minus a headroom kept for everything else (segment and
-// index files, replica fetcher and admin connections, checkpoints). Half of that budget is
-// split evenly between the serving Servers as their guaranteed share; the other half is
-// shared, first come first served. A broker may accept a connection while it holds less
-// than its guaranteed share, or while the shared half has room: one broker's clients can
-// take at most Guaranteed + Shared descriptors, and every other broker keeps its guaranteed
-// share for its own.
+// FDShare describes how the file descriptors of this process (RLIMIT_NOFILE) are shared.
+// A headroom is kept for everything else (listeners, replica fetcher and admin connections,
+// the metadata log, index and checkpoint files open for a moment, the cache of sealed
+// segment files). Half of the rest is split evenly between the serving Servers as their
+// guaranteed share for client connections; the other half is shared, first come first
+// served, by the connections beyond a broker's guaranteed share and by the partition
+// replicas the process hosts (one descriptor each, its active segment's file: see
+// ReplicaCapacity). A broker may accept a connection while it holds less than its
+// guaranteed share, or while the shared half has room: one broker's clients can take at
+// most Guaranteed + Shared descriptors, and every other broker keeps its guaranteed share
+// for its own.
 type FDShare struct {
 	NoFile     int64 // RLIMIT_NOFILE (soft limit)
 	Headroom   int64 // max(min(256, NoFile/2), NoFile/4)
 	Servers    int64 // Servers serving in this process (at least 1)
 	Guaranteed int64 // (NoFile - Headroom) / 2 / Servers, at least 1: each Server's own
 	Shared     int64 // NoFile - Headroom - Servers*Guaranteed: first come first served
+}
+
+// ReplicaCapacity is the most partition replicas the brokers of the process may host: the
+// shared part (a replica keeps one descriptor, its active segment's file, open; the
+// controller refuses topics and partitions beyond it), so that hosting them never takes a
+// broker's guaranteed connections.
+func (f FDShare) ReplicaCapacity() int64 { return f.Shared }
+
+// ReplicaCapacity returns how many partition replicas the given number of brokers of this
+// process may host under its RLIMIT_NOFILE now (FDShare.ReplicaCapacity), and what bounds it,
+// for an error message. For controller.Config.ReplicaCapacity.
+func ReplicaCapacity(brokers int) (max int64, limit string) {
+	share := fdShareOf(noFile(), int64(brokers))
+	return share.ReplicaCapacity(), fmt.Sprintf("the file limit of this process (RLIMIT_NOFILE %d, shared by %d brokers: %d kept for sockets, checkpoints and indexes, %d for client connections)",
+		share.NoFile, share.Servers, share.Headroom, share.Servers*share.Guaranteed)
+}
+
+// FilesForReplicas returns the smallest RLIMIT_NOFILE with which the given number of brokers
+// of one process may host replicas partition replicas (the inverse of ReplicaCapacity).
+func FilesForReplicas(replicas, brokers int64) uint64 {
+	if replicas <= 0 {
+		return 0
+	}
+	// ReplicaCapacity is about (NoFile - NoFile/4) / 2 = 3/8 NoFile past 1024 files.
+	n := max(1024, replicas*8/3)
+	for fdShareOf(n, brokers).ReplicaCapacity() < replicas {
+		n++
+	}
+	return uint64(n)
 }
 
 // CurrentFDShare computes the share from the process's RLIMIT_NOFILE now.

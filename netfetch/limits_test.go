@@ -3,6 +3,7 @@ package netfetch
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"runtime"
@@ -335,5 +336,39 @@ func TestFDShare(t *testing.T) {
 		if got.Headroom != tc.head || got.Guaranteed != tc.guaranteed || got.Shared != tc.shared {
 			t.Errorf("fdShareOf(%d, %d) = %+v, want headroom %d, guaranteed %d, shared %d", tc.nofile, tc.servers, got, tc.head, tc.guaranteed, tc.shared)
 		}
+	}
+}
+
+// TestReplicaCapacity: the replicas a process may host are the shared part of its file
+// descriptors (a broker's guaranteed connections are never theirs), and FilesForReplicas is
+// the least file limit that hosts a given number.
+func TestReplicaCapacity(t *testing.T) {
+	for _, tc := range []struct{ nofile, servers, replicas int64 }{
+		{20000, 3, 7500},
+		{20000, 1, 7500},
+		{3000, 3, 1125},
+		{1 << 20, 3, 393216},
+	} {
+		if got := fdShareOf(tc.nofile, tc.servers).ReplicaCapacity(); got != tc.replicas {
+			t.Errorf("fdShareOf(%d, %d).ReplicaCapacity() = %d, want %d", tc.nofile, tc.servers, got, tc.replicas)
+		}
+	}
+	for _, replicas := range []int64{1, 18, 7500, 7501, 30000, 1 << 20} {
+		for _, servers := range []int64{1, 3, 8} {
+			n := int64(FilesForReplicas(replicas, servers))
+			if fdShareOf(n, servers).ReplicaCapacity() < replicas || n > max(1024, replicas*8/3+16) {
+				t.Errorf("FilesForReplicas(%d, %d) = %d: capacity %d there, want at least %d from about %d files", replicas, servers, n,
+					fdShareOf(n, servers).ReplicaCapacity(), replicas, replicas*8/3)
+			}
+		}
+	}
+	capacity, limit := ReplicaCapacity(3)
+	if want := fdShareOf(noFile(), 3).ReplicaCapacity(); capacity != want || !strings.Contains(limit, fmt.Sprintf("RLIMIT_NOFILE %d", noFile())) {
+		t.Errorf("ReplicaCapacity(3) = %d, %q; want %d and the limit named", capacity, limit, want)
+	}
+	fl, err := RaiseFileLimit(3)
+	if err != nil || fl.To != uint64(noFile()) || fl.To < fl.From || fl.Replicas != capacity ||
+		!strings.Contains(fl.String(), fmt.Sprintf("this process can host about %d partition replicas", capacity)) {
+		t.Errorf("RaiseFileLimit(3) = %+v (%s), %v", fl, fl, err)
 	}
 }

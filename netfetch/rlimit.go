@@ -2,16 +2,73 @@ package netfetch
 
 import (
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
-// EnsureOpenFiles makes sure this process may hold need open files: a broker keeps every
-// segment file of every replica open (as Kafka does), so an embedded cluster of 10,000
-// partitions with RF 3 needs 30,000 descriptors for its logs alone. It raises RLIMIT_NOFILE
-// when it is lower (the hard limit too, which only a privileged process may do) and
-// otherwise says what to do, rather than let the brokers fail their log directories with
-// EMFILE half way through creating a topic. It returns the limit in effect.
+// FileLimit is what RaiseFileLimit did to RLIMIT_NOFILE. A plain value.
+type FileLimit struct {
+	From, To uint64 // the soft limit before and after (equal when it could not be raised)
+	Hard     uint64 // the hard limit
+	Brokers  int    // the brokers of this process, sharing it
+	Replicas int64  // the partition replicas they may host with it (ReplicaCapacity)
+}
+
+func (f FileLimit) String() string {
+	if f.To > f.From {
+		return fmt.Sprintf("file limit raised from %d to %d; this process can host about %d partition replicas (%d brokers)", f.From, f.To, f.Replicas, f.Brokers)
+	}
+	return fmt.Sprintf("file limit %d (hard limit %d); this process can host about %d partition replicas (%d brokers)", f.To, f.Hard, f.Replicas, f.Brokers)
+}
+
+// RaiseFileLimit raises RLIMIT_NOFILE's soft limit to the hard limit, all an unprivileged
+// process may do (Go's runtime does so at start on Linux; this restores it when something
+// lowered it since, and says what the process can host with it: brokers is the number of
+// brokers it runs). A hard limit of "unlimited" is capped by the kernel's fs.nr_open.
+func RaiseFileLimit(brokers int) (FileLimit, error) {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return FileLimit{}, fmt.Errorf("file limit: %w", err)
+	}
+	fl := FileLimit{From: lim.Cur, To: lim.Cur, Hard: lim.Max, Brokers: brokers}
+	if lim.Cur < lim.Max {
+		want := lim
+		want.Cur = lim.Max
+		err := unix.Setrlimit(unix.RLIMIT_NOFILE, &want)
+		if err != nil && lim.Max == unix.RLIM_INFINITY {
+			if n, ok := nrOpen(); ok && n > lim.Cur {
+				want.Cur = n
+				err = unix.Setrlimit(unix.RLIMIT_NOFILE, &want)
+			}
+		}
+		if err != nil {
+			fl.Replicas, _ = ReplicaCapacity(brokers)
+			return fl, fmt.Errorf("raise the file limit from %d to the hard limit %d: %w", lim.Cur, lim.Max, err)
+		}
+		fl.To = want.Cur
+	}
+	fl.Replicas, _ = ReplicaCapacity(brokers)
+	return fl, nil
+}
+
+// nrOpen is the kernel's fs.nr_open: the most RLIMIT_NOFILE may be.
+func nrOpen() (uint64, bool) {
+	b, err := os.ReadFile("/proc/sys/fs/nr_open")
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	return n, err == nil
+}
+
+// EnsureOpenFiles makes sure this process may hold need open files (FilesForReplicas says
+// how many the replicas of a run need: one each for its active segment, besides the
+// connections and the headroom). It raises RLIMIT_NOFILE when it is lower (the hard limit
+// too, which only a privileged process may do) and otherwise says what to do, rather than
+// let the controller refuse the run's topics half way. It returns the limit in effect.
 func EnsureOpenFiles(need uint64) (uint64, error) {
 	var lim unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
@@ -35,6 +92,6 @@ func EnsureOpenFiles(need uint64) (uint64, error) {
 			lim.Cur = lim.Max
 		}
 	}
-	return lim.Cur, fmt.Errorf("this process needs about %d open files (brokers keep every segment file of every replica open) but may hold only %d (RLIMIT_NOFILE, hard limit %d) and cannot raise it: raise it (ulimit -n %d, or LimitNOFILE= for a service) or use fewer partitions",
+	return lim.Cur, fmt.Errorf("this process needs about %d open files (each partition replica keeps its active segment file open, besides the client connections) but may hold only %d (RLIMIT_NOFILE, hard limit %d) and cannot raise it: raise it (ulimit -n %d, or LimitNOFILE= for a service) or use fewer partitions",
 		need, lim.Cur, lim.Max, need)
 }

@@ -124,16 +124,17 @@ func openEmbedded(ctx context.Context, s *Spec, o TargetOptions) (Target, error)
 		rng: rand.New(rand.NewPCG(o.Seed, 0x15b))}, nil
 }
 
-// openFilesNeeded estimates the descriptors an embedded run holds: a segment file per
-// replica of the benchmark topic and a quarter more for replicas that roll segments, the
-// same for __consumer_offsets when consumers use a group, and headroom for sockets,
-// checkpoints and the metadata log.
+// openFilesNeeded is the file limit an embedded run needs: the one under which the
+// cluster's controller accepts its replicas (netfetch.FilesForReplicas: an active segment
+// file per replica of the benchmark topic, and of __consumer_offsets when consumers use a
+// group, besides the client connections and the headroom for sockets, checkpoints and the
+// metadata log).
 func (s *Spec) openFilesNeeded() uint64 {
-	n := uint64(s.Topic.Partitions) * uint64(s.Topic.ReplicationFactor)
+	n := int64(s.Topic.Partitions) * int64(s.Topic.ReplicationFactor)
 	if s.Consumers.GroupID != "" {
-		n += uint64(s.Broker.OffsetsTopicNumPartitions) * uint64(min(s.Brokers, 3))
+		n += int64(s.Broker.OffsetsTopicNumPartitions) * int64(min(s.Brokers, 3))
 	}
-	return n*5/4 + 1024
+	return netfetch.FilesForReplicas(n, int64(s.Brokers))
 }
 
 func (e *embedded) Name() string { return "embedded" }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,8 +17,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads"
 )
@@ -39,6 +42,7 @@ func buildIsrbench(t *testing.T) string {
 
 type serveProc struct {
 	bootstrap, admin string
+	files            string // serve's "files:" line: the file limit and the replicas it can host
 	stderr           *bytes.Buffer
 }
 
@@ -94,6 +98,9 @@ func startServeProc(t *testing.T, bin string, args ...string) *serveProc {
 			if v, ok := strings.CutPrefix(l, "bootstrap: "); ok {
 				sp.bootstrap = v
 			}
+			if v, ok := strings.CutPrefix(l, "files: "); ok {
+				sp.files = v
+			}
 			if v, ok := strings.CutPrefix(l, "admin: http://"); ok {
 				sp.admin, _, _ = strings.Cut(v, " ")
 			}
@@ -136,6 +143,40 @@ func onlyResult(t *testing.T, dir string) (*results.Result, string) {
 // timeline (Metadata + ListOffsets every 100 ms) shows the ISR shrink and expand, result.json
 // has both exit statuses and the output files, a read-only setting the brokers report is
 // accepted as set, and nothing acknowledged is lost.
+// TestServeRefusesWhatItsFileLimitCannotHost: serve reports its file limit and the partition
+// replicas it can host, and answers a CreateTopics beyond them with POLICY_VIOLATION.
+func TestServeRefusesWhatItsFileLimitCannotHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs serve")
+	}
+	bin := buildIsrbench(t)
+	sp := startServeProc(t, bin, "--brokers", "1")
+	var capacity int64
+	if i := strings.Index(sp.files, "can host about "); i < 0 || !strings.HasPrefix(sp.files, "file limit ") {
+		t.Fatalf("serve's files line %q", sp.files)
+	} else if _, err := fmt.Sscan(sp.files[i+len("can host about "):], &capacity); err != nil || capacity <= 0 {
+		t.Fatalf("serve's files line %q: %v", sp.files, err)
+	}
+	if capacity >= controller.MaxPartitions {
+		t.Skipf("serve can host %d replicas (%s): no topic of at most %d partitions passes it", capacity, sp.files, controller.MaxPartitions)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(sp.bootstrap, ",")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := kadm.NewClient(cl).CreateTopic(ctx, int32(capacity)+1, 1, nil, "too-big")
+	if err != nil && res.Err == nil {
+		res.Err = err
+	}
+	if !errors.Is(res.Err, kerr.PolicyViolation) || !strings.Contains(res.ErrMessage, "RLIMIT_NOFILE") {
+		t.Fatalf("CreateTopic of %d partitions on serve hosting at most %d replicas: %v %q, want POLICY_VIOLATION naming RLIMIT_NOFILE",
+			capacity+1, capacity, res.Err, res.ErrMessage)
+	}
+}
+
 func TestExecFaultAgainstServe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs serve")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/isrbench/isrbench/cluster"
 	"github.com/isrbench/isrbench/cluster/adminapi"
+	"github.com/isrbench/isrbench/netfetch"
 )
 
 func init() {
@@ -82,6 +83,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stderr, "isrbench serve: warning: the admin API on %s is reachable from other machines without a token: anyone who reaches it can stop brokers (give --admin-token-file FILE)\n", adminLn.Addr())
 		}
 	}
+	// Each partition replica keeps its active segment file open: take all the file limit
+	// the process may have (the controller refuses the topics it cannot host).
+	files, err := netfetch.RaiseFileLimit(cfg.Brokers)
+	if err != nil {
+		fmt.Fprintf(stderr, "isrbench serve: %v\n", err)
+	}
 	cl, err := cluster.Start(ctx, cfg)
 	if err != nil {
 		if adminLn != nil {
@@ -92,6 +99,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "bootstrap: %s\n", cl.Bootstrap())
 	fmt.Fprintf(stdout, "data dir: %s\n", cl.DataDir())
 	fmt.Fprintf(stdout, "metadata: %s\n", cl.Recovery) // what a restart on the same data dir brought back
+	fmt.Fprintf(stdout, "files: %s\n", files)          // the file limit bounds the partitions the brokers can host
 	var adm *adminapi.Server
 	served := make(chan error, 1)
 	if adminLn != nil {

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/log"
 	"github.com/isrbench/isrbench/core/vfs"
@@ -56,7 +54,7 @@ func (b *Broker) deleteTopicLocked(topic string) {
 		}
 		dir := filepath.Join(b.cfg.DataDir, h.key.String())
 		if err := b.fs.RemoveAll(dir); err != nil {
-			b.logf("broker %d: %s: deleting %s: %v", b.cfg.ID, h.key, dir, b.storageFailed(fmt.Errorf("%w: %w", err, kerr.KafkaStorageError)))
+			b.logf("broker %d: %s: %v", b.cfg.ID, h.key, b.storageFailed(log.IOError("deleting "+dir, err)))
 		}
 		b.ckpt.Lock()
 		delete(b.ckpt.hws, h.key)
@@ -66,7 +64,7 @@ func (b *Broker) deleteTopicLocked(topic string) {
 		return
 	}
 	if err := b.fs.SyncDir(b.cfg.DataDir); err != nil {
-		b.logf("broker %d: deleting topic %s: %v", b.cfg.ID, topic, b.storageFailed(fmt.Errorf("fsync %s: %w: %w", b.cfg.DataDir, err, kerr.KafkaStorageError)))
+		b.logf("broker %d: deleting topic %s: %v", b.cfg.ID, topic, b.storageFailed(log.IOError("fsync "+b.cfg.DataDir, err)))
 	}
 	if err := b.WriteHWCheckpoint(); err != nil {
 		b.logf("broker %d: %v", b.cfg.ID, err)
@@ -157,13 +155,13 @@ func (b *Broker) checkTopicIDLocked(key tp, id controller.TopicID) error {
 		}
 	case errors.Is(err, fs.ErrNotExist):
 	default:
-		return fmt.Errorf("read %s: %w: %w", path, err, kerr.KafkaStorageError)
+		return log.IOError("read "+path, err)
 	}
 	if err := b.fs.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("replica dir %s: %w: %w", dir, err, kerr.KafkaStorageError)
+		return log.IOError("replica dir "+dir, err)
 	}
 	if err := vfs.WriteFileAtomic(b.fs, path, []byte("version: 0\ntopic_id: "+id.String()+"\n")); err != nil {
-		return fmt.Errorf("write %s: %w: %w", path, err, kerr.KafkaStorageError)
+		return log.IOError("write "+path, err)
 	}
 	return nil
 }

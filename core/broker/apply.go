@@ -2,9 +2,11 @@ package broker
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/isrbench/isrbench/core/controller"
+	"github.com/isrbench/isrbench/core/log"
 )
 
 // onUpdate applies one controller change (the subscription callback). States older than
@@ -21,6 +23,7 @@ func (b *Broker) onUpdate(u controller.Update) {
 	switch {
 	case u.Partition != nil:
 		if err := b.applyLocked(*u.Partition); err != nil {
+			b.applyFailedLocked(tp{u.Partition.Topic, u.Partition.Partition}, err)
 			b.logf("broker %d: %s-%d: applying %v: %v", b.cfg.ID, u.Partition.Topic, u.Partition.Partition, *u.Partition, err)
 		}
 	case u.Topic != nil && u.Topic.Deleted:
@@ -34,6 +37,43 @@ func (b *Broker) onUpdate(u controller.Update) {
 	case u.BrokerConfigs != nil:
 		b.applyBrokerConfigsLocked(u.BrokerConfigs.Configs)
 	}
+}
+
+// applyFailedLocked remembers a partition whose state could not be applied for want of a file
+// descriptor, for RetryResourceFailures (b.apply held).
+func (b *Broker) applyFailedLocked(key tp, err error) {
+	if log.IsResourceError(err) {
+		b.apply.retry[key] = true
+	}
+}
+
+// RetryResourceFailures applies again the current controller state of the partitions whose
+// last state could not be applied for want of a file descriptor (their replica could not be
+// opened, or its new leader epoch not recorded), so that they are hosted once descriptors
+// are free again; the housekeeping goroutine calls it at every HW checkpoint interval. It
+// returns how many still wait.
+func (b *Broker) RetryResourceFailures() int {
+	b.apply.Lock()
+	defer b.apply.Unlock()
+	if !b.running() {
+		return len(b.apply.retry)
+	}
+	for _, key := range slices.SortedFunc(maps.Keys(b.apply.retry), tpLess) {
+		st, ok := b.ctrl.Partition(key.topic, key.partition)
+		if !ok || !slices.Contains(st.Replicas, b.cfg.ID) {
+			delete(b.apply.retry, key) // deleted or moved meanwhile
+			continue
+		}
+		err := b.applyLocked(st)
+		if err != nil && log.IsResourceError(err) {
+			continue
+		}
+		delete(b.apply.retry, key)
+		if err != nil {
+			b.logf("broker %d: %s: applying %v again: %v", b.cfg.ID, key, st, err)
+		}
+	}
+	return len(b.apply.retry)
 }
 
 func newer(st, old controller.PartitionState) bool {

@@ -84,6 +84,15 @@ type Broker struct {
 	// refused while the metadata log cannot be written; the heartbeat reports again).
 	offlineReported atomic.Bool
 
+	// resource counts the operations that failed for want of a file descriptor (or kernel
+	// memory) and rate-limits their log lines; see resourceFailed.
+	resource struct {
+		count atomic.Int64
+		sync.Mutex
+		lastLog    int64 // b.now() of the last line, 0 = none yet
+		suppressed int64 // failures not logged since
+	}
+
 	mu struct { // guards the replica and fetcher maps
 		sync.RWMutex
 		replicas map[tp]*hosted
@@ -97,7 +106,11 @@ type Broker struct {
 		sync.Mutex
 		// dyn is what the dynamic broker configs change (controller.BrokerConfigUpdate):
 		// the static Config overlaid by them.
-		dyn struct {
+		// retry holds the partitions whose last controller state could not be applied for
+		// want of a file descriptor (replica not opened, leader epoch not recorded):
+		// RetryResourceFailures applies their current state again.
+		retry map[tp]bool
+		dyn   struct {
 			configs     map[string]string // the dynamic configs last applied
 			numFetchers int               // num.replica.fetchers
 			minISR      int               // min.insync.replicas
@@ -158,6 +171,12 @@ func New(cfg Config, ctrl *controller.Controller, transport Transport) (*Broker,
 		now = func() int64 { return time.Now().UnixNano() }
 	}
 	cfg.Log.FS = fs
+	if cfg.Log.RollFlush == nil && !cfg.Manual {
+		// Rolled segments are flushed on background goroutines, as Kafka's scheduler does,
+		// so that no produce waits for the fsync of a whole segment (Manual brokers, the
+		// simulator's, flush in the appending goroutine: deterministic).
+		cfg.Log.RollFlush = log.FlushInBackground
+	}
 	if cfg.Log.NowMs == nil {
 		cfg.Log.NowMs = func() int64 { return now() / int64(time.Millisecond) }
 	}
@@ -167,6 +186,7 @@ func New(cfg Config, ctrl *controller.Controller, transport Transport) (*Broker,
 	b.apply.dyn.numFetchers, b.apply.dyn.minISR, b.apply.dyn.log = cfg.NumReplicaFetchers, cfg.MinInsyncReplicas, cfg.Log
 	b.numFetchers.Store(int32(cfg.NumReplicaFetchers))
 	b.mu.replicas = make(map[tp]*hosted)
+	b.apply.retry = make(map[tp]bool)
 	b.mu.fetchers = make(map[fetcherKey]*Fetcher)
 	b.exp.pending = make(map[tp][]int32)
 	b.exp.signal = make(chan struct{}, 1)
@@ -175,6 +195,12 @@ func New(cfg Config, ctrl *controller.Controller, transport Transport) (*Broker,
 	b.changed.ch = make(chan struct{})
 	path := filepath.Join(cfg.DataDir, HWCheckpointFile)
 	hws, missing, err := readHWCheckpoint(fs, path)
+	if log.IsResourceError(err) {
+		// No descriptor to read it with says nothing about the replicas: rather than treat
+		// every one as damaged, do not start.
+		cancel()
+		return nil, log.IOError(fmt.Sprintf("broker %d", cfg.ID), err)
+	}
 	if err != nil {
 		// Kafka would take the log dir offline. The checkpoint only serves to restore HWs
 		// and to detect damage, so the broker starts without it, treating every replica as
@@ -228,8 +254,14 @@ func (b *Broker) LogDirOffline() error {
 // storageFailed handles err from a log operation: a KAFKA_STORAGE_ERROR takes the whole log
 // directory offline (once): it is logged, the controller is told (it fences this broker, so
 // leaderships move and it leaves the ISRs), and from then on every request for a replica
-// here gets KAFKA_STORAGE_ERROR. Other errors are ignored. Returns err.
+// here gets KAFKA_STORAGE_ERROR. A resource error (no file descriptor left: log.IsResourceError)
+// is not a disk failure: it is reported (resourceFailed) and fails only the operation. Other
+// errors are ignored. Returns err.
 func (b *Broker) storageFailed(err error) error {
+	if log.IsResourceError(err) {
+		b.resourceFailed(err)
+		return err
+	}
 	if err == nil || !errors.Is(err, kerr.KafkaStorageError) {
 		return err
 	}
@@ -261,6 +293,35 @@ func (b *Broker) reportOffline() {
 	}
 	b.offlineReported.Store(true)
 }
+
+// resourceLogEvery is the least time between two log lines about resource errors.
+const resourceLogEvery = 10 * time.Second
+
+// resourceFailed reports an operation that failed for want of a file descriptor: counted
+// (ResourceErrors) and logged, at most one line every resourceLogEvery with the number of
+// failures since the last one. The log directory stays online.
+func (b *Broker) resourceFailed(err error) {
+	b.resource.count.Add(1)
+	now := b.now()
+	b.resource.Lock()
+	if b.resource.lastLog != 0 && now-b.resource.lastLog < int64(resourceLogEvery) {
+		b.resource.suppressed++
+		b.resource.Unlock()
+		return
+	}
+	more := b.resource.suppressed
+	b.resource.lastLog, b.resource.suppressed = now, 0
+	b.resource.Unlock()
+	if more > 0 {
+		b.logf("broker %d: %v (and %d more such failures since the last message; the log directory stays online)", b.cfg.ID, err, more)
+		return
+	}
+	b.logf("broker %d: %v (the log directory stays online)", b.cfg.ID, err)
+}
+
+// ResourceErrors returns how many operations failed for want of a file descriptor (or of
+// kernel memory to open a file) since New.
+func (b *Broker) ResourceErrors() int64 { return b.resource.count.Load() }
 
 func (b *Broker) lookup(topic string, p int32) *hosted {
 	b.mu.RLock()

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/isrbench/isrbench/core/log"
 	"github.com/isrbench/isrbench/core/vfs"
 )
@@ -97,7 +95,7 @@ func (b *Broker) WriteHWCheckpoint() error {
 	}
 	path := filepath.Join(b.cfg.DataDir, HWCheckpointFile)
 	if err := log.WriteCheckpoint(b.fs, path, hwCheckpointVersion, encodeHWCheckpoint(hws)); err != nil {
-		return b.storageFailed(fmt.Errorf("write HW checkpoint %s: %w: %w", path, err, kerr.KafkaStorageError))
+		return b.storageFailed(log.IOError("write HW checkpoint "+path, err))
 	}
 	b.ckpt.missing = false
 	return nil

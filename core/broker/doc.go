@@ -45,7 +45,12 @@
 // Storage failures: a KAFKA_STORAGE_ERROR from any log operation takes the log
 // directory offline (Kafka's offline log dir): the broker reports it to the
 // controller (ReportOfflineLogDir: fenced, leaderships move) and answers every later
-// request for its replicas with KAFKA_STORAGE_ERROR.
+// request for its replicas with KAFKA_STORAGE_ERROR. Running out of file descriptors
+// is not a storage failure (log.IsResourceError): the operation that could not open
+// its file fails (a produce with REQUEST_TIMED_OUT, which clients retry), the failure
+// is counted (ResourceErrors) and logged at most every 10 s, the directory stays
+// online, and a replica that could not be opened is opened by RetryResourceFailures
+// (every HW checkpoint interval) once descriptors are free.
 //
 // Topic configs: a topic config change reaches the broker as a controller update;
 // it reconfigures its replicas (retention, segment size, index interval, flush

@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// housekeepingLoop heartbeats the controller, writes the HW checkpoint and
-// applies log retention.
+// housekeepingLoop heartbeats the controller, writes the HW checkpoint (and retries the
+// states not applied for want of a file descriptor) and applies log retention.
 func (b *Broker) housekeepingLoop(ctx context.Context) {
 	hb := time.NewTicker(time.Duration(b.cfg.HeartbeatIntervalMs) * time.Millisecond)
 	defer hb.Stop()
@@ -31,6 +31,7 @@ func (b *Broker) housekeepingLoop(ctx context.Context) {
 			if err := b.WriteHWCheckpoint(); err != nil {
 				b.logf("broker %d: %v", b.cfg.ID, err)
 			}
+			b.RetryResourceFailures()
 		}
 	}
 }

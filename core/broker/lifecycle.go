@@ -44,7 +44,9 @@ func (b *Broker) Start() error {
 		_, damage, err := b.openReplica(key)
 		if err != nil {
 			// A storage error took the log directory offline (reported after the
-			// registration below); anything else leaves this replica closed.
+			// registration below); anything else leaves this replica closed (for want of
+			// a file descriptor: until RetryResourceFailures opens it).
+			b.applyFailedLocked(key, err)
 			b.logf("broker %d: %s: %v", b.cfg.ID, key, err)
 			continue
 		}

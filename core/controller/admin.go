@@ -95,6 +95,9 @@ func (c *Controller) CreatePartitions(topic string, count int32, assignment [][]
 			replicas = append(replicas, r)
 		}
 	}
+	if err := c.checkCapacityLocked(fmt.Sprintf("create partitions %q", topic), int64(add)*int64(rf)); err != nil {
+		return nil, err
+	}
 	if validateOnly {
 		return nil, nil
 	}

@@ -243,6 +243,9 @@ func (c *Controller) validateCreateLocked(name string, partitions int32, rf int1
 		return nil, fmt.Errorf("create topic %q: replication factor %d must be in [1, %d alive brokers]: %w",
 			name, rf, alive, kerr.InvalidReplicationFactor)
 	}
+	if err := c.checkCapacityLocked(fmt.Sprintf("create topic %q", name), int64(partitions)*int64(rf)); err != nil {
+		return nil, err
+	}
 	norm := make(map[string]string, len(configs))
 	for _, k := range slices.Sorted(maps.Keys(configs)) {
 		v, err := ValidateTopicConfig(k, configs[k], rf)

@@ -135,6 +135,12 @@ type Config struct {
 	// Logf receives the controller's log lines (metadata log errors); nil = the standard
 	// logger.
 	Logf func(format string, args ...any)
+	// ReplicaCapacity, when set, bounds the partition replicas the brokers may host in all
+	// (the embedded cluster's brokers share one process and its file limit: each replica
+	// keeps a file open). It returns the bound and what sets it, for the error message;
+	// CreateTopic and CreatePartitions refuse what would pass it (see capacity.go). nil =
+	// no bound.
+	ReplicaCapacity func() (max int64, limit string)
 }
 
 // DefaultBrokerSessionTimeoutMs is Kafka's broker.session.timeout.ms default.

@@ -3,7 +3,6 @@ package log
 import (
 	"fmt"
 	"math"
-	"path/filepath"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -78,8 +77,16 @@ func (l *Log) prepare(r *appendReq, blob []byte, assign bool) error {
 // (follower): the batches must start at the LEO and be contiguous, else an error wrapping
 // kerr.OffsetOutOfRange. Every batch is validated (header and CRC) before anything is written:
 // a bad blob writes nothing. Concurrent calls are group-committed: one committer writes the
-// queued blobs with one Writer.WriteAt (two when a segment rolls in between). The returned
-// offsets are inclusive. After a write or fsync failure the Log is poisoned.
+// queued blobs with one Writer.WriteAt (one per segment when segments roll in between). The
+// returned offsets are inclusive. After a write or fsync failure the Log is poisoned; a roll
+// that cannot create its segment file for want of a descriptor fails the append with a
+// resource error (ErrTooManyOpenFiles) having written nothing of it, and the next append
+// tries the roll again.
+//
+// A segment sealed by a roll is flushed, as Kafka does when a segment rolls (see
+// flushRolled): by the Append that rolled before it returns, outside the group commit so that
+// concurrent appends are not held up by the fsyncs, or in the background when
+// Config.RollFlush says so.
 func (l *Log) Append(blob []byte, assignOffsets bool, leaderEpoch int32) (AppendInfo, error) {
 	if err := l.usable(); err != nil {
 		return AppendInfo{}, err
@@ -99,10 +106,34 @@ func (l *Log) Append(blob []byte, assignOffsets bool, leaderEpoch int32) (Append
 	info, err := r.info, r.err
 	r.blob = nil
 	l.gc.put(r)
+	if l.rollFlush.Load() {
+		if l.cfg.RollFlush == nil {
+			if ferr := l.flushRolled(); ferr != nil && err == nil {
+				err = ferr
+			}
+		} else if l.flushQueued.CompareAndSwap(false, true) {
+			l.cfg.RollFlush(l.flushJob)
+		}
+	}
 	return info, err
 }
 
+// rollsAt reports whether a batch of size bytes whose last offset is leo+lastOffsetDelta,
+// appended at byte position pos of the segment based at base, must go to a new segment: it
+// would pass log.segment.bytes, or its offsets would leave the 2^31 range of the segment's
+// relative offsets. An empty segment takes any batch.
+func (l *Log) rollsAt(base, pos, size, leo int64, lastOffsetDelta int32) bool {
+	return pos > 0 && (pos+size > l.cfg.SegmentBytes || leo+int64(lastOffsetDelta)-base > math.MaxInt32)
+}
+
 // commit writes a group of requests. Caller is the single committer.
+//
+// Each segment's share of the group is written with one Writer call, and the batches are
+// published (made readable, the LEO moved) once, after the last write. A request that rolls
+// first creates every segment its batches need, before any of its bytes is written: when a
+// segment file cannot be created for want of a descriptor (a resource error), that request
+// and the ones after it fail having appended nothing, the ones before it are written and
+// published, and the Log stays usable.
 func (l *Log) commit(group []*appendReq) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
@@ -118,33 +149,46 @@ func (l *Log) commit(group []*appendReq) {
 	pos := seg.size
 	bufs := l.wmu.bufs[:0]
 	l.wmu.pend = l.wmu.pend[:0]
+	ahead, ai := l.wmu.ahead[:0], 0 // segments created for the current request's rolls; ahead[ai] is next
 	var nrec int64
 	var failed error
-	for _, r := range group {
+	failedAt := 0 // with failed: the requests from group[failedAt] on fail
+	for gi, r := range group {
 		if !r.assign && r.first != leo {
 			r.err = fmt.Errorf("log: follower append at offset %d but the LEO is %d: %w", r.first, leo, kerr.OffsetOutOfRange)
 			continue
 		}
 		blob := r.blob
 		r.info = AppendInfo{FirstOffset: leo, Batches: r.batches, Records: r.records, Bytes: int64(len(blob)), MaxTimestamp: r.maxTs}
+		rPend := len(l.wmu.pend)
+		created := false // the segments of r's rolls are in ahead
 		chunk := 0
 		for p := 0; p < len(blob); {
 			h, _ := records.ParseHeader(blob[p:]) // validated in prepare
 			size := int64(h.Size())
-			if pos > 0 && (pos+size > l.cfg.SegmentBytes || leo+int64(h.LastOffsetDelta)-seg.base > math.MaxInt32) {
+			if l.rollsAt(seg.base, pos, size, leo, h.LastOffsetDelta) {
+				if !created {
+					var err error
+					if ahead, err = l.createAhead(ahead[:0], seg.base, pos, leo, blob[p:]); err != nil {
+						// Nothing of r is written; bufs holds the earlier requests' bytes.
+						l.wmu.pend = l.wmu.pend[:rPend]
+						leo, ai = r.info.FirstOffset, 0
+						failed, failedAt = err, gi
+						break
+					}
+					created, ai = true, 0
+				}
 				if p > chunk {
 					bufs = append(bufs, blob[chunk:p])
 				}
-				if err := l.writeOut(seg, writeStart, bufs, leo); err != nil {
+				if err := l.writeSeg(seg, writeStart, bufs); err != nil {
 					failed = err
 					break
 				}
 				bufs = bufs[:0]
-				ns, err := l.roll(seg, leo)
-				if err != nil {
-					failed = err
-					break
-				}
+				ns := ahead[ai]
+				ai++
+				l.rollTo(seg, ns)
 				seg, pos, writeStart, chunk = ns, 0, 0, p
 			}
 			if r.assign {
@@ -164,19 +208,38 @@ func (l *Log) commit(group []*appendReq) {
 		r.info.LastOffset = leo - 1
 		nrec += r.records
 	}
-	if failed == nil && len(bufs) > 0 {
-		failed = l.writeOut(seg, writeStart, bufs, leo)
+	for _, s := range ahead[ai:] { // created for a request whose write failed (the Log is poisoned)
+		s.retire()
+	}
+	clear(ahead[:cap(ahead)])
+	l.wmu.ahead = ahead[:0]
+	if l.poisoned.Load() == nil && len(bufs) > 0 {
+		if err := l.writeSeg(seg, writeStart, bufs); err != nil {
+			failed, failedAt = err, 0
+		}
 	}
 	clear(bufs)
 	l.wmu.bufs = bufs[:0]
-	if failed == nil && nrec > 0 {
+	if l.poisoned.Load() != nil {
+		failedAt = 0 // a write failed: nothing is published, every request fails
+		l.wmu.pend = l.wmu.pend[:0]
+	} else {
+		l.publish(leo)
+	}
+	if l.poisoned.Load() == nil && nrec > 0 {
 		l.wmu.unflushed += nrec
 		if l.wmu.unflushed >= l.cfg.FlushMessages || (l.flushT && l.nowMs()-l.wmu.lastFlushMs >= l.cfg.FlushMs) {
-			failed = l.fsyncDirty()
+			if err := l.fsyncDirty(); err != nil {
+				for _, r := range group {
+					if r.err == nil {
+						r.err = err
+					}
+				}
+			}
 		}
 	}
 	if failed != nil {
-		for _, r := range group {
+		for _, r := range group[failedAt:] {
 			if r.err == nil {
 				r.err = failed
 			}
@@ -184,14 +247,59 @@ func (l *Log) commit(group []*appendReq) {
 	}
 }
 
-// writeOut writes bufs at off in seg with one Writer call and publishes the pending batches.
-func (l *Log) writeOut(seg *segment, off int64, bufs [][]byte, leo int64) error {
-	if len(bufs) > 0 {
-		if err := l.writeAt(seg.f, off, bufs); err != nil {
-			return l.poison("write", err)
+// createAhead creates, in order, the segments the batches of rest need when written from
+// byte position pos of the segment based at base, the first of them rolling (rest's first
+// batch does not fit), and appends them to dst. On failure it removes what it created and
+// returns the error: a resource error leaves the Log usable, another poisons it.
+func (l *Log) createAhead(dst []*segment, base, pos, leo int64, rest []byte) ([]*segment, error) {
+	first := len(dst)
+	for p := 0; p < len(rest); {
+		h, _ := records.ParseHeader(rest[p:])
+		size := int64(h.Size())
+		if l.rollsAt(base, pos, size, leo, h.LastOffsetDelta) {
+			s, err := createSegment(l.fs, l.cache, l.dir, leo)
+			if err != nil {
+				for _, c := range dst[first:] {
+					c.retire()
+					l.fs.Remove(c.logPath)
+					l.fs.Remove(c.idxPath)
+				}
+				clear(dst[first:])
+				return dst[:first], l.fail("segment roll", err)
+			}
+			dst = append(dst, s)
+			base, pos = leo, 0
 		}
+		pos += size
+		leo += int64(h.LastOffsetDelta) + 1
+		p += int(size)
 	}
-	l.publish(leo)
+	return dst, nil
+}
+
+// rollTo seals old, whose bytes are written, queues it for its flush (flushRolled) and
+// makes ns the active segment (wmu held).
+func (l *Log) rollTo(old, ns *segment) {
+	h := old.file.Load()
+	h.refs.Add(1) // the flush's; the active segment's hold is never dropped while active
+	old.w = nil
+	old.seal()
+	l.mu.Lock()
+	l.mu.segs = append(l.mu.segs, ns)
+	l.mu.Unlock()
+	l.wmu.rolled = append(l.wmu.rolled, rolledSeg{s: old, h: h})
+	l.rollFlush.Store(true)
+}
+
+// writeSeg writes bufs at off in the active segment seg with one Writer call; a failure
+// poisons the Log.
+func (l *Log) writeSeg(seg *segment, off int64, bufs [][]byte) error {
+	if len(bufs) == 0 {
+		return nil
+	}
+	if err := l.writeAt(seg.w, off, bufs); err != nil {
+		return l.poison("write", err)
+	}
 	return nil
 }
 
@@ -222,22 +330,6 @@ func (l *Log) publish(leo int64) {
 	l.size.Add(added)
 }
 
-// roll writes the old segment's pending index entries and starts a new segment at base.
-func (l *Log) roll(old *segment, base int64) (*segment, error) {
-	var err error
-	if l.wmu.idxScratch, err = old.writeIndex(l.wmu.idxScratch, false); err != nil {
-		return nil, l.poison("index write", err)
-	}
-	s, err := createSegment(l.fs, l.dir, base)
-	if err != nil {
-		return nil, l.poison("segment roll", err)
-	}
-	l.mu.Lock()
-	l.mu.segs = append(l.mu.segs, s)
-	l.mu.Unlock()
-	return s, nil
-}
-
 // writeAt writes bufs at off in f: through the Writer when f has a descriptor, else with one
 // WriteAt per buffer (in-memory files).
 func (l *Log) writeAt(f vfs.File, off int64, bufs [][]byte) error {
@@ -250,66 +342,5 @@ func (l *Log) writeAt(f vfs.File, off int64, bufs [][]byte) error {
 		}
 		off += int64(len(b))
 	}
-	return nil
-}
-
-// fsync makes f's contents durable: through the Writer's Syncer (io_uring) when it has one
-// and f has a descriptor, else File.Sync.
-func (l *Log) fsync(f vfs.File) error {
-	if osf := f.OS(); osf != nil && l.syncer != nil {
-		return l.syncer.Fsync(osf)
-	}
-	return f.Sync()
-}
-
-// fsyncDirty fsyncs every segment with unsynced bytes (wmu held).
-func (l *Log) fsyncDirty() error {
-	for _, s := range l.mu.segs {
-		if s.synced < s.size {
-			if err := l.fsync(s.f); err != nil {
-				return l.poison("fsync", err)
-			}
-			s.synced = s.size
-		}
-	}
-	l.wmu.unflushed = 0
-	if l.flushT {
-		l.wmu.lastFlushMs = l.nowMs()
-	}
-	return nil
-}
-
-// Flush fsyncs all segments and their indexes and persists the recovery point (the LEO).
-func (l *Log) Flush() error {
-	l.wmu.Lock()
-	defer l.wmu.Unlock()
-	if err := l.usable(); err != nil {
-		return err
-	}
-	return l.flushLocked()
-}
-
-func (l *Log) flushLocked() error {
-	if err := l.fsyncDirty(); err != nil {
-		return err
-	}
-	for _, s := range l.mu.segs {
-		var err error
-		if l.wmu.idxScratch, err = s.writeIndex(l.wmu.idxScratch, true); err != nil {
-			return l.poison("index write", err)
-		}
-	}
-	return l.setRecoveryPoint(l.leo.Load())
-}
-
-// setRecoveryPoint persists rp (wmu held).
-func (l *Log) setRecoveryPoint(rp int64) error {
-	if rp == l.wmu.recoveryPoint {
-		return nil
-	}
-	if err := WriteCheckpoint(l.fs, filepath.Join(l.dir, RecoveryPointFile), 0, []string{fmt.Sprint(rp)}); err != nil {
-		return l.poison("recovery-point checkpoint", err)
-	}
-	l.wmu.recoveryPoint = rp
 	return nil
 }

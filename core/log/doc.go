@@ -46,8 +46,8 @@
 //
 // In memory a Log also keeps every batch's (relative offset, position) per segment, so Read
 // resolves an offset with a binary search (O(1) for the tail) and never touches the disk; the
-// .index file exists for tools and as a cross-check, and is written lazily (on segment roll,
-// Flush and Close), never on the append path.
+// .index file exists for tools and as a cross-check, and is written lazily (by the flush of a
+// rolled segment, Flush and Close), never on the append path.
 //
 // # Lifecycle
 //
@@ -69,6 +69,13 @@
 // A failed write, fsync, truncate or file creation poisons the Log: every later call returns an
 // error wrapping kerr.KafkaStorageError (Kafka takes the log directory offline). There is no
 // silent retry; the bytes on disk past the LEO are cleaned up by recovery on the next Open.
+//
+// Running out of file descriptors (EMFILE, ENFILE) or of kernel memory to open a file
+// (ENOMEM) is not a disk failure: the operation that could not open its file fails with a
+// resource error (IsResourceError; it wraps ErrTooManyOpenFiles and kerr.RequestTimedOut,
+// which clients retry) having changed nothing, and the Log stays usable. A roll that cannot
+// create its segment fails that append (none of its batches is written); the next append
+// tries again. Every operation acquires the descriptors it needs before it changes anything.
 //
 // # Append path and concurrency rule
 //
@@ -94,7 +101,16 @@
 // reference on its segment file; retention and truncation unlink files immediately but the file
 // descriptor stays open until the last Slice on it is released.
 //
+// Open files: the active segment's .log stays open; a sealed segment's is opened when a read,
+// scan, flush or truncation needs it and kept open only while used or while the process-wide
+// cache of SealedFileCacheSize sealed files keeps it (see files.go). A process thus holds
+// about one descriptor per hosted replica, however many segments each has; .index files are
+// open only while read or written.
+//
 // fsync follows flush.messages / flush.ms (checked at append; default: never, as Kafka),
-// covering every segment with unsynced bytes. Offsets: LEO, maxOffset and NextOffset are
-// exclusive; FirstOffset, LastOffset, LogStart and base offsets are inclusive.
+// covering every segment with unsynced bytes. Whatever they say, a segment is flushed when it
+// rolls, as Kafka does: its .log and .index are fsynced, then the directory, and the recovery
+// point moves to the new segment (Config.RollFlush says which goroutine does it), so a machine
+// crash loses at most the active segment's unflushed tail. Offsets: LEO, maxOffset and
+// NextOffset are exclusive; FirstOffset, LastOffset, LogStart and base offsets are inclusive.
 package log

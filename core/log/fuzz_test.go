@@ -144,8 +144,8 @@ func FuzzRecover(f *testing.F) {
 	})
 }
 
-// FuzzReadLookup checks Read's offset/maxOffset/maxBytes/minOneBatch resolution on an
-// in-memory layout (no files) against a linear model.
+// FuzzReadLookup checks Read's offset/maxOffset/maxBytes/minOneBatch resolution (readLocked)
+// on an in-memory layout (no files) against a linear model.
 func FuzzReadLookup(f *testing.F) {
 	f.Add([]byte{3, 1, 200, 4, 0, 7}, int64(5), int64(9), 300, true)
 	f.Add([]byte{0}, int64(0), int64(1), 0, false)
@@ -172,7 +172,7 @@ func FuzzReadLookup(f *testing.F) {
 			cur.next = leo
 		}
 		l.leo.Store(leo)
-		s, err := l.Read(off, maxOff, maxBytes, minOne)
+		s, _, err := l.readLocked(off, maxOff, maxBytes, minOne)
 		if off < 0 || off > leo {
 			if err == nil {
 				t.Fatalf("Read(%d) outside [0, %d] succeeded", off, leo)
@@ -203,9 +203,7 @@ func FuzzReadLookup(f *testing.F) {
 			t.Fatalf("Read(%d, %d, %d, %v) = [%d, %d) %d bytes, want [%d, %d) %d bytes", off, maxOff, maxBytes, minOne,
 				s.FirstOffset, s.NextOffset, s.Size, wantFirst, wantNext, wantSize)
 		}
-		if s.seg != nil {
-			s.seg.refs.Add(-1)
-		}
+		s.Release()
 		if got, err := l.BatchBoundaryAtOrBelow(off); err != nil || (off < leo && got > off) || (off == leo && got != leo) {
 			t.Fatalf("BatchBoundaryAtOrBelow(%d) = %d, %v", off, got, err)
 		}

@@ -30,6 +30,7 @@ type Log struct {
 	syncer Syncer // nil: File.Sync
 	nowMs  func() int64
 	flushT bool // flush.ms is finite
+	cache  *fileCache
 
 	segBytes atomic.Int64 // cfg.SegmentBytes, read lock-free by Append's validation
 	leo      atomic.Int64 // exclusive; published after the write
@@ -37,6 +38,12 @@ type Log struct {
 	size     atomic.Int64
 	closed   atomic.Bool
 	poisoned atomic.Pointer[error]
+	// rollFlush is set while segments sealed by a roll wait in wmu.rolled for their flush
+	// (flushRolled), which the Append that rolled runs after its group commit.
+	rollFlush atomic.Bool
+	// flushQueued is set while flushJob waits for Config.RollFlush to run it.
+	flushQueued atomic.Bool
+	flushJob    func()
 
 	mu struct { // guards segs and the segments' published fields
 		sync.RWMutex
@@ -53,7 +60,13 @@ type Log struct {
 		bufs          [][]byte
 		pend          []pending
 		idxScratch    []byte
+		rolled        []rolledSeg // sealed by a roll, not flushed yet (see flushRolled)
+		ahead         []*segment  // commit's scratch: segments created for a request's rolls
 	}
+
+	// idxMu serialises the writes to .index files: the roll flush writes outside wmu, the
+	// holders of wmu (flush, truncation) take it after wmu.
+	idxMu sync.Mutex
 
 	gc committer[*appendReq] // the group commit of Append (commit: l.commit)
 }
@@ -61,13 +74,22 @@ type Log struct {
 // Open opens (creating if needed) the log in dir, recovering it: batches from the recovery
 // point on are CRC-checked, a torn or corrupt tail is truncated, segments after a corrupt one
 // are deleted, missing or damaged indexes are rebuilt, and what was found is returned in
-// Recovery. I/O errors fail Open (wrapping kerr.KafkaStorageError); corruption does not.
+// Recovery. I/O errors fail Open (wrapping kerr.KafkaStorageError; a resource error, see
+// IsResourceError, when it could not open a file for want of a descriptor); corruption does
+// not.
 func Open(dir string, cfg Config) (*Log, Recovery, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, Recovery{}, err
 	}
-	l := &Log{dir: dir, cfg: cfg, fs: vfs.Or(cfg.FS), w: cfg.Writer, nowMs: cfg.NowMs, flushT: cfg.FlushMs != math.MaxInt64}
+	l := &Log{dir: dir, cfg: cfg, fs: vfs.Or(cfg.FS), w: cfg.Writer, nowMs: cfg.NowMs, flushT: cfg.FlushMs != math.MaxInt64, cache: cfg.cache}
 	l.gc.commit = l.commit
+	l.flushJob = func() {
+		l.flushQueued.Store(false)
+		_ = l.flushRolled() // an fsync failure poisoned the Log: its next call reports it
+	}
+	if l.cache == nil {
+		l.cache = sealedFiles
+	}
 	if l.w == nil {
 		l.w = PwritevWriter{}
 	}
@@ -84,7 +106,7 @@ func Open(dir string, cfg Config) (*Log, Recovery, error) {
 	rec, err := l.recover()
 	if err != nil {
 		for _, s := range l.mu.segs {
-			s.close()
+			s.retire()
 		}
 		return nil, rec, err
 	}
@@ -94,8 +116,10 @@ func Open(dir string, cfg Config) (*Log, Recovery, error) {
 	return l, rec, nil
 }
 
+// storageErrorf describes a failed file operation of Open: an error wrapping
+// kerr.KafkaStorageError, or a resource error (see IOError).
 func storageErrorf(format string, args ...any) error {
-	return fmt.Errorf("log: "+format+": %w", append(args, kerr.KafkaStorageError)...)
+	return IOError("log", fmt.Errorf(format, args...))
 }
 
 // usable returns ErrClosed or the poison error.
@@ -107,6 +131,22 @@ func (l *Log) usable() error {
 		return ErrClosed
 	}
 	return nil
+}
+
+// fail handles the error of an operation that could not start or that it could undo (opening
+// or creating a file, fsyncing the directory): a resource error (no descriptor left) is
+// returned as such and leaves the Log usable; anything else poisons it.
+func (l *Log) fail(op string, err error) error {
+	if IsResourceError(err) {
+		return l.ioError(op, err)
+	}
+	return l.poison(op, err)
+}
+
+// ioError describes a failed file operation that leaves the Log as it was (a read): a
+// resource error, or one wrapping kerr.KafkaStorageError; the Log is not poisoned.
+func (l *Log) ioError(op string, err error) error {
+	return IOError(fmt.Sprintf("log %s: %s failed", l.dir, op), err)
 }
 
 // poison marks the Log failed after a write/fsync error; every later call returns the error.
@@ -197,14 +237,24 @@ func (l *Log) Abandon() {
 	}
 }
 
-// shut closes every segment and marks the Log closed (wmu held).
+// shut closes every segment and marks the Log closed (wmu held). Pending roll flushes are
+// dropped.
 func (l *Log) shut() {
+	l.idxMu.Lock() // a roll flush in flight writes no index after this
 	l.closed.Store(true)
+	l.idxMu.Unlock()
 	l.mu.Lock()
 	segs := l.mu.segs
 	l.mu.segs = nil
 	l.mu.Unlock()
 	for _, s := range segs {
-		s.close()
+		s.retire()
+		s.w = nil
 	}
+	for _, r := range l.wmu.rolled {
+		r.h.unref()
+	}
+	clear(l.wmu.rolled)
+	l.wmu.rolled = l.wmu.rolled[:0]
+	l.rollFlush.Store(false)
 }

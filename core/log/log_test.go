@@ -800,9 +800,14 @@ func TestPowerLoss(t *testing.T) {
 			if err := l.Flush(); err != nil {
 				t.Fatal(err)
 			}
-			synced := l.LEO()
+			flushed := l.LEO()
 			for i := 0; i < 10; i++ {
 				mustAppend(t, l, batch(2, 300, "u", 1))
+			}
+			// The segments rolled meanwhile were flushed when they rolled.
+			flushed = max(flushed, activeBase(l))
+			if flushed == l.LEO() {
+				t.Fatalf("nothing left unflushed (LEO %d): the test needs an unflushed tail", l.LEO())
 			}
 			l.Abandon()
 			if err := fs.Crash(); err != nil {
@@ -810,13 +815,41 @@ func TestPowerLoss(t *testing.T) {
 			}
 			l, rec := mustOpen(t, dir, cfg)
 			defer l.Close()
-			if l.LEO() != synced {
-				t.Fatalf("LEO %d after power loss, want the flushed %d (%v)", l.LEO(), synced, rec)
+			if l.LEO() != flushed {
+				t.Fatalf("LEO %d after power loss, want the flushed %d (%v)", l.LEO(), flushed, rec)
 			}
-			checkContiguous(t, allRecords(t, l), 0, synced)
+			checkContiguous(t, allRecords(t, l), 0, flushed)
 			mustAppend(t, l, batch(1, 1, "again", 1))
 		})
+		t.Run(fsys.name+"/a roll flushes the rolled segment", func(t *testing.T) {
+			fs, dir := fsys.mk(t)
+			cfg := testConfig()
+			cfg.FS = fs
+			l, _ := mustOpen(t, dir, cfg)
+			for l.Segments() < 4 {
+				mustAppend(t, l, batch(1+int(l.LEO()%3), 200, "r", 1))
+			}
+			mustAppend(t, l, batch(1, 10, "tail", 1)) // unflushed, in the active segment
+			rolled := activeBase(l)
+			l.Abandon()
+			if err := fs.Crash(); err != nil {
+				t.Fatal(err)
+			}
+			l, rec := mustOpen(t, dir, cfg)
+			defer l.Close()
+			if l.LEO() != rolled || rec.TruncatedBytes != 0 || rec.IndexesRebuilt != 0 || rec.RecoveredFrom != rolled {
+				t.Fatalf("after power loss: LEO %d, want every batch of the rolled segments (%d); %v", l.LEO(), rolled, rec)
+			}
+			checkContiguous(t, allRecords(t, l), 0, rolled)
+		})
 	}
+}
+
+// activeBase returns the base offset of the log's active segment.
+func activeBase(l *Log) int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.segs[len(l.mu.segs)-1].base
 }
 
 // TestConcurrentAppends: many goroutines append; every record lands once, offsets do not

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -19,23 +20,44 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOneBatch bool) (Sli
 	if err := l.usable(); err != nil {
 		return Slice{}, err
 	}
+	s, seg, err := l.readLocked(offset, maxOffset, maxBytes, minOneBatch)
+	if err != nil || s.Size == 0 {
+		return s, err
+	}
+	// Outside the lock: opening a sealed segment's file is a system call.
+	h, err := seg.acquire()
+	if err != nil {
+		if errors.Is(err, errSegmentGone) {
+			if uerr := l.usable(); uerr != nil {
+				return Slice{}, uerr // closed meanwhile
+			}
+			return Slice{}, fmt.Errorf("log %s: read at offset %d: %w (retention or truncation meanwhile)", l.dir, offset, err)
+		}
+		return Slice{}, l.ioError("read", err)
+	}
+	s.File, s.h = h.f, h
+	return s, nil
+}
+
+// readLocked finds the Slice of Read (without its file) and its segment.
+func (l *Log) readLocked(offset, maxOffset int64, maxBytes int, minOneBatch bool) (Slice, *segment, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if len(l.mu.segs) == 0 {
-		return Slice{}, ErrClosed
+		return Slice{}, nil, ErrClosed
 	}
 	leo := l.leo.Load() // under mu: consistent with the table
 	start := l.logStart.Load()
 	if offset < start || offset > leo {
-		return Slice{}, fmt.Errorf("log %s: read at offset %d outside [log start %d, LEO %d]: %w", l.dir, offset, start, leo, kerr.OffsetOutOfRange)
+		return Slice{}, nil, fmt.Errorf("log %s: read at offset %d outside [log start %d, LEO %d]: %w", l.dir, offset, start, leo, kerr.OffsetOutOfRange)
 	}
 	maxOffset = min(maxOffset, leo)
 	if offset >= maxOffset {
-		return Slice{FirstOffset: offset, NextOffset: offset}, nil
+		return Slice{FirstOffset: offset, NextOffset: offset}, nil, nil
 	}
 	seg := l.mu.segs[l.findSegment(offset)]
 	if len(seg.entries) == 0 || offset >= seg.next {
-		return Slice{}, fmt.Errorf("log %s: BUG: offset %d below LEO %d not in segment %d (next %d): %w", l.dir, offset, leo, seg.base, seg.next, kerr.KafkaStorageError)
+		return Slice{}, nil, fmt.Errorf("log %s: BUG: offset %d below LEO %d not in segment %d (next %d): %w", l.dir, offset, leo, seg.base, seg.next, kerr.KafkaStorageError)
 	}
 	i := seg.find(offset)
 	n := len(seg.entries)
@@ -48,19 +70,18 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOneBatch bool) (Sli
 		}
 	}
 	if limit <= i {
-		return Slice{FirstOffset: offset, NextOffset: offset}, nil
+		return Slice{FirstOffset: offset, NextOffset: offset}, nil, nil
 	}
 	pos0 := int64(seg.entries[i].pos)
 	// k: batches [i, k) fit in maxBytes.
 	k := i + sort.Search(limit-i, func(j int) bool { return seg.endAt(i+j)-pos0 > int64(maxBytes) })
 	if k == i {
 		if !minOneBatch {
-			return Slice{FirstOffset: offset, NextOffset: offset}, nil
+			return Slice{FirstOffset: offset, NextOffset: offset}, nil, nil
 		}
 		k = i + 1
 	}
-	seg.refs.Add(1)
-	return Slice{File: seg.f, Pos: pos0, Size: seg.endAt(k-1) - pos0, FirstOffset: seg.baseAt(i), NextOffset: seg.nextAt(k - 1), seg: seg}, nil
+	return Slice{Pos: pos0, Size: seg.endAt(k-1) - pos0, FirstOffset: seg.baseAt(i), NextOffset: seg.nextAt(k - 1)}, seg, nil
 }
 
 // findSegment returns the index of the last segment with base <= off (mu held, off >= segs[0].base).

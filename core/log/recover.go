@@ -8,14 +8,16 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/isrbench/isrbench/core/vfs"
 )
 
 // scanSegment rebuilds s's batch table from its file with w: headers only for batches ending
 // at or below checkFrom, header and CRC for the others. It stops at the first torn, corrupt or
 // non-contiguous batch and returns why it stopped ("" at a clean end); s.size is then the
 // byte position of the valid end.
-func scanSegment(s *segment, fileSize, checkFrom int64, w *SegmentWalker) (reason string, err error) {
-	w.reset(s.f, filepath.Base(s.logPath), fileSize, s.base)
+func scanSegment(s *segment, f vfs.File, fileSize, checkFrom int64, w *SegmentWalker) (reason string, err error) {
+	w.reset(f, filepath.Base(s.logPath), fileSize, s.base)
 	w.SkipCRCBelow(checkFrom)
 	end, next := int64(0), s.base
 	for w.Next() {
@@ -64,6 +66,13 @@ func (l *Log) recover() (Recovery, error) {
 	logs := map[int64]bool{}
 	var indexes []int64
 	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), deletedSuffix) {
+			// Moved aside by a TruncateFullyAndStartAt that did not finish.
+			if err := l.fs.Remove(filepath.Join(l.dir, e.Name())); err != nil {
+				return rec, storageErrorf("remove %s: %w", e.Name(), err)
+			}
+			continue
+		}
 		if b, ok := parseSegmentName(e.Name(), ".log"); ok {
 			bases = append(bases, b)
 			logs[b] = true
@@ -98,7 +107,7 @@ func (l *Log) recover() (Recovery, error) {
 	l.wmu.logStartCkpt = ckptStart
 
 	if len(bases) == 0 {
-		s, err := createSegment(l.fs, l.dir, 0)
+		s, err := createSegment(l.fs, l.cache, l.dir, 0)
 		if err != nil {
 			return rec, storageErrorf("%w", err)
 		}
@@ -126,6 +135,7 @@ func (l *Log) recover() (Recovery, error) {
 		checkFrom = bases[0]
 	}
 	sc := &SegmentWalker{}
+	var size int64
 	cut := false
 	expect := int64(-1)
 	for _, base := range bases {
@@ -148,25 +158,31 @@ func (l *Log) recover() (Recovery, error) {
 			}
 			continue
 		}
-		s := &segment{base: base, next: base, maxTs: -1, fs: l.fs, logPath: logPath, idxPath: idxPath}
+		s := newSegment(l.fs, l.cache, l.dir, base)
 		_, statErr := l.fs.Stat(idxPath)
 		idxMissing := errors.Is(statErr, os.ErrNotExist)
-		if s.f, err = l.fs.OpenFile(logPath, os.O_RDWR, 0); err != nil {
+		f, err := l.fs.OpenFile(logPath, os.O_RDWR, 0)
+		if err != nil {
 			return rec, storageErrorf("open segment: %w", err)
 		}
-		s.refs.Store(1)
+		s.hold(f)
+		if n := len(l.mu.segs); n > 0 {
+			// Not the last segment after all: sealed, its file may be closed.
+			l.mu.segs[n-1].w = nil
+			l.mu.segs[n-1].seal()
+		}
 		l.mu.segs = append(l.mu.segs, s)
-		st, err := s.f.Stat()
+		st, err := f.Stat()
 		if err != nil {
 			return rec, storageErrorf("stat segment: %w", err)
 		}
 		fileSize := st.Size()
-		reason, err := scanSegment(s, fileSize, checkFrom, sc)
+		reason, err := scanSegment(s, f, fileSize, checkFrom, sc)
 		if err != nil {
 			return rec, err
 		}
 		if s.size < fileSize {
-			if err := s.f.Truncate(s.size); err != nil {
+			if err := f.Truncate(s.size); err != nil {
 				return rec, storageErrorf("truncate corrupt tail: %w", err)
 			}
 			rec.TruncatedBytes += fileSize - s.size
@@ -187,18 +203,15 @@ func (l *Log) recover() (Recovery, error) {
 			rec.IndexesRebuilt++
 			reasons = append(reasons, why+": rebuilt")
 		}
-		expect = s.next
-	}
-	// Everything up to the end is now verified: make it durable and move the recovery point.
-	var size int64
-	for _, s := range l.mu.segs {
+		// Verified up to its end: make it durable (the recovery point moves past it below).
 		if s.next > rp || rp < 0 {
-			if err := l.fsync(s.f); err != nil {
+			if err := l.fsync(f); err != nil {
 				return rec, storageErrorf("fsync recovered segment %s: %w", s.logPath, err)
 			}
 		}
 		s.synced = s.size
 		size += s.size
+		expect = s.next
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return rec, storageErrorf("fsync dir %s: %w", l.dir, err)

@@ -27,7 +27,7 @@ func (l *Log) ApplyRetention(nowMs int64, maxDeletableOffset int64) (deletedSegm
 		if rms >= 0 {
 			ts := s.maxTs
 			if ts < 0 {
-				if st, err := s.f.Stat(); err == nil {
+				if st, err := l.fs.Stat(s.logPath); err == nil {
 					ts = st.ModTime().UnixMilli()
 				}
 			}

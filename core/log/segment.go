@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"sync/atomic"
 
 	"github.com/isrbench/isrbench/core/vfs"
@@ -21,16 +22,28 @@ type entry struct {
 
 const indexEntrySize = 8
 
-// segment is one NNNNNNNNNNNNNNNNNNNN.log file (+ .index). base and the files are immutable.
-// The published fields (entries, size, next, maxTs) are written under Log.wmu and Log.mu and
-// read under Log.mu (read lock) or Log.wmu; the writer-only fields are guarded by Log.wmu.
+// segment is one NNNNNNNNNNNNNNNNNNNN.log file (+ .index). base and the paths are
+// immutable. The published fields (entries, size, next, maxTs) are written under Log.wmu and
+// Log.mu and read under Log.mu (read lock) or Log.wmu; the writer-only fields are guarded by
+// Log.wmu; the file fields are described in files.go.
 type segment struct {
 	base    int64
-	f       vfs.File
-	fs      vfs.FS // opens the .index file, which stays closed between uses (see withIndex)
+	fs      vfs.FS // opens the .log (when sealed and closed) and the .index (see withIndex)
+	cache   *fileCache
 	logPath string
 	idxPath string
-	refs    atomic.Int64 // 1 for the Log + 1 per live Slice; the .log file closes at 0
+
+	// The .log file: the segment's hold on it (nil while a sealed segment's file is
+	// closed; swapped under fmu), read lock-free by acquire. The active segment always
+	// holds it.
+	file     atomic.Pointer[segFile]
+	sealed   atomic.Bool // no longer the active segment: its file may be closed when unused
+	used     atomic.Bool // read since the cache's clock hand last passed (CLOCK's reference bit)
+	cacheIdx int         // index in cache's ring, -1 when not cached (guarded by cache.mu)
+	fmu      struct {
+		sync.Mutex
+		gone bool // removed, or its Log closed: the file is never opened again
+	}
 
 	// published (Log.mu)
 	entries []entry // every batch, in order
@@ -39,40 +52,57 @@ type segment struct {
 	maxTs   int64   // largest batch maxTimestamp, -1 if none
 
 	// writer-only (Log.wmu)
-	synced        int64   // bytes known fsynced
-	index         []entry // sparse index entries (written and pending)
-	idxWritten    int     // entries of index written to the .index file
-	idxSynced     int     // entries of index known fsynced
-	bytesSinceIdx int64   // bytes appended since the last index entry (Kafka's bytesSinceLastIndexEntry)
+	w             vfs.File     // the open .log file while this is the active segment (the hold's), else nil
+	gen           atomic.Int64 // bumped (under Log.wmu) by every truncation into the segment and its removal; read by the roll flush
+	synced        int64        // bytes known fsynced
+	index         []entry      // sparse index entries (written and pending)
+	idxWritten    int          // entries of index written to the .index file
+	idxSynced     int          // entries of index known fsynced
+	bytesSinceIdx int64        // bytes appended since the last index entry (Kafka's bytesSinceLastIndexEntry)
 }
 
 func segmentName(base int64, ext string) string { return fmt.Sprintf("%020d%s", base, ext) }
 
-// createSegment creates (or truncates a stale) empty segment at base in dir.
-func createSegment(fs vfs.FS, dir string, base int64) (*segment, error) {
-	s := &segment{base: base, next: base, maxTs: -1, fs: fs,
+// newSegment returns the segment at base in dir, with no file open.
+func newSegment(fs vfs.FS, cache *fileCache, dir string, base int64) *segment {
+	return &segment{base: base, next: base, maxTs: -1, fs: fs, cache: cache, cacheIdx: -1,
 		logPath: filepath.Join(dir, segmentName(base, ".log")),
 		idxPath: filepath.Join(dir, segmentName(base, ".index"))}
-	var err error
-	if s.f, err = fs.OpenFile(s.logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
-		return nil, fmt.Errorf("log: create segment: %w", err)
+}
+
+// hold installs f, the segment's open .log file, as the active segment's hold.
+func (s *segment) hold(f vfs.File) {
+	h := &segFile{f: f}
+	h.refs.Store(1)
+	s.file.Store(h)
+	s.w = f
+}
+
+// createSegment creates (or truncates a stale) empty segment at base in dir, as the active
+// segment (its .log open). On failure nothing is left open and the files it created are
+// removed.
+func createSegment(fs vfs.FS, cache *fileCache, dir string, base int64) (*segment, error) {
+	s := newSegment(fs, cache, dir, base)
+	f, err := fs.OpenFile(s.logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("log: create segment %s: %w", s.logPath, err)
 	}
 	idx, err := fs.OpenFile(s.idxPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err == nil {
 		err = idx.Close()
 	}
 	if err != nil {
-		s.f.Close()
-		return nil, fmt.Errorf("log: create index: %w", err)
+		f.Close()
+		fs.Remove(s.logPath) // best effort: recovery would take an empty last segment anyway
+		return nil, fmt.Errorf("log: create index %s: %w", s.idxPath, err)
 	}
-	s.refs.Store(1)
+	s.hold(f)
 	return s, nil
 }
 
 // withIndex runs fn on the segment's .index file, opened (created when missing) for it and
-// closed after. The index is read at recovery and written at a roll, a flush or a
-// truncation, so keeping it closed in between halves the descriptors a broker holds: a
-// process with 10,000 partitions of RF 3 keeps 30,000 segment files open, not 60,000.
+// closed after. The index is read at recovery and written at a roll flush, a flush or a
+// truncation, so keeping it closed in between halves the descriptors a broker holds.
 func (s *segment) withIndex(what string, fn func(f vfs.File) error) error {
 	f, err := s.fs.OpenFile(s.idxPath, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -83,15 +113,6 @@ func (s *segment) withIndex(what string, fn func(f vfs.File) error) error {
 		err = fmt.Errorf("log: %s index %s: close: %w", what, s.idxPath, cerr)
 	}
 	return err
-}
-
-// unref drops one reference; the last one closes the .log file.
-func (s *segment) unref() {
-	if n := s.refs.Add(-1); n == 0 {
-		s.f.Close()
-	} else if n < 0 {
-		panic("BUG: log: segment released more often than referenced (Slice.Release called twice?)")
-	}
 }
 
 // baseAt is the absolute base offset of batch i.
@@ -227,16 +248,34 @@ func (s *segment) loadIndex() (string, error) {
 	return "", nil
 }
 
-// truncateIndex drops index entries at or past byte position pos.
-func (s *segment) truncateIndex(pos int64) error {
-	n := sort.Search(len(s.index), func(i int) bool { return int64(s.index[i].pos) >= pos })
+// indexCutAt returns how many index entries lie before byte position pos, and whether the
+// .index file may hold entries at or past it, so that a truncation to pos must cut the file
+// too: entries written, or pending ones a roll flush in flight may be writing.
+func (s *segment) indexCutAt(pos int64) (n int, fileToo bool) {
+	n = sort.Search(len(s.index), func(i int) bool { return int64(s.index[i].pos) >= pos })
+	return n, len(s.index) > n
+}
+
+// truncateIndex drops index entries at or past byte position pos; idx is the open .index
+// file when indexCutAt said the file must be cut too (else nil). Log.idxMu held.
+func (s *segment) truncateIndex(pos int64, idx vfs.File) error {
+	n, fileToo := s.indexCutAt(pos)
 	s.index = s.index[:n]
-	if s.idxWritten > n {
-		if err := s.withIndex("truncate", func(f vfs.File) error { return f.Truncate(int64(n) * indexEntrySize) }); err != nil {
-			return err
+	if fileToo {
+		if idx == nil {
+			panic("BUG: log: truncateIndex without the .index file it must cut")
 		}
-		s.idxWritten = n
+		st, err := idx.Stat()
+		if err != nil {
+			return fmt.Errorf("log: stat index %s: %w", s.idxPath, err)
+		}
+		if st.Size() > int64(n)*indexEntrySize {
+			if err := idx.Truncate(int64(n) * indexEntrySize); err != nil {
+				return fmt.Errorf("log: truncate index %s: %w", s.idxPath, err)
+			}
+		}
 	}
+	s.idxWritten = min(s.idxWritten, n)
 	s.idxSynced = min(s.idxSynced, n)
 	s.bytesSinceIdx = s.size
 	if n > 0 {
@@ -245,12 +284,14 @@ func (s *segment) truncateIndex(pos int64) error {
 	return nil
 }
 
-// remove unlinks the segment's files and drops the Log's reference; the .log file stays
-// open for live Slices.
+// remove retires the segment and unlinks its files; an open .log file stays open for live
+// Slices.
 func (s *segment) remove(fs vfs.FS) error {
+	s.retire()
+	s.gen.Add(1)
+	s.w = nil
 	err1 := fs.Remove(s.logPath)
 	err2 := fs.Remove(s.idxPath)
-	s.unref()
 	if err1 != nil && !os.IsNotExist(err1) {
 		return fmt.Errorf("log: delete segment: %w", err1)
 	}
@@ -258,9 +299,4 @@ func (s *segment) remove(fs vfs.FS) error {
 		return fmt.Errorf("log: delete index: %w", err2)
 	}
 	return nil
-}
-
-// close drops the Log's reference.
-func (s *segment) close() {
-	s.unref()
 }

@@ -23,6 +23,15 @@ type Config struct {
 
 	// NowMs is the wall clock in ms used for flush.ms; nil = time.Now().UnixMilli(). Tests inject it.
 	NowMs func() int64
+
+	// RollFlush runs the flush of the segments a roll sealed (fsync of their .log and .index
+	// and of the directory, then the recovery point; Kafka's "flush-log" task, which its roll
+	// schedules on a background thread): nil = in the goroutine of the Append that rolled,
+	// after its group commit (deterministic: the simulator's choice); FlushInBackground =
+	// on the process's background flushers, as brokers do, so that no produce waits for it.
+	RollFlush func(job func())
+
+	cache *fileCache // the cache of open sealed segment files; nil = the process's (tests set their own)
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -85,7 +94,8 @@ type AppendInfo struct {
 
 // Slice is a byte range [Pos, Pos+Size) of one segment file holding whole batches with offsets
 // [FirstOffset, NextOffset), for sendfile. The file stays open until every Slice on it is
-// released, even if retention or truncation removes the segment meanwhile. Call Release exactly
+// released, even if retention or truncation removes the segment meanwhile, the segment is
+// sealed and its file evicted from the cache of open sealed files, or the Log is closed. Call Release exactly
 // once (a Size 0 Slice holds nothing and Release is a no-op). A Slice may be read from any
 // goroutine; its fields must not be modified.
 //
@@ -99,13 +109,13 @@ type Slice struct {
 	FirstOffset int64 // base offset of the first batch, inclusive
 	NextOffset  int64 // offset after the last batch, exclusive
 
-	seg *segment
+	h *segFile
 }
 
 // Release drops the Slice's reference on its segment file.
 func (s Slice) Release() {
-	if s.seg != nil {
-		s.seg.unref()
+	if s.h != nil {
+		s.h.unref()
 	}
 }
 

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/isrbench/isrbench/core/log"
 	"github.com/isrbench/isrbench/core/vfs"
 )
@@ -46,6 +44,10 @@ type EpochCache struct {
 	fs      vfs.FS
 	path    string // "" = in memory only
 	entries []EpochEntry
+	// stale: the last checkpoint write failed (a resource error: no descriptor left), so the
+	// file lags entries; the next call that could change it writes it even if it changes
+	// nothing.
+	stale bool
 }
 
 // NewEpochCache returns an empty cache that is never persisted.
@@ -147,7 +149,7 @@ func (c *EpochCache) Assign(epoch int32, startOffset int64) (bool, error) {
 	if n := len(c.entries); n > 0 {
 		last := c.entries[n-1]
 		if epoch < last.Epoch || (epoch == last.Epoch && startOffset >= last.StartOffset) {
-			return false, nil
+			return false, c.flushStaleLocked()
 		}
 	}
 	for n := len(c.entries); n > 0; n-- {
@@ -209,7 +211,7 @@ func (c *EpochCache) TruncateFromEnd(offset int64) error {
 		n--
 	}
 	if n == len(c.entries) {
-		return nil
+		return c.flushStaleLocked()
 	}
 	c.entries = c.entries[:n]
 	return c.flushLocked()
@@ -226,7 +228,7 @@ func (c *EpochCache) TruncateFromStart(offset int64) error {
 		i++
 	}
 	if i == 0 || (i == 1 && c.entries[0].StartOffset == offset) {
-		return nil
+		return c.flushStaleLocked()
 	}
 	kept := EpochEntry{Epoch: c.entries[i-1].Epoch, StartOffset: offset}
 	c.entries = append([]EpochEntry{kept}, c.entries[i:]...)
@@ -239,12 +241,23 @@ func (c *EpochCache) Clear() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.entries) == 0 {
-		return nil
+		return c.flushStaleLocked()
 	}
 	c.entries = nil
 	return c.flushLocked()
 }
 
+// flushStaleLocked writes the checkpoint when an earlier write failed.
+func (c *EpochCache) flushStaleLocked() error {
+	if !c.stale {
+		return nil
+	}
+	return c.flushLocked()
+}
+
+// flushLocked writes the checkpoint. A failure for want of a descriptor is a resource error
+// (log.IsResourceError, the log directory stays online); any other wraps
+// kerr.KafkaStorageError.
 func (c *EpochCache) flushLocked() error {
 	if c.path == "" {
 		return nil
@@ -254,7 +267,9 @@ func (c *EpochCache) flushLocked() error {
 		lines[i] = strconv.FormatInt(int64(e.Epoch), 10) + " " + strconv.FormatInt(e.StartOffset, 10)
 	}
 	if err := log.WriteCheckpoint(c.fs, c.path, epochCheckpointVersion, lines); err != nil {
-		return fmt.Errorf("leader epoch checkpoint %s: %w: %w", c.path, err, kerr.KafkaStorageError)
+		c.stale = true
+		return log.IOError("leader epoch checkpoint "+c.path, err)
 	}
+	c.stale = false
 	return nil
 }

@@ -37,6 +37,9 @@ func (e *ErrorFS) check(op Op, path string) error {
 
 // OpenFile implements FS.
 func (e *ErrorFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	if err := e.check(OpOpen, name); err != nil {
+		return nil, err
+	}
 	if flag&os.O_CREATE != 0 {
 		if err := e.check(OpCreate, name); err != nil {
 			return nil, err
@@ -47,6 +50,22 @@ func (e *ErrorFS) OpenFile(name string, flag int, perm os.FileMode) (File, error
 		return nil, err
 	}
 	return &errorFile{File: f, e: e}, nil
+}
+
+// ReadDir implements FS (reading a directory opens it: OpOpen).
+func (e *ErrorFS) ReadDir(dir string) ([]os.DirEntry, error) {
+	if err := e.check(OpOpen, dir); err != nil {
+		return nil, err
+	}
+	return e.FS.ReadDir(dir)
+}
+
+// SyncDir implements FS (it opens the directory: OpOpen).
+func (e *ErrorFS) SyncDir(dir string) error {
+	if err := e.check(OpOpen, dir); err != nil {
+		return err
+	}
+	return e.FS.SyncDir(dir)
 }
 
 // Rename implements FS.

@@ -12,11 +12,15 @@ import (
 	"time"
 )
 
-// Op names a mutating file-system operation, for error injection.
+// Op names a file-system operation, for error injection: the mutating ones, and opening a
+// file or directory (where a process out of descriptors gets EMFILE).
 type Op string
 
 // The operations an Injector sees.
 const (
+	// OpOpen is every open of a file (before OpCreate when it creates one) and the directory
+	// opens of ReadDir and SyncDir.
+	OpOpen     Op = "open"
 	OpCreate   Op = "create"
 	OpWrite    Op = "write"
 	OpTruncate Op = "truncate"
@@ -147,6 +151,9 @@ func (m *MemFS) OpenFile(name string, flag int, _ os.FileMode) (File, error) {
 	p := clean(name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.injectLocked(OpOpen, name); err != nil {
+		return nil, err
+	}
 	n, ok := m.mu.nodes[p]
 	switch {
 	case ok && n.dir:
@@ -305,6 +312,9 @@ func (m *MemFS) ReadDir(dir string) ([]os.DirEntry, error) {
 	p := clean(dir)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.injectLocked(OpOpen, dir); err != nil {
+		return nil, err
+	}
 	n, ok := m.mu.nodes[p]
 	if !ok {
 		return nil, &os.PathError{Op: "readdir", Path: dir, Err: fs.ErrNotExist}
@@ -340,6 +350,9 @@ func (m *MemFS) SyncDir(dir string) error {
 	defer m.mu.Unlock()
 	if n, ok := m.mu.nodes[p]; !ok || !n.dir {
 		return &os.PathError{Op: "sync", Path: dir, Err: fs.ErrNotExist}
+	}
+	if err := m.injectLocked(OpOpen, dir); err != nil {
+		return err
 	}
 	return m.injectLocked(OpSync, dir)
 }

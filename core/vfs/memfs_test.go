@@ -100,6 +100,25 @@ func TestMemFSErrors(t *testing.T) {
 	if err := f.Sync(); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("injected sync error: %v", err)
 	}
+	// Out of descriptors: every open fails, the files already open keep working.
+	m.SetInjector(func(op Op, path string) error {
+		if op == OpOpen {
+			return syscall.EMFILE
+		}
+		return nil
+	})
+	if _, err := m.OpenFile("a", os.O_RDONLY, 0); !errors.Is(err, syscall.EMFILE) {
+		t.Fatalf("open with no descriptor left: %v", err)
+	}
+	if _, err := m.ReadDir("."); !errors.Is(err, syscall.EMFILE) {
+		t.Fatalf("readdir with no descriptor left: %v", err)
+	}
+	if err := m.SyncDir("."); !errors.Is(err, syscall.EMFILE) {
+		t.Fatalf("syncdir with no descriptor left: %v", err)
+	}
+	if _, err := f.ReadAt(make([]byte, 1), 0); err != nil {
+		t.Fatalf("read of an open file with no descriptor left: %v", err)
+	}
 	m.SetInjector(nil)
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
