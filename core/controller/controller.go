@@ -202,7 +202,7 @@ func (c *Controller) unlockErr(err *error) {
 // flushLocked persists the batch and delivers the outbox (mu held). If the batch cannot be
 // persisted, nothing is delivered and the operation is rolled back; the error says why.
 func (c *Controller) flushLocked() error {
-	if len(c.mu.batch) > 0 && c.mu.store != nil {
+	if len(c.mu.batch) > 0 && (c.mu.store != nil || c.cfg.Dir != "") {
 		if err := c.persistLocked(); err != nil {
 			c.rollbackLocked()
 			clear(c.mu.batch)
@@ -235,6 +235,10 @@ var ErrMetadataLog = errors.New("the metadata log cannot be written")
 // writes a new generation from the durable state (the failed write's tail is uncertain).
 func (c *Controller) persistLocked() error {
 	st := c.mu.store
+	if st == nil {
+		// Closed: a change now could not be persisted, so it is not made.
+		return fmt.Errorf("controller: closed, the metadata log %s is not open: the change was not made: %w", c.cfg.Dir, ErrMetadataLog)
+	}
 	if c.mu.storeErr != nil || st.failed != nil {
 		if err := st.compact(c.mu.durable.records()); err != nil {
 			return c.refuseLocked(err)
@@ -552,7 +556,8 @@ func (c *Controller) Stats() Stats {
 
 // Close stops every subscription's delivery (as their cancel functions do) and closes the
 // metadata log. The controller's state stays readable; later Subscribe calls get a
-// subscription that delivers nothing, and later changes are not persisted.
+// subscription that delivers nothing, and a later change of a controller with a metadata log
+// is refused (ErrMetadataLog: it could not be persisted).
 func (c *Controller) Close() {
 	c.mu.Lock()
 	c.mu.closed = true

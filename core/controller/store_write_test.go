@@ -254,3 +254,21 @@ func mustRegister(t testing.TB, c *Controller, reg Registration) int64 {
 	}
 	return e
 }
+
+// TestMetadataClosedRefuses: after Close, a controller with a metadata log refuses changes
+// (they could not be persisted) instead of making them in memory only.
+func TestMetadataClosedRefuses(t *testing.T) {
+	clk := &fakeClock{}
+	c, _, err := Open(Config{Dir: "/m", FS: vfs.NewMemFS(func() time.Time { return time.Unix(0, clk.Now()) }), Now: clk.Now, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRegister(t, c, Registration{ID: 1, Host: "127.0.0.1", Port: 9091})
+	c.Close()
+	if _, err := c.CreateTopic("t", 1, 1, nil); !errors.Is(err, ErrMetadataLog) || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("CreateTopic after Close = %v, want ErrMetadataLog", err)
+	}
+	if got := c.Topics(); len(got) != 0 {
+		t.Errorf("topics %v after a refused create", got)
+	}
+}
