@@ -262,6 +262,24 @@ func (b *Broker) Replica(topic string, p int32) (*partition.Replica, bool) {
 	return h.r, true
 }
 
+// Leads reports whether this broker leads topic-p in leaderEpoch or a later epoch and takes
+// produce requests for it: it runs with its log directory online and has applied that
+// leadership (MakeLeader), so a Produce finds the replica a leader. The wire server lists a
+// partition's leader in Metadata only once this holds. Safe for concurrent use; it takes
+// only the replica map's read lock.
+func (b *Broker) Leads(topic string, p int32, leaderEpoch int32) bool {
+	if b.usable() != nil {
+		return false
+	}
+	h := b.lookup(topic, p)
+	if h == nil {
+		return false
+	}
+	// Epoch, role, epoch again: the role read belongs to the epoch read.
+	e := h.r.LeaderEpoch()
+	return e >= leaderEpoch && h.r.IsLeader() && h.r.LeaderEpoch() == e
+}
+
 // ReplicaOffsets implements controller.Offsets for this broker's replicas.
 func (b *Broker) ReplicaOffsets(broker int32, topic string, p int32) (leo, hw int64, ok bool) {
 	if broker != b.cfg.ID || !b.running() {
