@@ -56,7 +56,8 @@ type Config struct {
 	// NumPartitions is num.partitions for auto-created topics (default 1).
 	NumPartitions int32
 	// DefaultReplicationFactor is default.replication.factor for
-	// auto-created topics; 0 = min(3, alive brokers).
+	// auto-created topics and CreateTopics without one; 0 = min(3, brokers). Auto-creation
+	// with fewer brokers alive fails (INVALID_REPLICATION_FACTOR).
 	DefaultReplicationFactor int16
 	// SocketRequestMaxBytes is socket.request.max.bytes (default 100 MiB).
 	SocketRequestMaxBytes int32

@@ -187,24 +187,26 @@ func metadataPartition(p controller.PartitionState, pending bool, alive map[int3
 	return mp
 }
 
-// autoCreate creates a topic with num.partitions and
-// default.replication.factor (capped at the number of alive brokers).
+// autoCreate creates a topic with num.partitions and default.replication.factor (unset:
+// min(3, registered brokers), as CreateTopics takes it). With fewer brokers alive than that
+// it creates nothing and fails with INVALID_REPLICATION_FACTOR, as Kafka's
+// AutoTopicCreationManager does: a topic created narrower would stay so for good, and would
+// never count as under-replicated.
 func (c *conn) autoCreate(name string) ([]controller.PartitionState, error) {
 	rf := c.s.cfg.DefaultReplicationFactor
+	brokers := c.s.cfg.Controller.Brokers()
 	nAlive := 0
-	for _, b := range c.s.cfg.Controller.Brokers() {
+	for _, b := range brokers {
 		if b.Alive {
 			nAlive++
 		}
 	}
 	if rf <= 0 {
-		rf = int16(min(3, nAlive))
+		rf = int16(min(3, len(brokers)))
 	}
 	if int(rf) > nAlive {
-		rf = int16(nAlive)
-	}
-	if rf <= 0 {
-		return nil, fmt.Errorf("auto-creating topic %q: no alive broker: %w", name, kerr.LeaderNotAvailable)
+		return nil, fmt.Errorf("auto-creating topic %q: default.replication.factor %d is larger than the %d alive brokers: %w",
+			name, rf, nAlive, kerr.InvalidReplicationFactor)
 	}
 	parts, err := c.s.cfg.Controller.CreateTopic(name, c.s.cfg.NumPartitions, rf, nil)
 	if err != nil {
