@@ -335,14 +335,15 @@ func (c *Cluster) ReplicaOffsets(id int32, topic string, p int32) (leo, hw int64
 }
 
 // pending implements netfetch.ServerConfig.Pending: broker id of this cluster runs but has
-// not applied its leadership of topic-p in leaderEpoch yet (broker.Leads).
-func (c *Cluster) pending(id int32, topic string, p, leaderEpoch int32) bool {
+// not applied its leadership of topic-p (incarnation topicID) in leaderEpoch yet
+// (broker.Leads).
+func (c *Cluster) pending(id int32, topic string, topicID controller.TopicID, p, leaderEpoch int32) bool {
 	n := c.nodes[id]
 	if n == nil || n.state.Load() == nodeStopped {
 		return false
 	}
 	b := n.b.Load()
-	return b != nil && !b.Leads(topic, p, leaderEpoch)
+	return b != nil && !b.Leads(topic, topicID, p, leaderEpoch)
 }
 
 // Bootstrap returns "host:port,..." of every broker, in id order.

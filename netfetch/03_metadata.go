@@ -118,7 +118,7 @@ func (c *conn) handleMetadata(req *kmsg.MetadataRequest) (kmsg.Response, error) 
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		pending := c.pendingLeaders(parts)
+		pending := c.pendingLeaders(name, parts)
 		if pending.taking {
 			mt.ErrorCode = kerr.LeaderNotAvailable.Code
 			resp.Topics = append(resp.Topics, mt)
@@ -143,15 +143,16 @@ type pending struct {
 
 func (p pending) leader(i int) bool { return p.leaders != nil && p.leaders[i] }
 
-// pendingLeaders checks the leader of each of parts (one topic's, in partition order).
-func (c *conn) pendingLeaders(parts []controller.PartitionState) pending {
+// pendingLeaders checks the leader of each of parts (topic's, in partition order).
+func (c *conn) pendingLeaders(topic string, parts []controller.PartitionState) pending {
 	var out pending
 	f := c.s.cfg.Pending
 	if f == nil {
 		return out
 	}
+	id, _ := c.s.cfg.Controller.TopicID(topic)
 	for i, p := range parts {
-		if p.Leader < 0 || !f(p.Leader, p.Topic, p.Partition, p.LeaderEpoch) {
+		if p.Leader < 0 || !f(p.Leader, p.Topic, id, p.Partition, p.LeaderEpoch) {
 			continue
 		}
 		if out.leaders == nil {
