@@ -56,7 +56,8 @@ type Config struct {
 	// NumPartitions is num.partitions for auto-created topics (default 1).
 	NumPartitions int32
 	// DefaultReplicationFactor is default.replication.factor for
-	// auto-created topics; 0 = min(3, alive brokers).
+	// auto-created topics and CreateTopics without one; 0 = min(3, brokers). Auto-creation
+	// with fewer brokers alive fails (INVALID_REPLICATION_FACTOR).
 	DefaultReplicationFactor int16
 	// SocketRequestMaxBytes is socket.request.max.bytes (default 100 MiB).
 	SocketRequestMaxBytes int32
@@ -220,9 +221,15 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	c.Recovery = rec
 	c.ctrl.SetOffsets(c)
 
+	// Every node exists before the first broker serves: a server's Metadata asks the
+	// leaders' brokers whether they lead yet (pending), and c.nodes is then read unlocked.
 	for i := 0; i < cfg.Brokers; i++ {
 		id := int32(i)
-		n := &node{id: id, host: cfg.Host, dir: filepath.Join(c.root, "broker-"+strconv.Itoa(i)), fs: vfs.NewPowerLossFS(cfg.FS)}
+		c.nodes[id] = &node{id: id, host: cfg.Host, dir: filepath.Join(c.root, "broker-"+strconv.Itoa(i)), fs: vfs.NewPowerLossFS(cfg.FS)}
+		c.ids = append(c.ids, id)
+	}
+	for i, id := range c.ids {
+		n := c.nodes[id]
 		port := 0
 		if cfg.BasePort > 0 {
 			port = cfg.BasePort + i
@@ -234,8 +241,6 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 			return nil, fmt.Errorf("cluster: broker %d listen: %w", id, err)
 		}
 		n.port = ln.Addr().(*net.TCPAddr).Port
-		c.nodes[id] = n
-		c.ids = append(c.ids, id)
 		if err := c.startNode(n, ln); err != nil {
 			c.closeNodes()
 			c.cleanup()
@@ -287,7 +292,7 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 		return fmt.Errorf("cluster: broker %d: %w", n.id, err)
 	}
 	srv := netfetch.NewServer(netfetch.ServerConfig{
-		BrokerID: n.id, Broker: b, Controller: c.ctrl, ZeroCopy: c.cfg.ZeroCopy, ZeroCopyMinBytes: c.cfg.ZeroCopyMinBytes, FetchSessionCacheSlots: c.cfg.FetchSessionCacheSlots,
+		BrokerID: n.id, Broker: b, Controller: c.ctrl, Pending: c.pending, ZeroCopy: c.cfg.ZeroCopy, ZeroCopyMinBytes: c.cfg.ZeroCopyMinBytes, FetchSessionCacheSlots: c.cfg.FetchSessionCacheSlots,
 		AutoCreateTopics: c.cfg.AutoCreateTopics, NumPartitions: c.cfg.NumPartitions,
 		DefaultReplicationFactor: c.cfg.DefaultReplicationFactor,
 		SocketRequestMaxBytes:    c.cfg.SocketRequestMaxBytes, Logf: c.cfg.Logf,
@@ -334,6 +339,18 @@ func (c *Cluster) ReplicaOffsets(id int32, topic string, p int32) (leo, hw int64
 		return 0, 0, false
 	}
 	return b.ReplicaOffsets(id, topic, p)
+}
+
+// pending implements netfetch.ServerConfig.Pending: broker id of this cluster runs but has
+// not applied its leadership of topic-p (incarnation topicID) in leaderEpoch yet
+// (broker.Leads).
+func (c *Cluster) pending(id int32, topic string, topicID controller.TopicID, p, leaderEpoch int32) bool {
+	n := c.nodes[id]
+	if n == nil || n.state.Load() == nodeStopped {
+		return false
+	}
+	b := n.b.Load()
+	return b != nil && !b.Leads(topic, topicID, p, leaderEpoch)
 }
 
 // Bootstrap returns "host:port,..." of every broker, in id order.

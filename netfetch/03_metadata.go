@@ -32,6 +32,26 @@ const ClusterID = "isrbench"
 // topics themselves); asked for by name it is created as the group
 // coordinator creates it. Metadata v0 is served (kafka-python's version probe
 // sends it): its empty topic list means every topic.
+//
+// A topic is usable once it is visible. The controller commits a change
+// before the brokers apply it, so its own state would send a client to a
+// leader that answers UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER
+// right after a topic is created or a leader elected, and franz-go fails a
+// partition's records after a few UNKNOWN_TOPIC_OR_PARTITION. Kafka's brokers
+// answer from their own metadata cache, which holds a topic only once the
+// broker has applied it; here the view is the leaders' (ServerConfig.Pending):
+//   - while a new partition's leader has not taken it up, its topic is
+//     answered with LEADER_NOT_AVAILABLE and no partitions (as Kafka answers
+//     a topic it is auto-creating; clients retry it, and keep what they knew
+//     of a topic CreatePartitions extends). A partial list would be worse:
+//     clients would hash keys over too few partitions, and franz-go counts a
+//     partition that goes missing like UNKNOWN_TOPIC_OR_PARTITION;
+//   - any other partition whose leader has not applied its leader epoch yet
+//     (an election under way) is listed without a leader (LEADER_NOT_AVAILABLE).
+//
+// CreateTopics also waits for the new leaders (handleCreateTopics); this view
+// is what protects a client when it asked with timeout_ms 0, when that wait
+// timed out, or when another client learns of the topic meanwhile.
 func (c *conn) handleMetadata(req *kmsg.MetadataRequest) (kmsg.Response, error) {
 	ctrl := c.s.cfg.Controller
 	resp := kmsg.NewPtrMetadataResponse()
@@ -98,18 +118,61 @@ func (c *conn) handleMetadata(req *kmsg.MetadataRequest) (kmsg.Response, error) 
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		for _, p := range parts {
-			mt.Partitions = append(mt.Partitions, metadataPartition(p, alive))
+		pending := c.pendingLeaders(name, parts)
+		if pending.taking {
+			mt.ErrorCode = kerr.LeaderNotAvailable.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		for i, p := range parts {
+			mt.Partitions = append(mt.Partitions, metadataPartition(p, pending.leader(i), alive))
 		}
 		resp.Topics = append(resp.Topics, mt)
 	}
 	return resp, nil
 }
 
-func metadataPartition(p controller.PartitionState, alive map[int32]bool) kmsg.MetadataResponseTopicPartition {
+// pending is which leaders of one topic's partitions are pending (ServerConfig.Pending):
+// they run but have not applied their leadership yet.
+type pending struct {
+	leaders []bool // by index into the topic's partitions; nil when none is pending
+	// taking: a new partition (leader epoch 0 and partition epoch 0: unchanged since it
+	// was created) has a pending leader, so the topic is being created or extended.
+	taking bool
+}
+
+func (p pending) leader(i int) bool { return p.leaders != nil && p.leaders[i] }
+
+// pendingLeaders checks the leader of each of parts (topic's, in partition order).
+func (c *conn) pendingLeaders(topic string, parts []controller.PartitionState) pending {
+	var out pending
+	f := c.s.cfg.Pending
+	if f == nil {
+		return out
+	}
+	id, _ := c.s.cfg.Controller.TopicID(topic)
+	for i, p := range parts {
+		if p.Leader < 0 || !f(p.Leader, p.Topic, id, p.Partition, p.LeaderEpoch) {
+			continue
+		}
+		if out.leaders == nil {
+			out.leaders = make([]bool, len(parts))
+		}
+		out.leaders[i] = true
+		out.taking = out.taking || (p.LeaderEpoch == 0 && p.PartitionEpoch == 0)
+	}
+	return out
+}
+
+// metadataPartition is p as Metadata lists it: without a leader (LEADER_NOT_AVAILABLE)
+// when it has none or its leader is pending.
+func metadataPartition(p controller.PartitionState, pending bool, alive map[int32]bool) kmsg.MetadataResponseTopicPartition {
 	mp := kmsg.NewMetadataResponseTopicPartition()
 	mp.Partition = p.Partition
 	mp.Leader = p.Leader
+	if pending {
+		mp.Leader = -1
+	}
 	mp.LeaderEpoch = p.LeaderEpoch
 	mp.Replicas = slices.Clone(p.Replicas)
 	mp.ISR = slices.Clone(p.ISR)
@@ -119,30 +182,32 @@ func metadataPartition(p controller.PartitionState, alive map[int32]bool) kmsg.M
 			mp.OfflineReplicas = append(mp.OfflineReplicas, r)
 		}
 	}
-	if p.Leader < 0 {
+	if mp.Leader < 0 {
 		mp.ErrorCode = kerr.LeaderNotAvailable.Code
 	}
 	return mp
 }
 
-// autoCreate creates a topic with num.partitions and
-// default.replication.factor (capped at the number of alive brokers).
+// autoCreate creates a topic with num.partitions and default.replication.factor (unset:
+// min(3, registered brokers), as CreateTopics takes it). With fewer brokers alive than that
+// it creates nothing and fails with INVALID_REPLICATION_FACTOR, as Kafka's
+// AutoTopicCreationManager does: a topic created narrower would stay so for good, and would
+// never count as under-replicated.
 func (c *conn) autoCreate(name string) ([]controller.PartitionState, error) {
 	rf := c.s.cfg.DefaultReplicationFactor
+	brokers := c.s.cfg.Controller.Brokers()
 	nAlive := 0
-	for _, b := range c.s.cfg.Controller.Brokers() {
+	for _, b := range brokers {
 		if b.Alive {
 			nAlive++
 		}
 	}
 	if rf <= 0 {
-		rf = int16(min(3, nAlive))
+		rf = int16(min(3, len(brokers)))
 	}
 	if int(rf) > nAlive {
-		rf = int16(nAlive)
-	}
-	if rf <= 0 {
-		return nil, fmt.Errorf("auto-creating topic %q: no alive broker: %w", name, kerr.LeaderNotAvailable)
+		return nil, fmt.Errorf("auto-creating topic %q: default.replication.factor %d is larger than the %d alive brokers: %w",
+			name, rf, nAlive, kerr.InvalidReplicationFactor)
 	}
 	parts, err := c.s.cfg.Controller.CreateTopic(name, c.s.cfg.NumPartitions, rf, nil)
 	if err != nil {

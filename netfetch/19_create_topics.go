@@ -1,11 +1,16 @@
 package netfetch
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbench/isrbench/core/controller"
 )
 
 func init() {
@@ -17,9 +22,19 @@ func init() {
 // handleCreateTopics creates topics through the controller. NumPartitions
 // -1 / ReplicationFactor -1 mean num.partitions / default.replication.factor.
 // Manual replica assignments are refused (INVALID_REQUEST).
+//
+// The answer waits, up to timeout_ms, until the leader of every new partition
+// has applied its leadership (awaitLeaders), so that a client producing as soon
+// as CreateTopics returns finds leaders that take its records (as Kafka's
+// ZooKeeper-era brokers answered once the new leaders were in the brokers'
+// metadata). A wait cut short by the timeout still answers success: the topic
+// exists, and Metadata lists each partition's leader only once that leader can
+// take produce requests (see handleMetadata), which is also what protects a
+// client that sends timeout_ms 0 or asks another broker meanwhile.
 func (c *conn) handleCreateTopics(req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
 	ctrl := c.s.cfg.Controller
 	resp := kmsg.NewPtrCreateTopicsResponse()
+	var created []controller.PartitionState
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		rt := kmsg.NewCreateTopicsResponseTopic()
@@ -48,7 +63,9 @@ func (c *conn) handleCreateTopics(req *kmsg.CreateTopicsRequest) (kmsg.Response,
 		case req.ValidateOnly:
 			err = ctrl.ValidateCreateTopic(t.Topic, np, rf, configs)
 		default:
-			_, err = ctrl.CreateTopic(t.Topic, np, rf, configs)
+			var parts []controller.PartitionState
+			parts, err = ctrl.CreateTopic(t.Topic, np, rf, configs)
+			created = append(created, parts...)
 		}
 		if err != nil {
 			rt.ErrorCode = errCode(err)
@@ -66,5 +83,27 @@ func (c *conn) handleCreateTopics(req *kmsg.CreateTopicsRequest) (kmsg.Response,
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	c.awaitLeaders(req.TimeoutMillis, created)
 	return resp, nil
+}
+
+// awaitLeaders waits, up to timeoutMs (nothing for <= 0) or until the connection closes,
+// until the leader broker of each of parts has applied every change the controller
+// published to it so far (controller.Sync), so that it takes produce requests for them.
+func (c *conn) awaitLeaders(timeoutMs int32, parts []controller.PartitionState) {
+	if timeoutMs <= 0 || len(parts) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, time.Duration(timeoutMs)*time.Millisecond)
+	defer cancel()
+	var synced []int32
+	for _, p := range parts {
+		if p.Leader < 0 || slices.Contains(synced, p.Leader) {
+			continue
+		}
+		synced = append(synced, p.Leader)
+		if err := c.s.cfg.Controller.Sync(ctx, p.Leader); err != nil {
+			return
+		}
+	}
 }

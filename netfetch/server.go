@@ -38,6 +38,14 @@ type ServerConfig struct {
 	BrokerID   int32
 	Broker     *broker.Broker
 	Controller *controller.Controller
+	// Pending, if set, reports whether broker id runs but has not yet applied its
+	// leadership of topic-partition (of the topic incarnation topicID) in leaderEpoch, so
+	// that it cannot take produce requests for it yet (the embedded cluster asks its
+	// broker: broker.Leads). Metadata
+	// does not send clients to such a leader (see handleMetadata). nil: no leader is
+	// pending; a broker that does not run is not pending either (clients learn of it by
+	// its connection failing, until the controller fences it).
+	Pending func(id int32, topic string, topicID controller.TopicID, partition, leaderEpoch int32) bool
 	// ZeroCopy is isrbench.zero.copy (default true): Fetch records are sent
 	// with sendfile(2) from the segment file; false = pread into a buffer + write.
 	ZeroCopy bool

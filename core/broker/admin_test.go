@@ -347,3 +347,52 @@ func TestDynamicBrokerConfigsReconfigureReplicas(t *testing.T) {
 	}
 	c.broker(follower).Resume()
 }
+
+// TestLeadsWhatItApplied: a broker leads a partition (Leads, what Metadata shows) only once it
+// has applied the controller's state: not while a new topic's state is still on its way, not
+// in a leader epoch it has not reached, and not for a topic deleted and created again under
+// the same name while it still holds the old incarnation's replica.
+func TestLeadsWhatItApplied(t *testing.T) {
+	ctrl := controller.New(controller.Config{ManualDelivery: true, BrokerSessionTimeoutMs: 60000})
+	cfg := testConfig()
+	cfg.ID, cfg.DataDir, cfg.Addr, cfg.Manual = 0, t.TempDir(), "127.0.0.1:9092", true
+	var b *Broker
+	b, err := New(cfg, ctrl, NewLocalTransport(func(int32) *Broker { return b }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	create := func() controller.TopicID {
+		t.Helper()
+		if _, err := ctrl.CreateTopic("t", 1, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		id, _ := ctrl.TopicID("t")
+		return id
+	}
+	first := create()
+	if b.Leads("t", first, 0, 0) {
+		t.Error("leads t-0 before it applied the new topic")
+	}
+	ctrl.DeliverPending(0, 0)
+	if !b.Leads("t", first, 0, 0) || !b.Leads("t", controller.TopicID{}, 0, 0) {
+		t.Error("does not lead t-0 after applying it")
+	}
+	if b.Leads("t", first, 0, 1) {
+		t.Error("leads t-0 in leader epoch 1, which it never applied")
+	}
+	if err := ctrl.DeleteTopic("t"); err != nil {
+		t.Fatal(err)
+	}
+	second := create()
+	if b.Leads("t", second, 0, 0) {
+		t.Error("the replica of the deleted t leads the new t")
+	}
+	ctrl.DeliverPending(0, 0)
+	if !b.Leads("t", second, 0, 0) || b.Leads("t", first, 0, 0) {
+		t.Error("after applying the deletion and the new t, the broker does not lead the new t-0 alone")
+	}
+}

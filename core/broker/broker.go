@@ -44,6 +44,9 @@ type hosted struct {
 	key tp
 	r   *partition.Replica
 	l   *log.Log
+	// topicID is the incarnation of the topic the replica was opened for (zero: unknown, a
+	// topic recorded before topic ids); a topic deleted and created again has a new one.
+	topicID controller.TopicID
 	// applied is the last controller state applied and topicConfigs the topic's config
 	// overrides last applied (both guarded by Broker.apply).
 	applied      controller.PartitionState
@@ -337,6 +340,28 @@ func (b *Broker) Replica(topic string, p int32) (*partition.Replica, bool) {
 		return nil, false
 	}
 	return h.r, true
+}
+
+// Leads reports whether this broker leads topic-p of the topic incarnation topicID (zero:
+// any) in leaderEpoch or a later epoch and takes produce requests for it: it runs with its
+// log directory online and has applied that leadership (MakeLeader), so a Produce finds the
+// replica a leader, not the replica of a topic deleted under the same name. The wire server
+// lists a partition's leader in Metadata only once this holds. Safe for concurrent use; it
+// takes only the replica map's read lock.
+func (b *Broker) Leads(topic string, topicID controller.TopicID, p int32, leaderEpoch int32) bool {
+	if b.usable() != nil {
+		return false
+	}
+	h := b.lookup(topic, p)
+	if h == nil {
+		return false
+	}
+	if topicID != (controller.TopicID{}) && h.topicID != (controller.TopicID{}) && h.topicID != topicID {
+		return false // the replica of the topic deleted under this name
+	}
+	// Epoch, role, epoch again: the role read belongs to the epoch read.
+	e := h.r.LeaderEpoch()
+	return e >= leaderEpoch && h.r.IsLeader() && h.r.LeaderEpoch() == e
 }
 
 // ReplicaOffsets implements controller.Offsets for this broker's replicas.

@@ -21,8 +21,9 @@ func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
 	dir := filepath.Join(b.cfg.DataDir, key.String())
 	_, statErr := b.fs.Stat(dir)
 	dirMissing := statErr != nil
-	if id, ok := b.ctrl.TopicID(key.topic); ok {
-		if err := b.checkTopicIDLocked(key, id); err != nil {
+	topicID, ok := b.ctrl.TopicID(key.topic)
+	if ok {
+		if err := b.checkTopicIDLocked(key, topicID); err != nil {
 			return nil, "", fmt.Errorf("replica %s: %w", key, b.storageFailed(err))
 		}
 	}
@@ -78,7 +79,7 @@ func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
 			b.logf("broker %d: %s: restore HW %d: %v", b.cfg.ID, key, hw, err)
 		}
 	}
-	h = &hosted{key: key, r: r, l: l, topicConfigs: configs}
+	h = &hosted{key: key, r: r, l: l, topicID: topicID, topicConfigs: configs}
 	b.mu.Lock()
 	b.mu.replicas[key] = h
 	b.mu.Unlock()
