@@ -141,11 +141,13 @@ func (c *Controller) commitLocked(st *PartitionState, next PartitionState) {
 	c.storeLocked(st, next)
 }
 
-// storeLocked replaces *st by next, records it and notifies subscribers (mu held).
+// storeLocked replaces *st by next, records it and notifies subscribers (mu held): the
+// brokers of next's replicas and those a reassignment removed, so they delete their replica.
 func (c *Controller) storeLocked(st *PartitionState, next PartitionState) {
+	removed := without(st.Replicas, next.Replicas)
 	*st = next
 	c.recordPartitionLocked(st)
-	c.notifyLocked(st)
+	c.notifyLocked(st, removed...)
 }
 
 // BrokerDown fences broker id, as KRaft does when a broker's session ends or
@@ -505,7 +507,8 @@ func (c *Controller) AlterPartition(req AlterPartitionRequest) (out PartitionSta
 			c.clearDamagedLocked(TopicPartition{topic, p}, r)
 		}
 	}
-	c.storeLocked(st, next) // not commitLocked: a leader's own shrink is its IsrShrinksPerSec
+	c.settleLocked(st, &next) // completes a reassignment whose target is now in sync
+	c.storeLocked(st, next)   // not commitLocked: a leader's own shrink is its IsrShrinksPerSec
 	return st.Clone(), nil
 }
 
