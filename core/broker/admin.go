@@ -197,6 +197,7 @@ func (b *Broker) applyBrokerConfigsLocked(configs map[string]string) {
 		return
 	}
 	b.apply.dyn.configs = maps.Clone(configs)
+	b.applyThrottleRatesLocked(configs)
 	num := func(key string, def int64) int64 {
 		v, ok := configs[key]
 		if !ok {

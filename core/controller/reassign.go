@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -290,6 +291,40 @@ func sortedDiff(a, b []int32) []int32 {
 func containsAll(s, sub []int32) bool {
 	for _, r := range sub {
 		if !slices.Contains(s, r) {
+			return false
+		}
+	}
+	return true
+}
+
+// throttledReplicas validates a leader/follower.replication.throttled.replicas value as
+// Kafka's ThrottledReplicaListValidator: "*", or a comma-separated list of
+// partition:broker (empty entries allowed); returned without spaces.
+func throttledReplicas(v string, _ int16) (string, error) {
+	if strings.TrimSpace(v) == "*" {
+		return "*", nil
+	}
+	var out []string
+	for _, e := range strings.Split(v, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		p, b, ok := strings.Cut(e, ":")
+		if !ok || !digits(p) || !digits(b) {
+			return "", fmt.Errorf("must be the list [partitionId]:[brokerId],[partitionId]:[brokerId],... or the wildcard '*' (%q is not partition:broker)", e)
+		}
+		out = append(out, e)
+	}
+	return strings.Join(out, ","), nil
+}
+
+func digits(s string) bool {
+	if s == "" || len(s) > 9 {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
 			return false
 		}
 	}

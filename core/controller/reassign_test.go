@@ -325,3 +325,28 @@ func TestReassignSurvivesRestart(t *testing.T) {
 		t.Fatalf("after the restart the move did not complete: %v (target %v)", final, target)
 	}
 }
+
+// TestThrottledReplicasConfig: the throttled replicas topic configs take Kafka's values (a
+// list of partition:broker, or *), normalized; the rates are dynamic broker configs.
+func TestThrottledReplicasConfig(t *testing.T) {
+	for _, key := range []string{ConfigLeaderThrottledReplicas, ConfigFollowerThrottledReplicas} {
+		for v, want := range map[string]string{"*": "*", " * ": "*", "": "", "0:1,1:2": "0:1,1:2", " 0:1 , 1:2 ,": "0:1,1:2"} {
+			if got, err := ValidateTopicConfig(key, v, 3); err != nil || got != want {
+				t.Errorf("%s=%q: %q %v, want %q", key, v, got, err, want)
+			}
+		}
+		for _, v := range []string{"0", "a:1", "0:1,*", "1:-2", "0:1:2"} {
+			if _, err := ValidateTopicConfig(key, v, 3); !errors.Is(err, kerr.InvalidConfig) {
+				t.Errorf("%s=%q: %v, want INVALID_CONFIG", key, v, err)
+			}
+		}
+	}
+	for _, key := range []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate"} {
+		if v, err := ValidateBrokerConfig(key, "1048576"); err != nil || v != "1048576" {
+			t.Errorf("%s: %q %v", key, v, err)
+		}
+		if _, err := ValidateBrokerConfig(key, "-1"); !errors.Is(err, kerr.InvalidRequest) {
+			t.Errorf("%s=-1: %v", key, err)
+		}
+	}
+}
