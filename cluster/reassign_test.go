@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -195,5 +196,59 @@ func TestReassignCancelOverWire(t *testing.T) {
 	}
 	if _, ok := c.Broker(3).Replica(topic, 0); ok {
 		t.Errorf("broker 3 still hosts %s-0 after the cancel", topic)
+	}
+}
+
+// TestReassignRacesLeaderKill: the leader being moved off is killed while the new replica
+// still cannot catch up (its link is down): leadership moves to a target replica, the move
+// completes from the new leader once the link heals, nothing acknowledged is lost, and the
+// killed broker, restarted, sets its old replica aside instead of hosting it.
+func TestReassignRacesLeaderKill(t *testing.T) {
+	c := clustertest.Start(t, 4, func(cfg *cluster.Config) { cfg.Broker.ReplicaFetchWaitMaxMs = 50 })
+	adm := kadm.NewClient(clustertest.NewClient(t, c))
+	const topic = "raced"
+	wait := placeOn(t, c, adm, topic, []int32{0, 1, 2})
+	if st := wait("led", func(s controller.PartitionState) bool { return s.Leader >= 0 }); st.Leader != 0 {
+		if _, err := c.Controller().ElectLeader(topic, 0, false); err != nil {
+			t.Fatal(err)
+		}
+		wait("led by 0", func(s controller.PartitionState) bool { return s.Leader == 0 })
+	}
+	cl := clustertest.NewClient(t, c, kgo.RecordDeliveryTimeout(25*time.Second))
+	acks := clustertest.Produce(t, cl, topic, "pre", 300)
+	for _, b := range []int32{0, 1, 2} {
+		c.SetLink(b, 3, netfetch.LinkFault{Down: true})
+	}
+	reassignKadm(t, adm, topic, []int32{1, 2, 3})
+	wait("in progress", func(s controller.PartitionState) bool { return s.Reassigning() })
+	if err := c.KillBroker(0); err != nil {
+		t.Fatal(err)
+	}
+	st := wait("a new leader in the target", func(s controller.PartitionState) bool { return s.Leader == 1 || s.Leader == 2 })
+	if !st.Reassigning() {
+		t.Fatalf("the move completed without broker 3: %v", st)
+	}
+	acks = append(acks, clustertest.Produce(t, cl, topic, "mid", 300)...)
+	for _, b := range []int32{0, 1, 2} {
+		c.SetLink(b, 3, netfetch.LinkFault{})
+	}
+	final := wait("the move completed", func(s controller.PartitionState) bool {
+		return !s.Reassigning() && slices.Equal(s.Replicas, []int32{1, 2, 3})
+	})
+	if !slices.Contains(final.ISR, 3) || final.Leader == 0 {
+		t.Fatalf("after the move: %v", final)
+	}
+	acks = append(acks, clustertest.Produce(t, cl, topic, "post", 300)...)
+	clustertest.CheckNoLoss(t, acks, clustertest.ConsumeAll(t, c, topic))
+	clustertest.CheckReplicasIdentical(t, c, topic, 1)
+	if err := c.RestartBroker(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Broker(0).Replica(topic, 0); ok {
+		t.Errorf("restarted broker 0 hosts %s-0, which was moved off it", topic)
+	}
+	strays, _ := filepath.Glob(filepath.Join(c.DataDir(), "broker-0", topic+"-0.*-stray"))
+	if len(strays) != 1 {
+		t.Errorf("broker 0's old replica directory set aside: %v, want one -stray directory", strays)
 	}
 }
