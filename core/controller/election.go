@@ -436,6 +436,10 @@ type AlterPartitionRequest struct {
 // the current one (same members, same order) changes nothing and returns the current
 // state. A damaged replica added back to the ISR is no longer damaged (it caught up from
 // the leader).
+// An ISR change that brings the whole target of a reassignment in progress in sync
+// completes it in the same change (reassign.go, as Kafka's PartitionChangeBuilder): the
+// returned state then has the target replicas, and another leader (a new leader epoch) if
+// the requesting leader was removed.
 //
 // Errors: kerr.UnknownTopicOrPartition; kerr.NotLeaderForPartition if Leader is not the
 // current leader; kerr.StaleBrokerEpoch if the leader's broker epoch is not its current
