@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -100,6 +101,14 @@ var brokerConfigDefs = sortedDefs([]brokerConfigDef{
 		return decimal(orDefault(c.LeaderImbalanceCheckIntervalSeconds, DefaultLeaderImbalanceCheckIntervalSeconds))
 	}),
 	described("leader.imbalance.per.broker.percentage", func(c *Config, _ int32, _ string) string { return decimal(c.LeaderImbalancePerBrokerPercentage) }),
+	described("leader.replication.throttled.rate", func(c *Config, _ int32, _ string) string {
+		return decimal(orDefault(c.Broker.LeaderReplicationThrottledRate, math.MaxInt64))
+	}),
+	described("follower.replication.throttled.rate", func(c *Config, _ int32, _ string) string {
+		return decimal(orDefault(c.Broker.FollowerReplicationThrottledRate, math.MaxInt64))
+	}),
+	fixedDef("replication.quota.window.num"),
+	fixedDef("replication.quota.window.size.seconds"),
 	fixedDef("log.cleanup.policy"),
 	described("log.dirs", func(_ *Config, _ int32, dir string) string { return dir }),
 	described("log.flush.interval.messages", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.Log.FlushMessages) }),

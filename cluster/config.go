@@ -190,6 +190,8 @@ var setters = map[string]setter{
 	"isrbench.produce.delay":                        durSetter("isrbench.produce.delay", func(c *Config, d time.Duration) { c.Broker.ProduceDelay = d }),
 	"isrbench.produce.spin":                         durSetter("isrbench.produce.spin", func(c *Config, d time.Duration) { c.Broker.ProduceSpin = d }),
 	"auto.leader.rebalance.enable":                  boolSetter(func(c *Config, b bool) { c.AutoLeaderRebalanceEnable = b }),
+	"leader.replication.throttled.rate":             intSetter("leader.replication.throttled.rate", func(c *Config, n int64) { c.Broker.LeaderReplicationThrottledRate = n }),
+	"follower.replication.throttled.rate":           intSetter("follower.replication.throttled.rate", func(c *Config, n int64) { c.Broker.FollowerReplicationThrottledRate = n }),
 	"isrbench.io": modeSetter("isrbench.io", func(c *Config, v string) error {
 		w, err := log.NewWriter(v)
 		if err != nil {

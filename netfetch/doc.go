@@ -44,8 +44,9 @@
 //   - The admin surface (configs.go, brokerconfig.go, alter.go and the admin API files;
 //     the broker configs are the core/config registry's, their static values per broker
 //     ServerConfig.BrokerConfigs):
-//     DeleteTopics, CreatePartitions, ElectLeaders and DescribeCluster through
-//     the controller; DescribeConfigs with every topic and broker config, its
+//     DeleteTopics, CreatePartitions, ElectLeaders, DescribeCluster and the
+//     partition reassignment APIs (AlterPartitionReassignments,
+//     ListPartitionReassignments) through the controller; DescribeConfigs with every topic and broker config, its
 //     value, source (TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG,
 //     DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG),
 //     read_only flag and synonyms; AlterConfigs / IncrementalAlterConfigs of
@@ -128,8 +129,7 @@
 // (every Fetch is a full fetch, session id 0) are not implemented; nor are
 // topic ids (Metadata hands out zero ids; DeleteTopics by id answers
 // UNKNOWN_TOPIC_ID), config documentation in DescribeConfigs, BROKER_LOGGER /
-// GROUP / CLIENT_METRICS config resources (INVALID_REQUEST) and partition
-// reassignment; an
+// GROUP / CLIENT_METRICS config resources (INVALID_REQUEST); an
 // unsupported API key or version closes the connection with a logged
 // reason, except ApiVersions, which always answers (UNSUPPORTED_VERSION with
 // the ranges, as v0).

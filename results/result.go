@@ -178,6 +178,10 @@ type Fault struct {
 	// Undo nil without an undo command).
 	Exec *ExecRun `json:"exec,omitempty"`
 	Undo *ExecRun `json:"undo,omitempty"`
+	// CatchUpS is, for a reassign fault, each moved partition ("topic-p") and the seconds
+	// from the reassignment's start until its new replicas joined the ISR (absent: not
+	// caught up when the measurement ended).
+	CatchUpS map[string]float64 `json:"catch_up_s,omitempty"`
 }
 
 // HWObserver describes the client-side HW observation of a run: one Fetch in flight per

@@ -178,6 +178,13 @@ func PrintSummary(w io.Writer, r *Result) error {
 		if f.Undo != nil {
 			line += fmt.Sprintf(", undo exit %d", f.Undo.ExitCode)
 		}
+		if len(f.CatchUpS) > 0 {
+			longest := 0.0
+			for _, s := range f.CatchUpS {
+				longest = max(longest, s)
+			}
+			line += fmt.Sprintf(", %d partitions caught up, the last in %ss", len(f.CatchUpS), strconv.FormatFloat(longest, 'f', 3, 64))
+		}
 		if f.Error != "" {
 			line += " FAILED: " + f.Error
 		}

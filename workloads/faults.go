@@ -32,8 +32,12 @@ func (r *run) runFaults(ctx context.Context, measureStart, measureEnd time.Time)
 func waitUntil(ctx context.Context, t time.Time) bool { return sleepCtx(ctx, time.Until(t)) }
 
 func (r *run) runFault(ctx context.Context, i int, f Fault, measureStart, measureEnd time.Time) {
-	if f.Kind == "exec" {
+	switch f.Kind {
+	case "exec":
 		r.runExecFault(ctx, i, f, measureStart, measureEnd)
+		return
+	case "reassign":
+		r.runReassignFault(ctx, i, f, measureStart)
 		return
 	}
 	if !waitUntil(ctx, measureStart.Add(f.At)) {

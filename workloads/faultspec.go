@@ -9,7 +9,7 @@ import (
 )
 
 // FaultKinds lists the fault kinds (canonical names).
-var FaultKinds = []string{"pause-broker", "kill-broker", "restart-broker", "crash-broker", "slow-link", "partition", "exec"}
+var FaultKinds = []string{"pause-broker", "kill-broker", "restart-broker", "crash-broker", "slow-link", "partition", "exec", "reassign"}
 
 // ExternalFaultKinds are the kinds a kafka:// target can apply (the others act on the
 // embedded cluster's brokers from inside the process).
@@ -185,6 +185,9 @@ func (s *Spec) validateFaults() error {
 			return fmt.Errorf("faults[%d].duration: %s needs a duration > 0 (it is healed after it)", i, f.Kind)
 		}
 		if err := validateExecFault(i, f); err != nil {
+			return err
+		}
+		if err := s.validateReassignFault(i, f); err != nil {
 			return err
 		}
 	}

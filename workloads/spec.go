@@ -47,6 +47,10 @@ type Spec struct {
 	Warmup time.Duration
 	// Faults is the fault schedule; each fault's At is relative to the start of measurement.
 	Faults []Fault
+	// ReassignThrottle is reassign.throttle: the replication throttle (bytes/s; 0 = none,
+	// the default) of the reassign faults' catch-up, set as kafka-reassign-partitions.sh
+	// --throttle sets it and cleared when the reassignment completes.
+	ReassignThrottle int64
 	// Sweep maps a flat key to the values `isrbench sweep` tries when no --vary is given.
 	// SweepKeys keeps the keys in spec order.
 	Sweep     map[string][]string
@@ -208,6 +212,12 @@ type Fault struct {
 	// sh -c at At, Undo (optional) at At+Duration, each killed after Timeout (default 60s).
 	Command, Undo string
 	Timeout       time.Duration
+	// To and Add belong to kind reassign (faultreassign.go): every partition of the benchmark
+	// topic with a replica on Target moves that replica onto broker To, or with Add keeps it
+	// and gains a replica on To. To -1 (the YAML default) picks, per partition, the
+	// lowest-id broker hosting none of its replicas.
+	To  int32
+	Add bool
 }
 
 // DefaultSpec returns a Spec with every field at its default (the values of specs/default.yaml

@@ -399,6 +399,7 @@ var params = []Param{
 	intP("brokers", nil, 1, 16, "embedded cluster size, default 3", func(s *Spec) *int { return &s.Brokers }),
 	durP("duration", nil, 100*time.Millisecond, 24*time.Hour, "measurement window, default 20s", func(s *Spec) *time.Duration { return &s.Duration }),
 	durP("warmup", nil, 0, time.Hour, "warm-up before measurement (samples discarded), default 5s", func(s *Spec) *time.Duration { return &s.Warmup }),
+	intP("reassign.throttle", nil, 0, math.MaxInt64, "replication throttle of the reassign faults' catch-up (bytes/s, as kafka-reassign-partitions --throttle; 0 = none), default 0", func(s *Spec) *int64 { return &s.ReassignThrottle }),
 
 	{Key: "topic.name", Help: "benchmark topic, default isrbench ([a-zA-Z0-9._-], 1..249 chars)",
 		set: func(s *Spec, v string) error {

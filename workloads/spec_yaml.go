@@ -301,7 +301,7 @@ func (s *Spec) applyFaults(v *yaml.Node) error {
 		if it.Kind != yaml.MappingNode {
 			return fmt.Errorf("line %d: faults[%d]: want a mapping {at, duration, kind, target}", it.Line, idx)
 		}
-		f := Fault{Target: "leader"}
+		f := Fault{Target: "leader", To: -1}
 		for i := 0; i+1 < len(it.Content); i += 2 {
 			k, val := it.Content[i], it.Content[i+1]
 			name := fmt.Sprintf("faults[%d].%s", idx, k.Value)
@@ -336,8 +336,14 @@ func (s *Spec) applyFaults(v *yaml.Node) error {
 				f.Undo, err = execCommand(name, val.Value)
 			case "timeout":
 				f.Timeout, err = parseDuration(name, val.Value, time.Millisecond, 24*time.Hour)
+			case "to":
+				var n int64
+				n, err = parseInt(name, val.Value, -1, math.MaxInt32)
+				f.To = int32(n)
+			case "add":
+				f.Add, err = parseBool(name, val.Value)
 			default:
-				err = fmt.Errorf("unknown key %q (known: at, duration, kind, target, partition, fence, latency, jitter, bandwidth, command, undo, timeout)", name)
+				err = fmt.Errorf("unknown key %q (known: at, duration, kind, target, partition, fence, latency, jitter, bandwidth, command, undo, timeout, to, add)", name)
 			}
 			if err != nil {
 				return fmt.Errorf("line %d: %w", val.Line, err)

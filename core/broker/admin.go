@@ -104,7 +104,7 @@ func (b *Broker) setAsideStrayLocked(assigned map[tp]bool) {
 		if !ok || !e.IsDir() || assigned[key] {
 			continue
 		}
-		b.setAside(key, "its partition is not assigned to this broker (its topic was deleted)")
+		b.setAside(key, "its partition is not assigned to this broker (its topic was deleted, or it was reassigned away while this broker was down)")
 	}
 	b.ckpt.Lock()
 	for key := range b.ckpt.hws {
@@ -197,6 +197,7 @@ func (b *Broker) applyBrokerConfigsLocked(configs map[string]string) {
 		return
 	}
 	b.apply.dyn.configs = maps.Clone(configs)
+	b.applyThrottleRatesLocked(configs)
 	num := func(key string, def int64) int64 {
 		v, ok := configs[key]
 		if !ok {

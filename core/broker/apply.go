@@ -85,10 +85,13 @@ func newer(st, old controller.PartitionState) bool {
 
 func (b *Broker) applyLocked(st controller.PartitionState) error {
 	key := tp{st.Topic, st.Partition}
-	if !slices.Contains(st.Replicas, b.cfg.ID) {
-		return nil // not hosted here (no reassignment support)
-	}
 	h := b.lookup(st.Topic, st.Partition)
+	if !slices.Contains(st.Replicas, b.cfg.ID) {
+		if h != nil {
+			b.removeReassignedLocked(h, st)
+		}
+		return nil
+	}
 	if h == nil {
 		var err error
 		var damage string

@@ -51,6 +51,9 @@ type hosted struct {
 	// overrides last applied (both guarded by Broker.apply).
 	applied      controller.PartitionState
 	topicConfigs map[string]string
+	// throttle is which replication quotas apply to this replica (throttleLeader,
+	// throttleFollower bits), from topicConfigs; read lock-free on the fetch paths.
+	throttle atomic.Uint32
 
 	alter struct { // AlterPartition error logging (log de-duplication); a leaf lock
 		sync.Mutex
@@ -150,6 +153,9 @@ type Broker struct {
 	isrShrinks atomic.Int64
 	isrExpands atomic.Int64
 
+	// quotas are the replication throttles (quota.go); their bounds set under apply.
+	quotas struct{ leader, follower *ReplicationQuota }
+
 	stopOnce sync.Once
 }
 
@@ -196,6 +202,12 @@ func New(cfg Config, ctrl *controller.Controller, transport Transport) (*Broker,
 	b.pause.resumeCh = make(chan struct{})
 	close(b.pause.resumeCh) // not paused
 	b.changed.ch = make(chan struct{})
+	qnow := cfg.QuotaNow
+	if qnow == nil {
+		qnow = now
+	}
+	b.quotas.leader, b.quotas.follower = NewReplicationQuota(qnow), NewReplicationQuota(qnow)
+	b.applyThrottleRatesLocked(nil)
 	path := filepath.Join(cfg.DataDir, HWCheckpointFile)
 	hws, missing, err := readHWCheckpoint(fs, path)
 	if log.IsResourceError(err) {

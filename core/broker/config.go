@@ -62,6 +62,14 @@ type Config struct {
 	// default 300000: how often every replica's log applies retention.bytes
 	// / retention.ms (never deleting past its HW nor the active segment).
 	LogRetentionCheckIntervalMs int64
+	// LeaderReplicationThrottledRate is leader.replication.throttled.rate and
+	// FollowerReplicationThrottledRate follower.replication.throttled.rate, in bytes/s:
+	// the bounds of the replication traffic of the throttled replicas (the topic configs
+	// leader/follower.replication.throttled.replicas) this broker serves as a leader and
+	// fetches as a follower (quota.go). 0 = Kafka's default, unlimited; the dynamic
+	// broker configs of the same names override them at run time.
+	LeaderReplicationThrottledRate   int64
+	FollowerReplicationThrottledRate int64
 	// HeartbeatIntervalMs is how often the broker heartbeats the controller;
 	// 0 = broker.session.timeout.ms/3 as configured on the controller
 	// (default 9000/3 = 3000; Kafka's broker.heartbeat.interval.ms is 2000).
@@ -82,6 +90,10 @@ type Config struct {
 	ProduceSpin time.Duration
 	// Now is the nanosecond clock used for ISR decisions; nil = time.Now.
 	Now func() int64
+	// QuotaNow is the nanosecond clock of the replication quotas' rate windows (quota.go);
+	// nil = Now. Tests step it a window at a time to count the bytes each window lets
+	// through.
+	QuotaNow func() int64
 	// OnHWLag, if set, is called per leader batch with the time from its
 	// append until the HW passed it and its record count.
 	OnHWLag func(lagNs, records int64)
@@ -164,6 +176,8 @@ func validateConfig(cfg *Config) error {
 		{"min.insync.replicas", int64(cfg.MinInsyncReplicas)},
 		{"replica.high.watermark.checkpoint.interval.ms", cfg.ReplicaHighWatermarkCheckpointIntervalMs},
 		{"log.retention.check.interval.ms", cfg.LogRetentionCheckIntervalMs},
+		{"leader.replication.throttled.rate", max(cfg.LeaderReplicationThrottledRate, 0)},
+		{"follower.replication.throttled.rate", max(cfg.FollowerReplicationThrottledRate, 0)},
 	} {
 		if err := checkRange(cfg.ID, c.name, c.val); err != nil {
 			return err

@@ -54,14 +54,27 @@
 //
 // Topic configs: a topic config change reaches the broker as a controller update;
 // it reconfigures its replicas (retention, segment size, index interval, flush
-// policy, min.insync.replicas).
+// policy, min.insync.replicas, which replication throttles apply).
+//
+// Reassignment (controller.AlterPartitionReassignments): a broker a reassignment adds
+// hears of a state naming it, opens an empty replica and follows the leader like any
+// follower outside the ISR; a broker it removes hears of the state that no longer names
+// it and deletes its replica (reassign.go: out of its fetcher, closed, directory and
+// HW checkpoint entry removed).
+//
+// Replication throttles (quota.go, Kafka's ReplicationQuotaManager): the leader and
+// follower quotas (leader/follower.replication.throttled.rate) bound the replication
+// traffic of the throttled replicas (topic configs leader/follower.replication.throttled.replicas)
+// that are outside the ISR: a leader over its quota leaves them out of replica fetch
+// responses, a follower over its quota leaves them out of its fetches.
 //
 // Dynamic broker configs (controller.BrokerConfigUpdate, the cluster-wide defaults
 // overlaid by this broker's own): num.replica.fetchers resizes the fetcher pools
 // live (Kafka's resizeThreadPool: every partition whose FetcherFor index changes
 // moves to its new fetcher with its fetch state, answers in flight to the old one
 // are dropped, the fetchers of removed indexes stop); min.insync.replicas and the
-// log.* defaults reconfigure every replica without a topic override.
+// log.* defaults reconfigure every replica without a topic override; the throttle rates
+// set the quotas' bounds.
 //
 // Topic deletion (a TopicUpdate with Deleted): the topic's replicas leave their
 // fetchers, are closed (waiting acks=all produces end NOT_LEADER_OR_FOLLOWER), their

@@ -69,6 +69,9 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest) (parked time.Dura
 			timer.Stop()
 			timerPool.Put(timer)
 		}
+		if replica {
+			b.recordLeaderThrottled(parts)
+		}
 		for i := range parts {
 			parts[i].hosted = nil // the caller reuses its partitions: keep no replica alive
 		}
@@ -249,6 +252,9 @@ func (b *Broker) readPartitions(req *FetchRequest, replica bool, waitChs []<-cha
 		waitChs = append(waitChs, ch)
 		if p.FetchOffset >= end {
 			continue
+		}
+		if replica && b.leaderThrottles(h, req.ReplicaID) {
+			continue // no records this time (quota.go)
 		}
 		limit := min(int64(p.MaxBytes), budget)
 		if limit <= 0 && !minOne {

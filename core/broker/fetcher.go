@@ -15,6 +15,10 @@ type fetchPart struct {
 	h   *hosted
 	gen uint64 // unique per assignment: answers for an older gen are dropped
 	fs  partition.FetchState
+	// leaderHW is the leader's HW in the last fetch response applied (-1: none yet): the
+	// replica is caught up for the follower throttle when its LEO reached it (Kafka's
+	// PartitionFetchState.isReplicaInSync, lag <= 0).
+	leaderHW int64
 }
 
 // Fetcher is one replica fetcher: one connection to its source broker over which it runs
@@ -277,7 +281,12 @@ func (f *Fetcher) Plan() *Round {
 	if len(r.Epochs) > 0 || len(r.Offsets) > 0 {
 		return r // truncate before fetching anything
 	}
+	throttled := false
 	for _, fp := range fetch {
+		if b.followerThrottles(fp) {
+			throttled = true // left out this round (quota.go)
+			continue
+		}
 		rep := fp.h.r
 		r.Fetch.Partitions = append(r.Fetch.Partitions, FetchPartition{
 			Topic: fp.h.key.topic, Partition: fp.h.key.partition,
@@ -287,6 +296,13 @@ func (f *Fetcher) Plan() *Round {
 			MaxBytes:           cfg.ReplicaFetchMaxBytes,
 		})
 		r.fetchGens = append(r.fetchGens, fp.gen)
+	}
+	if throttled && len(r.Fetch.Partitions) == 0 {
+		// Only throttled partitions: look again after replica.fetch.backoff.ms, as
+		// Kafka's fetcher backs off when it has nothing to fetch.
+		if d := max(time.Duration(f.backoffNs()), time.Millisecond); r.Wait == 0 || d < r.Wait {
+			r.Wait = d
+		}
 	}
 	return r
 }
@@ -436,6 +452,9 @@ func (f *Fetcher) ApplyFetch(r *Round, resp []FetchPartition) {
 		if rep.LEO() != fetchOffset {
 			continue // truncated meanwhile; refetch
 		}
+		if fp.h.throttle.Load()&throttleFollower != 0 {
+			b.quotas.follower.Record(int64(len(res.RecordBytes))) // received, before the append shows them
+		}
 		f.beginIO()
 		_, err := rep.AppendAsFollower(res.RecordBytes, res.HighWatermark)
 		if err != nil {
@@ -452,7 +471,9 @@ func (f *Fetcher) ApplyFetch(r *Round, resp []FetchPartition) {
 		f.endIO()
 		if err != nil {
 			fp.fs.OnAppendError(err, now, f.backoffNs())
+			continue
 		}
+		fp.leaderHW = res.HighWatermark
 	}
 }
 

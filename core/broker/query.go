@@ -117,7 +117,7 @@ func (b *Broker) Metrics() Metrics {
 		m.LeaderCount++
 		st := r.State()
 		isr := len(r.ISR())
-		if isr < len(st.Replicas) {
+		if isr < len(st.Replicas)-len(st.RemovingReplicas) { // Kafka's: the target's replication factor while reassigning
 			m.UnderReplicatedPartitions++
 		}
 		if minISR := minISROf(h); isr < minISR {

@@ -80,6 +80,7 @@ func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
 		}
 	}
 	h = &hosted{key: key, r: r, l: l, topicID: topicID, topicConfigs: configs}
+	b.applyThrottledLocked(h)
 	b.mu.Lock()
 	b.mu.replicas[key] = h
 	b.mu.Unlock()
@@ -140,6 +141,7 @@ func (b *Broker) applyTopicConfigsLocked(h *hosted, configs map[string]string) {
 		return
 	}
 	h.topicConfigs = configs
+	b.applyThrottledLocked(h)
 	b.reconfigureReplicaLocked(h)
 	b.notifyChanged()
 }

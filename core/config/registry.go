@@ -60,6 +60,18 @@ var entries = []Entry{
 	// Min 2: ISR expiration runs every replica.lag.time.max.ms/2, which must be >= 1 ms.
 	broker("replica.lag.time.max.ms", Long, "ms", "30000", 2, MaxMs, "ISR lag time (ms): a follower not caught up for this long leaves the ISR"),
 	broker("replica.high.watermark.checkpoint.interval.ms", Long, "ms", "5000", 1, MaxMs, "how often each broker writes its HW checkpoint (ms)"),
+	// Replication quotas (Kafka's QuotaConfig, ReplicationQuotaManager): dynamic broker
+	// configs; the throttled replicas are the topic configs
+	// leader/follower.replication.throttled.replicas. 0 set at start is the default
+	// (unlimited), as message.max.bytes; a dynamic 0 is a bound of 0 bytes/s, as Kafka's.
+	broker("leader.replication.throttled.rate", Long, "bytes/s", never, 0, maxInt64,
+		"bound of the replication traffic this broker serves as a leader to the throttled replicas outside the ISR").dynamic(PerBroker),
+	broker("follower.replication.throttled.rate", Long, "bytes/s", never, 0, maxInt64,
+		"bound of the replication traffic this broker fetches as a follower for its throttled replicas outside the ISR").dynamic(PerBroker),
+	{Name: "replication.quota.window.num", Type: Int, Default: "11", Side: SideBroker, Update: ReadOnly, Fixed: true,
+		Doc: "samples kept by the replication quotas' rate"},
+	{Name: "replication.quota.window.size.seconds", Type: Int, Unit: "s", Default: "1", Side: SideBroker, Update: ReadOnly, Fixed: true,
+		Doc: "length of each replication quota sample (s)"},
 	broker("min.insync.replicas", Int, "", "1", 1, maxInt32, "replicas that must acknowledge an acks=all produce").dynamic(ClusterWide).topic("min.insync.replicas"),
 	broker("broker.session.timeout.ms", Int, "ms", "9000", 1, maxInt32, "controller fences a broker silent this long (ms)"),
 	flag("unclean.leader.election.enable", "false", "elect out-of-sync replicas").dynamic(ClusterWide).topic("unclean.leader.election.enable"),

@@ -21,8 +21,8 @@ const (
 )
 
 // TopicConfigDef describes one topic config: its type, the broker config that gives its
-// default when the topic has no override (Kafka's ServerTopicConfigSynonyms) and Kafka's
-// default of both.
+// default when the topic has no override (Kafka's ServerTopicConfigSynonyms; "" for the
+// throttled replicas lists, which have none) and Kafka's default of both.
 type TopicConfigDef struct {
 	Name          string
 	Type          string
@@ -38,7 +38,9 @@ var topicConfigDefs = []TopicConfigDef{
 	{ConfigFileDeleteDelayMs, TypeLong, "log.segment.delete.delay.ms", "60000"},
 	{ConfigFlushMessages, TypeLong, "log.flush.interval.messages", "9223372036854775807"},
 	{ConfigFlushMs, TypeLong, "log.flush.interval.ms", "9223372036854775807"},
+	{ConfigFollowerThrottledReplicas, TypeList, "", ""},
 	{ConfigIndexIntervalBytes, TypeInt, "log.index.interval.bytes", "4096"},
+	{ConfigLeaderThrottledReplicas, TypeList, "", ""},
 	{ConfigMaxMessageBytes, TypeInt, "message.max.bytes", "1048588"},
 	{ConfigMessageTimestampType, TypeString, "log.message.timestamp.type", "CreateTime"},
 	{ConfigMinInsyncReplicas, TypeInt, "min.insync.replicas", "1"},
@@ -108,6 +110,9 @@ var dynamicBrokerConfigs = map[string]brokerConfigDef{
 	"log.index.size.max.bytes":       {TypeInt, broker(onlyDefault("10485760", "the offset index has no size limit")), false},
 	"log.segment.delete.delay.ms":    {TypeLong, broker(onlyDefault("60000", "segments are deleted at once")), false},
 	"log.preallocate":                {TypeBoolean, broker(onlyDefault("false", "segment preallocation is not implemented")), false},
+	// Kafka's QuotaConfig: per broker or the cluster-wide default (bytes/s).
+	"leader.replication.throttled.rate":   {TypeLong, broker(longAtLeast(0, "bytes per second")), false},
+	"follower.replication.throttled.rate": {TypeLong, broker(longAtLeast(0, "bytes per second")), false},
 }
 
 // MaxReplicaFetchers bounds num.replica.fetchers (an isrbench limit; Kafka has none).

@@ -29,6 +29,13 @@
 //     (ChangeBrokerConfig: the cluster-wide default, resource "", and per
 //     broker, for the configs Kafka updates at run time:
 //     DynamicBrokerConfigNames);
+//   - partition reassignment (KIP-455, reassign.go): AlterPartitionReassignments
+//     widens a partition's replicas to the target plus the current ones (adding and
+//     removing replicas recorded in its state), the added replicas join the ISR by
+//     the usual rule, and the ISR change that brings the whole target in sync
+//     completes it (replicas = target, removed replicas leave the ISR, a removed
+//     leader is replaced by an election); cancelling reverts to the original
+//     replicas; ListPartitionReassignments lists those in progress;
 //   - change notification: Subscribe delivers every change of the partitions
 //     a broker hosts, of their topics (configs, deletion) and of the broker's
 //     dynamic configs, in order, from one goroutine per subscriber; Sync waits
@@ -43,8 +50,9 @@
 // directory for `isrbench metadata`.
 //
 // Epochs. LeaderEpoch is bumped by every leader change, including a change
-// to or from NoLeader (-1). PartitionEpoch is bumped by every change of the
-// state (leader or ISR). Both start at 0 at topic creation.
+// to or from NoLeader (-1), and by a reassignment's change that removes
+// replicas. PartitionEpoch is bumped by every change of the state (leader,
+// ISR or replicas). Both start at 0 at topic creation.
 //
 // ISR invariants. The ISR is never empty; while a partition has a leader the
 // leader is in it and every member is unfenced (fencing removes a broker from

@@ -141,11 +141,13 @@ func (c *Controller) commitLocked(st *PartitionState, next PartitionState) {
 	c.storeLocked(st, next)
 }
 
-// storeLocked replaces *st by next, records it and notifies subscribers (mu held).
+// storeLocked replaces *st by next, records it and notifies subscribers (mu held): the
+// brokers of next's replicas and those a reassignment removed, so they delete their replica.
 func (c *Controller) storeLocked(st *PartitionState, next PartitionState) {
+	removed := without(st.Replicas, next.Replicas)
 	*st = next
 	c.recordPartitionLocked(st)
-	c.notifyLocked(st)
+	c.notifyLocked(st, removed...)
 }
 
 // BrokerDown fences broker id, as KRaft does when a broker's session ends or
@@ -434,6 +436,10 @@ type AlterPartitionRequest struct {
 // the current one (same members, same order) changes nothing and returns the current
 // state. A damaged replica added back to the ISR is no longer damaged (it caught up from
 // the leader).
+// An ISR change that brings the whole target of a reassignment in progress in sync
+// completes it in the same change (reassign.go, as Kafka's PartitionChangeBuilder): the
+// returned state then has the target replicas, and another leader (a new leader epoch) if
+// the requesting leader was removed.
 //
 // Errors: kerr.UnknownTopicOrPartition; kerr.NotLeaderForPartition if Leader is not the
 // current leader; kerr.StaleBrokerEpoch if the leader's broker epoch is not its current
@@ -505,7 +511,8 @@ func (c *Controller) AlterPartition(req AlterPartitionRequest) (out PartitionSta
 			c.clearDamagedLocked(TopicPartition{topic, p}, r)
 		}
 	}
-	c.storeLocked(st, next) // not commitLocked: a leader's own shrink is its IsrShrinksPerSec
+	c.settleLocked(st, &next) // completes a reassignment whose target is now in sync
+	c.storeLocked(st, next)   // not commitLocked: a leader's own shrink is its IsrShrinksPerSec
 	return st.Clone(), nil
 }
 

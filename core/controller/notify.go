@@ -70,7 +70,8 @@ type syncWaiter struct {
 }
 
 // Subscribe calls fn with every change of a partition for which broker is a
-// replica (leader or ISR or epochs), of such a partition's topic (configs,
+// replica (leader or ISR or epochs or replicas; also the change of a reassignment
+// that removes broker, so it deletes its replica), of such a partition's topic (configs,
 // deletion) and of broker's dynamic configs, in change order; first, at
 // subscription, with broker's dynamic configs (if any is set) and the current
 // state of each such partition (ordered by topic name, then partition). Each subscriber has
@@ -235,12 +236,13 @@ func (c *Controller) Sync(ctx context.Context, broker int32) error {
 	return nil
 }
 
-// notifyLocked queues st for every subscriber of a replica of st, to be delivered once the
-// operation's records are persisted (unlock). Called with c.mu held, after each change, so
-// every queue sees changes in order.
-func (c *Controller) notifyLocked(st *PartitionState) {
+// notifyLocked queues st for every subscriber of a replica of st and of the brokers also
+// names (replicas the change removed), to be delivered once the operation's records are
+// persisted (unlock). Called with c.mu held, after each change, so every queue sees changes
+// in order.
+func (c *Controller) notifyLocked(st *PartitionState, also ...int32) {
 	cl := st.Clone()
-	c.mu.outbox = append(c.mu.outbox, outMsg{u: Update{Partition: &cl}, replicas: cl.Replicas})
+	c.mu.outbox = append(c.mu.outbox, outMsg{u: Update{Partition: &cl}, replicas: append(slices.Clone(cl.Replicas), also...)})
 }
 
 // notifyTopicLocked queues a topic change for the brokers hosting any of t's partitions.

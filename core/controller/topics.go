@@ -35,6 +35,10 @@ const (
 	ConfigCompressionType             = "compression.type"
 	ConfigFileDeleteDelayMs           = "file.delete.delay.ms"
 	ConfigPreallocate                 = "preallocate"
+	// The replicas the replication throttles apply to (KIP-73): lists of
+	// partition:broker, or * for all.
+	ConfigLeaderThrottledReplicas   = "leader.replication.throttled.replicas"
+	ConfigFollowerThrottledReplicas = "follower.replication.throttled.replicas"
 )
 
 type configCheck func(v string, rf int16) (string, error)
@@ -58,8 +62,10 @@ var topicConfigs = map[string]configCheck{
 	ConfigIndexIntervalBytes: func(v string, _ int16) (string, error) {
 		return intIn(v, 0, 1<<31-1, "an integer in [0, 2147483647] bytes")
 	},
-	ConfigFlushMessages: longAtLeast(1, "messages"),
-	ConfigFlushMs:       longAtLeast(0, "milliseconds"),
+	ConfigLeaderThrottledReplicas:   throttledReplicas,
+	ConfigFollowerThrottledReplicas: throttledReplicas,
+	ConfigFlushMessages:             longAtLeast(1, "messages"),
+	ConfigFlushMs:                   longAtLeast(0, "milliseconds"),
 	ConfigMaxMessageBytes: func(v string, _ int16) (string, error) {
 		return intIn(v, 0, 1<<31-1, "an integer in [0, 2147483647] bytes")
 	},

@@ -34,11 +34,20 @@ type PartitionState struct {
 	// partition epoch). It starts at 0 when the topic is created.
 	PartitionEpoch int32
 	// Replicas is the assigned replica list in preference order; Replicas[0]
-	// is the preferred leader. It never changes after creation.
+	// is the preferred leader. Only a reassignment changes it (reassign.go):
+	// while one is in progress it is the target replicas followed by the
+	// removing ones (Kafka's PartitionRecord replicas).
 	Replicas []int32
 	// ISR is the in-sync replica set. It contains the leader whenever
 	// Leader != NoLeader and is never empty.
 	ISR []int32
+	// AddingReplicas and RemovingReplicas are the replicas a reassignment in
+	// progress adds and removes (Kafka's addingReplicas / removingReplicas,
+	// KIP-455), both subsets of Replicas, ascending; both empty when none is in
+	// progress. The target is Replicas minus RemovingReplicas, the original
+	// assignment Replicas minus AddingReplicas.
+	AddingReplicas   []int32 `json:",omitempty"`
+	RemovingReplicas []int32 `json:",omitempty"`
 }
 
 // TopicID identifies one incarnation of a topic (KIP-516's topic id): a topic deleted and
@@ -73,6 +82,8 @@ func topicIDOf(seq int64) TopicID {
 func (s PartitionState) Clone() PartitionState {
 	s.Replicas = append([]int32(nil), s.Replicas...)
 	s.ISR = append([]int32(nil), s.ISR...)
+	s.AddingReplicas = append([]int32(nil), s.AddingReplicas...)
+	s.RemovingReplicas = append([]int32(nil), s.RemovingReplicas...)
 	return s
 }
 
@@ -93,6 +104,14 @@ func (s PartitionState) String() string {
 	b.WriteString(joinIDs(s.Replicas))
 	b.WriteString("\tIsr: ")
 	b.WriteString(joinIDs(s.ISR))
+	if len(s.AddingReplicas) > 0 {
+		b.WriteString("\tAdding Replicas: ")
+		b.WriteString(joinIDs(s.AddingReplicas))
+	}
+	if len(s.RemovingReplicas) > 0 {
+		b.WriteString("\tRemoving Replicas: ")
+		b.WriteString(joinIDs(s.RemovingReplicas))
+	}
 	b.WriteString("\tLeaderEpoch: ")
 	b.WriteString(strconv.Itoa(int(s.LeaderEpoch)))
 	b.WriteString("\tPartitionEpoch: ")

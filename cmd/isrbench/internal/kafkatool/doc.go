@@ -1,6 +1,8 @@
 // Package kafkatool holds what isrbench's Kafka admin commands do once their flags are
-// checked: `isrbench topics` (kafka-topics.sh --describe / --create / --alter / --delete)
-// and `isrbench configs` (kafka-configs.sh --describe / --alter), against any Kafka cluster
+// checked: `isrbench topics` (kafka-topics.sh --describe / --create / --alter / --delete),
+// `isrbench configs` (kafka-configs.sh --describe / --alter) and `isrbench reassign`
+// (kafka-reassign-partitions.sh --generate / --execute / --verify / --cancel / --list,
+// reassign.go), against any Kafka cluster
 // through a franz-go kadm client, printing what Kafka's tools print.
 //
 // Errors name the command ("topics: …", "configs: …") and carry the broker's error message

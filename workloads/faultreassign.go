@@ -1,0 +1,111 @@
+package workloads
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/isrbench/isrbench/results"
+)
+
+// A reassign fault moves partition replicas under load, as an operator moves partitions off
+// a loaded broker with kafka-reassign-partitions.sh: at At, every partition of the benchmark
+// topic with a replica on the fault's target broker gets a new target replica set (that
+// replica replaced by one on broker To, or with Add one more on To) through the controller's
+// AlterPartitionReassignments, throttled by reassign.throttle when set. The new replicas
+// catch up as followers outside the ISR and join it; the reassignment of a partition
+// completes when they have. The fault's end_s is when the last one completed, its detail
+// the catch-up time of each partition (start to ISR join), so the run's timeline and
+// latency histograms show what the move cost the load. Only the embedded target can run it.
+
+// reassigner is a target that can reassign partitions (the embedded cluster).
+type reassigner interface {
+	// Reassign starts the reassign fault f on topic with the throttle (bytes/s, 0 = none)
+	// and returns what it moved and a function that waits (until ctx ends) for every
+	// partition to complete, then clears the throttle and returns each partition's
+	// catch-up time ("topic-p": from the start until its new replicas joined the ISR; a
+	// partition not caught up is absent).
+	Reassign(ctx context.Context, topic string, f Fault, throttle int64) (target string, wait func(context.Context) (map[string]time.Duration, error), err error)
+}
+
+// validateReassignFault checks the keys of kind reassign against the spec.
+func (s *Spec) validateReassignFault(i int, f Fault) error {
+	if f.Kind != "reassign" {
+		if f.Add || (f.To != -1 && f.To != 0) {
+			return fmt.Errorf("faults[%d]: to/add apply only to kind reassign, not %s", i, f.Kind)
+		}
+		return nil
+	}
+	if f.Duration != 0 {
+		return fmt.Errorf("faults[%d].duration: %s; a reassignment completes by itself (its end_s is when it did), allowed 0s", i, f.Duration)
+	}
+	if f.To >= int32(s.Brokers) || f.To < -1 {
+		return fmt.Errorf("faults[%d].to: %d is not a broker; allowed -1 (per partition, the lowest id hosting none of its replicas) or 0..%d", i, f.To, s.Brokers-1)
+	}
+	if f.Add && s.Topic.ReplicationFactor >= s.Brokers {
+		return fmt.Errorf("faults[%d].add: every one of the %d brokers hosts a replica of each partition (replication factor %d); add needs more brokers", i, s.Brokers, s.Topic.ReplicationFactor)
+	}
+	if !f.Add && f.To == -1 && s.Topic.ReplicationFactor >= s.Brokers {
+		return fmt.Errorf("faults[%d]: with replication factor %d on %d brokers no broker is free to move a replica to; set brokers above the replication factor", i, s.Topic.ReplicationFactor, s.Brokers)
+	}
+	return nil
+}
+
+// runReassignFault applies reassign fault i at its time and records when the reassignment
+// completed.
+func (r *run) runReassignFault(ctx context.Context, i int, f Fault, measureStart time.Time) {
+	if !waitUntil(ctx, measureStart.Add(f.At)) {
+		return
+	}
+	applied := time.Now()
+	how := "move"
+	if f.Add {
+		how = "add"
+	}
+	to := "the lowest free broker"
+	if f.To >= 0 {
+		to = "broker " + strconv.Itoa(int(f.To))
+	}
+	rf := results.Fault{AtS: applied.Sub(measureStart).Seconds(), Time: applied.UTC(), Kind: f.Kind,
+		Detail: fmt.Sprintf("faults[%d]: reassign: %s the replicas on %s to %s, throttle %d B/s", i, how, describeTarget(f), to, r.spec.ReassignThrottle)}
+	defer func() { r.addFault(i, rf) }()
+	ra, ok := r.tgt.(reassigner)
+	if !ok {
+		rf.Error = fmt.Sprintf("the %s target cannot reassign partitions (the embedded target can)", r.tgt.Name())
+		return
+	}
+	target, wait, err := ra.Reassign(ctx, r.spec.Topic.Name, f, r.spec.ReassignThrottle)
+	rf.Target = target
+	if err != nil {
+		rf.Error = err.Error()
+		if !r.opts.Quiet {
+			fmt.Fprintf(r.opts.Stderr, "fault reassign %s: %v\n", f.Target, err)
+		}
+		return
+	}
+	catchUp, err := wait(ctx)
+	rf.EndS = time.Since(measureStart).Seconds()
+	rf.CatchUpS = map[string]float64{}
+	var parts []string
+	for _, tp := range slices.Sorted(maps.Keys(catchUp)) {
+		rf.CatchUpS[tp] = catchUp[tp].Seconds()
+		parts = append(parts, fmt.Sprintf("%s %.3fs", tp, catchUp[tp].Seconds()))
+	}
+	rf.Detail += "; catch-up until the new replicas joined the ISR: " + strings.Join(parts, ", ")
+	if err != nil {
+		rf.Error = err.Error()
+	}
+}
+
+// parseBool parses a YAML boolean of key.
+func parseBool(key, v string) (bool, error) {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s: %q is not a boolean; allowed true|false", key, v)
+	}
+	return b, nil
+}
