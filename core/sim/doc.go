@@ -12,6 +12,12 @@
 //     delivery: the simulator decides when a fetcher sends its round, when each message
 //     arrives (delayed, dropped, held while the peer is paused), when a broker learns of
 //     a metadata change, when it heartbeats, expires ISR members or proposes expansions;
+//   - the leaders' AlterPartition requests (broker.Config.AlterPartition), carried to the
+//     controller and answered over the network model: delayed each way, so reordered with
+//     fetches, appends, metadata deliveries, shrinks and elections that land while a change
+//     is in flight, and lost (one in eight each way while faults run, every one while the
+//     broker is cut from the controller), which the broker hears as REQUEST_TIMED_OUT and
+//     answers by sending the request again;
 //   - clients: producers (acks 0, 1, all) that send to the leader they last saw in the
 //     metadata, and consumers (a read that returns a record at or past the leader's HW
 //     fails the seed, as does an acks=all wait answered NOT_ENOUGH_REPLICAS_AFTER_APPEND
@@ -32,7 +38,8 @@
 // leader's HW never decreases within its leadership; a follower that fetched in the current
 // leader epoch has HW <= the leader's (or its own log start, when the leader's lags behind
 // it); a follower that applied a fetch response took the leader's log start from it, up to
-// its HW; every running ISR member holds the leader's [log start, HW) byte for byte (from
+// its HW; every running member of the controller's ISR (also one whose expansion the
+// leader has not heard the answer to) holds the leader's [log start, HW) byte for byte (from
 // the later of the two log starts); and, periodically and at the end (after the faults heal
 // and the cluster converges), every record acknowledged with acks=all is present at its
 // acknowledged offset and nothing a consumer read was lost (truncated after the read),

@@ -67,6 +67,9 @@ type Stats struct {
 	// MetaCrashes counts power losses of the controller's disk (with a torn append or a
 	// flipped bit in one copy, sometimes).
 	MetaCrashes int
+	// AlterPartitions counts the leaders' AlterPartition requests (retries included);
+	// AlterLost those whose request or answer was lost (answered REQUEST_TIMED_OUT).
+	AlterPartitions, AlterLost int
 	// RetentionOn counts the times the topic's retention.bytes was set (retentionBytes);
 	// RetentionDeletes counts retention passes that deleted segments; ConsumerResets counts
 	// consumers moved up to a log start that retention passed.
@@ -126,6 +129,8 @@ type Sim struct {
 	lossAllowedUpTo int
 	// metaFault says what keeps the metadata log from being written ("" nothing).
 	metaFault string
+	// healed: the faults have healed (the convergence phase): no message is lost any more.
+	healed bool
 	// retention: the topic's retention.bytes is retentionBytes now (a fault toggles it);
 	// retentionUsed: it was at some point, so acknowledged and consumed records below a
 	// leader's log start are expired, not lost.
@@ -242,6 +247,7 @@ func (s *Sim) run() {
 	}
 	if s.err == nil {
 		s.heal()
+		s.healed = true
 	}
 	for i := 0; i < 4000 && s.err == nil; i++ {
 		s.step(false)
@@ -286,6 +292,10 @@ func (s *Sim) start(n *node) {
 	cfg.Log.SegmentBytes = segmentBytes
 	cfg.Log.IndexIntervalBytes = 256
 	cfg.Logf = func(f string, a ...any) { s.tracef(f, a...) }
+	inc := n.inc + 1
+	cfg.AlterPartition = func(req controller.AlterPartitionRequest, answer func(controller.PartitionState, error)) {
+		s.alterPartition(n, inc, req, answer)
+	}
 	b, err := broker.New(cfg, s.ctrl, noTransport{})
 	if err != nil {
 		s.fail("broker %d: new: %v", n.id, err)
@@ -299,7 +309,7 @@ func (s *Sim) start(n *node) {
 		return
 	}
 	held := n.held
-	n.b, n.inc, n.paused, n.inflight, n.held = b, n.inc+1, false, map[*broker.Fetcher]bool{}, nil
+	n.b, n.inc, n.paused, n.inflight, n.held = b, inc, false, map[*broker.Fetcher]bool{}, nil
 	s.tracef("broker %d started: incarnation %d, broker epoch %d", n.id, n.inc, b.Epoch())
 	for _, fn := range held {
 		fn() // deliveries held for the previous incarnation: they fail now
@@ -375,7 +385,9 @@ func (s *Sim) work(produce bool) {
 	case r < 62:
 		s.consume()
 	case r < 72:
-		if n.up() && !n.paused && !n.ctrlCut {
+		// A broker cut from the controller runs its ISR passes too: its AlterPartition
+		// requests are lost and sent again.
+		if n.up() && !n.paused {
 			n.b.MaybeShrinkISRs()
 			n.b.ApplyExpansions()
 		}

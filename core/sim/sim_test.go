@@ -80,6 +80,8 @@ func add(t *Stats, s Stats) {
 	t.MetaFaults += s.MetaFaults
 	t.MetaRefused += s.MetaRefused
 	t.MetaCrashes += s.MetaCrashes
+	t.AlterPartitions += s.AlterPartitions
+	t.AlterLost += s.AlterLost
 	t.RetentionOn += s.RetentionOn
 	t.RetentionDeletes += s.RetentionDeletes
 	t.ConsumerResets += s.ConsumerResets
@@ -103,6 +105,9 @@ func TestSimulationFaultMix(t *testing.T) {
 	}
 	if total.MetaFaults == 0 || total.MetaRefused == 0 || total.MetaCrashes == 0 {
 		t.Errorf("40 seeds: %d metadata-log faults, %d changes refused, %d metadata crashes: want all kinds", total.MetaFaults, total.MetaRefused, total.MetaCrashes)
+	}
+	if total.AlterPartitions == 0 || total.AlterLost == 0 {
+		t.Errorf("40 seeds: %d AlterPartition requests, %d lost: want both", total.AlterPartitions, total.AlterLost)
 	}
 	if total.RetentionDeletes == 0 {
 		t.Errorf("40 seeds: no retention pass deleted a segment: the followers' log starts never had to follow")
