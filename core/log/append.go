@@ -232,6 +232,7 @@ func (l *Log) roll(old *segment, base int64) (*segment, error) {
 	if err != nil {
 		return nil, l.poison("segment roll", err)
 	}
+	l.wmu.dirDirty = true // its directory entry is durable at the next fsync (fsyncDirty)
 	l.mu.Lock()
 	l.mu.segs = append(l.mu.segs, s)
 	l.mu.Unlock()
@@ -262,7 +263,9 @@ func (l *Log) fsync(f vfs.File) error {
 	return f.Sync()
 }
 
-// fsyncDirty fsyncs every segment with unsynced bytes (wmu held).
+// fsyncDirty fsyncs every segment with unsynced bytes, and the directory when a roll created
+// a segment since its last fsync, as Kafka's LocalLog.flush does: without it a crash may lose
+// a new segment's file, fsynced contents and all (wmu held).
 func (l *Log) fsyncDirty() error {
 	for _, s := range l.mu.segs {
 		if s.synced < s.size {
@@ -271,6 +274,12 @@ func (l *Log) fsyncDirty() error {
 			}
 			s.synced = s.size
 		}
+	}
+	if l.wmu.dirDirty {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return l.poison("fsync log dir", err)
+		}
+		l.wmu.dirDirty = false
 	}
 	l.wmu.unflushed = 0
 	if l.flushT {

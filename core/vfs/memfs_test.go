@@ -275,3 +275,28 @@ func TestStrictMemFSUnsyncedRename(t *testing.T) {
 		}
 	}
 }
+
+// TestMkdirAllDurable: the directories MkdirAllDurable creates survive a crash of a strict
+// MemFS (their parents are synced); MkdirAll's do not.
+func TestMkdirAllDurable(t *testing.T) {
+	m := NewStrictMemFS(nil)
+	if err := MkdirAllDurable(m, "/x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.MkdirAll("/x/plain/a", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := MkdirAllDurable(m, "/durable/a/b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := MkdirAllDurable(m, "/durable/a/b"); err != nil { // exists: nothing to do
+		t.Fatal(err)
+	}
+	c := m.CrashClone()
+	if _, err := c.Stat("/durable/a/b"); err != nil {
+		t.Errorf("after a crash: %v", err)
+	}
+	if _, err := c.Stat("/x/plain"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a directory MkdirAll created without a sync of its parent survived: %v", err)
+	}
+}
