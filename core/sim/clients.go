@@ -156,8 +156,17 @@ func (s *Sim) sendIdempotent(ip *idemProducer, ib *idemBatch) {
 				s.acked[k] = entry{v, valueNum(v)}
 			}
 			s.tracef("idempotent producer %d p%d seq %d: offsets %d..%d (attempt %d)", ip.pid, ib.p, ib.seq, res.BaseOffset, res.BaseOffset+int64(len(ib.values))-1, attempt)
-		case errors.Is(res.Err, kerr.OutOfOrderSequenceNumber) && s.lossAllowedUpTo == 0:
+		case errors.Is(res.Err, kerr.OutOfOrderSequenceNumber) && !s.lossy[ib.p]:
 			s.fail("idempotent producer %d p%d seq %d: %v: the broker lost the producer's acknowledged batches", ip.pid, ib.p, ib.seq, res.Err)
+		case errors.Is(res.Err, kerr.OutOfOrderSequenceNumber):
+			// An excused loss took the producer's acknowledged batches: the error is fatal
+			// to it, and the application starts a new producer (a new producer id); the
+			// batches it had in flight are abandoned, unacknowledged.
+			old := ip.pid
+			ip.pid += int64(len(s.idem))
+			clear(ip.next)
+			clear(ip.inflight)
+			s.tracef("idempotent producer %d p%d seq %d: %v after an excused loss: replaced by producer %d", old, ib.p, ib.seq, res.Err, ip.pid)
 		default:
 			retry(res.Err.Error())
 		}

@@ -58,6 +58,8 @@ type Stats struct {
 	Kills, Crashes, Restarts, Pauses, Partitions, DiskFul int
 	ClusterRestarts, LeaderMoves, CtrlCuts, Correlated    int
 	FetcherResizes, PartitionAdds, Rebalances             int
+	// CrashesOutOfSync counts crashes while some broker was down or some ISR not full.
+	CrashesOutOfSync int
 	// LeaderFlaps counts leaderships moved back to the previous leader soon after a move;
 	// ParkedWaits counts acks=all waits first looked at late (parkedUntil).
 	LeaderFlaps, ParkedWaits int
@@ -67,6 +69,9 @@ type Stats struct {
 	// MetaCrashes counts power losses of the controller's disk (with a torn append or a
 	// flipped bit in one copy, sometimes).
 	MetaCrashes int
+	// FsyncRuns counts runs with flush.messages=1; PowerLosses the power losses of every
+	// broker at once (in those runs only).
+	FsyncRuns, PowerLosses int
 	// AlterPartitions counts the leaders' AlterPartition requests (retries included);
 	// AlterLost those whose request or answer was lost (answered REQUEST_TIMED_OUT).
 	AlterPartitions, AlterLost int
@@ -123,10 +128,14 @@ type Sim struct {
 	synced    map[syncKey]int32 // follower applied a fetch response in this leader epoch
 	lastState map[int32]string  // last traced controller state per partition
 	// crashPending: a broker crashed and the cluster has not been back in sync since;
-	// lossAllowedUpTo is the number of the last record produced before a correlated
-	// failure, whose loss it excuses (records are numbered by nextValue).
-	crashPending    bool
-	lossAllowedUpTo int
+	// excusedNums holds the numbers of the records a failure excuses losing, lossy the
+	// partitions where one was or that had no live holder left (see excuse.go).
+	crashPending bool
+	excusedNums  map[int]bool
+	lossy        map[int32]bool
+	// fsyncAll: the topic has flush.messages=1 (one run in four): every append is fsynced
+	// before anyone sees it, so crashes excuse nothing.
+	fsyncAll bool
 	// metaFault says what keeps the metadata log from being written ("" nothing).
 	metaFault string
 	// healed: the faults have healed (the convergence phase): no message is lost any more.
@@ -142,9 +151,6 @@ type entry struct {
 	value string
 	num   int
 }
-
-// excused reports whether a correlated failure excuses losing e (produced before it).
-func (s *Sim) excused(e entry) bool { return e.num <= s.lossAllowedUpTo }
 
 // valueNum is the number of a value "v123" or "i123".
 func valueNum(v string) int {
@@ -195,7 +201,7 @@ func Run(o Options) Result {
 	s := &Sim{o: o, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)), now: startNs,
 		cut: map[[2]int32]bool{}, slow: map[[2]int32]int64{}, acked: map[key]entry{}, consumed: map[key]entry{},
 		nparts: o.Partitions, consumer: make([]int64, o.Partitions), hwSeen: map[termKey]int64{}, synced: map[syncKey]int32{},
-		lastState: map[int32]string{}}
+		lastState: map[int32]string{}, excusedNums: map[int]bool{}, lossy: map[int32]bool{}}
 	s.run()
 	return Result{Err: s.err, Trace: s.trace, Stats: s.stats}
 }
@@ -230,15 +236,20 @@ func (s *Sim) run() {
 	for i := 0; i < 2; i++ {
 		s.idem = append(s.idem, &idemProducer{pid: int64(1000 + i), next: map[int32]int32{}, inflight: map[int32]*idemBatch{}})
 	}
-	s.ctrlFS = vfs.NewMemFS(s.wall)
+	s.ctrlFS = vfs.NewStrictMemFS(s.wall)
 	s.openController()
 	for i := 0; i < s.o.Brokers; i++ {
-		n := &node{id: int32(i), fs: vfs.NewMemFS(s.wall)}
+		n := &node{id: int32(i), fs: vfs.NewStrictMemFS(s.wall)}
 		s.nodes = append(s.nodes, n)
 		s.start(n)
 	}
-	if _, err := s.ctrl.CreateTopic(topic, int32(s.o.Partitions), int16(s.o.RF),
-		map[string]string{controller.ConfigMinInsyncReplicas: fmt.Sprint(s.o.MinISR)}); err != nil {
+	configs := map[string]string{controller.ConfigMinInsyncReplicas: fmt.Sprint(s.o.MinISR)}
+	if s.fsyncAll = s.rng.IntN(4) == 0; s.fsyncAll {
+		configs[controller.ConfigFlushMessages] = "1"
+		s.stats.FsyncRuns++
+	}
+	s.tracef("%s", s.describeFsync())
+	if _, err := s.ctrl.CreateTopic(topic, int32(s.o.Partitions), int16(s.o.RF), configs); err != nil {
 		s.fail("create topic: %v", err)
 		return
 	}
@@ -350,22 +361,6 @@ func (s *Sim) heartbeats() {
 			n.lastHeartbeat = s.now
 		}
 	}
-}
-
-// failure notes a fault that takes a broker out of service. While a crashed broker has not
-// caught up (the cluster was not back in sync since the crash), any further failure may lose
-// what the crash lost: records acknowledged until then are no longer checked (a correlated
-// failure of two replicas, which no RF 3 / min ISR 2 setup survives in general). This holds
-// for every failure until the cluster is back in sync, not only the first: records
-// acknowledged after one such failure can still be held only by the crashed broker's page
-// cache and one other replica.
-func (s *Sim) failure(what string) {
-	if !s.crashPending {
-		return
-	}
-	s.lossAllowedUpTo = s.nextValue
-	s.stats.Correlated++
-	s.tracef("%s while a crashed broker catches up: a correlated failure; the %d records produced so far are no longer checked", what, s.nextValue)
 }
 
 // work does one piece of ordinary work: a fetcher round, a produce, a consumer read, an

@@ -64,6 +64,7 @@ func add(t *Stats, s Stats) {
 	t.Consumed += s.Consumed
 	t.Kills += s.Kills
 	t.Crashes += s.Crashes
+	t.CrashesOutOfSync += s.CrashesOutOfSync
 	t.Restarts += s.Restarts
 	t.Pauses += s.Pauses
 	t.Partitions += s.Partitions
@@ -80,6 +81,8 @@ func add(t *Stats, s Stats) {
 	t.MetaFaults += s.MetaFaults
 	t.MetaRefused += s.MetaRefused
 	t.MetaCrashes += s.MetaCrashes
+	t.FsyncRuns += s.FsyncRuns
+	t.PowerLosses += s.PowerLosses
 	t.AlterPartitions += s.AlterPartitions
 	t.AlterLost += s.AlterLost
 	t.RetentionOn += s.RetentionOn
@@ -105,6 +108,9 @@ func TestSimulationFaultMix(t *testing.T) {
 	}
 	if total.MetaFaults == 0 || total.MetaRefused == 0 || total.MetaCrashes == 0 {
 		t.Errorf("40 seeds: %d metadata-log faults, %d changes refused, %d metadata crashes: want all kinds", total.MetaFaults, total.MetaRefused, total.MetaCrashes)
+	}
+	if total.CrashesOutOfSync == 0 || total.FsyncRuns == 0 || total.PowerLosses == 0 {
+		t.Errorf("40 seeds: %d crashes out of sync, %d flush.messages=1 runs, %d power losses of every broker: want all kinds", total.CrashesOutOfSync, total.FsyncRuns, total.PowerLosses)
 	}
 	if total.AlterPartitions == 0 || total.AlterLost == 0 {
 		t.Errorf("40 seeds: %d AlterPartition requests, %d lost: want both", total.AlterPartitions, total.AlterLost)
