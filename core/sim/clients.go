@@ -247,7 +247,20 @@ func (s *Sim) checkAfterAppend(pp *pendingProduce) {
 
 func (s *Sim) respond(n *node, acks int16, parts []broker.ProducePartition, values []string, done func(broker.ProducePartition)) {
 	res := parts[0]
+	if acks == -1 && res.Err == nil {
+		s.checkMinISR(n, res.Partition, res.BaseOffset, values)
+		// Acknowledged now, known to the client once the answer arrives: a failure meanwhile
+		// excuses these records as it does those the client knows of.
+		for i, v := range values {
+			s.acking[valueNum(v)] = ackRef{key{res.Partition, res.BaseOffset + int64(i)}, entry{v, valueNum(v)}}
+		}
+	}
 	s.at(s.now+s.delay(n.id, -1), func() {
+		if acks == -1 && res.Err == nil {
+			for _, v := range values {
+				delete(s.acking, valueNum(v))
+			}
+		}
 		if done != nil {
 			done(res)
 			return

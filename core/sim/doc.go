@@ -43,7 +43,10 @@
 // the later of the two log starts); and, periodically and at the end (after the faults heal
 // and the cluster converges), every record acknowledged with acks=all is present at its
 // acknowledged offset and nothing a consumer read was lost (truncated after the read),
-// unless retention deleted it (below the leader's log start).
+// unless retention deleted it (below the leader's log start). When a leader acknowledges an
+// acks=all batch, at least the effective min.insync.replicas = min(min.insync.replicas,
+// replication factor) replicas must hold it (minisr.go: a replica down holds what it held
+// when it went down, a crashed one what it held at the crash).
 // Crashes (power losses, the only fault that loses data: the page cache) hit any running
 // broker, in sync or not; the disks are strict vfs.MemFS (a directory entry survives a crash
 // only once its directory was synced). A crash excuses losing exactly the records that no

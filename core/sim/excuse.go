@@ -62,16 +62,19 @@ func (s *Sim) excuse(what string, fail []int32) {
 			held = append(held, vals)
 		}
 		k := 0
+		unheld := func(at key, e entry) {
+			if at.p == p && !s.excusedNums[e.num] && !slices.ContainsFunc(held, func(v map[int64]string) bool { return v[at.off] == e.value }) {
+				s.excusedNums[e.num] = true
+				k++
+			}
+		}
 		for _, m := range []map[key]entry{s.acked, s.consumed} {
 			for at, e := range m {
-				if at.p != p || s.excusedNums[e.num] {
-					continue
-				}
-				if !slices.ContainsFunc(held, func(v map[int64]string) bool { return v[at.off] == e.value }) {
-					s.excusedNums[e.num] = true
-					k++
-				}
+				unheld(at, e)
 			}
+		}
+		for _, a := range s.acking { // acknowledged, the answer not delivered yet
+			unheld(a.at, a.e)
 		}
 		if k > 0 || len(held) == 0 {
 			s.lossy[p] = true
@@ -94,6 +97,7 @@ func (s *Sim) crashAll() {
 	s.stats.PowerLosses++
 	for _, n := range s.nodes {
 		if n.up() {
+			s.goingDown(n, true)
 			if err := n.b.Crash(); err != nil {
 				s.fail("crash broker %d: %v", n.id, err)
 			}

@@ -301,6 +301,7 @@ func (s *Sim) toggleRetention() {
 
 func (s *Sim) kill(n *node, fence bool) {
 	s.failure(fmt.Sprintf("broker %d killed", n.id), n.id)
+	s.goingDown(n, false)
 	n.b.Kill()
 	n.b = nil
 	s.stats.Kills++
@@ -320,6 +321,7 @@ func (s *Sim) crash(n *node) {
 	if !s.fsyncAll {
 		s.excuse(fmt.Sprintf("broker %d crashed", n.id), []int32{n.id})
 	}
+	s.goingDown(n, true)
 	if err := n.b.Crash(); err != nil {
 		s.fail("crash broker %d: %v", n.id, err)
 	}
@@ -362,6 +364,7 @@ func (s *Sim) restartCluster() {
 	}
 	for _, n := range s.nodes {
 		if n.up() {
+			s.goingDown(n, false)
 			n.b.Kill()
 			n.b = nil
 		}

@@ -118,9 +118,10 @@ type Sim struct {
 	cut   map[[2]int32]bool  // network partition between two brokers (both directions)
 	slow  map[[2]int32]int64 // extra one-way delay (ns)
 
-	acked     map[key]entry // acks=all acknowledged: (partition, offset) -> value
-	consumed  map[key]entry // read by a consumer below the HW
-	consumer  []int64       // consumer position per partition
+	acked     map[key]entry  // acks=all acknowledged: (partition, offset) -> value
+	acking    map[int]ackRef // acks=all acknowledged by a leader, the answer on its way, by record number
+	consumed  map[key]entry  // read by a consumer below the HW
+	consumer  []int64        // consumer position per partition
 	nextValue int
 	pending   []*pendingProduce
 	idem      []*idemProducer
@@ -150,6 +151,12 @@ type Sim struct {
 type entry struct {
 	value string
 	num   int
+}
+
+// ackRef is a record acknowledged at a leader whose answer is on its way to the client.
+type ackRef struct {
+	at key
+	e  entry
 }
 
 // valueNum is the number of a value "v123" or "i123".
@@ -191,6 +198,9 @@ type node struct {
 	lastHeartbeat int64
 	held          []func() // deliveries waiting for Resume
 	rs            broker.ReplicaServe
+	// downHeld is what its replicas held when it last went down (nil while up); crashHeld
+	// what they held when it last crashed (checkMinISR).
+	downHeld, crashHeld map[int32]heldLog
 }
 
 func (n *node) up() bool { return n.b != nil }
@@ -199,7 +209,7 @@ func (n *node) up() bool { return n.b != nil }
 func Run(o Options) Result {
 	o.fill()
 	s := &Sim{o: o, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)), now: startNs,
-		cut: map[[2]int32]bool{}, slow: map[[2]int32]int64{}, acked: map[key]entry{}, consumed: map[key]entry{},
+		cut: map[[2]int32]bool{}, slow: map[[2]int32]int64{}, acked: map[key]entry{}, acking: map[int]ackRef{}, consumed: map[key]entry{},
 		nparts: o.Partitions, consumer: make([]int64, o.Partitions), hwSeen: map[termKey]int64{}, synced: map[syncKey]int32{},
 		lastState: map[int32]string{}, excusedNums: map[int]bool{}, lossy: map[int32]bool{}}
 	s.run()
@@ -320,7 +330,7 @@ func (s *Sim) start(n *node) {
 		return
 	}
 	held := n.held
-	n.b, n.inc, n.paused, n.inflight, n.held = b, inc, false, map[*broker.Fetcher]bool{}, nil
+	n.b, n.inc, n.paused, n.inflight, n.held, n.downHeld = b, inc, false, map[*broker.Fetcher]bool{}, nil, nil
 	s.tracef("broker %d started: incarnation %d, broker epoch %d", n.id, n.inc, b.Epoch())
 	for _, fn := range held {
 		fn() // deliveries held for the previous incarnation: they fail now
