@@ -41,12 +41,17 @@
 // its HW; every running member of the controller's ISR (also one whose expansion the
 // leader has not heard the answer to) holds the leader's [log start, HW) byte for byte (from
 // the later of the two log starts); and, periodically and at the end (after the faults heal
-// and the cluster converges), every record acknowledged with acks=all is present at its
+// and the cluster converged), every record acknowledged with acks=all is present at its
 // acknowledged offset and nothing a consumer read was lost (truncated after the read),
 // unless retention deleted it (below the leader's log start). When a leader acknowledges an
 // acks=all batch, at least the effective min.insync.replicas = min(min.insync.replicas,
 // replication factor) replicas must hold it (minisr.go: a replica down holds what it held
 // when it went down, a crashed one what it held at the crash).
+// After the last fault heals, the run is live (liveness.go): within 30 s of virtual time
+// (a bound derived from the session, request, AlterPartition and fetch-backoff timeouts),
+// every partition has a leader, the ISR is the whole replica set, HW = LEO on every replica,
+// every acks=all produce was answered, every idempotent batch acknowledged and no fetcher is
+// stuck; a run that does not get there fails with what is missing.
 // Crashes (power losses, the only fault that loses data: the page cache) hit any running
 // broker, in sync or not; the disks are strict vfs.MemFS (a directory entry survives a crash
 // only once its directory was synced). A crash excuses losing exactly the records that no

@@ -482,37 +482,3 @@ func (s *Sim) heal() {
 		}
 	}
 }
-
-// inSync reports whether every broker runs and every partition has its whole replica set in
-// the ISR, with every replica at the leader's LEO and the leader's HW there too.
-func (s *Sim) inSync() bool {
-	for _, n := range s.nodes {
-		if !n.up() || n.paused || n.ctrlCut || n.diskFull || n.b.LogDirOffline() != nil || s.ctrl.Pending(n.id) > 0 {
-			return false
-		}
-	}
-	if len(s.cut) > 0 {
-		for _, c := range s.cut {
-			if c {
-				return false
-			}
-		}
-	}
-	for p := int32(0); p < int32(s.nparts); p++ {
-		st, ok := s.ctrl.Partition(topic, p)
-		if !ok || st.Leader == controller.NoLeader || len(st.ISR) != len(st.Replicas) {
-			return false
-		}
-		lr, ok := s.nodes[st.Leader].b.Replica(topic, p)
-		if !ok || !lr.IsLeader() || lr.HW() != lr.LEO() {
-			return false
-		}
-		for _, id := range st.Replicas {
-			r, ok := s.nodes[id].b.Replica(topic, p)
-			if !ok || r.LEO() != lr.LEO() {
-				return false
-			}
-		}
-	}
-	return true
-}

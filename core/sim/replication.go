@@ -17,8 +17,12 @@ func (s *Sim) fetchRound(n *node) {
 	if len(fs) == 0 {
 		return
 	}
-	f := fs[s.rng.IntN(len(fs))]
-	if n.inflight[f] {
+	s.fetchRoundOf(n, fs[s.rng.IntN(len(fs))])
+}
+
+// fetchRoundOf sends one round of n's fetcher f unless it has one in flight.
+func (s *Sim) fetchRoundOf(n *node, f *broker.Fetcher) {
+	if n.inflight[f] != 0 {
 		return
 	}
 	r := f.Plan()
@@ -34,7 +38,7 @@ func (s *Sim) fetchRound(n *node) {
 		}
 		return
 	}
-	n.inflight[f] = true
+	n.inflight[f] = s.now
 	src, inc := f.Source(), n.inc
 	s.tracef("broker %d fetcher from %d: round of %d epoch, %d offset, %d fetch questions", n.id, src, len(r.Epochs), len(r.Offsets), len(r.Fetch.Partitions))
 	// Copies of the requests (the Round is reused by the next Plan, after this one ends).
@@ -45,7 +49,7 @@ func (s *Sim) fetchRound(n *node) {
 	failed := func() {
 		if n.inc == inc && n.up() {
 			f.Failed(r)
-			n.inflight[f] = false
+			delete(n.inflight, f)
 		}
 	}
 	s.send(n.id, src, func() {
@@ -108,7 +112,7 @@ func (s *Sim) fetchRound(n *node) {
 							}
 						}
 					}
-					n.inflight[f] = false
+					delete(n.inflight, f)
 					s.tracef("broker %d fetcher from %d: round answered", n.id, src)
 				}, nil)
 			}, func() { s.deliver(n, inc, failed, nil) })

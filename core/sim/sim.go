@@ -75,6 +75,9 @@ type Stats struct {
 	// AlterPartitions counts the leaders' AlterPartition requests (retries included);
 	// AlterLost those whose request or answer was lost (answered REQUEST_TIMED_OUT).
 	AlterPartitions, AlterLost int
+	// ConvergedMaxNs is the longest a run took to meet every liveness condition after its
+	// faults healed (the maximum over runs when added up).
+	ConvergedMaxNs int64
 	// RetentionOn counts the times the topic's retention.bytes was set (retentionBytes);
 	// RetentionDeletes counts retention passes that deleted segments; ConsumerResets counts
 	// consumers moved up to a log start that retention passed.
@@ -139,8 +142,11 @@ type Sim struct {
 	fsyncAll bool
 	// metaFault says what keeps the metadata log from being written ("" nothing).
 	metaFault string
-	// healed: the faults have healed (the convergence phase): no message is lost any more.
-	healed bool
+	// healed: the faults have healed (the convergence phase): no message is lost any more,
+	// and timers run what the brokers' and the controller's goroutines would (liveness.go);
+	// lastSessionCheck is when they last checked the sessions.
+	healed           bool
+	lastSessionCheck int64
 	// retention: the topic's retention.bytes is retentionBytes now (a fault toggles it);
 	// retentionUsed: it was at some point, so acknowledged and consumed records below a
 	// leader's log start are expired, not lost.
@@ -194,10 +200,12 @@ type node struct {
 	paused        bool
 	ctrlCut       bool // heartbeats and metadata do not flow between it and the controller
 	diskFull      bool
-	inflight      map[*broker.Fetcher]bool
+	inflight      map[*broker.Fetcher]int64 // when each fetcher's round in flight was sent
 	lastHeartbeat int64
 	held          []func() // deliveries waiting for Resume
 	rs            broker.ReplicaServe
+	// lastISRPass is when the convergence phase's timers last ran its ISR expiration.
+	lastISRPass int64
 	// downHeld is what its replicas held when it last went down (nil while up); crashHeld
 	// what they held when it last crashed (checkMinISR).
 	downHeld, crashHeld map[int32]heldLog
@@ -269,27 +277,7 @@ func (s *Sim) run() {
 	if s.err == nil {
 		s.heal()
 		s.healed = true
-	}
-	for i := 0; i < 4000 && s.err == nil; i++ {
-		s.step(false)
-		if i%20 == 0 && s.inSync() {
-			break
-		}
-		if i%200 == 199 {
-			s.operatorElections()
-		}
-	}
-	if s.err == nil && !s.inSync() {
-		s.fail("the cluster did not converge after the faults healed: %s", s.describe())
-	}
-	// Every idempotent batch in flight is acknowledged once the cluster is healthy.
-	for i := 0; i < 2000 && s.err == nil && s.idemInFlight() != ""; i++ {
-		s.step(false)
-	}
-	if s.err == nil {
-		if b := s.idemInFlight(); b != "" {
-			s.fail("an idempotent producer's batch is never acknowledged on a healthy cluster: %s", b)
-		}
+		s.converge()
 	}
 	if s.err == nil {
 		s.checkDurability(true)
@@ -330,7 +318,7 @@ func (s *Sim) start(n *node) {
 		return
 	}
 	held := n.held
-	n.b, n.inc, n.paused, n.inflight, n.held, n.downHeld = b, inc, false, map[*broker.Fetcher]bool{}, nil, nil
+	n.b, n.inc, n.paused, n.inflight, n.held, n.downHeld = b, inc, false, map[*broker.Fetcher]int64{}, nil, nil
 	s.tracef("broker %d started: incarnation %d, broker epoch %d", n.id, n.inc, b.Epoch())
 	for _, fn := range held {
 		fn() // deliveries held for the previous incarnation: they fail now
@@ -347,6 +335,9 @@ func (s *Sim) step(faults bool) {
 	}
 	s.checkProduces()
 	s.heartbeats()
+	if s.healed {
+		s.timers()
+	}
 	if s.err != nil {
 		return
 	}

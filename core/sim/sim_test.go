@@ -81,6 +81,7 @@ func add(t *Stats, s Stats) {
 	t.MetaFaults += s.MetaFaults
 	t.MetaRefused += s.MetaRefused
 	t.MetaCrashes += s.MetaCrashes
+	t.ConvergedMaxNs = max(t.ConvergedMaxNs, s.ConvergedMaxNs)
 	t.FsyncRuns += s.FsyncRuns
 	t.PowerLosses += s.PowerLosses
 	t.AlterPartitions += s.AlterPartitions
