@@ -47,12 +47,13 @@ func (s *Sim) snapshotHeld(n *node) map[int32]heldLog {
 
 // goingDown records what broker n holds as it goes down (crash: a power loss), for
 // checkMinISR: a killed broker keeps it (the page cache survives), a crashed one held it
-// until the crash.
+// until the crash (every crash is kept: values are unique, so a batch found in one was held
+// after its append).
 func (s *Sim) goingDown(n *node, crash bool) {
 	h := s.snapshotHeld(n)
 	n.downHeld = h
 	if crash {
-		n.crashHeld = h
+		n.crashHeld = append(n.crashHeld, h)
 	}
 }
 
@@ -61,8 +62,9 @@ func (s *Sim) goingDown(n *node, crash bool) {
 // min.insync.replicas = min(min.insync.replicas, replication factor) replicas held it when
 // it was acknowledged. A replica holds it if its log has the batch's records at their
 // offsets, or, while it is down, had them when it went down (a kill keeps the page cache),
-// or had them when it last crashed: a leader may count a follower's fetch from before a crash
-// it has not heard of, and the crash is the failure that excuses the copy lost.
+// or had them at one of its crashes: a leader may count a follower's fetch from before a
+// crash it has not heard of (even across a restart and a second crash), and the crash is the
+// failure that excuses the copy lost.
 func (s *Sim) checkMinISR(leader *node, p int32, base int64, values []string) {
 	st, ok := s.ctrl.Partition(topic, p)
 	if !ok || len(values) == 0 {
@@ -87,8 +89,8 @@ func (s *Sim) checkMinISR(leader *node, p int32, base int64, values []string) {
 		case m.downHeld != nil:
 			ok = m.downHeld[p].holds(base, values)
 		}
-		if !ok && m.crashHeld != nil {
-			ok = m.crashHeld[p].holds(base, values)
+		for _, c := range m.crashHeld {
+			ok = ok || c[p].holds(base, values)
 		}
 		if ok {
 			holders = append(holders, id)

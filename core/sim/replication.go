@@ -44,6 +44,12 @@ func (s *Sim) fetchRoundOf(n *node, f *broker.Fetcher) {
 	// Copies of the requests (the Round is reused by the next Plan, after this one ends).
 	epochs := slices.Clone(r.Epochs)
 	offsets := slices.Clone(r.Offsets)
+	// The assignments the round was planned under: an answer for a partition that moved
+	// away and back meanwhile (num.replica.fetchers changed) is dropped, not applied.
+	gens := map[int32]uint64{}
+	for _, fp := range f.Partitions() {
+		gens[fp.Partition] = fp.Gen
+	}
 	fetch := r.Fetch
 	fetch.Partitions = slices.Clone(r.Fetch.Partitions)
 	failed := func() {
@@ -102,7 +108,7 @@ func (s *Sim) fetchRoundOf(n *node, f *broker.Fetcher) {
 								qi := slices.IndexFunc(fetch.Partitions, func(q broker.FetchPartition) bool {
 									return q.Partition == fp.Partition && q.CurrentLeaderEpoch == fp.State.LeaderEpoch
 								})
-								if fp.State.Phase != partition.PhaseFetching || qi < 0 {
+								if fp.State.Phase != partition.PhaseFetching || qi < 0 || fp.Gen != gens[fp.Partition] {
 									continue
 								}
 								s.synced[syncKey{n.id, inc, fp.Partition}] = fp.State.LeaderEpoch

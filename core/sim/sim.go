@@ -207,8 +207,9 @@ type node struct {
 	// lastISRPass is when the convergence phase's timers last ran its ISR expiration.
 	lastISRPass int64
 	// downHeld is what its replicas held when it last went down (nil while up); crashHeld
-	// what they held when it last crashed (checkMinISR).
-	downHeld, crashHeld map[int32]heldLog
+	// what they held at each of its crashes (checkMinISR).
+	downHeld  map[int32]heldLog
+	crashHeld []map[int32]heldLog
 }
 
 func (n *node) up() bool { return n.b != nil }
