@@ -128,11 +128,14 @@ func (s *Sim) notLive() []string {
 		if k := s.ctrl.Pending(n.id); k > 0 {
 			out = append(out, fmt.Sprintf("broker %d has %d metadata changes to apply", n.id, k))
 		}
+		var stuck []string
 		for f, at := range n.inflight {
 			if at != 0 && s.now-at > fetchStuckNs {
-				out = append(out, fmt.Sprintf("broker %d: the round of its fetcher from %d has been in flight %v", n.id, f.Source(), time.Duration(s.now-at)))
+				stuck = append(stuck, fmt.Sprintf("broker %d: the round of its fetcher from %d has been in flight %v", n.id, f.Source(), time.Duration(s.now-at)))
 			}
 		}
+		slices.Sort(stuck)
+		out = append(out, stuck...)
 	}
 	for p := int32(0); p < int32(s.nparts); p++ {
 		out = append(out, s.partitionNotLive(p)...)
