@@ -172,7 +172,7 @@ func New(cfg Config, ctrl *controller.Controller, transport Transport) (*Broker,
 		return nil, errors.New("broker: transport is nil")
 	}
 	fs := vfs.Or(cfg.FS)
-	if err := fs.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	if err := vfs.MkdirAllDurable(fs, cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("broker %d: log.dirs %q: %w", cfg.ID, cfg.DataDir, err)
 	}
 	now := cfg.Now

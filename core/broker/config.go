@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/core/config"
+	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/log"
 	"github.com/isrbench/isrbench/core/partition"
 	"github.com/isrbench/isrbench/core/vfs"
@@ -103,6 +104,17 @@ type Config struct {
 	// Logf receives the broker's log lines (recovery, fetcher errors, ISR
 	// change failures); nil = the standard library logger.
 	Logf func(format string, args ...any)
+	// AlterPartition, if set, carries the leader's AlterPartition requests (ISR changes) to
+	// the controller and their answers back: it must call answer exactly once, from any
+	// goroutine and with no broker lock held, with the controller's answer, or with an error
+	// wrapping kerr.RequestTimedOut when the request or its answer was lost (the outcome is
+	// unknown: the broker keeps the change pending and sends the same request again, as
+	// Kafka's AlterPartitionManager retries). nil (the default): the broker calls the
+	// controller's AlterPartition directly and the answer comes at once (the in-process
+	// metadata plane). The deterministic simulator sets it to delay, reorder and lose
+	// requests and answers, so that fetches, appends, shrinks and elections land while a
+	// change is in flight.
+	AlterPartition func(req controller.AlterPartitionRequest, answer func(controller.PartitionState, error))
 }
 
 // DefaultConfig returns Kafka's defaults, the registry's (core/config); ID 0 and DataDir

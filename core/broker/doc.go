@@ -16,7 +16,9 @@
 //     leader epoch (KIP-101/279) before fetching from a new leader;
 //   - ISR expiration (every replica.lag.time.max.ms/2) and ISR expansion
 //     (proposed by the fetch path, applied by the ISR goroutine) through the
-//     controller's AlterPartition;
+//     controller's AlterPartition, called directly or through
+//     Config.AlterPartition (a lost answer is sent again; the change stays
+//     pending, the HW counting the maximal ISR, until it is settled);
 //   - log retention (every log.retention.check.interval.ms, bounded by the HW);
 //   - heartbeats to the controller and the HW checkpoint file
 //     <DataDir>/replication-offset-checkpoint (Kafka format: "0", count, then
@@ -131,7 +133,8 @@
 // The controller's locks come after all of these: it may be called with Broker.apply,
 // Broker.ckpt or Broker.pause held (a storage failure reports the offline log dir from
 // wherever it is noticed), never with Broker.mu or a Fetcher's mu held. alterISR calls
-// AlterPartition with no lock held and takes Broker.apply only to apply the answer. The
+// AlterPartition (or Config.AlterPartition) with no lock held and takes Broker.apply only to
+// apply the answer, which Config.AlterPartition may deliver from any goroutine. The
 // controller never calls back into a broker synchronously: subscription delivery runs on
 // its own goroutine (or the simulator's DeliverPending) with none of its locks held.
 //

@@ -485,7 +485,7 @@ func (f *Fetcher) Partitions() []FetcherPartition {
 	out := make([]FetcherPartition, 0, len(f.mu.order))
 	for _, k := range f.mu.order {
 		fp := f.mu.parts[k]
-		out = append(out, FetcherPartition{Topic: k.topic, Partition: k.partition, State: fp.fs})
+		out = append(out, FetcherPartition{Topic: k.topic, Partition: k.partition, State: fp.fs, Gen: fp.gen})
 	}
 	return out
 }
@@ -495,4 +495,7 @@ type FetcherPartition struct {
 	Topic     string
 	Partition int32
 	State     partition.FetchState
+	// Gen identifies the partition's assignment to the fetcher: the answers of a round
+	// planned under another one (the partition moved away and back meanwhile) are dropped.
+	Gen uint64
 }

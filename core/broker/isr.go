@@ -98,13 +98,52 @@ func (b *Broker) ApplyExpansions() {
 // the accepted state is applied with it held.
 func (b *Broker) alterISR(h *hosted, p *partition.ISRProposal, expand bool) {
 	st := p.Base
-	newSt, err := b.ctrl.AlterPartition(controller.AlterPartitionRequest{
+	b.sendAlterPartition(h, p, expand, controller.AlterPartitionRequest{
 		Topic: st.Topic, Partition: st.Partition, Leader: b.cfg.ID, LeaderBrokerEpoch: b.epoch.Load(),
 		LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch, ISR: p.ISR, BrokerEpochs: p.BrokerEpochs,
-	})
+	}, false)
+}
+
+// sendAlterPartition sends req, the request of the pending change p (resent: again, after an
+// attempt whose answer was lost), through Config.AlterPartition, or straight to the
+// controller when that is nil (the answer then comes before it returns).
+func (b *Broker) sendAlterPartition(h *hosted, p *partition.ISRProposal, expand bool, req controller.AlterPartitionRequest, resent bool) {
+	answer := func(newSt controller.PartitionState, err error) {
+		b.onAlterPartition(h, p, expand, req, resent, newSt, err)
+	}
+	if b.cfg.AlterPartition == nil {
+		answer(b.ctrl.AlterPartition(req))
+		return
+	}
+	b.cfg.AlterPartition(req, answer)
+}
+
+// onAlterPartition handles the answer to the AlterPartition request req of the pending change
+// p. An answer lost on the way (RequestTimedOut) leaves the outcome unknown: the change stays
+// pending (the HW keeps counting the maximal ISR) and the same request is sent again while p
+// is still the pending change, as Kafka's AlterPartitionManager does. A refusal withdraws p,
+// except that a resent request refused because the controller's state moved on
+// (INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER) leaves p pending: an
+// earlier attempt may be what moved it (its answer was lost), and withdrawing an expansion the
+// controller accepted would let the HW pass the new member's LEO. The state the controller
+// publishes settles p then, as Kafka keeps its pending state on these errors. An accepted
+// state is applied under b.apply (a state older than the one applied meanwhile, by a metadata
+// update that overtook the answer, is ignored by applyLocked).
+func (b *Broker) onAlterPartition(h *hosted, p *partition.ISRProposal, expand bool, req controller.AlterPartitionRequest, resent bool, newSt controller.PartitionState, err error) {
+	st := p.Base
+	if err != nil && errors.Is(err, kerr.RequestTimedOut) {
+		if b.running() && h.r.ISRChangePending(p) {
+			b.sendAlterPartition(h, p, expand, req, true)
+		}
+		return
+	}
+	stale := err != nil && (errors.Is(err, kerr.InvalidUpdateVersion) || errors.Is(err, kerr.FencedLeaderEpoch) || errors.Is(err, kerr.NotLeaderForPartition))
+	if stale && resent {
+		return // settled by the controller's state, which is on its way
+	}
 	if err != nil {
 		h.r.AbortISRChange(p)
-		if !errors.Is(err, kerr.InvalidUpdateVersion) && !errors.Is(err, kerr.FencedLeaderEpoch) && !errors.Is(err, kerr.NotLeaderForPartition) {
+		if !stale {
 			// e.g. a fenced follower proposed for the ISR: log each distinct
 			// error once, not on every fetch that re-proposes it.
 			msg := err.Error()

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/log"
 	"github.com/isrbench/isrbench/core/partition"
@@ -36,6 +38,13 @@ func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
 	l, rec, err := log.Open(dir, lcfg)
 	if err != nil {
 		return nil, "", fmt.Errorf("open log %s: %w", dir, b.storageFailed(err))
+	}
+	if dirMissing {
+		// The new replica directory's entry durable, or a crash loses the replica whole.
+		if err := b.fs.SyncDir(b.cfg.DataDir); err != nil {
+			_ = l.Close()
+			return nil, "", fmt.Errorf("replica %s: fsync %s: %w", key, b.cfg.DataDir, b.storageFailed(fmt.Errorf("%w: %w", err, kerr.KafkaStorageError)))
+		}
 	}
 	if b.cfg.OnRecovery != nil {
 		b.cfg.OnRecovery(key.topic, key.partition, rec)

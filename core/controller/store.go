@@ -200,7 +200,7 @@ type opened struct {
 func openStore(fsys vfs.FS, dir string) (*store, opened, Recovery, error) {
 	rec := Recovery{Dir: dir}
 	var o opened
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+	if err := vfs.MkdirAllDurable(fsys, dir); err != nil {
 		return nil, o, rec, fmt.Errorf("controller: metadata dir %s: %w", dir, err)
 	}
 	snaps, logs, err := generations(fsys, dir)

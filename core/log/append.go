@@ -289,6 +289,7 @@ func (l *Log) rollTo(old, ns *segment) {
 	l.mu.Unlock()
 	l.wmu.rolled = append(l.wmu.rolled, rolledSeg{s: old, h: h})
 	l.rollFlush.Store(true)
+	l.wmu.dirDirty = true // ns's directory entry: durable at the roll flush or the next fsyncDirty
 }
 
 // writeSeg writes bufs at off in the active segment seg with one Writer call; a failure

@@ -211,6 +211,14 @@ func (l *Log) fsyncDirty() error {
 		}
 		s.synced = s.size
 	}
+	if l.wmu.dirDirty {
+		// A segment created since the directory's last fsync: without its entry a crash
+		// loses the file, fsynced contents and all (Kafka's LocalLog.flush syncs it too).
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return l.fail("fsync log dir", fmt.Errorf("%s: %w", l.dir, err))
+		}
+		l.wmu.dirDirty = false
+	}
 	l.wmu.unflushed = 0
 	if l.flushT {
 		l.wmu.lastFlushMs = l.nowMs()

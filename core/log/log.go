@@ -57,6 +57,7 @@ type Log struct {
 		lastFlushMs   int64
 		recoveryPoint int64 // persisted recovery point
 		logStartCkpt  int64 // what LogStartFile holds: -1 no file, -2 an unusable one
+		dirDirty      bool  // a segment was created by a roll since the directory was last fsynced
 		bufs          [][]byte
 		pend          []pending
 		idxScratch    []byte

@@ -763,6 +763,16 @@ func TestPowerLoss(t *testing.T) {
 		mk   func(t *testing.T) (crashFS, string)
 	}{
 		{"memfs", func(t *testing.T) (crashFS, string) { return vfs.NewMemFS(nil), "/data/t-0" }},
+		// Directory entries durable only once synced: a rolled segment is kept by the
+		// directory fsync of the flush (the replica directory itself is the broker's to
+		// make durable).
+		{"strict memfs", func(t *testing.T) (crashFS, string) {
+			fs := vfs.NewStrictMemFS(nil)
+			if err := vfs.MkdirAllDurable(fs, "/data/t-0"); err != nil {
+				t.Fatal(err)
+			}
+			return fs, "/data/t-0"
+		}},
 		{"os", func(t *testing.T) (crashFS, string) { return vfs.NewPowerLossFS(vfs.OS), t.TempDir() }},
 	} {
 		t.Run(fsys.name+"/flush.messages=1 keeps everything", func(t *testing.T) {

@@ -106,6 +106,12 @@ func (l *Log) TruncateTo(offset int64) error {
 	if rmErr != nil {
 		return l.poison("truncate", rmErr)
 	}
+	if len(removed) > 0 {
+		// The deletions durable, so that a crash does not bring the segments back.
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return l.poison("truncate", err)
+		}
+	}
 	if l.logStart.Load() > bound {
 		l.setLogStartLocked(bound)
 		if err := l.persistLogStartLocked(); err != nil {

@@ -373,11 +373,22 @@ func (r *Replica) withdraw() {
 func (r *Replica) AbortISRChange(p *ISRProposal) {
 	r.roleMu.Lock()
 	defer r.roleMu.Unlock()
-	s := r.state.Load()
-	if s.pending == nil || s.st.PartitionEpoch != p.Base.PartitionEpoch || s.st.LeaderEpoch != p.Base.LeaderEpoch {
+	if !pendingIs(r.state.Load(), p) {
 		return
 	}
 	r.withdraw()
+}
+
+// ISRChangePending reports whether p is still the pending change: proposed on the current
+// partition state and neither settled by a new state nor withdrawn since. A leader whose
+// AlterPartition went unanswered sends p again only then. Lock-free.
+func (r *Replica) ISRChangePending(p *ISRProposal) bool { return pendingIs(r.state.Load(), p) }
+
+// pendingIs reports whether p is the pending change of s: a later proposal on the same
+// partition state (after p was withdrawn) is not p.
+func pendingIs(s *snapshot, p *ISRProposal) bool {
+	return s.pending != nil && s.st.PartitionEpoch == p.Base.PartitionEpoch && s.st.LeaderEpoch == p.Base.LeaderEpoch &&
+		slices.Equal(s.pending, p.ISR)
 }
 
 // FollowerLEO returns the leader's record of follower id's LEO (exclusive),

@@ -71,7 +71,10 @@ func (s *Sim) check() {
 				s.fail("p%d: follower %d HW %d > leader %d HW %d in epoch %d (follower log start %d)", p, m.id, mr.HW(), ln.id, hw, st.LeaderEpoch, mr.LogStart())
 				return
 			}
-			if !slices.Contains(st.ISR, m.id) || !slices.Contains(lr.ISR(), m.id) {
+			// Every member of the controller's ISR (elections choose from it), whether or not
+			// the leader has heard of the change that added it yet: an expansion in flight
+			// is in the leader's maximal ISR, so the HW cannot pass the new member's LEO.
+			if !slices.Contains(st.ISR, m.id) {
 				continue
 			}
 			if mr.LEO() < hw {
@@ -135,7 +138,7 @@ func (s *Sim) checkDurability(final bool) {
 			s.fail("p%d: reading leader %d: %v", p, st.Leader, err)
 			return
 		}
-		if final && s.lossAllowedUpTo == 0 {
+		if final && !s.lossy[p] {
 			// Nothing is written twice: plain producers never resend, idempotent ones'
 			// retries are deduplicated.
 			seen := map[string]int64{}
@@ -157,7 +160,7 @@ func (s *Sim) checkDurability(final bool) {
 			for _, k := range keys {
 				e := m[k]
 				if k.p != p || s.excused(e) || (s.retentionUsed && k.off < lr.LogStart()) {
-					continue // excused by a correlated failure, or expired by retention
+					continue // excused by a failure (excuse.go), or expired by retention
 				}
 				if got, ok := vals[k.off]; !ok || got != e.value {
 					v := e.value

@@ -156,8 +156,17 @@ func (s *Sim) sendIdempotent(ip *idemProducer, ib *idemBatch) {
 				s.acked[k] = entry{v, valueNum(v)}
 			}
 			s.tracef("idempotent producer %d p%d seq %d: offsets %d..%d (attempt %d)", ip.pid, ib.p, ib.seq, res.BaseOffset, res.BaseOffset+int64(len(ib.values))-1, attempt)
-		case errors.Is(res.Err, kerr.OutOfOrderSequenceNumber) && s.lossAllowedUpTo == 0:
+		case errors.Is(res.Err, kerr.OutOfOrderSequenceNumber) && !s.lossy[ib.p]:
 			s.fail("idempotent producer %d p%d seq %d: %v: the broker lost the producer's acknowledged batches", ip.pid, ib.p, ib.seq, res.Err)
+		case errors.Is(res.Err, kerr.OutOfOrderSequenceNumber):
+			// An excused loss took the producer's acknowledged batches: the error is fatal
+			// to it, and the application starts a new producer (a new producer id); the
+			// batches it had in flight are abandoned, unacknowledged.
+			old := ip.pid
+			ip.pid += int64(len(s.idem))
+			clear(ip.next)
+			clear(ip.inflight)
+			s.tracef("idempotent producer %d p%d seq %d: %v after an excused loss: replaced by producer %d", old, ib.p, ib.seq, res.Err, ip.pid)
 		default:
 			retry(res.Err.Error())
 		}
@@ -238,7 +247,20 @@ func (s *Sim) checkAfterAppend(pp *pendingProduce) {
 
 func (s *Sim) respond(n *node, acks int16, parts []broker.ProducePartition, values []string, done func(broker.ProducePartition)) {
 	res := parts[0]
+	if acks == -1 && res.Err == nil {
+		s.checkMinISR(n, res.Partition, res.BaseOffset, values)
+		// Acknowledged now, known to the client once the answer arrives: a failure meanwhile
+		// excuses these records as it does those the client knows of.
+		for i, v := range values {
+			s.acking[valueNum(v)] = ackRef{key{res.Partition, res.BaseOffset + int64(i)}, entry{v, valueNum(v)}}
+		}
+	}
 	s.at(s.now+s.delay(n.id, -1), func() {
+		if acks == -1 && res.Err == nil {
+			for _, v := range values {
+				delete(s.acking, valueNum(v))
+			}
+		}
 		if done != nil {
 			done(res)
 			return

@@ -12,6 +12,12 @@
 //     delivery: the simulator decides when a fetcher sends its round, when each message
 //     arrives (delayed, dropped, held while the peer is paused), when a broker learns of
 //     a metadata change, when it heartbeats, expires ISR members or proposes expansions;
+//   - the leaders' AlterPartition requests (broker.Config.AlterPartition), carried to the
+//     controller and answered over the network model: delayed each way, so reordered with
+//     fetches, appends, metadata deliveries, shrinks and elections that land while a change
+//     is in flight, and lost (one in eight each way while faults run, every one while the
+//     broker is cut from the controller), which the broker hears as REQUEST_TIMED_OUT and
+//     answers by sending the request again;
 //   - clients: producers (acks 0, 1, all) that send to the leader they last saw in the
 //     metadata, and consumers (a read that returns a record at or past the leader's HW
 //     fails the seed, as does an acks=all wait answered NOT_ENOUGH_REPLICAS_AFTER_APPEND
@@ -32,14 +38,28 @@
 // leader's HW never decreases within its leadership; a follower that fetched in the current
 // leader epoch has HW <= the leader's (or its own log start, when the leader's lags behind
 // it); a follower that applied a fetch response took the leader's log start from it, up to
-// its HW; every running ISR member holds the leader's [log start, HW) byte for byte (from
+// its HW; every running member of the controller's ISR (also one whose expansion the
+// leader has not heard the answer to) holds the leader's [log start, HW) byte for byte (from
 // the later of the two log starts); and, periodically and at the end (after the faults heal
-// and the cluster converges), every record acknowledged with acks=all is present at its
+// and the cluster converged), every record acknowledged with acks=all is present at its
 // acknowledged offset and nothing a consumer read was lost (truncated after the read),
-// unless retention deleted it (below the leader's log start).
-// Crashes (the only fault that loses page-cache data) are injected only while the cluster
-// is fully in sync, so every acknowledged record must survive: a single-broker failure of
-// any kind loses nothing.
+// unless retention deleted it (below the leader's log start). When a leader acknowledges an
+// acks=all batch, at least the effective min.insync.replicas = min(min.insync.replicas,
+// replication factor) replicas must hold it (minisr.go: a replica down holds what it held
+// when it went down, a crashed one what it held at the crash).
+// After the last fault heals, the run is live (liveness.go): within 30 s of virtual time
+// (a bound derived from the session, request, AlterPartition and fetch-backoff timeouts),
+// every partition has a leader, the ISR is the whole replica set, HW = LEO on every replica,
+// every acks=all produce was answered, every idempotent batch acknowledged and no fetcher is
+// stuck; a run that does not get there fails with what is missing.
+// Crashes (power losses, the only fault that loses data: the page cache) hit any running
+// broker, in sync or not; the disks are strict vfs.MemFS (a directory entry survives a crash
+// only once its directory was synced). A crash excuses losing exactly the records that no
+// live ISR member other than the crashed broker held, and while a crashed broker catches up a
+// further failure excuses the records no live ISR member outside it held (the rules are
+// written down in excuse.go); nothing else may be lost. One run in four sets the topic's
+// flush.messages=1: every append is fsynced before anyone sees it, crashes excuse nothing, and
+// a cluster restart is sometimes a power loss of every broker at once.
 //
 // Run: Run(Options{Seed: n}) returns the failure (nil if none) and the trace of every
 // step; the same seed gives the same trace. TestSimulation runs many seeds; -sim.seed=N

@@ -23,7 +23,7 @@ func (s *Sim) fault() {
 	}
 	if s.crashPending && s.rng.IntN(5) != 0 {
 		// Mostly spare the other brokers while a crashed one catches up, so that crashes
-		// are checked for loss and not excused as correlated failures.
+		// are checked for loss and not excused as correlated failures (rule 2 of excuse.go).
 		s.healOne(n)
 		return
 	}
@@ -33,7 +33,8 @@ func (s *Sim) fault() {
 			s.kill(n, s.rng.IntN(2) == 0)
 		}
 	case r < 24:
-		if n.up() && !s.crashPending && s.crashSafe() {
+		// A power loss, in sync or not: what only n held is excused (excuse.go).
+		if n.up() {
 			s.crash(n)
 		}
 	case r < 40:
@@ -42,7 +43,7 @@ func (s *Sim) fault() {
 		}
 	case r < 48:
 		if n.up() && !n.paused {
-			s.failure(fmt.Sprintf("broker %d paused", n.id))
+			s.failure(fmt.Sprintf("broker %d paused", n.id), n.id)
 			n.paused = true
 			n.b.Pause()
 			s.stats.Pauses++
@@ -75,7 +76,7 @@ func (s *Sim) fault() {
 		n.ctrlCut = !n.ctrlCut
 		if n.ctrlCut {
 			s.stats.CtrlCuts++
-			s.failure(fmt.Sprintf("broker %d cut from the controller", n.id))
+			s.failure(fmt.Sprintf("broker %d cut from the controller", n.id), n.id)
 		}
 		s.tracef("broker %d cut from the controller: %v", n.id, n.ctrlCut)
 	case r < 77:
@@ -100,7 +101,7 @@ func (s *Sim) fault() {
 		}
 	case r < 83:
 		if n.up() && !n.diskFull {
-			s.failure(fmt.Sprintf("broker %d disk full", n.id))
+			s.failure(fmt.Sprintf("broker %d disk full", n.id), n.id)
 			n.diskFull = true
 			n.fs.SetCapacity(n.fs.Used())
 			s.stats.DiskFul++
@@ -299,7 +300,8 @@ func (s *Sim) toggleRetention() {
 }
 
 func (s *Sim) kill(n *node, fence bool) {
-	s.failure(fmt.Sprintf("broker %d killed", n.id))
+	s.failure(fmt.Sprintf("broker %d killed", n.id), n.id)
+	s.goingDown(n, false)
 	n.b.Kill()
 	n.b = nil
 	s.stats.Kills++
@@ -309,15 +311,25 @@ func (s *Sim) kill(n *node, fence bool) {
 	s.tracef("broker %d killed (fenced at once: %v)", n.id, fence)
 }
 
-// crash is a power loss of one broker: it loses what it did not fsync. Only while the
-// cluster is fully in sync, so that every acknowledged record is on another replica.
+// crash is a power loss of one broker: it loses what it did not fsync (its whole page cache;
+// with fsyncAll nothing acknowledged). The records only it held are excused (rule 1 of
+// excuse.go); until the cluster is back in sync, further failures are checked by rule 2.
 func (s *Sim) crash(n *node) {
+	if !s.crashSafe() {
+		s.stats.CrashesOutOfSync++
+	}
+	if !s.fsyncAll {
+		s.excuse(fmt.Sprintf("broker %d crashed", n.id), []int32{n.id})
+	}
+	s.goingDown(n, true)
 	if err := n.b.Crash(); err != nil {
 		s.fail("crash broker %d: %v", n.id, err)
 	}
 	n.b = nil
 	s.stats.Crashes++
-	s.crashPending = true
+	if !s.fsyncAll {
+		s.crashPending = true
+	}
 	s.tracef("broker %d crashed (power loss)", n.id)
 }
 
@@ -341,10 +353,18 @@ func (s *Sim) resume(n *node) {
 // reopens the controller from its metadata log and starts every broker again.
 func (s *Sim) restartCluster() {
 	s.stats.ClusterRestarts++
-	s.failure("a cluster restart")
+	all := make([]int32, len(s.nodes))
+	for i, n := range s.nodes {
+		all[i] = n.id
+	}
+	s.failure("a cluster restart", all...)
 	s.tracef("cluster restart")
+	if s.fsyncAll && s.rng.IntN(2) == 0 {
+		s.crashAll()
+	}
 	for _, n := range s.nodes {
 		if n.up() {
+			s.goingDown(n, false)
 			n.b.Kill()
 			n.b = nil
 		}
@@ -428,8 +448,8 @@ func (s *Sim) operatorElections() {
 		}
 		dmg := s.ctrl.Damaged(topic, p)
 		if !slices.ContainsFunc(st.ISR, func(id int32) bool { return !slices.Contains(dmg, id) }) {
-			if s.lossAllowedUpTo == 0 {
-				s.fail("p%d is offline: every ISR member %v is damaged %v, without a correlated failure", p, st.ISR, dmg)
+			if !s.lossy[p] {
+				s.fail("p%d is offline: every ISR member %v is damaged %v, without a failure that excuses it", p, st.ISR, dmg)
 				return
 			}
 			if _, err := s.ctrl.ElectLeader(topic, p, true); err == nil {
@@ -461,38 +481,4 @@ func (s *Sim) heal() {
 			s.restart(n)
 		}
 	}
-}
-
-// inSync reports whether every broker runs and every partition has its whole replica set in
-// the ISR, with every replica at the leader's LEO and the leader's HW there too.
-func (s *Sim) inSync() bool {
-	for _, n := range s.nodes {
-		if !n.up() || n.paused || n.ctrlCut || n.diskFull || n.b.LogDirOffline() != nil || s.ctrl.Pending(n.id) > 0 {
-			return false
-		}
-	}
-	if len(s.cut) > 0 {
-		for _, c := range s.cut {
-			if c {
-				return false
-			}
-		}
-	}
-	for p := int32(0); p < int32(s.nparts); p++ {
-		st, ok := s.ctrl.Partition(topic, p)
-		if !ok || st.Leader == controller.NoLeader || len(st.ISR) != len(st.Replicas) {
-			return false
-		}
-		lr, ok := s.nodes[st.Leader].b.Replica(topic, p)
-		if !ok || !lr.IsLeader() || lr.HW() != lr.LEO() {
-			return false
-		}
-		for _, id := range st.Replicas {
-			r, ok := s.nodes[id].b.Replica(topic, p)
-			if !ok || r.LEO() != lr.LEO() {
-				return false
-			}
-		}
-	}
-	return true
 }

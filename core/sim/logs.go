@@ -17,7 +17,7 @@ func (s *Sim) describe() string {
 		if n.up() {
 			fmt.Fprintf(&b, "b%d runs epoch %d paused=%v", n.id, n.b.Epoch(), n.paused)
 			for _, f := range n.b.Fetchers() {
-				fmt.Fprintf(&b, " fetcher(from %d, inflight %v):", f.Source(), n.inflight[f])
+				fmt.Fprintf(&b, " fetcher(from %d, in flight %v):", f.Source(), n.inflight[f] != 0)
 				for _, fp := range f.Partitions() {
 					fmt.Fprintf(&b, " p%d %s epoch %d until %d", fp.Partition, fp.State.Phase, fp.State.LeaderEpoch, fp.State.DelayedUntil-s.now)
 				}

@@ -3,10 +3,14 @@ package sim
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/isrbench/isrbench/core/broker"
+	"github.com/isrbench/isrbench/core/controller"
 )
 
 // msg is a delivery at a virtual time; seq orders deliveries at the same time.
@@ -91,4 +95,66 @@ func (s *Sim) deliver(n *node, inc int, fn, failed func()) {
 	default:
 		fn()
 	}
+}
+
+// ctrlNode is the controller's end of a link in the network model (clients are -1).
+const ctrlNode = -2
+
+// errLost is what a broker's AlterPartition hears when its request or the answer was lost:
+// REQUEST_TIMED_OUT after rpcTimeNs, the outcome unknown.
+var errLost = fmt.Errorf("sim: AlterPartition request or answer lost: %w", kerr.RequestTimedOut)
+
+// lost reports whether a controller request or answer is lost: always while n is cut from the
+// controller, else one time in alterLossEvery while faults run (never once they healed).
+func (s *Sim) lost(n *node) bool {
+	return n.ctrlCut || (!s.healed && s.rng.IntN(alterLossEvery) == 0)
+}
+
+// alterLossEvery: one AlterPartition request or answer in alterLossEvery is lost while faults
+// run.
+const alterLossEvery = 8
+
+// alterPartition carries the AlterPartition request of broker n's incarnation inc to the
+// controller and the answer back (broker.Config.AlterPartition): each way delayed as a message
+// between brokers (so it is reordered with fetches, metadata deliveries, produces and other
+// ISR changes), and lost as lost says. A lost request or answer is answered REQUEST_TIMED_OUT
+// rpcTimeNs after the request was sent, and the broker sends it again. The controller handles
+// a request whenever it arrives, even after its sender died or the controller restarted: its
+// broker, leader and partition epochs decide. An answer for an incarnation that ended is
+// dropped; one for a paused broker waits for it to resume.
+func (s *Sim) alterPartition(n *node, inc int, req controller.AlterPartitionRequest, answer func(controller.PartitionState, error)) {
+	s.stats.AlterPartitions++
+	sent := s.now
+	timedOut := func(why string) {
+		s.stats.AlterLost++
+		s.tracef("broker %d: AlterPartition p%d isr=%v (partition epoch %d): %s", n.id, req.Partition, req.ISR, req.PartitionEpoch, why)
+		s.at(max(s.now, sent+rpcTimeNs), func() {
+			s.deliver(n, inc, func() { answer(controller.PartitionState{}, errLost) }, nil)
+		})
+	}
+	if s.lost(n) {
+		timedOut("request lost")
+		return
+	}
+	s.at(s.now+s.delay(n.id, ctrlNode), func() {
+		st, err := s.ctrl.AlterPartition(req)
+		switch {
+		case err != nil && errors.Is(err, controller.ErrMetadataLog):
+			s.refused(err)
+		case err != nil:
+			s.tracef("controller: AlterPartition of broker %d p%d isr=%v: %v", n.id, req.Partition, req.ISR, err)
+		default:
+			s.tracef("controller: AlterPartition of broker %d p%d isr=%v: partition epoch %d", n.id, req.Partition, req.ISR, st.PartitionEpoch)
+		}
+		if s.lost(n) {
+			timedOut("answer lost")
+			return
+		}
+		at := s.now + s.delay(ctrlNode, n.id)
+		if at > sent+rpcTimeNs {
+			timedOut("answer too late")
+			return
+		}
+		s.at(at, func() { s.deliver(n, inc, func() { answer(st, err) }, nil) })
+	})
 }

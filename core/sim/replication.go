@@ -17,8 +17,12 @@ func (s *Sim) fetchRound(n *node) {
 	if len(fs) == 0 {
 		return
 	}
-	f := fs[s.rng.IntN(len(fs))]
-	if n.inflight[f] {
+	s.fetchRoundOf(n, fs[s.rng.IntN(len(fs))])
+}
+
+// fetchRoundOf sends one round of n's fetcher f unless it has one in flight.
+func (s *Sim) fetchRoundOf(n *node, f *broker.Fetcher) {
+	if n.inflight[f] != 0 {
 		return
 	}
 	r := f.Plan()
@@ -34,18 +38,24 @@ func (s *Sim) fetchRound(n *node) {
 		}
 		return
 	}
-	n.inflight[f] = true
+	n.inflight[f] = s.now
 	src, inc := f.Source(), n.inc
 	s.tracef("broker %d fetcher from %d: round of %d epoch, %d offset, %d fetch questions", n.id, src, len(r.Epochs), len(r.Offsets), len(r.Fetch.Partitions))
 	// Copies of the requests (the Round is reused by the next Plan, after this one ends).
 	epochs := slices.Clone(r.Epochs)
 	offsets := slices.Clone(r.Offsets)
+	// The assignments the round was planned under: an answer for a partition that moved
+	// away and back meanwhile (num.replica.fetchers changed) is dropped, not applied.
+	gens := map[int32]uint64{}
+	for _, fp := range f.Partitions() {
+		gens[fp.Partition] = fp.Gen
+	}
 	fetch := r.Fetch
 	fetch.Partitions = slices.Clone(r.Fetch.Partitions)
 	failed := func() {
 		if n.inc == inc && n.up() {
 			f.Failed(r)
-			n.inflight[f] = false
+			delete(n.inflight, f)
 		}
 	}
 	s.send(n.id, src, func() {
@@ -98,7 +108,7 @@ func (s *Sim) fetchRound(n *node) {
 								qi := slices.IndexFunc(fetch.Partitions, func(q broker.FetchPartition) bool {
 									return q.Partition == fp.Partition && q.CurrentLeaderEpoch == fp.State.LeaderEpoch
 								})
-								if fp.State.Phase != partition.PhaseFetching || qi < 0 {
+								if fp.State.Phase != partition.PhaseFetching || qi < 0 || fp.Gen != gens[fp.Partition] {
 									continue
 								}
 								s.synced[syncKey{n.id, inc, fp.Partition}] = fp.State.LeaderEpoch
@@ -108,7 +118,7 @@ func (s *Sim) fetchRound(n *node) {
 							}
 						}
 					}
-					n.inflight[f] = false
+					delete(n.inflight, f)
 					s.tracef("broker %d fetcher from %d: round answered", n.id, src)
 				}, nil)
 			}, func() { s.deliver(n, inc, failed, nil) })

@@ -58,6 +58,8 @@ type Stats struct {
 	Kills, Crashes, Restarts, Pauses, Partitions, DiskFul int
 	ClusterRestarts, LeaderMoves, CtrlCuts, Correlated    int
 	FetcherResizes, PartitionAdds, Rebalances             int
+	// CrashesOutOfSync counts crashes while some broker was down or some ISR not full.
+	CrashesOutOfSync int
 	// LeaderFlaps counts leaderships moved back to the previous leader soon after a move;
 	// ParkedWaits counts acks=all waits first looked at late (parkedUntil).
 	LeaderFlaps, ParkedWaits int
@@ -67,6 +69,15 @@ type Stats struct {
 	// MetaCrashes counts power losses of the controller's disk (with a torn append or a
 	// flipped bit in one copy, sometimes).
 	MetaCrashes int
+	// FsyncRuns counts runs with flush.messages=1; PowerLosses the power losses of every
+	// broker at once (in those runs only).
+	FsyncRuns, PowerLosses int
+	// AlterPartitions counts the leaders' AlterPartition requests (retries included);
+	// AlterLost those whose request or answer was lost (answered REQUEST_TIMED_OUT).
+	AlterPartitions, AlterLost int
+	// ConvergedMaxNs is the longest a run took to meet every liveness condition after its
+	// faults healed (the maximum over runs when added up).
+	ConvergedMaxNs int64
 	// RetentionOn counts the times the topic's retention.bytes was set (retentionBytes);
 	// RetentionDeletes counts retention passes that deleted segments; ConsumerResets counts
 	// consumers moved up to a log start that retention passed.
@@ -110,9 +121,10 @@ type Sim struct {
 	cut   map[[2]int32]bool  // network partition between two brokers (both directions)
 	slow  map[[2]int32]int64 // extra one-way delay (ns)
 
-	acked     map[key]entry // acks=all acknowledged: (partition, offset) -> value
-	consumed  map[key]entry // read by a consumer below the HW
-	consumer  []int64       // consumer position per partition
+	acked     map[key]entry  // acks=all acknowledged: (partition, offset) -> value
+	acking    map[int]ackRef // acks=all acknowledged by a leader, the answer on its way, by record number
+	consumed  map[key]entry  // read by a consumer below the HW
+	consumer  []int64        // consumer position per partition
 	nextValue int
 	pending   []*pendingProduce
 	idem      []*idemProducer
@@ -120,12 +132,21 @@ type Sim struct {
 	synced    map[syncKey]int32 // follower applied a fetch response in this leader epoch
 	lastState map[int32]string  // last traced controller state per partition
 	// crashPending: a broker crashed and the cluster has not been back in sync since;
-	// lossAllowedUpTo is the number of the last record produced before a correlated
-	// failure, whose loss it excuses (records are numbered by nextValue).
-	crashPending    bool
-	lossAllowedUpTo int
+	// excusedNums holds the numbers of the records a failure excuses losing, lossy the
+	// partitions where one was or that had no live holder left (see excuse.go).
+	crashPending bool
+	excusedNums  map[int]bool
+	lossy        map[int32]bool
+	// fsyncAll: the topic has flush.messages=1 (one run in four): every append is fsynced
+	// before anyone sees it, so crashes excuse nothing.
+	fsyncAll bool
 	// metaFault says what keeps the metadata log from being written ("" nothing).
 	metaFault string
+	// healed: the faults have healed (the convergence phase): no message is lost any more,
+	// and timers run what the brokers' and the controller's goroutines would (liveness.go);
+	// lastSessionCheck is when they last checked the sessions.
+	healed           bool
+	lastSessionCheck int64
 	// retention: the topic's retention.bytes is retentionBytes now (a fault toggles it);
 	// retentionUsed: it was at some point, so acknowledged and consumed records below a
 	// leader's log start are expired, not lost.
@@ -138,8 +159,11 @@ type entry struct {
 	num   int
 }
 
-// excused reports whether a correlated failure excuses losing e (produced before it).
-func (s *Sim) excused(e entry) bool { return e.num <= s.lossAllowedUpTo }
+// ackRef is a record acknowledged at a leader whose answer is on its way to the client.
+type ackRef struct {
+	at key
+	e  entry
+}
 
 // valueNum is the number of a value "v123" or "i123".
 func valueNum(v string) int {
@@ -176,10 +200,16 @@ type node struct {
 	paused        bool
 	ctrlCut       bool // heartbeats and metadata do not flow between it and the controller
 	diskFull      bool
-	inflight      map[*broker.Fetcher]bool
+	inflight      map[*broker.Fetcher]int64 // when each fetcher's round in flight was sent
 	lastHeartbeat int64
 	held          []func() // deliveries waiting for Resume
 	rs            broker.ReplicaServe
+	// lastISRPass is when the convergence phase's timers last ran its ISR expiration.
+	lastISRPass int64
+	// downHeld is what its replicas held when it last went down (nil while up); crashHeld
+	// what they held at each of its crashes (checkMinISR).
+	downHeld  map[int32]heldLog
+	crashHeld []map[int32]heldLog
 }
 
 func (n *node) up() bool { return n.b != nil }
@@ -188,9 +218,9 @@ func (n *node) up() bool { return n.b != nil }
 func Run(o Options) Result {
 	o.fill()
 	s := &Sim{o: o, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)), now: startNs,
-		cut: map[[2]int32]bool{}, slow: map[[2]int32]int64{}, acked: map[key]entry{}, consumed: map[key]entry{},
+		cut: map[[2]int32]bool{}, slow: map[[2]int32]int64{}, acked: map[key]entry{}, acking: map[int]ackRef{}, consumed: map[key]entry{},
 		nparts: o.Partitions, consumer: make([]int64, o.Partitions), hwSeen: map[termKey]int64{}, synced: map[syncKey]int32{},
-		lastState: map[int32]string{}}
+		lastState: map[int32]string{}, excusedNums: map[int]bool{}, lossy: map[int32]bool{}}
 	s.run()
 	return Result{Err: s.err, Trace: s.trace, Stats: s.stats}
 }
@@ -225,15 +255,20 @@ func (s *Sim) run() {
 	for i := 0; i < 2; i++ {
 		s.idem = append(s.idem, &idemProducer{pid: int64(1000 + i), next: map[int32]int32{}, inflight: map[int32]*idemBatch{}})
 	}
-	s.ctrlFS = vfs.NewMemFS(s.wall)
+	s.ctrlFS = vfs.NewStrictMemFS(s.wall)
 	s.openController()
 	for i := 0; i < s.o.Brokers; i++ {
-		n := &node{id: int32(i), fs: vfs.NewMemFS(s.wall)}
+		n := &node{id: int32(i), fs: vfs.NewStrictMemFS(s.wall)}
 		s.nodes = append(s.nodes, n)
 		s.start(n)
 	}
-	if _, err := s.ctrl.CreateTopic(topic, int32(s.o.Partitions), int16(s.o.RF),
-		map[string]string{controller.ConfigMinInsyncReplicas: fmt.Sprint(s.o.MinISR)}); err != nil {
+	configs := map[string]string{controller.ConfigMinInsyncReplicas: fmt.Sprint(s.o.MinISR)}
+	if s.fsyncAll = s.rng.IntN(4) == 0; s.fsyncAll {
+		configs[controller.ConfigFlushMessages] = "1"
+		s.stats.FsyncRuns++
+	}
+	s.tracef("%s", s.describeFsync())
+	if _, err := s.ctrl.CreateTopic(topic, int32(s.o.Partitions), int16(s.o.RF), configs); err != nil {
 		s.fail("create topic: %v", err)
 		return
 	}
@@ -242,27 +277,8 @@ func (s *Sim) run() {
 	}
 	if s.err == nil {
 		s.heal()
-	}
-	for i := 0; i < 4000 && s.err == nil; i++ {
-		s.step(false)
-		if i%20 == 0 && s.inSync() {
-			break
-		}
-		if i%200 == 199 {
-			s.operatorElections()
-		}
-	}
-	if s.err == nil && !s.inSync() {
-		s.fail("the cluster did not converge after the faults healed: %s", s.describe())
-	}
-	// Every idempotent batch in flight is acknowledged once the cluster is healthy.
-	for i := 0; i < 2000 && s.err == nil && s.idemInFlight() != ""; i++ {
-		s.step(false)
-	}
-	if s.err == nil {
-		if b := s.idemInFlight(); b != "" {
-			s.fail("an idempotent producer's batch is never acknowledged on a healthy cluster: %s", b)
-		}
+		s.healed = true
+		s.converge()
 	}
 	if s.err == nil {
 		s.checkDurability(true)
@@ -286,6 +302,10 @@ func (s *Sim) start(n *node) {
 	cfg.Log.SegmentBytes = segmentBytes
 	cfg.Log.IndexIntervalBytes = 256
 	cfg.Logf = func(f string, a ...any) { s.tracef(f, a...) }
+	inc := n.inc + 1
+	cfg.AlterPartition = func(req controller.AlterPartitionRequest, answer func(controller.PartitionState, error)) {
+		s.alterPartition(n, inc, req, answer)
+	}
 	b, err := broker.New(cfg, s.ctrl, noTransport{})
 	if err != nil {
 		s.fail("broker %d: new: %v", n.id, err)
@@ -299,7 +319,7 @@ func (s *Sim) start(n *node) {
 		return
 	}
 	held := n.held
-	n.b, n.inc, n.paused, n.inflight, n.held = b, n.inc+1, false, map[*broker.Fetcher]bool{}, nil
+	n.b, n.inc, n.paused, n.inflight, n.held, n.downHeld = b, inc, false, map[*broker.Fetcher]int64{}, nil, nil
 	s.tracef("broker %d started: incarnation %d, broker epoch %d", n.id, n.inc, b.Epoch())
 	for _, fn := range held {
 		fn() // deliveries held for the previous incarnation: they fail now
@@ -316,6 +336,9 @@ func (s *Sim) step(faults bool) {
 	}
 	s.checkProduces()
 	s.heartbeats()
+	if s.healed {
+		s.timers()
+	}
 	if s.err != nil {
 		return
 	}
@@ -342,22 +365,6 @@ func (s *Sim) heartbeats() {
 	}
 }
 
-// failure notes a fault that takes a broker out of service. While a crashed broker has not
-// caught up (the cluster was not back in sync since the crash), any further failure may lose
-// what the crash lost: records acknowledged until then are no longer checked (a correlated
-// failure of two replicas, which no RF 3 / min ISR 2 setup survives in general). This holds
-// for every failure until the cluster is back in sync, not only the first: records
-// acknowledged after one such failure can still be held only by the crashed broker's page
-// cache and one other replica.
-func (s *Sim) failure(what string) {
-	if !s.crashPending {
-		return
-	}
-	s.lossAllowedUpTo = s.nextValue
-	s.stats.Correlated++
-	s.tracef("%s while a crashed broker catches up: a correlated failure; the %d records produced so far are no longer checked", what, s.nextValue)
-}
-
 // work does one piece of ordinary work: a fetcher round, a produce, a consumer read, an
 // ISR pass, a heartbeat, a metadata delivery, a session check, a checkpoint or a retention
 // pass.
@@ -375,7 +382,9 @@ func (s *Sim) work(produce bool) {
 	case r < 62:
 		s.consume()
 	case r < 72:
-		if n.up() && !n.paused && !n.ctrlCut {
+		// A broker cut from the controller runs its ISR passes too: its AlterPartition
+		// requests are lost and sent again.
+		if n.up() && !n.paused {
 			n.b.MaybeShrinkISRs()
 			n.b.ApplyExpansions()
 		}

@@ -64,6 +64,7 @@ func add(t *Stats, s Stats) {
 	t.Consumed += s.Consumed
 	t.Kills += s.Kills
 	t.Crashes += s.Crashes
+	t.CrashesOutOfSync += s.CrashesOutOfSync
 	t.Restarts += s.Restarts
 	t.Pauses += s.Pauses
 	t.Partitions += s.Partitions
@@ -80,6 +81,11 @@ func add(t *Stats, s Stats) {
 	t.MetaFaults += s.MetaFaults
 	t.MetaRefused += s.MetaRefused
 	t.MetaCrashes += s.MetaCrashes
+	t.ConvergedMaxNs = max(t.ConvergedMaxNs, s.ConvergedMaxNs)
+	t.FsyncRuns += s.FsyncRuns
+	t.PowerLosses += s.PowerLosses
+	t.AlterPartitions += s.AlterPartitions
+	t.AlterLost += s.AlterLost
 	t.RetentionOn += s.RetentionOn
 	t.RetentionDeletes += s.RetentionDeletes
 	t.ConsumerResets += s.ConsumerResets
@@ -103,6 +109,12 @@ func TestSimulationFaultMix(t *testing.T) {
 	}
 	if total.MetaFaults == 0 || total.MetaRefused == 0 || total.MetaCrashes == 0 {
 		t.Errorf("40 seeds: %d metadata-log faults, %d changes refused, %d metadata crashes: want all kinds", total.MetaFaults, total.MetaRefused, total.MetaCrashes)
+	}
+	if total.CrashesOutOfSync == 0 || total.FsyncRuns == 0 || total.PowerLosses == 0 {
+		t.Errorf("40 seeds: %d crashes out of sync, %d flush.messages=1 runs, %d power losses of every broker: want all kinds", total.CrashesOutOfSync, total.FsyncRuns, total.PowerLosses)
+	}
+	if total.AlterPartitions == 0 || total.AlterLost == 0 {
+		t.Errorf("40 seeds: %d AlterPartition requests, %d lost: want both", total.AlterPartitions, total.AlterLost)
 	}
 	if total.RetentionDeletes == 0 {
 		t.Errorf("40 seeds: no retention pass deleted a segment: the followers' log starts never had to follow")

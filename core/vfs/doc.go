@@ -5,7 +5,9 @@
 // the deterministic simulator can crash a broker's disk or fill it.
 //
 // What survives a crash in MemFS (the model of a journaling Linux file system): file contents
-// only once the file was Synced; creations, removals, renames and truncations at once.
+// only once the file was Synced; creations, removals, renames and truncations at once. A strict
+// MemFS (NewStrictMemFS, as pebble's strict MemFS and CrashClone) keeps directory entries only
+// once their directory was synced (SyncDir) after the change; the simulator's disks are strict.
 //
 // Concurrency: OS and MemFS are safe for concurrent use; a File is as safe as *os.File.
 package vfs

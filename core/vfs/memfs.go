@@ -43,18 +43,28 @@ type Injector func(op Op, path string) error
 //   - CrashClone returns the file system as it would be found after a power loss: every file
 //     holds exactly its durable contents.
 //
+// A strict MemFS (NewStrictMemFS, pebble's NewStrictMem) does not journal directory entries:
+// a file or directory created, renamed or removed in a directory is durable only once that
+// directory was SyncDir'ed after the change. A crash brings the namespace back to what the
+// directories held at their last SyncDir, from the roots down: a file created since is gone
+// (with a directory created since, everything under it), a name renamed since still names
+// the old file (and the new name is gone), a file removed since is back with its durable
+// contents. Truncations stay journaled. This is the conservative POSIX model, under which a
+// missing directory fsync after creating a segment or renaming a checkpoint loses it.
+//
 // Open files keep working after their name is removed (unix semantics). Errors can be
 // injected (SetInjector) and the capacity bounded (SetCapacity: ENOSPC past it). All methods
 // are safe for concurrent use.
 type MemFS struct {
 	mu struct {
 		sync.Mutex
-		nodes    map[string]*memNode // cleaned path -> node; "." is the root
+		nodes    map[string]*memNode // cleaned path -> node; "." and "/" are the roots
 		inject   Injector
 		capacity int64 // bytes; <= 0 unlimited
 		used     int64 // bytes of file contents (current)
 	}
-	now func() time.Time
+	now    func() time.Time
+	strict bool // directory entries durable only after SyncDir (NewStrictMemFS)
 }
 
 type memNode struct {
@@ -62,6 +72,9 @@ type memNode struct {
 	data    []byte // current contents (the page cache)
 	durable []byte // contents as of the last Sync (what a crash leaves)
 	mod     time.Time
+	// synced holds a directory's entries as of its last SyncDir (name -> node): what a crash
+	// of a strict MemFS leaves in it. Nil for files and for a directory never synced.
+	synced map[string]*memNode
 }
 
 // NewMemFS returns an empty MemFS whose clock is now (nil: time.Now), used for modification
@@ -72,6 +85,14 @@ func NewMemFS(now func() time.Time) *MemFS {
 	}
 	m := &MemFS{now: now}
 	m.mu.nodes = map[string]*memNode{".": {dir: true}, "/": {dir: true}}
+	return m
+}
+
+// NewStrictMemFS returns an empty strict MemFS (see MemFS): directory entries are durable
+// only after a SyncDir of their directory. The roots ("/" and ".") exist durably.
+func NewStrictMemFS(now func() time.Time) *MemFS {
+	m := NewMemFS(now)
+	m.strict = true
 	return m
 }
 
@@ -97,36 +118,111 @@ func (m *MemFS) Used() int64 {
 	return m.mu.used
 }
 
-// Clone returns a new MemFS holding a copy of m as it is now (contents and durable contents):
-// the disk of a process that stopped, for a second one to open.
+// Clone returns a new MemFS holding a copy of m as it is now (contents and durable contents,
+// and for a strict MemFS what each directory held at its last SyncDir): the disk of a process
+// that stopped, for a second one to open.
 func (m *MemFS) Clone() *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := NewMemFS(m.now)
+	c.strict = m.strict
+	copies := map[*memNode]*memNode{}
+	var cp func(n *memNode) *memNode
+	cp = func(n *memNode) *memNode {
+		if d, ok := copies[n]; ok {
+			return d
+		}
+		d := &memNode{dir: n.dir, data: slices.Clone(n.data), durable: slices.Clone(n.durable), mod: n.mod}
+		copies[n] = d
+		if n.synced != nil {
+			d.synced = make(map[string]*memNode, len(n.synced))
+			for name, k := range n.synced {
+				d.synced[name] = cp(k)
+			}
+		}
+		return d
+	}
 	for p, n := range m.mu.nodes {
-		c.mu.nodes[p] = &memNode{dir: n.dir, data: slices.Clone(n.data), durable: slices.Clone(n.durable), mod: n.mod}
+		c.mu.nodes[p] = cp(n)
 		c.mu.used += int64(len(n.data))
 	}
 	return c
 }
 
 // CrashClone returns a new MemFS holding what a power loss would leave of m: the same files
-// and directories, each file with its durable contents only. m itself is unchanged; open
-// files of m do not refer to the clone. The clone has no injector and no capacity bound.
+// and directories (for a strict MemFS, the entries of each directory as of its last SyncDir),
+// each file with its durable contents only. m itself is unchanged; open files of m do not
+// refer to the clone. The clone has no injector and no capacity bound; it is strict if m is.
 func (m *MemFS) CrashClone() *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := NewMemFS(m.now)
+	c.strict = m.strict
+	copies := map[*memNode]*memNode{}
+	for p, n := range m.crashTreeLocked() {
+		d, ok := copies[n]
+		if !ok {
+			d = &memNode{dir: n.dir, mod: n.mod}
+			if !n.dir {
+				d.data, d.durable = slices.Clone(n.durable), slices.Clone(n.durable)
+			}
+			copies[n] = d
+			c.mu.used += int64(len(d.data))
+		}
+		c.mu.nodes[p] = d
+	}
+	c.syncAllLocked()
+	return c
+}
+
+// crashTreeLocked returns the namespace a power loss leaves (path -> node, mu held): the
+// current one, or for a strict MemFS the one the directories' synced entries describe, from
+// the roots down (a node reached twice, through a rename synced in one directory only, is
+// kept once per path; a cycle of such renames is cut).
+func (m *MemFS) crashTreeLocked() map[string]*memNode {
+	if !m.strict {
+		return m.mu.nodes
+	}
+	out := map[string]*memNode{}
+	onPath := map[*memNode]bool{}
+	var walk func(p string, n *memNode)
+	walk = func(p string, n *memNode) {
+		out[p] = n
+		if !n.dir || onPath[n] {
+			return
+		}
+		onPath[n] = true
+		for name, k := range n.synced {
+			walk(filepath.Join(p, name), k)
+		}
+		onPath[n] = false
+	}
+	for _, root := range []string{".", "/"} {
+		walk(root, m.mu.nodes[root])
+	}
+	return out
+}
+
+// syncAllLocked records every directory's current entries as synced (mu held): after a crash
+// the namespace found is durable.
+func (m *MemFS) syncAllLocked() {
+	if !m.strict {
+		return
+	}
 	for p, n := range m.mu.nodes {
 		if n.dir {
-			c.mu.nodes[p] = &memNode{dir: true, mod: n.mod}
-			continue
+			n.synced = m.entriesLocked(p)
 		}
-		d := slices.Clone(n.durable)
-		c.mu.nodes[p] = &memNode{data: d, durable: slices.Clone(d), mod: n.mod}
-		c.mu.used += int64(len(d))
 	}
-	return c
+}
+
+// entriesLocked returns the current entries of directory p (name -> node; mu held).
+func (m *MemFS) entriesLocked(p string) map[string]*memNode {
+	out := map[string]*memNode{}
+	for _, q := range m.childrenLocked(p) {
+		out[filepath.Base(q)] = m.mu.nodes[q]
+	}
+	return out
 }
 
 func clean(name string) string { return filepath.Clean(name) }
@@ -342,19 +438,27 @@ func (m *MemFS) Stat(name string) (os.FileInfo, error) {
 	return m.infoLocked(p, n), nil
 }
 
-// SyncDir implements FS: entries are journaled (durable at once) in this model, so it only
-// checks that dir exists and consults the injector.
+// SyncDir implements FS: in a strict MemFS it makes dir's current entries (creations,
+// removals, renames in it) durable; otherwise entries are journaled (durable at once) and it
+// only checks that dir exists and consults the injector.
 func (m *MemFS) SyncDir(dir string) error {
 	p := clean(dir)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if n, ok := m.mu.nodes[p]; !ok || !n.dir {
+	n, ok := m.mu.nodes[p]
+	if !ok || !n.dir {
 		return &os.PathError{Op: "sync", Path: dir, Err: fs.ErrNotExist}
 	}
 	if err := m.injectLocked(OpOpen, dir); err != nil {
 		return err
 	}
-	return m.injectLocked(OpSync, dir)
+	if err := m.injectLocked(OpSync, dir); err != nil {
+		return err
+	}
+	if m.strict {
+		n.synced = m.entriesLocked(p)
+	}
+	return nil
 }
 
 func (m *MemFS) infoLocked(p string, n *memNode) memInfo {

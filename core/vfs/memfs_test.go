@@ -185,3 +185,137 @@ func TestMemFSRenameDir(t *testing.T) {
 		t.Errorf("old file still there: %v", err)
 	}
 }
+
+// TestStrictMemFSCrashKeepsSyncedEntries pins the strict model (pebble's NewStrictMem): a
+// directory entry created, renamed or removed survives a crash only once its directory was
+// synced after the change; a directory created without a sync of its parent is lost with
+// everything under it. Crash (in place) and CrashClone leave the same thing.
+func TestStrictMemFSCrashKeepsSyncedEntries(t *testing.T) {
+	for _, inPlace := range []bool{false, true} {
+		m := NewStrictMemFS(nil)
+		mkdir := func(d string) {
+			t.Helper()
+			if err := m.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		syncDir := func(d string) {
+			t.Helper()
+			if err := m.SyncDir(d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mkdir("/d")
+		syncDir("/")
+		write(t, m, "/d/unsynced-entry", "synced contents", true)
+		write(t, m, "/d/kept", "kept", true)
+		write(t, m, "/d/old", "old", true)
+		write(t, m, "/d/gone", "x", true)
+		write(t, m, "/d/back", "back", true)
+		syncDir("/d")
+		write(t, m, "/d/new-entry", "new", true) // created after the sync
+		if err := m.Rename("/d/old", "/d/renamed"); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Remove("/d/gone"); err != nil {
+			t.Fatal(err)
+		}
+		// The rename and the removal are durable, new-entry too; WriteFileAtomic syncs /d again.
+		syncDir("/d")
+		if err := WriteFileAtomic(m, "/d/ckpt", []byte("c")); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Remove("/d/back"); err != nil { // never synced: back after the crash
+			t.Fatal(err)
+		}
+		write(t, m, "/d/late", "late", true) // never synced: gone
+		// "/" is not synced after this: /e is lost with everything under it, synced or not.
+		mkdir("/e/sub")
+		write(t, m, "/e/sub/f", "f", true)
+		syncDir("/e/sub")
+		syncDir("/e")
+		c := m
+		if inPlace {
+			if err := m.Crash(); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			c = m.CrashClone()
+		}
+		for name, want := range map[string]string{"/d/kept": "kept", "/d/renamed": "old", "/d/new-entry": "new",
+			"/d/back": "back", "/d/unsynced-entry": "synced contents", "/d/ckpt": "c"} {
+			if got := contents(t, c, name); got != want {
+				t.Errorf("in place %v: after crash %s = %q, want %q", inPlace, name, got, want)
+			}
+		}
+		for _, name := range []string{"/d/old", "/d/gone", "/d/late", "/d/ckpt.tmp", "/e", "/e/sub/f"} {
+			if _, err := c.Stat(name); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("in place %v: %s after crash: %v, want gone", inPlace, name, err)
+			}
+		}
+		if c.Used() != int64(len("kept")+len("old")+len("new")+len("back")+len("synced contents")+len("c")) {
+			t.Errorf("in place %v: used %d after crash", inPlace, c.Used())
+		}
+		// After a crash the namespace found is durable: a second crash keeps it.
+		c2 := c.CrashClone()
+		if got := contents(t, c2, "/d/renamed"); got != "old" {
+			t.Errorf("in place %v: after a second crash /d/renamed = %q", inPlace, got)
+		}
+	}
+}
+
+// TestStrictMemFSUnsyncedRename: without a directory sync, a crash after a rename over an
+// existing name leaves the old file there (the rename of WriteFileAtomic is durable only
+// with its directory sync); Clone keeps what was synced.
+func TestStrictMemFSUnsyncedRename(t *testing.T) {
+	m := NewStrictMemFS(nil)
+	if err := m.MkdirAll("/d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SyncDir("/"); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFileAtomic(m, "/d/f", []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, m, "/d/f.tmp", "v2", true)
+	if err := m.Rename("/d/f.tmp", "/d/f"); err != nil {
+		t.Fatal(err)
+	}
+	if got := contents(t, m, "/d/f"); got != "v2" {
+		t.Fatalf("before the crash /d/f = %q", got)
+	}
+	for _, c := range []*MemFS{m.CrashClone(), m.Clone().CrashClone()} {
+		if got := contents(t, c, "/d/f"); got != "v1" {
+			t.Errorf("after the crash /d/f = %q, want v1 (the rename was not synced)", got)
+		}
+		if _, err := c.Stat("/d/f.tmp"); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("after the crash /d/f.tmp: %v", err)
+		}
+	}
+}
+
+// TestMkdirAllDurable: the directories MkdirAllDurable creates survive a crash of a strict
+// MemFS (their parents are synced); MkdirAll's do not.
+func TestMkdirAllDurable(t *testing.T) {
+	m := NewStrictMemFS(nil)
+	if err := MkdirAllDurable(m, "/x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.MkdirAll("/x/plain/a", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := MkdirAllDurable(m, "/durable/a/b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := MkdirAllDurable(m, "/durable/a/b"); err != nil { // exists: nothing to do
+		t.Fatal(err)
+	}
+	c := m.CrashClone()
+	if _, err := c.Stat("/durable/a/b"); err != nil {
+		t.Errorf("after a crash: %v", err)
+	}
+	if _, err := c.Stat("/x/plain"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a directory MkdirAll created without a sync of its parent survived: %v", err)
+	}
+}

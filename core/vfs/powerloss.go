@@ -3,6 +3,7 @@ package vfs
 import (
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -185,16 +186,22 @@ type Crasher interface {
 }
 
 // Crash implements Crasher for MemFS: every file's contents revert to their durable contents,
-// in place (open files see the reverted contents).
+// in place (open files see the reverted contents), and in a strict MemFS the namespace reverts
+// to what the directories held at their last SyncDir (see CrashClone).
 func (m *MemFS) Crash() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.mu.nodes = maps.Clone(m.crashTreeLocked())
+	m.mu.used = 0
+	seen := map[*memNode]bool{}
 	for _, n := range m.mu.nodes {
-		if n.dir {
+		if n.dir || seen[n] {
 			continue
 		}
-		m.mu.used += int64(len(n.durable) - len(n.data))
+		seen[n] = true
 		n.data = append(n.data[:0], n.durable...)
+		m.mu.used += int64(len(n.data))
 	}
+	m.syncAllLocked()
 	return nil
 }

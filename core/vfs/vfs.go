@@ -110,6 +110,33 @@ func WriteFileAtomic(fs FS, name string, data []byte) error {
 	return fs.SyncDir(filepath.Dir(name))
 }
 
+// MkdirAllDurable creates dir and any missing parents, as MkdirAll does, and makes the new
+// entries durable: it fsyncs the parent of every directory it created (Kafka's LogManager
+// flushes the parent of a log directory it creates), so that a crash does not lose them.
+// An existing dir is left as it is.
+func MkdirAllDurable(fs FS, dir string) error {
+	dir = filepath.Clean(dir)
+	var created []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := fs.Stat(d); err == nil {
+			break
+		}
+		created = append(created, d)
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, d := range created { // deepest first: each parent's entry after its child's
+		if err := fs.SyncDir(filepath.Dir(d)); err != nil {
+			return fmt.Errorf("fsync %s: %w", filepath.Dir(d), err)
+		}
+	}
+	return nil
+}
+
 type osFS struct{}
 
 func (osFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
