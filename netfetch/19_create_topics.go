@@ -64,6 +64,9 @@ func (c *conn) handleCreateTopics(req *kmsg.CreateTopicsRequest) (kmsg.Response,
 				rt.Configs = append(rt.Configs, cfg)
 			}
 		}
+		if err == nil && !req.ValidateOnly {
+			rt.TopicID, _ = ctrl.TopicID(t.Topic) // v7+
+		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil

@@ -120,14 +120,18 @@
 // MESSAGE_TOO_LARGE, records larger than the segment RECORD_LIST_TOO_LARGE.
 // Metadata is served from v0 (kafka-python's version probe sends it).
 //
+// Topic ids (KIP-516): every topic has a random UUID made at creation and kept in the
+// metadata log (controller.TopicID). Metadata (v10+) and CreateTopics (v7+) answer it;
+// Metadata (v12) and DeleteTopics (v6) resolve a topic given by id, UNKNOWN_TOPIC_ID when no
+// topic has it.
+//
 // # Unsupported
 //
 // Transactions (FindCoordinator for a transactional id, InitProducerId and
 // Produce with one answer TRANSACTIONAL_ID_AUTHORIZATION_FAILED, with a
 // message saying so where the version carries one) and fetch sessions
 // (every Fetch is a full fetch, session id 0) are not implemented; nor are
-// topic ids (Metadata hands out zero ids; DeleteTopics by id answers
-// UNKNOWN_TOPIC_ID), config documentation in DescribeConfigs, BROKER_LOGGER /
+// config documentation in DescribeConfigs, BROKER_LOGGER /
 // GROUP / CLIENT_METRICS config resources (INVALID_REQUEST) and partition
 // reassignment; an
 // unsupported API key or version closes the connection with a logged

@@ -91,9 +91,11 @@ type brokerState struct {
 
 type topicState struct {
 	name string
-	// seq numbers the topic's creation over the cluster's life (its TopicID); 0 for a
-	// topic recorded before topic ids existed.
-	seq     int64
+	// seq numbers the topic's creation over the cluster's life; 0 for a topic recorded
+	// before topics were numbered.
+	seq int64
+	// id is the incarnation's topic id (topicid.go), never zero.
+	id      TopicID
 	configs map[string]string // validated overrides only
 	parts   []PartitionState  // index = partition id; owned by the controller
 	// damaged[p] lists the brokers whose replica of partition p lost acknowledged data

@@ -180,11 +180,15 @@ func (c *Controller) CreateTopic(name string, partitions int32, rf int16, config
 	if err != nil {
 		return nil, err
 	}
+	id, err := c.newTopicIDLocked()
+	if err != nil {
+		return nil, fmt.Errorf("create topic %q: %w", name, err)
+	}
 	alive := c.aliveIDsLocked()
 	n := len(alive)
 	start := c.mu.created % n
 	c.mu.created++
-	t := &topicState{name: name, seq: int64(c.mu.created), configs: norm, parts: make([]PartitionState, partitions)}
+	t := &topicState{name: name, seq: int64(c.mu.created), id: id, configs: norm, parts: make([]PartitionState, partitions)}
 	out := make([]PartitionState, partitions)
 	for p := range t.parts {
 		replicas := make([]int32, rf)
@@ -271,8 +275,8 @@ func (c *Controller) TopicConfig(topic string) map[string]string {
 	return maps.Clone(t.configs)
 }
 
-// TopicID returns the id of the topic's current incarnation (zero if it was recorded before
-// topic ids existed); ok is false if the topic does not exist.
+// TopicID returns the id of the topic's current incarnation (never zero); ok is false if the
+// topic does not exist.
 func (c *Controller) TopicID(topic string) (TopicID, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -280,7 +284,7 @@ func (c *Controller) TopicID(topic string) (TopicID, bool) {
 	if !ok {
 		return TopicID{}, false
 	}
-	return topicIDOf(t.seq), true
+	return t.id, true
 }
 
 // Topics returns the topic names, sorted.
