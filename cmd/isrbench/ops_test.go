@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/isrbench/isrbench/cluster"
+)
+
+// TestOpsCommandsUsage: the operator commands reject bad flags with a usage error (exit 2)
+// before any network I/O.
+func TestOpsCommandsUsage(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"partitions": [{"topic": "a", "partition": 0, "offset": 1}, {"topic": "a", "partition": 0, "offset": 2}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string // in stderr
+	}{
+		{[]string{"delete-records"}, "--offset-json-file FILE or --topic T --partition P --offset O is required"},
+		{[]string{"delete-records", "--topic", "t"}, "--topic needs --partition P and --offset O"},
+		{[]string{"delete-records", "--topic", "t", "--partition", "0", "--offset", "-2"}, "want an offset >= 0, or -1"},
+		{[]string{"delete-records", "--topic", "t", "--partition", "-1", "--offset", "1"}, "--partition -1"},
+		{[]string{"delete-records", "--offset-json-file", bad}, "duplicate topic partitions: a-0"},
+		{[]string{"delete-records", "--offset-json-file", bad, "--topic", "t"}, "not both"},
+		{[]string{"delete-records", "--offset-json-file", filepath.Join(t.TempDir(), "none")}, "no such file"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := exitCode(run(context.Background(), tc.args, &out, &errb), &errb)
+			if code != 2 || !strings.Contains(errb.String(), tc.want) {
+				t.Fatalf("exit %d (want 2), stderr %q (want %q)", code, errb.String(), tc.want)
+			}
+		})
+	}
+}
+
+// TestOpsCommands drives the operator commands against an embedded cluster as an operator
+// would against serve: delete-records.
+func TestOpsCommands(t *testing.T) {
+	cfg := cluster.DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.Logf = func(string, ...any) {}
+	cfg.Broker.ReplicaFetchWaitMaxMs = 50
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := cluster.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	boot := c.Bootstrap()
+	cmd := func(wantCode int, args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		err := run(ctx, append(args[:1:1], append([]string{"--bootstrap", boot}, args[1:]...)...), &out, &errb)
+		if code := exitCode(err, &errb); code != wantCode {
+			t.Fatalf("isrbench %s: exit %d, want %d: %v (stdout %q, stderr %q)", strings.Join(args, " "), code, wantCode, err, out.String(), errb.String())
+		}
+		return out.String()
+	}
+	if err := c.CreateTopic("ops", 2, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(boot, ",")...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := 0; i < 10; i++ {
+		for p := int32(0); p < 2; p++ {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "ops", Partition: p, Value: []byte("v")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	// delete-records, from flags and from Kafka's JSON file.
+	if out := cmd(0, "delete-records", "--topic", "ops", "--partition", "0", "--offset", "4"); out != "Executing records delete operation\nRecords delete operation completed:\npartition: ops-0\tlow_watermark: 4\n" {
+		t.Errorf("delete-records printed %q", out)
+	}
+	js := filepath.Join(t.TempDir(), "offsets.json")
+	if err := os.WriteFile(js, []byte(`{"partitions": [{"topic": "ops", "partition": 1, "offset": -1}, {"topic": "ops", "partition": 0, "offset": 99}], "version": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := cmd(1, "delete-records", "--offset-json-file", js)
+	if !strings.Contains(out, "partition: ops-0\terror: OFFSET_OUT_OF_RANGE") || !strings.Contains(out, "partition: ops-1\tlow_watermark: 10\n") {
+		t.Errorf("delete-records --offset-json-file printed %q", out)
+	}
+	if out := cmd(0, "offsets", "--topic", "ops"); !strings.Contains(out, "ops:0:4:10\nops:1:10:10\n") {
+		t.Errorf("offsets after delete-records printed %q", out)
+	}
+}
