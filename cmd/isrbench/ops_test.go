@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/cmd/isrbench/internal/kafkatool"
 )
 
 // TestOpsCommandsUsage: the operator commands reject bad flags with a usage error (exit 2)
@@ -32,6 +34,9 @@ func TestOpsCommandsUsage(t *testing.T) {
 		{[]string{"delete-records", "--offset-json-file", bad}, "duplicate topic partitions: a-0"},
 		{[]string{"delete-records", "--offset-json-file", bad, "--topic", "t"}, "not both"},
 		{[]string{"delete-records", "--offset-json-file", filepath.Join(t.TempDir(), "none")}, "no such file"},
+		{[]string{"log-dirs"}, "--describe is required"},
+		{[]string{"log-dirs", "--describe", "--broker-list", "a"}, `"a" is not a broker id`},
+		{[]string{"log-dirs", "--describe", "--topic-list", "a,b c"}, "a topic name is"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errb bytes.Buffer
@@ -97,5 +102,28 @@ func TestOpsCommands(t *testing.T) {
 	}
 	if out := cmd(0, "offsets", "--topic", "ops"); !strings.Contains(out, "ops:0:4:10\nops:1:10:10\n") {
 		t.Errorf("offsets after delete-records printed %q", out)
+	}
+
+	// log-dirs --describe: Kafka's two lines and JSON, every broker, only the listed topics.
+	out = cmd(0, "log-dirs", "--describe", "--topic-list", "ops")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 3 || lines[0] != "Querying brokers for log directories information" || lines[1] != "Received log directory information from brokers 0,1,2" {
+		t.Fatalf("log-dirs printed %q", out)
+	}
+	var dirs kafkatool.LogDirsJSON
+	if err := json.Unmarshal([]byte(lines[2]), &dirs); err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs.Brokers) != 3 || dirs.Version != 1 {
+		t.Fatalf("log-dirs JSON %+v", dirs)
+	}
+	for _, b := range dirs.Brokers {
+		if len(b.LogDirs) != 1 || b.LogDirs[0].Error != nil || len(b.LogDirs[0].Partitions) != 2 ||
+			b.LogDirs[0].Partitions[0].Partition != "ops-0" || b.LogDirs[0].Partitions[1].Size == 0 {
+			t.Errorf("broker %d: %+v", b.Broker, b.LogDirs)
+		}
+	}
+	if out := cmd(0, "log-dirs", "--describe", "--broker-list", "1", "--topic-list", "none"); !strings.HasSuffix(out, `{"brokers":[{"broker":1,"logDirs":[{"partitions":[],"error":null,"logDir":"`+filepath.Join(cfg.DataDir, "broker-1")+`"}]}],"version":1}`+"\n") {
+		t.Errorf("log-dirs --broker-list 1 printed %q", out)
 	}
 }
