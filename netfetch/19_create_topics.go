@@ -2,7 +2,6 @@ package netfetch
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -16,7 +15,7 @@ func init() {
 
 // handleCreateTopics creates topics through the controller. NumPartitions
 // -1 / ReplicationFactor -1 mean num.partitions / default.replication.factor.
-// Manual replica assignments are refused (INVALID_REQUEST).
+// A manual replica assignment places the replicas by hand (createAssigned; both then -1).
 func (c *conn) handleCreateTopics(req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
 	ctrl := c.s.cfg.Controller
 	resp := kmsg.NewPtrCreateTopicsResponse()
@@ -44,7 +43,7 @@ func (c *conn) handleCreateTopics(req *kmsg.CreateTopicsRequest) (kmsg.Response,
 		var err error
 		switch {
 		case len(t.ReplicaAssignment) > 0:
-			err = fmt.Errorf("topic %q: manual replica assignment is not supported: %w", t.Topic, kerr.InvalidRequest)
+			rt.NumPartitions, rt.ReplicationFactor, err = c.createAssigned(t, configs, req.ValidateOnly)
 		case req.ValidateOnly:
 			err = ctrl.ValidateCreateTopic(t.Topic, np, rf, configs)
 		default:

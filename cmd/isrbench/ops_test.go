@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,10 @@ func TestOpsCommandsUsage(t *testing.T) {
 		{[]string{"delete-records", "--offset-json-file", bad, "--topic", "t"}, "not both"},
 		{[]string{"delete-records", "--offset-json-file", filepath.Join(t.TempDir(), "none")}, "no such file"},
 		{[]string{"log-dirs"}, "--describe is required"},
+		{[]string{"topics", "--create", "--topic", "t", "--replica-assignment", "0:0"}, "broker 0 is listed twice"},
+		{[]string{"topics", "--create", "--topic", "t", "--replica-assignment", "0:1,2"}, "partition 1 has 1 replicas, partition 0 has 2"},
+		{[]string{"topics", "--create", "--topic", "t", "--replica-assignment", "0,x"}, `"x" is not a broker id`},
+		{[]string{"topics", "--create", "--topic", "t", "--replica-assignment", "0", "--partitions", "2"}, "--partitions apply only with --create without --replica-assignment"},
 		{[]string{"log-dirs", "--describe", "--broker-list", "a"}, `"a" is not a broker id`},
 		{[]string{"log-dirs", "--describe", "--topic-list", "a,b c"}, "a topic name is"},
 	} {
@@ -102,6 +107,17 @@ func TestOpsCommands(t *testing.T) {
 	}
 	if out := cmd(0, "offsets", "--topic", "ops"); !strings.Contains(out, "ops:0:4:10\nops:1:10:10\n") {
 		t.Errorf("offsets after delete-records printed %q", out)
+	}
+
+	// topics --create --replica-assignment.
+	if out := cmd(0, "topics", "--create", "--topic", "placed", "--replica-assignment", "1:2,2:0", "--config", "min.insync.replicas=2"); out != "Created topic placed.\n" {
+		t.Errorf("topics --create --replica-assignment printed %q", out)
+	}
+	if sts, _ := c.Controller().Partitions("placed"); len(sts) != 2 || !slices.Equal(sts[0].Replicas, []int32{1, 2}) || !slices.Equal(sts[1].Replicas, []int32{2, 0}) {
+		t.Errorf("placed: %v", sts)
+	}
+	if got := c.Controller().TopicConfig("placed"); got["min.insync.replicas"] != "2" {
+		t.Errorf("placed configs %v", got)
 	}
 
 	// log-dirs --describe: Kafka's two lines and JSON, every broker, only the listed topics.
