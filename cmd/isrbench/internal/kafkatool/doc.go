@@ -1,8 +1,10 @@
 // Package kafkatool holds what isrbench's Kafka admin commands do once their flags are
-// checked: `isrbench topics` (kafka-topics.sh --describe / --create / --alter / --delete)
-// and `isrbench configs` (kafka-configs.sh --describe / --alter), against any Kafka cluster
-// through a franz-go kadm client, printing what Kafka's tools print.
+// checked: `isrbench topics` (kafka-topics.sh --describe / --create / --alter / --delete),
+// `isrbench configs` (kafka-configs.sh --describe / --alter), `isrbench groups`
+// (kafka-consumer-groups.sh), `isrbench delete-records` (kafka-delete-records.sh) and
+// `isrbench log-dirs` (kafka-log-dirs.sh --describe), against any Kafka cluster through a
+// franz-go kadm client, printing what Kafka's tools print.
 //
-// Errors name the command ("topics: …", "configs: …") and carry the broker's error message
+// Errors name the command ("topics: …", "configs: …", "groups: …") and carry the broker's error message
 // when it sent one. The functions are safe for concurrent use as far as the kadm client is.
 package kafkatool
