@@ -28,7 +28,7 @@
 //     them (Kafka also handles one request per connection at a time); the
 //     coordinator holds no lock meanwhile, and a closing connection or server
 //     releases them.
-//   - Fetch responses (v4..v12) are encoded by hand into a per-connection
+//   - Fetch responses (v4..v13) are encoded by hand into a per-connection
 //     buffer (no allocation per request once grown), and each partition's
 //     records go straight from the segment file to the socket with
 //     sendfile(2) at an explicit offset (isrbench.zero.copy=true), or with
@@ -122,8 +122,10 @@
 //
 // Topic ids (KIP-516): every topic has a random UUID made at creation and kept in the
 // metadata log (controller.TopicID). Metadata (v10+) and CreateTopics (v7+) answer it;
-// Metadata (v12) and DeleteTopics (v6) resolve a topic given by id, UNKNOWN_TOPIC_ID when no
-// topic has it.
+// Metadata (v12), DeleteTopics (v6) and Fetch (v13) resolve a topic given by id,
+// UNKNOWN_TOPIC_ID when no topic has it (a Fetch resolves through the controller's lock-free
+// TopicIDIndex; its unknown ids stay out of fetch sessions and are answered on every request
+// that names them).
 //
 // # Unsupported
 //

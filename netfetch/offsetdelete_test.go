@@ -11,6 +11,7 @@ import (
 
 	"github.com/isrbench/isrbench/cluster"
 	"github.com/isrbench/isrbench/cluster/clustertest"
+	"github.com/isrbench/isrbench/core/group"
 )
 
 // TestOffsetDeleteAPI: kadm's DeleteOffsets against a group with a kgo member subscribed to
@@ -19,14 +20,20 @@ import (
 // subscribed topic's go too, and the group without offsets is gone; an unknown group is
 // GROUP_ID_NOT_FOUND.
 func TestOffsetDeleteAPI(t *testing.T) {
-	c := clustertest.Start(t, 3, func(cfg *cluster.Config) { cfg.Group.InitialRebalanceDelayMs = 0 })
+	c := clustertest.Start(t, 1, func(cfg *cluster.Config) { cfg.Group.InitialRebalanceDelayMs = 0 })
 	cl := clustertest.NewClient(t, c)
 	adm := kadm.NewClient(cl)
 	ctx := clustertest.Context(t)
 	for _, name := range []string{"od-a", "od-b"} {
-		if err := c.CreateTopic(name, 2, 3, nil); err != nil {
+		if err := c.CreateTopic(name, 2, 1, nil); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if _, err := group.EnsureOffsetsTopic(c.Controller(), c.Config().Group); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Groups(0).WaitReady(ctx, "od"); err != nil { // the coordinator has loaded
+		t.Fatal(err)
 	}
 	clustertest.Produce(t, cl, "od-a", "v", 20)
 	var os kadm.Offsets

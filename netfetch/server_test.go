@@ -37,8 +37,8 @@ func TestAPIVersions(t *testing.T) {
 			t.Fatalf("v%d: error %d, %d keys", v, resp.ErrorCode, len(resp.ApiKeys))
 		}
 		for _, k := range resp.ApiKeys {
-			if k.ApiKey == 1 && k.MaxVersion != 12 {
-				t.Errorf("Fetch advertised up to v%d, want 12 (no topic ids)", k.MaxVersion)
+			if k.ApiKey == 1 && k.MaxVersion != 13 {
+				t.Errorf("Fetch advertised up to v%d, want 13 (topic ids, KIP-516)", k.MaxVersion)
 			}
 		}
 	}
@@ -298,6 +298,11 @@ func FuzzServeRequest(f *testing.F) {
 	dcq.SetVersion(1)
 	dcq.Components = []kmsg.DescribeClientQuotasRequestComponent{{EntityType: "user", MatchType: 2}}
 	f.Add(seed(dcq))
+	fr13 := kmsg.NewPtrFetchRequest()
+	fr13.SetVersion(13)
+	fr13.Topics = []kmsg.FetchRequestTopic{{TopicID: [16]byte{2}, Partitions: []kmsg.FetchRequestTopicPartition{{}}}}
+	fr13.ForgottenTopics = []kmsg.FetchRequestForgottenTopic{{TopicID: [16]byte{3}, Partitions: []int32{0}}}
+	f.Add(seed(fr13))
 	ct := kmsg.NewPtrCreateTopicsRequest()
 	ct.SetVersion(7)
 	ct.ValidateOnly = true

@@ -162,3 +162,86 @@ func TestTopicIDs(t *testing.T) {
 		t.Errorf("delete of an unknown name: %v", err)
 	}
 }
+
+// TestFetchByTopicID: Fetch v13 names topics by id: a known id is served (records, HW), an id
+// no topic has is UNKNOWN_TOPIC_ID with the id echoed, a deleted topic's id too (even once
+// the name is taken again); an incremental fetch session (KIP-227) works by id; and a kgo
+// consumer, which picks v13, reads every record.
+func TestFetchByTopicID(t *testing.T) {
+	c := clustertest.Start(t, 1, nil)
+	cl := clustertest.NewClient(t, c)
+	if err := c.CreateTopic("fid", 2, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	acks := clustertest.Produce(t, cl, "fid", "v", 40)
+	id, _ := c.Controller().TopicID("fid")
+	unknown := [16]byte{0x40, 15: 0x77}
+	fetch := func(sessionID, epoch int32, topics ...[16]byte) *kmsg.FetchResponse {
+		t.Helper()
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(13)
+		req.ReplicaID, req.MaxBytes, req.SessionID, req.SessionEpoch = -1, 1<<20, sessionID, epoch
+		for _, tid := range topics {
+			ft := kmsg.NewFetchRequestTopic()
+			ft.TopicID = tid
+			for p := int32(0); p < 2; p++ {
+				fp := kmsg.NewFetchRequestTopicPartition()
+				fp.Partition, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch, fp.LogStartOffset = p, 1<<20, -1, -1
+				ft.Partitions = append(ft.Partitions, fp)
+			}
+			req.Topics = append(req.Topics, ft)
+		}
+		return rawRequest[*kmsg.FetchResponse](t, c.Addr(0), req)
+	}
+	resp := fetch(0, 0, id, unknown)
+	if resp.ErrorCode != 0 || len(resp.Topics) != 2 {
+		t.Fatalf("Fetch v13: error %d, %d topics", resp.ErrorCode, len(resp.Topics))
+	}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			switch rt.TopicID {
+			case id:
+				if rp.ErrorCode != 0 || rp.HighWatermark <= 0 || len(rp.RecordBatches) == 0 {
+					t.Errorf("fid-%d by id: error %d HW %d, %d bytes", rp.Partition, rp.ErrorCode, rp.HighWatermark, len(rp.RecordBatches))
+				}
+			case unknown:
+				if rp.ErrorCode != kerr.UnknownTopicID.Code {
+					t.Errorf("unknown id, partition %d: error %d, want UNKNOWN_TOPIC_ID", rp.Partition, rp.ErrorCode)
+				}
+			default:
+				t.Errorf("response names topic id %v, asked for %v and %v", rt.TopicID, id, unknown)
+			}
+		}
+	}
+	// An incremental session by id: the next request names only the unknown id again; the
+	// session's partitions (fetch offsets unchanged, so their records again) come by id, the
+	// unknown id is answered again.
+	if resp.SessionID == 0 {
+		t.Fatal("no fetch session created")
+	}
+	inc := fetch(resp.SessionID, 1, unknown)
+	answered := map[[16]byte]int16{}
+	for _, rt := range inc.Topics {
+		answered[rt.TopicID] = rt.Partitions[0].ErrorCode
+	}
+	if inc.ErrorCode != 0 || len(answered) != 2 || answered[id] != 0 || answered[unknown] != kerr.UnknownTopicID.Code {
+		t.Errorf("incremental fetch: error %d, topics %v", inc.ErrorCode, answered)
+	}
+	// kgo consumes by id.
+	clustertest.CheckNoLoss(t, acks, clustertest.ConsumeAll(t, c, "fid"))
+	// Deleted and created again: the old id is unknown, the new one served.
+	if err := c.Controller().DeleteTopic("fid"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CreateTopic("fid", 2, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	resp = fetch(0, -1, id)
+	if len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicID.Code {
+		t.Errorf("the deleted topic's id: %+v", resp.Topics)
+	}
+	newID, _ := c.Controller().TopicID("fid")
+	if resp = fetch(0, -1, newID); len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 || resp.Topics[0].TopicID != newID {
+		t.Errorf("the new topic's id: %+v", resp.Topics)
+	}
+}

@@ -194,10 +194,12 @@ func (c *Controller) recordBrokerLocked(b *brokerState) {
 }
 
 func (c *Controller) recordTopicLocked(t *topicState) {
+	c.mu.topicsChanged = true
 	c.mu.batch = append(c.mu.batch, record{Type: "topic", Topic: &topicRecord{Name: t.name, ID: t.seq, TopicID: t.id.String(), Partitions: int32(len(t.parts)), Configs: maps.Clone(t.configs), Created: c.mu.created}})
 }
 
 func (c *Controller) recordDeleteTopicLocked(name string) {
+	c.mu.topicsChanged = true
 	c.mu.batch = append(c.mu.batch, record{Type: "delete-topic", Topic: &topicRecord{Name: name, Created: c.mu.created}})
 }
 

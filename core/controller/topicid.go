@@ -151,3 +151,32 @@ func recordedTopicID(t *topicRecord) (TopicID, error) {
 	}
 	return id, nil
 }
+
+// TopicIDIndex maps the current topics' ids to their names and back: a snapshot, never
+// changed once published (do not modify it).
+type TopicIDIndex struct {
+	ByID   map[TopicID]string
+	ByName map[string]TopicID
+}
+
+// TopicIDIndex returns the index of the topics as of the last completed operation.
+// Lock-free: the wire server resolves Fetch v13+ topic ids with it on every request.
+func (c *Controller) TopicIDIndex() *TopicIDIndex { return c.topicIDs.Load() }
+
+// maybePublishTopicIDsLocked publishes the index anew if an operation changed topics (mu
+// held; at the end of every flush, after a rollback too).
+func (c *Controller) maybePublishTopicIDsLocked() {
+	if c.mu.topicsChanged {
+		c.publishTopicIDsLocked()
+		c.mu.topicsChanged = false
+	}
+}
+
+func (c *Controller) publishTopicIDsLocked() {
+	ix := &TopicIDIndex{ByID: make(map[TopicID]string, len(c.mu.topics)), ByName: make(map[string]TopicID, len(c.mu.topics))}
+	for name, t := range c.mu.topics {
+		ix.ByID[t.id] = name
+		ix.ByName[name] = t.id
+	}
+	c.topicIDs.Store(ix)
+}

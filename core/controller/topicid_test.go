@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/isrbench/isrbench/core/vfs"
 )
 
 // TestTopicIDs: every topic gets a random version-4 id at creation, distinct from every
@@ -123,5 +127,56 @@ func TestTopicIDsDurable(t *testing.T) {
 	}
 	if got, _ := c.TopicID("kept"); got != want {
 		t.Errorf("from a snapshot: kept's id %v, want %v", got, want)
+	}
+}
+
+// TestTopicIDIndex: the lock-free index follows creations and deletions, is loaded with the
+// metadata log, and a creation the metadata log refused (rolled back) is not in it.
+func TestTopicIDIndex(t *testing.T) {
+	clk := &fakeClock{}
+	mem := vfs.NewMemFS(func() time.Time { return time.Unix(0, clk.Now()) })
+	efs := vfs.NewErrorFS(mem)
+	c, _, err := Open(Config{Dir: "/m", FS: efs, Now: clk.Now, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.RegisterBroker(Registration{ID: 1})
+	if ix := c.TopicIDIndex(); ix == nil || len(ix.ByID) != 0 {
+		t.Fatalf("index of no topics: %+v", ix)
+	}
+	mustCreate(t, c, "a", 1, 1, nil)
+	mustCreate(t, c, "b", 1, 1, nil)
+	idA, _ := c.TopicID("a")
+	if ix := c.TopicIDIndex(); ix.ByID[idA] != "a" || ix.ByName["a"] != idA || len(ix.ByID) != 2 {
+		t.Errorf("index after two creations: %+v", ix)
+	}
+	if err := c.DeleteTopic("b"); err != nil {
+		t.Fatal(err)
+	}
+	if ix := c.TopicIDIndex(); len(ix.ByID) != 1 || ix.ByName["b"] != (TopicID{}) {
+		t.Errorf("index after a deletion: %+v", ix)
+	}
+	efs.SetInjector(func(o vfs.Op, path string) error {
+		if o == vfs.OpSync {
+			return syscall.EIO
+		}
+		return nil
+	})
+	if _, err := c.CreateTopic("refused", 1, 1, nil); err == nil {
+		t.Fatal("a creation the metadata log cannot take succeeded")
+	}
+	efs.SetInjector(nil)
+	if ix := c.TopicIDIndex(); len(ix.ByID) != 1 || ix.ByName["a"] != idA {
+		t.Errorf("index after a refused creation: %+v", ix)
+	}
+	c.Close()
+	c2, _, err := Open(Config{Dir: "/m", FS: mem, Now: clk.Now, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if ix := c2.TopicIDIndex(); len(ix.ByID) != 1 || ix.ByID[idA] != "a" {
+		t.Errorf("index after a reopen: %+v", ix)
 	}
 }
