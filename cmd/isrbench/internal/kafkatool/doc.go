@@ -5,6 +5,6 @@
 // `isrbench log-dirs` (kafka-log-dirs.sh --describe), against any Kafka cluster through a
 // franz-go kadm client, printing what Kafka's tools print.
 //
-// Errors name the command ("topics: …", "configs: …", "groups: …") and carry the broker's error message
-// when it sent one. The functions are safe for concurrent use as far as the kadm client is.
+// Errors name the command ("topics: …", "configs: …", "groups: …") and carry the broker's
+// error message when it sent one. The functions are safe for concurrent use as far as the kadm client is.
 package kafkatool

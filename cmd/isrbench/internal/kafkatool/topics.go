@@ -2,6 +2,7 @@ package kafkatool
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -66,7 +67,8 @@ func AlterTopic(ctx context.Context, adm *kadm.Client, topic string, partitions 
 }
 
 // DescribeTopics prints topic (every topic when "") as kafka-topics.sh --describe does: a
-// summary line with the dynamic topic configs, then one line per partition (leader,
+// summary line with the topic id (Kafka's Uuid form: URL-safe base64 without padding) and the
+// dynamic topic configs, then one line per partition (leader,
 // replicas, ISR, offline replicas); underOnly prints only the partitions whose ISR is
 // smaller than the replica set, without the summary. A topic the brokers answer with an
 // error is reported on stderr and makes the first such error the result.
@@ -117,7 +119,8 @@ func DescribeTopics(ctx context.Context, adm *kadm.Client, topic string, underOn
 			if len(parts) > 0 {
 				rfN = len(parts[0].Replicas)
 			}
-			fmt.Fprintf(stdout, "Topic: %s\tPartitionCount: %d\tReplicationFactor: %d\tConfigs: %s\n", name, len(parts), rfN, topicConfigs[name])
+			fmt.Fprintf(stdout, "Topic: %s\tTopicId: %s\tPartitionCount: %d\tReplicationFactor: %d\tConfigs: %s\n",
+				name, base64.RawURLEncoding.EncodeToString(td.ID[:]), len(parts), rfN, topicConfigs[name])
 		}
 		for _, p := range parts {
 			if underOnly && len(p.ISR) >= len(p.Replicas) {
