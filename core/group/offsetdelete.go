@@ -28,7 +28,7 @@ import (
 // COORDINATOR_LOAD_IN_PROGRESS, INVALID_GROUP_ID) come first. The offsets are gone from the
 // Machine at once; recs are the tombstones of those that existed for the driver to append
 // (an Empty group left without offsets is removed too, with its group tombstone, as Kafka's
-// cleanupGroupMetadata does). per has an entry (nil = deleted) for every partition of tps.
+// cleanupGroupMetadata does whenever some partition was eligible). per has an entry (nil = deleted) for every partition of tps.
 func (m *Machine) DeleteOffsets(groupID string, tps []TP) (p int32, recs []Record, per map[TP]error, err error) {
 	if err := m.check(groupID); err != nil {
 		return 0, nil, nil, err
@@ -47,12 +47,14 @@ func (m *Machine) DeleteOffsets(groupID string, tps []TP) (p int32, recs []Recor
 		return 0, nil, nil, fmt.Errorf("group %q is %v with %d members: %w", groupID, g.state, len(g.members), kerr.NonEmptyGroup)
 	}
 	gone := map[TP]Committed{}
+	eligible := 0
 	for _, tp := range tps {
 		if subscribed[tp.Topic] {
 			per[tp] = fmt.Errorf("group %q subscribes to topic %s: %w", groupID, tp.Topic, kerr.GroupSubscribedToTopic)
 			continue
 		}
 		per[tp] = nil
+		eligible++
 		if c, ok := g.offsets[tp]; ok {
 			gone[tp] = c
 			delete(g.offsets, tp)
@@ -61,7 +63,7 @@ func (m *Machine) DeleteOffsets(groupID string, tps []TP) (p int32, recs []Recor
 	for _, r := range OffsetRecords(groupID, gone) {
 		recs = append(recs, Record{Key: r.Key})
 	}
-	if g.state == Empty && len(g.offsets) == 0 && len(gone) > 0 {
+	if g.state == Empty && len(g.offsets) == 0 && eligible > 0 {
 		recs = append(recs, Record{Key: GroupKey(groupID)})
 		g.state = Dead
 		delete(m.groups, groupID)
