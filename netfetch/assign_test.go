@@ -72,6 +72,9 @@ func TestCreateTopicsManualAssignment(t *testing.T) {
 			t.Errorf("man-%d: replicas %v leader %d, want %v led by %d", p, pd.Replicas, pd.Leader, want, want[0])
 		}
 	}
+	if err := c.Sync(ctx); err != nil { // the brokers serve the new partitions
+		t.Fatal(err)
+	}
 	if rt := create(false, -1, -1, []int32{0}); rt.ErrorCode != kerr.TopicAlreadyExists.Code {
 		t.Errorf("again: %d, want TOPIC_ALREADY_EXISTS", rt.ErrorCode)
 	}

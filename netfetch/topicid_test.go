@@ -123,6 +123,9 @@ func TestTopicIDs(t *testing.T) {
 	delete(created, "tid-gone")
 
 	// A group consumer (kgo) reads and commits.
+	if err := c.Sync(ctx); err != nil { // the brokers serve the new partitions
+		t.Fatal(err)
+	}
 	clustertest.Produce(t, cl, "tid", "a", 30)
 	if got := consumeGroup(t, c, "tid-group", "tid", 30); len(got) != 30 {
 		t.Fatalf("group read %d records, want 30", len(got))
