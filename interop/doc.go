@@ -5,7 +5,9 @@
 //
 // Each client, in its own processes (or fresh Go clients), produces with acks=all, consumes
 // as a member of a group, commits, stops, and resumes from the committed offsets (it must
-// read exactly the records produced after the commit), and deletes the topic (kcat, which
+// read exactly the records produced after the commit), deletes the records of a partition
+// below its high watermark and describes the log directories where the suite has those steps
+// for the client (sarama's ClusterAdmin; the others show n/a), and deletes the topic (kcat, which
 // has no admin commands, checks with -L that a kadm deletion is seen); the topic must then
 // be gone from the controller and every broker. kcat also runs two -G members in
 // one group and checks the rebalance when one leaves. TestMain prints the client x

@@ -28,7 +28,7 @@ const deleteTopicPending = false
 const deletePendingReason = "pending: DeleteTopics is not served yet"
 
 // Operations of the client x operation table, in column order.
-var operations = []string{"produce acks=all", "group consume + commit", "resume at committed", "delete topic"}
+var operations = []string{"produce acks=all", "group consume + commit", "resume at committed", "delete records", "describe log dirs", "delete topic"}
 
 // table collects the outcome of every (client, operation) for TestMain's summary.
 var table = struct {
@@ -162,11 +162,19 @@ type client struct {
 	// returns their values.
 	consume func(boot, topic, group string, count int) ([]string, error)
 	delete  func(boot, topic string) error
+	// deleteRecords deletes the records of topic-partition below offset (DeleteRecords);
+	// nil where the suite has no such step for the client.
+	deleteRecords func(boot, topic string, partition int32, offset int64) error
+	// describeLogDirs returns, per broker, the replicas of topic it describes in its log
+	// directories ("topic-partition" -> size in bytes; DescribeLogDirs); nil where the suite
+	// has no such step for the client.
+	describeLogDirs func(boot, topic string) (map[int32]map[string]int64, error)
 }
 
 // runSuite runs the suite for cl on a fresh topic: produce 100, group-consume them and
 // commit, produce 50 more, consume again with the same group (exactly the 50 new records),
-// delete the topic (pending while deleteTopicPending).
+// delete the records of partition 0 below its high watermark and describe the log dirs
+// (where the client has those steps), delete the topic (pending while deleteTopicPending).
 func runSuite(t *testing.T, c *cluster.Cluster, cl client) {
 	boot := c.Bootstrap()
 	name := strings.NewReplacer("/", "-", " ", "-").Replace(cl.name)
@@ -209,17 +217,86 @@ func runSuite(t *testing.T, c *cluster.Cluster, cl client) {
 	}) {
 		return
 	}
+	if cl.deleteRecords == nil {
+		record(cl.name, operations[3], "n/a")
+	} else {
+		step(operations[3], func() error {
+			_, hw, ok := c.ReplicaOffsets(leaderOf(c, topic, 0), topic, 0)
+			if !ok {
+				return fmt.Errorf("%s-0 has no leader replica", topic)
+			}
+			if err := cl.deleteRecords(boot, topic, 0, hw); err != nil {
+				return err
+			}
+			return logStartsAt(c, topic, 0, hw)
+		})
+	}
+	if cl.describeLogDirs == nil {
+		record(cl.name, operations[4], "n/a")
+	} else {
+		step(operations[4], func() error {
+			got, err := cl.describeLogDirs(boot, topic)
+			if err != nil {
+				return err
+			}
+			return sameLogDirs(c, topic, got)
+		})
+	}
 	if deleteTopicPending {
-		record(cl.name, operations[3], deletePendingReason)
+		record(cl.name, operations[5], deletePendingReason)
 		t.Logf("%s: delete topic: %s", cl.name, deletePendingReason)
 		return
 	}
-	step(operations[3], func() error {
+	step(operations[5], func() error {
 		if err := cl.delete(boot, topic); err != nil {
 			return err
 		}
 		return deleted(c, topic)
 	})
+}
+
+// leaderOf is the leader of topic-p, -1 if none.
+func leaderOf(c *cluster.Cluster, topic string, p int32) int32 {
+	st, ok := c.Controller().Partition(topic, p)
+	if !ok {
+		return -1
+	}
+	return st.Leader
+}
+
+// logStartsAt checks that every replica of topic-p starts at offset (a DeleteRecords is
+// answered once every alive replica followed the leader's log start).
+func logStartsAt(c *cluster.Cluster, topic string, p int32, offset int64) error {
+	st, _ := c.Controller().Partition(topic, p)
+	for _, id := range st.Replicas {
+		if b := c.Broker(id); b != nil {
+			if r, ok := b.Replica(topic, p); !ok || r.LogStart() != offset {
+				return fmt.Errorf("broker %d: %s-%d log start %d after the deletion, want %d", id, topic, p, r.LogStart(), offset)
+			}
+		}
+	}
+	return nil
+}
+
+// sameLogDirs checks a client's description of topic's replicas against what each broker hosts.
+func sameLogDirs(c *cluster.Cluster, topic string, got map[int32]map[string]int64) error {
+	for _, id := range c.BrokerIDs() {
+		want := map[string]int64{}
+		for _, r := range c.Broker(id).LogDirReplicas() {
+			if r.Topic == topic {
+				want[fmt.Sprintf("%s-%d", r.Topic, r.Partition)] = r.Size
+			}
+		}
+		if len(got[id]) != len(want) {
+			return fmt.Errorf("broker %d: described %v, hosts %v", id, got[id], want)
+		}
+		for k, size := range want {
+			if g, ok := got[id][k]; !ok || g != size {
+				return fmt.Errorf("broker %d: %s described with %d bytes (present %v), hosts %d", id, k, g, ok, size)
+			}
+		}
+	}
+	return nil
 }
 
 // deleted checks that topic is gone from the controller and from every running broker (the

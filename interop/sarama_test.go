@@ -78,6 +78,51 @@ func saramaClient() client {
 			defer a.Close()
 			return a.DeleteTopic(topic)
 		},
+		deleteRecords: func(boot, topic string, partition int32, offset int64) error {
+			a, err := sarama.NewClusterAdmin(strings.Split(boot, ","), config())
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			return a.DeleteRecords(topic, map[int32]int64{partition: offset})
+		},
+		describeLogDirs: func(boot, topic string) (map[int32]map[string]int64, error) {
+			a, err := sarama.NewClusterAdmin(strings.Split(boot, ","), config())
+			if err != nil {
+				return nil, err
+			}
+			defer a.Close()
+			brokers, _, err := a.DescribeCluster()
+			if err != nil {
+				return nil, err
+			}
+			var ids []int32
+			for _, b := range brokers {
+				ids = append(ids, b.ID())
+			}
+			dirs, err := a.DescribeLogDirs(ids)
+			if err != nil {
+				return nil, err
+			}
+			out := map[int32]map[string]int64{}
+			for id, ds := range dirs {
+				out[id] = map[string]int64{}
+				for _, d := range ds {
+					if d.ErrorCode != sarama.ErrNoError {
+						return nil, fmt.Errorf("broker %d dir %s: %v", id, d.Path, d.ErrorCode)
+					}
+					for _, t := range d.Topics {
+						if t.Topic != topic {
+							continue
+						}
+						for _, p := range t.Partitions {
+							out[id][fmt.Sprintf("%s-%d", t.Topic, p.PartitionID)] = p.Size
+						}
+					}
+				}
+			}
+			return out, nil
+		},
 	}
 }
 

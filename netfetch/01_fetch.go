@@ -9,16 +9,19 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 
 	"github.com/isrbench/isrbench/core/broker"
+	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/log"
 )
 
 func init() {
-	// v13+ names topics by ID (KIP-516), which Metadata does not hand out.
-	register(api{key: 1, min: 4, max: 12, role: roleFetchServe, newReq: (*conn).fetchRequest,
+	// v13 names topics by id (KIP-516): Metadata hands the ids out, the request's are resolved
+	// through the controller's lock-free index (UNKNOWN_TOPIC_ID for one no topic has).
+	register(api{key: 1, min: 4, max: 13, role: roleFetchServe, newReq: (*conn).fetchRequest,
 		serve: func(c *conn, h reqHeader, req kmsg.Request) error {
 			return c.handleFetch(h, req.(*kmsg.FetchRequest))
 		}})
@@ -44,9 +47,13 @@ type fetchState struct {
 	// the client must hear about (copies; their Records are req's, released with it).
 	respParts []broker.FetchPartition
 	respSpans []topicSpan
-	enc       fetchEncoder
-	copy      []byte   // the whole response (ZeroCopy=false), or the staged bytes of a zero-copy one
-	segs      []outSeg // zero-copy path: the pieces of the response
+	// unknownParts and unknownSpans are the partitions of a v13+ request whose topic id no
+	// topic has: answered UNKNOWN_TOPIC_ID after the others.
+	unknownParts []broker.FetchPartition
+	unknownSpans []topicSpan
+	enc          fetchEncoder
+	copy         []byte   // the whole response (ZeroCopy=false), or the staged bytes of a zero-copy one
+	segs         []outSeg // zero-copy path: the pieces of the response
 
 	zw   zcWriter           // zero-copy path: the write in progress
 	zwFn func(uintptr) bool // zw.write, bound once
@@ -55,14 +62,16 @@ type fetchState struct {
 // topicSpan is one request topic: Partitions[start:end] of the broker request.
 type topicSpan struct {
 	topic      string
+	id         [16]byte // the topic id a v13+ response names it by
 	start, end int
 }
 
-// handleFetch runs a consumer or replica Fetch (v4..v12) through the
+// handleFetch runs a consumer or replica Fetch (v4..v13) through the
 // broker's long poll and writes the response: header and per-partition
 // fields from the reused encoder buffer, records straight from the segment
 // files with sendfile(2) (or pread+write when ZeroCopy is off). Every Slice
-// is released before returning.
+// is released before returning. A v13 request's topic ids are resolved to names first
+// (resolveTopicIDs); the rest runs by name.
 func (c *conn) handleFetch(h reqHeader, r *kmsg.FetchRequest) error {
 	countFetch(r.ReplicaID >= 0)
 	c.kind = kindConsumerFetch
@@ -77,8 +86,15 @@ func (c *conn) handleFetch(h reqHeader, r *kmsg.FetchRequest) error {
 	req.MinBytes, req.MaxBytes, req.IsolationLevel = r.MinBytes, r.MaxBytes, r.IsolationLevel
 	req.Partitions = req.Partitions[:0]
 	st.spans = st.spans[:0]
+	var ix *controller.TopicIDIndex
+	if r.Version >= 13 {
+		ix = c.resolveTopicIDs(r)
+	}
 	for i := range r.Topics {
 		t := &r.Topics[i]
+		if t.Topic == "" && r.Version >= 13 {
+			continue // an unknown topic id (resolveTopicIDs)
+		}
 		start := len(req.Partitions)
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
@@ -96,7 +112,7 @@ func (c *conn) handleFetch(h reqHeader, r *kmsg.FetchRequest) error {
 				DivergingEpoch: -1, DivergingEndOffset: -1,
 			})
 		}
-		st.spans = append(st.spans, topicSpan{topic: t.Topic, start: start, end: len(req.Partitions)})
+		st.spans = append(st.spans, topicSpan{topic: t.Topic, id: t.TopicID, start: start, end: len(req.Partitions)})
 	}
 	sf := c.s.sessions.begin(r, req, st)
 	if sf.errCode != 0 {
@@ -125,6 +141,9 @@ func (c *conn) handleFetch(h reqHeader, r *kmsg.FetchRequest) error {
 			c.s.stats.omitted.Add(int64(len(req.Partitions) - len(parts)))
 		}
 	}
+	if r.Version >= 13 {
+		parts, spans = st.withTopicIDs(ix, parts, spans)
+	}
 	if err := st.enc.encode(r.Version, h.corr, 0, sf.respID, parts, spans); err != nil {
 		return err
 	}
@@ -135,7 +154,59 @@ func (c *conn) handleFetch(h reqHeader, r *kmsg.FetchRequest) error {
 	return countFetchResponse(c.sendFetch(parts))
 }
 
-// fetchEncoder builds a Fetch response (v4..v12) without the record bytes:
+// resolveTopicIDs names the topics and forgotten topics of a v13+ Fetch by their ids, from
+// the controller's index (lock-free). A topic whose id no topic has keeps the empty name;
+// its partitions are noted in the connection's fetch state to be answered UNKNOWN_TOPIC_ID
+// (they never enter a fetch session). Forgotten topics of unknown ids are dropped.
+func (c *conn) resolveTopicIDs(r *kmsg.FetchRequest) *controller.TopicIDIndex {
+	ix := c.s.cfg.Controller.TopicIDIndex()
+	st := &c.fetch
+	st.unknownParts, st.unknownSpans = st.unknownParts[:0], st.unknownSpans[:0]
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		name, ok := ix.ByID[t.TopicID]
+		t.Topic = name
+		if ok {
+			continue
+		}
+		start := len(st.unknownParts)
+		for j := range t.Partitions {
+			st.unknownParts = append(st.unknownParts, broker.FetchPartition{
+				Partition: t.Partitions[j].Partition, Err: kerr.UnknownTopicID,
+				HighWatermark: -1, LastStableOffset: -1, LogStartOffsetOut: -1, DivergingEpoch: -1, DivergingEndOffset: -1,
+			})
+		}
+		st.unknownSpans = append(st.unknownSpans, topicSpan{id: t.TopicID, start: start, end: len(st.unknownParts)})
+	}
+	for i := range r.ForgottenTopics {
+		ft := &r.ForgottenTopics[i]
+		ft.Topic = ix.ByID[ft.TopicID] // "" for an unknown id: matches no session partition
+	}
+	return ix
+}
+
+// withTopicIDs completes a v13+ response: every span gets its topic's id (spans a fetch
+// session built carry only names), and the partitions of unknown topic ids follow the
+// others. It returns the partitions and spans to encode (parts' backing array may grow).
+func (st *fetchState) withTopicIDs(ix *controller.TopicIDIndex, parts []broker.FetchPartition, spans []topicSpan) ([]broker.FetchPartition, []topicSpan) {
+	for i := range spans {
+		if spans[i].id == ([16]byte{}) {
+			spans[i].id = ix.ByName[spans[i].topic]
+		}
+	}
+	if len(st.unknownParts) == 0 {
+		return parts, spans
+	}
+	base := len(parts)
+	parts = append(parts, st.unknownParts...)
+	for _, sp := range st.unknownSpans {
+		sp.start, sp.end = sp.start+base, sp.end+base
+		spans = append(spans, sp)
+	}
+	return parts, spans
+}
+
+// fetchEncoder builds a Fetch response (v4..v13) without the record bytes:
 // buf holds the size prefix, response header and every field, and marks[i]
 // is the position in buf right after partition i's records length, where
 // its records (Partitions[i].Records, Size bytes) belong on the wire.
@@ -154,7 +225,7 @@ const maxFetchResponse = 1<<31 - 1
 // or, with topErr set, a whole-response error without partitions; sessionID is the fetch
 // session the response belongs to (0: none; v7+).
 func (e *fetchEncoder) encode(version int16, corr int32, topErr int16, sessionID int32, parts []broker.FetchPartition, spans []topicSpan) error {
-	if version < 4 || version > 12 {
+	if version < 4 || version > 13 {
 		return fmt.Errorf("BUG: Fetch response v%d not supported by the encoder", version)
 	}
 	flex := version >= 12
@@ -172,9 +243,12 @@ func (e *fetchEncoder) encode(version int16, corr int32, topErr int16, sessionID
 	marks := e.marks[:0]
 	var records int64
 	for _, sp := range spans {
-		if flex {
+		switch {
+		case version >= 13:
+			b = append(b, sp.id[:]...) // topic_id (KIP-516)
+		case flex:
 			b = kbin.AppendCompactString(b, sp.topic)
-		} else {
+		default:
 			b = kbin.AppendString(b, sp.topic)
 		}
 		b = appendArrayLen(b, sp.end-sp.start, flex)

@@ -27,7 +27,9 @@ const ClusterID = "isrbench"
 // and per partition the leader (-1 with LEADER_NOT_AVAILABLE when none),
 // leader epoch, replicas, ISR and offline replicas (replicas on fenced
 // brokers). Unknown topics are created when auto.create.topics.enable is
-// on and the client allows it. Topic IDs are all zero. __consumer_offsets is
+// on and the client allows it. Each topic carries its topic id (v10+, KIP-516); a topic
+// asked for by id (v12: null name) is resolved, UNKNOWN_TOPIC_ID when no topic has that id.
+// __consumer_offsets is
 // listed like any topic with is_internal set (Kafka's clients hide internal
 // topics themselves); asked for by name it is created as the group
 // coordinator creates it. Metadata v0 is served (kafka-python's version probe
@@ -79,6 +81,10 @@ func (c *conn) handleMetadata(req *kmsg.MetadataRequest) (kmsg.Response, error) 
 	} else {
 		for _, t := range req.Topics {
 			if t.Topic == nil {
+				if name, ok := ctrl.TopicName(t.TopicID); ok {
+					names = append(names, name)
+					continue
+				}
 				mt := kmsg.NewMetadataResponseTopic()
 				mt.TopicID = t.TopicID
 				mt.ErrorCode = kerr.UnknownTopicID.Code
@@ -89,6 +95,10 @@ func (c *conn) handleMetadata(req *kmsg.MetadataRequest) (kmsg.Response, error) 
 		}
 	}
 	allowAuto := req.Version < 4 || req.AllowAutoTopicCreation
+	var ids map[string]controller.TopicID
+	if len(names) > 1 {
+		ids = ctrl.TopicIDs()
+	}
 	for _, name := range names {
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic = &name
@@ -117,6 +127,11 @@ func (c *conn) handleMetadata(req *kmsg.MetadataRequest) (kmsg.Response, error) 
 			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			resp.Topics = append(resp.Topics, mt)
 			continue
+		}
+		if id, ok := ids[name]; ok {
+			mt.TopicID = id
+		} else {
+			mt.TopicID, _ = ctrl.TopicID(name) // one topic, or created by this request
 		}
 		pending := c.pendingLeaders(name, parts)
 		if pending.taking {

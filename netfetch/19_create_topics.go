@@ -3,7 +3,6 @@ package netfetch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -21,7 +20,7 @@ func init() {
 
 // handleCreateTopics creates topics through the controller. NumPartitions
 // -1 / ReplicationFactor -1 mean num.partitions / default.replication.factor.
-// Manual replica assignments are refused (INVALID_REQUEST).
+// A manual replica assignment places the replicas by hand (createAssigned; both then -1).
 //
 // The answer waits, up to timeout_ms, until the leader of every new partition
 // has applied its leadership (awaitLeaders), so that a client producing as soon
@@ -59,7 +58,9 @@ func (c *conn) handleCreateTopics(req *kmsg.CreateTopicsRequest) (kmsg.Response,
 		var err error
 		switch {
 		case len(t.ReplicaAssignment) > 0:
-			err = fmt.Errorf("topic %q: manual replica assignment is not supported: %w", t.Topic, kerr.InvalidRequest)
+			var parts []controller.PartitionState
+			rt.NumPartitions, rt.ReplicationFactor, parts, err = c.createAssigned(t, configs, req.ValidateOnly)
+			created = append(created, parts...)
 		case req.ValidateOnly:
 			err = ctrl.ValidateCreateTopic(t.Topic, np, rf, configs)
 		default:
@@ -80,6 +81,9 @@ func (c *conn) handleCreateTopics(req *kmsg.CreateTopicsRequest) (kmsg.Response,
 				cfg.Source = int8(kmsg.ConfigSourceDynamicTopicConfig)
 				rt.Configs = append(rt.Configs, cfg)
 			}
+		}
+		if err == nil && !req.ValidateOnly {
+			rt.TopicID, _ = ctrl.TopicID(t.Topic) // v7+
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbench/isrbench/core/controller"
 )
 
 func init() {
@@ -13,11 +15,11 @@ func init() {
 	}})
 }
 
-// handleDeleteTopics deletes topics by name (controller.DeleteTopic: the brokers remove
-// their replicas), with Kafka's per-topic errors: UNKNOWN_TOPIC_OR_PARTITION for an unknown
-// name, INVALID_REQUEST for a name given twice or an entry with both or neither of name and
-// id. Topic ids (v6) are refused with UNKNOWN_TOPIC_ID: Metadata hands out zero topic ids,
-// so no client can know one. The response waits (up to timeout_ms, at most 10 s) until the
+// handleDeleteTopics deletes topics by name or, v6+, by topic id (controller.DeleteTopic: the
+// brokers remove their replicas), with Kafka's per-topic errors: UNKNOWN_TOPIC_OR_PARTITION
+// for an unknown name, UNKNOWN_TOPIC_ID for an id no topic has, INVALID_REQUEST for a topic
+// given twice or an entry with both or neither of name and id. Each answer carries the
+// topic's name and id (v6). The response waits (up to timeout_ms, at most 10 s) until the
 // alive brokers applied the deletions; internal topics may be deleted, as in Kafka.
 func (c *conn) handleDeleteTopics(req *kmsg.DeleteTopicsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
@@ -38,7 +40,11 @@ func (c *conn) handleDeleteTopics(req *kmsg.DeleteTopicsRequest) (kmsg.Response,
 		case t.Topic == nil && t.TopicID == [16]byte{}:
 			e.preEr = fmt.Errorf("neither topic name nor id were specified: %w", kerr.InvalidRequest)
 		case t.Topic == nil:
-			e.preEr = fmt.Errorf("topic id %x: deleting by topic id is not supported (Metadata hands out zero topic ids): delete by name: %w", t.TopicID, kerr.UnknownTopicID)
+			if name, ok := c.s.cfg.Controller.TopicName(t.TopicID); ok {
+				e.name = &name
+			} else {
+				e.preEr = fmt.Errorf("topic id %v: no topic has it: %w", controller.TopicID(t.TopicID), kerr.UnknownTopicID)
+			}
 		}
 		entries = append(entries, e)
 	}
@@ -58,6 +64,9 @@ func (c *conn) handleDeleteTopics(req *kmsg.DeleteTopicsRequest) (kmsg.Response,
 		case count[*e.name] > 1:
 			err = fmt.Errorf("duplicate topic name %q: %w", *e.name, kerr.InvalidRequest)
 		default:
+			if id, ok := c.s.cfg.Controller.TopicID(*e.name); ok {
+				rt.TopicID = id
+			}
 			if err = c.s.cfg.Controller.DeleteTopic(*e.name); err == nil {
 				deleted = true
 			}

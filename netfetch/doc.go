@@ -28,7 +28,7 @@
 //     them (Kafka also handles one request per connection at a time); the
 //     coordinator holds no lock meanwhile, and a closing connection or server
 //     releases them.
-//   - Fetch responses (v4..v12) are encoded by hand into a per-connection
+//   - Fetch responses (v4..v13) are encoded by hand into a per-connection
 //     buffer (no allocation per request once grown), and each partition's
 //     records go straight from the segment file to the socket with
 //     sendfile(2) at an explicit offset (isrbench.zero.copy=true), or with
@@ -121,15 +121,22 @@
 // MESSAGE_TOO_LARGE, records larger than the segment RECORD_LIST_TOO_LARGE.
 // Metadata is served from v0 (kafka-python's version probe sends it).
 //
+// Topic ids (KIP-516): every topic has a random UUID made at creation and kept in the
+// metadata log (controller.TopicID). Metadata (v10+) and CreateTopics (v7+) answer it;
+// Metadata (v12), DeleteTopics (v6) and Fetch (v13) resolve a topic given by id,
+// UNKNOWN_TOPIC_ID when no topic has it (a Fetch resolves through the controller's lock-free
+// TopicIDIndex; its unknown ids stay out of fetch sessions and are answered on every request
+// that names them).
+//
 // # Unsupported
 //
 // Transactions (FindCoordinator for a transactional id, InitProducerId and
 // Produce with one answer TRANSACTIONAL_ID_AUTHORIZATION_FAILED, with a
 // message saying so where the version carries one) and fetch sessions
 // (every Fetch is a full fetch, session id 0) are not implemented; nor are
-// topic ids (Metadata hands out zero ids; DeleteTopics by id answers
-// UNKNOWN_TOPIC_ID), config documentation in DescribeConfigs, BROKER_LOGGER /
-// GROUP / CLIENT_METRICS config resources (INVALID_REQUEST); an
+// config documentation in DescribeConfigs, BROKER_LOGGER /
+// GROUP / CLIENT_METRICS config resources (INVALID_REQUEST) and partition
+// reassignment; an
 // unsupported API key or version closes the connection with a logged
 // reason, except ApiVersions, which always answers (UNSUPPORTED_VERSION with
 // the ranges, as v0).

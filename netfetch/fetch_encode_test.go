@@ -60,7 +60,7 @@ func fetchParts(f *os.File, blob []byte) ([]broker.FetchPartition, []topicSpan) 
 		{Topic: "beta", Partition: 7, HighWatermark: 3, LastStableOffset: 3, LogStartOffsetOut: 0,
 			Records: log.Slice{File: vfs.WrapOS(f), Pos: 7, Size: int64(half)}, DivergingEpoch: 4, DivergingEndOffset: 17},
 	}
-	spans := []topicSpan{{topic: "alpha", start: 0, end: 2}, {topic: "beta", start: 2, end: 3}}
+	spans := []topicSpan{{topic: "alpha", id: [16]byte{0xa}, start: 0, end: 2}, {topic: "beta", id: [16]byte{0xb}, start: 2, end: 3}}
 	return parts, spans
 }
 
@@ -105,14 +105,18 @@ func decodeFetch(t testing.TB, version int16, frame []byte, corr int32) *kmsg.Fe
 func TestFetchEncoderDecodesWithKmsgAtEveryVersion(t *testing.T) {
 	f, blob := segmentFile(t, 5)
 	parts, spans := fetchParts(f, blob)
-	for v := int16(4); v <= 12; v++ {
+	for v := int16(4); v <= 13; v++ {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
 			var e fetchEncoder
 			if err := e.encode(v, 12345, 0, 0, parts, spans); err != nil {
 				t.Fatal(err)
 			}
 			resp := decodeFetch(t, v, wire(t, &e, parts), 12345)
-			if len(resp.Topics) != 2 || resp.Topics[0].Topic != "alpha" || resp.Topics[1].Topic != "beta" {
+			if v >= 13 { // topics by id (KIP-516)
+				if len(resp.Topics) != 2 || resp.Topics[0].TopicID != spans[0].id || resp.Topics[1].TopicID != spans[1].id {
+					t.Fatalf("topics = %+v", resp.Topics)
+				}
+			} else if len(resp.Topics) != 2 || resp.Topics[0].Topic != "alpha" || resp.Topics[1].Topic != "beta" {
 				t.Fatalf("topics = %+v", resp.Topics)
 			}
 			a0, a1, b7 := resp.Topics[0].Partitions[0], resp.Topics[0].Partitions[1], resp.Topics[1].Partitions[0]
@@ -153,7 +157,7 @@ func TestFetchEncoderAllocatesNothing(t *testing.T) {
 	if err := e.encode(12, 1, 0, 0, parts, spans); err != nil { // grow buffers once
 		t.Fatal(err)
 	}
-	for _, v := range []int16{4, 11, 12} {
+	for _, v := range []int16{4, 11, 12, 13} {
 		allocs := testing.AllocsPerRun(100, func() {
 			if err := e.encode(v, 1, 0, 0, parts, spans); err != nil {
 				t.Fatal(err)
@@ -169,6 +173,9 @@ func TestFetchEncoderRejectsBadInput(t *testing.T) {
 	var e fetchEncoder
 	if err := e.encode(3, 1, 0, 0, nil, nil); err == nil {
 		t.Error("v3 encoded, want error")
+	}
+	if err := e.encode(14, 1, 0, 0, nil, nil); err == nil {
+		t.Error("v14 encoded, want error")
 	}
 	parts := []broker.FetchPartition{{Topic: "x", Records: log.Slice{Size: 10}}}
 	if err := e.encode(12, 1, 0, 0, parts, []topicSpan{{topic: "x", start: 0, end: 1}}); err == nil {

@@ -10,7 +10,8 @@ import (
 
 // The group coordinator's wire files: 08_offset_commit.go, 09_offset_fetch.go,
 // 10_find_coordinator.go, 11_join_group.go, 12_heartbeat.go, 13_leave_group.go,
-// 14_sync_group.go, 15_describe_groups.go, 16_list_groups.go, 42_delete_groups.go. They
+// 14_sync_group.go, 15_describe_groups.go, 16_list_groups.go, 42_delete_groups.go,
+// 47_offset_delete.go. They
 // translate kmsg requests to core/group's and back; the decisions are core/group's.
 
 // coordinator returns the server's group coordinator, or an error answer when it has none

@@ -37,8 +37,8 @@ func TestAPIVersions(t *testing.T) {
 			t.Fatalf("v%d: error %d, %d keys", v, resp.ErrorCode, len(resp.ApiKeys))
 		}
 		for _, k := range resp.ApiKeys {
-			if k.ApiKey == 1 && k.MaxVersion != 12 {
-				t.Errorf("Fetch advertised up to v%d, want 12 (no topic ids)", k.MaxVersion)
+			if k.ApiKey == 1 && k.MaxVersion != 13 {
+				t.Errorf("Fetch advertised up to v%d, want 13 (topic ids, KIP-516)", k.MaxVersion)
 			}
 		}
 	}
@@ -272,6 +272,43 @@ func FuzzServeRequest(f *testing.F) {
 	dcl := kmsg.NewPtrDescribeClusterRequest()
 	dcl.SetVersion(2)
 	f.Add(seed(dcl))
+	// The operator APIs (topic ids, DeleteRecords, DescribeLogDirs, OffsetDelete,
+	// DescribeProducers, DescribeClientQuotas, CreateTopics with an assignment).
+	mdID := kmsg.NewPtrMetadataRequest()
+	mdID.SetVersion(12)
+	mdID.Topics = []kmsg.MetadataRequestTopic{{TopicID: [16]byte{1}}}
+	f.Add(seed(mdID))
+	dr := kmsg.NewPtrDeleteRecordsRequest()
+	dr.SetVersion(2)
+	dr.TimeoutMillis = 10
+	dr.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: "fz", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Offset: 0}}}}
+	f.Add(seed(dr))
+	dld := kmsg.NewPtrDescribeLogDirsRequest()
+	dld.SetVersion(4)
+	dld.Topics = []kmsg.DescribeLogDirsRequestTopic{{Topic: "fz", Partitions: []int32{0}}}
+	f.Add(seed(dld))
+	od := kmsg.NewPtrOffsetDeleteRequest()
+	od.Group = "fg"
+	od.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "fz", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
+	f.Add(seed(od))
+	dpr := kmsg.NewPtrDescribeProducersRequest()
+	dpr.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "fz", Partitions: []int32{0}}}
+	f.Add(seed(dpr))
+	dcq := kmsg.NewPtrDescribeClientQuotasRequest()
+	dcq.SetVersion(1)
+	dcq.Components = []kmsg.DescribeClientQuotasRequestComponent{{EntityType: "user", MatchType: 2}}
+	f.Add(seed(dcq))
+	fr13 := kmsg.NewPtrFetchRequest()
+	fr13.SetVersion(13)
+	fr13.Topics = []kmsg.FetchRequestTopic{{TopicID: [16]byte{2}, Partitions: []kmsg.FetchRequestTopicPartition{{}}}}
+	fr13.ForgottenTopics = []kmsg.FetchRequestForgottenTopic{{TopicID: [16]byte{3}, Partitions: []int32{0}}}
+	f.Add(seed(fr13))
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.SetVersion(7)
+	ct.ValidateOnly = true
+	ct.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "fz-none", NumPartitions: -1, ReplicationFactor: -1,
+		ReplicaAssignment: []kmsg.CreateTopicsRequestTopicReplicaAssignment{{Partition: 0, Replicas: []int32{0}}}}}
+	f.Add(seed(ct))
 	f.Add([]byte{0, 0, 0, 10, 0, 18, 0, 9, 0, 0, 0, 1, 0xff, 0xff})
 	addr := c.Addr(0)
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -20,7 +20,7 @@ func init() {
 // replicas); --create creates a topic; --alter raises its partition count
 // and sets or deletes topic configs; --delete deletes it.
 func cmdTopics(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("topics", "topics --bootstrap ADDR (--describe [--topic T] [--under-replicated-partitions] | --create --topic T --partitions N --replication-factor R [--config k=v ...] | --alter --topic T [--partitions N] [--config k=v ...] [--delete-config k ...] | --delete --topic T)", stderr)
+	fs := newFlags("topics", "topics --bootstrap ADDR (--describe [--topic T] [--under-replicated-partitions] | --create --topic T (--partitions N --replication-factor R | --replica-assignment 0:1,1:2) [--config k=v ...] | --alter --topic T [--partitions N] [--config k=v ...] [--delete-config k ...] | --delete --topic T)", stderr)
 	bootstrap := fs.String("bootstrap", "127.0.0.1:9092", "bootstrap servers host:port[,host:port]")
 	describe := fs.Bool("describe", false, "describe topics")
 	create := fs.Bool("create", false, "create a topic")
@@ -30,6 +30,7 @@ func cmdTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	under := fs.Bool("under-replicated-partitions", false, "--describe: only partitions whose ISR is smaller than the replica set")
 	partitions := fs.Int("partitions", 1, "--create: number of partitions; --alter: the new, larger partition count")
 	rf := fs.Int("replication-factor", 1, "--create: replication factor")
+	assignment := fs.String("replica-assignment", "", "--create: manual replica assignment, partitions separated by ',' and each partition's brokers by ':' (preferred leader first), e.g. 0:1,1:2,2:0; instead of --partitions and --replication-factor")
 	timeout := fs.Duration("timeout", 10*time.Second, "request timeout")
 	var configs, delConfigs multiFlag
 	fs.Var(&configs, "config", "--create, --alter: topic config key=value (repeatable)")
@@ -84,13 +85,25 @@ func cmdTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err := onlyWith(fs, "--alter", "delete-config"); err != nil {
 			return err
 		}
+		if *assignment != "" {
+			if err := onlyWith(fs, "--create without --replica-assignment", "partitions", "replication-factor"); err != nil {
+				return err
+			}
+		}
 	case *alter:
-		if err := onlyWith(fs, "--create", "replication-factor"); err != nil {
+		if err := onlyWith(fs, "--create", "replication-factor", "replica-assignment"); err != nil {
 			return err
 		}
 	default:
-		if err := onlyWith(fs, "--create or --alter", "partitions", "replication-factor", "config", "delete-config"); err != nil {
+		if err := onlyWith(fs, "--create or --alter", "partitions", "replication-factor", "replica-assignment", "config", "delete-config"); err != nil {
 			return err
+		}
+	}
+	var replicas [][]int32
+	if *assignment != "" {
+		var err error
+		if replicas, err = kafkatool.ParseReplicaAssignment(*assignment); err != nil {
+			return usagef("topics: --replica-assignment %q: %v", *assignment, err)
 		}
 	}
 	if *topic != "" {
@@ -117,6 +130,14 @@ func cmdTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case *create:
 		if *topic == "" {
 			return usagef("topics: --create needs --topic")
+		}
+		if replicas != nil {
+			cl, err := newClient("topics", *bootstrap)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			return kafkatool.CreateTopicAssigned(ctx, cl, *topic, replicas, cfgs, stdout)
 		}
 		if *partitions < 1 || *partitions > math.MaxInt32 || *rf < 1 || *rf > math.MaxInt16 {
 			return usagef("topics: --partitions %d / --replication-factor %d: want 1..%d / 1..%d", *partitions, *rf, math.MaxInt32, math.MaxInt16)

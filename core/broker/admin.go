@@ -135,8 +135,9 @@ func (b *Broker) setAside(key tp, why string) {
 // checkTopicIDLocked makes sure the replica directory of key belongs to the topic's current
 // incarnation id before it is opened: a directory whose partition.metadata names another id
 // is set aside (stray) so the replica starts empty; a directory without the file (new, or
-// written before topic ids) gets it. Zero ids (a topic recorded before topic ids) are not
-// checked.
+// written before topic ids) gets it, and so does one holding the topic's legacy id (its
+// creation number, written before ids were random: controller.LegacyTopicID). Zero ids are
+// not checked.
 func (b *Broker) checkTopicIDLocked(key tp, id controller.TopicID) error {
 	if id == (controller.TopicID{}) {
 		return nil
@@ -146,11 +147,16 @@ func (b *Broker) checkTopicIDLocked(key tp, id controller.TopicID) error {
 	data, err := vfs.ReadFile(b.fs, path)
 	switch {
 	case err == nil:
-		if got, ok := parsePartitionMetadata(data); ok && got == id {
+		got, ok := parsePartitionMetadata(data)
+		legacy, _ := b.ctrl.LegacyTopicID(key.topic)
+		switch {
+		case ok && got == id:
 			return nil
-		} else if ok {
+		case ok && got == legacy && legacy != (controller.TopicID{}):
+			b.logf("broker %d: %s: %s holds the topic's legacy id %v: rewritten with its id %v", b.cfg.ID, key, path, got, id)
+		case ok:
 			b.setAside(key, fmt.Sprintf("it holds topic id %v, the topic is now %v (deleted and created again)", got, id))
-		} else {
+		default:
 			b.logf("broker %d: %s: %s does not parse (%q): rewritten", b.cfg.ID, key, path, data)
 		}
 	case errors.Is(err, fs.ErrNotExist):

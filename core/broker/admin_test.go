@@ -396,3 +396,43 @@ func TestLeadsWhatItApplied(t *testing.T) {
 		t.Error("after applying the deletion and the new t, the broker does not lead the new t-0 alone")
 	}
 }
+
+// A replica whose partition.metadata holds its topic's legacy id (the creation number, as
+// written before topic ids were random) belongs to the topic: a restarted broker keeps its
+// data and rewrites the file with the topic's id; a foreign id still sets it aside.
+func TestLegacyTopicIDAccepted(t *testing.T) {
+	c := newTestCluster(t, 3, testConfig())
+	c.createTopic("legacy", 1, 3, nil)
+	if res := produce(t, c.leader("legacy", 0), -1, "legacy", 0, batch("v", 4)); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	const down = 2
+	c.waitFor("broker 2 caught up", 10*time.Second, func() bool {
+		r, ok := c.broker(down).Replica("legacy", 0)
+		return ok && r.LEO() == 4 && r.HW() == 4
+	})
+	if err := c.broker(down).Close(); err != nil {
+		t.Fatal(err)
+	}
+	legacy, _ := c.ctrl.LegacyTopicID("legacy")
+	id, _ := c.ctrl.TopicID("legacy")
+	if legacy == (controller.TopicID{}) || legacy == id {
+		t.Fatalf("legacy id %v, id %v", legacy, id)
+	}
+	path := filepath.Join(c.dirs[down], "legacy-0", PartitionMetadataFile)
+	if err := os.WriteFile(path, []byte("version: 0\ntopic_id: "+legacy.String()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := c.start(down)
+	c.waitFor("broker 2 rejoins the ISR", 10*time.Second, func() bool { return len(isrOf(c, "legacy", 0)) == 3 })
+	if got := strayDirs(t, c.dirs[down]); len(got) != 0 {
+		t.Errorf("stray directories %v: the legacy id was taken for another incarnation", got)
+	}
+	if r, _ := b.Replica("legacy", 0); r.LogStart() != 0 || r.LEO() != 4 {
+		t.Errorf("legacy-0 on broker 2: log [%d, %d), want its 4 records kept", r.LogStart(), r.LEO())
+	}
+	data, err := os.ReadFile(path)
+	if got, ok := parsePartitionMetadata(data); err != nil || !ok || got != id {
+		t.Errorf("%s: %q (%v), want topic_id %v", path, data, err, id)
+	}
+}

@@ -8,8 +8,10 @@
 //     (open/recover, MakeLeader/MakeFollower on every controller change);
 //   - Produce (acks 0, 1, -1/all; min.insync.replicas), Fetch (consumer reads
 //     [FetchOffset, HW), replica reads [FetchOffset, LEO); long poll),
-//     ListOffsetFor and EndOffsetForEpoch (OffsetForLeaderEpoch) — the request
-//     handlers the wire server (netfetch) calls;
+//     ListOffsetFor and EndOffsetForEpoch (OffsetForLeaderEpoch), DeleteRecords
+//     (the leader's log start moves, then the low watermark over the alive replicas
+//     is awaited: deleterecords.go) and LogDirReplicas (DescribeLogDirs) — the
+//     request handlers the wire server (netfetch) calls;
 //   - the replica fetcher manager: per source broker num.replica.fetchers
 //     fetcher goroutines, each with one FetchConn, partition p of topic t on
 //     fetcher FetcherFor(t, p, n) = abs(31*t.hashCode()+p) % n; truncation by

@@ -31,6 +31,9 @@ type Controller struct {
 	// epochs maps each alive (unfenced) broker to the epoch of its current registration;
 	// replaced as a whole on every change, read lock-free (BrokerEpoch).
 	epochs atomic.Pointer[map[int32]int64]
+	// topicIDs maps topic ids to names and back; replaced as a whole after every operation
+	// that changed topics, read lock-free (TopicIDIndex).
+	topicIDs atomic.Pointer[TopicIDIndex]
 
 	mu struct {
 		sync.Mutex
@@ -59,6 +62,9 @@ type Controller struct {
 		storeFailures int64
 		refused       int64
 		refusedLogged int64
+		// topicsChanged: an operation created, changed or deleted a topic, or rolled back;
+		// flushLocked then publishes topicIDs anew.
+		topicsChanged bool
 	}
 }
 
@@ -91,9 +97,11 @@ type brokerState struct {
 
 type topicState struct {
 	name string
-	// seq numbers the topic's creation over the cluster's life (its TopicID); 0 for a
-	// topic recorded before topic ids existed.
-	seq     int64
+	// seq numbers the topic's creation over the cluster's life; 0 for a topic recorded
+	// before topics were numbered.
+	seq int64
+	// id is the incarnation's topic id (topicid.go), never zero.
+	id      TopicID
 	configs map[string]string // validated overrides only
 	parts   []PartitionState  // index = partition id; owned by the controller
 	// damaged[p] lists the brokers whose replica of partition p lost acknowledged data
@@ -136,6 +144,7 @@ func Open(cfg Config) (*Controller, Recovery, error) {
 	c.mu.image = newImage()
 	c.mu.subs = make(map[*subscriber]struct{})
 	c.publishEpochsLocked()
+	c.publishTopicIDsLocked()
 	if cfg.Dir == "" {
 		return c, Recovery{}, nil
 	}
@@ -147,6 +156,7 @@ func Open(cfg Config) (*Controller, Recovery, error) {
 	c.mu.durable = newImage()
 	c.mu.undo.brokers = make(map[int32]brokerState)
 	c.lock()
+	c.mu.topicsChanged = true
 	err = c.loadLocked(o.recs, &rec)
 	if err == nil && o.heal {
 		// A copy was healed, the format was older or a fallback was used: write the
@@ -202,6 +212,7 @@ func (c *Controller) unlockErr(err *error) {
 // flushLocked persists the batch and delivers the outbox (mu held). If the batch cannot be
 // persisted, nothing is delivered and the operation is rolled back; the error says why.
 func (c *Controller) flushLocked() error {
+	defer c.maybePublishTopicIDsLocked()
 	if len(c.mu.batch) > 0 && (c.mu.store != nil || c.cfg.Dir != "") {
 		if err := c.persistLocked(); err != nil {
 			c.rollbackLocked()
@@ -312,6 +323,7 @@ func (e *refusedError) Unwrap() []error {
 // image, the brokers and counters from what lock noted.
 func (c *Controller) rollbackLocked() {
 	c.mu.topics = c.mu.durable.cloneTopics()
+	c.mu.topicsChanged = true
 	c.mu.brokerConfigs = cloneBrokerConfigs(c.mu.durable.brokerConfigs)
 	c.mu.created = c.mu.durable.created
 	u := &c.mu.undo

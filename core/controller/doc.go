@@ -20,6 +20,10 @@
 //     alive ISR member), BalanceLeaders (auto.leader.rebalance.enable's
 //     preferred-leader balancing with leader.imbalance.per.broker.percentage;
 //     RunLeaderBalancer runs it every leader.imbalance.check.interval.seconds);
+//   - topic ids (topicid.go, KIP-516): each topic incarnation has a random TopicID made
+//     at creation and kept in its topic record; TopicIDIndex resolves ids lock-free;
+//   - manual placement: CreateTopicAssigned (CreateTopics with replica assignments,
+//     KRaft's checks);
 //   - the admin surface: DeleteTopic (each topic incarnation has a TopicID, so a
 //     name deleted and created again is a new topic), CreatePartitions (count
 //     increases only; placement continues CreateTopic's, or a manual

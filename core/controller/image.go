@@ -44,7 +44,7 @@ func (m *image) sortedTopics() []string {
 func (m *image) cloneTopics() map[string]*topicState {
 	out := make(map[string]*topicState, len(m.topics))
 	for name, t := range m.topics {
-		cl := &topicState{name: t.name, seq: t.seq, configs: maps.Clone(t.configs), parts: make([]PartitionState, len(t.parts))}
+		cl := &topicState{name: t.name, seq: t.seq, id: t.id, configs: maps.Clone(t.configs), parts: make([]PartitionState, len(t.parts))}
 		for i := range t.parts {
 			cl.parts[i] = t.parts[i].Clone()
 		}
@@ -83,7 +83,7 @@ func (m *image) records() []record {
 	}
 	for _, name := range m.sortedTopics() {
 		t := m.topics[name]
-		out = append(out, record{Type: "topic", Topic: &topicRecord{Name: name, ID: t.seq, Partitions: int32(len(t.parts)), Configs: maps.Clone(t.configs), Created: m.created}})
+		out = append(out, record{Type: "topic", Topic: &topicRecord{Name: name, ID: t.seq, TopicID: t.id.String(), Partitions: int32(len(t.parts)), Configs: maps.Clone(t.configs), Created: m.created}})
 		for i := range t.parts {
 			cl := t.parts[i].Clone()
 			out = append(out, record{Type: "partition", Partition: &cl})
@@ -98,7 +98,7 @@ func (m *image) records() []record {
 }
 
 // apply replays one record. It copies what it keeps: r may be applied to another image too.
-func (m *image) apply(r record) error {
+func (m *image) apply(r record) (err error) {
 	switch r.Type {
 	case "broker":
 		b := r.Broker
@@ -123,6 +123,9 @@ func (m *image) apply(r record) error {
 			m.topics[t.Name] = ts
 		}
 		ts.seq = t.ID
+		if ts.id, err = recordedTopicID(t); err != nil {
+			return err
+		}
 		ts.configs = maps.Clone(t.Configs)
 		if ts.configs == nil {
 			ts.configs = map[string]string{}
@@ -191,10 +194,12 @@ func (c *Controller) recordBrokerLocked(b *brokerState) {
 }
 
 func (c *Controller) recordTopicLocked(t *topicState) {
-	c.mu.batch = append(c.mu.batch, record{Type: "topic", Topic: &topicRecord{Name: t.name, ID: t.seq, Partitions: int32(len(t.parts)), Configs: maps.Clone(t.configs), Created: c.mu.created}})
+	c.mu.topicsChanged = true
+	c.mu.batch = append(c.mu.batch, record{Type: "topic", Topic: &topicRecord{Name: t.name, ID: t.seq, TopicID: t.id.String(), Partitions: int32(len(t.parts)), Configs: maps.Clone(t.configs), Created: c.mu.created}})
 }
 
 func (c *Controller) recordDeleteTopicLocked(name string) {
+	c.mu.topicsChanged = true
 	c.mu.batch = append(c.mu.batch, record{Type: "delete-topic", Topic: &topicRecord{Name: name, Created: c.mu.created}})
 }
 

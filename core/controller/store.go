@@ -64,7 +64,10 @@ type topicRecord struct {
 	Name string `json:"name"`
 	// ID is the topic's creation number (its TopicID); 0 in records written before topic
 	// ids existed.
-	ID         int64             `json:"id,omitempty"`
+	ID int64 `json:"id,omitempty"`
+	// TopicID is the topic's id (TopicID.String form); "" in records written before topic
+	// ids were random (the topic then gets derivedTopicID(Name, ID)).
+	TopicID    string            `json:"topic_id,omitempty"`
 	Partitions int32             `json:"partitions"`
 	Configs    map[string]string `json:"configs,omitempty"`
 	// Created is the controller's topic-creation count after this topic was created

@@ -189,20 +189,36 @@ func (c *Controller) CreateTopic(name string, partitions int32, rf int16, config
 	alive := c.aliveIDsLocked()
 	n := len(alive)
 	start := c.mu.created % n
-	c.mu.created++
-	t := &topicState{name: name, seq: int64(c.mu.created), configs: norm, parts: make([]PartitionState, partitions)}
-	out := make([]PartitionState, partitions)
-	for p := range t.parts {
+	assignment := make([][]int32, partitions)
+	for p := range assignment {
 		replicas := make([]int32, rf)
 		for i := range replicas {
 			replicas[i] = alive[(start+p+i)%n]
 		}
+		assignment[p] = replicas
+	}
+	return c.addTopicLocked(name, norm, assignment)
+}
+
+// addTopicLocked creates topic name with its validated configs and partition p on
+// assignment[p] (each with at least one alive broker): ISR = the alive replicas, leader = the
+// first of them, both epochs 0.
+func (c *Controller) addTopicLocked(name string, norm map[string]string, assignment [][]int32) ([]PartitionState, error) {
+	id, err := c.newTopicIDLocked()
+	if err != nil {
+		return nil, fmt.Errorf("create topic %q: %w", name, err)
+	}
+	c.mu.created++
+	t := &topicState{name: name, seq: int64(c.mu.created), id: id, configs: norm, parts: make([]PartitionState, len(assignment))}
+	out := make([]PartitionState, len(assignment))
+	for p, replicas := range assignment {
+		isr := slices.DeleteFunc(slices.Clone(replicas), func(b int32) bool { return !c.aliveLocked(b) })
 		t.parts[p] = PartitionState{
 			Topic:     name,
 			Partition: int32(p),
-			Leader:    replicas[0],
-			Replicas:  replicas,
-			ISR:       slices.Clone(replicas),
+			Leader:    isr[0],
+			Replicas:  slices.Clone(replicas),
+			ISR:       isr,
 		}
 		out[p] = t.parts[p].Clone()
 	}
@@ -225,20 +241,8 @@ func (c *Controller) ValidateCreateTopic(name string, partitions int32, rf int16
 }
 
 func (c *Controller) validateCreateLocked(name string, partitions int32, rf int16, configs map[string]string) (map[string]string, error) {
-	if err := ValidateTopicName(name); err != nil {
-		return nil, fmt.Errorf("create topic: %w", err)
-	}
-	if _, ok := c.mu.topics[name]; ok {
-		return nil, fmt.Errorf("create topic %q: topic already exists: %w", name, kerr.TopicAlreadyExists)
-	}
-	if strings.ContainsAny(name, "._") {
-		canon := collisionName(name)
-		for other := range c.mu.topics {
-			if collisionName(other) == canon {
-				return nil, fmt.Errorf("create topic %q: collides with existing topic %q (names may not differ only by '.' versus '_'): %w",
-					name, other, kerr.InvalidTopicException)
-			}
-		}
+	if err := c.checkNewTopicNameLocked(name); err != nil {
+		return nil, err
 	}
 	if partitions < 1 || partitions > MaxPartitions {
 		return nil, fmt.Errorf("create topic %q: number of partitions %d must be in [1, %d]: %w",
@@ -252,6 +256,33 @@ func (c *Controller) validateCreateLocked(name string, partitions int32, rf int1
 	if err := c.checkCapacityLocked(fmt.Sprintf("create topic %q", name), int64(partitions)*int64(rf)); err != nil {
 		return nil, err
 	}
+	return normalizeTopicConfigs(name, configs, rf)
+}
+
+// checkNewTopicNameLocked checks that name is a valid topic name no topic has or collides
+// with.
+func (c *Controller) checkNewTopicNameLocked(name string) error {
+	if err := ValidateTopicName(name); err != nil {
+		return fmt.Errorf("create topic: %w", err)
+	}
+	if _, ok := c.mu.topics[name]; ok {
+		return fmt.Errorf("create topic %q: topic already exists: %w", name, kerr.TopicAlreadyExists)
+	}
+	if strings.ContainsAny(name, "._") {
+		canon := collisionName(name)
+		for other := range c.mu.topics {
+			if collisionName(other) == canon {
+				return fmt.Errorf("create topic %q: collides with existing topic %q (names may not differ only by '.' versus '_'): %w",
+					name, other, kerr.InvalidTopicException)
+			}
+		}
+	}
+	return nil
+}
+
+// normalizeTopicConfigs validates a new topic's configs for replication factor rf and
+// returns their normalized values.
+func normalizeTopicConfigs(name string, configs map[string]string, rf int16) (map[string]string, error) {
 	norm := make(map[string]string, len(configs))
 	for _, k := range slices.Sorted(maps.Keys(configs)) {
 		v, err := ValidateTopicConfig(k, configs[k], rf)
@@ -277,8 +308,8 @@ func (c *Controller) TopicConfig(topic string) map[string]string {
 	return maps.Clone(t.configs)
 }
 
-// TopicID returns the id of the topic's current incarnation (zero if it was recorded before
-// topic ids existed); ok is false if the topic does not exist.
+// TopicID returns the id of the topic's current incarnation (never zero); ok is false if the
+// topic does not exist.
 func (c *Controller) TopicID(topic string) (TopicID, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -286,7 +317,7 @@ func (c *Controller) TopicID(topic string) (TopicID, bool) {
 	if !ok {
 		return TopicID{}, false
 	}
-	return topicIDOf(t.seq), true
+	return t.id, true
 }
 
 // Topics returns the topic names, sorted.

@@ -2,7 +2,7 @@ package controller
 
 import (
 	"encoding/base64"
-	"encoding/binary"
+	"io"
 	"strconv"
 	"strings"
 
@@ -50,10 +50,9 @@ type PartitionState struct {
 	RemovingReplicas []int32 `json:",omitempty"`
 }
 
-// TopicID identifies one incarnation of a topic (KIP-516's topic id): a topic deleted and
-// created again under the same name gets a new one. The controller numbers topics in
-// creation order (the last 8 bytes, big-endian; never reused over the cluster's life), so
-// the zero TopicID means "unknown" (a topic recorded before topic ids existed).
+// TopicID identifies one incarnation of a topic (KIP-516's topic id, Kafka's Uuid): a topic
+// deleted and created again under the same name gets a new one. Ids are random UUIDs made at
+// creation and kept in the metadata log (topicid.go); the zero TopicID means "no id".
 type TopicID [16]byte
 
 // String formats id as Kafka's Uuid.toString does: URL-safe base64 without padding.
@@ -68,14 +67,6 @@ func ParseTopicID(s string) (TopicID, bool) {
 	}
 	copy(id[:], b)
 	return id, true
-}
-
-func topicIDOf(seq int64) TopicID {
-	var id TopicID
-	if seq > 0 {
-		binary.BigEndian.PutUint64(id[8:], uint64(seq))
-	}
-	return id
 }
 
 // Clone returns a deep copy of s (the slices are not shared).
@@ -160,6 +151,9 @@ type Config struct {
 	// CreateTopic and CreatePartitions refuse what would pass it (see capacity.go). nil =
 	// no bound.
 	ReplicaCapacity func() (max int64, limit string)
+	// TopicIDSource is where new topic ids' random bytes come from; nil = crypto/rand. (A
+	// deterministic run may pass a seeded source.)
+	TopicIDSource io.Reader
 }
 
 // DefaultBrokerSessionTimeoutMs is Kafka's broker.session.timeout.ms default.

@@ -1,6 +1,6 @@
 // Package group is isrbench's group coordinator: Kafka's classic consumer group protocol
 // (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
-// DescribeGroups, DeleteGroups) with committed offsets and group metadata stored in the
+// DescribeGroups, DeleteGroups, OffsetDelete) with committed offsets and group metadata stored in the
 // internal topic __consumer_offsets, replicated by the core like any topic.
 //
 // # What it owns
@@ -17,7 +17,8 @@
 //     timeout for members that do not rejoin, and the sync timeout for members that do not
 //     send SyncGroup. The coordinator relays the assignment the group leader computes: it
 //     never looks inside protocol metadata, so every assignor (range, roundrobin, sticky,
-//     cooperative-sticky) works.
+//     cooperative-sticky) works; only OffsetDelete (offsetdelete.go) reads a consumer
+//     group's subscriptions, as Kafka does, to refuse deleting a subscribed topic's offsets.
 //   - Coordinator (coordinator.go): the thin layer that owns the goroutines. One per broker:
 //     a watcher of the broker's __consumer_offsets replicas (broker.Changed, Replica
 //     IsLeader / LeaderEpoch), a timer goroutine for the Machine's deadlines, and the I/O:

@@ -58,6 +58,11 @@
 // fetch response, so the HW is applied only after any truncation, then
 // FollowLeaderLogStart(leader log start): the log start follows the leader's, up to the HW.
 //
+// DeleteRecords (deleterecords.go): DeleteRecordsOnLeader moves the leader's log start up
+// to an offset at most the HW; LowWatermark is the smallest log start over the leader and
+// the followers on alive brokers (each reports its own in its fetches), which the caller
+// awaits (LowWatermarkChanged).
+//
 // # Concurrency
 //
 // Every exported method of Replica and EpochCache is safe for concurrent

@@ -250,7 +250,9 @@ func (r *Replica) recordFetch(f *progress, brokerEpoch, fetchOffset, logStart, l
 	}
 	f.brokerEpoch.Store(brokerEpoch)
 	f.leo.Store(fetchOffset)
-	f.logStart.Store(logStart)
+	if f.logStart.Swap(logStart) != logStart {
+		r.lwSig.notify() // a DeleteRecords may wait for it (deleterecords.go)
+	}
 	caught := CaughtUpUpdate(fetchOffset, leaderLEO, f.lastFetchLeaderLEO.Load(), f.lastFetchTimeNs.Load(), f.lastCaughtUpNs.Load(), now)
 	for {
 		cur := f.lastCaughtUpNs.Load()

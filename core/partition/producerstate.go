@@ -60,6 +60,7 @@ const NumBatchesToRetain = 5
 type batchMeta struct {
 	firstSeq, lastSeq       int32
 	firstOffset, lastOffset int64
+	maxTimestamp            int64 // the batch's maxTimestamp (ms)
 }
 
 // producerEntry is one producer id's state: its epoch and a ring of its last
@@ -133,6 +134,7 @@ func nextSequence(seq int32) int32 {
 type ProducerBatch struct {
 	FirstSequence, LastSequence int32
 	FirstOffset, LastOffset     int64
+	MaxTimestamp                int64 // the batch's maxTimestamp (ms)
 }
 
 // ProducerInfo is a copy of one producer id's state on this replica.
@@ -155,7 +157,7 @@ func (r *Replica) Producer(id int64) (ProducerInfo, bool) {
 	out := ProducerInfo{ProducerID: id, ProducerEpoch: e.epoch, Batches: make([]ProducerBatch, 0, e.n)}
 	for i := 0; i < e.n; i++ {
 		m := e.batches[(e.head+i)%NumBatchesToRetain]
-		out.Batches = append(out.Batches, ProducerBatch{FirstSequence: m.firstSeq, LastSequence: m.lastSeq, FirstOffset: m.firstOffset, LastOffset: m.lastOffset})
+		out.Batches = append(out.Batches, ProducerBatch{FirstSequence: m.firstSeq, LastSequence: m.lastSeq, FirstOffset: m.firstOffset, LastOffset: m.lastOffset, MaxTimestamp: m.maxTimestamp})
 	}
 	return out, true
 }
@@ -256,7 +258,7 @@ func (r *Replica) appendIdempotent(blob []byte, leaderEpoch int32) (info log.App
 		return info, false, err
 	}
 	ps.mu.Lock()
-	ps.recordLocked(h.ProducerID, h.ProducerEpoch, batchMeta{firstSeq: firstSeq, lastSeq: lastSeq, firstOffset: info.FirstOffset, lastOffset: info.LastOffset})
+	ps.recordLocked(h.ProducerID, h.ProducerEpoch, batchMeta{firstSeq: firstSeq, lastSeq: lastSeq, firstOffset: info.FirstOffset, lastOffset: info.LastOffset, maxTimestamp: h.MaxTimestamp})
 	ps.mu.Unlock()
 	return info, false, nil
 }
@@ -334,7 +336,7 @@ func (ps *producerState) recordHeaderLocked(h records.Header) {
 	}
 	ps.recordLocked(h.ProducerID, h.ProducerEpoch, batchMeta{
 		firstSeq: h.BaseSequence, lastSeq: lastSequence(h.BaseSequence, h.LastOffsetDelta),
-		firstOffset: h.BaseOffset, lastOffset: h.LastOffset(),
+		firstOffset: h.BaseOffset, lastOffset: h.LastOffset(), maxTimestamp: h.MaxTimestamp,
 	})
 }
 

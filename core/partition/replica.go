@@ -74,6 +74,10 @@ type Replica struct {
 	leoSig notifier
 	lag    lagRing
 
+	// lwSig signals a change of the low watermark's inputs on the leader: a follower's
+	// log start, or the leader's own (deleterecords.go).
+	lwSig notifier
+
 	// producers is the idempotent-producer state (producerstate.go), with
 	// its own mutex, taken only for batches carrying a producer id.
 	producers producerState
@@ -189,6 +193,7 @@ func newReplica(topic string, partition int32, brokerID int32, l logStore, dir s
 	}
 	r.hwSig.init()
 	r.leoSig.init()
+	r.lwSig.init()
 	r.state.Store(&snapshot{
 		st:         controller.PartitionState{Topic: topic, Partition: partition, Leader: controller.NoLeader, LeaderEpoch: -1, PartitionEpoch: -1},
 		epochStart: -1,

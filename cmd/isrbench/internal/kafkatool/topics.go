@@ -2,15 +2,19 @@ package kafkatool
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // DeleteTopic deletes topic and says so on w.
@@ -63,7 +67,8 @@ func AlterTopic(ctx context.Context, adm *kadm.Client, topic string, partitions 
 }
 
 // DescribeTopics prints topic (every topic when "") as kafka-topics.sh --describe does: a
-// summary line with the dynamic topic configs, then one line per partition (leader,
+// summary line with the topic id (Kafka's Uuid form: URL-safe base64 without padding) and the
+// dynamic topic configs, then one line per partition (leader,
 // replicas, ISR, offline replicas); underOnly prints only the partitions whose ISR is
 // smaller than the replica set, without the summary. A topic the brokers answer with an
 // error is reported on stderr and makes the first such error the result.
@@ -114,7 +119,8 @@ func DescribeTopics(ctx context.Context, adm *kadm.Client, topic string, underOn
 			if len(parts) > 0 {
 				rfN = len(parts[0].Replicas)
 			}
-			fmt.Fprintf(stdout, "Topic: %s\tPartitionCount: %d\tReplicationFactor: %d\tConfigs: %s\n", name, len(parts), rfN, topicConfigs[name])
+			fmt.Fprintf(stdout, "Topic: %s\tTopicId: %s\tPartitionCount: %d\tReplicationFactor: %d\tConfigs: %s\n",
+				name, base64.RawURLEncoding.EncodeToString(td.ID[:]), len(parts), rfN, topicConfigs[name])
 		}
 		for _, p := range parts {
 			if underOnly && len(p.ISR) >= len(p.Replicas) {
@@ -161,4 +167,63 @@ func joinInt32(ids []int32) string {
 		s[i] = fmt.Sprint(id)
 	}
 	return strings.Join(s, ",")
+}
+
+// ParseReplicaAssignment parses kafka-topics.sh's --replica-assignment: partitions separated
+// by ',', each partition's broker ids by ':' in preference order ("0:1,1:2" = partition 0 on
+// brokers 0 and 1, partition 1 on 1 and 2). Every partition must list as many brokers, each
+// once.
+func ParseReplicaAssignment(s string) ([][]int32, error) {
+	var out [][]int32
+	for p, part := range strings.Split(s, ",") {
+		var rs []int32
+		for _, b := range strings.Split(part, ":") {
+			id, err := strconv.ParseInt(strings.TrimSpace(b), 10, 32)
+			if err != nil || id < 0 {
+				return nil, fmt.Errorf("partition %d: %q is not a broker id (an integer >= 0)", p, b)
+			}
+			if slices.Contains(rs, int32(id)) {
+				return nil, fmt.Errorf("partition %d: broker %d is listed twice", p, id)
+			}
+			rs = append(rs, int32(id))
+		}
+		if len(out) > 0 && len(rs) != len(out[0]) {
+			return nil, fmt.Errorf("partition %d has %d replicas, partition 0 has %d", p, len(rs), len(out[0]))
+		}
+		out = append(out, rs)
+	}
+	return out, nil
+}
+
+// CreateTopicAssigned creates topic with partition p's replicas on replicas[p] (CreateTopics
+// with a manual assignment, kafka-topics.sh --create --replica-assignment) and the topic
+// configs, and says so on w.
+func CreateTopicAssigned(ctx context.Context, cl kmsg.Requestor, topic string, replicas [][]int32, configs map[string]*string, w io.Writer) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 10000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	for p, rs := range replicas {
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, kmsg.CreateTopicsRequestTopicReplicaAssignment{Partition: int32(p), Replicas: rs})
+	}
+	for _, k := range slices.Sorted(maps.Keys(configs)) {
+		rt.Configs = append(rt.Configs, kmsg.CreateTopicsRequestTopicConfig{Name: k, Value: configs[k]})
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("topics: create %s: %w", topic, err)
+	}
+	if len(resp.Topics) != 1 {
+		return fmt.Errorf("topics: create %s: %d topics answered", topic, len(resp.Topics))
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		msg := ""
+		if m := resp.Topics[0].ErrorMessage; m != nil {
+			msg = *m
+		}
+		return fmt.Errorf("topics: create %s: %w%s", topic, err, errDetail(msg))
+	}
+	fmt.Fprintf(w, "Created topic %s.\n", topic)
+	return nil
 }
