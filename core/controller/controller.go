@@ -27,13 +27,11 @@ type Controller struct {
 	now       func() int64
 	timeoutNs int64
 	logf      func(format string, args ...any)
+	topicIDs  atomic.Pointer[TopicIDIndex] // replaced whole after topic changes, read lock-free
 
 	// epochs maps each alive (unfenced) broker to the epoch of its current registration;
 	// replaced as a whole on every change, read lock-free (BrokerEpoch).
 	epochs atomic.Pointer[map[int32]int64]
-	// topicIDs maps topic ids to names and back; replaced as a whole after every operation
-	// that changed topics, read lock-free (TopicIDIndex).
-	topicIDs atomic.Pointer[TopicIDIndex]
 
 	mu struct {
 		sync.Mutex
@@ -62,9 +60,7 @@ type Controller struct {
 		storeFailures int64
 		refused       int64
 		refusedLogged int64
-		// topicsChanged: an operation created, changed or deleted a topic, or rolled back;
-		// flushLocked then publishes topicIDs anew.
-		topicsChanged bool
+		topicsChanged bool // topics changed or rolled back: flushLocked republishes topicIDs
 	}
 }
 
