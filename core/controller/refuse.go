@@ -41,4 +41,3 @@ func (e *refusedError) Error() string {
 func (e *refusedError) Unwrap() []error {
 	return []error{ErrMetadataLog, e.cause, kerr.KafkaStorageError}
 }
-
