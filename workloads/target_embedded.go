@@ -283,10 +283,13 @@ func (e *embedded) ApplyFault(_ context.Context, topic string, f Fault) (string,
 		case f.Fence == "session":
 			stop = e.c.KillBrokerAwaitSession
 		}
+		// Marked first: a fault due meanwhile (a second kill 200 ms later, while this one
+		// waits for the controller to fence the broker) must not pick the same broker.
+		e.setStopped(id, true)
 		if err := stop(id); err != nil {
+			e.setStopped(id, false)
 			return desc, nil, err
 		}
-		e.setStopped(id, true)
 		if f.Duration == 0 {
 			return desc, nil, nil
 		}
