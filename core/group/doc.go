@@ -21,8 +21,8 @@
 //   - Coordinator (coordinator.go): the thin layer that owns the goroutines. One per broker:
 //     a watcher of the broker's __consumer_offsets replicas (broker.Changed, Replica
 //     IsLeader / LeaderEpoch), a timer goroutine for the Machine's deadlines, and the I/O:
-//     offset commits and group metadata are appended with acks=all through
-//     broker.Produce (offsets.commit.timeout.ms), and a new leader of a partition loads the
+//     offset commits and group metadata are appended as leader (broker.ProduceAppend) and
+//     wait for acks=all (offsets.commit.timeout.ms), and a new leader of a partition loads the
 //     partition by reading its log (Replica.Read) once the HW has reached the log end it
 //     found on taking over, answering COORDINATOR_LOAD_IN_PROGRESS until then; a broker that
 //     stops leading a partition drops its groups (NOT_COORDINATOR, parked requests too).
@@ -74,5 +74,7 @@
 //
 // NewCoordinator -> Start -> requests from any goroutine -> Close (stops the goroutines and
 // answers parked requests NOT_COORDINATOR). A broker incarnation has its own Coordinator;
-// the next one loads what the log holds.
+// the next one loads what the log holds. With Config.Manual (the simulator, deterministic
+// tests) Start starts nothing: the caller runs Scan, Tick and Poll and the Async methods'
+// callbacks run on its goroutine.
 package group

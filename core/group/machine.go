@@ -48,6 +48,9 @@ type Config struct {
 	NewMemberID func(clientID string) string
 	// Logf logs coordinator events (loads, failed writes); nil = silent.
 	Logf func(format string, args ...any)
+	// Manual makes the Coordinator start no goroutine: the caller drives it (Scan, Tick,
+	// Poll) and uses its Async methods. The deterministic simulator does.
+	Manual bool
 }
 
 // defaults is Kafka's defaults of Config, the registry's (core/config): config's package
