@@ -169,6 +169,7 @@ func (c *tcluster) round(id int32) {
 // ends the acks=all waits that are over.
 func (c *tcluster) pump(n int) {
 	for range n {
+		c.advance(10)
 		for i, b := range c.bs {
 			if b != nil {
 				c.round(int32(i))
@@ -297,5 +298,98 @@ func TestManualCoordinator(t *testing.T) {
 	}
 	if err := c.cs[1].Heartbeat("g", jr.MemberID, "", jr.Generation); err != nil {
 		t.Fatalf("heartbeat on the new coordinator: %v", err)
+	}
+}
+
+// TestCommitAcrossCoordinatorReload: the coordinator moves away and back (a reload in a new
+// leader epoch) while a commit is between its validation and its acknowledgement. The
+// acknowledged commit must be what OffsetFetch then returns: Kafka holds the group lock from
+// the validation through the append, so a reload either precedes the validation or reads the
+// record. The commit is the first of a group that exists only through it (generation -1),
+// so a reload that misses the record knows nothing of the group.
+func TestCommitAcrossCoordinatorReload(t *testing.T) {
+	c := newTCluster(t, 2, 2)
+	tp := TP{"t", 0}
+	moved := false
+	c.cs[0].hooks.commitUnlocked = func() {
+		c.cs[0].hooks.commitUnlocked = nil
+		c.pump(2) // what was appended so far is replicated and acknowledged
+		for _, to := range []int32{1, 0} {
+			if _, err := c.ctrl.TransferLeader(OffsetsTopic, 0, to); err != nil {
+				t.Fatal(err)
+			}
+			c.settle()
+		}
+		moved = c.leader() == 0 && c.cs[0].Check("standalone") == nil
+	}
+	if err := c.commit(0, CommitRequest{Group: "standalone", Generation: -1}, map[TP]Committed{tp: {Offset: 7, LeaderEpoch: -1}}); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if !moved {
+		t.Fatal("the coordinator did not move away and back to broker 0 during the commit")
+	}
+	offs, err := c.committed(0, "standalone")
+	if err != nil || offs[tp].Offset != 7 {
+		t.Fatalf("OffsetFetch after the acknowledged commit: %v, %v: want offset 7", offs, err)
+	}
+}
+
+// TestOffsetFetchNotStaleAfterUnseenMove: the leadership of the group's partition moves away
+// and back before this broker's coordinator has looked (a scan follows every change, but
+// changes can come faster). A commit acknowledged by the other coordinator meanwhile must
+// not be hidden by the state loaded for the earlier leadership: OffsetFetch answers
+// COORDINATOR_LOAD_IN_PROGRESS until the reload.
+func TestOffsetFetchNotStaleAfterUnseenMove(t *testing.T) {
+	c := newTCluster(t, 2, 2)
+	tp := TP{"t", 0}
+	commit := func(id int32, off int64) {
+		t.Helper()
+		if err := c.commit(id, CommitRequest{Group: "g", Generation: -1}, map[TP]Committed{tp: {Offset: off, LeaderEpoch: -1}}); err != nil {
+			t.Fatalf("commit %d on broker %d: %v", off, id, err)
+		}
+	}
+	commit(0, 1)
+	// Broker 0 follows the moves; its coordinator does not scan until the end.
+	step := func() {
+		c.advance(50)
+		for i, b := range c.bs {
+			c.ctrl.DeliverPending(int32(i), 1<<20)
+			c.round(int32(i))
+			b.ApplyExpansions()
+		}
+		c.cs[1].Scan()
+		c.poll()
+	}
+	if _, err := c.ctrl.TransferLeader(OffsetsTopic, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		step()
+	}
+	var got error
+	answered := false
+	c.cs[1].CommitAsync(CommitRequest{Group: "g", Generation: -1}, map[TP]Committed{tp: {Offset: 2, LeaderEpoch: -1}}, func(err error) { got, answered = err, true })
+	for i := 0; i < 10 && !answered; i++ {
+		step()
+	}
+	if !answered || got != nil {
+		t.Fatalf("commit on broker 1: answered %v, %v", answered, got)
+	}
+	if _, err := c.ctrl.TransferLeader(OffsetsTopic, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		step()
+	}
+	if r, _ := c.bs[0].Replica(OffsetsTopic, 0); !r.IsLeader() {
+		t.Fatal("broker 0 does not lead again")
+	}
+	offs, err := c.committed(0, "g")
+	if err == nil && offs[tp].Offset != 2 {
+		t.Fatalf("OffsetFetch on broker 0 before its coordinator reloaded: offset %d (the state of its earlier leadership), want 2 or COORDINATOR_LOAD_IN_PROGRESS", offs[tp].Offset)
+	}
+	c.cs[0].Scan()
+	if offs, err := c.committed(0, "g"); err != nil || offs[tp].Offset != 2 {
+		t.Fatalf("OffsetFetch on broker 0 after the reload: %v, %v", offs, err)
 	}
 }

@@ -41,7 +41,8 @@ type Coordinator struct {
 
 	// hooks lets tests stop a request at a chosen point (nil fields: none).
 	hooks struct {
-		// commitUnlocked runs when Commit first releases the lock after validating.
+		// commitUnlocked runs when a commit first releases the lock: after it was
+		// validated, appended and recorded, before its acks=all wait.
 		commitUnlocked func()
 	}
 
@@ -331,19 +332,14 @@ type routed struct {
 	r  Reply
 }
 
-// deliver hands answers to their waiters, starts background writes and wakes the timer
-// goroutine (deadlines may have changed). Called without mu.
-func (c *Coordinator) deliver(rs []routed, stores []GroupStore) {
+// deliver hands answers to their waiters, waits for the background writes and wakes the
+// timer goroutine (deadlines may have changed). Called without mu.
+func (c *Coordinator) deliver(rs []routed, writes []*write) {
 	for _, r := range rs {
 		r.fn(r.r)
 	}
-	for i := range stores {
-		s := stores[i]
-		c.await(c.startAppend(s.Partition, []Record{s.Record()}), func(_ int64, err error) {
-			if err != nil && c.ctx.Err() == nil {
-				c.logf("group %s: writing group metadata (generation %d): %v", s.Group, s.Generation, err)
-			}
-		})
+	for _, wr := range writes {
+		c.await(wr, wr.done)
 	}
 	select {
 	case c.kick <- struct{}{}:
@@ -351,13 +347,31 @@ func (c *Coordinator) deliver(rs []routed, stores []GroupStore) {
 	}
 }
 
-// call runs fn on the Machine under mu and delivers what it produced.
+// call runs fn on the Machine under mu, appends the group metadata the Machine asked to write
+// in the background (still under mu) and delivers what it produced.
 func (c *Coordinator) call(fn func(m *Machine, now int64)) {
 	c.mu.Lock()
 	fn(c.mu.m, c.now())
-	replies, stores := c.takeLocked(), c.mu.m.DrainStores()
+	var writes []*write
+	for _, s := range c.mu.m.DrainStores() {
+		wr, err := c.appendLocked(s.Partition, []Record{s.Record()})
+		if err == nil {
+			_, err = wr.result()
+		}
+		if err != nil {
+			c.logf("group %s: writing group metadata (generation %d): %v", s.Group, s.Generation, err)
+			continue
+		}
+		wr.done = func(_ int64, err error) {
+			if err != nil && c.ctx.Err() == nil {
+				c.logf("group %s: writing group metadata (generation %d): %v", s.Group, s.Generation, err)
+			}
+		}
+		writes = append(writes, wr)
+	}
+	replies := c.takeLocked()
 	c.mu.Unlock()
-	c.deliver(replies, stores)
+	c.deliver(replies, writes)
 }
 
 // ticket registers fn as the receiver of the answer to a request about to park.

@@ -65,10 +65,13 @@
 // # Concurrency
 //
 // A Machine is not safe for concurrent use. A Coordinator serializes every Machine call under
-// one mutex and never holds it across I/O or while a JoinGroup / SyncGroup waits: a parked
-// request waits on its own channel, released by the rebalance, by its context (the
-// connection closing) or by Close (the server closing). The Coordinator's methods are safe
-// for concurrent use.
+// one mutex. It holds it across the local append of each write to __consumer_offsets, as
+// Kafka holds the group lock from a commit's validation through its append: a write is
+// validated and appended in the leadership (leader epoch) its partition was loaded for, so a
+// reload that follows a leadership change reads it. It never holds the mutex while a write
+// waits for acks=all or while a JoinGroup / SyncGroup waits: a parked request waits for its
+// callback, run by the rebalance, by its context (the connection closing) or by Close (the
+// server closing). The Coordinator's methods are safe for concurrent use.
 //
 // # Lifecycle
 //

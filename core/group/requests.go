@@ -68,19 +68,27 @@ func (c *Coordinator) SyncAsync(req SyncRequest, done func(SyncResult)) Ticket {
 	t := c.ticket(func(r Reply) { done(*r.Sync) })
 	var res SyncResult
 	var parked bool
+	var wr *write
 	var store *GroupStore
 	c.call(func(m *Machine, now int64) {
 		res, parked, store = m.Sync(now, req, t)
 		if !parked {
 			delete(c.mu.waiters, t)
 		}
+		if store == nil {
+			return
+		}
+		var err error
+		if wr, err = c.appendLocked(store.Partition, []Record{store.Record()}); err != nil {
+			m.SyncStored(now, store, groupStoreError(err))
+		}
 	})
 	if !parked {
 		done(res)
 		return 0
 	}
-	if store != nil {
-		c.await(c.startAppend(store.Partition, []Record{store.Record()}), func(_ int64, err error) {
+	if wr != nil {
+		c.await(wr, func(_ int64, err error) {
 			err = groupStoreError(err)
 			c.call(func(m *Machine, now int64) { m.SyncStored(now, store, err) })
 		})
@@ -122,22 +130,27 @@ func (c *Coordinator) Leave(groupID string, members []LeaveMember) (error, []err
 
 // CommitAsync handles the group side of an OffsetCommit and writes offs (already validated
 // per partition by the caller) with acks=all; done gets the outcome, which applies to every
-// partition.
+// partition. As Kafka's handleCommitOffsets under the group lock, the validation and the
+// append to the group's partition happen in one hold of the lock, in the leadership the
+// partition was loaded for: a leadership change cannot come in between, and a reload that
+// follows reads the record. The offsets are applied once the append is acknowledged.
 func (c *Coordinator) CommitAsync(req CommitRequest, offs map[TP]Committed, done func(error)) {
 	var err error
-	var p int32
+	var wr *write
 	c.call(func(m *Machine, now int64) {
-		err = m.CheckCommit(now, req)
-		p = m.Partition(req.Group)
+		if err = m.CheckCommit(now, req); err != nil || len(offs) == 0 {
+			return
+		}
+		wr, err = c.appendLocked(m.Partition(req.Group), OffsetRecords(req.Group, offs))
 	})
-	if err != nil || len(offs) == 0 {
-		done(err)
+	if wr == nil {
+		done(commitError(err))
 		return
 	}
 	if h := c.hooks.commitUnlocked; h != nil {
 		h()
 	}
-	c.await(c.startAppend(p, OffsetRecords(req.Group, offs)), func(base int64, err error) {
+	c.await(wr, func(base int64, err error) {
 		if err != nil {
 			done(commitError(err))
 			return
@@ -160,11 +173,22 @@ func (c *Coordinator) Commit(ctx context.Context, req CommitRequest, offs map[TP
 	}
 }
 
-// Committed returns the committed offsets of groupID for tps (nil = all).
+// Committed returns the committed offsets of groupID for tps (nil = all). While the
+// broker's leadership of the group's partition differs from the one its groups were loaded
+// for (the watcher has not seen the change yet), it answers NOT_COORDINATOR, or
+// COORDINATOR_LOAD_IN_PROGRESS when the broker leads again in a later leader epoch: the
+// loaded state may lack what another coordinator committed meanwhile.
 func (c *Coordinator) Committed(groupID string, tps []TP) (map[TP]Committed, error) {
 	var out map[TP]Committed
 	var err error
-	c.call(func(m *Machine, _ int64) { out, err = m.Committed(groupID, tps) })
+	c.call(func(m *Machine, _ int64) {
+		if err = m.Check(groupID); err == nil {
+			err = c.currentLocked(m.Partition(groupID))
+		}
+		if err == nil {
+			out, err = m.Committed(groupID, tps)
+		}
+	})
 	return out, err
 }
 
@@ -200,15 +224,20 @@ func (c *Coordinator) List() (groups []Listing, loading bool) {
 // Delete handles DeleteGroups for one group: the group goes, and its tombstones are written
 // with acks=all.
 func (c *Coordinator) Delete(ctx context.Context, groupID string) error {
-	var p int32
-	var recs []Record
+	var wr *write
 	var err error
-	c.call(func(m *Machine, _ int64) { p, recs, err = m.Delete(groupID) })
+	c.call(func(m *Machine, _ int64) {
+		var p int32
+		var recs []Record
+		if p, recs, err = m.Delete(groupID); err == nil {
+			wr, err = c.appendLocked(p, recs)
+		}
+	})
 	if err != nil {
-		return err
+		return commitError(err)
 	}
 	ch := make(chan error, 1)
-	c.await(c.startAppend(p, recs), func(_ int64, err error) { ch <- commitError(err) })
+	c.await(wr, func(_ int64, err error) { ch <- commitError(err) })
 	select {
 	case err := <-ch:
 		return err

@@ -5,12 +5,29 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/isrbench/isrbench/core/broker"
 	"github.com/isrbench/isrbench/core/records"
 )
 
 // The Coordinator's writes to __consumer_offsets: the appends and their acks=all waits
 // (await; Poll with Config.Manual).
+
+// currentLocked reports whether this broker still leads partition p in the leader epoch p
+// was loaded for (mu held): NOT_COORDINATOR if it does not lead p, COORDINATOR_LOAD_IN_PROGRESS
+// if it leads p in another epoch (a reload is due).
+func (c *Coordinator) currentLocked(p int32) error {
+	r, ok := c.b.Replica(OffsetsTopic, p)
+	e, led := c.mu.led[p]
+	switch {
+	case !ok || !led || !r.IsLeader():
+		return kerr.NotCoordinator
+	case r.LeaderEpoch() != e:
+		return kerr.CoordinatorLoadInProgress
+	}
+	return nil
+}
 
 // write is one append to __consumer_offsets and its acks=all wait.
 type write struct {
@@ -29,9 +46,16 @@ func (wr *write) result() (int64, error) {
 	return p.BaseOffset, nil
 }
 
-// startAppend appends recs as one uncompressed RecordBatch v2 to __consumer_offsets-p as
-// leader, for acks=all (await waits for it).
-func (c *Coordinator) startAppend(p int32, recs []Record) *write {
+// appendLocked appends recs as one uncompressed RecordBatch v2 to __consumer_offsets-p as
+// leader, for acks=all (await waits for it), if this broker still leads p in the leader
+// epoch p's groups were loaded for (mu held): NOT_LEADER_OR_FOLLOWER otherwise, since the
+// Machine's state of p is then about to be dropped or reloaded. A failed append is a write
+// whose result is the error.
+func (c *Coordinator) appendLocked(p int32, recs []Record) (*write, error) {
+	if err := c.currentLocked(p); err != nil {
+		return nil, fmt.Errorf("appending to %s-%d: broker %d no longer leads it in the leader epoch it loaded (%v): %w",
+			OffsetsTopic, p, c.b.ID(), err, kerr.NotLeaderForPartition)
+	}
 	rs := make([]records.Record, len(recs))
 	for i, r := range recs {
 		rs[i] = records.Record{Key: r.Key, Value: r.Value}
@@ -39,7 +63,7 @@ func (c *Coordinator) startAppend(p int32, recs []Record) *write {
 	now := c.now()
 	batch := records.AppendBatch(nil, 0, 0, now, rs)
 	parts := []broker.ProducePartition{{Topic: OffsetsTopic, Partition: p, Records: batch}}
-	return &write{parts: parts, w: c.b.ProduceAppend(-1, parts), deadline: now + c.cfg.OffsetsCommitTimeoutMs}
+	return &write{parts: parts, w: c.b.ProduceAppend(-1, parts), deadline: now + c.cfg.OffsetsCommitTimeoutMs}, nil
 }
 
 // await calls done, without mu, once wr's acks=all wait is over (offsets.commit.timeout.ms
