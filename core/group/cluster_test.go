@@ -2,11 +2,14 @@ package group
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/isrbench/isrbench/core/broker"
 	"github.com/isrbench/isrbench/core/controller"
@@ -391,5 +394,48 @@ func TestOffsetFetchNotStaleAfterUnseenMove(t *testing.T) {
 	c.cs[0].Scan()
 	if offs, err := c.committed(0, "g"); err != nil || offs[tp].Offset != 2 {
 		t.Fatalf("OffsetFetch on broker 0 after the reload: %v, %v", offs, err)
+	}
+}
+
+// TestLoadWhileISRBelowMin: the coordinator moves to a broker whose HW is behind its log end
+// while the __consumer_offsets ISR is below min.insync.replicas (the HW cannot advance). As
+// Kafka's GroupMetadataManager, the new coordinator loads up to the log end without waiting
+// for the HW: it serves the group and the commits the previous coordinator acknowledged,
+// and a new commit fails with COORDINATOR_NOT_AVAILABLE (NOT_ENOUGH_REPLICAS).
+func TestLoadWhileISRBelowMin(t *testing.T) {
+	c := newTCluster(t, 3, 3)
+	jr, _ := c.joinSync(0, joinReq("", ""))
+	tp := TP{"t", 0}
+	member := CommitRequest{Group: "g", Generation: jr.Generation, MemberID: jr.MemberID}
+	for _, off := range []int64{5, 6} {
+		if err := c.commit(0, member, map[TP]Committed{tp: {Offset: off, LeaderEpoch: -1}}); err != nil {
+			t.Fatalf("commit %d: %v", off, err)
+		}
+	}
+	r1, _ := c.bs[1].Replica(OffsetsTopic, 0)
+	if r1.HW() >= r1.LEO() {
+		t.Fatalf("broker 1 HW %d, LEO %d: the test needs a follower whose HW lags its log end", r1.HW(), r1.LEO())
+	}
+	c.stop(2)
+	c.stop(0)
+	c.settle()
+	if st, _ := c.ctrl.Partition(OffsetsTopic, 0); st.Leader != 1 || len(st.ISR) != 1 {
+		t.Fatalf("__consumer_offsets-0: %v, want leader 1 alone in the ISR", st)
+	}
+	r1, _ = c.bs[1].Replica(OffsetsTopic, 0)
+	if r1.HW() >= r1.LEO() {
+		t.Fatalf("broker 1 HW %d reached its LEO %d with the ISR below min.insync.replicas", r1.HW(), r1.LEO())
+	}
+	if err := c.cs[1].Check("g"); err != nil {
+		t.Fatalf("the new coordinator does not serve the group: %v", err)
+	}
+	if offs, err := c.committed(1, "g"); err != nil || offs[tp].Offset != 6 {
+		t.Fatalf("OffsetFetch on the new coordinator: %v, %v: want the acknowledged offset 6", offs, err)
+	}
+	if err := c.cs[1].Heartbeat("g", jr.MemberID, "", jr.Generation); err != nil {
+		t.Fatalf("heartbeat on the new coordinator: %v", err)
+	}
+	if err := c.commit(1, member, map[TP]Committed{tp: {Offset: 7, LeaderEpoch: -1}}); !errors.Is(err, kerr.CoordinatorNotAvailable) {
+		t.Fatalf("commit with the ISR below min.insync.replicas: %v, want COORDINATOR_NOT_AVAILABLE", err)
 	}
 }

@@ -54,9 +54,6 @@ type Coordinator struct {
 		next    Ticket
 		closed  bool
 		loaded  chan struct{} // closed (and replaced) whenever a partition finishes loading
-		// target: with Config.Manual, the log end a partition that is loading must reach
-		// with its HW before it loads (Scan retries it).
-		target map[int32]int64
 		// writes: with Config.Manual, the appends waiting for acks=all (Poll).
 		writes []*write
 	}
@@ -74,7 +71,6 @@ func NewCoordinator(cfg Config, b *broker.Broker, ctrl *controller.Controller, n
 	c.mu.led = map[int32]int32{}
 	c.mu.waiters = map[Ticket]func(Reply){}
 	c.mu.loaded = make(chan struct{})
-	c.mu.target = map[int32]int64{}
 	return c
 }
 
@@ -178,13 +174,9 @@ func (c *Coordinator) Scan() {
 			e := r.LeaderEpoch()
 			c.mu.led[p] = e
 			c.mu.m.BeginLoad(p)
-			c.mu.target[p] = r.LEO()
 			loads = append(loads, load{p, r, e})
-		case leading && c.cfg.Manual && c.mu.m.Loading(p):
-			loads = append(loads, load{p, r, epoch}) // still waiting for its HW
 		case !leading && had:
 			delete(c.mu.led, p)
-			delete(c.mu.target, p)
 			c.mu.m.Unload(p)
 			c.logf("%s-%d: no longer leader: its groups moved", OffsetsTopic, p)
 		}
@@ -207,33 +199,24 @@ func stillLeading(r *partition.Replica, epoch int32) bool {
 	return r.IsLeader() && r.LeaderEpoch() == epoch
 }
 
-// load replays partition p's log after this broker became its leader at epoch: it waits
-// until the HW reaches the log end it found (every record written by the previous leader
-// that may have been acknowledged is then committed), reads [log start, HW) and installs the
-// result, unless leadership moved meanwhile. With Config.Manual it does not wait: while the
-// HW is short of that log end it returns, and the next Scan tries again.
+// load replays partition p's log after this broker became its leader at epoch: it reads
+// [log start, log end) and installs the result, unless leadership moved meanwhile. As
+// Kafka's GroupMetadataManager.doLoadGroupsAndOffsets (and the loader of its newer
+// coordinator), it reads up to the log end, not the HW, and does not wait for the HW: a
+// record the previous leader wrote may have been acknowledged by it even if this replica has
+// not learnt the HW that passed it, and the HW may not move at all while the ISR is below
+// min.insync.replicas. As in Kafka's classic coordinator, what is loaded is served at once,
+// commits included. As leader this broker never truncates its log, so what it loaded stays
+// in it; a later leader may lack records past this one's HW only if none of them was ever
+// acknowledged. No write to p can come between the end read here and the install: p's
+// groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile.
 func (c *Coordinator) load(p int32, r *partition.Replica, epoch int32) {
 	start := time.Now()
-	c.mu.Lock()
-	target := c.mu.target[p]
-	c.mu.Unlock()
-	for r.HW() < target {
-		if !stillLeading(r, epoch) || c.cfg.Manual {
-			return
-		}
-		hwCh := r.HWChanged()
-		if r.HW() >= target {
-			break
-		}
-		select {
-		case <-hwCh:
-		case <-c.b.Changed():
-		case <-c.ctx.Done():
-			return
-		}
+	if !stillLeading(r, epoch) {
+		return
 	}
 	l := NewLoaded()
-	end := r.HW()
+	end := r.LEO()
 	var buf []byte
 	for off := r.LogStart(); off < end; {
 		s, err := r.Read(off, end, 1<<20, true)

@@ -23,8 +23,8 @@
 //     IsLeader / LeaderEpoch), a timer goroutine for the Machine's deadlines, and the I/O:
 //     offset commits and group metadata are appended as leader (broker.ProduceAppend) and
 //     wait for acks=all (offsets.commit.timeout.ms), and a new leader of a partition loads the
-//     partition by reading its log (Replica.Read) once the HW has reached the log end it
-//     found on taking over, answering COORDINATOR_LOAD_IN_PROGRESS until then; a broker that
+//     partition by reading its log (Replica.Read) up to the log end, without waiting for the
+//     HW (as Kafka), answering COORDINATOR_LOAD_IN_PROGRESS while it reads; a broker that
 //     stops leading a partition drops its groups (NOT_COORDINATOR, parked requests too).
 //   - EnsureOffsetsTopic / Locate: __consumer_offsets is created on first use through the
 //     controller with offsets.topic.num.partitions partitions (default 50) and
@@ -61,6 +61,13 @@
 //
 // A committed offset is the next offset the group will consume (exclusive end of what it
 // processed), as OffsetCommit carries it; -1 in OffsetFetch means no commit.
+//
+// What OffsetFetch sees is Kafka's classic coordinator's: a commit made through this
+// coordinator once its append is acknowledged (acks=all; until then it is pending, as
+// GroupMetadata's pendingOffsetCommits), and everything a load read, up to the log end,
+// including records past the HW: the previous leader may have acknowledged them. (Kafka's
+// newer coordinator answers OffsetFetch from the state at the HW instead, so that right after
+// a move it may answer an older offset than the one last acknowledged.)
 //
 // # Concurrency
 //
