@@ -330,27 +330,36 @@ func (c *Coordinator) deliver(rs []routed, writes []*write) {
 	}
 }
 
-// call runs fn on the Machine under mu, appends the group metadata the Machine asked to write
-// in the background (still under mu) and delivers what it produced.
+// call runs fn on the Machine under mu, appends the group metadata the Machine asked to
+// write (still under mu; their outcomes go back to Machine.Stored) and delivers what it
+// produced.
 func (c *Coordinator) call(fn func(m *Machine, now int64)) {
 	c.mu.Lock()
-	fn(c.mu.m, c.now())
+	now := c.now()
+	fn(c.mu.m, now)
 	var writes []*write
-	for _, s := range c.mu.m.DrainStores() {
-		wr, err := c.appendLocked(s.Partition, []Record{s.Record()})
-		if err == nil {
-			_, err = wr.result()
-		}
-		if err != nil {
-			c.logf("group %s: writing group metadata (generation %d): %v", s.Group, s.Generation, err)
-			continue
-		}
-		wr.done = func(_ int64, err error) {
-			if err != nil && c.ctx.Err() == nil {
-				c.logf("group %s: writing group metadata (generation %d): %v", s.Group, s.Generation, err)
+	for stores := c.mu.m.DrainStores(); len(stores) > 0; stores = c.mu.m.DrainStores() {
+		for i := range stores {
+			s := &stores[i]
+			stored := func(now int64, err error) {
+				if err != nil && c.ctx.Err() == nil {
+					c.logf("group %s: writing group metadata (generation %d): %v", s.Group, s.Generation, err)
+				}
+				c.mu.m.Stored(now, s, groupStoreError(err))
 			}
+			wr, err := c.appendLocked(s.Partition, []Record{s.Record()})
+			if err == nil {
+				_, err = wr.result()
+			}
+			if err != nil {
+				stored(now, err)
+				continue
+			}
+			wr.done = func(_ int64, err error) {
+				c.call(func(_ *Machine, now int64) { stored(now, err) })
+			}
+			writes = append(writes, wr)
 		}
-		writes = append(writes, wr)
 	}
 	replies := c.takeLocked()
 	c.mu.Unlock()

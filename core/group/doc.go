@@ -10,8 +10,9 @@
 //     caller. Kafka's GroupMetadata state machine: Empty -> PreparingRebalance ->
 //     CompletingRebalance -> Stable (and back), Dead; member ids (clientId-UUID),
 //     generations, MEMBER_ID_REQUIRED for JoinGroup v4+ (KIP-394), static membership
-//     (group.instance.id, KIP-345: a restarted static member takes its old place without a
-//     rebalance, the old member id is fenced with FENCED_INSTANCE_ID), the initial
+//     (group.instance.id, KIP-345: a restarted static member, the leader included, takes
+//     its old place in a Stable group without a rebalance unless the protocol the group
+//     selects would change; the old member id is fenced with FENCED_INSTANCE_ID), the initial
 //     rebalance delay (group.initial.rebalance.delay.ms, extended while members keep
 //     joining a new group, up to the rebalance timeout), session timeouts, the rebalance
 //     timeout for members that do not rejoin, and the sync timeout for members that do not

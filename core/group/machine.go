@@ -157,9 +157,9 @@ func (m *Machine) Drain() []Reply {
 	return r
 }
 
-// DrainStores returns the group metadata records to write in the background (a group that
-// became Empty, a static member's new member id) produced since the last call; their outcome
-// needs no answer (a failed write is logged by the driver).
+// DrainStores returns the group metadata records to write produced since the last call (a
+// group that became Empty, a static member's new member id); the driver reports each
+// outcome with Stored.
 func (m *Machine) DrainStores() []GroupStore {
 	s := m.stores
 	m.stores = nil

@@ -296,21 +296,56 @@ func TestInitialDelayExtendsWhileMembersJoin(t *testing.T) {
 	}
 }
 
-func TestStaticMemberReplacedWithoutRebalance(t *testing.T) {
-	e := newEnv(t, 0)
+// stores completes every group metadata write the Machine asked for with err, as the driver
+// does once the write is acknowledged (or failed).
+func (e *env) stores(err error) {
+	for _, s := range e.m.DrainStores() {
+		e.m.Stored(e.now, &s, err)
+	}
+	e.drain()
+}
+
+// staticPair starts a group of two static members, ia (the leader) and ib, with
+// assignments A and B in generation 1.
+func staticPair(t *testing.T, e *env) (a, b string) {
+	t.Helper()
 	ra, ta := e.join(joinReq("", "ia"))
 	if ra.Err != nil || ta == 0 {
 		t.Fatalf("static join: %+v (static members get no MEMBER_ID_REQUIRED)", ra)
 	}
 	_, tb := e.join(joinReq("", "ib"))
 	e.advance(0)
-	a, b := e.joined(ta).MemberID, e.joined(tb).MemberID
+	a, b = e.joined(ta).MemberID, e.joined(tb).MemberID
+	if e.joined(ta).Leader != a {
+		t.Fatalf("leader %s, want %s", e.joined(ta).Leader, a)
+	}
 	e.sync(a, 1, map[string][]byte{a: []byte("A"), b: []byte("B")})
 	e.sync(b, 1, nil)
+	e.stores(nil)
+	return a, b
+}
+
+// rejoinStatic is the JoinGroup of a restarted static member (no member id): it parks until
+// the group metadata with its new member id is stored, as Kafka's
+// updateStaticMemberAndRebalance answers from storeGroup's callback.
+func (e *env) rejoinStatic(req JoinRequest) Ticket {
+	e.t.Helper()
+	r, tk := e.join(req)
+	if tk == 0 {
+		e.t.Fatalf("static rejoin answered before its member id was stored: %+v", r)
+	}
+	return tk
+}
+
+func TestStaticMemberReplacedWithoutRebalance(t *testing.T) {
+	e := newEnv(t, 0)
+	_, b := staticPair(t, e)
 	// b restarts: a JoinGroup with its instance id and no member id.
-	r, tk := e.join(joinReq("", "ib"))
-	if tk != 0 || r.Err != nil || r.Generation != 1 || r.MemberID == b {
-		t.Fatalf("static rejoin in Stable: %+v parked=%v: want generation 1 at once with a new member id", r, tk != 0)
+	tk := e.rejoinStatic(joinReq("", "ib"))
+	e.stores(nil)
+	r := e.joined(tk)
+	if r.Err != nil || r.Generation != 1 || r.MemberID == b || len(r.Members) != 0 || r.SkipAssignment {
+		t.Fatalf("static follower rejoin in Stable: %+v: want generation 1 with a new member id", r)
 	}
 	wantErr(t, "old member id fenced", e.m.Heartbeat(e.now, "g", b, "ib", 1), kerr.FencedInstanceID)
 	tk = e.sync(r.MemberID, 1, nil)
@@ -325,6 +360,102 @@ func TestStaticMemberReplacedWithoutRebalance(t *testing.T) {
 	wantErr(t, "leave by instance id", per[0], nil)
 	if e.state() != PreparingRebalance {
 		t.Fatalf("state %v, want PreparingRebalance", e.state())
+	}
+}
+
+// TestStaticLeaderRejoinKeepsGroupStable: the static group leader restarts and rejoins with
+// its group.instance.id and unchanged metadata. As Kafka (KIP-345,
+// updateStaticMemberAndRebalance) the group stays Stable in its generation: the new member
+// id replaces the old one (fenced), it leads, and it gets its old assignment back. With
+// JoinGroup v9+ (KIP-814) it learns that it leads, with the members, and SkipAssignment
+// (the assignors are not idempotent: it must not compute a new assignment the Stable group
+// would ignore); before v9 it is told the old leader id, so it syncs as a follower.
+func TestStaticLeaderRejoinKeepsGroupStable(t *testing.T) {
+	for _, skip := range []bool{true, false} {
+		t.Run(fmt.Sprintf("skipAssignment=%v", skip), func(t *testing.T) {
+			e := newEnv(t, 0)
+			a, b := staticPair(t, e)
+			req := joinReq("", "ia")
+			req.SupportsSkipAssignment = skip
+			tk := e.rejoinStatic(req)
+			if e.state() != Stable {
+				t.Fatalf("state %v after the static leader rejoined, want Stable", e.state())
+			}
+			e.stores(nil)
+			r := e.joined(tk)
+			if r.Err != nil || r.Generation != 1 || r.MemberID == a || r.MemberID == "" {
+				t.Fatalf("static leader rejoin: %+v: want generation 1 with a new member id", r)
+			}
+			switch {
+			case skip && (r.Leader != r.MemberID || !r.SkipAssignment || len(r.Members) != 2):
+				t.Fatalf("JoinGroup v9 answer %+v: want leader = itself, SkipAssignment, both members", r)
+			case !skip && (r.Leader != a || r.SkipAssignment || len(r.Members) != 0):
+				t.Fatalf("JoinGroup v8 answer %+v: want the old leader id %s, no members", r, a)
+			}
+			wantErr(t, "old leader id fenced", e.m.Heartbeat(e.now, "g", a, "ia", 1), kerr.FencedInstanceID)
+			wantErr(t, "the other member's heartbeat", e.m.Heartbeat(e.now, "g", b, "ib", 1), nil)
+			tk = e.sync(r.MemberID, 1, nil)
+			if got, _ := e.answer(tk); got.Sync.Err != nil || string(got.Sync.Assignment) != "A" {
+				t.Fatalf("restarted leader's SyncGroup %+v, want its assignment A", got.Sync)
+			}
+			if st, _ := e.m.Stats("g"); st.State != Stable || st.Rebalances != 1 || st.Generation != 1 {
+				t.Fatalf("stats %+v: want Stable generation 1 after its only rebalance", st)
+			}
+		})
+	}
+}
+
+// TestStaticRejoinProtocolRules: a restarted static member whose new metadata leaves the
+// group's selected protocol unchanged keeps the group Stable (Kafka compares the protocol
+// the group would select, not the metadata); one that changes the selected protocol
+// rebalances; in CompletingRebalance any static rejoin rebalances.
+func TestStaticRejoinProtocolRules(t *testing.T) {
+	e := newEnv(t, 0)
+	staticPair(t, e)
+	req := joinReq("", "ia")
+	req.Protocols[0].Metadata = []byte("a new subscription")
+	tk := e.rejoinStatic(req)
+	e.stores(nil)
+	if r := e.joined(tk); r.Err != nil || r.Generation != 1 || e.state() != Stable {
+		t.Fatalf("static rejoin with new metadata: %+v, state %v: want generation 1, Stable", r, e.state())
+	}
+
+	e = newEnv(t, 0)
+	both := func(instance string, first, second string) JoinRequest {
+		r := joinReq("", instance)
+		r.Protocols = []Protocol{{Name: first}, {Name: second}}
+		return r
+	}
+	_, ta := e.join(both("ia", "range", "roundrobin"))
+	_, tb := e.join(both("ib", "range", "roundrobin"))
+	e.advance(0)
+	a, b := e.joined(ta).MemberID, e.joined(tb).MemberID
+	e.sync(a, 1, map[string][]byte{a: []byte("A"), b: []byte("B")})
+	e.stores(nil)
+	if e.m.groups["g"].protocol != "range" {
+		t.Fatalf("protocol %q, want range", e.m.groups["g"].protocol)
+	}
+	e.rejoinStatic(both("ia", "roundrobin", "range"))
+	if e.state() != PreparingRebalance {
+		t.Fatalf("static rejoin that changes the selected protocol: state %v, want PreparingRebalance", e.state())
+	}
+}
+
+// TestStaticRejoinStoreFails: when the group metadata with the new member id cannot be
+// written, Kafka reverts the replacement: the old member id is the member again and the
+// JoinGroup fails with the store's error and no member id.
+func TestStaticRejoinStoreFails(t *testing.T) {
+	e := newEnv(t, 0)
+	_, b := staticPair(t, e)
+	tk := e.rejoinStatic(joinReq("", "ib"))
+	e.stores(kerr.CoordinatorNotAvailable)
+	r := e.joined(tk)
+	if !errors.Is(r.Err, kerr.CoordinatorNotAvailable) || r.MemberID != "" {
+		t.Fatalf("static rejoin whose store failed: %+v: want COORDINATOR_NOT_AVAILABLE and no member id", r)
+	}
+	wantErr(t, "the old member id after the revert", e.m.Heartbeat(e.now, "g", b, "ib", 1), nil)
+	if e.state() != Stable {
+		t.Fatalf("state %v, want Stable", e.state())
 	}
 }
 

@@ -61,6 +61,9 @@ type JoinRequest struct {
 	// RequireKnownMemberID is true from JoinGroup v4: a new dynamic member first gets
 	// MEMBER_ID_REQUIRED with its member id and joins again with it (KIP-394).
 	RequireKnownMemberID bool
+	// SupportsSkipAssignment is true from JoinGroup v9 (KIP-814): a restarted static leader
+	// of a Stable group may be told that it leads, with SkipAssignment set.
+	SupportsSkipAssignment bool
 }
 
 // JoinMember is one member in the leader's JoinGroup response.
@@ -80,6 +83,9 @@ type JoinResult struct {
 	Protocol     string
 	Leader       string
 	Members      []JoinMember // the leader only
+	// SkipAssignment (JoinGroup v9+): the leader must not compute an assignment, the group
+	// keeps its own (a restarted static leader of a Stable group).
+	SkipAssignment bool
 }
 
 // SyncRequest is a SyncGroup. Assignments is set by the leader only.
