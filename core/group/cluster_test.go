@@ -439,3 +439,37 @@ func TestLoadWhileISRBelowMin(t *testing.T) {
 		t.Fatalf("commit with the ISR below min.insync.replicas: %v, want COORDINATOR_NOT_AVAILABLE", err)
 	}
 }
+
+// TestExpiredOffsetsTombstonedForReload: an expired offset is gone from OffsetFetch, and the
+// tombstone the coordinator writes makes a coordinator that loads the partition afterwards
+// drop it too, before its own first retention check.
+func TestExpiredOffsetsTombstonedForReload(t *testing.T) {
+	c := newTCluster(t, 2, 2)
+	tp, kept := TP{"t", 0}, TP{"t", 1}
+	req := CommitRequest{Group: "g", Generation: -1}
+	if err := c.commit(0, req, map[TP]Committed{tp: {Offset: 5, LeaderEpoch: -1, CommitTimestamp: c.nowMs()}}); err != nil {
+		t.Fatal(err)
+	}
+	c.advance(2 * 24 * 3600 * 1000)
+	if err := c.commit(0, req, map[TP]Committed{kept: {Offset: 9, LeaderEpoch: -1, CommitTimestamp: c.nowMs()}}); err != nil {
+		t.Fatal(err)
+	}
+	// offsets.retention.minutes after the first commit, with the retention checks on the way.
+	for end := c.nowMs() + 5*24*3600*1000 + 600000; c.nowMs() < end; {
+		c.advance(600000)
+		c.cs[0].Tick()
+	}
+	c.pump(3)
+	offs, err := c.committed(0, "g")
+	if err != nil || len(offs) != 1 || offs[kept].Offset != 9 {
+		t.Fatalf("OffsetFetch after the first commit expired: %v, %v: want only %v", offs, err, kept)
+	}
+	if _, err := c.ctrl.TransferLeader(OffsetsTopic, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	c.settle()
+	offs, err = c.committed(1, "g")
+	if err != nil || len(offs) != 1 || offs[kept].Offset != 9 {
+		t.Fatalf("OffsetFetch on the coordinator that loaded the partition afterwards: %v, %v: want only %v", offs, err, kept)
+	}
+}

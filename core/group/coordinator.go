@@ -343,11 +343,11 @@ func (c *Coordinator) call(fn func(m *Machine, now int64)) {
 			s := &stores[i]
 			stored := func(now int64, err error) {
 				if err != nil && c.ctx.Err() == nil {
-					c.logf("group %s: writing group metadata (generation %d): %v", s.Group, s.Generation, err)
+					c.logf("group %s: writing group metadata or tombstones (generation %d): %v", s.Group, s.Generation, err)
 				}
 				c.mu.m.Stored(now, s, groupStoreError(err))
 			}
-			wr, err := c.appendLocked(s.Partition, []Record{s.Record()})
+			wr, err := c.appendLocked(s.Partition, s.Records())
 			if err == nil {
 				_, err = wr.result()
 			}

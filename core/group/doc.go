@@ -56,7 +56,19 @@
 // committed offset). The loader also reads offset values v0-v2 and group values v0-v2, as
 // Kafka wrote them. isrbench does not compact the topic (cleanup.policy is delete with no
 // retention): every commit stays in the log, and a load replays them all, later records
-// winning. Offsets do not expire (offsets.retention.minutes is not applied).
+// winning.
+//
+// # Offset expiry
+//
+// Every offsets.retention.check.interval.ms (600000) the coordinator removes the expired
+// committed offsets of the groups it holds (Kafka's cleanupGroupMetadata,
+// removeExpiredOffsets): with offsets.retention.minutes (10080), an Empty group's offsets
+// that long after it became Empty (KIP-211; the time is in its GroupMetadataValue), a
+// standalone consumer's (generation -1 commits, no protocol type) and those of a topic no
+// member of a Stable consumer group subscribes to (KIP-496) that long after their commit;
+// never an offset with a commit in flight. An Empty group left without offsets goes too.
+// Tombstones for what expired (and for the group, if it had a generation) are written with
+// acks=all, so that a coordinator loading the partition later does not bring them back.
 //
 // # Offsets
 //

@@ -294,7 +294,7 @@ func (m *Machine) prepareRebalance(now int64, g *group) {
 	if g.rebalanceStart == 0 {
 		g.rebalanceStart = now
 	}
-	g.state = PreparingRebalance
+	g.transition(PreparingRebalance, now)
 }
 
 // allJoined is Kafka's hasAllMembersJoined: every member waits in JoinGroup and no member id
@@ -363,13 +363,14 @@ func (m *Machine) completeJoin(now int64, g *group) {
 	g.generation++
 	g.initialDelay = false
 	if len(g.members) == 0 {
-		g.state, g.protocol, g.leader = Empty, "", "" // the protocol type stays, as in Kafka
+		g.transition(Empty, now)
+		g.protocol, g.leader = "", "" // the protocol type stays, as in Kafka
 		m.rebalanceDone(now, g)
 		m.stores = append(m.stores, g.store(now))
 		return
 	}
 	g.protocol = g.selectProtocol()
-	g.state = CompletingRebalance
+	g.transition(CompletingRebalance, now)
 	g.syncDeadline = now + g.maxRebalanceTimeout()
 	g.pendingSync = map[string]bool{}
 	for _, id := range g.order {
@@ -451,7 +452,11 @@ func (m *Machine) Sync(now int64, req SyncRequest, t Ticket) (res SyncResult, pa
 
 // store is the group metadata record of g's current generation, members and assignments.
 func (g *group) store(now int64) GroupStore {
-	sg := StoredGroup{ProtocolType: g.protocolType, Generation: g.generation, Protocol: g.protocol, Leader: g.leader, StateTimestampMs: now}
+	ts := g.stateTimestamp
+	if ts < 0 {
+		ts = now
+	}
+	sg := StoredGroup{ProtocolType: g.protocolType, Generation: g.generation, Protocol: g.protocol, Leader: g.leader, StateTimestampMs: ts}
 	for _, id := range g.order {
 		o := g.members[id]
 		sg.Members = append(sg.Members, StoredMember{
@@ -463,18 +468,20 @@ func (g *group) store(now int64) GroupStore {
 	return GroupStore{Group: g.id, Partition: g.partition, Generation: g.generation, Stored: sg}
 }
 
-// GroupStore is a group metadata record to append to __consumer_offsets partition Partition:
-// the leader's assignment, before the rebalance of Generation may complete (Sync, then
-// SyncStored), or a write from DrainStores (then Stored).
+// GroupStore is a write to __consumer_offsets partition Partition: a group metadata record
+// (the leader's assignment, before the rebalance of Generation may complete: Sync, then
+// SyncStored; or a write from DrainStores, then Stored), or the tombstones of expired
+// offsets (Records).
 type GroupStore struct {
 	Group      string
 	Partition  int32
 	Generation int32
 	Stored     StoredGroup
 	static     *staticRejoin // a static member's replacement waits for this write
+	tombstones []Record      // set: written instead of the group metadata
 }
 
-// Record returns the store's key and value.
+// Record returns the group metadata record's key and value.
 func (s *GroupStore) Record() Record {
 	return Record{Key: GroupKey(s.Group), Value: GroupValue(s.Stored)}
 }
@@ -505,7 +512,7 @@ func (m *Machine) SyncStored(now int64, s *GroupStore, err error) {
 	for _, sm := range s.Stored.Members {
 		byID[sm.MemberID] = sm.Assignment
 	}
-	g.state = Stable
+	g.transition(Stable, now)
 	g.pendingSync = map[string]bool{}
 	for _, id := range g.order {
 		mb := g.members[id]
@@ -539,4 +546,13 @@ func (m *Machine) removeMember(now int64, g *group, mb *member, err error) {
 	case PreparingRebalance:
 		m.tryCompleteJoin(now, g)
 	}
+}
+
+// Records returns the records to write: the tombstones of expired offsets (and of the
+// expired group), or the group metadata record.
+func (s *GroupStore) Records() []Record {
+	if s.tombstones != nil {
+		return s.tombstones
+	}
+	return []Record{s.Record()}
 }

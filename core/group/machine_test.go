@@ -3,10 +3,12 @@ package group
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // env drives a Machine with a fake clock and collects the answers to parked requests.
@@ -506,8 +508,8 @@ func TestCommitStoredKeepsLaterRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	tp := TP{"t", 0}
-	e.m.CommitStored("g", map[TP]Committed{tp: {Offset: 20}}, 100)
-	e.m.CommitStored("g", map[TP]Committed{tp: {Offset: 10}}, 50) // an earlier write completing late
+	e.m.CommitStored("g", map[TP]Committed{tp: {Offset: 20}}, 100, nil)
+	e.m.CommitStored("g", map[TP]Committed{tp: {Offset: 10}}, 50, nil) // an earlier write completing late
 	offs, _ := e.m.Committed("g", []TP{tp})
 	if offs[tp].Offset != 20 {
 		t.Fatalf("committed %d, want 20 (the later record)", offs[tp].Offset)
@@ -611,4 +613,132 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("re-decode %+v -> %+v, %v", d, d2, err)
 		}
 	})
+}
+
+// retentionMs is offsets.retention.minutes' default (10080) in ms.
+const retentionMs = 10080 * 60 * 1000
+
+// commitAt commits offs for member (generation gen; -1: a client outside group management)
+// of group g at the env's time and completes the write at log offset base.
+func (e *env) commitAt(gen int32, member string, base int64, offs map[TP]int64) {
+	e.t.Helper()
+	req := CommitRequest{Group: "g", Generation: gen, MemberID: member}
+	if err := e.m.CheckCommit(e.now, req); err != nil {
+		e.t.Fatalf("commit: %v", err)
+	}
+	c := map[TP]Committed{}
+	for tp, o := range offs {
+		c[tp] = Committed{Offset: o, LeaderEpoch: -1, CommitTimestamp: e.now}
+	}
+	e.m.CommitPending(req.Group, c)
+	e.m.CommitStored(req.Group, c, base, nil)
+}
+
+// tombstones drains the Machine's writes and returns the keys of the tombstones among them.
+func (e *env) tombstones() []string {
+	var out []string
+	for _, s := range e.m.DrainStores() {
+		for _, r := range s.Records() {
+			if r.Value == nil {
+				d, _ := DecodeRecord(r.Key, nil)
+				if d.IsOffset {
+					out = append(out, fmt.Sprintf("%s/%s-%d", d.Group, d.TP.Topic, d.TP.Partition))
+				} else {
+					out = append(out, d.Group)
+				}
+			}
+		}
+		e.m.Stored(e.now, &s, nil)
+	}
+	return out
+}
+
+// TestOffsetsExpireStandalone: the commits of a client outside group management (generation
+// -1, no protocol type) expire offsets.retention.minutes after their commit, checked every
+// offsets.retention.check.interval.ms; the tombstones are for the driver to write, and the
+// group, left empty without offsets, goes (no group tombstone: it never had a generation).
+func TestOffsetsExpireStandalone(t *testing.T) {
+	e := newEnv(t, 0)
+	tp := TP{"t", 0}
+	e.commitAt(-1, "", 10, map[TP]int64{tp: 5})
+	e.advance(retentionMs - 600000)
+	if offs, _ := e.m.Committed("g", nil); len(offs) != 1 || len(e.tombstones()) != 0 {
+		t.Fatalf("commit expired before offsets.retention.minutes: %v", offs)
+	}
+	e.advance(600000)
+	if offs, _ := e.m.Committed("g", nil); len(offs) != 0 {
+		t.Fatalf("commit still there offsets.retention.minutes after it: %v", offs)
+	}
+	if got := e.tombstones(); !slices.Equal(got, []string{"g/t-0"}) {
+		t.Fatalf("tombstones %v, want the expired offset's only", got)
+	}
+	if _, ok := e.m.Stats("g"); ok {
+		t.Fatal("the empty group without offsets is still held")
+	}
+}
+
+// TestOffsetsExpireAfterGroupEmpty (KIP-211): a consumer group's offsets do not expire while
+// it has members, however old the commits; once it is Empty they expire
+// offsets.retention.minutes after it became Empty, and the group goes with a tombstone.
+func TestOffsetsExpireAfterGroupEmpty(t *testing.T) {
+	e := newEnv(t, 0)
+	a, b, gen := twoMembers(t, e)
+	tp := TP{"t", 0}
+	e.commitAt(gen, a, 10, map[TP]int64{tp: 5})
+	for end := e.now + 8*24*3600*1000; e.now < end; { // 8 days of heartbeats
+		e.advance(9000)
+		wantErr(t, "heartbeat", e.m.Heartbeat(e.now, "g", a, "", gen), nil)
+		wantErr(t, "heartbeat", e.m.Heartbeat(e.now, "g", b, "", gen), nil)
+	}
+	if offs, _ := e.m.Committed("g", nil); len(offs) != 1 {
+		t.Fatalf("a Stable group's offset expired: %v", offs)
+	}
+	e.m.Leave(e.now, "g", []LeaveMember{{MemberID: a}, {MemberID: b}})
+	if e.state() != Empty {
+		t.Fatalf("state %v after everyone left, want Empty", e.state())
+	}
+	e.tombstones()
+	e.advance(retentionMs - 600000)
+	if offs, _ := e.m.Committed("g", nil); len(offs) != 1 {
+		t.Fatalf("offset expired before offsets.retention.minutes since the group became Empty: %v", offs)
+	}
+	e.advance(600000)
+	if offs, _ := e.m.Committed("g", nil); len(offs) != 0 {
+		t.Fatalf("offset of an Empty group kept past offsets.retention.minutes: %v", offs)
+	}
+	if got := e.tombstones(); !slices.Equal(got, []string{"g/t-0", "g"}) {
+		t.Fatalf("tombstones %v, want the offset's and the group's", got)
+	}
+	if _, ok := e.m.Stats("g"); ok {
+		t.Fatal("the expired Empty group is still held")
+	}
+}
+
+// TestOffsetsOfUnsubscribedTopicExpire: in a Stable consumer group whose subscriptions the
+// coordinator can read (the consumer protocol), the offsets of a topic no member subscribes
+// to expire offsets.retention.minutes after their commit; the others stay (Kafka's
+// removeExpiredOffsets, KIP-496).
+func TestOffsetsOfUnsubscribedTopicExpire(t *testing.T) {
+	e := newEnv(t, 0)
+	sub := kmsg.ConsumerMemberMetadata{Topics: []string{"t"}}
+	req := joinReq("", "")
+	req.Protocols[0].Metadata = sub.AppendTo(nil)
+	r, _ := e.join(req)
+	req.MemberID = r.MemberID
+	_, tk := e.join(req)
+	e.advance(0)
+	a := e.joined(tk).MemberID
+	e.sync(a, 1, map[string][]byte{a: []byte("A")})
+	e.commitAt(1, a, 10, map[TP]int64{{"t", 0}: 5, {"gone", 0}: 7})
+	for e.now < 1000+retentionMs+600000 {
+		e.advance(9000)
+		wantErr(t, "heartbeat", e.m.Heartbeat(e.now, "g", a, "", 1), nil)
+	}
+	offs, _ := e.m.Committed("g", nil)
+	if len(offs) != 1 || offs[TP{"t", 0}].Offset != 5 {
+		t.Fatalf("offsets %v: want only the subscribed topic's", offs)
+	}
+	if got := e.tombstones(); !slices.Equal(got, []string{"g/gone-0"}) {
+		t.Fatalf("tombstones %v", got)
+	}
 }

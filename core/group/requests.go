@@ -79,7 +79,7 @@ func (c *Coordinator) SyncAsync(req SyncRequest, done func(SyncResult)) Ticket {
 			return
 		}
 		var err error
-		if wr, err = c.appendLocked(store.Partition, []Record{store.Record()}); err != nil {
+		if wr, err = c.appendLocked(store.Partition, store.Records()); err != nil {
 			m.SyncStored(now, store, groupStoreError(err))
 		}
 	})
@@ -141,7 +141,9 @@ func (c *Coordinator) CommitAsync(req CommitRequest, offs map[TP]Committed, done
 		if err = m.CheckCommit(now, req); err != nil || len(offs) == 0 {
 			return
 		}
-		wr, err = c.appendLocked(m.Partition(req.Group), OffsetRecords(req.Group, offs))
+		if wr, err = c.appendLocked(m.Partition(req.Group), OffsetRecords(req.Group, offs)); err == nil {
+			m.CommitPending(req.Group, offs)
+		}
 	})
 	if wr == nil {
 		done(commitError(err))
@@ -151,12 +153,8 @@ func (c *Coordinator) CommitAsync(req CommitRequest, offs map[TP]Committed, done
 		h()
 	}
 	c.await(wr, func(base int64, err error) {
-		if err != nil {
-			done(commitError(err))
-			return
-		}
-		c.call(func(m *Machine, _ int64) { m.CommitStored(req.Group, offs, base) })
-		done(nil)
+		c.call(func(m *Machine, _ int64) { m.CommitStored(req.Group, offs, base, err) })
+		done(commitError(err))
 	})
 }
 
