@@ -194,6 +194,15 @@ func (c *Coordinator) Scan() {
 	}
 }
 
+// LoadedEpoch returns the leader epoch of __consumer_offsets partition p its groups were
+// loaded for, and whether they are loaded (false while p loads, or is not led here).
+func (c *Coordinator) LoadedEpoch(p int32) (int32, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.mu.led[p]
+	return e, ok && c.mu.m.Owns(p) && !c.mu.m.Loading(p)
+}
+
 // stillLeading reports whether r still leads at epoch (the load may go on).
 func stillLeading(r *partition.Replica, epoch int32) bool {
 	return r.IsLeader() && r.LeaderEpoch() == epoch
@@ -211,7 +220,7 @@ func stillLeading(r *partition.Replica, epoch int32) bool {
 // acknowledged. No write to p can come between the end read here and the install: p's
 // groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile.
 func (c *Coordinator) load(p int32, r *partition.Replica, epoch int32) {
-	start := time.Now()
+	start := c.now()
 	if !stillLeading(r, epoch) {
 		return
 	}
@@ -245,8 +254,8 @@ func (c *Coordinator) load(p int32, r *partition.Replica, epoch int32) {
 		close(c.mu.loaded)
 		c.mu.loaded = make(chan struct{})
 		if l.Records > 0 {
-			c.logf("%s-%d: loaded %d groups, %d records (%d skipped) up to offset %d in %v (leader epoch %d)",
-				OffsetsTopic, p, len(l.Groups), l.Records, l.Skipped, end, time.Since(start).Round(time.Millisecond), epoch)
+			c.logf("%s-%d: loaded %d groups, %d records (%d skipped) up to offset %d in %d ms (leader epoch %d)",
+				OffsetsTopic, p, len(l.Groups), l.Records, l.Skipped, end, c.now()-start, epoch)
 		}
 	}
 	replies := c.takeLocked()
