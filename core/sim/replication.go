@@ -86,7 +86,7 @@ func (s *Sim) fetchRound(n *node) {
 						// at the fetch offset.
 						leos := make(map[int32]int64, len(fetch.Partitions))
 						for _, q := range fetch.Partitions {
-							if rep, ok := n.b.Replica(topic, q.Partition); ok {
+							if rep, ok := n.b.Replica(topic, q.Partition); ok && q.Topic == topic {
 								leos[q.Partition] = rep.LEO()
 							}
 						}
@@ -96,9 +96,9 @@ func (s *Sim) fetchRound(n *node) {
 						if n.b.LogDirOffline() == nil {
 							for _, fp := range f.Partitions() {
 								qi := slices.IndexFunc(fetch.Partitions, func(q broker.FetchPartition) bool {
-									return q.Partition == fp.Partition && q.CurrentLeaderEpoch == fp.State.LeaderEpoch
+									return q.Topic == fp.Topic && q.Partition == fp.Partition && q.CurrentLeaderEpoch == fp.State.LeaderEpoch
 								})
-								if fp.State.Phase != partition.PhaseFetching || qi < 0 {
+								if fp.Topic != topic || fp.State.Phase != partition.PhaseFetching || qi < 0 {
 									continue
 								}
 								s.synced[syncKey{n.id, inc, fp.Partition}] = fp.State.LeaderEpoch
