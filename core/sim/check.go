@@ -168,4 +168,5 @@ func (s *Sim) checkDurability(final bool) {
 			}
 		}
 	}
+	s.checkGroups(final)
 }

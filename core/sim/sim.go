@@ -71,6 +71,8 @@ type Stats struct {
 	// RetentionDeletes counts retention passes that deleted segments; ConsumerResets counts
 	// consumers moved up to a log start that retention passed.
 	RetentionOn, RetentionDeletes, ConsumerResets int
+	// Groups counts the group coordinator's work (groups.go).
+	Groups GroupStats
 }
 
 // maxPartitions bounds the partitions CreatePartitions faults add.
@@ -130,6 +132,8 @@ type Sim struct {
 	// retentionUsed: it was at some point, so acknowledged and consumed records below a
 	// leader's log start are expired, not lost.
 	retention, retentionUsed bool
+	// groups: the group coordinators and their consumers (groups.go).
+	groups *groupSim
 }
 
 // entry is a record the oracle holds: its value and its number (the order it was produced in).
@@ -362,6 +366,9 @@ func (s *Sim) failure(what string) {
 // ISR pass, a heartbeat, a metadata delivery, a session check, a checkpoint or a retention
 // pass.
 func (s *Sim) work(produce bool) {
+	if s.groupWork(produce) {
+		return
+	}
 	n := s.nodes[s.rng.IntN(len(s.nodes))]
 	switch r := s.rng.IntN(100); {
 	case r < 35:
