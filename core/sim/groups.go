@@ -309,8 +309,9 @@ func (s *Sim) offsetsInSync(converged bool) bool {
 // noteFailures keeps the excuses, as the simulator's for records (failure): after a crash,
 // until __consumer_offsets is in sync again, any further failure may lose what the crash
 // lost, so the commits acknowledged (and the committed values observed) so far are no longer
-// checked; a crash while __consumer_offsets is not in sync excuses them at once (its only ISR
-// member may be the broker that crashed).
+// checked, nor the assignments of the generations so far (a group's metadata may be lost, and
+// its generations handed out again); a crash while __consumer_offsets is not in sync excuses
+// them at once (its only ISR member may be the broker that crashed).
 func (s *Sim) noteFailures() {
 	gs := s.groups
 	st := &s.stats
@@ -321,10 +322,12 @@ func (s *Sim) noteFailures() {
 	other := now.kills > was.kills || now.pauses > was.pauses || now.ctrlCuts > was.ctrlCuts ||
 		now.diskFull > was.diskFull || now.clusterRestarts > was.clusterRestarts || now.crashes > was.crashes+1
 	if crashed && (!gs.offsetsSynced || other || gs.pending) || gs.pending && other {
-		if gs.lossUpTo != gs.ackSeq {
+		if gs.lossUpTo != gs.ackSeq || len(gs.owners) > 0 {
 			gs.lossUpTo = gs.ackSeq
+			clear(gs.owners)
+			clear(gs.assigned)
 			s.stats.Groups.Excuses++
-			s.tracef("groups: a failure while a crashed broker catches up on %s: the %d commits acknowledged or observed so far are no longer checked", group.OffsetsTopic, gs.ackSeq)
+			s.tracef("groups: a failure while a crashed broker catches up on %s: the %d commits acknowledged or observed so far, and the assignments of the generations so far, are no longer checked", group.OffsetsTopic, gs.ackSeq)
 		}
 	}
 	if crashed {
