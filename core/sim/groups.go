@@ -116,8 +116,9 @@ type groupSim struct {
 	instanceIDs map[string][]string
 	fenced      map[gkey]map[string]bool
 
-	// Failure bookkeeping for the excuses (counters of Stats seen last).
+	// Failure bookkeeping for the excuses (counters of Stats seen last, at step seenStep).
 	seen                   failureCounts
+	seenStep               int
 	offsetsSynced, pending bool
 }
 
@@ -171,7 +172,7 @@ func (s *Sim) groupsInit() *groupSim {
 	cfg.MinSessionTimeoutMs = 100
 	cfg.OffsetsTopicNumPartitions = offsetsPartitions
 	cfg.OffsetsTopicReplicationFactor = int16(min(3, s.o.Brokers))
-	cfg.OffsetsTopicSegmentBytes = segmentBytes
+	cfg.OffsetsTopicSegmentBytes = 16 * segmentBytes // a few segments: the topic keeps every commit
 	cfg.OffsetsCommitTimeoutMs = timeoutNs / int64(time.Millisecond)
 	cfg.NewMemberID = func(client string) string { gs.ids++; return client + "-" + strconv.Itoa(gs.ids) }
 	cfg.Logf = func(f string, a ...any) { s.tracef(f, a...) }
@@ -282,12 +283,12 @@ func (s *Sim) offsetsInSync(converged bool) bool {
 			return false
 		}
 	}
-	parts, ok := s.ctrl.Partitions(group.OffsetsTopic)
-	if !ok {
+	if s.groups == nil || !s.groups.created {
 		return true
 	}
-	for _, st := range parts {
-		if st.Leader == controller.NoLeader || len(st.ISR) != len(st.Replicas) {
+	for p := int32(0); p < offsetsPartitions; p++ {
+		st, ok := s.ctrl.Partition(group.OffsetsTopic, p)
+		if !ok || st.Leader == controller.NoLeader || len(st.ISR) != len(st.Replicas) {
 			return false
 		}
 		if !converged {
@@ -316,26 +317,32 @@ func (s *Sim) noteFailures() {
 	gs := s.groups
 	st := &s.stats
 	now := failureCounts{st.Kills, st.Crashes, st.Pauses, st.CtrlCuts, st.DiskFul, st.ClusterRestarts}
-	was := gs.seen
-	gs.seen = now
-	crashed := now.crashes > was.crashes
-	other := now.kills > was.kills || now.pauses > was.pauses || now.ctrlCuts > was.ctrlCuts ||
-		now.diskFull > was.diskFull || now.clusterRestarts > was.clusterRestarts || now.crashes > was.crashes+1
-	if crashed && (!gs.offsetsSynced || other || gs.pending) || gs.pending && other {
-		if gs.lossUpTo != gs.ackSeq || len(gs.owners) > 0 {
-			gs.lossUpTo = gs.ackSeq
-			clear(gs.owners)
-			clear(gs.assigned)
-			s.stats.Groups.Excuses++
-			s.tracef("groups: a failure while a crashed broker catches up on %s: the %d commits acknowledged or observed so far, and the assignments of the generations so far, are no longer checked", group.OffsetsTopic, gs.ackSeq)
+	if was := gs.seen; now != was {
+		gs.seen = now
+		crashed := now.crashes > was.crashes
+		other := now.kills > was.kills || now.pauses > was.pauses || now.ctrlCuts > was.ctrlCuts ||
+			now.diskFull > was.diskFull || now.clusterRestarts > was.clusterRestarts || now.crashes > was.crashes+1
+		if crashed && (!gs.offsetsSynced || other || gs.pending) || gs.pending && other {
+			if gs.lossUpTo != gs.ackSeq || len(gs.owners) > 0 {
+				gs.lossUpTo = gs.ackSeq
+				clear(gs.owners)
+				clear(gs.assigned)
+				s.stats.Groups.Excuses++
+				s.tracef("groups: a failure while a crashed broker catches up on %s: the %d commits acknowledged or observed so far, and the assignments of the generations so far, are no longer checked", group.OffsetsTopic, gs.ackSeq)
+			}
+		}
+		if crashed {
+			gs.pending = true
 		}
 	}
-	if crashed {
-		gs.pending = true
-	}
-	gs.offsetsSynced = s.offsetsInSync(false)
-	if gs.pending && gs.offsetsSynced {
-		gs.pending = false
+	// Whether __consumer_offsets is in sync, once a step: before the step's fault, if any,
+	// when the step's deliveries answer something (faults come after them).
+	if gs.seenStep != st.Steps {
+		gs.seenStep = st.Steps
+		gs.offsetsSynced = s.offsetsInSync(false)
+		if gs.pending && gs.offsetsSynced {
+			gs.pending = false
+		}
 	}
 }
 
