@@ -133,6 +133,10 @@ var brokerConfigDefs = sortedDefs([]brokerConfigDef{
 	described("num.replica.fetchers", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.NumReplicaFetchers) }),
 	described("offset.metadata.max.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.Group.OffsetMetadataMaxBytes) }),
 	described("offsets.commit.timeout.ms", func(c *Config, _ int32, _ string) string { return decimal(c.Group.OffsetsCommitTimeoutMs) }),
+	described("offsets.retention.check.interval.ms", func(c *Config, _ int32, _ string) string {
+		return decimal(c.Group.OffsetsRetentionCheckIntervalMs)
+	}),
+	described("offsets.retention.minutes", func(c *Config, _ int32, _ string) string { return decimal(c.Group.OffsetsRetentionMinutes) }),
 	described("offsets.topic.num.partitions", func(c *Config, _ int32, _ string) string { return decimal(c.Group.OffsetsTopicNumPartitions) }),
 	described("offsets.topic.replication.factor", func(c *Config, _ int32, _ string) string {
 		return decimal(c.Group.OffsetsTopicReplicationFactor)

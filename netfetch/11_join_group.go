@@ -33,7 +33,7 @@ func (c *conn) handleJoinGroup(h reqHeader, req *kmsg.JoinGroupRequest) (kmsg.Re
 		Group: req.Group, MemberID: req.MemberID, InstanceID: strOrEmpty(req.InstanceID),
 		ClientID: strings.Clone(h.clientID), ClientHost: c.clientHost(), ProtocolType: req.ProtocolType,
 		SessionTimeoutMs: req.SessionTimeoutMillis, RebalanceTimeoutMs: req.RebalanceTimeoutMillis,
-		RequireKnownMemberID: req.Version >= 4,
+		RequireKnownMemberID: req.Version >= 4, SupportsSkipAssignment: req.Version >= 9,
 	}
 	if req.Version == 0 {
 		jr.RebalanceTimeoutMs = req.SessionTimeoutMillis // v0 has no rebalance timeout
@@ -59,7 +59,7 @@ func (c *conn) handleJoinGroup(h reqHeader, req *kmsg.JoinGroupRequest) (kmsg.Re
 		}
 		return resp, nil
 	}
-	resp.Generation, resp.LeaderID = res.Generation, res.Leader
+	resp.Generation, resp.LeaderID, resp.SkipAssignment = res.Generation, res.Leader, res.SkipAssignment
 	resp.ProtocolType, resp.Protocol = strPtr(res.ProtocolType), strPtr(res.Protocol)
 	for _, m := range res.Members {
 		rm := kmsg.NewJoinGroupResponseMember()

@@ -117,6 +117,9 @@ var entries = []Entry{
 	broker("offsets.topic.replication.factor", Short, "", "3", 1, maxInt16, "replication factor of __consumer_offsets"),
 	broker("offsets.topic.segment.bytes", Int, "bytes", "104857600", 14, maxInt32, "segment size of __consumer_offsets"),
 	broker("offsets.commit.timeout.ms", Int, "ms", "5000", 1, maxInt32, "how long an offset commit waits for its replicas (ms)"),
+	broker("offsets.retention.minutes", Int, "min", "10080", 1, maxInt32,
+		"committed offsets expire this long after the group became empty, or after their commit (standalone consumers, topics a stable group no longer subscribes to)"),
+	broker("offsets.retention.check.interval.ms", Long, "ms", "600000", 1, MaxMs, "how often the group coordinator expires committed offsets (ms)"),
 	broker("offset.metadata.max.bytes", Int, "bytes", "4096", 1, maxInt32, "largest metadata string of an offset commit"),
 
 	// isrbench's own broker switches (set at start: isrbench serve --set).

@@ -19,6 +19,9 @@ func TestConfigDefaults(t *testing.T) {
 		OffsetsTopicSegmentBytes:      104857600,
 		OffsetsCommitTimeoutMs:        5000,
 		OffsetMetadataMaxBytes:        4096,
+
+		OffsetsRetentionMinutes:         10080,
+		OffsetsRetentionCheckIntervalMs: 600000,
 	}
 	if got := DefaultConfig(); got.NewMemberID != nil || got.Logf != nil || !sameNumbers(got, want) {
 		t.Fatalf("DefaultConfig() = %+v, want %+v", got, want)
@@ -31,7 +34,8 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatalf("withDefaults changed group.initial.rebalance.delay.ms 0 to %d", got)
 	}
 	set := Config{InitialRebalanceDelayMs: 7, MinSessionTimeoutMs: 8, MaxSessionTimeoutMs: 9, MaxSize: 10, OffsetsTopicNumPartitions: 11,
-		OffsetsTopicReplicationFactor: 12, OffsetsTopicSegmentBytes: 13, OffsetsCommitTimeoutMs: 14, OffsetMetadataMaxBytes: 15}
+		OffsetsTopicReplicationFactor: 12, OffsetsTopicSegmentBytes: 13, OffsetsCommitTimeoutMs: 14, OffsetMetadataMaxBytes: 15,
+		OffsetsRetentionMinutes: 16, OffsetsRetentionCheckIntervalMs: 17}
 	if got := set.withDefaults(); !sameNumbers(got, set) {
 		t.Fatalf("withDefaults changed set fields: %+v, want %+v", got, set)
 	}
@@ -43,5 +47,6 @@ func sameNumbers(a, b Config) bool {
 		a.MaxSessionTimeoutMs == b.MaxSessionTimeoutMs && a.MaxSize == b.MaxSize &&
 		a.OffsetsTopicNumPartitions == b.OffsetsTopicNumPartitions && a.OffsetsTopicReplicationFactor == b.OffsetsTopicReplicationFactor &&
 		a.OffsetsTopicSegmentBytes == b.OffsetsTopicSegmentBytes && a.OffsetsCommitTimeoutMs == b.OffsetsCommitTimeoutMs &&
-		a.OffsetMetadataMaxBytes == b.OffsetMetadataMaxBytes
+		a.OffsetMetadataMaxBytes == b.OffsetMetadataMaxBytes && a.OffsetsRetentionMinutes == b.OffsetsRetentionMinutes &&
+		a.OffsetsRetentionCheckIntervalMs == b.OffsetsRetentionCheckIntervalMs
 }

@@ -2,8 +2,6 @@ package group
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math"
 	"sync"
 	"time"
@@ -13,7 +11,6 @@ import (
 	"github.com/isrbench/isrbench/core/broker"
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/partition"
-	"github.com/isrbench/isrbench/core/records"
 )
 
 // Coordinator is one broker's group coordinator: the thin layer around a Machine that owns
@@ -22,10 +19,15 @@ import (
 // groups and offsets from the log (COORDINATOR_LOAD_IN_PROGRESS meanwhile), and when it stops
 // leading one it drops them (NOT_COORDINATOR). It runs the Machine's timers, hands the
 // answers of parked JoinGroup / SyncGroup requests to the waiting callers, and writes offset
-// commits and group metadata through broker.Produce with acks=all.
+// commits and group metadata to __consumer_offsets with acks=all.
 //
-// All methods are safe for concurrent use. Join and Sync block the caller until the answer
-// is ready, ctx ends or the coordinator closes; no lock is held while they wait.
+// With Config.Manual it starts no goroutine: the caller drives it (Scan after a leadership
+// change, Tick for the timers, Poll for the acks=all waits) and uses the Async methods,
+// whose callbacks then run on the caller's goroutine; the deterministic simulator does.
+//
+// All methods are safe for concurrent use. Join, Sync and Commit block the caller until the
+// answer is ready, ctx ends or the coordinator closes; no lock is held while they wait. The
+// callbacks of the Async methods run without the coordinator's lock held, at most once each.
 type Coordinator struct {
 	cfg  Config
 	b    *broker.Broker
@@ -37,14 +39,23 @@ type Coordinator struct {
 	wg     sync.WaitGroup
 	kick   chan struct{} // wakes the timer goroutine after deadlines changed
 
+	// hooks lets tests stop a request at a chosen point (nil fields: none).
+	hooks struct {
+		// commitUnlocked runs when a commit first releases the lock: after it was
+		// validated, appended and recorded, before its acks=all wait.
+		commitUnlocked func()
+	}
+
 	mu struct {
 		sync.Mutex
 		m       *Machine
 		led     map[int32]int32 // partition -> leader epoch it was (is being) loaded for
-		waiters map[Ticket]chan Reply
+		waiters map[Ticket]func(Reply)
 		next    Ticket
 		closed  bool
 		loaded  chan struct{} // closed (and replaced) whenever a partition finishes loading
+		// writes: with Config.Manual, the appends waiting for acks=all (Poll).
+		writes []*write
 	}
 }
 
@@ -58,7 +69,7 @@ func NewCoordinator(cfg Config, b *broker.Broker, ctrl *controller.Controller, n
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.mu.m = NewMachine(c.cfg)
 	c.mu.led = map[int32]int32{}
-	c.mu.waiters = map[Ticket]chan Reply{}
+	c.mu.waiters = map[Ticket]func(Reply){}
 	c.mu.loaded = make(chan struct{})
 	return c
 }
@@ -87,8 +98,12 @@ func (c *Coordinator) WaitReady(ctx context.Context, groupID string) error {
 // Config returns the effective config.
 func (c *Coordinator) Config() Config { return c.cfg }
 
-// Start starts the leadership watcher and the timer goroutine.
+// Start starts the leadership watcher and the timer goroutine (with Config.Manual, nothing:
+// the caller calls Scan, Tick and Poll).
 func (c *Coordinator) Start() {
+	if c.cfg.Manual {
+		return
+	}
 	c.wg.Add(2)
 	go func() { defer c.wg.Done(); c.watch() }()
 	go func() { defer c.wg.Done(); c.timers() }()
@@ -103,8 +118,14 @@ func (c *Coordinator) Close() {
 		c.mu.m.UnloadAll()
 	}
 	replies := c.takeLocked()
+	writes := c.mu.writes
+	c.mu.writes = nil
 	c.mu.Unlock()
 	c.deliver(replies, nil)
+	for _, wr := range writes {
+		wr.w.Expire()
+		wr.done(wr.result())
+	}
 	c.wg.Wait()
 }
 
@@ -118,7 +139,7 @@ func (c *Coordinator) logf(format string, args ...any) {
 func (c *Coordinator) watch() {
 	for {
 		ch := c.b.Changed()
-		c.scan()
+		c.Scan()
 		select {
 		case <-ch:
 		case <-c.ctx.Done():
@@ -127,10 +148,18 @@ func (c *Coordinator) watch() {
 	}
 }
 
-// scan compares each hosted __consumer_offsets replica's leadership with what is loaded:
-// a new leadership (or a new leader epoch) starts a load, a lost one unloads.
-func (c *Coordinator) scan() {
+// Scan compares each hosted __consumer_offsets replica's leadership with what is loaded:
+// a new leadership (or a new leader epoch) starts a load, a lost one unloads. The watcher
+// goroutine calls it on every change of the broker; with Config.Manual the caller does,
+// and the loads run before Scan returns.
+func (c *Coordinator) Scan() {
 	n := c.cfg.OffsetsTopicNumPartitions
+	type load struct {
+		p     int32
+		r     *partition.Replica
+		epoch int32
+	}
+	var loads []load
 	c.mu.Lock()
 	if c.mu.closed {
 		c.mu.Unlock()
@@ -145,8 +174,7 @@ func (c *Coordinator) scan() {
 			e := r.LeaderEpoch()
 			c.mu.led[p] = e
 			c.mu.m.BeginLoad(p)
-			c.wg.Add(1)
-			go func() { defer c.wg.Done(); c.load(p, r, e) }()
+			loads = append(loads, load{p, r, e})
 		case !leading && had:
 			delete(c.mu.led, p)
 			c.mu.m.Unload(p)
@@ -156,6 +184,23 @@ func (c *Coordinator) scan() {
 	replies := c.takeLocked()
 	c.mu.Unlock()
 	c.deliver(replies, nil)
+	for _, l := range loads {
+		if c.cfg.Manual {
+			c.load(l.p, l.r, l.epoch)
+			continue
+		}
+		c.wg.Add(1)
+		go func() { defer c.wg.Done(); c.load(l.p, l.r, l.epoch) }()
+	}
+}
+
+// LoadedEpoch returns the leader epoch of __consumer_offsets partition p its groups were
+// loaded for, and whether they are loaded (false while p loads, or is not led here).
+func (c *Coordinator) LoadedEpoch(p int32) (int32, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.mu.led[p]
+	return e, ok && c.mu.m.Owns(p) && !c.mu.m.Loading(p)
 }
 
 // stillLeading reports whether r still leads at epoch (the load may go on).
@@ -163,30 +208,24 @@ func stillLeading(r *partition.Replica, epoch int32) bool {
 	return r.IsLeader() && r.LeaderEpoch() == epoch
 }
 
-// load replays partition p's log after this broker became its leader at epoch: it waits
-// until the HW reaches the log end it found (every record written by the previous leader
-// that may have been acknowledged is then committed), reads [log start, HW) and installs the
-// result, unless leadership moved meanwhile.
+// load replays partition p's log after this broker became its leader at epoch: it reads
+// [log start, log end) and installs the result, unless leadership moved meanwhile. As
+// Kafka's GroupMetadataManager.doLoadGroupsAndOffsets (and the loader of its newer
+// coordinator), it reads up to the log end, not the HW, and does not wait for the HW: a
+// record the previous leader wrote may have been acknowledged by it even if this replica has
+// not learnt the HW that passed it, and the HW may not move at all while the ISR is below
+// min.insync.replicas. As in Kafka's classic coordinator, what is loaded is served at once,
+// commits included. As leader this broker never truncates its log, so what it loaded stays
+// in it; a later leader may lack records past this one's HW only if none of them was ever
+// acknowledged. No write to p can come between the end read here and the install: p's
+// groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile.
 func (c *Coordinator) load(p int32, r *partition.Replica, epoch int32) {
-	start := time.Now()
-	target := r.LEO()
-	for r.HW() < target {
-		if !stillLeading(r, epoch) {
-			return
-		}
-		hwCh := r.HWChanged()
-		if r.HW() >= target {
-			break
-		}
-		select {
-		case <-hwCh:
-		case <-c.b.Changed():
-		case <-c.ctx.Done():
-			return
-		}
+	start := c.now()
+	if !stillLeading(r, epoch) {
+		return
 	}
 	l := NewLoaded()
-	end := r.HW()
+	end := r.LEO()
 	var buf []byte
 	for off := r.LogStart(); off < end; {
 		s, err := r.Read(off, end, 1<<20, true)
@@ -215,8 +254,8 @@ func (c *Coordinator) load(p int32, r *partition.Replica, epoch int32) {
 		close(c.mu.loaded)
 		c.mu.loaded = make(chan struct{})
 		if l.Records > 0 {
-			c.logf("%s-%d: loaded %d groups, %d records (%d skipped) up to offset %d in %v (leader epoch %d)",
-				OffsetsTopic, p, len(l.Groups), l.Records, l.Skipped, end, time.Since(start).Round(time.Millisecond), epoch)
+			c.logf("%s-%d: loaded %d groups, %d records (%d skipped) up to offset %d in %d ms (leader epoch %d)",
+				OffsetsTopic, p, len(l.Groups), l.Records, l.Skipped, end, c.now()-start, epoch)
 		}
 	}
 	replies := c.takeLocked()
@@ -245,11 +284,7 @@ func (c *Coordinator) timers() {
 		t.Reset(max(d, 0))
 		select {
 		case <-t.C:
-			c.mu.Lock()
-			c.mu.m.Tick(c.now())
-			replies, stores := c.takeLocked(), c.mu.m.DrainStores()
-			c.mu.Unlock()
-			c.deliver(replies, stores)
+			c.Tick()
 		case <-c.kick:
 		case <-c.ctx.Done():
 			return
@@ -257,39 +292,46 @@ func (c *Coordinator) timers() {
 	}
 }
 
+// Tick runs the Machine's timers that are due (the timer goroutine calls it; with
+// Config.Manual the caller does, at NextDeadline or later).
+func (c *Coordinator) Tick() {
+	c.call(func(m *Machine, now int64) { m.Tick(now) })
+}
+
+// NextDeadline is the earliest time (ms) at which Tick has something to do, or
+// math.MaxInt64.
+func (c *Coordinator) NextDeadline() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.m.NextDeadline()
+}
+
 // takeLocked collects the answers to deliver (mu held).
 func (c *Coordinator) takeLocked() []routed {
 	rs := c.mu.m.Drain()
 	out := make([]routed, 0, len(rs))
 	for _, r := range rs {
-		if ch, ok := c.mu.waiters[r.Ticket]; ok {
+		if fn, ok := c.mu.waiters[r.Ticket]; ok {
 			delete(c.mu.waiters, r.Ticket)
-			out = append(out, routed{ch, r})
+			out = append(out, routed{fn, r})
 		}
 	}
 	return out
 }
 
 type routed struct {
-	ch chan Reply
+	fn func(Reply)
 	r  Reply
 }
 
-// deliver hands answers to their waiters, starts background writes and wakes the timer
-// goroutine (deadlines may have changed). Called without mu.
-func (c *Coordinator) deliver(rs []routed, stores []GroupStore) {
+// deliver hands answers to their waiters, waits for the background writes and wakes the
+// timer goroutine (deadlines may have changed). Called without mu.
+func (c *Coordinator) deliver(rs []routed, writes []*write) {
 	for _, r := range rs {
-		r.ch <- r.r // buffered (1): never blocks
+		r.fn(r.r)
 	}
-	for i := range stores {
-		s := stores[i]
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			if _, err := c.append(c.ctx, s.Partition, []Record{s.Record()}); err != nil && c.ctx.Err() == nil {
-				c.logf("group %s: writing group metadata (generation %d): %v", s.Group, s.Generation, err)
-			}
-		}()
+	for _, wr := range writes {
+		c.await(wr, wr.done)
 	}
 	select {
 	case c.kick <- struct{}{}:
@@ -297,208 +339,48 @@ func (c *Coordinator) deliver(rs []routed, stores []GroupStore) {
 	}
 }
 
-// call runs fn on the Machine under mu and delivers what it produced.
+// call runs fn on the Machine under mu, appends the group metadata the Machine asked to
+// write (still under mu; their outcomes go back to Machine.Stored) and delivers what it
+// produced.
 func (c *Coordinator) call(fn func(m *Machine, now int64)) {
 	c.mu.Lock()
-	fn(c.mu.m, c.now())
-	replies, stores := c.takeLocked(), c.mu.m.DrainStores()
+	now := c.now()
+	fn(c.mu.m, now)
+	var writes []*write
+	for stores := c.mu.m.DrainStores(); len(stores) > 0; stores = c.mu.m.DrainStores() {
+		for i := range stores {
+			s := &stores[i]
+			stored := func(now int64, err error) {
+				if err != nil && c.ctx.Err() == nil {
+					c.logf("group %s: writing group metadata or tombstones (generation %d): %v", s.Group, s.Generation, err)
+				}
+				c.mu.m.Stored(now, s, groupStoreError(err))
+			}
+			wr, err := c.appendLocked(s.Partition, s.Records())
+			if err == nil {
+				_, err = wr.result()
+			}
+			if err != nil {
+				stored(now, err)
+				continue
+			}
+			wr.done = func(_ int64, err error) {
+				c.call(func(_ *Machine, now int64) { stored(now, err) })
+			}
+			writes = append(writes, wr)
+		}
+	}
+	replies := c.takeLocked()
 	c.mu.Unlock()
-	c.deliver(replies, stores)
+	c.deliver(replies, writes)
 }
 
-func (c *Coordinator) ticket() (Ticket, chan Reply) {
-	ch := make(chan Reply, 1)
+// ticket registers fn as the receiver of the answer to a request about to park.
+func (c *Coordinator) ticket(fn func(Reply)) Ticket {
 	c.mu.Lock()
 	c.mu.next++
 	t := c.mu.next
-	c.mu.waiters[t] = ch
+	c.mu.waiters[t] = fn
 	c.mu.Unlock()
-	return t, ch
-}
-
-func (c *Coordinator) forget(groupID string, t Ticket) {
-	c.call(func(m *Machine, _ int64) {
-		delete(c.mu.waiters, t)
-		m.Cancel(groupID, t)
-	})
-}
-
-// wait blocks until the parked request t is answered, ctx ends or the coordinator closes.
-func (c *Coordinator) wait(ctx context.Context, groupID string, t Ticket, ch chan Reply) (Reply, error) {
-	select {
-	case r := <-ch:
-		return r, nil
-	case <-ctx.Done():
-		c.forget(groupID, t)
-		return Reply{}, ctx.Err()
-	case <-c.ctx.Done():
-		c.forget(groupID, t)
-		return Reply{}, kerr.NotCoordinator
-	}
-}
-
-// Join handles a JoinGroup, blocking while the rebalance runs. The error is ctx's when the
-// caller gave up (the answer is then moot: the connection is going away).
-func (c *Coordinator) Join(ctx context.Context, req JoinRequest) (JoinResult, error) {
-	t, ch := c.ticket()
-	var res JoinResult
-	var parked bool
-	c.call(func(m *Machine, now int64) {
-		res, parked = m.Join(now, req, t)
-		if !parked {
-			delete(c.mu.waiters, t)
-		}
-	})
-	if !parked {
-		return res, nil
-	}
-	r, err := c.wait(ctx, req.Group, t, ch)
-	if err != nil {
-		if errors.Is(err, kerr.NotCoordinator) {
-			return JoinResult{Err: err, MemberID: req.MemberID}, nil
-		}
-		return JoinResult{}, err
-	}
-	return *r.Join, nil
-}
-
-// Sync handles a SyncGroup, blocking until the leader's assignment is stored (or the
-// rebalance fails). The leader's request writes the group metadata itself, with acks=all.
-func (c *Coordinator) Sync(ctx context.Context, req SyncRequest) (SyncResult, error) {
-	t, ch := c.ticket()
-	var res SyncResult
-	var parked bool
-	var store *GroupStore
-	c.call(func(m *Machine, now int64) {
-		res, parked, store = m.Sync(now, req, t)
-		if !parked {
-			delete(c.mu.waiters, t)
-		}
-	})
-	if !parked {
-		return res, nil
-	}
-	if store != nil {
-		_, err := c.append(c.ctx, store.Partition, []Record{store.Record()})
-		err = groupStoreError(err)
-		c.call(func(m *Machine, now int64) { m.SyncStored(now, store, err) })
-	}
-	r, err := c.wait(ctx, req.Group, t, ch)
-	if err != nil {
-		if errors.Is(err, kerr.NotCoordinator) {
-			return SyncResult{Err: err}, nil
-		}
-		return SyncResult{}, err
-	}
-	return *r.Sync, nil
-}
-
-// Heartbeat handles a Heartbeat.
-func (c *Coordinator) Heartbeat(groupID, memberID, instanceID string, generation int32) error {
-	var err error
-	c.call(func(m *Machine, now int64) { err = m.Heartbeat(now, groupID, memberID, instanceID, generation) })
-	return err
-}
-
-// Leave handles a LeaveGroup (see Machine.Leave).
-func (c *Coordinator) Leave(groupID string, members []LeaveMember) (error, []error) {
-	var top error
-	var per []error
-	c.call(func(m *Machine, now int64) { top, per = m.Leave(now, groupID, members) })
-	return top, per
-}
-
-// Commit handles the group side of an OffsetCommit and writes offs (already validated per
-// partition by the caller) with acks=all; the error applies to every partition.
-func (c *Coordinator) Commit(ctx context.Context, req CommitRequest, offs map[TP]Committed) error {
-	var err error
-	var p int32
-	c.call(func(m *Machine, now int64) {
-		err = m.CheckCommit(now, req)
-		p = m.Partition(req.Group)
-	})
-	if err != nil || len(offs) == 0 {
-		return err
-	}
-	base, err := c.append(ctx, p, OffsetRecords(req.Group, offs))
-	if err != nil {
-		return commitError(err)
-	}
-	c.call(func(m *Machine, _ int64) { m.CommitStored(req.Group, offs, base) })
-	return nil
-}
-
-// Committed returns the committed offsets of groupID for tps (nil = all).
-func (c *Coordinator) Committed(groupID string, tps []TP) (map[TP]Committed, error) {
-	var out map[TP]Committed
-	var err error
-	c.call(func(m *Machine, _ int64) { out, err = m.Committed(groupID, tps) })
-	return out, err
-}
-
-// Check returns NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS / INVALID_GROUP_ID, or nil.
-func (c *Coordinator) Check(groupID string) error {
-	var err error
-	c.call(func(m *Machine, _ int64) { err = m.Check(groupID) })
-	return err
-}
-
-// Describe handles DescribeGroups for one group.
-func (c *Coordinator) Describe(groupID string) (Description, error) {
-	var d Description
-	var err error
-	c.call(func(m *Machine, _ int64) { d, err = m.Describe(groupID) })
-	return d, err
-}
-
-// List handles ListGroups (the groups of the partitions this broker leads and has loaded);
-// loading is true while some partition is still loading (COORDINATOR_LOAD_IN_PROGRESS).
-func (c *Coordinator) List() (groups []Listing, loading bool) {
-	c.call(func(m *Machine, _ int64) {
-		groups = m.List()
-		for _, p := range m.OwnedPartitions() {
-			if m.Loading(p) {
-				loading = true
-			}
-		}
-	})
-	return groups, loading
-}
-
-// Delete handles DeleteGroups for one group: the group goes, and its tombstones are written
-// with acks=all.
-func (c *Coordinator) Delete(ctx context.Context, groupID string) error {
-	var p int32
-	var recs []Record
-	var err error
-	c.call(func(m *Machine, _ int64) { p, recs, err = m.Delete(groupID) })
-	if err != nil {
-		return err
-	}
-	_, err = c.append(ctx, p, recs)
-	return commitError(err)
-}
-
-// Stats returns groupID's rebalance counters if this coordinator holds the group.
-func (c *Coordinator) Stats(groupID string) (Stats, bool) {
-	var st Stats
-	var ok bool
-	c.call(func(m *Machine, _ int64) { st, ok = m.Stats(groupID) })
-	return st, ok
-}
-
-// append writes recs as one uncompressed RecordBatch v2 to __consumer_offsets-p with
-// acks=all (offsets.commit.timeout.ms) and returns the batch's base offset.
-func (c *Coordinator) append(ctx context.Context, p int32, recs []Record) (int64, error) {
-	rs := make([]records.Record, len(recs))
-	for i, r := range recs {
-		rs[i] = records.Record{Key: r.Key, Value: r.Value}
-	}
-	batch := records.AppendBatch(nil, 0, 0, c.now(), rs)
-	parts := []broker.ProducePartition{{Topic: OffsetsTopic, Partition: p, Records: batch}}
-	c.b.Produce(ctx, -1, time.Duration(c.cfg.OffsetsCommitTimeoutMs)*time.Millisecond, parts)
-	if err := parts[0].Err; err != nil {
-		return -1, fmt.Errorf("appending to %s-%d: %w", OffsetsTopic, p, err)
-	}
-	return parts[0].BaseOffset, nil
+	return t
 }

@@ -10,8 +10,9 @@
 //     caller. Kafka's GroupMetadata state machine: Empty -> PreparingRebalance ->
 //     CompletingRebalance -> Stable (and back), Dead; member ids (clientId-UUID),
 //     generations, MEMBER_ID_REQUIRED for JoinGroup v4+ (KIP-394), static membership
-//     (group.instance.id, KIP-345: a restarted static member takes its old place without a
-//     rebalance, the old member id is fenced with FENCED_INSTANCE_ID), the initial
+//     (group.instance.id, KIP-345: a restarted static member, the leader included, takes
+//     its old place in a Stable group without a rebalance unless the protocol the group
+//     selects would change; the old member id is fenced with FENCED_INSTANCE_ID), the initial
 //     rebalance delay (group.initial.rebalance.delay.ms, extended while members keep
 //     joining a new group, up to the rebalance timeout), session timeouts, the rebalance
 //     timeout for members that do not rejoin, and the sync timeout for members that do not
@@ -22,10 +23,10 @@
 //   - Coordinator (coordinator.go): the thin layer that owns the goroutines. One per broker:
 //     a watcher of the broker's __consumer_offsets replicas (broker.Changed, Replica
 //     IsLeader / LeaderEpoch), a timer goroutine for the Machine's deadlines, and the I/O:
-//     offset commits and group metadata are appended with acks=all through
-//     broker.Produce (offsets.commit.timeout.ms), and a new leader of a partition loads the
-//     partition by reading its log (Replica.Read) once the HW has reached the log end it
-//     found on taking over, answering COORDINATOR_LOAD_IN_PROGRESS until then; a broker that
+//     offset commits and group metadata are appended as leader (broker.ProduceAppend) and
+//     wait for acks=all (offsets.commit.timeout.ms), and a new leader of a partition loads the
+//     partition by reading its log (Replica.Read) up to the log end, without waiting for the
+//     HW (as Kafka), answering COORDINATOR_LOAD_IN_PROGRESS while it reads; a broker that
 //     stops leading a partition drops its groups (NOT_COORDINATOR, parked requests too).
 //   - EnsureOffsetsTopic / Locate: __consumer_offsets is created on first use through the
 //     controller with offsets.topic.num.partitions partitions (default 50) and
@@ -56,24 +57,48 @@
 // committed offset). The loader also reads offset values v0-v2 and group values v0-v2, as
 // Kafka wrote them. isrbench does not compact the topic (cleanup.policy is delete with no
 // retention): every commit stays in the log, and a load replays them all, later records
-// winning. Offsets do not expire (offsets.retention.minutes is not applied).
+// winning.
+//
+// # Offset expiry
+//
+// Every offsets.retention.check.interval.ms (600000) the coordinator removes the expired
+// committed offsets of the groups it holds (Kafka's cleanupGroupMetadata,
+// removeExpiredOffsets): with offsets.retention.minutes (10080), an Empty group's offsets
+// that long after it became Empty (KIP-211; the time is in its GroupMetadataValue), a
+// standalone consumer's (generation -1 commits, no protocol type) and those of a topic no
+// member of a Stable consumer group subscribes to (KIP-496) that long after their commit;
+// never an offset with a commit in flight. An Empty group left without offsets goes too.
+// Tombstones for what expired (and for the group, if it had a generation) are written with
+// acks=all, so that a coordinator loading the partition later does not bring them back.
 //
 // # Offsets
 //
 // A committed offset is the next offset the group will consume (exclusive end of what it
 // processed), as OffsetCommit carries it; -1 in OffsetFetch means no commit.
 //
+// What OffsetFetch sees is Kafka's classic coordinator's: a commit made through this
+// coordinator once its append is acknowledged (acks=all; until then it is pending, as
+// GroupMetadata's pendingOffsetCommits), and everything a load read, up to the log end,
+// including records past the HW: the previous leader may have acknowledged them. (Kafka's
+// newer coordinator answers OffsetFetch from the state at the HW instead, so that right after
+// a move it may answer an older offset than the one last acknowledged.)
+//
 // # Concurrency
 //
 // A Machine is not safe for concurrent use. A Coordinator serializes every Machine call under
-// one mutex and never holds it across I/O or while a JoinGroup / SyncGroup waits: a parked
-// request waits on its own channel, released by the rebalance, by its context (the
-// connection closing) or by Close (the server closing). The Coordinator's methods are safe
-// for concurrent use.
+// one mutex. It holds it across the local append of each write to __consumer_offsets, as
+// Kafka holds the group lock from a commit's validation through its append: a write is
+// validated and appended in the leadership (leader epoch) its partition was loaded for, so a
+// reload that follows a leadership change reads it. It never holds the mutex while a write
+// waits for acks=all or while a JoinGroup / SyncGroup waits: a parked request waits for its
+// callback, run by the rebalance, by its context (the connection closing) or by Close (the
+// server closing). The Coordinator's methods are safe for concurrent use.
 //
 // # Lifecycle
 //
 // NewCoordinator -> Start -> requests from any goroutine -> Close (stops the goroutines and
 // answers parked requests NOT_COORDINATOR). A broker incarnation has its own Coordinator;
-// the next one loads what the log holds.
+// the next one loads what the log holds. With Config.Manual (the simulator, deterministic
+// tests) Start starts nothing: the caller runs Scan, Tick and Poll and the Async methods'
+// callbacks run on its goroutine.
 package group

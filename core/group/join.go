@@ -156,32 +156,106 @@ func (m *Machine) updateMemberAndRebalance(now int64, g *group, mb *member, req 
 	m.tryCompleteJoin(now, g)
 }
 
-// replaceStatic gives a known static member (old) its new member id (Kafka's
-// updateStaticMemberAndRebalance): the old id is fenced (its parked requests get
-// FENCED_INSTANCE_ID). In Stable, a follower with unchanged protocols keeps its assignment
-// without a rebalance; the leader, a protocol change, or any other state rebalances.
+// replaceStatic gives a known static member (old) its new member id, as Kafka's
+// updateStaticMemberAndRebalance (KIP-345): the old id is fenced (its parked requests get
+// FENCED_INSTANCE_ID), the leadership follows the member, and the member's protocols and
+// timeouts become the request's. Then:
+//   - Stable, and the protocol the group would select is still its protocol (whatever the
+//     metadata): no rebalance. The group metadata with the new member id is stored first;
+//     the JoinGroup is answered from Stored with the current generation (the leader with
+//     JoinGroup v9+ learns that it leads, with the members and SkipAssignment; before v9
+//     every member is told the leader id from before the replacement, so a restarted
+//     leader syncs as a follower), or, if the store fails, the replacement is undone.
+//   - Stable with another protocol to select, or CompletingRebalance (the leader may be
+//     computing an assignment for the old member id): a rebalance.
+//   - PreparingRebalance: the member takes part in the rebalance under its new id.
 func (m *Machine) replaceStatic(now int64, g *group, old, id string, req JoinRequest, t Ticket) (JoinResult, bool) {
+	currentLeader := g.leader
 	prev := g.members[old]
 	if prev.awaitingJoin {
 		m.replyJoin(prev, JoinResult{Err: kerr.FencedInstanceID, MemberID: old})
 	}
 	if prev.awaitingSync {
 		m.replySync(prev, SyncResult{Err: kerr.FencedInstanceID})
+		prev.awaitingSync = false
 	}
 	mb := g.renameMember(old, id)
+	undo := staticRejoin{member: id, old: old, ticket: t, leader: currentLeader, skip: req.SupportsSkipAssignment,
+		protocols: mb.protocols, sessionTimeoutMs: mb.sessionTimeoutMs, rebalanceTimeoutMs: mb.rebalanceTimeoutMs}
+	mb.protocols = slices.Clone(req.Protocols)
+	mb.sessionTimeoutMs, mb.rebalanceTimeoutMs = req.SessionTimeoutMs, req.RebalanceTimeoutMs
+	mb.awaitingJoin, mb.joinTicket = true, t
 	mb.lastHeartbeat = now
-	same := mb.sameProtocols(req.Protocols)
-	if g.state == Stable && same && g.leader != id {
-		mb.sessionTimeoutMs, mb.rebalanceTimeoutMs = req.SessionTimeoutMs, req.RebalanceTimeoutMs
-		mb.clientID, mb.clientHost = req.ClientID, req.ClientHost
-		m.stores = append(m.stores, g.store(now))
-		return g.joinResult(mb), false
-	}
-	if g.state == CompletingRebalance {
+	switch g.state {
+	case Stable:
+		if g.selectProtocol() == g.protocol {
+			s := g.store(now)
+			s.static = &undo
+			m.stores = append(m.stores, s)
+			return JoinResult{}, true
+		}
+		m.prepareRebalance(now, g)
+	case CompletingRebalance:
 		m.prepareRebalance(now, g)
 	}
-	m.updateMemberAndRebalance(now, g, mb, req, t)
+	m.tryCompleteJoin(now, g)
 	return JoinResult{}, true
+}
+
+// staticRejoin is what Stored needs to answer, or undo, the replacement of a static member's
+// id in a Stable group.
+type staticRejoin struct {
+	member, old        string // the new and the replaced member id
+	ticket             Ticket // the new member's JoinGroup
+	leader             string // the leader id before the replacement
+	skip               bool   // JoinGroup v9+
+	protocols          []Protocol
+	sessionTimeoutMs   int32
+	rebalanceTimeoutMs int32
+}
+
+// Stored applies the outcome of a group metadata write from DrainStores (err: why it
+// failed, as the SyncGroup / JoinGroup error). Only a static member's replacement in a Stable
+// group awaits it: on success its JoinGroup is answered, if still parked; on failure the
+// replacement is undone (the old member id is the member again, as Kafka reverts it) and the
+// JoinGroup fails with err. Other writes need nothing (a failure is the driver's to log).
+func (m *Machine) Stored(now int64, s *GroupStore, err error) {
+	st := s.static
+	if st == nil {
+		return
+	}
+	g := m.groups[s.Group]
+	if g == nil || g.state == Dead {
+		return
+	}
+	mb := g.members[st.member]
+	if mb == nil {
+		return
+	}
+	if err != nil {
+		if g.static[mb.instanceID] != st.member {
+			return
+		}
+		mb.protocols, mb.sessionTimeoutMs, mb.rebalanceTimeoutMs = st.protocols, st.sessionTimeoutMs, st.rebalanceTimeoutMs
+		if mb.joinTicket == st.ticket {
+			m.replyJoin(mb, JoinResult{Err: err, Generation: g.generation, ProtocolType: g.protocolType, Protocol: g.protocol, Leader: st.leader})
+			mb.awaitingJoin = false
+		}
+		g.renameMember(st.member, st.old)
+		mb.lastHeartbeat = now
+		return
+	}
+	if st.ticket == 0 || mb.joinTicket != st.ticket {
+		return // answered meanwhile (a rebalance completed with it)
+	}
+	r := JoinResult{MemberID: mb.id, Generation: g.generation, ProtocolType: g.protocolType, Protocol: g.protocol, Leader: st.leader}
+	if st.skip {
+		r = g.joinResult(mb)
+		r.SkipAssignment = mb.id == g.leader
+	}
+	m.replyJoin(mb, r)
+	mb.awaitingJoin = false
+	mb.lastHeartbeat = now
 }
 
 // maybePrepareRebalance starts a rebalance from Empty, Stable or CompletingRebalance.
@@ -220,7 +294,7 @@ func (m *Machine) prepareRebalance(now int64, g *group) {
 	if g.rebalanceStart == 0 {
 		g.rebalanceStart = now
 	}
-	g.state = PreparingRebalance
+	g.transition(PreparingRebalance, now)
 }
 
 // allJoined is Kafka's hasAllMembersJoined: every member waits in JoinGroup and no member id
@@ -289,13 +363,14 @@ func (m *Machine) completeJoin(now int64, g *group) {
 	g.generation++
 	g.initialDelay = false
 	if len(g.members) == 0 {
-		g.state, g.protocol, g.leader = Empty, "", "" // the protocol type stays, as in Kafka
+		g.transition(Empty, now)
+		g.protocol, g.leader = "", "" // the protocol type stays, as in Kafka
 		m.rebalanceDone(now, g)
 		m.stores = append(m.stores, g.store(now))
 		return
 	}
 	g.protocol = g.selectProtocol()
-	g.state = CompletingRebalance
+	g.transition(CompletingRebalance, now)
 	g.syncDeadline = now + g.maxRebalanceTimeout()
 	g.pendingSync = map[string]bool{}
 	for _, id := range g.order {
@@ -377,7 +452,11 @@ func (m *Machine) Sync(now int64, req SyncRequest, t Ticket) (res SyncResult, pa
 
 // store is the group metadata record of g's current generation, members and assignments.
 func (g *group) store(now int64) GroupStore {
-	sg := StoredGroup{ProtocolType: g.protocolType, Generation: g.generation, Protocol: g.protocol, Leader: g.leader, StateTimestampMs: now}
+	ts := g.stateTimestamp
+	if ts < 0 {
+		ts = now
+	}
+	sg := StoredGroup{ProtocolType: g.protocolType, Generation: g.generation, Protocol: g.protocol, Leader: g.leader, StateTimestampMs: ts}
 	for _, id := range g.order {
 		o := g.members[id]
 		sg.Members = append(sg.Members, StoredMember{
@@ -389,16 +468,20 @@ func (g *group) store(now int64) GroupStore {
 	return GroupStore{Group: g.id, Partition: g.partition, Generation: g.generation, Stored: sg}
 }
 
-// GroupStore is a group metadata record to append to __consumer_offsets partition Partition
-// before the rebalance of Generation may complete.
+// GroupStore is a write to __consumer_offsets partition Partition: a group metadata record
+// (the leader's assignment, before the rebalance of Generation may complete: Sync, then
+// SyncStored; or a write from DrainStores, then Stored), or the tombstones of expired
+// offsets (Records).
 type GroupStore struct {
 	Group      string
 	Partition  int32
 	Generation int32
 	Stored     StoredGroup
+	static     *staticRejoin // a static member's replacement waits for this write
+	tombstones []Record      // set: written instead of the group metadata
 }
 
-// Record returns the store's key and value.
+// Record returns the group metadata record's key and value.
 func (s *GroupStore) Record() Record {
 	return Record{Key: GroupKey(s.Group), Value: GroupValue(s.Stored)}
 }
@@ -429,7 +512,7 @@ func (m *Machine) SyncStored(now int64, s *GroupStore, err error) {
 	for _, sm := range s.Stored.Members {
 		byID[sm.MemberID] = sm.Assignment
 	}
-	g.state = Stable
+	g.transition(Stable, now)
 	g.pendingSync = map[string]bool{}
 	for _, id := range g.order {
 		mb := g.members[id]
@@ -463,4 +546,13 @@ func (m *Machine) removeMember(now int64, g *group, mb *member, err error) {
 	case PreparingRebalance:
 		m.tryCompleteJoin(now, g)
 	}
+}
+
+// Records returns the records to write: the tombstones of expired offsets (and of the
+// expired group), or the group metadata record.
+func (s *GroupStore) Records() []Record {
+	if s.tombstones != nil {
+		return s.tombstones
+	}
+	return []Record{s.Record()}
 }

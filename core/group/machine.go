@@ -44,10 +44,21 @@ type Config struct {
 	OffsetsCommitTimeoutMs int64
 	// OffsetMetadataMaxBytes is offset.metadata.max.bytes (default 4096).
 	OffsetMetadataMaxBytes int
+	// OffsetsRetentionMinutes is offsets.retention.minutes (default 10080, 7 days): a
+	// group's committed offsets expire this long after the group became Empty (KIP-211);
+	// a standalone consumer's (generation -1, no protocol type) this long after their
+	// commit, and so do those of a topic a Stable consumer group no longer subscribes to.
+	OffsetsRetentionMinutes int32
+	// OffsetsRetentionCheckIntervalMs is offsets.retention.check.interval.ms (default
+	// 600000): how often expired offsets are removed (and tombstoned).
+	OffsetsRetentionCheckIntervalMs int64
 	// NewMemberID makes a member id for a new member of a client (default clientID-UUID).
 	NewMemberID func(clientID string) string
 	// Logf logs coordinator events (loads, failed writes); nil = silent.
 	Logf func(format string, args ...any)
+	// Manual makes the Coordinator start no goroutine: the caller drives it (Scan, Tick,
+	// Poll) and uses its Async methods. The deterministic simulator does.
+	Manual bool
 }
 
 // defaults is Kafka's defaults of Config, the registry's (core/config): config's package
@@ -62,6 +73,9 @@ var defaults = Config{
 	OffsetsTopicSegmentBytes:      config.DefaultOf("offsets.topic.segment.bytes"),
 	OffsetsCommitTimeoutMs:        config.DefaultOf("offsets.commit.timeout.ms"),
 	OffsetMetadataMaxBytes:        int(config.DefaultOf("offset.metadata.max.bytes")),
+
+	OffsetsRetentionMinutes:         int32(config.DefaultOf("offsets.retention.minutes")),
+	OffsetsRetentionCheckIntervalMs: config.DefaultOf("offsets.retention.check.interval.ms"),
 }
 
 // DefaultConfig returns Kafka's defaults, the registry's (core/config).
@@ -98,6 +112,12 @@ func (c Config) withDefaults() Config {
 	if c.OffsetMetadataMaxBytes <= 0 {
 		c.OffsetMetadataMaxBytes = d.OffsetMetadataMaxBytes
 	}
+	if c.OffsetsRetentionMinutes <= 0 {
+		c.OffsetsRetentionMinutes = d.OffsetsRetentionMinutes
+	}
+	if c.OffsetsRetentionCheckIntervalMs <= 0 {
+		c.OffsetsRetentionCheckIntervalMs = d.OffsetsRetentionCheckIntervalMs
+	}
 	if c.NewMemberID == nil {
 		c.NewMemberID = defaultMemberID
 	}
@@ -132,6 +152,9 @@ type Machine struct {
 	owned   map[int32]bool
 	replies []Reply
 	stores  []GroupStore // background group metadata writes (DrainStores)
+	// nextExpiry is when expired offsets are next removed (ms; 0: no partition loaded yet):
+	// every offsets.retention.check.interval.ms from the first load.
+	nextExpiry int64
 }
 
 // NewMachine returns a Machine that owns no partition yet.
@@ -154,9 +177,9 @@ func (m *Machine) Drain() []Reply {
 	return r
 }
 
-// DrainStores returns the group metadata records to write in the background (a group that
-// became Empty, a static member's new member id) produced since the last call; their outcome
-// needs no answer (a failed write is logged by the driver).
+// DrainStores returns the group metadata records to write produced since the last call (a
+// group that became Empty, a static member's new member id); the driver reports each
+// outcome with Stored.
 func (m *Machine) DrainStores() []GroupStore {
 	s := m.stores
 	m.stores = nil
@@ -210,6 +233,9 @@ func (m *Machine) FinishLoad(now int64, p int32, l *Loaded) {
 		return
 	}
 	m.owned[p] = true
+	if m.nextExpiry == 0 {
+		m.nextExpiry = now + m.cfg.OffsetsRetentionCheckIntervalMs
+	}
 	if l == nil {
 		return
 	}
@@ -235,6 +261,7 @@ func (m *Machine) FinishLoad(now int64, p int32, l *Loaded) {
 		if len(g.members) > 0 {
 			g.state = Stable
 		}
+		g.stateTimestamp = max(sg.StateTimestampMs, -1)
 		g.stats.Generation = g.generation
 		m.groups[id] = g
 	}
@@ -338,6 +365,9 @@ func (m *Machine) Cancel(groupID string, t Ticket) {
 // math.MaxInt64.
 func (m *Machine) NextDeadline() int64 {
 	next := int64(math.MaxInt64)
+	if m.nextExpiry > 0 {
+		next = m.nextExpiry
+	}
 	for _, g := range m.groups {
 		next = min(next, g.nextDeadline())
 	}
@@ -379,9 +409,16 @@ func (mb *member) expiry() (int64, bool) {
 }
 
 // Tick runs every timer due at now: expired sessions and pending members (removed), a
-// delayed join whose time is up (completed, or extended during the initial delay), and a
-// sync phase whose time is up (members that did not sync removed, rebalance again).
+// delayed join whose time is up (completed, or extended during the initial delay), a sync
+// phase whose time is up (members that did not sync removed, rebalance again), and the
+// offsets.retention.check.interval.ms pass over the committed offsets (expireOffsets).
 func (m *Machine) Tick(now int64) {
+	defer func() {
+		if m.nextExpiry > 0 && m.nextExpiry <= now {
+			m.expireOffsets(now)
+			m.nextExpiry = now + m.cfg.OffsetsRetentionCheckIntervalMs
+		}
+	}()
 	for _, id := range slices.Sorted(mapsKeys(m.groups)) {
 		g := m.groups[id]
 		for pid, d := range g.pending {

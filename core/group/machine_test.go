@@ -3,10 +3,12 @@ package group
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // env drives a Machine with a fake clock and collects the answers to parked requests.
@@ -296,21 +298,56 @@ func TestInitialDelayExtendsWhileMembersJoin(t *testing.T) {
 	}
 }
 
-func TestStaticMemberReplacedWithoutRebalance(t *testing.T) {
-	e := newEnv(t, 0)
+// stores completes every group metadata write the Machine asked for with err, as the driver
+// does once the write is acknowledged (or failed).
+func (e *env) stores(err error) {
+	for _, s := range e.m.DrainStores() {
+		e.m.Stored(e.now, &s, err)
+	}
+	e.drain()
+}
+
+// staticPair starts a group of two static members, ia (the leader) and ib, with
+// assignments A and B in generation 1.
+func staticPair(t *testing.T, e *env) (a, b string) {
+	t.Helper()
 	ra, ta := e.join(joinReq("", "ia"))
 	if ra.Err != nil || ta == 0 {
 		t.Fatalf("static join: %+v (static members get no MEMBER_ID_REQUIRED)", ra)
 	}
 	_, tb := e.join(joinReq("", "ib"))
 	e.advance(0)
-	a, b := e.joined(ta).MemberID, e.joined(tb).MemberID
+	a, b = e.joined(ta).MemberID, e.joined(tb).MemberID
+	if e.joined(ta).Leader != a {
+		t.Fatalf("leader %s, want %s", e.joined(ta).Leader, a)
+	}
 	e.sync(a, 1, map[string][]byte{a: []byte("A"), b: []byte("B")})
 	e.sync(b, 1, nil)
+	e.stores(nil)
+	return a, b
+}
+
+// rejoinStatic is the JoinGroup of a restarted static member (no member id): it parks until
+// the group metadata with its new member id is stored, as Kafka's
+// updateStaticMemberAndRebalance answers from storeGroup's callback.
+func (e *env) rejoinStatic(req JoinRequest) Ticket {
+	e.t.Helper()
+	r, tk := e.join(req)
+	if tk == 0 {
+		e.t.Fatalf("static rejoin answered before its member id was stored: %+v", r)
+	}
+	return tk
+}
+
+func TestStaticMemberReplacedWithoutRebalance(t *testing.T) {
+	e := newEnv(t, 0)
+	_, b := staticPair(t, e)
 	// b restarts: a JoinGroup with its instance id and no member id.
-	r, tk := e.join(joinReq("", "ib"))
-	if tk != 0 || r.Err != nil || r.Generation != 1 || r.MemberID == b {
-		t.Fatalf("static rejoin in Stable: %+v parked=%v: want generation 1 at once with a new member id", r, tk != 0)
+	tk := e.rejoinStatic(joinReq("", "ib"))
+	e.stores(nil)
+	r := e.joined(tk)
+	if r.Err != nil || r.Generation != 1 || r.MemberID == b || len(r.Members) != 0 || r.SkipAssignment {
+		t.Fatalf("static follower rejoin in Stable: %+v: want generation 1 with a new member id", r)
 	}
 	wantErr(t, "old member id fenced", e.m.Heartbeat(e.now, "g", b, "ib", 1), kerr.FencedInstanceID)
 	tk = e.sync(r.MemberID, 1, nil)
@@ -325,6 +362,102 @@ func TestStaticMemberReplacedWithoutRebalance(t *testing.T) {
 	wantErr(t, "leave by instance id", per[0], nil)
 	if e.state() != PreparingRebalance {
 		t.Fatalf("state %v, want PreparingRebalance", e.state())
+	}
+}
+
+// TestStaticLeaderRejoinKeepsGroupStable: the static group leader restarts and rejoins with
+// its group.instance.id and unchanged metadata. As Kafka (KIP-345,
+// updateStaticMemberAndRebalance) the group stays Stable in its generation: the new member
+// id replaces the old one (fenced), it leads, and it gets its old assignment back. With
+// JoinGroup v9+ (KIP-814) it learns that it leads, with the members, and SkipAssignment
+// (the assignors are not idempotent: it must not compute a new assignment the Stable group
+// would ignore); before v9 it is told the old leader id, so it syncs as a follower.
+func TestStaticLeaderRejoinKeepsGroupStable(t *testing.T) {
+	for _, skip := range []bool{true, false} {
+		t.Run(fmt.Sprintf("skipAssignment=%v", skip), func(t *testing.T) {
+			e := newEnv(t, 0)
+			a, b := staticPair(t, e)
+			req := joinReq("", "ia")
+			req.SupportsSkipAssignment = skip
+			tk := e.rejoinStatic(req)
+			if e.state() != Stable {
+				t.Fatalf("state %v after the static leader rejoined, want Stable", e.state())
+			}
+			e.stores(nil)
+			r := e.joined(tk)
+			if r.Err != nil || r.Generation != 1 || r.MemberID == a || r.MemberID == "" {
+				t.Fatalf("static leader rejoin: %+v: want generation 1 with a new member id", r)
+			}
+			switch {
+			case skip && (r.Leader != r.MemberID || !r.SkipAssignment || len(r.Members) != 2):
+				t.Fatalf("JoinGroup v9 answer %+v: want leader = itself, SkipAssignment, both members", r)
+			case !skip && (r.Leader != a || r.SkipAssignment || len(r.Members) != 0):
+				t.Fatalf("JoinGroup v8 answer %+v: want the old leader id %s, no members", r, a)
+			}
+			wantErr(t, "old leader id fenced", e.m.Heartbeat(e.now, "g", a, "ia", 1), kerr.FencedInstanceID)
+			wantErr(t, "the other member's heartbeat", e.m.Heartbeat(e.now, "g", b, "ib", 1), nil)
+			tk = e.sync(r.MemberID, 1, nil)
+			if got, _ := e.answer(tk); got.Sync.Err != nil || string(got.Sync.Assignment) != "A" {
+				t.Fatalf("restarted leader's SyncGroup %+v, want its assignment A", got.Sync)
+			}
+			if st, _ := e.m.Stats("g"); st.State != Stable || st.Rebalances != 1 || st.Generation != 1 {
+				t.Fatalf("stats %+v: want Stable generation 1 after its only rebalance", st)
+			}
+		})
+	}
+}
+
+// TestStaticRejoinProtocolRules: a restarted static member whose new metadata leaves the
+// group's selected protocol unchanged keeps the group Stable (Kafka compares the protocol
+// the group would select, not the metadata); one that changes the selected protocol
+// rebalances; in CompletingRebalance any static rejoin rebalances.
+func TestStaticRejoinProtocolRules(t *testing.T) {
+	e := newEnv(t, 0)
+	staticPair(t, e)
+	req := joinReq("", "ia")
+	req.Protocols[0].Metadata = []byte("a new subscription")
+	tk := e.rejoinStatic(req)
+	e.stores(nil)
+	if r := e.joined(tk); r.Err != nil || r.Generation != 1 || e.state() != Stable {
+		t.Fatalf("static rejoin with new metadata: %+v, state %v: want generation 1, Stable", r, e.state())
+	}
+
+	e = newEnv(t, 0)
+	both := func(instance string, first, second string) JoinRequest {
+		r := joinReq("", instance)
+		r.Protocols = []Protocol{{Name: first}, {Name: second}}
+		return r
+	}
+	_, ta := e.join(both("ia", "range", "roundrobin"))
+	_, tb := e.join(both("ib", "range", "roundrobin"))
+	e.advance(0)
+	a, b := e.joined(ta).MemberID, e.joined(tb).MemberID
+	e.sync(a, 1, map[string][]byte{a: []byte("A"), b: []byte("B")})
+	e.stores(nil)
+	if e.m.groups["g"].protocol != "range" {
+		t.Fatalf("protocol %q, want range", e.m.groups["g"].protocol)
+	}
+	e.rejoinStatic(both("ia", "roundrobin", "range"))
+	if e.state() != PreparingRebalance {
+		t.Fatalf("static rejoin that changes the selected protocol: state %v, want PreparingRebalance", e.state())
+	}
+}
+
+// TestStaticRejoinStoreFails: when the group metadata with the new member id cannot be
+// written, Kafka reverts the replacement: the old member id is the member again and the
+// JoinGroup fails with the store's error and no member id.
+func TestStaticRejoinStoreFails(t *testing.T) {
+	e := newEnv(t, 0)
+	_, b := staticPair(t, e)
+	tk := e.rejoinStatic(joinReq("", "ib"))
+	e.stores(kerr.CoordinatorNotAvailable)
+	r := e.joined(tk)
+	if !errors.Is(r.Err, kerr.CoordinatorNotAvailable) || r.MemberID != "" {
+		t.Fatalf("static rejoin whose store failed: %+v: want COORDINATOR_NOT_AVAILABLE and no member id", r)
+	}
+	wantErr(t, "the old member id after the revert", e.m.Heartbeat(e.now, "g", b, "ib", 1), nil)
+	if e.state() != Stable {
+		t.Fatalf("state %v, want Stable", e.state())
 	}
 }
 
@@ -375,8 +508,8 @@ func TestCommitStoredKeepsLaterRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	tp := TP{"t", 0}
-	e.m.CommitStored("g", map[TP]Committed{tp: {Offset: 20}}, 100)
-	e.m.CommitStored("g", map[TP]Committed{tp: {Offset: 10}}, 50) // an earlier write completing late
+	e.m.CommitStored("g", map[TP]Committed{tp: {Offset: 20}}, 100, nil)
+	e.m.CommitStored("g", map[TP]Committed{tp: {Offset: 10}}, 50, nil) // an earlier write completing late
 	offs, _ := e.m.Committed("g", []TP{tp})
 	if offs[tp].Offset != 20 {
 		t.Fatalf("committed %d, want 20 (the later record)", offs[tp].Offset)
@@ -480,4 +613,132 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("re-decode %+v -> %+v, %v", d, d2, err)
 		}
 	})
+}
+
+// retentionMs is offsets.retention.minutes' default (10080) in ms.
+const retentionMs = 10080 * 60 * 1000
+
+// commitAt commits offs for member (generation gen; -1: a client outside group management)
+// of group g at the env's time and completes the write at log offset base.
+func (e *env) commitAt(gen int32, member string, base int64, offs map[TP]int64) {
+	e.t.Helper()
+	req := CommitRequest{Group: "g", Generation: gen, MemberID: member}
+	if err := e.m.CheckCommit(e.now, req); err != nil {
+		e.t.Fatalf("commit: %v", err)
+	}
+	c := map[TP]Committed{}
+	for tp, o := range offs {
+		c[tp] = Committed{Offset: o, LeaderEpoch: -1, CommitTimestamp: e.now}
+	}
+	e.m.CommitPending(req.Group, c)
+	e.m.CommitStored(req.Group, c, base, nil)
+}
+
+// tombstones drains the Machine's writes and returns the keys of the tombstones among them.
+func (e *env) tombstones() []string {
+	var out []string
+	for _, s := range e.m.DrainStores() {
+		for _, r := range s.Records() {
+			if r.Value == nil {
+				d, _ := DecodeRecord(r.Key, nil)
+				if d.IsOffset {
+					out = append(out, fmt.Sprintf("%s/%s-%d", d.Group, d.TP.Topic, d.TP.Partition))
+				} else {
+					out = append(out, d.Group)
+				}
+			}
+		}
+		e.m.Stored(e.now, &s, nil)
+	}
+	return out
+}
+
+// TestOffsetsExpireStandalone: the commits of a client outside group management (generation
+// -1, no protocol type) expire offsets.retention.minutes after their commit, checked every
+// offsets.retention.check.interval.ms; the tombstones are for the driver to write, and the
+// group, left empty without offsets, goes (no group tombstone: it never had a generation).
+func TestOffsetsExpireStandalone(t *testing.T) {
+	e := newEnv(t, 0)
+	tp := TP{"t", 0}
+	e.commitAt(-1, "", 10, map[TP]int64{tp: 5})
+	e.advance(retentionMs - 600000)
+	if offs, _ := e.m.Committed("g", nil); len(offs) != 1 || len(e.tombstones()) != 0 {
+		t.Fatalf("commit expired before offsets.retention.minutes: %v", offs)
+	}
+	e.advance(600000)
+	if offs, _ := e.m.Committed("g", nil); len(offs) != 0 {
+		t.Fatalf("commit still there offsets.retention.minutes after it: %v", offs)
+	}
+	if got := e.tombstones(); !slices.Equal(got, []string{"g/t-0"}) {
+		t.Fatalf("tombstones %v, want the expired offset's only", got)
+	}
+	if _, ok := e.m.Stats("g"); ok {
+		t.Fatal("the empty group without offsets is still held")
+	}
+}
+
+// TestOffsetsExpireAfterGroupEmpty (KIP-211): a consumer group's offsets do not expire while
+// it has members, however old the commits; once it is Empty they expire
+// offsets.retention.minutes after it became Empty, and the group goes with a tombstone.
+func TestOffsetsExpireAfterGroupEmpty(t *testing.T) {
+	e := newEnv(t, 0)
+	a, b, gen := twoMembers(t, e)
+	tp := TP{"t", 0}
+	e.commitAt(gen, a, 10, map[TP]int64{tp: 5})
+	for end := e.now + 8*24*3600*1000; e.now < end; { // 8 days of heartbeats
+		e.advance(9000)
+		wantErr(t, "heartbeat", e.m.Heartbeat(e.now, "g", a, "", gen), nil)
+		wantErr(t, "heartbeat", e.m.Heartbeat(e.now, "g", b, "", gen), nil)
+	}
+	if offs, _ := e.m.Committed("g", nil); len(offs) != 1 {
+		t.Fatalf("a Stable group's offset expired: %v", offs)
+	}
+	e.m.Leave(e.now, "g", []LeaveMember{{MemberID: a}, {MemberID: b}})
+	if e.state() != Empty {
+		t.Fatalf("state %v after everyone left, want Empty", e.state())
+	}
+	e.tombstones()
+	e.advance(retentionMs - 600000)
+	if offs, _ := e.m.Committed("g", nil); len(offs) != 1 {
+		t.Fatalf("offset expired before offsets.retention.minutes since the group became Empty: %v", offs)
+	}
+	e.advance(600000)
+	if offs, _ := e.m.Committed("g", nil); len(offs) != 0 {
+		t.Fatalf("offset of an Empty group kept past offsets.retention.minutes: %v", offs)
+	}
+	if got := e.tombstones(); !slices.Equal(got, []string{"g/t-0", "g"}) {
+		t.Fatalf("tombstones %v, want the offset's and the group's", got)
+	}
+	if _, ok := e.m.Stats("g"); ok {
+		t.Fatal("the expired Empty group is still held")
+	}
+}
+
+// TestOffsetsOfUnsubscribedTopicExpire: in a Stable consumer group whose subscriptions the
+// coordinator can read (the consumer protocol), the offsets of a topic no member subscribes
+// to expire offsets.retention.minutes after their commit; the others stay (Kafka's
+// removeExpiredOffsets, KIP-496).
+func TestOffsetsOfUnsubscribedTopicExpire(t *testing.T) {
+	e := newEnv(t, 0)
+	sub := kmsg.ConsumerMemberMetadata{Topics: []string{"t"}}
+	req := joinReq("", "")
+	req.Protocols[0].Metadata = sub.AppendTo(nil)
+	r, _ := e.join(req)
+	req.MemberID = r.MemberID
+	_, tk := e.join(req)
+	e.advance(0)
+	a := e.joined(tk).MemberID
+	e.sync(a, 1, map[string][]byte{a: []byte("A")})
+	e.commitAt(1, a, 10, map[TP]int64{{"t", 0}: 5, {"gone", 0}: 7})
+	for e.now < 1000+retentionMs+600000 {
+		e.advance(9000)
+		wantErr(t, "heartbeat", e.m.Heartbeat(e.now, "g", a, "", 1), nil)
+	}
+	offs, _ := e.m.Committed("g", nil)
+	if len(offs) != 1 || offs[TP{"t", 0}].Offset != 5 {
+		t.Fatalf("offsets %v: want only the subscribed topic's", offs)
+	}
+	if got := e.tombstones(); !slices.Equal(got, []string{"g/gone-0"}) {
+		t.Fatalf("tombstones %v", got)
+	}
 }

@@ -134,12 +134,36 @@ func OffsetRecords(groupID string, offs map[TP]Committed) []Record {
 	return out
 }
 
-// CommitStored applies committed offsets after their records were appended at log offsets
-// [baseOffset, baseOffset+len) in OffsetRecords order: a later record of the same partition
-// (by log offset) is never replaced by an earlier one.
-func (m *Machine) CommitStored(groupID string, offs map[TP]Committed, baseOffset int64) {
+// CommitPending records that offs were appended for groupID and wait for acks=all (after
+// CheckCommit, under the same hold of the driver's lock as the append): until CommitStored,
+// those partitions' offsets do not expire and the group is not removed.
+func (m *Machine) CommitPending(groupID string, offs map[TP]Committed) {
 	g := m.groups[groupID]
-	if g == nil || g.state == Dead {
+	if g == nil {
+		return
+	}
+	for tp := range offs {
+		g.pendingCommits[tp]++
+	}
+}
+
+// CommitStored applies committed offsets after their records were appended at log offsets
+// [baseOffset, baseOffset+len) in OffsetRecords order and acknowledged (err nil; otherwise
+// it only ends their CommitPending): a later record of the same partition (by log offset) is
+// never replaced by an earlier one.
+func (m *Machine) CommitStored(groupID string, offs map[TP]Committed, baseOffset int64, err error) {
+	g := m.groups[groupID]
+	if g == nil {
+		return
+	}
+	for tp := range offs {
+		if n := g.pendingCommits[tp]; n > 1 {
+			g.pendingCommits[tp] = n - 1
+		} else {
+			delete(g.pendingCommits, tp)
+		}
+	}
+	if err != nil || g.state == Dead {
 		return
 	}
 	recs := OffsetRecords(groupID, offs) // same order as written

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // OffsetDelete (KIP-496): a group's committed offsets of some partitions are removed, with
@@ -41,8 +40,11 @@ func (m *Machine) DeleteOffsets(groupID string, tps []TP) (p int32, recs []Recor
 	var subscribed map[string]bool
 	switch {
 	case g.state == Empty:
+	case g.protocolType == "consumer" && g.protocol != "":
+		// A member's metadata that does not parse: no topic counts as subscribed (Kafka's
+		// subscribedTopics None).
+		subscribed, _ = g.subscribedTopics()
 	case g.protocolType == "consumer":
-		subscribed = g.subscribedTopics()
 	default:
 		return 0, nil, nil, fmt.Errorf("group %q is %v with %d members: %w", groupID, g.state, len(g.members), kerr.NonEmptyGroup)
 	}
@@ -71,42 +73,35 @@ func (m *Machine) DeleteOffsets(groupID string, tps []TP) (p int32, recs []Recor
 	return g.partition, recs, per, nil
 }
 
-// subscribedTopics returns the topics the members subscribe to in the group's protocol, or
-// nil when that is not known (no protocol yet, or a member's metadata does not parse as
-// Kafka's consumer protocol Subscription).
-func (g *group) subscribedTopics() map[string]bool {
-	if g.protocol == "" {
-		return nil
-	}
-	out := map[string]bool{}
-	for _, id := range g.order {
-		var md kmsg.ConsumerMemberMetadata
-		if err := md.ReadFrom(g.members[id].metadataFor(g.protocol)); err != nil {
-			return nil
-		}
-		for _, t := range md.Topics {
-			out[t] = true
-		}
-	}
-	return out
-}
-
 // DeleteOffsets handles an OffsetDelete (Machine.DeleteOffsets) and appends the tombstones
 // with acks=all; a failed write is the whole request's error (the offsets stay gone from
 // memory, and come back if the partition is loaded again before a retry succeeds).
 func (c *Coordinator) DeleteOffsets(ctx context.Context, groupID string, tps []TP) (map[TP]error, error) {
-	var p int32
-	var recs []Record
+	var wr *write
 	var per map[TP]error
 	var err error
-	c.call(func(m *Machine, _ int64) { p, recs, per, err = m.DeleteOffsets(groupID, slices.Clone(tps)) })
-	if err != nil {
-		return nil, err
-	}
-	if len(recs) > 0 {
-		if _, err := c.append(ctx, p, recs); err != nil {
-			return nil, commitError(err)
+	c.call(func(m *Machine, _ int64) {
+		var p int32
+		var recs []Record
+		if p, recs, per, err = m.DeleteOffsets(groupID, slices.Clone(tps)); err == nil && len(recs) > 0 {
+			wr, err = c.appendLocked(p, recs)
 		}
+	})
+	if err != nil {
+		return nil, commitError(err)
 	}
-	return per, nil
+	if wr == nil {
+		return per, nil
+	}
+	ch := make(chan error, 1)
+	c.await(wr, func(_ int64, err error) { ch <- commitError(err) })
+	select {
+	case err := <-ch:
+		if err != nil {
+			return nil, err
+		}
+		return per, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }

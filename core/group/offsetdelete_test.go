@@ -36,7 +36,8 @@ func commitGen(t *testing.T, e *env, member string, gen int32, tps ...TP) {
 	for _, tp := range tps {
 		offs[tp] = Committed{Offset: 7, LeaderEpoch: -1}
 	}
-	e.m.CommitStored("g", offs, 100)
+	e.m.CommitPending("g", offs)
+	e.m.CommitStored("g", offs, 100, nil)
 }
 
 // TestDeleteOffsetsRules: Kafka's handleDeleteOffsets rules on the Machine.

@@ -33,6 +33,9 @@ type Committed struct {
 	// logOffset is the __consumer_offsets offset of the record that set it (a later
 	// record wins, whether it is replayed from the log or applied after a write).
 	logOffset int64
+	// expireTimestamp is when it expires (ms) if its record says (OffsetCommitValue v1);
+	// 0: offsets.retention.minutes decides.
+	expireTimestamp int64
 }
 
 // StoredMember is one member as recorded in a GroupMetadataValue.
@@ -55,7 +58,7 @@ type StoredGroup struct {
 	Generation       int32
 	Protocol         string // "" = none (Empty)
 	Leader           string // "" = none
-	StateTimestampMs int64
+	StateTimestampMs int64  // when the group entered its state (ms); -1 = unknown (values before v2)
 	Members          []StoredMember
 }
 
@@ -187,7 +190,9 @@ func DecodeRecord(key, value []byte) (Decoded, error) {
 		c.Metadata = r.String()
 		c.CommitTimestamp = r.Int64()
 		if vv == 1 {
-			r.Int64() // expire timestamp (v1 only)
+			if e := r.Int64(); e > 0 { // expire timestamp (v1 only); -1 = none
+				c.expireTimestamp = e
+			}
 		}
 	} else {
 		if vv < 0 || vv > 3 {
@@ -198,6 +203,7 @@ func DecodeRecord(key, value []byte) (Decoded, error) {
 		g.Generation = r.Int32()
 		g.Protocol = deref(r.NullableString())
 		g.Leader = deref(r.NullableString())
+		g.StateTimestampMs = -1 // none before v2
 		if vv >= 2 {
 			g.StateTimestampMs = r.Int64()
 		}

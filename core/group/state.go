@@ -61,6 +61,9 @@ type JoinRequest struct {
 	// RequireKnownMemberID is true from JoinGroup v4: a new dynamic member first gets
 	// MEMBER_ID_REQUIRED with its member id and joins again with it (KIP-394).
 	RequireKnownMemberID bool
+	// SupportsSkipAssignment is true from JoinGroup v9 (KIP-814): a restarted static leader
+	// of a Stable group may be told that it leads, with SkipAssignment set.
+	SupportsSkipAssignment bool
 }
 
 // JoinMember is one member in the leader's JoinGroup response.
@@ -80,6 +83,9 @@ type JoinResult struct {
 	Protocol     string
 	Leader       string
 	Members      []JoinMember // the leader only
+	// SkipAssignment (JoinGroup v9+): the leader must not compute an assignment, the group
+	// keeps its own (a restarted static leader of a Stable group).
+	SkipAssignment bool
 }
 
 // SyncRequest is a SyncGroup. Assignments is set by the leader only.
@@ -213,6 +219,12 @@ type group struct {
 	pending      map[string]int64 // member ids handed out with MEMBER_ID_REQUIRED -> expiry (ms)
 	static       map[string]string
 	offsets      map[TP]Committed
+	// pendingCommits counts the commits of each partition appended and not yet
+	// acknowledged (Kafka's pendingOffsetCommits): such a partition's offset does not expire.
+	pendingCommits map[TP]int
+	// stateTimestamp is when the group entered its state (ms; -1 unknown: a group loaded
+	// from a GroupMetadataValue before v2, or known only through its commits).
+	stateTimestamp int64
 
 	// PreparingRebalance: when the join completes at the latest (ms). While initialDelay is
 	// set (a rebalance from Empty), the join never completes early: it is extended by
@@ -234,8 +246,13 @@ func newGroup(id string, partition int32) *group {
 	return &group{
 		id: id, partition: partition, state: Empty,
 		members: map[string]*member{}, pending: map[string]int64{}, static: map[string]string{},
-		offsets: map[TP]Committed{}, pendingSync: map[string]bool{},
+		offsets: map[TP]Committed{}, pendingCommits: map[TP]int{}, pendingSync: map[string]bool{}, stateTimestamp: -1,
 	}
+}
+
+// transition moves g to state s at now (ms).
+func (g *group) transition(s State, now int64) {
+	g.state, g.stateTimestamp = s, now
 }
 
 func (g *group) addMember(m *member) {

@@ -171,4 +171,5 @@ func (s *Sim) checkDurability(final bool) {
 			}
 		}
 	}
+	s.checkGroups(final)
 }

@@ -61,6 +61,14 @@
 // flush.messages=1: every append is fsynced before anyone sees it, crashes excuse nothing, and
 // a cluster restart is sometimes a power loss of every broker at once.
 //
+// The group coordinator runs in it too (groups.go): a core/group Coordinator per broker
+// incarnation on __consumer_offsets, which the same faults hit, and consumers (dynamic and
+// static members, a standalone client) joining, syncing, heartbeating, committing, fetching
+// offsets, leaving and restarting over the simulated network. Its invariants: an
+// acknowledged commit is never lost or rolled back, a commit is visible only once committed,
+// stale generations (and replaced static member ids) are refused, a generation has one
+// assignment.
+//
 // Run: Run(Options{Seed: n}) returns the failure (nil if none) and the trace of every
 // step; the same seed gives the same trace. TestSimulation runs many seeds; -sim.seed=N
 // replays one and prints its trace.

@@ -77,7 +77,7 @@ func (s *Sim) checkMinISR(leader *node, p int32, base int64, values []string) {
 		m := s.nodes[id]
 		ok := false
 		switch {
-		case m.up():
+		case m.up() && (m.downHeld == nil || m.b.LogDirOffline() == nil):
 			if r, found := m.b.Replica(topic, p); found && r.LEO() > last {
 				from := max(base, r.LogStart())
 				vals, err := readLog(r, from, last+1)

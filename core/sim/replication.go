@@ -46,9 +46,9 @@ func (s *Sim) fetchRoundOf(n *node, f *broker.Fetcher) {
 	offsets := slices.Clone(r.Offsets)
 	// The assignments the round was planned under: an answer for a partition that moved
 	// away and back meanwhile (num.replica.fetchers changed) is dropped, not applied.
-	gens := map[int32]uint64{}
+	gens := map[fetchKey]uint64{}
 	for _, fp := range f.Partitions() {
-		gens[fp.Partition] = fp.Gen
+		gens[fetchKey{fp.Topic, fp.Partition}] = fp.Gen
 	}
 	fetch := r.Fetch
 	fetch.Partitions = slices.Clone(r.Fetch.Partitions)
@@ -96,7 +96,7 @@ func (s *Sim) fetchRoundOf(n *node, f *broker.Fetcher) {
 						// at the fetch offset.
 						leos := make(map[int32]int64, len(fetch.Partitions))
 						for _, q := range fetch.Partitions {
-							if rep, ok := n.b.Replica(topic, q.Partition); ok {
+							if rep, ok := n.b.Replica(topic, q.Partition); ok && q.Topic == topic {
 								leos[q.Partition] = rep.LEO()
 							}
 						}
@@ -106,9 +106,9 @@ func (s *Sim) fetchRoundOf(n *node, f *broker.Fetcher) {
 						if n.b.LogDirOffline() == nil {
 							for _, fp := range f.Partitions() {
 								qi := slices.IndexFunc(fetch.Partitions, func(q broker.FetchPartition) bool {
-									return q.Partition == fp.Partition && q.CurrentLeaderEpoch == fp.State.LeaderEpoch
+									return q.Topic == fp.Topic && q.Partition == fp.Partition && q.CurrentLeaderEpoch == fp.State.LeaderEpoch
 								})
-								if fp.State.Phase != partition.PhaseFetching || qi < 0 || fp.Gen != gens[fp.Partition] {
+								if fp.Topic != topic || fp.State.Phase != partition.PhaseFetching || qi < 0 || fp.Gen != gens[fetchKey{fp.Topic, fp.Partition}] {
 									continue
 								}
 								s.synced[syncKey{n.id, inc, fp.Partition}] = fp.State.LeaderEpoch
@@ -124,6 +124,13 @@ func (s *Sim) fetchRoundOf(n *node, f *broker.Fetcher) {
 			}, func() { s.deliver(n, inc, failed, nil) })
 		}, func() { s.deliver(n, inc, failed, nil) })
 	}, func() { s.deliver(n, inc, failed, nil) })
+}
+
+// fetchKey names a partition among all a fetcher follows (the data topic and the group
+// coordinator's internal topic).
+type fetchKey struct {
+	topic     string
+	partition int32
 }
 
 func copyResponse(r []broker.FetchPartition) []broker.FetchPartition {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"container/heap"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -82,6 +83,8 @@ type Stats struct {
 	// RetentionDeletes counts retention passes that deleted segments; ConsumerResets counts
 	// consumers moved up to a log start that retention passed.
 	RetentionOn, RetentionDeletes, ConsumerResets int
+	// Groups counts the group coordinator's work (groups.go).
+	Groups GroupStats
 }
 
 // maxPartitions bounds the partitions CreatePartitions faults add.
@@ -104,6 +107,7 @@ const (
 type Sim struct {
 	o     Options
 	rng   *rand.Rand
+	ids   *rand.ChaCha8 // topic ids' bytes: a run's topic ids follow from its seed
 	now   int64
 	trace []string
 	stats Stats
@@ -151,6 +155,8 @@ type Sim struct {
 	// retentionUsed: it was at some point, so acknowledged and consumed records below a
 	// leader's log start are expired, not lost.
 	retention, retentionUsed bool
+	// groups: the group coordinators and their consumers (groups.go).
+	groups *groupSim
 }
 
 // entry is a record the oracle holds: its value and its number (the order it was produced in).
@@ -206,7 +212,8 @@ type node struct {
 	rs            broker.ReplicaServe
 	// lastISRPass is when the convergence phase's timers last ran its ISR expiration.
 	lastISRPass int64
-	// downHeld is what its replicas held when it last went down (nil while up); crashHeld
+	// downHeld is what its replicas held when it last went down (nil while up, unless its
+	// log directory failed at the start: that data stays on its disk, unread); crashHeld
 	// what they held at each of its crashes (checkMinISR).
 	downHeld  map[int32]heldLog
 	crashHeld []map[int32]heldLog
@@ -221,6 +228,9 @@ func Run(o Options) Result {
 		cut: map[[2]int32]bool{}, slow: map[[2]int32]int64{}, acked: map[key]entry{}, acking: map[int]ackRef{}, consumed: map[key]entry{},
 		nparts: o.Partitions, consumer: make([]int64, o.Partitions), hwSeen: map[termKey]int64{}, synced: map[syncKey]int32{},
 		lastState: map[int32]string{}, excusedNums: map[int]bool{}, lossy: map[int32]bool{}}
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[:], o.Seed)
+	s.ids = rand.NewChaCha8(seed)
 	s.run()
 	return Result{Err: s.err, Trace: s.trace, Stats: s.stats}
 }
@@ -241,7 +251,7 @@ func (s *Sim) clock() int64 { return s.now }
 func (s *Sim) openController() {
 	ctrl, rec, err := controller.Open(controller.Config{
 		BrokerSessionTimeoutMs: sessionMs, Now: s.clock, Dir: "/metadata", FS: s.ctrlFS,
-		ManualDelivery: true, Logf: func(f string, a ...any) { s.tracef("controller: "+f, a...) },
+		TopicIDSource: s.ids, ManualDelivery: true, Logf: func(f string, a ...any) { s.tracef("controller: "+f, a...) },
 	})
 	if err != nil {
 		s.fail("controller: open: %v", err)
@@ -318,8 +328,11 @@ func (s *Sim) start(n *node) {
 		}
 		return
 	}
-	held := n.held
-	n.b, n.inc, n.paused, n.inflight, n.held, n.downHeld = b, inc, false, map[*broker.Fetcher]int64{}, nil, nil
+	held, downHeld := n.held, n.downHeld
+	if b.LogDirOffline() == nil {
+		downHeld = nil
+	} // else its log directory failed at start: what it held stays on its disk, unread (checkMinISR)
+	n.b, n.inc, n.paused, n.inflight, n.held, n.downHeld = b, inc, false, map[*broker.Fetcher]int64{}, nil, downHeld
 	s.tracef("broker %d started: incarnation %d, broker epoch %d", n.id, n.inc, b.Epoch())
 	for _, fn := range held {
 		fn() // deliveries held for the previous incarnation: they fail now
@@ -369,6 +382,9 @@ func (s *Sim) heartbeats() {
 // ISR pass, a heartbeat, a metadata delivery, a session check, a checkpoint or a retention
 // pass.
 func (s *Sim) work(produce bool) {
+	if s.groupWork(produce) {
+		return
+	}
 	n := s.nodes[s.rng.IntN(len(s.nodes))]
 	switch r := s.rng.IntN(100); {
 	case r < 35:

@@ -89,6 +89,7 @@ func add(t *Stats, s Stats) {
 	t.RetentionOn += s.RetentionOn
 	t.RetentionDeletes += s.RetentionDeletes
 	t.ConsumerResets += s.ConsumerResets
+	t.Groups.add(s.Groups)
 }
 
 // TestSimulationFaultMix: the seeds exercise the fault kinds that expose acks tied to the
