@@ -25,6 +25,10 @@ type Spec struct {
 	// reference without replication) or "kafka://host:port[,host:port]". --target sets it; as a
 	// key it can be swept: --vary target=embedded,kfake runs the same load on both.
 	Target string
+	// Client holds the Kafka client properties of the spec's target block (security.protocol,
+	// sasl.*, ssl.*: see security.go), by their Kafka names; --command-config adds a file's.
+	// Only for a kafka:// target; nil: PLAINTEXT.
+	Client map[string]string
 	// HWLagClient is hw.lag.client: whether the harness measures the HW lag a client observes
 	// (a Fetch parked at the HW on every leader, answered at every HW advance: it costs the
 	// cluster a fetch round trip per advance). "auto" (default): on for kafka:// targets, whose
@@ -267,6 +271,7 @@ func (s *Spec) Clone() *Spec {
 	c.Faults = append([]Fault(nil), s.Faults...)
 	c.MoreProducers = append([]ProducerSpec(nil), s.MoreProducers...)
 	c.SweepKeys = append([]string(nil), s.SweepKeys...)
+	c.Client = cloneClient(s.Client)
 	if s.given != nil {
 		c.given = make(map[string]bool, len(s.given))
 		for k := range s.given {

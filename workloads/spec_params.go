@@ -3,6 +3,7 @@ package workloads
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -20,6 +21,9 @@ func (s *Spec) Validate() error {
 		}
 	}
 	if _, err := CheckTarget(s.Target, s); err != nil {
+		return err
+	}
+	if err := s.validateClient(); err != nil {
 		return err
 	}
 	if s.Topic.ReplicationFactor > s.Brokers {
@@ -50,6 +54,9 @@ func (s *Spec) Validate() error {
 // Set overrides one setting by flat key (full path or short name, see Keys) from its text form.
 func (s *Spec) Set(key, value string) error {
 	p := Lookup(key)
+	if rest, ok := strings.CutPrefix(key, targetPrefix); ok && p == nil {
+		return s.setClientProp(rest, value)
+	}
 	if p == nil {
 		return fmt.Errorf("unknown key %q (known keys: %s)", key, strings.Join(Keys(), ", "))
 	}
@@ -95,6 +102,7 @@ func (s *Spec) Config() map[string]any {
 		m[p.Key] = v
 	}
 	m["faults"] = len(s.Faults)
+	maps.Copy(m, s.clientConfigEntries())
 	if len(s.MoreProducers) > 0 {
 		m["producers.groups"] = 1 + len(s.MoreProducers)
 		for i, g := range s.MoreProducers {
@@ -144,6 +152,7 @@ func KeyHelp() string {
 		}
 		fmt.Fprintf(&b, "  %-48s %s\n", names, p.Help)
 	}
+	fmt.Fprintf(&b, "  %-48s %s\n", "target.<client property>", "a Kafka client property of a kafka:// target (security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.location, ...; as --command-config), or target.bootstrap.servers; secrets recorded as [hidden]")
 	return b.String()
 }
 
