@@ -30,6 +30,9 @@ type CheckError struct {
 	Client string // Config.String
 	Cause  string // what went wrong and what to change, secrets scrubbed
 	Err    error
+	// Unreachable: nothing answered (connection refused, no route, no answer in time), as
+	// opposed to a refusal of the client's security.
+	Unreachable bool
 	// Code is the Kafka error the cause amounts to when the broker did not send it itself
 	// (kerr.SaslAuthenticationFailed for a connection closed on the credentials), or nil.
 	Code error
@@ -75,6 +78,8 @@ func Check(ctx context.Context, seeds []string, c *Config, extra ...kgo.Opt) err
 	addr := seeds[len(seeds)-1] // Ping tries the seeds in order and returns the last error
 	cause := diagnose(context.WithoutCancel(ctx), addr, c, err, int16(w.key.Load()))
 	ce := &CheckError{Addr: addr, Client: c.String(), Cause: c.scrub(cause), Err: err}
+	ce.Unreachable = strings.HasPrefix(cause, unreachableConnRefused) || strings.HasPrefix(cause, unreachableNoAnswer) ||
+		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
 	if strings.HasPrefix(cause, "SASL_AUTHENTICATION_FAILED") && !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		ce.Code = kerr.SaslAuthenticationFailed
 	}
@@ -94,6 +99,11 @@ const (
 	keySASLAuthenticate = 36
 )
 
+const (
+	unreachableConnRefused = "connection refused"
+	unreachableNoAnswer    = "no answer in time"
+)
+
 // diagnose explains err, the failure of the first request on a new connection to addr;
 // lastKey is the last request written on it (-1: none).
 func diagnose(ctx context.Context, addr string, c *Config, err error, lastKey int16) string {
@@ -106,7 +116,8 @@ func diagnose(ctx context.Context, addr string, c *Config, err error, lastKey in
 	var eof *kgo.ErrFirstReadEOF
 	switch {
 	case errors.Is(err, kerr.SaslAuthenticationFailed):
-		return fmt.Sprintf("SASL_AUTHENTICATION_FAILED: the cluster refused user %s with %s (wrong user or password, or no such %s user): %s", c.User, c.Mechanism, c.Mechanism, msg)
+		said := strings.TrimPrefix(strings.TrimPrefix(msg, kerr.SaslAuthenticationFailed.Error()), ": ")
+		return fmt.Sprintf("SASL_AUTHENTICATION_FAILED: the cluster refused user %s with %s (wrong user or password, or no such %s user); the broker said: %s", c.User, c.Mechanism, c.Mechanism, said)
 	case errors.Is(err, kerr.UnsupportedSaslMechanism):
 		return fmt.Sprintf("UNSUPPORTED_SASL_MECHANISM: the listener does not enable %s (its sasl.enabled.mechanisms): %s", c.Mechanism, msg)
 	case errors.Is(err, kerr.IllegalSaslState):
@@ -125,11 +136,11 @@ func diagnose(ctx context.Context, addr string, c *Config, err error, lastKey in
 		}
 		return "TLS: the broker ended the handshake: " + msg
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused: nothing listens there (" + msg + ")"
+		return unreachableConnRefused + ": nothing listens there (" + msg + ")"
 	case c.Protocol.TLS() && errors.Is(err, context.DeadlineExceeded) && speaksPlainKafka(ctx, addr):
 		return fmt.Sprintf("the server answered without TLS: this listener is PLAINTEXT or SASL_PLAINTEXT, the client is %s; set security.protocol accordingly", c.Protocol)
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
-		return "no answer in time (" + msg + ")"
+		return unreachableNoAnswer + " (" + msg + ")"
 	case c.Protocol.SASL() && lastKey == keySASLAuthenticate && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)):
 		return fmt.Sprintf("SASL_AUTHENTICATION_FAILED: the broker closed the connection on user %s's %s credentials (wrong user or password, or no such %s user)", c.User, c.Mechanism, c.Mechanism)
 	case c.Protocol.SASL() && lastKey == keySASLHandshake && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)):
@@ -140,10 +151,10 @@ func diagnose(ctx context.Context, addr string, c *Config, err error, lastKey in
 	if !mismatch {
 		return msg
 	}
-	if !c.Protocol.TLS() {
-		if speaksTLS(ctx, addr) {
-			return fmt.Sprintf("the server answered with TLS: this listener is SSL or SASL_SSL, the client is %s; set security.protocol=SSL (or SASL_SSL) and ssl.truststore.location", c.Protocol)
-		}
+	if !c.Protocol.TLS() && speaksTLS(ctx, addr) {
+		return fmt.Sprintf("the server answered with TLS: this listener is SSL or SASL_SSL, the client is %s; set security.protocol=SSL (or SASL_SSL) and ssl.truststore.location", c.Protocol)
+	}
+	if lastKey >= 0 || !c.Protocol.TLS() { // the connection was up (TLS included): a request was written
 		if !c.Protocol.SASL() {
 			return "the broker closed the connection after the first request: the listener probably requires SASL (security.protocol=SASL_PLAINTEXT or SASL_SSL, with sasl.mechanism and credentials) (" + msg + ")"
 		}

@@ -242,7 +242,11 @@ func TestCheckNoAnswer(t *testing.T) {
 	c, _ := New(nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	wantCheckErr(t, Check(ctx, []string{ln.Addr().String()}, c), "no answer in time")
+	err = Check(ctx, []string{ln.Addr().String()}, c)
+	wantCheckErr(t, err, "no answer in time")
+	if ce := (*CheckError)(nil); !errors.As(err, &ce) || !ce.Unreachable {
+		t.Fatalf("%v: want Unreachable", err)
+	}
 }
 
 func TestCheckRefusedPort(t *testing.T) {
@@ -250,7 +254,11 @@ func TestCheckRefusedPort(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	c, _ := New(nil)
-	wantCheckErr(t, Check(context.Background(), []string{addr}, c), "connection refused")
+	err := Check(context.Background(), []string{addr}, c)
+	wantCheckErr(t, err, "connection refused")
+	if ce := (*CheckError)(nil); !errors.As(err, &ce) || !ce.Unreachable {
+		t.Fatalf("%v: want Unreachable", err)
+	}
 }
 
 func readFile(t *testing.T, path string) string {

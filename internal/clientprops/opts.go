@@ -39,6 +39,14 @@ func (c *Config) Opts() ([]kgo.Opt, error) {
 	return opts, nil
 }
 
+// SASLMechanism returns franz-go's client mechanism of c's SASL settings (nil without SASL).
+func (c *Config) SASLMechanism() (sasl.Mechanism, error) {
+	if c == nil || !c.Protocol.SASL() {
+		return nil, nil
+	}
+	return c.mechanism()
+}
+
 func (c *Config) mechanism() (sasl.Mechanism, error) {
 	switch c.Mechanism {
 	case MechPlain:

@@ -101,6 +101,16 @@ func (c *Config) TLSConfig() (*tls.Config, error) {
 	return cfg, nil
 }
 
+// LoadCAs reads a PEM file of CA certificates (or a directory of them), as
+// ssl.truststore.location with ssl.truststore.type=PEM.
+func LoadCAs(path string) (*x509.CertPool, error) { return loadCAs(path) }
+
+// LoadKeyPair reads a certificate chain and its unencrypted private key from PEM files (the
+// same file for a PEM keystore, ssl.keystore.location with ssl.keystore.type=PEM).
+func LoadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	return loadKeyPair(certFile, keyFile)
+}
+
 // loadCAs reads a PEM file of CA certificates, or every *.pem, *.crt and *.cer file of a
 // directory (librdkafka's ssl.ca.location may be one).
 func loadCAs(path string) (*x509.CertPool, error) {
