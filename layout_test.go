@@ -26,7 +26,7 @@ var allowed = map[string][]string{
 	"workloads":                       {"workloads", "cluster", "netfetch", "core/", "results", "profiles", "internal/clientprops", "internal/certs"},
 	// cluster: the embedded cluster over netfetch's servers; adminapi serves it over HTTP;
 	// clustertest starts one for tests (netfetch's external tests import it, its own never).
-	"cluster":             {"cluster", "netfetch", "core/", "internal/kafkatest"},
+	"cluster":             {"cluster", "netfetch", "core/", "internal/kafkatest", "internal/clientprops", "internal/certs"},
 	"cluster/adminapi":    {"cluster", "netfetch", "core/", "internal/kafkatest"},
 	"cluster/clustertest": {"cluster", "netfetch", "core/"},
 	"netfetch":            {"netfetch", "core/", "internal/kafkatest"},
