@@ -286,6 +286,7 @@ func (c *conn) sendFetch(parts []broker.FetchPartition) error {
 		c.s.stats.copyBytes.Add(copied)
 		if c.tls != nil {
 			c.s.stats.tlsCopyBytes.Add(copied)
+			costs.tlsCopyBytes.Add(copied)
 		}
 		return nil
 	}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -100,30 +100,46 @@ func (s *Spec) ClientConfig() (*clientprops.Config, error) {
 // validateClient checks that the target block's properties make a client Config. Whether
 // the target is a kafka:// one is checked when it is known (CheckClientTarget): a spec may
 // hold the security and --target the address.
+//
+// A block of only target.security.protocol and target.sasl.mechanism may be for the
+// embedded cluster, which makes the rest: only its values are checked here.
 func (s *Spec) validateClient() error {
 	if len(s.Client) == 0 {
+		return nil
+	}
+	onlyEmbedded := true
+	for k := range s.Client {
+		onlyEmbedded = onlyEmbedded && slices.Contains(embeddedClientKeys, k)
+	}
+	if onlyEmbedded && !strings.HasPrefix(s.Target, "kafka://") {
+		if _, err := clientprops.ParseProtocol(targetProtocolParam.get(s).(string)); err != nil {
+			return fmt.Errorf("target.%w", err)
+		}
+		if m, ok := s.Client["sasl.mechanism"]; ok && !slices.Contains(clientprops.Mechanisms, strings.ToUpper(strings.TrimSpace(m))) {
+			return fmt.Errorf("target.sasl.mechanism %q; allowed %s", m, strings.Join(clientprops.Mechanisms, ", "))
+		}
 		return nil
 	}
 	_, err := s.ClientConfig()
 	return err
 }
 
-// CheckClientTarget refuses client properties (the target block, --command-config) for a
-// target other than kafka:// (the embedded cluster and kfake are started plaintext), wrapping
-// ErrTargetSetting.
+// CheckClientTarget checks the client properties (the target block, --command-config) and
+// security.inter.broker.protocol against the target, wrapping ErrTargetSetting: a kafka://
+// target takes every client property but has its own inter-broker protocol; the embedded
+// cluster takes only target.security.protocol and target.sasl.mechanism (it makes the
+// credentials and certificates); kfake runs plaintext.
 func (s *Spec) CheckClientTarget(target string) error {
-	if len(s.Client) == 0 || strings.HasPrefix(target, "kafka://") {
-		return nil
-	}
 	if target == "" {
 		target = s.TargetName()
 	}
-	keys := make([]string, 0, len(s.Client))
-	for k := range s.Client {
-		keys = append(keys, targetPrefix+k)
+	if strings.HasPrefix(target, "kafka://") {
+		if p := s.Broker.InterBrokerProtocol; p != "" && p != "PLAINTEXT" {
+			return fmt.Errorf("%w: security.inter.broker.protocol=%s applies to the embedded cluster; a kafka:// cluster replicates over its own", ErrTargetSetting, p)
+		}
+		return nil
 	}
-	sort.Strings(keys)
-	return fmt.Errorf("%w: %s: client security applies to a kafka:// target, not %s", ErrTargetSetting, strings.Join(keys, ", "), target)
+	return s.checkEmbeddedClient(target)
 }
 
 // clientConfigEntries are the target block's properties for Config(): target.<key>, secrets

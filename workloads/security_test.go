@@ -80,10 +80,24 @@ func TestSpecTargetBlockRefused(t *testing.T) {
 	if err := s.Set("target.security.protocol", "SSL"); err != nil {
 		t.Fatal(err)
 	}
-	for _, target := range []string{"", "embedded", "kfake"} {
-		if err := s.CheckClientTarget(target); !errors.Is(err, ErrTargetSetting) || !strings.Contains(err.Error(), "target.security.protocol: client security applies to a kafka:// target") {
-			t.Errorf("target %q: %v", target, err)
+	for _, target := range []string{"", "embedded"} {
+		if err := s.CheckClientTarget(target); err != nil {
+			t.Errorf("target %q with target.security.protocol=SSL: %v", target, err)
 		}
+	}
+	if err := s.CheckClientTarget("kfake"); !errors.Is(err, ErrTargetSetting) || !strings.Contains(err.Error(), "target.security.protocol: kfake runs plaintext") {
+		t.Errorf("kfake: %v", err)
+	}
+	if err := s.Set("target.ssl.ca.location", "/ca.pem"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckClientTarget("embedded"); !errors.Is(err, ErrTargetSetting) || !strings.Contains(err.Error(), "target.ssl.ca.location: the embedded cluster makes its clients' credentials") {
+		t.Errorf("embedded with a CA file: %v", err)
+	}
+	delete(s.Client, "ssl.ca.location")
+	s.Broker.InterBrokerProtocol = "SSL"
+	if err := s.CheckClientTarget("kafka://h:9092"); !errors.Is(err, ErrTargetSetting) || !strings.Contains(err.Error(), "a kafka:// cluster replicates over its own") {
+		t.Errorf("kafka:// with security.inter.broker.protocol=SSL: %v", err)
 	}
 	if _, err := OpenTarget(context.Background(), "kfake", s, TargetOptions{}); !errors.Is(err, ErrTargetSetting) {
 		t.Errorf("OpenTarget kfake with client security: %v", err)

@@ -103,6 +103,9 @@ type BrokerSpec struct {
 	FlushMessages int64 // flush.messages, default 9223372036854775807 (never fsync on count)
 	FlushMs       int64 // flush.ms, default 9223372036854775807
 	ZeroCopy      bool  // isrbench.zero.copy: sendfile fetch responses, default true
+	// InterBrokerProtocol is security.inter.broker.protocol of the embedded cluster (PLAINTEXT,
+	// SSL, SASL_PLAINTEXT, SASL_SSL; default PLAINTEXT): see security_embedded.go.
+	InterBrokerProtocol string
 	// ZeroCopyMinBytes is isrbench.zero.copy.min.bytes: record slices smaller than this are
 	// copied into a fetch response rather than sent with sendfile, default 32768.
 	ZeroCopyMinBytes int64
@@ -242,6 +245,7 @@ func DefaultSpec() *Spec {
 			FlushMessages:                config.DefaultOf("log.flush.interval.messages"),
 			FlushMs:                      config.DefaultOf("log.flush.interval.ms"),
 			ZeroCopy:                     true,
+			InterBrokerProtocol:          "PLAINTEXT",
 			ZeroCopyMinBytes:             config.DefaultOf("isrbench.zero.copy.min.bytes"),
 			FetchSessions:                true,
 			FetchSessionCacheSlots:       int(config.DefaultOf("max.incremental.fetch.session.cache.slots")),
