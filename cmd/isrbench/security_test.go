@@ -145,7 +145,7 @@ func TestSecurityRefused(t *testing.T) {
 		{"untrusted certificate", runArgs("--command-config", noTrust), "x509: certificate signed by unknown authority"},
 		{"aws", runArgs("--command-config", aws), "AWS_MSK_IAM is not supported in this build"},
 		{"missing file", runArgs("--command-config", filepath.Join(t.TempDir(), "none.properties")), "no such file"},
-		{"embedded target", []string{"run", "--command-config", scramProps(t, caFile, secPassword)}, "client security applies to a kafka:// target, not embedded"},
+		{"embedded target", []string{"run", "--command-config", scramProps(t, caFile, secPassword)}, "the embedded cluster makes its clients' credentials and certificates itself"},
 		{"sweep wrong password", []string{"sweep", "--target", target, "--duration", "300ms", "--vary", "acks=all,1",
 			"--command-config", scramProps(t, caFile, "nope-"+secPassword)}, "SASL_AUTHENTICATION_FAILED"},
 		{"topics wrong password", []string{"topics", "--bootstrap", bootstrap, "--describe", "--command-config", scramProps(t, caFile, "nope"+secPassword)}, "SASL_AUTHENTICATION_FAILED"},
