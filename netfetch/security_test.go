@@ -2,6 +2,7 @@ package netfetch_test
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -394,3 +395,21 @@ func tokenFile(t *testing.T) string {
 func itoa(n int32) string { return strconv.Itoa(int(n)) }
 
 func contains(s []string, v string) bool { return slices.Contains(s, v) }
+
+// TestSecurityConfigPrintsNoPassword: a cluster config printed by mistake shows no password.
+func TestSecurityConfigPrintsNoPassword(t *testing.T) {
+	cfg := cluster.DefaultConfig()
+	if err := cfg.SetKV(`listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="b" password="` + benchPassword + `";`); err != nil {
+		t.Fatal(err)
+	}
+	u, err := cluster.ParseAddScram("SCRAM-SHA-512=[name=bench,password=" + benchPassword + "]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Security.Users = append(cfg.Security.Users, u)
+	for _, s := range []string{fmt.Sprintf("%v", cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg.Security)} {
+		if strings.Contains(s, benchPassword) {
+			t.Fatalf("printed config shows the password: %s", s)
+		}
+	}
+}
