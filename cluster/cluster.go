@@ -86,6 +86,8 @@ type Config struct {
 	AutoLeaderRebalanceEnable           bool
 	LeaderImbalanceCheckIntervalSeconds int64
 	LeaderImbalancePerBrokerPercentage  int
+	// Security is the listeners and their security (security.go); zero: one PLAINTEXT listener.
+	Security SecurityConfig
 
 	// explicit names the broker configs set through Set (reported as STATIC_BROKER_CONFIG).
 	explicit map[string]bool
@@ -134,7 +136,8 @@ type Cluster struct {
 	removeRoot bool
 	stats      *netfetch.Counters
 	links      netfetch.LinkFaults
-	nodes      map[int32]*node // fixed after Start
+	sec        *clusterSecurity // the listeners and their security (security.go)
+	nodes      map[int32]*node  // fixed after Start
 	ids        []int32
 
 	opMu      sync.Mutex // serializes fault operations and Close
@@ -159,7 +162,8 @@ type node struct {
 	b     atomic.Pointer[broker.Broker]
 	srv   atomic.Pointer[netfetch.Server]
 	state atomic.Int32
-	serve chan struct{} // closed when the current Serve returns
+	serve chan struct{}       // closed when the current Serve returns
+	extra []netfetch.Listener // the listeners besides the inter-broker one (security.go)
 }
 
 // Start starts the controller and every broker (listening, serving
@@ -187,7 +191,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := cfg.checkRanges(); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	c := &Cluster{cfg: cfg, stats: netfetch.NewCounters(), nodes: map[int32]*node{}}
+	sec, err := resolveSecurity(&cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	c := &Cluster{cfg: cfg, stats: netfetch.NewCounters(), nodes: map[int32]*node{}, sec: sec}
 	if cfg.DataDir == "" {
 		dir, err := os.MkdirTemp("", "isrbench-cluster-")
 		if err != nil {
@@ -220,6 +228,10 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	c.ctrl = ctrl
 	c.Recovery = rec
 	c.ctrl.SetOffsets(c)
+	if err := c.sec.addUsers(ctrl); err != nil {
+		c.cleanup()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
 
 	// Every node exists before the first broker serves: a server's Metadata asks the
 	// leaders' brokers whether they lead yet (pending), and c.nodes is then read unlocked.
@@ -234,7 +246,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		if cfg.BasePort > 0 {
 			port = cfg.BasePort + i
 		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(port)))
+		ln, err := c.listen(n, port)
 		if err != nil {
 			c.closeNodes()
 			c.cleanup()
@@ -286,6 +298,8 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 	bcfg.ID, bcfg.DataDir, bcfg.FS = n.id, n.dir, n.fs
 	bcfg.Addr = net.JoinHostPort(n.host, strconv.Itoa(n.port))
 	tr := netfetch.NewFaultyTransport(n.id, c.ctrl, &c.links, c.cfg.FetchSessions)
+	tr.SetSecurity(c.sec.client)
+	lname, lsec, extra := c.serverSecurity(n)
 	b, err := broker.New(bcfg, c.ctrl, tr)
 	if err != nil {
 		ln.Close()
@@ -298,7 +312,8 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 		SocketRequestMaxBytes:    c.cfg.SocketRequestMaxBytes, Logf: c.cfg.Logf,
 		BrokerConfigs: c.cfg.staticBrokerConfigs(n.id, n.dir), Counters: c.stats,
 		MessageMaxBytes: c.cfg.MessageMaxBytes, Group: c.cfg.Group,
-		Limits: c.cfg.Limits,
+		Limits:       c.cfg.Limits,
+		ListenerName: lname, Security: lsec, Listeners: extra,
 	}, ln)
 	n.b.Store(b)
 	n.srv.Store(srv)

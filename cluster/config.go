@@ -38,6 +38,7 @@ func SettingsHelp() string {
 		}
 		fmt.Fprintf(&b, "  %-46s %s, default %s, allowed %s, %s: %s\n", k, typ, e.Default, e.Range(), e.Update, doc)
 	}
+	b.WriteString(securityHelp())
 	return b.String()
 }
 
@@ -212,9 +213,15 @@ var setters = map[string]setter{
 // switch) to the cluster config; an unknown key or bad value is an error
 // naming the key and the allowed values.
 func (c *Config) Set(key, value string) error {
+	if ok, err := c.setSecurity(key, value); ok { // listeners and their security (security.go)
+		if err != nil {
+			return fmt.Errorf("setting %s: %w", key, err)
+		}
+		return nil
+	}
 	s, ok := setters[key]
 	if !ok {
-		return fmt.Errorf("unknown setting %q (known: %s)", key, strings.Join(SettableKeys(), ", "))
+		return fmt.Errorf("unknown setting %q (known: %s, and the security settings %s)", key, strings.Join(SettableKeys(), ", "), strings.Join(securityKeys, ", "))
 	}
 	if err := s(c, value); err != nil {
 		return fmt.Errorf("setting %s: %w", key, err)
@@ -229,6 +236,9 @@ func (c *Config) Set(key, value string) error {
 // Check applies the rules between settings (each was range-checked when set):
 // queued.max.request.bytes against socket.request.max.bytes, as Kafka does.
 func (c *Config) Check() error {
+	if _, err := resolveSecurity(c); err != nil {
+		return err
+	}
 	return c.Limits.Check(c.SocketRequestMaxBytes)
 }
 

@@ -3,8 +3,6 @@ package cluster
 import (
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 
 	"github.com/isrbench/isrbench/netfetch"
 )
@@ -82,7 +80,7 @@ func (c *Cluster) RestartBroker(id int32) error {
 			return fmt.Errorf("cluster: broker %d clean stop before restart: %w", id, err)
 		}
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(n.host, strconv.Itoa(n.port)))
+	ln, err := c.listen(n, n.port)
 	if err != nil {
 		return fmt.Errorf("cluster: broker %d listen again on port %d: %w", id, n.port, err)
 	}

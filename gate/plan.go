@@ -70,11 +70,13 @@ func Schedule(rounds int, order Order, seed uint64) []Step {
 // RunSpec is what every run of a side runs: the arguments of "isrbench run" besides --out.
 // A plain value; Args may be called from any goroutine.
 type RunSpec struct {
-	Workload string        // -w: an embedded spec name or a YAML file (made absolute)
-	Target   string        // --target
-	Duration time.Duration // --duration; 0 = the spec's
-	Warmup   time.Duration // --warmup; < 0 = the spec's
-	Sets     []string      // --set key=value, in order
+	Workload string // -w: an embedded spec name or a YAML file (made absolute)
+	Target   string // --target
+	// CommandConfig is --command-config (made absolute): client properties of a kafka:// target.
+	CommandConfig string
+	Duration      time.Duration // --duration; 0 = the spec's
+	Warmup        time.Duration // --warmup; < 0 = the spec's
+	Sets          []string      // --set key=value, in order
 }
 
 // Args returns the "isrbench run" arguments of one run writing into out (quiet: no table).
@@ -88,6 +90,13 @@ func (s RunSpec) Args(out string) []string {
 	args := []string{"run", "-w", w, "--quiet", "--out", out}
 	if s.Target != "" {
 		args = append(args, "--target", s.Target)
+	}
+	if s.CommandConfig != "" {
+		cc := s.CommandConfig
+		if abs, err := filepath.Abs(cc); err == nil {
+			cc = abs
+		}
+		args = append(args, "--command-config", cc)
 	}
 	if s.Duration != 0 {
 		args = append(args, "--duration", s.Duration.String())

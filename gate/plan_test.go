@@ -111,3 +111,11 @@ func TestMakeDir(t *testing.T) {
 		t.Fatalf("dirs %s, %s", a, b)
 	}
 }
+
+func TestHideSecrets(t *testing.T) {
+	got := strings.Join(hideSecrets([]string{"run", "--set", "target.sasl.password=pw1", "--set", "rate=5", "--set",
+		"target.sasl.jaas.config=x required password=\"pw2\";", "--command-config", "/c.properties"}), " ")
+	if strings.Contains(got, "pw1") || strings.Contains(got, "pw2") || !strings.Contains(got, "rate=5") || !strings.Contains(got, "target.sasl.password=[hidden]") {
+		t.Fatalf("hideSecrets: %s", got)
+	}
+}

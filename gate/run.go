@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -126,9 +127,27 @@ func runSubprocess(ctx context.Context, bin string, args []string) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("%s %s: %v: %s", filepath.Base(bin), strings.Join(args, " "), err, tail(errb.String(), 3))
+		return fmt.Errorf("%s %s: %v: %s", filepath.Base(bin), strings.Join(hideSecrets(args), " "), err, tail(errb.String(), 3))
 	}
 	return nil
+}
+
+// hideSecrets returns args with the value of a --set whose key names a password, secret,
+// token or JAAS config as [hidden] (client properties given as settings, target.<key>).
+func hideSecrets(args []string) []string {
+	out := slices.Clone(args)
+	for i := 1; i < len(out); i++ {
+		if out[i-1] != "--set" {
+			continue
+		}
+		k, _, ok := strings.Cut(out[i], "=")
+		lk := strings.ToLower(k)
+		if ok && (strings.Contains(lk, "password") || strings.Contains(lk, "secret") || strings.Contains(lk, "jaas") ||
+			strings.Contains(lk, "token") && !strings.Contains(lk, "endpoint") || strings.HasSuffix(lk, ".key")) {
+			out[i] = k + "=[hidden]"
+		}
+	}
+	return out
 }
 
 // tail returns the last n non-empty lines of s, joined by " | ".

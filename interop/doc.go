@@ -10,7 +10,9 @@
 // for the client (sarama's ClusterAdmin; the others show n/a), and deletes the topic (kcat, which
 // has no admin commands, checks with -L that a kadm deletion is seen); the topic must then
 // be gone from the controller and every broker. kcat also runs two -G members in
-// one group and checks the rebalance when one leaves. TestMain prints the client x
+// one group and checks the rebalance when one leaves. security_test.go runs the suite again
+// against a SASL_SSL listener (kcat, confluent-kafka-python and kafka-python with
+// SCRAM-SHA-512, kafkajs with SCRAM-SHA-256, sarama with PLAIN). TestMain prints the client x
 // operation table.
 //
 // A client that is not installed skips its test, unless ISRBENCH_REQUIRE_INTEROP=1 (CI sets

@@ -104,6 +104,12 @@ func need(t *testing.T, client string, err error) {
 // group.initial.rebalance.delay.ms.
 func startCluster(t *testing.T) *cluster.Cluster {
 	t.Helper()
+	return startClusterWith(t, nil)
+}
+
+// startClusterWith is startCluster with the config changed by mutate (nil: none).
+func startClusterWith(t *testing.T, mutate func(*cluster.Config)) *cluster.Cluster {
+	t.Helper()
 	cfg := cluster.DefaultConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.Broker.ReplicaFetchBackoffMs = 50
@@ -117,6 +123,9 @@ func startCluster(t *testing.T) *cluster.Cluster {
 		if !done {
 			t.Logf(format, args...)
 		}
+	}
+	if mutate != nil {
+		mutate(&cfg)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -176,7 +185,11 @@ type client struct {
 // delete the records of partition 0 below its high watermark and describe the log dirs
 // (where the client has those steps), delete the topic (pending while deleteTopicPending).
 func runSuite(t *testing.T, c *cluster.Cluster, cl client) {
-	boot := c.Bootstrap()
+	runSuiteOn(t, c, cl, c.Bootstrap())
+}
+
+// runSuiteOn is runSuite with the client connecting to boot (another listener of c).
+func runSuiteOn(t *testing.T, c *cluster.Cluster, cl client, boot string) {
 	name := strings.NewReplacer("/", "-", " ", "-").Replace(cl.name)
 	topic := "interop-" + name
 	group := "interop-group-" + name
@@ -355,10 +368,18 @@ func oneLine(s string) string {
 // command runs an external client with a timeout and returns its stdout (stderr in the
 // error).
 func command(timeout time.Duration, dir, name string, args ...string) (string, error) {
+	return commandEnv(timeout, nil, dir, name, args...)
+}
+
+// commandEnv is command with more environment variables (KEY=value).
+func commandEnv(timeout time.Duration, env []string, dir, name string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -392,8 +413,13 @@ func lines(s string) []string {
 // scriptClient is a client driven through a script taking "produce BOOT TOPIC START COUNT",
 // "consume BOOT TOPIC GROUP COUNT" and "delete BOOT TOPIC".
 func scriptClient(name, dir, interpreter string, script ...string) client {
+	return scriptClientEnv(name, nil, dir, interpreter, script...)
+}
+
+// scriptClientEnv is scriptClient with more environment variables for the script.
+func scriptClientEnv(name string, env []string, dir, interpreter string, script ...string) client {
 	run := func(args ...string) (string, error) {
-		return command(90*time.Second, dir, interpreter, append(slices.Clone(script), args...)...)
+		return commandEnv(90*time.Second, env, dir, interpreter, append(slices.Clone(script), args...)...)
 	}
 	return client{
 		name: name,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,15 +31,24 @@ func needKcat(t *testing.T) string {
 	return p
 }
 
-func kcatClient(kcat string) client {
+func kcatClient(kcat string) client { return kcatClientSec(kcat, "kcat", nil) }
+
+// kcatClientSec is kcatClient with librdkafka properties (-F FILE) and the admin client's
+// security for the delete: the row name says which.
+func kcatClientSec(kcat, name string, sec *security) client {
+	var f []string
+	var kopts []kgo.Opt
+	if sec != nil {
+		f, kopts = []string{"-F", sec.props}, sec.kgo
+	}
 	return client{
-		name: "kcat",
+		name: name,
 		produce: func(boot, topic string, start, count int) error {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			// Keyed (key = value), so that the records spread over the partitions: keyless
 			// records from one burst all go to one partition (sticky partitioning).
-			cmd := exec.CommandContext(ctx, kcat, "-P", "-b", boot, "-t", topic, "-X", "acks=all", "-K", ":")
+			cmd := exec.CommandContext(ctx, kcat, append(slices.Clone(f), "-P", "-b", boot, "-t", topic, "-X", "acks=all", "-K", ":")...)
 			var in strings.Builder
 			for i := start; i < start+count; i++ {
 				fmt.Fprintf(&in, "%d:%d\n", i, i)
@@ -51,17 +61,17 @@ func kcatClient(kcat string) client {
 			return nil
 		},
 		consume: func(boot, topic, group string, count int) ([]string, error) {
-			out, err := command(60*time.Second, "", kcat, "-b", boot, "-G", group, "-X", "auto.offset.reset=earliest",
-				"-c", strconv.Itoa(count), "-q", "-f", "%s\n", topic)
+			out, err := command(60*time.Second, "", kcat, append(slices.Clone(f), "-b", boot, "-G", group, "-X", "auto.offset.reset=earliest",
+				"-c", strconv.Itoa(count), "-q", "-f", "%s\n", topic)...)
 			return lines(out), err
 		},
 		// kcat has no admin commands: the topic is deleted with franz-go's kadm, and kcat
 		// (librdkafka's metadata) must then see it gone.
 		delete: func(boot, topic string) error {
-			if err := kadmDelete(boot, topic); err != nil {
+			if err := kadmDelete(boot, topic, kopts...); err != nil {
 				return err
 			}
-			out, err := command(30*time.Second, "", kcat, "-L", "-b", boot, "-t", topic, "-X", "allow.auto.create.topics=false")
+			out, err := command(30*time.Second, "", kcat, append(slices.Clone(f), "-L", "-b", boot, "-t", topic, "-X", "allow.auto.create.topics=false")...)
 			if err != nil {
 				return err
 			}
@@ -74,8 +84,8 @@ func kcatClient(kcat string) client {
 }
 
 // kadmDelete deletes topic with franz-go's kadm.
-func kadmDelete(boot, topic string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(boot, ",")...))
+func kadmDelete(boot, topic string, opts ...kgo.Opt) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(boot, ",")...)}, opts...)...)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,10 @@ import (
 )
 
 // saramaClient uses sarama's default config (its default protocol version) with acks=all.
-func saramaClient() client {
+func saramaClient() client { return saramaClientSec("sarama", nil) }
+
+// saramaClientSec is saramaClient with its config's security set by sec (nil: none).
+func saramaClientSec(name string, sec func(*sarama.Config)) client {
 	config := func() *sarama.Config {
 		cfg := sarama.NewConfig()
 		cfg.ClientID = "isrbench-interop"
@@ -21,10 +24,13 @@ func saramaClient() client {
 		cfg.Producer.Return.Successes = true
 		cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
 		cfg.Consumer.Offsets.AutoCommit.Enable = false
+		if sec != nil {
+			sec(cfg)
+		}
 		return cfg
 	}
 	return client{
-		name: "sarama",
+		name: name,
 		produce: func(boot, topic string, start, count int) error {
 			p, err := sarama.NewSyncProducer(strings.Split(boot, ","), config())
 			if err != nil {

@@ -329,7 +329,7 @@ func appendArrayLen(b []byte, n int, flex bool) []byte {
 // position (ZeroCopy), or one pread into a reused buffer and one write.
 func (c *conn) sendFetch(parts []broker.FetchPartition) error {
 	e := &c.fetch.enc
-	if !c.s.cfg.ZeroCopy {
+	if !c.s.cfg.ZeroCopy || c.tls != nil { // sendfile cannot write through TLS
 		out := c.fetch.copy[:0]
 		prev := 0
 		var copied int64
@@ -358,6 +358,10 @@ func (c *conn) sendFetch(parts []broker.FetchPartition) error {
 			return fmt.Errorf("writing fetch response: %w", err)
 		}
 		c.s.stats.copyBytes.Add(copied)
+		if c.tls != nil {
+			c.s.stats.tlsCopyBytes.Add(copied)
+			costs.tlsCopyBytes.Add(copied)
+		}
 		return nil
 	}
 	return c.sendZeroCopy(parts)

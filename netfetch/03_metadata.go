@@ -68,6 +68,7 @@ func (c *conn) handleMetadata(req *kmsg.MetadataRequest) (kmsg.Response, error) 
 		alive[b.ID] = true
 		mb := kmsg.NewMetadataResponseBroker()
 		mb.NodeID, mb.Host, mb.Port = b.ID, b.Host, b.Port
+		mb.Host, mb.Port = c.advertised(b.ID, b.Host, b.Port) // the client's listener (security.go)
 		resp.Brokers = append(resp.Brokers, mb)
 		if resp.ControllerID == -1 || b.ID < resp.ControllerID {
 			resp.ControllerID = b.ID // no controller broker exists: report the lowest alive id

@@ -77,6 +77,7 @@ func (c *conn) locateGroup(key string, rc *kmsg.FindCoordinatorResponseCoordinat
 		return fmt.Errorf("coordinator broker %d is not alive: %w", id, kerr.CoordinatorNotAvailable)
 	}
 	rc.NodeID, rc.Host, rc.Port = b.ID, b.Host, b.Port
+	rc.Host, rc.Port = c.advertised(b.ID, b.Host, b.Port)
 	return nil
 }
 

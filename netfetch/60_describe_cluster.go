@@ -50,6 +50,7 @@ func (c *conn) handleDescribeCluster(req *kmsg.DescribeClusterRequest) (kmsg.Res
 		}
 		rb := kmsg.NewDescribeClusterResponseBroker()
 		rb.NodeID, rb.Host, rb.Port, rb.IsFenced = b.ID, b.Host, b.Port, !b.Alive
+		rb.Host, rb.Port = c.advertised(b.ID, b.Host, b.Port)
 		resp.Brokers = append(resp.Brokers, rb)
 		if b.Alive && (resp.ControllerID == -1 || b.ID < resp.ControllerID) {
 			resp.ControllerID = b.ID

@@ -3,6 +3,7 @@ package netfetch
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -23,11 +24,16 @@ import (
 // conn is one client connection, owned by its serve goroutine.
 type conn struct {
 	s   *Server
-	nc  *net.TCPConn
+	nc  net.Conn // the TCP connection, or its TLS connection after the handshake
 	raw syscall.RawConn
-	br  *bufio.Reader
-	ctx context.Context // canceled when the connection ends
-	ip  netip.Addr      // the client's address (max.connections.per.ip)
+	// lis is the listener the connection came in on (nil: the server's own, PLAINTEXT); tls
+	// is set once its TLS handshake is done; sasl is its SASL state (security.go).
+	lis  *listener
+	tls  *tls.Conn
+	sasl saslState
+	br   *bufio.Reader
+	ctx  context.Context // canceled when the connection ends
+	ip   netip.Addr      // the client's address (max.connections.per.ip)
 
 	// rdl is the read deadline set on nc now (zero = none).
 	rdl time.Time
@@ -62,12 +68,12 @@ type conn struct {
 	sendAt time.Time
 }
 
-func newConn(s *Server, tc *net.TCPConn, ip netip.Addr) (*conn, error) {
+func newConn(s *Server, tc *net.TCPConn, ip netip.Addr, lis *listener) (*conn, error) {
 	raw, err := tc.SyscallConn()
 	if err != nil {
 		return nil, fmt.Errorf("syscall conn: %w", err)
 	}
-	return &conn{s: s, nc: tc, raw: raw, br: bufio.NewReaderSize(newSockReader(tc), readBufferSize), ip: ip}, nil
+	return &conn{s: s, nc: tc, raw: raw, br: bufio.NewReaderSize(newSockReader(tc), readBufferSize), ip: ip, lis: lis}, nil
 }
 
 // reqHeader is a decoded request header (v1 or v2).
@@ -122,6 +128,12 @@ func (c *conn) serve() {
 		case <-ctx.Done():
 		}
 	}()
+	if err := c.secure(); err != nil {
+		if !peerGone(err) {
+			s.cfg.Logf("netfetch: broker %d: closing connection from %s: %v", s.cfg.BrokerID, c.nc.RemoteAddr(), err)
+		}
+		return
+	}
 	for {
 		body, err := c.readRequest()
 		if err != nil {
@@ -228,9 +240,15 @@ func (c *conn) markSend() { c.sendAt = time.Now() }
 // answer decodes one request and answers it through the API registered for its key
 // (registry.go; each NN_name.go registers its key, versions and handler).
 func (c *conn) answer(body []byte) error {
+	if c.sasl.raw && c.sasl.mech != nil { // after a v0 SaslHandshake: a bare token
+		return c.answerRawToken(body)
+	}
 	h, req, rest, err := parseHeaderWith(body, c.requestFor)
 	if err != nil {
 		return closef("%v", err)
+	}
+	if err := c.authorize(h.key); err != nil {
+		return err
 	}
 	if h.key >= 0 && int(h.key) < maxAPIKey {
 		c.s.stats.requests[h.key].Add(1)

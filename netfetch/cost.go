@@ -26,6 +26,9 @@ type Cost struct {
 	// Bytes: ReadBytes and WriteBytes were copied between user space and the socket;
 	// SendfileBytes went from the page cache to the socket without a copy through user space.
 	ReadBytes, WriteBytes, SendfileBytes int64
+	// TLSCopyBytes are the Fetch responses' record bytes written through TLS: copied (pread,
+	// then encrypted) where a plaintext listener would send them with sendfile.
+	TLSCopyBytes int64
 
 	// Leader side (the wire server): requests received, and Fetch responses written.
 	ProduceRequests        int64
@@ -100,6 +103,7 @@ func (c Cost) Sub(o Cost) Cost {
 	return Cost{
 		Read: c.Read - o.Read, Write: c.Write - o.Write, Sendfile: c.Sendfile - o.Sendfile, Sendmsg: c.Sendmsg - o.Sendmsg,
 		ReadBytes: c.ReadBytes - o.ReadBytes, WriteBytes: c.WriteBytes - o.WriteBytes, SendfileBytes: c.SendfileBytes - o.SendfileBytes,
+		TLSCopyBytes:    c.TLSCopyBytes - o.TLSCopyBytes,
 		ProduceRequests: c.ProduceRequests - o.ProduceRequests, FetchRequests: c.FetchRequests - o.FetchRequests,
 		ReplicaFetchRequests: c.ReplicaFetchRequests - o.ReplicaFetchRequests, FetchResponses: c.FetchResponses - o.FetchResponses,
 		FollowerFetchRequests:  c.FollowerFetchRequests - o.FollowerFetchRequests,
@@ -114,6 +118,7 @@ func (c Cost) Sub(o Cost) Cost {
 var costs struct {
 	read, write, sendfile, sendmsg        atomic.Int64
 	readBytes, writeBytes, sendfileBytes  atomic.Int64
+	tlsCopyBytes                          atomic.Int64
 	produce, fetch, replicaFetch, fetched atomic.Int64
 	followerFetch, followerFetched        atomic.Int64
 }
@@ -123,6 +128,7 @@ func ReadCost() Cost {
 	return Cost{
 		Read: costs.read.Load(), Write: costs.write.Load(), Sendfile: costs.sendfile.Load(), Sendmsg: costs.sendmsg.Load(),
 		ReadBytes: costs.readBytes.Load(), WriteBytes: costs.writeBytes.Load(), SendfileBytes: costs.sendfileBytes.Load(),
+		TLSCopyBytes:    costs.tlsCopyBytes.Load(),
 		ProduceRequests: costs.produce.Load(), FetchRequests: costs.fetch.Load(), ReplicaFetchRequests: costs.replicaFetch.Load(),
 		FetchResponses: costs.fetched.Load(), FollowerFetchRequests: costs.followerFetch.Load(),
 		FollowerFetchResponses: costs.followerFetched.Load(),

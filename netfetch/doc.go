@@ -54,6 +54,13 @@
 //     (controller.DynamicBrokerConfigNames), refusing the others as Kafka does.
 //     Mutating admin requests answer once the alive brokers applied the change
 //     (bounded by the request's timeout).
+//   - Listener security (security.go, sasl_mechanisms.go, 17_sasl_handshake.go,
+//     36_sasl_authenticate.go, 50/51 SCRAM users, acls.go): a server's listeners each have
+//     Kafka's security protocol; TLS is handshaken on the connection's goroutine, SASL
+//     PLAIN and SCRAM-SHA-256/512 are served against the controller's SCRAM users, and
+//     nothing but ApiVersions and the SASL exchange is served before authentication.
+//     Under TLS, Fetch records take the copy path (TLSCopyBytes). The replica fetchers
+//     run the inter-broker listener's TLS and SASL (replica_fetch_security.go).
 //
 // # Offsets
 //

@@ -193,7 +193,7 @@ func TestSendFetchZeroCopyAndCopy(t *testing.T) {
 	for _, zc := range []bool{true, false} {
 		srv := NewServer(ServerConfig{ZeroCopy: zc}, nil)
 		a, b := tcpPair(t)
-		c, err := newConn(srv, a, netip.Addr{})
+		c, err := newConn(srv, a, netip.Addr{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +230,7 @@ func TestSendfileShortFileIsAnError(t *testing.T) {
 	srv := NewServer(ServerConfig{ZeroCopy: true}, nil)
 	a, b := tcpPair(t)
 	go io.Copy(io.Discard, b)
-	c, err := newConn(srv, a, netip.Addr{})
+	c, err := newConn(srv, a, netip.Addr{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,8 @@ type Transport struct {
 	// noSessions turns incremental fetch sessions off (isrbench.fetch.sessions=false):
 	// every replica fetch names every partition.
 	noSessions bool
+	// sec is the inter-broker listener's client security (replica_fetch_security.go).
+	sec ClientSecurity
 }
 
 // NewTransport returns a transport for broker self without fault injection
@@ -83,6 +85,10 @@ func (t *Transport) Dial(ctx context.Context, source int32, fetcherIndex int) (b
 		l.mu.Unlock()
 	}
 	fc.br = bufio.NewReaderSize(newSockReader(fc.nc), 64<<10)
+	if err := t.secureReplicaConn(ctx, fc, hostOf(addr)); err != nil {
+		fc.Close()
+		return nil, err
+	}
 	return fc, nil
 }
 

@@ -85,6 +85,13 @@ type ServerConfig struct {
 	// memory of requests being read (zero fields = defaults, see ConnLimits).
 	Limits ConnLimits
 
+	// ListenerName and Security are the name and security of the server's listener ln (the
+	// one the broker registers; zero: PLAINTEXT). Listeners are the broker's other
+	// listeners, served by Serve and closed by Close (security.go).
+	ListenerName string
+	Security     Security
+	Listeners    []Listener
+
 	// Counters are the wire-server counters this server adds to: several servers (an
 	// embedded cluster's brokers, across restarts) may share one; nil = its own.
 	Counters *Counters
@@ -99,6 +106,9 @@ type ServerStats struct {
 	SendfileBytes int64 // record bytes sent with sendfile(2) (zero copy)
 	SendfileCalls int64 // sendfile(2) system calls that moved bytes
 	CopyBytes     int64 // record bytes copied through user space (pread + write)
+	// TLSCopyBytes is the part of CopyBytes sent on TLS connections: with zero copy on,
+	// bytes that would have been sent with sendfile but for TLS.
+	TLSCopyBytes int64
 	// IncrementalFetches counts Fetch requests served on an incremental fetch session
 	// (KIP-227); FetchPartitionsOmitted the session partitions their responses left out
 	// (nothing new for them).
@@ -114,6 +124,7 @@ type counters struct {
 	sendfileBytes atomic.Int64
 	sendfileCalls atomic.Int64
 	copyBytes     atomic.Int64
+	tlsCopyBytes  atomic.Int64 // the part of copyBytes copied because the connection is TLS
 	incremental   atomic.Int64
 	omitted       atomic.Int64
 	requests      [maxAPIKey]atomic.Int64
@@ -156,6 +167,7 @@ func (c *counters) snapshot() ServerStats {
 		SendfileBytes: c.sendfileBytes.Load(),
 		SendfileCalls: c.sendfileCalls.Load(),
 		CopyBytes:     c.copyBytes.Load(),
+		TLSCopyBytes:  c.tlsCopyBytes.Load(),
 		Requests:      map[string]int64{},
 
 		IncrementalFetches:     c.incremental.Load(),
@@ -271,11 +283,29 @@ func (s *Server) Stats() ServerStats { return s.stats.snapshot() }
 // A connection over max.connections, max.connections.per.ip or the
 // broker's file-descriptor share (see FDShare) is closed as soon as it is
 // accepted, with a log line (at most one a second) naming the bound.
+//
+// Serve also accepts on ServerConfig.Listeners, each on its own goroutine (an accept error
+// that ends one is logged).
 func (s *Server) Serve() error {
 	s.register()
+	for _, l := range s.cfg.Listeners {
+		lis := &listener{name: l.Name, sec: l.Security, advertise: l.Advertise}
+		s.wg.Add(1)
+		go func(ln net.Listener) {
+			defer s.wg.Done()
+			if err := s.acceptLoop(ln, lis); err != nil {
+				s.cfg.Logf("netfetch: broker %d: listener %s: %v", s.cfg.BrokerID, l.Name, err)
+			}
+		}(l.Ln)
+	}
+	return s.acceptLoop(s.ln, &listener{name: s.cfg.ListenerName, sec: s.cfg.Security})
+}
+
+// acceptLoop accepts connections on ln, a listener with lis's security, until Close.
+func (s *Server) acceptLoop(ln net.Listener, lis *listener) error {
 	var backoff time.Duration
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			select {
 			case <-s.done:
@@ -322,7 +352,7 @@ func (s *Server) Serve() error {
 			continue
 		}
 		s.mu.Unlock()
-		c, err := newConn(s, tc, ip)
+		c, err := newConn(s, tc, ip, lis)
 		if err != nil {
 			s.cfg.Logf("netfetch: broker %d: %v", s.cfg.BrokerID, err)
 			tc.Close()
@@ -371,6 +401,9 @@ func (s *Server) Close() error {
 		s.mu.Lock()
 		close(s.done)
 		err = s.ln.Close()
+		for _, l := range s.cfg.Listeners {
+			l.Ln.Close()
+		}
 		for c := range s.mu.conns {
 			c.nc.Close()
 		}

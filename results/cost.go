@@ -82,6 +82,10 @@ type Cost struct {
 	BytesCopiedPerRecord   float64            `json:"bytes_copied_per_record,omitempty"`
 	BytesCopiedByPath      map[string]float64 `json:"bytes_copied_by_path_per_record,omitempty"`
 	BytesZeroCopyPerRecord float64            `json:"bytes_zero_copy_per_record,omitempty"`
+	// BytesTLSCopyPerRecord is the part of the copied bytes that were Fetch records written
+	// through TLS: a plaintext listener sends those of at least isrbench.zero.copy.min.bytes
+	// with sendfile, which cannot write through TLS.
+	BytesTLSCopyPerRecord float64 `json:"bytes_tls_copy_per_record,omitempty"`
 
 	// Request time of the cluster per record (Kafka's request metrics, summed over the requests
 	// of every broker): RequestTimePerRecord by kind (RequestKinds) on the leaders, and the time
@@ -190,7 +194,11 @@ func printCost(w io.Writer, c *Cost) error {
 			}
 		}
 		t.Append("bytes copied", fmtCost(c.BytesCopiedPerRecord), strings.Join(paths, ", "))
-		t.Append("bytes zero-copy", fmtCost(c.BytesZeroCopyPerRecord), "sendfile")
+		zc := "sendfile"
+		if c.BytesTLSCopyPerRecord > 0 {
+			zc = fmt.Sprintf("sendfile; %s fetch record bytes went over TLS, through the copy path (sendfile cannot write through TLS)", fmtCost(c.BytesTLSCopyPerRecord))
+		}
+		t.Append("bytes zero-copy", fmtCost(c.BytesZeroCopyPerRecord), zc)
 	}
 	if err := t.Render(); err != nil {
 		return fmt.Errorf("results: cost table: %w", err)

@@ -30,17 +30,16 @@ type consumer struct {
 	peers *peerClock
 }
 
-func newConsumer(seeds []string, topic string, start []int64, win window, ours func(uint32) bool, extra ...kgo.Opt) (*consumer, error) {
+func newConsumer(conn []kgo.Opt, topic string, start []int64, win window, ours func(uint32) bool, extra ...kgo.Opt) (*consumer, error) {
 	offs := make(map[int32]kgo.Offset, len(start))
 	for p, o := range start {
 		offs[int32(p)] = kgo.NewOffset().At(o)
 	}
-	opts := append([]kgo.Opt{
-		kgo.SeedBrokers(seeds...),
+	opts := append(append(conn[:len(conn):len(conn)],
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}),
-		kgo.FetchMaxWait(500 * time.Millisecond),
-		kgo.MetadataMinAge(250 * time.Millisecond),
-	}, extra...)
+		kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.MetadataMinAge(250*time.Millisecond),
+	), extra...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
@@ -107,7 +106,7 @@ func (c *consumer) close() { c.cl.Close() }
 // check never hides a loss it cannot place).
 //
 // It returns the totals and the counts by the producers' acks setting ("all", "1", "0").
-func checkDurability(ctx context.Context, seeds []string, topic string, loadStart, start, end []int64, prods []*producer) (results.DurabilityCounts, map[string]results.DurabilityCounts, error) {
+func checkDurability(ctx context.Context, conn []kgo.Opt, topic string, loadStart, start, end []int64, prods []*producer) (results.DurabilityCounts, map[string]results.DurabilityCounts, error) {
 	dcs := make([]results.DurabilityCounts, len(prods)) // per producer index
 	byID := make(map[uint32]int, len(prods))
 	seen := make([]bitset, len(prods))
@@ -124,9 +123,9 @@ func checkDurability(ctx context.Context, seeds []string, topic string, loadStar
 		}
 	}
 	if remaining > 0 {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
+		cl, err := kgo.NewClient(append(conn[:len(conn):len(conn)],
 			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}),
-			kgo.FetchMaxWait(200*time.Millisecond))
+			kgo.FetchMaxWait(200*time.Millisecond))...)
 		if err != nil {
 			countAcked(dcs, prods)
 			tot, by, _ := sumCounts(dcs, prods)

@@ -290,6 +290,7 @@ func (m *costMeter) cost(records int64, clusterInProcess bool, cpuProfile string
 		}
 		c.BytesCopiedPerRecord = per(float64(sum))
 		c.BytesZeroCopyPerRecord = per(float64(n.SendfileBytes))
+		c.BytesTLSCopyPerRecord = per(float64(n.TLSCopyBytes))
 	} else {
 		notes = append(notes, "the cluster is not in this process: only the clients' side is known (CPU, allocations, GC and context switches of the clients and the harness); the cluster's system calls, requests and bytes are not counted")
 	}

@@ -46,7 +46,7 @@ func balancerFor(name string) (kgo.GroupBalancer, error) {
 // without a committed offset starts at the first record written after the member was
 // created (records before belong to no measurement). changed (shared by the members) is
 // signalled on every assignment change.
-func newGroupConsumer(seeds []string, topic string, partitions int, spec ConsumerSpec, win window, ours func(uint32) bool, changed chan struct{}) (*consumer, error) {
+func newGroupConsumer(conn []kgo.Opt, topic string, partitions int, spec ConsumerSpec, win window, ours func(uint32) bool, changed chan struct{}) (*consumer, error) {
 	bal, err := balancerFor(spec.GroupBalancer)
 	if err != nil {
 		return nil, err
@@ -77,8 +77,7 @@ func newGroupConsumer(seeds []string, topic string, partitions int, spec Consume
 		default:
 		}
 	}
-	cl, err = kgo.NewClient(
-		kgo.SeedBrokers(seeds...),
+	cl, err = kgo.NewClient(append(conn[:len(conn):len(conn)],
 		kgo.ConsumerGroup(spec.GroupID), kgo.ConsumeTopics(topic), kgo.Balancers(bal),
 		kgo.AutoCommitInterval(time.Duration(spec.AutoCommitIntervalMs)*time.Millisecond),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AfterMilli(time.Now().UnixMilli())),
@@ -87,7 +86,7 @@ func newGroupConsumer(seeds []string, topic string, partitions int, spec Consume
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { update(ps, true) }),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { update(ps, false) }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { update(ps, false) }),
-	)
+	)...)
 	if err != nil {
 		return nil, err
 	}

@@ -90,8 +90,8 @@ func (h *pendingRecs) Pop() any {
 }
 
 // newHWObserver watches topic's partitions starting from start[p] (the HWs before the load).
-func newHWObserver(seeds []string, topic string, start []int64, win window) (*hwObserver, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.MetadataMinAge(freshMetadata))
+func newHWObserver(conn []kgo.Opt, topic string, start []int64, win window) (*hwObserver, error) {
+	cl, err := kgo.NewClient(append(conn[:len(conn):len(conn)], kgo.MetadataMinAge(freshMetadata))...)
 	if err != nil {
 		return nil, err
 	}

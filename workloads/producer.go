@@ -107,8 +107,8 @@ func producerOpts(p ProducerSpec, topic string) []kgo.Opt {
 	return opts
 }
 
-func newProducer(id uint32, seeds []string, spec ProducerSpec, topic string, rate float64, win window, mode WaitMode) (*producer, error) {
-	opts := append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, producerOpts(spec, topic)...)
+func newProducer(id uint32, conn []kgo.Opt, spec ProducerSpec, topic string, rate float64, win window, mode WaitMode) (*producer, error) {
+	opts := append(conn[:len(conn):len(conn)], producerOpts(spec, topic)...)
 	if l := clientLogger(); l != nil {
 		opts = append(opts, kgo.WithLogger(l))
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/isrbench/isrbench/results"
 )
@@ -118,7 +119,7 @@ func (r *run) producerTotal() int {
 // startObserver starts the client HW observer when hw.lag.client asks for it (see
 // Spec.HWLagClient) and some producer waits for acknowledgements; stopObserver (deferred) ends
 // it on any path, finishObserver after the drain.
-func (r *run) startObserver(ctx context.Context, seeds []string, startOffs []int64) error {
+func (r *run) startObserver(ctx context.Context, conn []kgo.Opt, startOffs []int64) error {
 	acked := false
 	for _, g := range r.spec.ProducerGroups() {
 		acked = acked || (g.Count > 0 && g.Acks != "0")
@@ -126,7 +127,7 @@ func (r *run) startObserver(ctx context.Context, seeds []string, startOffs []int
 	if !acked || !r.spec.observesHWLag(r.tgt.Name()) {
 		return nil
 	}
-	o, err := newHWObserver(seeds, r.spec.Topic.Name, startOffs, r.win)
+	o, err := newHWObserver(conn, r.spec.Topic.Name, startOffs, r.win)
 	if err != nil {
 		return err
 	}

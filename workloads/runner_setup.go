@@ -23,6 +23,8 @@ type runPlan struct {
 	id        string
 	startedAt time.Time
 	seeds     []string
+	// conn are the options every client starts from: the seeds and the target's security.
+	conn []kgo.Opt
 	// grouped: the consumers are members of consumers.group.id (else each reads every
 	// partition from startOffs).
 	grouped bool
@@ -66,7 +68,8 @@ func (r *run) setup(ctx context.Context, id string, startedAt time.Time) error {
 		}
 	}
 	p.seeds = tgt.Seeds()
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(p.seeds...), kgo.MetadataMinAge(freshMetadata))
+	p.conn = clientOpts(p.seeds, targetSecurity(tgt))
+	admCl, err := kgo.NewClient(append(p.conn[:len(p.conn):len(p.conn)], kgo.MetadataMinAge(freshMetadata))...)
 	if err != nil {
 		return err
 	}
@@ -102,7 +105,7 @@ func (r *run) setup(ctx context.Context, id string, startedAt time.Time) error {
 		}
 	})
 	p.base = r.idBase()
-	if err := r.startObserver(ctx, p.seeds, p.startOffs); err != nil {
+	if err := r.startObserver(ctx, p.conn, p.startOffs); err != nil {
 		return err
 	}
 	r.loops.onClose(r.stopObserver)
@@ -120,7 +123,7 @@ func (r *run) joinGroup(ctx context.Context) error {
 	}
 	changed := make(chan struct{}, 1)
 	for i := 0; i < s.Consumers.Count; i++ {
-		c, err := newGroupConsumer(p.seeds, s.Topic.Name, s.Topic.Partitions, s.Consumers, window{}, func(uint32) bool { return false }, changed)
+		c, err := newGroupConsumer(p.conn, s.Topic.Name, s.Topic.Partitions, s.Consumers, window{}, func(uint32) bool { return false }, changed)
 		if err != nil {
 			return err
 		}
@@ -163,7 +166,7 @@ func (r *run) newClients() error {
 			if g.Count > 0 {
 				rate = g.Rate / float64(g.Count)
 			}
-			pr, err := newProducer(p.base+uint32(global), p.seeds, g, s.Topic.Name, rate, r.win, r.opts.WaitMode)
+			pr, err := newProducer(p.base+uint32(global), p.conn, g, s.Topic.Name, rate, r.win, r.opts.WaitMode)
 			if err != nil {
 				return err // closeClients (in loops) closes what was opened
 			}
@@ -185,7 +188,7 @@ func (r *run) newClients() error {
 		return nil
 	}
 	for i := 0; i < s.Consumers.Count; i++ {
-		c, err := newConsumer(p.seeds, s.Topic.Name, p.startOffs, r.win, ours)
+		c, err := newConsumer(p.conn, s.Topic.Name, p.startOffs, r.win, ours)
 		if err != nil {
 			return err
 		}

@@ -40,7 +40,7 @@ func (r *run) verify(ctx context.Context, st settled) (*verdict, error) {
 		v.readFrom[p] = max(startOffs[p], min(logStarts[p], st.endOffs[p]))
 	}
 	verifyCtx, cancelVerify := context.WithTimeout(ctx, 60*time.Second)
-	v.dc, v.byAcks, v.err = checkDurability(verifyCtx, r.plan.seeds, s.Topic.Name, startOffs, v.readFrom, st.endOffs, r.prods)
+	v.dc, v.byAcks, v.err = checkDurability(verifyCtx, r.plan.conn, s.Topic.Name, startOffs, v.readFrom, st.endOffs, r.prods)
 	cancelVerify()
 	if v.err != nil {
 		r.notef("durability check: %v", v.err)

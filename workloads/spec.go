@@ -25,6 +25,10 @@ type Spec struct {
 	// reference without replication) or "kafka://host:port[,host:port]". --target sets it; as a
 	// key it can be swept: --vary target=embedded,kfake runs the same load on both.
 	Target string
+	// Client holds the Kafka client properties of the spec's target block (security.protocol,
+	// sasl.*, ssl.*: see security.go), by their Kafka names; --command-config adds a file's.
+	// Only for a kafka:// target; nil: PLAINTEXT.
+	Client map[string]string
 	// HWLagClient is hw.lag.client: whether the harness measures the HW lag a client observes
 	// (a Fetch parked at the HW on every leader, answered at every HW advance: it costs the
 	// cluster a fetch round trip per advance). "auto" (default): on for kafka:// targets, whose
@@ -103,6 +107,9 @@ type BrokerSpec struct {
 	FlushMessages int64 // flush.messages, default 9223372036854775807 (never fsync on count)
 	FlushMs       int64 // flush.ms, default 9223372036854775807
 	ZeroCopy      bool  // isrbench.zero.copy: sendfile fetch responses, default true
+	// InterBrokerProtocol is security.inter.broker.protocol of the embedded cluster (PLAINTEXT,
+	// SSL, SASL_PLAINTEXT, SASL_SSL; default PLAINTEXT): see security_embedded.go.
+	InterBrokerProtocol string
 	// ZeroCopyMinBytes is isrbench.zero.copy.min.bytes: record slices smaller than this are
 	// copied into a fetch response rather than sent with sendfile, default 32768.
 	ZeroCopyMinBytes int64
@@ -248,6 +255,7 @@ func DefaultSpec() *Spec {
 			FlushMessages:                config.DefaultOf("log.flush.interval.messages"),
 			FlushMs:                      config.DefaultOf("log.flush.interval.ms"),
 			ZeroCopy:                     true,
+			InterBrokerProtocol:          "PLAINTEXT",
 			ZeroCopyMinBytes:             config.DefaultOf("isrbench.zero.copy.min.bytes"),
 			FetchSessions:                true,
 			FetchSessionCacheSlots:       int(config.DefaultOf("max.incremental.fetch.session.cache.slots")),
@@ -277,6 +285,7 @@ func (s *Spec) Clone() *Spec {
 	c.Faults = append([]Fault(nil), s.Faults...)
 	c.MoreProducers = append([]ProducerSpec(nil), s.MoreProducers...)
 	c.SweepKeys = append([]string(nil), s.SweepKeys...)
+	c.Client = cloneClient(s.Client)
 	if s.given != nil {
 		c.given = make(map[string]bool, len(s.given))
 		for k := range s.given {

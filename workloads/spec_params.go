@@ -3,6 +3,7 @@ package workloads
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -20,6 +21,9 @@ func (s *Spec) Validate() error {
 		}
 	}
 	if _, err := CheckTarget(s.Target, s); err != nil {
+		return err
+	}
+	if err := s.validateClient(); err != nil {
 		return err
 	}
 	if s.Topic.ReplicationFactor > s.Brokers {
@@ -50,6 +54,9 @@ func (s *Spec) Validate() error {
 // Set overrides one setting by flat key (full path or short name, see Keys) from its text form.
 func (s *Spec) Set(key, value string) error {
 	p := Lookup(key)
+	if rest, ok := strings.CutPrefix(key, targetPrefix); ok && p == nil {
+		return s.setClientProp(rest, value)
+	}
 	if p == nil {
 		return fmt.Errorf("unknown key %q (known keys: %s)", key, strings.Join(Keys(), ", "))
 	}
@@ -95,6 +102,7 @@ func (s *Spec) Config() map[string]any {
 		m[p.Key] = v
 	}
 	m["faults"] = len(s.Faults)
+	maps.Copy(m, s.clientConfigEntries())
 	if len(s.MoreProducers) > 0 {
 		m["producers.groups"] = 1 + len(s.MoreProducers)
 		for i, g := range s.MoreProducers {
@@ -144,6 +152,7 @@ func KeyHelp() string {
 		}
 		fmt.Fprintf(&b, "  %-48s %s\n", names, p.Help)
 	}
+	fmt.Fprintf(&b, "  %-48s %s\n", "target.<client property>", "a Kafka client property of a kafka:// target (security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.location, ...; as --command-config), or target.bootstrap.servers; secrets recorded as [hidden]")
 	return b.String()
 }
 
@@ -438,6 +447,10 @@ var params = []Param{
 	intB("flush.messages", "log.flush.interval.messages", []string{"broker.flush.messages"}, "", func(s *Spec) *int64 { return &s.Broker.FlushMessages }),
 	intB("flush.ms", "log.flush.interval.ms", []string{"broker.flush.ms"}, "", func(s *Spec) *int64 { return &s.Broker.FlushMs }),
 	boolB("isrbench.zero.copy", []string{"broker.isrbench.zero.copy"}, func(s *Spec) *bool { return &s.Broker.ZeroCopy }),
+	enumP("security.inter.broker.protocol", []string{"broker.security.inter.broker.protocol"}, securityProtocols,
+		"the embedded cluster's replication listener (with target.security.protocol: TLS material and SCRAM users made for the run), default PLAINTEXT; a kafka:// cluster's is its own",
+		func(s *Spec) *string { return &s.Broker.InterBrokerProtocol }),
+	targetProtocolParam,
 	boolB("isrbench.fetch.sessions", []string{"broker.isrbench.fetch.sessions"}, func(s *Spec) *bool { return &s.Broker.FetchSessions }),
 	intB("max.incremental.fetch.session.cache.slots", "max.incremental.fetch.session.cache.slots", []string{"broker.max.incremental.fetch.session.cache.slots"}, "", func(s *Spec) *int { return &s.Broker.FetchSessionCacheSlots }),
 	intB("isrbench.zero.copy.min.bytes", "isrbench.zero.copy.min.bytes", []string{"broker.isrbench.zero.copy.min.bytes"}, "", func(s *Spec) *int64 { return &s.Broker.ZeroCopyMinBytes }),

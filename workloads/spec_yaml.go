@@ -137,6 +137,11 @@ func (s *Spec) applyNode(prefix string, m *yaml.Node, seen keyLines) error {
 				return err
 			}
 			continue
+		case prefix == "" && key == "target" && v.Kind == yaml.MappingNode:
+			if err := s.applyTargetNode(v); err != nil {
+				return err
+			}
+			continue
 		case prefix == "" && sections[key]:
 			if v.Kind == yaml.ScalarNode && (v.Tag == "!!null" || v.Value == "") {
 				continue

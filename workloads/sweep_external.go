@@ -24,7 +24,13 @@ func sweepOnTarget(ctx context.Context, base *Spec, axes []Axis, repeat int, o O
 	if err := CheckSweepOnTarget(o.Target, axes, o.Assume); err != nil {
 		return nil, err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(hosts...))
+	// A refused security setting ends the sweep now (every point would fail alike); an
+	// unreachable cluster fails each point, recorded as such.
+	sec, err := clientSecurity(ctx, o.Target, hosts, base)
+	if errors.Is(err, ErrTargetConnect) {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(clientOpts(hosts, sec)...)
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", o.Target, err)
 	}

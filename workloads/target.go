@@ -71,6 +71,9 @@ func OpenTarget(ctx context.Context, name string, s *Spec, o TargetOptions) (Tar
 	if err != nil {
 		return nil, err
 	}
+	if err := s.CheckClientTarget(name); err != nil {
+		return nil, err
+	}
 	if name == "kfake" {
 		return openKfake(s)
 	}
@@ -80,7 +83,11 @@ func OpenTarget(ctx context.Context, name string, s *Spec, o TargetOptions) (Tar
 		}
 		return embeddedTarget(ctx, s, o)
 	}
-	return newKafkaTarget(name, hosts, s.Topic.MinInsyncReplicas)
+	sec, err := clientSecurity(ctx, name, hosts, s)
+	if err != nil {
+		return nil, err // unreachable too: the run cannot start
+	}
+	return newKafkaTarget(name, hosts, s.Topic.MinInsyncReplicas, sec)
 }
 
 // openKfake starts franz-go's kfake, an in-process fake Kafka cluster with the spec's broker
@@ -94,7 +101,7 @@ func openKfake(s *Spec) (Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("target kfake: %w", err)
 	}
-	t, err := newKafkaTarget("kfake", c.ListenAddrs(), s.Topic.MinInsyncReplicas)
+	t, err := newKafkaTarget("kfake", c.ListenAddrs(), s.Topic.MinInsyncReplicas, nil)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -147,6 +154,7 @@ type kafkaTarget struct {
 	closeFn func() // stops an in-process cluster (kfake)
 	name    string
 	seeds   []string
+	sec     []kgo.Opt // the clients' security options (TLS, SASL); nil: PLAINTEXT
 	cl      *kgo.Client
 	adm     *kadm.Client
 	minISR  int
@@ -155,19 +163,20 @@ type kafkaTarget struct {
 	shrinks, expands int64
 }
 
-func newKafkaTarget(name string, seeds []string, minISR int) (*kafkaTarget, error) {
+func newKafkaTarget(name string, seeds []string, minISR int, sec []kgo.Opt) (*kafkaTarget, error) {
 	// kadm answers Metadata from kgo's cache while it is younger than MetadataMinAge (5 s
 	// by default): the timeline and the exec faults' targets need the cluster's state now.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.MetadataMinAge(freshMetadata))
+	cl, err := kgo.NewClient(append(clientOpts(seeds, sec), kgo.MetadataMinAge(freshMetadata))...)
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", name, err)
 	}
-	return &kafkaTarget{name: name, seeds: seeds, cl: cl, adm: kadm.NewClient(cl), lastISR: map[int32]int{}, minISR: minISR}, nil
+	return &kafkaTarget{name: name, seeds: seeds, sec: sec, cl: cl, adm: kadm.NewClient(cl), lastISR: map[int32]int{}, minISR: minISR}, nil
 }
 
-func (k *kafkaTarget) Name() string    { return k.name }
-func (k *kafkaTarget) Seeds() []string { return k.seeds }
-func (k *kafkaTarget) HasHWLag() bool  { return false }
+func (k *kafkaTarget) clientSecurity() []kgo.Opt { return k.sec }
+func (k *kafkaTarget) Name() string              { return k.name }
+func (k *kafkaTarget) Seeds() []string           { return k.seeds }
+func (k *kafkaTarget) HasHWLag() bool            { return false }
 func (k *kafkaTarget) Close() error {
 	k.cl.Close()
 	if k.closeFn != nil {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/isrbench/isrbench/cluster"
 	"github.com/isrbench/isrbench/core/log"
 	"github.com/isrbench/isrbench/netfetch"
@@ -25,6 +27,7 @@ type embedded struct {
 	c       *cluster.Cluster
 	dir     string
 	seeds   []string
+	sec     []kgo.Opt // the clients' security on the client listener (security_embedded.go)
 	minISR  int
 	closeMu sync.Once
 	err     error
@@ -115,13 +118,23 @@ func openEmbedded(ctx context.Context, s *Spec, o TargetOptions) (Target, error)
 		logw = io.Discard
 	}
 	cc.Logf = func(format string, args ...any) { fmt.Fprintf(logw, format+"\n", args...) }
+	clientListener, sec, err := s.embeddedSecurity(&cc, dir) // security_embedded.go
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("embedded cluster: %w", err)
+	}
 	c, err := cluster.Start(ctx, cc)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("embedded cluster: %w", err)
 	}
-	return &embedded{c: c, dir: dir, seeds: splitList(c.Bootstrap()), minISR: s.Topic.MinInsyncReplicas,
-		rng: rand.New(rand.NewPCG(o.Seed, 0x15b))}, nil
+	e := &embedded{c: c, dir: dir, seeds: splitList(c.Bootstrap()), minISR: s.Topic.MinInsyncReplicas,
+		rng: rand.New(rand.NewPCG(o.Seed, 0x15b))}
+	if err := e.secure(clientListener, sec); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
 }
 
 // openFilesNeeded is the file limit an embedded run needs: the one under which the

@@ -89,6 +89,9 @@ var kafkaSettings = deriveKafkaSettings(map[string]kafkaSetting{
 	"topic.min.insync.replicas": {mode: kafkaTopic, name: "min.insync.replicas"},
 	"brokers":                   {mode: kafkaHarness},
 	"isrbench.min.free.disk":    {mode: kafkaHarness},
+	// The embedded cluster's replication listener; a kafka:// cluster has its own and a run
+	// refuses any other value there (CheckClientTarget).
+	"security.inter.broker.protocol": {mode: kafkaHarness},
 })
 
 // kafkaSettingOf is how the registry entry e reaches a Kafka cluster.

@@ -37,7 +37,7 @@ func TestAdminCommandsUsage(t *testing.T) {
 		{[]string{"topics", "--alter", "--topic", "t"}, "--alter needs --partitions N"},
 		{[]string{"topics", "--alter", "--topic", "t", "--partitions", "0"}, "--partitions 0: want 1.."},
 		{[]string{"topics", "--alter", "--topic", "t", "--config", "novalue"}, "want key=value"},
-		{[]string{"configs", "--describe"}, "--entity-type \"\": want topics or brokers"},
+		{[]string{"configs", "--describe"}, "--entity-type \"\": want topics, brokers or users"},
 		{[]string{"configs", "--describe", "--alter", "--entity-type", "topics"}, "exactly one of --describe or --alter"},
 		{[]string{"configs", "--describe", "--entity-type", "topics"}, "needs --entity-name TOPIC"},
 		{[]string{"configs", "--describe", "--entity-type", "brokers", "--entity-name", "1", "--entity-default"}, "exactly one of --entity-name ID or --entity-default"},

@@ -21,10 +21,11 @@ func init() {
 // broker configs of one broker (--entity-name ID) or of the cluster-wide default
 // (--entity-default).
 func cmdConfigs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("configs", "configs --bootstrap ADDR --entity-type topics|brokers (--entity-name NAME | --entity-default) (--describe [--all] | --alter [--add-config k=v,k2=[a,b]] [--delete-config k,k2])", stderr)
+	fs := newFlags("configs", "configs --bootstrap ADDR [--command-config FILE] --entity-type topics|brokers|users (--entity-name NAME | --entity-default) (--describe [--all] | --alter [--add-config k=v,k2=[a,b]] [--delete-config k,k2])\n  users: --alter --entity-name USER --add-config 'SCRAM-SHA-256=[iterations=8192,password=...]' --delete-config SCRAM-SHA-512", stderr)
 	bootstrap := fs.String("bootstrap", "127.0.0.1:9092", "bootstrap servers host:port[,host:port]")
-	entityType := fs.String("entity-type", "", "topics or brokers")
-	entityName := fs.String("entity-name", "", "the topic name, or the broker id")
+	commandConfig := addCommandConfig(fs)
+	entityType := fs.String("entity-type", "", "topics, brokers or users (SCRAM credentials)")
+	entityName := fs.String("entity-name", "", "the topic name, the broker id, or the user")
 	entityDefault := fs.Bool("entity-default", false, "brokers: the cluster-wide default (dynamic configs of every broker)")
 	describe := fs.Bool("describe", false, "print the entity's dynamic configs")
 	all := fs.Bool("all", false, "--describe: every config with its source and synonyms")
@@ -42,6 +43,9 @@ func cmdConfigs(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usagef("configs: exactly one of --describe or --alter is required")
 	}
 	e := kafkatool.Entity{Name: *entityName}
+	if *entityType == "users" {
+		return cmdConfigsUsers(ctx, *bootstrap, *commandConfig, *entityName, *entityDefault, *alter, *all, *addConfig, *deleteConfig, *timeout, stdout, stderr)
+	}
 	switch *entityType {
 	case "topics":
 		if *entityName == "" || *entityDefault {
@@ -61,7 +65,7 @@ func cmdConfigs(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		e.Default = *entityDefault
 	default:
-		return usagef("configs: --entity-type %q: want topics or brokers", *entityType)
+		return usagef("configs: --entity-type %q: want topics, brokers or users", *entityType)
 	}
 	if *alter && *addConfig == "" && *deleteConfig == "" {
 		return usagef("configs: --alter needs --add-config and/or --delete-config")
@@ -70,7 +74,7 @@ func cmdConfigs(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	adm, err := newAdmin("configs", *bootstrap)
+	adm, err := newAdmin(ctx, "configs", *bootstrap, *commandConfig, stderr)
 	if err != nil {
 		return err
 	}
@@ -99,4 +103,35 @@ func configOps(add, del string) ([]kadm.AlterConfig, error) {
 		ops = append(ops, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: strings.TrimSpace(k)})
 	}
 	return ops, nil
+}
+
+// cmdConfigsUsers is kafka-configs.sh for --entity-type users: SCRAM credentials
+// (AlterUserScramCredentials, DescribeUserScramCredentials). The password of --add-config is
+// sent salted and hashed (kadm computes the SCRAM keys), and never printed.
+func cmdConfigsUsers(ctx context.Context, bootstrap, commandConfig, user string, def, alter, all bool, add, del string, timeout time.Duration, stdout, stderr io.Writer) error {
+	switch {
+	case def:
+		return usagef("configs: --entity-type users takes --entity-name USER (SCRAM credentials have no --entity-default)")
+	case all:
+		return usagef("configs: --all applies to topics and brokers")
+	case alter && user == "":
+		return usagef("configs: --alter --entity-type users needs --entity-name USER")
+	case alter && add == "" && del == "":
+		return usagef("configs: --alter needs --add-config and/or --delete-config")
+	}
+	ups, dels, err := kafkatool.ParseSCRAMConfigs(user, add, del)
+	if err != nil {
+		return usagef("configs: %v", err)
+	}
+	adm, err := newAdmin(ctx, "configs", bootstrap, commandConfig, stderr)
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if alter {
+		return kafkatool.AlterUserSCRAM(ctx, adm, user, ups, dels, stdout)
+	}
+	return kafkatool.DescribeUserSCRAM(ctx, adm, user, stdout)
 }

@@ -23,6 +23,7 @@ func init() {
 func cmdDeleteRecords(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("delete-records", "delete-records --bootstrap ADDR (--offset-json-file FILE | --topic T --partition P --offset O)", stderr)
 	bootstrap := fs.String("bootstrap", "127.0.0.1:9092", "bootstrap servers host:port[,host:port]")
+	commandConfig := addCommandConfig(fs)
 	file := fs.String("offset-json-file", "", `JSON file of the partitions and offsets: {"partitions": [{"topic": "t", "partition": 0, "offset": 10}], "version": 1}`)
 	topic := fs.String("topic", "", "topic (instead of --offset-json-file)")
 	partition := fs.Int("partition", -1, "partition (with --topic)")
@@ -71,7 +72,7 @@ func cmdDeleteRecords(ctx context.Context, args []string, stdout, stderr io.Writ
 	default:
 		return usagef("delete-records: --offset-json-file FILE or --topic T --partition P --offset O is required")
 	}
-	adm, err := newAdmin("delete-records", *bootstrap)
+	adm, err := newAdmin(ctx, "delete-records", *bootstrap, *commandConfig, stderr)
 	if err != nil {
 		return err
 	}

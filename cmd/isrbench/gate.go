@@ -20,7 +20,7 @@ func init() {
 
 const gateUsage = `gate -w SPEC (--baseline FILE|DIR | --binary OTHER | --against REV | --write-baseline DIR)
               [--repeat N] [--order alternate|random] [--seed N] [--duration D] [--warmup D]
-              [--set k=v ...] [--set-base k=v ...] [--set-new k=v ...]
+              [--set k=v ...] [--set-base k=v ...] [--set-new k=v ...] [--target T] [--command-config FILE]
               [--alpha 0.05] [--alpha metric=level ...] [--min-change 5%] [--threshold metric=pct ...]
               [--metric m1,m2] [--out DIR]
 
@@ -86,7 +86,7 @@ func cmdGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		s := sf
 		s.sets = append(append(multiFlag(nil), sf.sets...), set...)
 		spec, err := s.load()
-		return spec, gate.RunSpec{Workload: sf.workload, Target: sf.target, Duration: sf.duration.or(0), Warmup: sf.warmup.or(-1), Sets: s.sets}, err
+		return spec, gate.RunSpec{Workload: sf.workload, Target: sf.target, CommandConfig: sf.commandConfig, Duration: sf.duration.or(0), Warmup: sf.warmup.or(-1), Sets: s.sets}, err
 	}
 	newSpec, newRun, err := side(setNew)
 	if err != nil {

@@ -25,6 +25,7 @@ func init() {
 func cmdGroups(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("groups", "groups --bootstrap ADDR (--list | --describe --group G | --reset-offsets --group G (--topic T[:P,...] | --all-topics) (--to-earliest | --to-latest | --to-offset N) [--execute] | --delete --group G | --delete-offsets --group G --topic T[:P,...])", stderr)
 	bootstrap := fs.String("bootstrap", "127.0.0.1:9092", "bootstrap servers host:port[,host:port]")
+	commandConfig := addCommandConfig(fs)
 	list := fs.Bool("list", false, "list the groups")
 	describe := fs.Bool("describe", false, "describe groups: offsets and lag per partition, and their members")
 	reset := fs.Bool("reset-offsets", false, "reset a group's committed offsets (the group must be inactive); a dry run without --execute")
@@ -111,7 +112,7 @@ func cmdGroups(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *delOffsets && len(topics) == 0 {
 		return usagef("groups: --delete-offsets needs --topic")
 	}
-	adm, err := newAdmin("groups", *bootstrap)
+	adm, err := newAdmin(ctx, "groups", *bootstrap, *commandConfig, stderr)
 	if err != nil {
 		return err
 	}

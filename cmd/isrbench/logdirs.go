@@ -20,6 +20,7 @@ func init() {
 func cmdLogDirs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("log-dirs", "log-dirs --bootstrap ADDR --describe [--topic-list T1,T2] [--broker-list 0,1]", stderr)
 	bootstrap := fs.String("bootstrap", "127.0.0.1:9092", "bootstrap servers host:port[,host:port]")
+	commandConfig := addCommandConfig(fs)
 	describe := fs.Bool("describe", false, "describe the log directories (required)")
 	topicList := fs.String("topic-list", "", "comma-separated topics to describe (default: every topic)")
 	brokerList := fs.String("broker-list", "", "comma-separated broker ids to query (default: every broker)")
@@ -57,7 +58,7 @@ func cmdLogDirs(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		brokers = append(brokers, int32(id))
 	}
-	adm, err := newAdmin("log-dirs", *bootstrap)
+	adm, err := newAdmin(ctx, "log-dirs", *bootstrap, *commandConfig, stderr)
 	if err != nil {
 		return err
 	}

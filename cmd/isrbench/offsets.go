@@ -8,22 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// newAdmin returns an admin client for --bootstrap host:port[,host:port]
-// (Close closes its kgo client); a bad address is a usage error.
-func newAdmin(cmd, bootstrap string) (*kadm.Client, error) {
-	addrs, err := checkBootstrap(cmd, bootstrap)
-	if err != nil {
-		return nil, err
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
-	if err != nil {
-		return nil, usagef("%s: --bootstrap %q: %v", cmd, bootstrap, err)
-	}
-	return kadm.NewClient(cl), nil
-}
 
 func init() {
 	register("offsets", "print each partition's earliest and latest (HW) offsets (GetOffsetShell)", cmdOffsets)
@@ -35,6 +20,7 @@ func init() {
 func cmdOffsets(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("offsets", "offsets --bootstrap ADDR --topic T", stderr)
 	bootstrap := fs.String("bootstrap", "127.0.0.1:9092", "bootstrap servers host:port[,host:port]")
+	commandConfig := addCommandConfig(fs)
 	topic := fs.String("topic", "", "topic (required)")
 	timeout := fs.Duration("timeout", 10*time.Second, "request timeout")
 	if err := parseFlags(fs, args); err != nil {
@@ -52,7 +38,7 @@ func cmdOffsets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := checkTimeout("offsets", *timeout); err != nil {
 		return err
 	}
-	adm, err := newAdmin("offsets", *bootstrap)
+	adm, err := newAdmin(ctx, "offsets", *bootstrap, *commandConfig, stderr)
 	if err != nil {
 		return err
 	}

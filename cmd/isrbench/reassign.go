@@ -26,6 +26,7 @@ func cmdReassign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs := newFlags("reassign", "reassign --bootstrap ADDR (--generate --topics-to-move-json-file F --broker-list 1,2,3 | --execute --reassignment-json-file F [--throttle B/s] [--additional] | --verify --reassignment-json-file F [--preserve-throttles] | --cancel --reassignment-json-file F [--preserve-throttles] | --list)", stderr)
 	bootstrap := fs.String("bootstrap", "127.0.0.1:9092", "bootstrap servers host:port[,host:port]")
 	fs.StringVar(bootstrap, "bootstrap-server", "127.0.0.1:9092", "the same as --bootstrap (Kafka's name)")
+	commandConfig := addCommandConfig(fs)
 	generate := fs.Bool("generate", false, "propose a reassignment of --topics-to-move-json-file's topics onto --broker-list")
 	execute := fs.Bool("execute", false, "start the reassignment of --reassignment-json-file")
 	verify := fs.Bool("verify", false, "report the reassignment of --reassignment-json-file; remove the throttle once complete (exit 1 while not complete)")
@@ -123,7 +124,7 @@ func cmdReassign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			}
 		}
 	}
-	adm, err := newAdmin("reassign", *bootstrap)
+	adm, err := newAdmin(ctx, "reassign", *bootstrap, *commandConfig, stderr)
 	if err != nil {
 		return err
 	}

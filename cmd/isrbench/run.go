@@ -25,8 +25,11 @@ type specFlags struct {
 	warmup   optDuration
 	out      string
 	assume   multiFlag
+	// commandConfig is --command-config: Kafka client properties for a kafka:// target.
+	commandConfig string
 	// assumed is --assume parsed (canonical key -> value), set by load.
 	assumed map[string]string
+	stderr  io.Writer // notes of load
 }
 
 func (f *specFlags) register(fs *flag.FlagSet) {
@@ -37,6 +40,8 @@ func (f *specFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.warmup, "warmup", "warm-up before measurement, as --set warmup=D (default: the spec's warmup)")
 	fs.StringVar(&f.out, "out", "results/runs", "parent directory of the run directories")
 	fs.Var(&f.assume, "assume", "a broker setting already in effect on the kafka:// cluster, key=value (repeatable): not changed, not required to be reported")
+	fs.StringVar(&f.commandConfig, "command-config", "", commandConfigHelp+"; for a kafka:// target, over the spec's target block")
+	f.stderr = fs.Output()
 }
 
 // load reads the spec, applies --duration, --warmup and --set (in that order, all checked
@@ -76,6 +81,12 @@ func (f *specFlags) load() (*workloads.Spec, error) {
 			return nil, usagef("--target: %v", err)
 		}
 	}
+	if err := mergeCommandConfig(s, f.commandConfig, f.stderr); err != nil {
+		return nil, err
+	}
+	if err := s.CheckClientTarget(s.Target); err != nil {
+		return nil, usagef("%v", err)
+	}
 	hosts, err := workloads.CheckTarget(s.Target, s)
 	if err != nil {
 		return nil, usagef("--target: %v", err)
@@ -98,7 +109,7 @@ func runError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, workloads.ErrTargetSetting):
+	case errors.Is(err, workloads.ErrTargetSetting), errors.Is(err, workloads.ErrTargetConnect):
 		return usagef("%v", err)
 	case errors.Is(err, workloads.ErrDurability):
 		return &exitError{code: 1, err: err}
@@ -127,7 +138,7 @@ func withKeyHelp(fs *flag.FlagSet, usage string, stderr io.Writer) {
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const usage = "run [-w SPEC] [--set key=value ...] [--target embedded|kafka://h:p,...] [--assume key=value ...] [--worker K/N --start-at TIME] [--duration D] [--warmup D] [--out DIR] [--profile kinds] [--quiet]"
+	const usage = "run [-w SPEC] [--set key=value ...] [--target embedded|kafka://h:p,...] [--command-config FILE] [--assume key=value ...] [--worker K/N --start-at TIME] [--duration D] [--warmup D] [--out DIR] [--profile kinds] [--quiet]"
 	fs := newFlags("run", usage, stderr)
 	var sf specFlags
 	sf.register(fs)

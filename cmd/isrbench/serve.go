@@ -22,15 +22,17 @@ func init() {
 // is done (SIGINT/SIGTERM), then shuts down cleanly (a temporary data dir
 // is removed).
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", "serve --brokers 3 --port 9092 [--host H] [--data-dir DIR] [--admin HOST:PORT|off] [--admin-token-file F] [--set key=value ...]", stderr)
+	fs := newFlags("serve", "serve --brokers 3 --port 9092 [--host H] [--data-dir DIR] [--admin HOST:PORT|off] [--admin-token-file F] [--set key=value ...] [--generate-tls DIR] [--add-scram 'SCRAM-SHA-512=[name=U,password=P]' ...]", stderr)
 	brokers := fs.Int("brokers", 3, "number of brokers (ids 0..N-1)")
 	port := fs.Int("port", 9092, "port of broker 0; broker i listens on port+i (0 = ephemeral)")
 	host := fs.String("host", "127.0.0.1", "host (address) the brokers listen on; 0.0.0.0 = every interface")
 	dataDir := fs.String("data-dir", "", "data directory (<dir>/broker-<id>); empty = temporary, removed on exit")
 	admin := fs.String("admin", "", "admin HTTP address HOST:PORT (GET /brokers, /metrics; POST /brokers/<id>/<action>); empty = loopback (--host if it is a loopback address, else 127.0.0.1) and --port+1000 (ephemeral with --port 0), off = none")
 	tokenFile := fs.String("admin-token-file", "", "file holding a bearer token the admin API then requires on every request (isrbench broker --admin-token-file reads the same file)")
-	var sets multiFlag
+	var sets, addScram multiFlag
 	fs.Var(&sets, "set", "broker/cluster setting key=value under its Kafka name (repeatable), e.g. min.insync.replicas=2")
+	generateTLS := fs.String("generate-tls", "", "write a CA, a broker certificate (for --host, localhost and 127.0.0.1) and a client certificate as PEM into DIR (kept and reused if DIR has them), and use them as ssl.keystore.location and ssl.truststore.location unless those are set")
+	fs.Var(&addScram, "add-scram", "a SCRAM user set at start, as kafka-storage.sh format --add-scram: 'SCRAM-SHA-512=[name=alice,password=alice-secret]' (repeatable)")
 	usage := fs.Usage
 	fs.Usage = func() {
 		usage()
@@ -57,6 +59,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err := cfg.SetKV(kv); err != nil {
 			return usagef("serve: --set: %v", err)
 		}
+	}
+	if err := serveSecurity(&cfg, *generateTLS, addScram, stdout); err != nil {
+		return err
 	}
 	if err := cfg.Check(); err != nil {
 		return usagef("serve: --set: %v", err)
@@ -97,6 +102,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	fmt.Fprintf(stdout, "bootstrap: %s\n", cl.Bootstrap())
+	printListeners(cl, stdout)
 	fmt.Fprintf(stdout, "data dir: %s\n", cl.DataDir())
 	fmt.Fprintf(stdout, "metadata: %s\n", cl.Recovery) // what a restart on the same data dir brought back
 	fmt.Fprintf(stdout, "files: %s\n", files)          // the file limit bounds the partitions the brokers can host

@@ -15,7 +15,7 @@ func init() {
 }
 
 func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const usage = "sweep -w SPEC [--vary key=v1,v2 ...] [--set key=value ...] [--repeat N] [--target T] [--assume key=value ...] [--duration D] [--warmup D] [--out DIR] [--profile kinds]"
+	const usage = "sweep -w SPEC [--vary key=v1,v2 ...] [--set key=value ...] [--repeat N] [--target T] [--command-config FILE] [--assume key=value ...] [--duration D] [--warmup D] [--out DIR] [--profile kinds]"
 	fs := newFlags("sweep", usage, stderr)
 	var sf specFlags
 	sf.register(fs)

@@ -22,6 +22,7 @@ func init() {
 func cmdTopics(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("topics", "topics --bootstrap ADDR (--describe [--topic T] [--under-replicated-partitions] | --create --topic T (--partitions N --replication-factor R | --replica-assignment 0:1,1:2) [--config k=v ...] | --alter --topic T [--partitions N] [--config k=v ...] [--delete-config k ...] | --delete --topic T)", stderr)
 	bootstrap := fs.String("bootstrap", "127.0.0.1:9092", "bootstrap servers host:port[,host:port]")
+	commandConfig := addCommandConfig(fs)
 	describe := fs.Bool("describe", false, "describe topics")
 	create := fs.Bool("create", false, "create a topic")
 	alter := fs.Bool("alter", false, "raise a topic's partition count (--partitions) and set or delete its configs")
@@ -111,7 +112,7 @@ func cmdTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 	}
-	adm, err := newAdmin("topics", *bootstrap)
+	adm, err := newAdmin(ctx, "topics", *bootstrap, *commandConfig, stderr)
 	if err != nil {
 		return err
 	}

@@ -285,6 +285,7 @@ func (c *Controller) rollbackLocked() {
 	c.mu.topics = c.mu.durable.cloneTopics()
 	c.mu.topicsChanged = true
 	c.mu.brokerConfigs = cloneBrokerConfigs(c.mu.durable.brokerConfigs)
+	c.mu.users = c.mu.durable.users.clone()
 	c.mu.created = c.mu.durable.created
 	u := &c.mu.undo
 	for id := range c.mu.brokers {

@@ -26,6 +26,8 @@ type image struct {
 	// lastBrokerEpoch is the epoch of the newest registration (broker epochs
 	// increase over the cluster's life, across controller restarts).
 	lastBrokerEpoch int64
+	// users are the SCRAM users (users.go).
+	users scramUsers
 }
 
 func newImage() image {
@@ -77,6 +79,7 @@ func (m *image) records() []record {
 	for _, res := range slices.Sorted(maps.Keys(m.brokerConfigs)) {
 		out = append(out, record{Type: "broker-config", BrokerConfig: &brokerConfigRecord{Resource: res, Configs: maps.Clone(m.brokerConfigs[res])}})
 	}
+	out = append(out, m.userRecords()...)
 	if len(m.topics) == 0 && m.created > 0 {
 		// Every topic was deleted: keep the creation count, so topic ids are never reused.
 		out = append(out, record{Type: "delete-topic", Topic: &topicRecord{Name: "", Created: m.created}})
@@ -181,6 +184,8 @@ func (m *image) apply(r record) (err error) {
 		} else {
 			m.brokerConfigs[bc.Resource] = maps.Clone(bc.Configs)
 		}
+	case "scram-user":
+		return m.applyUser(r)
 	default:
 		return fmt.Errorf("unknown record type %q", r.Type)
 	}

@@ -51,6 +51,7 @@ type record struct {
 	Topic        *topicRecord        `json:"topic,omitempty"`
 	Partition    *PartitionState     `json:"partition,omitempty"`
 	Damaged      *damagedRecord      `json:"damaged,omitempty"`
+	ScramUser    *scramUserRecord    `json:"scram_user,omitempty"` // users.go
 }
 
 type brokerRecord struct {

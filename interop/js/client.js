@@ -9,7 +9,17 @@ const { Kafka, logLevel } = require('kafkajs');
 
 async function main() {
   const [op, boot, topic, a, b] = process.argv.slice(2);
-  const kafka = new Kafka({ clientId: 'isrbench-interop', brokers: boot.split(','), logLevel: logLevel.ERROR });
+  // Security from the environment: ISRBENCH_INTEROP_CA (a PEM CA file: TLS) and
+  // ISRBENCH_INTEROP_SASL (mechanism:user:password).
+  const opts = { clientId: 'isrbench-interop', brokers: boot.split(','), logLevel: logLevel.ERROR };
+  if (process.env.ISRBENCH_INTEROP_CA) {
+    opts.ssl = { ca: [require('fs').readFileSync(process.env.ISRBENCH_INTEROP_CA, 'utf8')] };
+  }
+  if (process.env.ISRBENCH_INTEROP_SASL) {
+    const [mechanism, username, ...pw] = process.env.ISRBENCH_INTEROP_SASL.split(':');
+    opts.sasl = { mechanism, username, password: pw.join(':') };
+  }
+  const kafka = new Kafka(opts);
   if (op === 'produce') {
     const start = Number(a), count = Number(b);
     const p = kafka.producer();

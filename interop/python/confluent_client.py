@@ -5,11 +5,27 @@ usage: confluent_client.py produce BOOTSTRAP TOPIC START COUNT
        confluent_client.py delete  BOOTSTRAP TOPIC
 consume prints the values read, one per line, after committing them and leaving the group.
 """
+import os
 import sys
 import time
 
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
+
+
+def security():
+    """The librdkafka properties of ISRBENCH_INTEROP_CONFIG (key=value lines), or none."""
+    path = os.environ.get("ISRBENCH_INTEROP_CONFIG")
+    if not path:
+        return {}
+    conf = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                k, _, v = line.partition("=")
+                conf[k.strip()] = v.strip()
+    return conf
 
 
 def produce(boot, topic, start, count):
@@ -19,7 +35,7 @@ def produce(boot, topic, start, count):
         if err is not None:
             errors.append(err)
 
-    p = Producer({"bootstrap.servers": boot, "acks": "all", "linger.ms": 5})
+    p = Producer({"bootstrap.servers": boot, "acks": "all", "linger.ms": 5, **security()})
     for i in range(start, start + count):
         p.produce(topic, value=str(i).encode(), callback=on_delivery)
         p.poll(0)
@@ -30,7 +46,7 @@ def produce(boot, topic, start, count):
 
 def consume(boot, topic, group, count):
     c = Consumer({"bootstrap.servers": boot, "group.id": group, "auto.offset.reset": "earliest",
-                  "enable.auto.commit": False, "session.timeout.ms": 10000})
+                  "enable.auto.commit": False, "session.timeout.ms": 10000, **security()})
     c.subscribe([topic])
     got = []
     deadline = time.time() + 60
@@ -53,7 +69,7 @@ def consume(boot, topic, group, count):
 def delete(boot, topic):
     # The AdminClient must outlive the future: a handle that is garbage-collected first
     # fails it with _DESTROY ("Handle is terminating").
-    admin = AdminClient({"bootstrap.servers": boot})
+    admin = AdminClient({"bootstrap.servers": boot, **security()})
     fs = admin.delete_topics([topic], operation_timeout=30)
     fs[topic].result(30)
 
