@@ -19,21 +19,38 @@ type FileLimit struct {
 
 func (f FileLimit) String() string {
 	if f.To > f.From {
-		return fmt.Sprintf("file limit raised from %d to %d; this process can host about %d partition replicas (%d brokers)", f.From, f.To, f.Replicas, f.Brokers)
+		return fmt.Sprintf("file limit raised from %d to %d (hard limit %d); this process can host about %d partition replicas (%d brokers)", f.From, f.To, f.Hard, f.Replicas, f.Brokers)
 	}
 	return fmt.Sprintf("file limit %d (hard limit %d); this process can host about %d partition replicas (%d brokers)", f.To, f.Hard, f.Replicas, f.Brokers)
 }
 
-// RaiseFileLimit raises RLIMIT_NOFILE's soft limit to the hard limit, all an unprivileged
-// process may do (Go's runtime does so at start on Linux; this restores it when something
-// lowered it since, and says what the process can host with it: brokers is the number of
-// brokers it runs). A hard limit of "unlimited" is capped by the kernel's fs.nr_open.
+// RaiseFileLimit raises RLIMIT_NOFILE for a process that hosts brokers brokers, and says what
+// it can host with it. A privileged process (CAP_SYS_RESOURCE, as root) raises the hard limit
+// too, to PrivilegedFileLimit or the kernel's fs.nr_open if lower: Kafka's brokers are run with
+// such limits (each partition replica keeps its active segment file open). Otherwise the soft
+// limit is raised to the hard limit, all an unprivileged process may do (Go's runtime does so
+// at start on Linux; this restores it when something lowered it since). A hard limit of
+// "unlimited" is capped by fs.nr_open.
 func RaiseFileLimit(brokers int) (FileLimit, error) {
 	var lim unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
 		return FileLimit{}, fmt.Errorf("file limit: %w", err)
 	}
 	fl := FileLimit{From: lim.Cur, To: lim.Cur, Hard: lim.Max, Brokers: brokers}
+	target := uint64(PrivilegedFileLimit)
+	if n, ok := nrOpen(); ok && n < target {
+		target = n
+	}
+	if lim.Cur < target && lim.Max != unix.RLIM_INFINITY && lim.Max < target {
+		// Raising the hard limit needs privilege: EPERM otherwise, and then the soft limit
+		// goes up to the hard one below.
+		want := unix.Rlimit{Cur: target, Max: target}
+		if unix.Setrlimit(unix.RLIMIT_NOFILE, &want) == nil {
+			fl.To, fl.Hard = target, target
+			fl.Replicas, _ = ReplicaCapacity(brokers)
+			return fl, nil
+		}
+	}
 	if lim.Cur < lim.Max {
 		want := lim
 		want.Cur = lim.Max
@@ -53,6 +70,10 @@ func RaiseFileLimit(brokers int) (FileLimit, error) {
 	fl.Replicas, _ = ReplicaCapacity(brokers)
 	return fl, nil
 }
+
+// PrivilegedFileLimit is the RLIMIT_NOFILE a privileged RaiseFileLimit sets (at most the
+// kernel's fs.nr_open).
+const PrivilegedFileLimit = 1 << 20
 
 // nrOpen is the kernel's fs.nr_open: the most RLIMIT_NOFILE may be.
 func nrOpen() (uint64, bool) {
