@@ -11,7 +11,9 @@ import "slices"
 // have their log directory online, and hold the record at its offset in their log.
 //
 //  1. A crash of broker X excuses exactly the records that have no live holder other than X
-//     (they were held only by X and by replicas that already crashed or are out of service).
+//     (they were held only by X and by replicas that already crashed or are out of service),
+//     among those acknowledged, consumed, or appended and still waiting for acks=all (a
+//     leader may yet count a fetch X sent before its crash and acknowledge them).
 //  2. While a crashed broker has not caught up (crashPending: the cluster was not fully in
 //     sync since a crash), a further failure of the brokers F (a kill, a pause, a cut from the
 //     controller, a full disk, a cluster restart) excuses the records with no live holder
@@ -75,6 +77,16 @@ func (s *Sim) excuse(what string, fail []int32) {
 		}
 		for _, a := range s.acking { // acknowledged, the answer not delivered yet
 			unheld(a.at, a.e)
+		}
+		// Appended and waiting for acks=all: a leader that has not heard of the failure may
+		// still count a fetch the failed broker sent before it (a request in flight, or held
+		// by a paused leader), and acknowledge what only the failed broker held.
+		for _, pp := range s.pending {
+			if res := pp.parts[0]; res.Err == nil && res.BaseOffset >= 0 {
+				for i, v := range pp.values {
+					unheld(key{res.Partition, res.BaseOffset + int64(i)}, entry{v, valueNum(v)})
+				}
+			}
 		}
 		if k > 0 || len(held) == 0 {
 			s.lossy[p] = true
