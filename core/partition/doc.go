@@ -36,11 +36,11 @@
 //
 // Replica wires the decisions to a core/log.Log, an injected clock and the
 // waiting produce requests. The scripted scenarios in testdata/*.txt (run by
-// TestScripts) drive several Replicas through the seed articles' worked
-// examples, ISR shrink/expand, strict min.insync.replicas, KIP-101's two
-// scenarios and KIP-279's fast failover, and unclean election; the real
-// core/controller elects the leaders, checks the ISR changes and registers
-// every restart as a new incarnation.
+// TestScripts, internal/scripttest) drive several Replicas through the seed articles'
+// worked examples, ISR shrink/expand, strict min.insync.replicas, KIP-101's two
+// scenarios and KIP-279's fast failover, and unclean election, with the state after
+// every step recorded under it (-rewrite updates it); the real core/controller elects
+// the leaders, checks the ISR changes and registers every restart as a new incarnation.
 //
 // # Lifecycle
 //
