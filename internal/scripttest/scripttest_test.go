@@ -75,6 +75,8 @@ func TestMismatchFails(t *testing.T) {
 			t.Fatal(err)
 		}
 		var x int
+		// A T of its own records the failures without failing this test; its own
+		// goroutine, since a Fatal ends the goroutine it runs on.
 		ft := &testing.T{}
 		done := make(chan struct{})
 		go func() { defer close(done); Run(ft, f, handler(&x)) }()
