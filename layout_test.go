@@ -44,6 +44,8 @@ var allowed = map[string][]string{
 	"results":            {"results"},
 	"core/sim":           {"core/"},
 	"internal/simflag":   {},
+	// scripttest: the recorded-output script harness, imported by tests only.
+	"internal/scripttest": {"internal/simflag"},
 	// clientprops: Kafka client properties (--command-config) to franz-go options; certs: a
 	// CA and certificates for serve --generate-tls and tests.
 	"internal/clientprops": {"internal/certs"},
@@ -113,7 +115,7 @@ func TestDependencyDirection(t *testing.T) {
 				continue
 			}
 			dep := strings.TrimPrefix(imp, module+"/")
-			if dep == "internal/simflag" && !slices.Contains(p.Imports, imp) {
+			if (dep == "internal/simflag" || dep == "internal/scripttest") && !slices.Contains(p.Imports, imp) {
 				continue // test-only, everywhere (see the simflag check above)
 			}
 			if !permitted(rules, dep) {

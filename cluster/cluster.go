@@ -161,6 +161,7 @@ type node struct {
 	dir   string
 	b     atomic.Pointer[broker.Broker]
 	srv   atomic.Pointer[netfetch.Server]
+	grp   atomic.Pointer[group.Coordinator] // the broker's group coordinator, handed to srv
 	state atomic.Int32
 	serve chan struct{}       // closed when the current Serve returns
 	extra []netfetch.Listener // the listeners besides the inter-broker one (security.go)
@@ -305,17 +306,24 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 		ln.Close()
 		return fmt.Errorf("cluster: broker %d: %w", n.id, err)
 	}
+	gcfg := c.cfg.Group
+	if gcfg.Logf == nil {
+		gcfg.Logf = c.cfg.Logf
+	}
+	grp := group.NewCoordinator(gcfg, b, c.ctrl, nil)
+	grp.Start()
 	srv := netfetch.NewServer(netfetch.ServerConfig{
 		BrokerID: n.id, Broker: b, Controller: c.ctrl, Pending: c.pending, ZeroCopy: c.cfg.ZeroCopy, ZeroCopyMinBytes: c.cfg.ZeroCopyMinBytes, FetchSessionCacheSlots: c.cfg.FetchSessionCacheSlots,
 		AutoCreateTopics: c.cfg.AutoCreateTopics, NumPartitions: c.cfg.NumPartitions,
 		DefaultReplicationFactor: c.cfg.DefaultReplicationFactor,
 		SocketRequestMaxBytes:    c.cfg.SocketRequestMaxBytes, Logf: c.cfg.Logf,
 		BrokerConfigs: c.cfg.staticBrokerConfigs(n.id, n.dir), Counters: c.stats,
-		MessageMaxBytes: c.cfg.MessageMaxBytes, Group: c.cfg.Group,
+		MessageMaxBytes: c.cfg.MessageMaxBytes, Groups: grp,
 		Limits:       c.cfg.Limits,
 		ListenerName: lname, Security: lsec, Listeners: extra,
 	}, ln)
 	n.b.Store(b)
+	n.grp.Store(grp)
 	n.srv.Store(srv)
 	n.serve = make(chan struct{})
 	go func(done chan struct{}) {
@@ -326,6 +334,7 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 	}(n.serve)
 	if err := b.Start(); err != nil {
 		srv.Close()
+		grp.Close()
 		b.Kill()
 		return fmt.Errorf("cluster: broker %d start: %w", n.id, err)
 	}
@@ -396,9 +405,7 @@ func (c *Cluster) Controller() *controller.Controller { return c.ctrl }
 // Groups returns broker id's current group coordinator, or nil when the broker is stopped.
 func (c *Cluster) Groups(id int32) *group.Coordinator {
 	if n := c.nodes[id]; n != nil && n.state.Load() != nodeStopped {
-		if srv := n.srv.Load(); srv != nil {
-			return srv.Groups()
-		}
+		return n.grp.Load()
 	}
 	return nil
 }
@@ -478,6 +485,9 @@ func (n *node) stopServing() *broker.Broker {
 		srv.Resume()
 		srv.Close()
 		<-n.serve
+	}
+	if g := n.grp.Load(); g != nil {
+		g.Close() // after the server: no request reaches it any more
 	}
 	b := n.b.Load()
 	if b != nil {

@@ -1,6 +1,7 @@
 // Package cluster is isrbench's embedded Kafka cluster: one in-process controller and N
-// brokers, each with its own netfetch wire server on its own listener, its own data
-// directory (<root>/broker-<id>) and its own replica fetchers over TCP, in one process.
+// brokers, each with its own netfetch wire server on its own listener, its own group
+// coordinator (core/group, built here and handed to the server), its own data directory
+// (<root>/broker-<id>) and its own replica fetchers over TCP, in one process.
 //
 // # What it owns
 //

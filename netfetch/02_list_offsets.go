@@ -8,7 +8,8 @@ import (
 // (log start, inclusive), -1 = latest (the HW for consumers, replica_id -1: exclusive end of
 // what they may read; the LEO for a replica, replica_id >= 0, and for the debugging id -2,
 // which a follower answers too), a timestamp >= 0 the first offset below that end with a
-// record at or after it (-1 if none). current_leader_epoch (v4+) is fenced as in Fetch.
+// record at or after it (-1 if none). current_leader_epoch (v4+) is fenced as in Fetch. The
+// leader epoch (v4+) comes from the same replica as the offset.
 func (c *conn) handleListOffsets(req *kmsg.ListOffsetsRequest) (kmsg.Response, error) {
 	resp := kmsg.NewPtrListOffsetsResponse()
 	for i := range req.Topics {
@@ -24,16 +25,9 @@ func (c *conn) handleListOffsets(req *kmsg.ListOffsetsRequest) (kmsg.Response, e
 			if req.Version < 4 {
 				cle = -1
 			}
-			off, err := c.s.cfg.Broker.ListOffsetFor(req.ReplicaID, cle, t.Topic, p.Partition, p.Timestamp, req.IsolationLevel)
+			off, epoch, err := c.s.cfg.Broker.ListOffsetFor(req.ReplicaID, cle, t.Topic, p.Partition, p.Timestamp, req.IsolationLevel)
 			rp.ErrorCode = errCode(err)
-			if err == nil {
-				rp.Offset = off
-				if st, ok := c.s.cfg.Controller.Partition(t.Topic, p.Partition); ok {
-					rp.LeaderEpoch = st.LeaderEpoch
-				}
-			} else {
-				rp.Offset = -1
-			}
+			rp.Offset, rp.LeaderEpoch = off, epoch // -1, -1 on an error
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

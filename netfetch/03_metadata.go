@@ -106,7 +106,7 @@ func (c *conn) handleMetadata(req *kmsg.MetadataRequest) (kmsg.Response, error) 
 		parts, ok := ctrl.Partitions(name)
 		if !ok && name == group.OffsetsTopic && req.Topics != nil {
 			// Internal: created with its own settings, as by the group coordinator.
-			if _, err := group.EnsureOffsetsTopic(ctrl, c.s.cfg.Group); err != nil {
+			if _, err := group.EnsureOffsetsTopic(ctrl, c.s.groupConfig()); err != nil {
 				mt.ErrorCode = errCode(err)
 				resp.Topics = append(resp.Topics, mt)
 				continue

@@ -28,10 +28,7 @@ func (c *conn) handleOffsetCommit(req *kmsg.OffsetCommitRequest) (kmsg.Response,
 	now := time.Now().UnixMilli()
 	perPart := map[group.TP]error{}
 	offs := map[group.TP]group.Committed{}
-	maxMeta := c.s.cfg.Group.OffsetMetadataMaxBytes
-	if coord != nil {
-		maxMeta = coord.Config().OffsetMetadataMaxBytes
-	}
+	maxMeta := c.s.groupConfig().OffsetMetadataMaxBytes
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			tp := group.TP{Topic: t.Topic, Partition: p.Partition}

@@ -68,7 +68,7 @@ func (c *conn) locateGroup(key string, rc *kmsg.FindCoordinatorResponseCoordinat
 	if ctrl == nil {
 		return kerr.CoordinatorNotAvailable
 	}
-	id, err := group.Locate(ctrl, c.s.cfg.Group, key)
+	id, err := group.Locate(ctrl, c.s.groupConfig(), key)
 	if err != nil {
 		return err
 	}

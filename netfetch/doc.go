@@ -10,20 +10,14 @@
 //     request header v1/v2, response header v0/v1), one goroutine per
 //     connection that reads a request, handles it and writes its response
 //     before reading the next (responses in request order). One file per
-//     API key: 00_produce.go, 01_fetch.go, 02_list_offsets.go,
-//     03_metadata.go, 08_offset_commit.go, 09_offset_fetch.go,
-//     10_find_coordinator.go, 11_join_group.go, 12_heartbeat.go,
-//     13_leave_group.go, 14_sync_group.go, 15_describe_groups.go,
-//     16_list_groups.go, 18_api_versions.go, 19_create_topics.go,
-//     20_delete_topics.go, 22_init_producer_id.go, 23_offset_for_leader_epoch.go,
-//     32_describe_configs.go, 33_alter_configs.go, 37_create_partitions.go,
-//     42_delete_groups.go, 43_elect_leaders.go, 44_incremental_alter_configs.go,
-//     60_describe_cluster.go. Each registers its key,
+//     API key, NN_name.go (00_produce.go, 01_fetch.go, ...). Each registers its key,
 //     version range and handler from its own init (registry.go); ApiVersions
 //     advertises what is registered, so adding an API is adding its file. Requests are decoded with kmsg;
 //     responses are encoded with kmsg except Fetch.
 //   - The group coordinator's wire side (groups.go and the group API files):
-//     each server with a broker runs a core/group.Coordinator. JoinGroup and
+//     the server routes the group APIs to the core/group.Coordinator it is given
+//     (ServerConfig.Groups; the embedded cluster builds, starts and closes one per
+//     broker). JoinGroup and
 //     SyncGroup park the connection goroutine until the rebalance answers
 //     them (Kafka also handles one request per connection at a time); the
 //     coordinator holds no lock meanwhile, and a closing connection or server
@@ -66,7 +60,8 @@
 //
 // Offsets follow Kafka: a fetch offset is the first offset wanted
 // (inclusive); HW and LEO are exclusive ends; ListOffsets -2 gives the log
-// start (inclusive), -1 the HW (exclusive end of what consumers read).
+// start (inclusive), -1 the HW (exclusive end of what consumers read), with the leader
+// epoch from the same replica.
 //
 // # Lifecycle
 //
@@ -139,12 +134,9 @@
 //
 // Transactions (FindCoordinator for a transactional id, InitProducerId and
 // Produce with one answer TRANSACTIONAL_ID_AUTHORIZATION_FAILED, with a
-// message saying so where the version carries one) and fetch sessions
-// (every Fetch is a full fetch, session id 0) are not implemented; nor are
-// config documentation in DescribeConfigs, BROKER_LOGGER /
-// GROUP / CLIENT_METRICS config resources (INVALID_REQUEST) and partition
-// reassignment; an
-// unsupported API key or version closes the connection with a logged
-// reason, except ApiVersions, which always answers (UNSUPPORTED_VERSION with
-// the ranges, as v0).
+// message saying so where the version carries one) are not implemented; nor are
+// config documentation in DescribeConfigs and BROKER_LOGGER / GROUP / CLIENT_METRICS
+// config resources (INVALID_REQUEST). An unsupported API key or version closes the
+// connection with a logged reason, except ApiVersions, which always answers
+// (UNSUPPORTED_VERSION with the ranges, as v0).
 package netfetch

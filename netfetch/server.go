@@ -78,9 +78,10 @@ type ServerConfig struct {
 	// MessageMaxBytes is message.max.bytes (default 1048588): the largest record batch a
 	// Produce may carry (MESSAGE_TOO_LARGE); a topic's max.message.bytes overrides it.
 	MessageMaxBytes int32
-	// Group configures the group coordinator (group.* and offsets.* configs); a server with
-	// a Broker and a Controller runs one.
-	Group group.Config
+	// Groups is this broker's group coordinator, built, started and closed by the caller
+	// (the cluster); the server routes the group APIs to it. nil: those APIs answer
+	// COORDINATOR_NOT_AVAILABLE, and FindCoordinator locates groups with group.DefaultConfig.
+	Groups *group.Coordinator
 	// Limits bound the connections, their idle time, the time to send a request and the
 	// memory of requests being read (zero fields = defaults, see ConnLimits).
 	Limits ConnLimits
@@ -190,7 +191,7 @@ type Server struct {
 	cfg    ServerConfig
 	ln     net.Listener
 	stats  *counters
-	groups *group.Coordinator // nil without a Broker and a Controller
+	groups *group.Coordinator // ServerConfig.Groups: the caller's, nil without one
 
 	labelsProduce context.Context
 	labelsFetch   context.Context
@@ -232,7 +233,7 @@ func NewServer(cfg ServerConfig, ln net.Listener) *Server {
 		cfg.Logf = stdlog.Printf
 	}
 	cfg.Limits = cfg.Limits.WithDefaults()
-	s := &Server{cfg: cfg, ln: ln, done: make(chan struct{}),
+	s := &Server{cfg: cfg, ln: ln, done: make(chan struct{}), groups: cfg.Groups,
 		mem: newMemoryPool(cfg.Limits.QueuedMaxRequestBytes), now: time.Now}
 	if cfg.Counters != nil {
 		s.stats = cfg.Counters.c
@@ -248,14 +249,6 @@ func NewServer(cfg ServerConfig, ln net.Listener) *Server {
 	s.labelsFetch = pprof.WithLabels(bg, pprof.Labels("broker", id, "role", "fetch-serve"))
 	s.labelsOther = pprof.WithLabels(bg, pprof.Labels("broker", id, "role", "admin"))
 	s.mu.conns = map[*conn]struct{}{}
-	if cfg.Broker != nil && cfg.Controller != nil {
-		gcfg := cfg.Group
-		if gcfg.Logf == nil {
-			gcfg.Logf = cfg.Logf
-		}
-		s.groups = group.NewCoordinator(gcfg, cfg.Broker, cfg.Controller, nil)
-		s.groups.Start()
-	}
 	s.mu.adm.perIP = map[netip.Addr]int{}
 	if ln != nil {
 		s.register() // in the process's file-descriptor shares from now until Close
@@ -263,8 +256,16 @@ func NewServer(cfg ServerConfig, ln net.Listener) *Server {
 	return s
 }
 
-// Groups returns the server's group coordinator (nil when the server has no broker).
+// Groups returns the group coordinator the server was given (ServerConfig.Groups), or nil.
 func (s *Server) Groups() *group.Coordinator { return s.groups }
+
+// groupConfig is the group coordinator's config, group.DefaultConfig without one.
+func (s *Server) groupConfig() group.Config {
+	if s.groups != nil {
+		return s.groups.Config()
+	}
+	return group.DefaultConfig()
+}
 
 // Addr is the listener's address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
@@ -408,9 +409,6 @@ func (s *Server) Close() error {
 			c.nc.Close()
 		}
 		s.mu.Unlock()
-		if s.groups != nil {
-			s.groups.Close() // answers parked JoinGroup/SyncGroup requests
-		}
 	})
 	s.wg.Wait()
 	s.unregister()

@@ -41,7 +41,7 @@ func TestDeleteRecords(t *testing.T) {
 	if vals, _ := consume(t, l, "dr", 0, 6); len(vals) != 14 || vals[0] != "v-2" {
 		t.Errorf("consume from 6: %v", vals)
 	}
-	if off, err := l.ListOffsetFor(-1, -1, "dr", 0, -2, 0); err != nil || off != 6 {
+	if off, _, err := l.ListOffsetFor(-1, -1, "dr", 0, -2, 0); err != nil || off != 6 {
 		t.Errorf("ListOffsets EARLIEST: %d %v, want 6", off, err)
 	}
 	// An offset below the log start changes nothing and answers the low watermark.

@@ -172,7 +172,8 @@
 //   - OffsetForLeaderEpoch: Broker.EndOffsetForEpoch per partition.
 //   - ListOffsets: Broker.ListOffsetFor(replicaID, ...) (replicaID -1: a
 //     consumer, answered up to the HW; >= 0 a follower and -2 the debugging
-//     id, answered up to the LEO).
+//     id, answered up to the LEO; partition.FetchEnd), with the leader epoch from the
+//     same replica.
 //   - Controller offsets: a Broker implements controller.Offsets for its own
 //     id (ReplicaOffsets); the cluster dispatches by broker id.
 //   - Shutdown: stop serving, then Close (clean), Kill or Crash.

@@ -240,10 +240,7 @@ func (b *Broker) readPartitions(req *FetchRequest, replica bool, waitChs []<-cha
 		}
 		hw, logStart, leo := r.HW(), r.LogStart(), r.LEO()
 		p.HighWatermark, p.LastStableOffset, p.LogStartOffsetOut = hw, hw, logStart
-		end := hw
-		if replica {
-			end = leo
-		}
+		end := partition.FetchEnd(replica, hw, leo)
 		if p.FetchOffset < logStart || p.FetchOffset > leo {
 			p.Err = fmt.Errorf("%w: fetch offset %d outside [%d, %d] of %s-%d", kerr.OffsetOutOfRange, p.FetchOffset, logStart, leo, p.Topic, p.Partition)
 			anyErr = true

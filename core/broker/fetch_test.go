@@ -211,5 +211,6 @@ func TestFetchErrorsAndLimits(t *testing.T) {
 
 // ListOffset answers ListOffsets for a consumer (see ListOffsetFor).
 func (b *Broker) ListOffset(topic string, p int32, timestamp int64, isolation int8) (int64, error) {
-	return b.ListOffsetFor(-1, -1, topic, p, timestamp, isolation)
+	off, _, err := b.ListOffsetFor(-1, -1, topic, p, timestamp, isolation)
+	return off, err
 }

@@ -136,7 +136,7 @@ func ServeEpochs(b *Broker, q []EpochQuery) []EpochAnswer {
 func ServeOffsets(b *Broker, replicaID int32, q []OffsetQuery) []OffsetAnswer {
 	out := make([]OffsetAnswer, len(q))
 	for i, e := range q {
-		off, err := b.ListOffsetFor(replicaID, e.CurrentLeaderEpoch, e.Topic, e.Partition, e.Timestamp, 0)
+		off, _, err := b.ListOffsetFor(replicaID, e.CurrentLeaderEpoch, e.Topic, e.Partition, e.Timestamp, 0)
 		out[i] = OffsetAnswer{Topic: e.Topic, Partition: e.Partition, Timestamp: e.Timestamp, Err: err, Offset: off}
 	}
 	return out

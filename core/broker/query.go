@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/isrbench/isrbench/core/partition"
 	"github.com/isrbench/isrbench/core/records"
 )
 
@@ -40,41 +41,44 @@ const (
 // replicaID (a follower's id >= 0, the debugging id -2) the LEO (Kafka passes no isolation
 // level then); a timestamp >= 0 = the first offset below that end whose record timestamp is
 // >= it, or -1 when there is none (Kafka answers offset -1 then). Other negative timestamps
-// are INVALID_REQUEST. Only the leader answers, except for the debugging id -2, which any
+// are INVALID_REQUEST. leaderEpoch comes from the same replica, as Kafka's
+// fetchOffsetForTimestamp: for LATEST its current leader epoch, otherwise the epoch of the
+// batch holding the offset (its epoch cache; -1 unknown or no offset). Only the leader answers, except for the debugging id -2, which any
 // replica answers from its own log (Kafka's fetchOnlyFromLeader = false). Safe for
 // concurrent use.
-func (b *Broker) ListOffsetFor(replicaID int32, currentLeaderEpoch int32, topic string, p int32, timestamp int64, isolation int8) (int64, error) {
+func (b *Broker) ListOffsetFor(replicaID int32, currentLeaderEpoch int32, topic string, p int32, timestamp int64, isolation int8) (offset int64, leaderEpoch int32, err error) {
 	if err := b.usable(); err != nil {
-		return -1, err
+		return -1, -1, err
 	}
 	var h *hosted
-	var err error
 	if replicaID == debuggingReplicaID {
 		h = b.lookup(topic, p)
 		if h == nil {
-			return -1, fmt.Errorf("%w: %s-%d is not hosted on broker %d", kerr.UnknownTopicOrPartition, topic, p, b.cfg.ID)
+			return -1, -1, fmt.Errorf("%w: %s-%d is not hosted on broker %d", kerr.UnknownTopicOrPartition, topic, p, b.cfg.ID)
 		}
 		err = checkEpoch(h.r, currentLeaderEpoch)
 	} else {
 		h, err = b.leaderFor(topic, p, currentLeaderEpoch)
 	}
 	if err != nil {
-		return -1, err
+		return -1, -1, err
 	}
 	r := h.r
-	end := r.LEO()
-	if replicaID == consumerReplicaID {
-		end = r.HW() // read_uncommitted and read_committed alike: LSO = HW without transactions
-	}
+	end := partition.FetchEnd(replicaID != consumerReplicaID, r.HW(), r.LEO())
 	switch {
 	case timestamp == -2:
-		return r.LogStart(), nil
+		ls := r.LogStart()
+		return ls, r.Epochs().EpochOf(ls), nil
 	case timestamp == -1:
-		return end, nil
+		return end, r.LeaderEpoch(), nil
 	case timestamp >= 0:
-		return b.offsetForTimestamp(h, timestamp, end)
+		off, err := b.offsetForTimestamp(h, timestamp, end)
+		if err != nil || off < 0 {
+			return off, -1, err
+		}
+		return off, r.Epochs().EpochOf(off), nil
 	default:
-		return -1, fmt.Errorf("%w: ListOffsets timestamp %d (want -2, -1 or >= 0)", kerr.InvalidRequest, timestamp)
+		return -1, -1, fmt.Errorf("%w: ListOffsets timestamp %d (want -2, -1 or >= 0)", kerr.InvalidRequest, timestamp)
 	}
 }
 
@@ -120,7 +124,7 @@ func (b *Broker) Metrics() Metrics {
 		if isr < len(st.Replicas)-len(st.RemovingReplicas) { // Kafka's: the target's replication factor while reassigning
 			m.UnderReplicatedPartitions++
 		}
-		if minISR := minISROf(h); isr < minISR {
+		if minISR := r.EffectiveMinISR(); isr < minISR {
 			m.UnderMinIsrPartitionCount++
 		} else if isr == minISR {
 			m.AtMinIsrPartitionCount++

@@ -167,13 +167,3 @@ func (b *Broker) reconfigureReplicaLocked(h *hosted) {
 	}
 	h.r.SetMinInsyncReplicas(topicMinISR(b.apply.dyn.minISR, h.topicConfigs))
 }
-
-// minISROf returns the effective min.insync.replicas of the replica h: the configured
-// value capped by the replication factor.
-func minISROf(h *hosted) int {
-	n := h.r.Config().MinInsyncReplicas
-	if rf := len(h.r.State().Replicas); rf > 0 && rf < n {
-		return rf
-	}
-	return n
-}

@@ -207,16 +207,21 @@ func TestListOffsetsLatestIsTheHW(t *testing.T) {
 		{"debugging latest on a follower", f, -2, -1, 0, fr.LEO()},
 		{"debugging earliest on a follower", f, -2, -2, 0, 0},
 	} {
-		got, err := tc.b.ListOffsetFor(tc.replicaID, -1, "t", 0, tc.ts, tc.isolation)
+		got, epoch, err := tc.b.ListOffsetFor(tc.replicaID, -1, "t", 0, tc.ts, tc.isolation)
 		if err != nil || got != tc.want {
 			t.Errorf("%s: ListOffsets(replica %d, timestamp %d) on broker %d = %d, %v; want %d",
 				tc.name, tc.replicaID, tc.ts, tc.b.ID(), got, err, tc.want)
 		}
+		// Every batch is of the current leader epoch; no offset, no epoch.
+		r, _ := tc.b.Replica("t", 0)
+		if want := r.LeaderEpoch(); (got < 0 && epoch != -1) || (got >= 0 && epoch != want) {
+			t.Errorf("%s: leader epoch %d with offset %d, want %d from the replica (-1 with no offset)", tc.name, epoch, got, want)
+		}
 	}
-	if _, err := f.ListOffsetFor(-1, -1, "t", 0, -1, 0); !errors.Is(err, kerr.NotLeaderForPartition) {
+	if _, _, err := f.ListOffsetFor(-1, -1, "t", 0, -1, 0); !errors.Is(err, kerr.NotLeaderForPartition) {
 		t.Errorf("consumer ListOffsets on a follower: %v, want NOT_LEADER_OR_FOLLOWER", err)
 	}
-	if _, err := f.ListOffsetFor(l.ID(), -1, "t", 0, -1, 0); !errors.Is(err, kerr.NotLeaderForPartition) {
+	if _, _, err := f.ListOffsetFor(l.ID(), -1, "t", 0, -1, 0); !errors.Is(err, kerr.NotLeaderForPartition) {
 		t.Errorf("replica ListOffsets on a follower: %v, want NOT_LEADER_OR_FOLLOWER", err)
 	}
 }

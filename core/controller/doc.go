@@ -75,6 +75,10 @@
 // comes from Config.Now (nanoseconds) so tests inject a clock; the embedded
 // cluster calls CheckSessions periodically, or runs Run.
 //
+// Tests. The scripts in testdata/ (TestScripts, internal/scripttest) tell elections,
+// AlterPartition, session fencing, unclean election and reassignment as stories, with the
+// metadata recorded after every step.
+//
 // Concurrency. Every method is safe for concurrent use. One mutex guards
 // all state (the metadata plane is not on the produce/fetch path); no
 // callback (subscription fn, Offsets) is ever called while it is held, so

@@ -83,6 +83,10 @@
 // newer coordinator answers OffsetFetch from the state at the HW instead, so that right after
 // a move it may answer an older offset than the one last acknowledged.)
 //
+// The scripts in testdata/ (TestScripts, internal/scripttest) drive a Machine through
+// joins, syncs, static members, commits and offset expiry, with the group recorded after
+// every step.
+//
 // # Concurrency
 //
 // A Machine is not safe for concurrent use. A Coordinator serializes every Machine call under

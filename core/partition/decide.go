@@ -69,14 +69,57 @@ func CaughtUpUpdate(fetchOffset, leaderLEONow, lastFetchLeaderLEO, lastFetchTime
 	return lastCaughtUpNs
 }
 
-// OutOfSync reports whether a follower whose last caught-up time is
-// lastCaughtUpNs has not been caught up for more than replica.lag.time.max.ms
-// (lagMaxNs) at nowNs. Exactly lagMaxNs is still in sync (Kafka's isCaughtUp:
-// "currentTimeMs - lastCaughtUpTimeMs <= replicaMaxLagMs"). A follower whose LEO
-// equals the leader's is caught up whatever the time (the Replica checks that first,
-// KAFKA-7152), so an idle in-sync follower never leaves the ISR.
-func OutOfSync(lastCaughtUpNs, nowNs, lagMaxNs int64) bool {
-	return nowNs-lastCaughtUpNs > lagMaxNs
+// CaughtUp is Kafka's ReplicaState.isCaughtUp: a follower whose LEO (followerLEO) equals
+// the leader's (leaderLEO) is caught up whatever the time (KAFKA-7152), so an idle in-sync
+// follower never leaves the ISR; otherwise it is caught up while its last caught-up time
+// (lastCaughtUpNs) is at most replica.lag.time.max.ms (lagMaxNs) before nowNs. Exactly
+// lagMaxNs is still in sync ("currentTimeMs - lastCaughtUpTimeMs <= replicaMaxLagMs").
+func CaughtUp(followerLEO, leaderLEO, lastCaughtUpNs, nowNs, lagMaxNs int64) bool {
+	return followerLEO == leaderLEO || nowNs-lastCaughtUpNs <= lagMaxNs
+}
+
+// ShrinkISR is the leader's ISR expiration (Kafka's Partition.maybeShrinkIsr over
+// getOutOfSyncReplicas): the followers of isr (every member but the leader, self) that are
+// not caught up leave it. It returns the remaining ISR and the removed members, both in
+// ISR order; out is empty when nothing changes. caughtUp is asked about the followers only.
+func ShrinkISR(isr []int32, self int32, caughtUp func(id int32) bool) (keep, out []int32) {
+	for _, id := range isr {
+		if id == self || caughtUp(id) {
+			keep = append(keep, id)
+		} else {
+			out = append(out, id)
+		}
+	}
+	return keep, out
+}
+
+// EffectiveMinISR is min.insync.replicas (minISR) capped by the replication factor rf (the
+// number of assigned replicas; 0 unknown), as Kafka >= 3.7 (KAFKA-15583): a topic with
+// RF 2 and min.insync.replicas 3 takes acks=all produces with both replicas in sync.
+func EffectiveMinISR(minISR, rf int) int {
+	if rf > 0 && rf < minISR {
+		return rf
+	}
+	return minISR
+}
+
+// FollowerHW is a follower's HW after a fetch response that carried the leader's HW
+// (leaderHW), or after a restart from the HW checkpoint: at most its own LEO (exclusive) and
+// at least its log start (inclusive; a new leader's HW may lag behind the log start this
+// follower took from the previous one). Kafka's UnifiedLog.updateHighWatermark.
+func FollowerHW(leaderHW, leo, logStart int64) int64 {
+	return max(logStart, min(leaderHW, leo))
+}
+
+// FetchEnd is the exclusive end of what a read may return (Kafka's FetchIsolation): a
+// replica (a follower's fetch, or ListOffsets from a replica or the debugging id) reads up
+// to the LEO, a consumer up to the HW. Without transactions the LSO equals the HW, so
+// read_committed and read_uncommitted consumers share the HW bound.
+func FetchEnd(replica bool, hw, leo int64) int64 {
+	if replica {
+		return leo
+	}
+	return hw
 }
 
 // CanJoinISR reports whether a follower outside the ISR may join it: its LEO

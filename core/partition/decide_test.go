@@ -2,6 +2,7 @@ package partition
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -104,20 +105,82 @@ func TestCaughtUpUpdate(t *testing.T) {
 	}
 }
 
-func TestOutOfSync(t *testing.T) {
+// TestCaughtUp: Kafka's isCaughtUp, the rule ISR expiration (shrinkISR) and the HW's
+// joining-follower hold-back apply.
+func TestCaughtUp(t *testing.T) {
 	lag := int64(30 * time.Second)
 	for _, tc := range []struct {
-		caught, now int64
-		want        bool
+		leo, leaderLEO, caught, now int64
+		want                        bool
 	}{
-		{0, lag - 1, false},
-		{0, lag, false}, // exactly the limit is still in sync
-		{0, lag + 1, true},
-		{int64(time.Second), lag + int64(time.Second), false},
+		{5, 10, 0, lag - 1, true},
+		{5, 10, 0, lag, true}, // exactly the limit is still in sync
+		{5, 10, 0, lag + 1, false},
+		{5, 10, int64(time.Second), lag + int64(time.Second), true},
+		{10, 10, 0, 10 * lag, true}, // at the leader's LEO: caught up whatever the time (KAFKA-7152)
+		{-1, 10, 0, lag + 1, false},
 	} {
-		if got := OutOfSync(tc.caught, tc.now, lag); got != tc.want {
-			t.Errorf("OutOfSync(%d, %d) = %v, want %v", tc.caught, tc.now, got, tc.want)
+		if got := CaughtUp(tc.leo, tc.leaderLEO, tc.caught, tc.now, lag); got != tc.want {
+			t.Errorf("CaughtUp(leo %d, leader %d, caught %d, now %d) = %v, want %v", tc.leo, tc.leaderLEO, tc.caught, tc.now, got, tc.want)
 		}
+	}
+}
+
+func TestShrinkISR(t *testing.T) {
+	for _, tc := range []struct {
+		isr, behind, keep, out []int32
+		self                   int32
+	}{
+		{isr: []int32{0, 1, 2}, self: 0, keep: []int32{0, 1, 2}},
+		{isr: []int32{0, 1, 2}, self: 0, behind: []int32{2}, keep: []int32{0, 1}, out: []int32{2}},
+		{isr: []int32{2, 0, 1}, self: 1, behind: []int32{2, 0}, keep: []int32{1}, out: []int32{2, 0}},
+		// The leader never leaves, even if the callback would say so.
+		{isr: []int32{0, 1}, self: 0, behind: []int32{0}, keep: []int32{0, 1}},
+	} {
+		asked := []int32{}
+		keep, out := ShrinkISR(tc.isr, tc.self, func(id int32) bool {
+			asked = append(asked, id)
+			return !slices.Contains(tc.behind, id)
+		})
+		if !slices.Equal(keep, tc.keep) || !slices.Equal(out, tc.out) {
+			t.Errorf("ShrinkISR(%v, self %d, behind %v) = (%v, %v), want (%v, %v)", tc.isr, tc.self, tc.behind, keep, out, tc.keep, tc.out)
+		}
+		if slices.Contains(asked, tc.self) {
+			t.Errorf("ShrinkISR asked about the leader %d", tc.self)
+		}
+	}
+}
+
+func TestEffectiveMinISRRule(t *testing.T) {
+	for _, tc := range []struct{ minISR, rf, want int }{
+		{2, 3, 2}, {3, 3, 3}, {3, 2, 2}, {1, 1, 1}, {2, 0, 2},
+	} {
+		if got := EffectiveMinISR(tc.minISR, tc.rf); got != tc.want {
+			t.Errorf("EffectiveMinISR(%d, rf %d) = %d, want %d", tc.minISR, tc.rf, got, tc.want)
+		}
+	}
+}
+
+func TestFollowerHW(t *testing.T) {
+	for _, tc := range []struct{ leaderHW, leo, logStart, want int64 }{
+		{7, 10, 0, 7}, // the leader's HW
+		{10, 9, 0, 9}, // capped by the follower's LEO
+		{3, 10, 5, 5}, // raised to the log start
+		{0, 0, 0, 0},  // empty log
+		{12, 12, 12, 12},
+	} {
+		if got := FollowerHW(tc.leaderHW, tc.leo, tc.logStart); got != tc.want {
+			t.Errorf("FollowerHW(leader HW %d, LEO %d, log start %d) = %d, want %d", tc.leaderHW, tc.leo, tc.logStart, got, tc.want)
+		}
+	}
+}
+
+func TestFetchEnd(t *testing.T) {
+	if got := FetchEnd(false, 7, 10); got != 7 {
+		t.Errorf("consumer FetchEnd = %d, want the HW 7", got)
+	}
+	if got := FetchEnd(true, 7, 10); got != 10 {
+		t.Errorf("replica FetchEnd = %d, want the LEO 10", got)
 	}
 }
 

@@ -14,12 +14,15 @@
 // # Layers
 //
 // decide.go is the pure decision logic — no goroutines, no clock reads, no
-// I/O — in the style of etcd's raft: HighWatermark (min LEO of the ISR, only
-// while len(ISR) >= min.insync.replicas), CaughtUpUpdate and OutOfSync
-// (Kafka's lastCaughtUpTimeMs rule against replica.lag.time.max.ms),
-// CanJoinISR (LEO >= HW and >= the start of the leader's epoch) and
-// TruncationOffset (KIP-101 / KIP-279 divergence from an
-// OffsetForLeaderEpoch answer). fetchstate.go is the follower's per-partition
+// I/O — in the style of etcd's raft: HighWatermark (min LEO of the maximal
+// ISR, only while len(ISR) >= the effective min.insync.replicas,
+// EffectiveMinISR), CaughtUpUpdate, CaughtUp and ShrinkISR (Kafka's
+// lastCaughtUpTimeMs rule against replica.lag.time.max.ms), CanJoinISR (LEO
+// >= HW and >= the start of the leader's epoch), FollowerHW, FetchEnd (HW for
+// consumers, LEO for replicas) and TruncationOffset (KIP-101 / KIP-279
+// divergence from an OffsetForLeaderEpoch answer). Replica and the broker call
+// these functions and keep no copy of a rule, so the rule tests test what
+// production runs. fetchstate.go is the follower's per-partition
 // replica-fetch state machine (FetchState: truncating, fetching, resolving an
 // out-of-range offset with ListOffsets, awaiting a new assignment), pure as
 // well; the broker's fetchers run it and carry out its actions. EpochCache is Kafka's LeaderEpochFileCache,
@@ -33,11 +36,11 @@
 //
 // Replica wires the decisions to a core/log.Log, an injected clock and the
 // waiting produce requests. The scripted scenarios in testdata/*.txt (run by
-// TestScripts) drive several Replicas through the seed articles' worked
-// examples, ISR shrink/expand, strict min.insync.replicas, KIP-101's two
-// scenarios and KIP-279's fast failover, and unclean election; the real
-// core/controller elects the leaders, checks the ISR changes and registers
-// every restart as a new incarnation.
+// TestScripts, internal/scripttest) drive several Replicas through the seed articles'
+// worked examples, ISR shrink/expand, strict min.insync.replicas, KIP-101's two
+// scenarios and KIP-279's fast failover, and unclean election, with the state after
+// every step recorded under it (-rewrite updates it); the real core/controller elects
+// the leaders, checks the ISR changes and registers every restart as a new incarnation.
 //
 // # Lifecycle
 //

@@ -116,6 +116,21 @@ func (c *EpochCache) Latest() int32 {
 	return c.entries[len(c.entries)-1].Epoch
 }
 
+// EpochOf returns the epoch of the record at offset (inclusive): the epoch of the last entry
+// starting at or before it, or UndefinedEpoch when none does (Kafka's epochForOffset).
+func (c *EpochCache) EpochOf(offset int64) int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := UndefinedEpoch
+	for _, en := range c.entries {
+		if en.StartOffset > offset {
+			break
+		}
+		e = en.Epoch
+	}
+	return e
+}
+
 // StartOffsetOf returns the start offset (inclusive) of epoch, or -1 if the
 // cache has no entry for exactly that epoch.
 func (c *EpochCache) StartOffsetOf(epoch int32) int64 {

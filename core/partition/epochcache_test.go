@@ -35,6 +35,24 @@ func TestEpochCacheAssign(t *testing.T) {
 	}
 }
 
+func TestEpochCacheEpochOf(t *testing.T) {
+	c := NewEpochCache()
+	if e := c.EpochOf(0); e != UndefinedEpoch {
+		t.Fatalf("empty cache: EpochOf(0) = %d", e)
+	}
+	for _, e := range []EpochEntry{{1, 5}, {3, 20}} {
+		c.Assign(e.Epoch, e.StartOffset)
+	}
+	for _, tc := range []struct {
+		off  int64
+		want int32
+	}{{4, UndefinedEpoch}, {5, 1}, {19, 1}, {20, 3}, {1000, 3}} {
+		if got := c.EpochOf(tc.off); got != tc.want {
+			t.Errorf("EpochOf(%d) = %d, want %d", tc.off, got, tc.want)
+		}
+	}
+}
+
 func TestEpochCacheEndOffsetFor(t *testing.T) {
 	c := NewEpochCache()
 	for _, e := range []EpochEntry{{2, 10}, {4, 30}, {7, 45}} {

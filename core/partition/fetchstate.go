@@ -122,7 +122,8 @@ func (s *FetchState) TruncationStep(v FetchView) (epoch int32, ask bool, act Fet
 	latest := v.LatestEpoch()
 	if s.TruncateToHW || latest == UndefinedEpoch {
 		s.Phase = PhaseFetching
-		return 0, false, truncateTo(v, min(v.HW(), v.LEO()))
+		// The rule of an UNDEFINED answer: TruncationOffset's fallback to the HW.
+		return 0, false, truncateTo(v, v.TruncationFor(UndefinedEpoch, UndefinedEpochOffset).Offset)
 	}
 	return latest, true, FetchAction{}
 }

@@ -73,7 +73,7 @@ func (r *Replica) AppendAsFollower(blob []byte, leaderHW int64) (log.AppendInfo,
 		// Kafka's UnifiedLog.updateHighWatermark: the leader's HW, at most the LEO and
 		// at least the log start (a new leader's HW may lag behind the log start this
 		// follower took from the previous one).
-		r.hw.Store(max(r.log.LogStart(), min(leaderHW, r.log.LEO())))
+		r.hw.Store(FollowerHW(leaderHW, r.log.LEO(), r.log.LogStart()))
 		r.hwSig.notify()
 	}
 	return info, nil
@@ -183,6 +183,6 @@ func (r *Replica) RestoreHW(hw int64) error {
 	if s := r.state.Load(); s.leader {
 		return fmt.Errorf("partition %s-%d: RestoreHW on the leader: %w", r.topic, r.partition, kerr.InvalidRequest)
 	}
-	r.hw.Store(max(r.log.LogStart(), min(hw, r.log.LEO())))
+	r.hw.Store(FollowerHW(hw, r.log.LEO(), r.log.LogStart()))
 	return nil
 }

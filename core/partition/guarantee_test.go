@@ -404,3 +404,30 @@ func TestAcksAllThroughAnISRDip(t *testing.T) {
 		}
 	})
 }
+
+// TestPendingExpansionDoesNotUnfreezeHW: the frozen HW (the committed ISR below the effective
+// min.insync.replicas, KAFKA-15583) looks at the committed ISR, not the maximal one: while
+// the expansion that brings the ISR back to min.insync.replicas is pending at the controller,
+// the HW stays where it is; once the controller accepted it, the HW advances.
+func TestPendingExpansionDoesNotUnfreezeHW(t *testing.T) {
+	r, _ := leaderWithISR(t, 2, []int32{0}, Config{MinInsyncReplicas: 2})
+	if _, err := r.AppendAsLeader(batches(3), 1); err != nil {
+		t.Fatal(err)
+	}
+	if !fetch(t, r, 1, 3) {
+		t.Fatal("follower 1 at the leader's LEO may not join")
+	}
+	p := r.PrepareExpand(1)
+	if p == nil {
+		t.Fatal("PrepareExpand(1) = nil")
+	}
+	fetch(t, r, 1, 3)
+	if hw := r.HW(); hw != 0 {
+		t.Fatalf("HW %d with the committed ISR %v below min.insync.replicas 2 (maximal %v): want 0", hw, r.ISR(), r.MaximalISR())
+	}
+	commit(r, p)
+	fetch(t, r, 1, 3)
+	if hw := r.HW(); hw != 3 {
+		t.Fatalf("HW %d after the expansion was accepted (ISR %v): want 3", hw, r.ISR())
+	}
+}

@@ -15,7 +15,8 @@ func (r *Replica) OutOfSyncReplicas() []int32 {
 	if !s.leader || s.closed || s.pending != nil {
 		return nil
 	}
-	return r.outOfSync(s)
+	_, out := r.shrinkISR(s)
+	return out
 }
 
 // FollowerLastCaughtUp returns the follower's last caught-up time (ns), -1

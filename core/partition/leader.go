@@ -169,7 +169,7 @@ func (r *Replica) computeHW(s *snapshot) (hw int64, ok bool) {
 // caughtUp is Kafka's ReplicaState.isCaughtUp: the follower has the leader's LEO, or it was
 // caught up within replica.lag.time.max.ms.
 func (r *Replica) caughtUp(f *progress, leaderLEO, now int64) bool {
-	return f.leo.Load() == leaderLEO || !OutOfSync(f.lastCaughtUpNs.Load(), now, r.lagMaxNs)
+	return CaughtUp(f.leo.Load(), leaderLEO, f.lastCaughtUpNs.Load(), now, r.lagMaxNs)
 }
 
 // Broker epochs of a follower's progress: unknown (no fetch yet this term) and "the fetch
@@ -264,19 +264,15 @@ func (r *Replica) recordFetch(f *progress, brokerEpoch, fetchOffset, logStart, l
 	f.lastFetchTimeNs.Store(now)
 }
 
-func (r *Replica) outOfSync(s *snapshot) []int32 {
+// shrinkISR is ShrinkISR applied to snapshot s: a member without progress (not a
+// follower replica any more) is not caught up.
+func (r *Replica) shrinkISR(s *snapshot) (keep, out []int32) {
 	now := r.cfg.Now()
 	leo := r.log.LEO()
-	var out []int32
-	for _, id := range s.st.ISR {
-		if id == r.id {
-			continue
-		}
-		if f := s.follower(id); f == nil || !r.caughtUp(f, leo, now) {
-			out = append(out, id)
-		}
-	}
-	return out
+	return ShrinkISR(s.st.ISR, r.id, func(id int32) bool {
+		f := s.follower(id)
+		return f != nil && r.caughtUp(f, leo, now)
+	})
 }
 
 // ISRProposal is an ISR change the leader sends to the controller (AlterPartition): the
@@ -301,11 +297,10 @@ func (r *Replica) PrepareShrink() *ISRProposal {
 	if !s.leader || s.closed || s.pending != nil {
 		return nil
 	}
-	out := r.outOfSync(s)
+	isr, out := r.shrinkISR(s)
 	if len(out) == 0 {
 		return nil
 	}
-	isr := slices.DeleteFunc(slices.Clone(s.st.ISR), func(id int32) bool { return slices.Contains(out, id) })
 	return r.propose(s, isr, s.maximal)
 }
 

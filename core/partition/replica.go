@@ -266,14 +266,14 @@ func (r *Replica) SetMinInsyncReplicas(n int) {
 	r.hwSig.notifyAll()
 }
 
-// effectiveMinISR is min(min.insync.replicas, replication factor) for s.
+// effectiveMinISR is EffectiveMinISR for s: min(min.insync.replicas, replication factor).
 func (r *Replica) effectiveMinISR(s *snapshot) int {
-	n := int(r.minISR.Load())
-	if rf := len(s.st.Replicas); rf > 0 && rf < n {
-		return rf
-	}
-	return n
+	return EffectiveMinISR(int(r.minISR.Load()), len(s.st.Replicas))
 }
+
+// EffectiveMinISR returns min(min.insync.replicas, replication factor) now (EffectiveMinISR),
+// the bound of the acks=all check, the HW freeze and the UnderMinIsr metrics. Lock-free.
+func (r *Replica) EffectiveMinISR() int { return r.effectiveMinISR(r.state.Load()) }
 
 // Epochs returns the leader epoch cache (for tools and tests).
 func (r *Replica) Epochs() *EpochCache { return r.epochs }

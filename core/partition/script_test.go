@@ -1,18 +1,26 @@
 package partition
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/isrbench/isrbench/internal/scripttest"
 )
 
-// TestScripts runs the scenario scripts in testdata/*.txt. Each script is a
-// story, one command per line ("#" starts a comment):
+// TestScripts runs the scenario scripts in testdata/*.txt (internal/scripttest): each is a
+// story, one command per line ("#" starts a comment), and under each command the state it
+// left, recorded by `go test ./core/partition -run TestScripts -rewrite`:
+//
+//	0 leader   epoch 0  leo 10  hw 7   isr 0,1,2
+//	1 follower epoch 0  leo 9   hw 0
+//	2 down
+//
+// one line per broker: its role, the leader epoch it knows, its LEO and HW, and on the
+// leader the ISR (and an ISR change pending at the controller). The commands:
 //
 //	config minisr 2 lag 30s [hwupdate atomic|mutex] [truncate epoch|hw]
 //	                              (before "replicas"; "reset" starts over)
@@ -32,7 +40,7 @@ import (
 //	                              unless "defer" (their fetchers lag behind
 //	                              the leader changes: fast failover)
 //	truncate 1                    run a follower's deferred truncation
-//	fail <command>                the command must fail
+//	fail <command>                the command must fail; its error is recorded
 //	append 0 records 10 [batch 5] [acks -1|1|0] [error CODE]
 //	fetch 1 [max N]               replica fetch round trip (N batches max)
 //	update 1 [offset 9]           the leader sees a fetch; the response is lost
@@ -46,14 +54,18 @@ import (
 //	                              epoch, out of the ISR until it catches up);
 //	                              reopen (HW from its checkpoint), follow
 //	repeat N: cmd; cmd            run commands N times
-//	expect hw [broker] 7          (default broker: the leader)
-//	expect leo 1 9 | isr 0,1 | leader 1 epoch 2 | identical 0,1 |
-//	       diverge 0,1 | lost 3 | asks 1 2 | epochs 1 0:0,2:5 | lastcaughtup 1 2s
 //
-// Any command may end with "at 100ms" (absolute clock). After every command
-// the invariants are checked: HW <= LEO on every live replica, the leader's HW
-// never decreases, the replicas have the controller's state and its leader
-// leads that leader epoch.
+// Queries record their answer instead of the state: "consume" (what a consumer of the
+// leader reads: FetchEnd), "logs 0,1" (identical or diverging logs, with their records
+// when short), "lost" (committed offsets the leader lacks), "asks 1" (OffsetForLeaderEpoch
+// rounds of broker 1's last truncation), "epochs 1" (its epoch cache) and "lastcaughtup 1"
+// (the leader's caught-up time of follower 1).
+//
+// Any command may end with "at 100ms" (absolute clock). After every command the invariants
+// are checked: HW <= LEO on every live replica, the leader's HW never decreases, the
+// replicas have the controller's state and its leader leads that leader epoch. Every script
+// runs three times, with hw.update=atomic, with hw.update=mutex and on the real core/log;
+// all three must print what the first recorded.
 func TestScripts(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txt")
 	if err != nil || len(files) == 0 {
@@ -61,11 +73,17 @@ func TestScripts(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
-			for _, v := range []struct {
+			for i, v := range []struct {
 				mode    string
 				realLog bool
 			}{{HWUpdateAtomic, false}, {HWUpdateMutex, false}, {HWUpdateAtomic, true}} {
-				runScript(t, f, v.mode, v.realLog)
+				s := &scriptRun{t: t, hwMode: v.mode, realLog: v.realLog}
+				s.cfg.HWUpdate = v.mode
+				if i == 0 {
+					scripttest.Run(t, f, s.handle)
+				} else {
+					scripttest.Check(t, f, s.handle)
+				}
 			}
 		})
 	}
@@ -73,84 +91,118 @@ func TestScripts(t *testing.T) {
 
 type scriptRun struct {
 	t       *testing.T
-	file    string
-	line    int
 	hwMode  string
 	realLog bool
 	cfg     Config
 	c       *testCluster
-	cfgSeen bool
 }
 
-func runScript(t *testing.T, file, hwMode string, realLog bool) {
-	fh, err := os.Open(file)
+// handle runs one command and returns what it records.
+func (s *scriptRun) handle(t *testing.T, cmd *scripttest.Cmd) string {
+	out, err := s.exec(cmd.Line)
 	if err != nil {
-		t.Fatal(err)
+		cmd.Fatalf(t, "(hw.update=%s realLog=%v): %v", s.hwMode, s.realLog, err)
 	}
-	defer fh.Close()
-	s := &scriptRun{t: t, file: file, hwMode: hwMode, realLog: realLog}
-	s.cfg.HWUpdate = hwMode
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		s.line++
-		line := sc.Text()
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
-		}
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		if err := s.exec(line); err != nil {
-			t.Fatalf("%s:%d (hw.update=%s realLog=%v): %q: %v", file, s.line, hwMode, realLog, line, err)
-		}
-	}
+	return out
 }
 
-func (s *scriptRun) exec(line string) error {
+// exec runs line and returns its output: a query's answer, or the state after it.
+func (s *scriptRun) exec(line string) (string, error) {
 	if rest, ok := strings.CutPrefix(line, "repeat "); ok {
 		n, body, ok := strings.Cut(rest, ":")
 		count, err := strconv.Atoi(strings.TrimSpace(n))
 		if !ok || err != nil {
-			return fmt.Errorf("want \"repeat N: cmd; cmd\"")
+			return "", fmt.Errorf("want \"repeat N: cmd; cmd\"")
 		}
+		out := ""
 		for i := 0; i < count; i++ {
 			for _, cmd := range strings.Split(body, ";") {
 				if cmd = strings.TrimSpace(cmd); cmd != "" {
-					if err := s.exec(cmd); err != nil {
-						return fmt.Errorf("repeat %d: %q: %w", i, cmd, err)
+					if out, err = s.exec(cmd); err != nil {
+						return "", fmt.Errorf("repeat %d: %q: %w", i, cmd, err)
 					}
 				}
 			}
 		}
-		return nil
+		return out, nil
 	}
 	f := strings.Fields(line)
 	if n := len(f); n >= 2 && f[n-2] == "at" {
 		at, err := dur(f[n-1])
 		if err != nil {
-			return err
+			return "", err
 		}
 		if s.c == nil || at < s.c.clock.ns {
-			return fmt.Errorf("at %s: clock cannot go backwards", f[n-1])
+			return "", fmt.Errorf("at %s: clock cannot go backwards", f[n-1])
 		}
 		s.c.clock.ns = at
 		f = f[:n-2]
 	}
+	if ans, ok, err := s.query(f); ok {
+		return ans, err
+	}
+	prefix := ""
 	if f[0] == "fail" {
 		if len(f) < 2 {
-			return fmt.Errorf("fail what?")
+			return "", fmt.Errorf("fail what?")
 		}
-		if err := s.do(f[1:]); err == nil {
-			return fmt.Errorf("%s succeeded, want an error", strings.Join(f[1:], " "))
+		err := s.do(f[1:])
+		if err == nil {
+			return "", fmt.Errorf("%s succeeded, want an error", strings.Join(f[1:], " "))
 		}
+		prefix = "error: " + errText(err) + "\n"
 	} else if err := s.do(f); err != nil {
-		return err
+		return "", err
 	}
-	if s.c != nil {
-		return s.c.check()
+	if s.c == nil {
+		return prefix + "ok", nil
 	}
-	return nil
+	if err := s.c.check(); err != nil {
+		return "", err
+	}
+	return prefix + s.c.state(), nil
+}
+
+// errText is an error as a script records it: its Kafka error code, or its message.
+func errText(err error) string {
+	if code := errCode(err); code != "UNKNOWN" {
+		return code
+	}
+	return err.Error()
+}
+
+// state is one line per broker: role, known leader epoch, LEO, HW; the leader's ISR.
+func (c *testCluster) state() string {
+	var b strings.Builder
+	for _, id := range c.ids {
+		tb := c.brokers[id]
+		if !tb.alive {
+			fmt.Fprintf(&b, "%d down\n", id)
+			continue
+		}
+		r := tb.r
+		role := "follower"
+		if r.IsLeader() {
+			role = "leader"
+		}
+		fmt.Fprintf(&b, "%d %-8s epoch %d  leo %-5d hw %-5d", id, role, r.LeaderEpoch(), r.LEO(), r.HW())
+		if r.IsLeader() {
+			fmt.Fprintf(&b, " isr %s", joinIDs(r.ISR()))
+			if p := r.PendingISR(); p != nil {
+				fmt.Fprintf(&b, " pending %s", joinIDs(p))
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func joinIDs(ids []int32) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.Itoa(int(id))
+	}
+	return strings.Join(parts, ",")
 }
 
 // kv parses "key value" pairs after the positional arguments.
@@ -384,8 +436,6 @@ func (s *scriptRun) do(f []string) error {
 			return fmt.Errorf("broker %d is running", b.id)
 		}
 		return s.c.restart(b)
-	case "expect":
-		return s.expect(f[1:])
 	}
 	return fmt.Errorf("unknown command %q", f[0])
 }
@@ -405,136 +455,92 @@ func (s *scriptRun) broker(x string) (*testBroker, error) {
 	return b, nil
 }
 
-func (s *scriptRun) expect(f []string) error {
-	if len(f) < 2 {
-		return fmt.Errorf("expect what?")
+// query answers the query commands (ok false for any other command).
+func (s *scriptRun) query(f []string) (ans string, ok bool, err error) {
+	switch f[0] {
+	case "consume", "logs", "lost", "asks", "epochs", "lastcaughtup":
+	default:
+		return "", false, nil
 	}
-	num := func(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }
-	target := func() (*testBroker, string, error) {
-		if len(f) == 3 {
-			b, err := s.broker(f[1])
-			return b, f[2], err
+	if s.c == nil {
+		return "", true, fmt.Errorf("%s before replicas", f[0])
+	}
+	arg := func() (*testBroker, error) {
+		if len(f) != 2 {
+			return nil, fmt.Errorf("%s needs one broker id", f[0])
 		}
-		b, err := s.c.leader()
-		return b, f[1], err
+		return s.broker(f[1])
 	}
 	switch f[0] {
-	case "hw", "leo":
-		b, v, err := target()
-		if err != nil {
-			return err
-		}
-		want, err := num(v)
-		if err != nil {
-			return err
-		}
-		got := b.r.HW()
-		if f[0] == "leo" {
-			got = b.r.LEO()
-		}
-		if got != want {
-			return fmt.Errorf("broker %d %s = %d, want %d", b.id, f[0], got, want)
-		}
-	case "isr":
-		want, err := ids(f[1])
-		if err != nil {
-			return err
-		}
+	case "consume":
 		lb, err := s.c.leader()
 		if err != nil {
-			return err
+			return "", true, err
 		}
-		if got := lb.r.ISR(); !slices.Equal(got, want) {
-			return fmt.Errorf("ISR %v, want %v", got, want)
+		end := FetchEnd(false, lb.r.HW(), lb.r.LEO())
+		vals := values(lb)
+		start := lb.r.LogStart()
+		got := strings.Join(vals[start:end], " ")
+		if got == "" {
+			got = "nothing"
 		}
-	case "leader":
-		l, err := id(f[1])
-		if err != nil {
-			return err
+		return fmt.Sprintf("a consumer of leader %d reads [%d, %d): %s", lb.id, start, end, got), true, nil
+	case "logs":
+		if len(f) != 2 {
+			return "", true, fmt.Errorf("logs needs a broker list")
 		}
-		lb, err := s.c.leader()
-		if err != nil {
-			return err
-		}
-		if lb.id != l || !lb.r.IsLeader() {
-			return fmt.Errorf("leader %d (IsLeader=%v), want %d", lb.id, lb.r.IsLeader(), l)
-		}
-		if len(f) == 4 && f[2] == "epoch" {
-			e, _ := id(f[3])
-			if lb.r.LeaderEpoch() != e {
-				return fmt.Errorf("leader epoch %d, want %d", lb.r.LeaderEpoch(), e)
-			}
-		}
-	case "identical", "diverge":
 		l, err := ids(f[1])
 		if err != nil {
-			return err
+			return "", true, err
 		}
 		same, err := s.c.identical(l)
 		if err != nil {
-			return err
+			return "", true, err
 		}
-		if same != (f[0] == "identical") {
-			var desc []string
+		var b strings.Builder
+		short := true
+		for _, x := range l {
+			short = short && len(values(s.c.brokers[x])) <= 12
+		}
+		if short {
 			for _, x := range l {
-				desc = append(desc, fmt.Sprintf("%d:%v", x, values(s.c.brokers[x])))
+				fmt.Fprintf(&b, "%d: %s\n", x, strings.Join(values(s.c.brokers[x]), " "))
 			}
-			return fmt.Errorf("logs identical=%v, want %s: %s", same, f[0], strings.Join(desc, " "))
 		}
+		if same {
+			b.WriteString("identical\n")
+		} else {
+			b.WriteString("diverge\n")
+		}
+		return b.String(), true, nil
 	case "lost":
-		want, err := num(f[1])
-		if err != nil {
-			return err
-		}
-		got, err := s.c.lost()
-		if err != nil {
-			return err
-		}
-		if int64(got) != want {
-			return fmt.Errorf("lost %d committed offsets, want %d", got, want)
-		}
+		n, err := s.c.lost()
+		return fmt.Sprintf("lost %d committed offsets", n), true, err
 	case "asks":
-		b, v, err := target()
+		b, err := arg()
 		if err != nil {
-			return err
+			return "", true, err
 		}
-		want, err := num(v)
-		if err != nil {
-			return err
-		}
-		if int64(b.asks) != want {
-			return fmt.Errorf("broker %d sent %d OffsetForLeaderEpoch requests, want %d", b.id, b.asks, want)
-		}
+		return fmt.Sprintf("broker %d: %d OffsetForLeaderEpoch rounds", b.id, b.asks), true, nil
 	case "epochs":
-		b, v, err := target()
+		b, err := arg()
 		if err != nil {
-			return err
+			return "", true, err
 		}
 		var parts []string
 		for _, e := range b.r.Epochs().Entries() {
 			parts = append(parts, fmt.Sprintf("%d:%d", e.Epoch, e.StartOffset))
 		}
-		if got := strings.Join(parts, ","); got != v {
-			return fmt.Errorf("broker %d epochs %s, want %s", b.id, got, v)
+		return fmt.Sprintf("broker %d epochs (epoch:start) %s", b.id, strings.Join(parts, ",")), true, nil
+	default: // lastcaughtup
+		b, err := arg()
+		if err != nil {
+			return "", true, err
 		}
-	case "lastcaughtup":
 		lb, err := s.c.leader()
 		if err != nil {
-			return err
+			return "", true, err
 		}
-		fid, err := id(f[1])
-		if err != nil {
-			return err
-		}
-		want, err := dur(f[2])
-		if err != nil {
-			return err
-		}
-		if got := lb.r.FollowerLastCaughtUp(fid); got != want {
-			return fmt.Errorf("follower %d lastCaughtUp %v, want %v", fid, got, want)
-		}
-	default:
-		return fmt.Errorf("unknown expectation %q", f[0])
+		return fmt.Sprintf("follower %d last caught up at %v", b.id, time.Duration(lb.r.FollowerLastCaughtUp(b.id))), true, nil
 	}
-	return nil
 }

@@ -321,7 +321,7 @@ func (s *Sim) consume() {
 	if r, ok := n.b.Replica(topic, p); ok {
 		hw, leo = min(hw, r.HW()), r.LEO()
 		// The consumer's end offset (ListOffsets LATEST, replica id -1) is the HW too.
-		if latest, err := n.b.ListOffsetFor(-1, -1, topic, p, -1, 0); err == nil && latest != r.HW() {
+		if latest, _, err := n.b.ListOffsetFor(-1, -1, topic, p, -1, 0); err == nil && latest != r.HW() {
 			s.fail("ListOffsets LATEST for a consumer of p%d on leader %d answered %d, the HW is %d (LEO %d)", p, n.id, latest, r.HW(), leo)
 			return
 		}

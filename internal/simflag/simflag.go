@@ -15,3 +15,7 @@ var (
 	// Steps is the number of random steps per seed (0: the simulator's default).
 	Steps = flag.Int("sim.steps", 0, "random steps per simulation seed (0: the default)")
 )
+
+// Rewrite makes the scripted tests with recorded output (internal/scripttest) write what
+// they printed into their testdata/*.txt scripts instead of comparing it.
+var Rewrite = flag.Bool("rewrite", false, "rewrite the recorded output of testdata/*.txt scripts instead of checking it")
