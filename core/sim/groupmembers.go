@@ -413,6 +413,14 @@ func (s *Sim) sendCommit(m *gmember, gen int32) {
 		genSeen := gs.maxGen[gkey{m.group, term}]
 		fenced := gs.fenced[gkey{m.group, term}][req.MemberID]
 		c.CommitAsync(req, offs, func(err error) {
+			// Numbered when the coordinator acknowledges it, not when the answer arrives: a
+			// failure meanwhile excuses it as it does the commits the client knows of.
+			num := 0
+			if err == nil {
+				s.noteFailures()
+				gs.ackSeq++
+				num = gs.ackSeq
+			}
 			switch {
 			case err == nil && req.Generation >= 0 && genSeen > req.Generation:
 				s.fail("groups: coordinator %d (leader epoch %d) accepted an OffsetCommit of %s generation %d from %s after handing out generation %d",
@@ -421,17 +429,19 @@ func (s *Sim) sendCommit(m *gmember, gen int32) {
 				s.fail("groups: coordinator %d (leader epoch %d) accepted an OffsetCommit of %s from member %s (%s), which a later process of %s replaced",
 					n.id, term.epoch, m.group, req.MemberID, m.client, m.instance)
 			}
-			reply(func() { s.commitAnswered(m, offs, err) })
+			reply(func() { s.commitAnswered(m, offs, num, err) })
 		})
 		if ok && r.LEO() == leo+int64(len(keys)) {
 			for i, tp := range keys {
 				gs.appends[offs[tp].Offset] = appendInfo{term: term, off: leo + int64(i)}
 			}
 		}
-	}, func(err error) { s.commitAnswered(m, nil, err) })
+	}, func(err error) { s.commitAnswered(m, nil, 0, err) })
 }
 
-func (s *Sim) commitAnswered(m *gmember, offs map[group.TP]group.Committed, err error) {
+// commitAnswered handles a commit's answer; num is the number the coordinator's
+// acknowledgement got (ackSeq).
+func (s *Sim) commitAnswered(m *gmember, offs map[group.TP]group.Committed, num int, err error) {
 	gs := s.groups
 	if err != nil {
 		s.stats.Groups.CommitsFailed++
@@ -442,7 +452,6 @@ func (s *Sim) commitAnswered(m *gmember, offs map[group.TP]group.Committed, err 
 		return
 	}
 	s.noteFailures()
-	gs.ackSeq++
 	s.stats.Groups.CommitsAcked++
 	acked := gs.acked[m.group]
 	if acked == nil {
@@ -451,7 +460,7 @@ func (s *Sim) commitAnswered(m *gmember, offs map[group.TP]group.Committed, err 
 	}
 	for tp, c := range offs {
 		if c.Offset > acked[tp].value {
-			acked[tp] = seen{c.Offset, gs.ackSeq}
+			acked[tp] = seen{c.Offset, num}
 		}
 	}
 	s.tracef("groups: %s committed %s generation %d: %v", m.client, m.group, m.gen, offsetsString(offs))

@@ -41,7 +41,7 @@ func TestSimulation(t *testing.T) {
 	}
 	start := time.Now()
 	var total Stats
-	for seed := uint64(1); seed <= uint64(n); seed++ {
+	for seed := *simflag.First; seed < *simflag.First+uint64(n); seed++ {
 		res := Run(Options{Seed: seed, Steps: *simflag.Steps})
 		if res.Err != nil {
 			tail := res.Trace
