@@ -56,7 +56,7 @@ type FetchPartition struct {
 // FetchRequest is a Fetch (consumer or replica). Broker.Fetch fills the partitions' outputs in
 // place; a follower's fetcher sends one (ReplicaID >= 0) through its FetchConn.
 type FetchRequest struct {
-	ReplicaID int32 // -1 consumer, >= 0 follower broker id
+	ReplicaID int32 // -1 consumer, -2 debugging consumer (any replica, up to its HW), >= 0 follower broker id
 	// ReplicaEpoch is the fetching broker's epoch (KIP-903 ReplicaState: its registration),
 	// so the leader can tell fetches of a restarted broker from those of its previous
 	// incarnation; -1 unknown.
