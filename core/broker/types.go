@@ -141,6 +141,10 @@ type PartitionInfo struct {
 	LogStart    int64 // inclusive
 	// FollowerLEOs is the leader's view of each follower's LEO (leader only; nil on followers).
 	FollowerLEOs map[int32]int64
+	// UnderReplicated, UnderMinISR and AtMinISR are Kafka's Partition gauges
+	// (kafka.cluster:type=Partition,name=UnderReplicated / UnderMinIsr / AtMinIsr): set on
+	// the leader only, false on followers as Kafka reports 0 there.
+	UnderReplicated, UnderMinISR, AtMinISR bool
 }
 
 // Metrics are the broker's replica-manager metrics. IsrShrinks/IsrExpands are
@@ -152,9 +156,14 @@ type Metrics struct {
 	UnderReplicatedPartitions int   // led partitions with |ISR| < |replicas|
 	UnderMinIsrPartitionCount int   // led partitions with |ISR| < min.insync.replicas
 	AtMinIsrPartitionCount    int   // led partitions with |ISR| == min.insync.replicas
-	MaxLag                    int64 // max over led partitions of leader LEO - follower LEO (records)
-	LeaderCount               int
-	PartitionCount            int
+	MaxLag                    int64 // max over led partitions of leader LEO - follower LEO (records): the leader's view
+	// FetcherMaxLag is Kafka's kafka.server:type=ReplicaFetcherManager,name=MaxLag,
+	// clientId=Replica, the follower's view: the max over the partitions this broker follows
+	// of the leader's HW in the last fetch response minus the replica's LEO (records, >= 0;
+	// FetcherLags per partition).
+	FetcherMaxLag  int64
+	LeaderCount    int
+	PartitionCount int
 }
 
 // FetcherFor returns the replica fetcher index of topic-partition among n
