@@ -89,7 +89,7 @@ func TestVerifyReplicas(t *testing.T) {
 		}
 	}
 	out := verify(0)
-	for _, want := range []string{"TOPIC  PARTITION  REPLICA  ROLE", "LOG-START  HIGH-WATERMARK  LOG-END-OFFSET  LAG", "partition vr-0: replicas", "partition vr-1: replicas"} {
+	for _, want := range []string{"TOPIC  PARTITION  REPLICA  ROLE", "LOG-START  HIGH-WATERMARK  LOG-END-OFFSET  LAG", "partition vr-0: replicas", "partition vr-1: replicas", "max lag is 0 for partition vr-0 at offset 30 among 2 partitions"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("healthy cluster: output lacks %q:\n%s", want, out)
 		}

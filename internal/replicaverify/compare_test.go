@@ -140,3 +140,26 @@ func TestParseBatches(t *testing.T) {
 		t.Fatalf("a huge batch length: %+v", d)
 	}
 }
+
+// TestReportMaxLag: ReplicaVerificationTool's "max lag" is the largest distance between a
+// partition's highest replica HW and what was verified; unverified partitions are left out.
+func TestReportMaxLag(t *testing.T) {
+	r := &Report{Partitions: []Partition{
+		{Topic: "a", Partition: 0, Verified: 10, Replicas: []Replica{{HW: 10}, {HW: 12}}},
+		{Topic: "a", Partition: 1, Verified: 5, Replicas: []Replica{{HW: 9}, {HW: 5}}},
+		{Topic: "b", Partition: 0, Verified: -1, Replicas: []Replica{{HW: 100, Err: "down"}}},
+	}}
+	lag, p, ok := r.MaxLag()
+	if !ok || lag != 4 || p.Topic != "a" || p.Partition != 1 {
+		t.Fatalf("max lag %d on %s-%d (%v), want 4 on a-1", lag, p.Topic, p.Partition, ok)
+	}
+	var b strings.Builder
+	if err := r.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"max lag is 4 for partition a-1 at offset 5 among 3 partitions", "partition b-0: not verified", "partition b-0: replica 0 not checked: down"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -39,7 +39,7 @@ func (r *Report) Write(w io.Writer) error {
 		switch {
 		case p.Divergence != nil:
 			fmt.Fprintf(w, "DIVERGED %s (identical before it: [%d, %d), %s)\n", p.Divergence, p.From, p.Verified, batches(p.Batches))
-		case p.From < 0:
+		case p.From < 0 || p.Verified < 0:
 			fmt.Fprintf(w, "partition %s-%d: not verified: no replica could be read\n", p.Topic, p.Partition)
 		default:
 			fmt.Fprintf(w, "partition %s-%d: replicas %s identical in [%d, %d) (%s)\n", p.Topic, p.Partition, strings.Join(ids, ","), p.From, p.Verified, batches(p.Batches))
@@ -50,7 +50,30 @@ func (r *Report) Write(w io.Writer) error {
 			}
 		}
 	}
+	if lag, p, ok := r.MaxLag(); ok {
+		fmt.Fprintf(w, "max lag is %d for partition %s-%d at offset %d among %d partitions\n", lag, p.Topic, p.Partition, p.Verified, len(r.Partitions))
+	}
 	return nil
+}
+
+// MaxLag is ReplicaVerificationTool's summary: the largest distance, over the partitions
+// verified, between the highest HW of a partition's replicas and the end of what was verified
+// (records), with that partition; ok is false when no partition was verified.
+func (r *Report) MaxLag() (lag int64, p Partition, ok bool) {
+	lag = -1
+	for _, q := range r.Partitions {
+		if q.Verified < 0 {
+			continue
+		}
+		hw := q.Verified
+		for _, rp := range q.Replicas {
+			hw = max(hw, rp.HW)
+		}
+		if hw-q.Verified > lag {
+			lag, p, ok = hw-q.Verified, q, true
+		}
+	}
+	return lag, p, ok
 }
 
 func num(v int64) string {
