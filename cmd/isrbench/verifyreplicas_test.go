@@ -94,6 +94,13 @@ func TestVerifyReplicas(t *testing.T) {
 			t.Errorf("healthy cluster: output lacks %q:\n%s", want, out)
 		}
 	}
+	// --time: from the leader's first offset at or after a timestamp; none after a future one.
+	var tout, terr bytes.Buffer
+	future := strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10)
+	if code := exitCode(run(ctx, []string{"verify-replicas", "--bootstrap", c.Bootstrap(), "--topic", "vr", "--time", future}, &tout, &terr), &terr); code != 0 ||
+		strings.Count(tout.String(), "identical in [30, 30) (0 batches)") != 2 {
+		t.Errorf("--time in the future: exit %d\n%s%s", code, tout.String(), terr.String())
+	}
 	st, _ := c.Controller().Partition("vr", 0)
 	follower := st.Replicas[0]
 	if follower == st.Leader {
