@@ -31,6 +31,7 @@ func TestVerifyReplicasUsage(t *testing.T) {
 		{[]string{"verify-replicas", "--fetch-size", "0"}, "--fetch-size 0"},
 		{[]string{"verify-replicas", "--bootstrap", "nohost"}, "is not host:port"},
 		{[]string{"verify-replicas", "--topic", "a b"}, "a topic name is"},
+		{[]string{"verify-replicas", "--duration", "1s"}, "a duration >= 0 only with an interval"},
 	} {
 		var out, errb bytes.Buffer
 		if code := exitCode(run(context.Background(), tc.args, &out, &errb), &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
@@ -93,6 +94,12 @@ func TestVerifyReplicas(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("healthy cluster: output lacks %q:\n%s", want, out)
 		}
+	}
+	// --report-interval-ms: passes continue from where the last one ended until --duration.
+	var rout, rerr bytes.Buffer
+	if code := exitCode(run(ctx, []string{"verify-replicas", "--bootstrap", c.Bootstrap(), "--topic", "vr", "--report-interval-ms", "50", "--duration", "1s"}, &rout, &rerr), &rerr); code != 0 ||
+		!strings.Contains(rout.String(), ": verification process is started.") || !strings.Contains(rout.String(), ": max lag is 0 for partition vr-0 at offset 30 among 2 partitions") {
+		t.Errorf("--report-interval-ms: exit %d\n%s%s", code, rout.String(), rerr.String())
 	}
 	// --time: from the leader's first offset at or after a timestamp; none after a future one.
 	var tout, terr bytes.Buffer

@@ -50,6 +50,9 @@ func verifyPartition(ctx context.Context, cl *kgo.Client, o Options, t target, o
 		}
 		start = max(start, at)
 	}
+	if f, ok := o.From[TopicPartition{t.topic, t.part}]; ok {
+		start = max(start, f)
+	}
 	var cs []*Cursor
 	var idx []int // cs[i] is p.Replicas[idx[i]]
 	for i, r := range p.Replicas {

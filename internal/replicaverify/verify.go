@@ -33,6 +33,15 @@ type Options struct {
 	FetchBytes int32
 	// Parallel is the number of partitions compared at once (0: 4).
 	Parallel int
+	// From overrides the start per partition when it is later (a repeated pass continues
+	// where the previous one verified up to: Partition.Verified).
+	From map[TopicPartition]int64
+}
+
+// TopicPartition names a partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
 }
 
 // Replica is one replica of a partition as Verify saw it. Offsets are -1 when unknown.
