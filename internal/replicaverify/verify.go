@@ -52,8 +52,8 @@ type Replica struct {
 	LogStart int64 // inclusive
 	HW       int64 // exclusive: the replica's high watermark
 	LEO      int64 // exclusive: the replica's log end offset
-	// Lag is the leader's LEO minus this replica's (records; -1 when either is unknown),
-	// what Kafka's follower-side MaxLag reports against the HW.
+	// Lag is the leader's LEO minus this replica's (records, >= 0; -1 when either is
+	// unknown). The two LEOs are read by one ListOffsets per broker, not at one instant.
 	Lag int64
 	// Err is why the replica could not be read ("" when it was): not checked then.
 	Err string
