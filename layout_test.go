@@ -19,11 +19,11 @@ const module = "github.com/isrbench/isrbench"
 // allowed lists, for each package prefix of the module, the module packages it may import
 // (DESIGN.md "Dependency direction"). A package not listed here may import nothing of the module.
 var allowed = map[string][]string{
-	"cmd/isrbench": {"workloads", "cluster", "netfetch", "core/", "results", "profiles", "iouring", "gate", "cmd/isrbench/internal/", "internal/clientprops", "internal/certs"},
+	"cmd/isrbench": {"workloads", "cluster", "netfetch", "core/", "results", "profiles", "iouring", "gate", "cmd/isrbench/internal/", "internal/clientprops", "internal/certs", "internal/replicaverify"},
 	// kafkatool: what the Kafka admin commands (topics, configs) do, over a kadm client only.
 	"cmd/isrbench/internal/kafkatool": {},
 	"gate":                            {"gate", "results", "profiles"},
-	"workloads":                       {"workloads", "cluster", "netfetch", "core/", "results", "profiles", "internal/clientprops", "internal/certs"},
+	"workloads":                       {"workloads", "cluster", "netfetch", "core/", "results", "profiles", "internal/clientprops", "internal/certs", "internal/replicaverify"},
 	// cluster: the embedded cluster over netfetch's servers; adminapi serves it over HTTP;
 	// clustertest starts one for tests (netfetch's external tests import it, its own never).
 	"cluster":             {"cluster", "netfetch", "core/", "internal/kafkatest", "internal/clientprops", "internal/certs"},
@@ -49,8 +49,11 @@ var allowed = map[string][]string{
 	// clientprops: Kafka client properties (--command-config) to franz-go options; certs: a
 	// CA and certificates for serve --generate-tls and tests.
 	"internal/clientprops": {"internal/certs"},
-	"internal/certs":       {},
-	"profiles":             {"profiles"},
+	// replicaverify: ReplicaVerificationTool's comparison over a kgo client (verify-replicas,
+	// and the harness's replica check).
+	"internal/replicaverify": {"core/records"},
+	"internal/certs":         {},
+	"profiles":               {"profiles"},
 }
 
 // stdlibOnly lists packages that may import, besides the standard library and the module

@@ -9,7 +9,11 @@
 // below its high watermark and describes the log directories where the suite has those steps
 // for the client (sarama's ClusterAdmin; the others show n/a), and deletes the topic (kcat, which
 // has no admin commands, checks with -L that a kadm deletion is seen); the topic must then
-// be gone from the controller and every broker. kcat also runs two -G members in
+// be gone from the controller and every broker. admin_test.go adds the admin operations:
+// a partition reassignment (45/46), DescribeConfigs and a group's committed offsets, through
+// sarama's ClusterAdmin, kafkajs' admin (js/admin.js, which also deletes records for the
+// suite) and confluent-kafka-python's AdminClient (python/confluent_admin.py), n/a where the
+// installed version lacks the call. kcat also runs two -G members in
 // one group and checks the rebalance when one leaves. security_test.go runs the suite again
 // against a SASL_SSL listener (kcat, confluent-kafka-python and kafka-python with
 // SCRAM-SHA-512, kafkajs with SCRAM-SHA-256, sarama with PLAIN). TestMain prints the client x

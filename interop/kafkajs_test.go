@@ -17,5 +17,7 @@ func TestKafkajs(t *testing.T) {
 	}
 	need(t, "kafkajs", err)
 	c := startCluster(t)
-	runSuite(t, c, scriptClient("kafkajs", "js", "node", "client.js"))
+	cl := scriptClient("kafkajs", "js", "node", "client.js")
+	cl.deleteRecords = scriptDeleteRecords("js", "node", "admin.js") // admin.deleteTopicRecords
+	runSuite(t, c, cl)
 }

@@ -28,7 +28,11 @@ func needPython(t *testing.T, client, module string) {
 func TestConfluentKafkaPython(t *testing.T) {
 	needPython(t, "confluent-kafka-python", "confluent_kafka")
 	c := startCluster(t)
-	runSuite(t, c, scriptClient("confluent-kafka-python", "python", python(), "confluent_client.py"))
+	cl := scriptClient("confluent-kafka-python", "python", python(), "confluent_client.py")
+	if exec.Command(python(), "-c", "from confluent_kafka.admin import AdminClient; AdminClient.delete_records").Run() == nil {
+		cl.deleteRecords = scriptDeleteRecords("python", python(), "confluent_admin.py") // 2.4+
+	}
+	runSuite(t, c, cl)
 }
 
 func TestKafkaPython(t *testing.T) {

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,7 +25,8 @@ import (
 //	GET  /brokers                  JSON: every broker's id, address, state, fenced flag
 //	                               and the partitions it leads
 //	GET  /metrics                  Prometheus text: ReplicaManager, ReplicaFetcherManager,
-//	                               Log, KafkaController and wire-server figures
+//	                               FetcherLagMetrics, Log, Partition, KafkaController and
+//	                               wire-server figures (metrics.go; docs/metrics.md)
 //	POST /brokers/<id>/<action>    stop | kill | crash | pause | resume | start
 //	                               (with the header "X-Isrbench: 1")
 //	GET  /links                    JSON: the replica links with a fault (links.go)
@@ -241,103 +240,5 @@ func writeJSON(ctx *fasthttp.RequestCtx, code int, v any) {
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
 		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
-	}
-}
-
-// writeMetrics writes the Prometheus text exposition: per running broker its
-// ReplicaManager gauges and counters, its replica fetchers' MaxLag, per hosted partition
-// replica the Log LEO / log start and (on the leader) the HW and ISR size; the controller's
-// gauges and counters; the wire servers' counters.
-func (a *Server) writeMetrics(w io.Writer) {
-	type sample struct {
-		labels string
-		v      float64
-	}
-	fams := map[string][]sample{}
-	var order []string
-	help := map[string]string{}
-	add := func(name, typ, h, labels string, v float64) {
-		if _, ok := help[name]; !ok {
-			help[name] = "# HELP " + name + " " + h + "\n# TYPE " + name + " " + typ + "\n"
-			order = append(order, name)
-		}
-		fams[name] = append(fams[name], sample{labels, v})
-	}
-	for _, s := range a.c.Statuses() {
-		bl := fmt.Sprintf(`broker="%d"`, s.ID)
-		up := 0.0
-		if s.State == "running" {
-			up = 1
-		}
-		add("isrbench_broker_up", "gauge", "1 if the broker is running (not stopped or paused).", bl, up)
-		b := a.c.Broker(s.ID)
-		if b == nil || s.State == "stopped" {
-			continue
-		}
-		m := b.Metrics()
-		add("kafka_server_replicamanager_isrshrinks_total", "counter", "ISR shrinks by this broker as leader (kafka.server:type=ReplicaManager,name=IsrShrinksPerSec).", bl, float64(m.IsrShrinks))
-		add("kafka_server_replicamanager_isrexpands_total", "counter", "ISR expands by this broker as leader (IsrExpandsPerSec).", bl, float64(m.IsrExpands))
-		add("kafka_server_replicamanager_underreplicatedpartitions", "gauge", "Led partitions whose ISR is smaller than the replica set (UnderReplicatedPartitions).", bl, float64(m.UnderReplicatedPartitions))
-		add("kafka_server_replicamanager_underminisrpartitioncount", "gauge", "Led partitions whose ISR is below min.insync.replicas (UnderMinIsrPartitionCount).", bl, float64(m.UnderMinIsrPartitionCount))
-		add("kafka_server_replicamanager_atminisrpartitioncount", "gauge", "Led partitions whose ISR is exactly min.insync.replicas (AtMinIsrPartitionCount).", bl, float64(m.AtMinIsrPartitionCount))
-		add("kafka_server_replicamanager_leadercount", "gauge", "Partitions led (LeaderCount).", bl, float64(m.LeaderCount))
-		add("kafka_server_replicamanager_partitioncount", "gauge", "Partition replicas hosted (PartitionCount).", bl, float64(m.PartitionCount))
-		add("kafka_server_replicafetchermanager_maxlag", "gauge", "Max over led partitions of leader LEO - follower LEO, in records (ReplicaFetcherManager MaxLag).", bl, float64(m.MaxLag))
-		for _, p := range b.Partitions() {
-			pl := fmt.Sprintf(`broker="%d",topic=%q,partition="%d"`, s.ID, p.Topic, p.Partition)
-			add("kafka_log_log_logendoffset", "gauge", "The replica's LEO, the next offset to write (kafka.log:type=Log,name=LogEndOffset).", pl, float64(p.LEO))
-			add("kafka_log_log_logstartoffset", "gauge", "The replica's log start offset (LogStartOffset).", pl, float64(p.LogStart))
-			add("isrbench_partition_high_watermark", "gauge", "The replica's HW: the first offset consumers cannot read.", pl, float64(p.HW))
-			if p.IsLeader {
-				add("kafka_cluster_partition_insyncreplicascount", "gauge", "ISR size of a led partition (kafka.cluster:type=Partition,name=InSyncReplicasCount).", pl, float64(len(p.ISR)))
-				add("isrbench_partition_leader_epoch", "gauge", "Leader epoch of a led partition.", pl, float64(p.LeaderEpoch))
-			}
-		}
-	}
-	for _, id := range a.c.BrokerIDs() {
-		srv := a.c.Server(id)
-		if srv == nil {
-			continue
-		}
-		st := srv.ConnStats()
-		bl := fmt.Sprintf(`broker="%d"`, id)
-		add("kafka_server_socket_server_metrics_connection_count", "gauge", "Client connections open (socket-server-metrics connection-count).", bl, float64(st.Open))
-		add("isrbench_connections_limit", "gauge", "Connections the broker accepts at once: min(max.connections, its share of RLIMIT_NOFILE).", bl, float64(st.Limit))
-		add("isrbench_connections_refused_total", "counter", "Connections closed as soon as accepted: over max.connections, max.connections.per.ip or the file-descriptor share.", bl, float64(st.Refused))
-		add("isrbench_connections_idle_closed_total", "counter", "Connections closed after connections.max.idle.ms without a request.", bl, float64(st.IdleClosed))
-		add("isrbench_connections_read_timeouts_total", "counter", "Connections closed because a request did not arrive within isrbench.request.read.timeout.ms.", bl, float64(st.ReadTimeouts))
-		add("kafka_network_socketserver_memorypoolused", "gauge", "Bytes of request buffers connections hold (queued.max.request.bytes pool; kafka.network:type=SocketServer,name=MemoryPoolUsed).", bl, float64(st.MemoryHeld))
-		add("isrbench_request_memory_free_bytes", "gauge", "Bytes of request buffers the pool keeps free for reuse (dropped after 10 s unused).", bl, float64(st.MemoryUsed-st.MemoryHeld))
-		if st.MemoryLimit >= 0 {
-			add("kafka_network_socketserver_memorypoolavailable", "gauge", "Bytes left in the queued.max.request.bytes pool (MemoryPoolAvailable).", bl, float64(st.MemoryLimit-st.MemoryUsed))
-		}
-	}
-	cs := a.c.Controller().Stats()
-	add("kafka_controller_kafkacontroller_activebrokercount", "gauge", "Unfenced brokers (ActiveBrokerCount).", "", float64(cs.ActiveBrokers))
-	add("kafka_controller_kafkacontroller_fencedbrokercount", "gauge", "Fenced brokers (FencedBrokerCount).", "", float64(cs.FencedBrokers))
-	add("kafka_controller_kafkacontroller_offlinepartitionscount", "gauge", "Partitions without a leader (OfflinePartitionsCount).", "", float64(cs.OfflinePartitions))
-	add("kafka_controller_controllerstats_leaderelections_total", "counter", "Leader elections after topic creation (LeaderElectionRateAndTimeMs count).", "", float64(cs.Elections))
-	add("kafka_controller_controllerstats_uncleanleaderelections_total", "counter", "Elections of a leader from outside the ISR (UncleanLeaderElectionsPerSec).", "", float64(cs.UncleanElections))
-	add("isrbench_controller_isr_shrinks_total", "counter", "ISR removals made by the controller itself when it fenced a broker or elected a leader.", "", float64(cs.ISRShrinks))
-	ss := a.c.Stats()
-	add("isrbench_fetch_sendfile_bytes_total", "counter", "Fetch record bytes sent with sendfile(2) (zero copy).", "", float64(ss.SendfileBytes))
-	add("isrbench_fetch_copy_bytes_total", "counter", "Fetch record bytes copied through user space (isrbench.zero.copy=false).", "", float64(ss.CopyBytes))
-	apis := make([]string, 0, len(ss.Requests))
-	for api := range ss.Requests {
-		apis = append(apis, api)
-	}
-	slices.Sort(apis)
-	for _, api := range apis {
-		add("kafka_network_requestmetrics_requests_total", "counter", "Requests by API (kafka.network:type=RequestMetrics,name=RequestsPerSec).", fmt.Sprintf(`request=%q`, api), float64(ss.Requests[api]))
-	}
-	for _, name := range order {
-		io.WriteString(w, help[name])
-		for _, s := range fams[name] {
-			if s.labels == "" {
-				fmt.Fprintf(w, "%s %s\n", name, strconv.FormatFloat(s.v, 'g', -1, 64))
-			} else {
-				fmt.Fprintf(w, "%s{%s} %s\n", name, s.labels, strconv.FormatFloat(s.v, 'g', -1, 64))
-			}
-		}
 	}
 }

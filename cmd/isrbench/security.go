@@ -57,6 +57,15 @@ func printClientNotes(cmd, path string, ignored, notes []string, stderr io.Write
 // credentials, an untrusted certificate, TLS against plaintext), are usage errors (exit 2);
 // an unreachable cluster is a failure (exit 1).
 func newAdmin(ctx context.Context, cmd, bootstrap, commandConfig string, stderr io.Writer) (*kadm.Client, error) {
+	cl, err := newKgoClient(ctx, cmd, bootstrap, commandConfig, stderr)
+	if err != nil {
+		return nil, err
+	}
+	return kadm.NewClient(cl), nil
+}
+
+// newKgoClient is newAdmin's kgo client, for commands that send raw requests (verify-replicas).
+func newKgoClient(ctx context.Context, cmd, bootstrap, commandConfig string, stderr io.Writer) (*kgo.Client, error) {
 	addrs, err := checkBootstrap(cmd, bootstrap)
 	if err != nil {
 		return nil, err
@@ -82,7 +91,7 @@ func newAdmin(ctx context.Context, cmd, bootstrap, commandConfig string, stderr 
 	if err != nil {
 		return nil, usagef("%s: --bootstrap %q: %v", cmd, bootstrap, err)
 	}
-	return kadm.NewClient(cl), nil
+	return cl, nil
 }
 
 // mergeCommandConfig adds --command-config's properties to the spec's target block (run,

@@ -180,7 +180,7 @@ func TestSecurityRefused(t *testing.T) {
 	}
 }
 
-// TestAdminCommandsSecured: topics, offsets and configs (SCRAM users) over SASL_SSL; a user
+// TestAdminCommandsSecured: topics, offsets, verify-replicas and configs (SCRAM users) over SASL_SSL; a user
 // added with configs --alter --entity-type users can then connect.
 func TestAdminCommandsSecured(t *testing.T) {
 	target, caFile := securedKfake(t)
@@ -205,6 +205,9 @@ func TestAdminCommandsSecured(t *testing.T) {
 	}
 	if out := do("offsets", "--topic", "t1"); !strings.Contains(out, "t1:1:0:0") {
 		t.Fatalf("offsets: %s", out)
+	}
+	if out := do("verify-replicas", "--topic", "t1"); !strings.Contains(out, "partition t1-1: replicas ") || strings.Count(out, " identical in [0, 0) (0 batches)") != 2 {
+		t.Fatalf("verify-replicas: %s", out)
 	}
 	if out := do("configs", "--alter", "--entity-type", "users", "--entity-name", "alice",
 		"--add-config", "SCRAM-SHA-256=[iterations=4096,password=alice-pw-123]"); !strings.Contains(out, "Completed updating config for user alice.") {

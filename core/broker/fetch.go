@@ -18,7 +18,9 @@ var emptySlice log.Slice
 
 // Fetch serves a consumer (ReplicaID -1) or replica (ReplicaID >= 0) fetch,
 // filling every partition's outputs in place. A consumer reads
-// [FetchOffset, HW); a replica reads [FetchOffset, LEO) and its FetchOffset
+// [FetchOffset, HW) from the leader; the debugging consumer (ReplicaID -2, Kafka's
+// DEBUGGING_CONSUMER_ID, which ReplicaVerificationTool uses) reads [FetchOffset, HW) of any
+// replica, leader or follower, its own HW bounding it; a replica reads [FetchOffset, LEO) and its FetchOffset
 // (its LEO) is recorded on the leader first (UpdateFollower), which is what
 // advances the HW and may propose an ISR expansion (applied asynchronously
 // by the ISR goroutine).
@@ -178,6 +180,19 @@ func (b *Broker) leaderFor(topic string, part int32, currentLeaderEpoch int32) (
 	return b.checkLeader(b.lookup(topic, part), topic, part, currentLeaderEpoch)
 }
 
+// checkFetchable checks that p may be read for replicaID: from the leader, or, for the
+// debugging consumer (-2), from any replica hosted here (Kafka serves it with
+// fetchOnlyFromLeader false), its current leader epoch fenced alike.
+func (b *Broker) checkFetchable(replicaID int32, p *FetchPartition) (*hosted, error) {
+	if replicaID != debuggingReplicaID {
+		return b.checkLeader(p.hosted, p.Topic, p.Partition, p.CurrentLeaderEpoch)
+	}
+	if p.hosted == nil {
+		return nil, fmt.Errorf("%w: %s-%d is not hosted on broker %d", kerr.UnknownTopicOrPartition, p.Topic, p.Partition, b.cfg.ID)
+	}
+	return p.hosted, checkEpoch(p.hosted.r, p.CurrentLeaderEpoch)
+}
+
 // checkLeader is leaderFor with the replica already looked up (h nil: not hosted).
 func (b *Broker) checkLeader(h *hosted, topic string, part int32, currentLeaderEpoch int32) (*hosted, error) {
 	if h == nil {
@@ -225,7 +240,7 @@ func (b *Broker) readPartitions(req *FetchRequest, replica bool, waitChs []<-cha
 			anyErr = true
 			continue
 		}
-		h, err := b.checkLeader(p.hosted, p.Topic, p.Partition, p.CurrentLeaderEpoch)
+		h, err := b.checkFetchable(req.ReplicaID, p)
 		if err != nil {
 			p.Err = err
 			anyErr = true

@@ -97,6 +97,7 @@ func (b *Broker) Partitions() []PartitionInfo {
 			HW: r.HW(), LEO: r.LEO(), LogStart: r.LogStart(),
 		}
 		if pi.IsLeader {
+			pi.UnderReplicated, pi.UnderMinISR, pi.AtMinISR = health(h)
 			pi.FollowerLEOs = make(map[int32]int64, len(st.Replicas))
 			for _, id := range st.Replicas {
 				if id != b.cfg.ID {
@@ -119,19 +120,31 @@ func (b *Broker) Metrics() Metrics {
 			continue
 		}
 		m.LeaderCount++
-		st := r.State()
-		isr := len(r.ISR())
-		if isr < len(st.Replicas)-len(st.RemovingReplicas) { // Kafka's: the target's replication factor while reassigning
+		under, underMin, atMin := health(h)
+		if under {
 			m.UnderReplicatedPartitions++
 		}
-		if minISR := r.EffectiveMinISR(); isr < minISR {
+		if underMin {
 			m.UnderMinIsrPartitionCount++
-		} else if isr == minISR {
+		} else if atMin {
 			m.AtMinIsrPartitionCount++
 		}
 		m.MaxLag = max(m.MaxLag, r.MaxLag())
 	}
+	for _, l := range b.FetcherLags() {
+		m.FetcherMaxLag = max(m.FetcherMaxLag, l.Lag)
+	}
 	return m
+}
+
+// health is a led partition's state as Kafka's Partition gauges give it: under-replicated
+// (ISR smaller than the replication factor of the target while reassigning), under
+// min.insync.replicas, exactly at it.
+func health(h *hosted) (under, underMin, atMin bool) {
+	st := h.r.State()
+	isr := len(h.r.ISR())
+	minISR := h.r.EffectiveMinISR()
+	return isr < len(st.Replicas)-len(st.RemovingReplicas), isr < minISR, isr == minISR
 }
 
 // offsetForTimestamp scans [logStart, end) in chunks for the first record

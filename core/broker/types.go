@@ -56,7 +56,7 @@ type FetchPartition struct {
 // FetchRequest is a Fetch (consumer or replica). Broker.Fetch fills the partitions' outputs in
 // place; a follower's fetcher sends one (ReplicaID >= 0) through its FetchConn.
 type FetchRequest struct {
-	ReplicaID int32 // -1 consumer, >= 0 follower broker id
+	ReplicaID int32 // -1 consumer, -2 debugging consumer (any replica, up to its HW), >= 0 follower broker id
 	// ReplicaEpoch is the fetching broker's epoch (KIP-903 ReplicaState: its registration),
 	// so the leader can tell fetches of a restarted broker from those of its previous
 	// incarnation; -1 unknown.
@@ -141,6 +141,10 @@ type PartitionInfo struct {
 	LogStart    int64 // inclusive
 	// FollowerLEOs is the leader's view of each follower's LEO (leader only; nil on followers).
 	FollowerLEOs map[int32]int64
+	// UnderReplicated, UnderMinISR and AtMinISR are Kafka's Partition gauges
+	// (kafka.cluster:type=Partition,name=UnderReplicated / UnderMinIsr / AtMinIsr): set on
+	// the leader only, false on followers as Kafka reports 0 there.
+	UnderReplicated, UnderMinISR, AtMinISR bool
 }
 
 // Metrics are the broker's replica-manager metrics. IsrShrinks/IsrExpands are
@@ -152,9 +156,14 @@ type Metrics struct {
 	UnderReplicatedPartitions int   // led partitions with |ISR| < |replicas|
 	UnderMinIsrPartitionCount int   // led partitions with |ISR| < min.insync.replicas
 	AtMinIsrPartitionCount    int   // led partitions with |ISR| == min.insync.replicas
-	MaxLag                    int64 // max over led partitions of leader LEO - follower LEO (records)
-	LeaderCount               int
-	PartitionCount            int
+	MaxLag                    int64 // max over led partitions of leader LEO - follower LEO (records): the leader's view
+	// FetcherMaxLag is Kafka's kafka.server:type=ReplicaFetcherManager,name=MaxLag,
+	// clientId=Replica, the follower's view: the max over the partitions this broker follows
+	// of the leader's HW in the last fetch response minus the replica's LEO (records, >= 0;
+	// FetcherLags per partition).
+	FetcherMaxLag  int64
+	LeaderCount    int
+	PartitionCount int
 }
 
 // FetcherFor returns the replica fetcher index of topic-partition among n

@@ -1,0 +1,3 @@
+package replicaverify
+
+import _ "github.com/isrbench/isrbench/internal/simflag"
