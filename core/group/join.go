@@ -216,9 +216,10 @@ type staticRejoin struct {
 
 // Stored applies the outcome of a group metadata write from DrainStores (err: why it
 // failed, as the SyncGroup / JoinGroup error). Only a static member's replacement in a Stable
-// group awaits it: on success its JoinGroup is answered, if still parked; on failure the
-// replacement is undone (the old member id is the member again, as Kafka reverts it) and the
-// JoinGroup fails with err. Other writes need nothing (a failure is the driver's to log).
+// group awaits it: on success its JoinGroup is answered, if still parked; on failure, if it
+// is still parked, the replacement is undone (the old member id is the member again, as
+// Kafka reverts it) and the JoinGroup fails with err; once the new id was handed out (a
+// rebalance completed with it), the replacement stands. Other writes need nothing (a failure is the driver's to log).
 func (m *Machine) Stored(now int64, s *GroupStore, err error) {
 	st := s.static
 	if st == nil {
@@ -233,14 +234,15 @@ func (m *Machine) Stored(now int64, s *GroupStore, err error) {
 		return
 	}
 	if err != nil {
-		if g.static[mb.instanceID] != st.member {
+		if g.static[mb.instanceID] != st.member || !mb.awaitingJoin || mb.joinTicket != st.ticket {
+			// Another JoinGroup of the member, or a rebalance that completed meanwhile,
+			// answered it with the new member id: that generation's own group metadata
+			// write records it, and the old process stays fenced.
 			return
 		}
 		mb.protocols, mb.sessionTimeoutMs, mb.rebalanceTimeoutMs = st.protocols, st.sessionTimeoutMs, st.rebalanceTimeoutMs
-		if mb.joinTicket == st.ticket {
-			m.replyJoin(mb, JoinResult{Err: err, Generation: g.generation, ProtocolType: g.protocolType, Protocol: g.protocol, Leader: st.leader})
-			mb.awaitingJoin = false
-		}
+		m.replyJoin(mb, JoinResult{Err: err, Generation: g.generation, ProtocolType: g.protocolType, Protocol: g.protocol, Leader: st.leader})
+		mb.awaitingJoin = false
 		g.renameMember(st.member, st.old)
 		mb.lastHeartbeat = now
 		return

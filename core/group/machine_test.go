@@ -461,6 +461,37 @@ func TestStaticRejoinStoreFails(t *testing.T) {
 	}
 }
 
+// TestStaticRejoinStoreFailsAfterRebalance: a restarted static member's new id is handed out
+// by a rebalance that completes while its group metadata write is pending; the write then
+// fails. The replacement stands (the rebalance answered the new process with the new id):
+// undoing it would make the old process a member again beside the new one.
+func TestStaticRejoinStoreFailsAfterRebalance(t *testing.T) {
+	e := newEnv(t, 0)
+	a, b := staticPair(t, e)
+	tk := e.rejoinStatic(joinReq("", "ib"))
+	pending := e.m.DrainStores() // the replacement's write, not answered yet
+	// A new member joins: a rebalance, which the restarted member takes part in.
+	r, _ := e.join(joinReq("", ""))
+	_, tn := e.join(joinReq(r.MemberID, ""))
+	_, ta := e.join(joinReq(a, "ia"))
+	e.advance(0)
+	got := e.joined(tk)
+	if got.Err != nil || got.MemberID == "" || got.MemberID == b || got.Generation != 2 {
+		t.Fatalf("restarted static member's answer from the rebalance: %+v: want generation 2 with a new member id", got)
+	}
+	if e.joined(tn).Generation != 2 || e.joined(ta).Generation != 2 {
+		t.Fatalf("rebalance answers %+v, %+v: want generation 2", e.joined(tn), e.joined(ta))
+	}
+	for i := range pending {
+		e.m.Stored(e.now, &pending[i], kerr.NotEnoughReplicasAfterAppend)
+	}
+	e.drain()
+	wantErr(t, "the old process's heartbeat", e.m.Heartbeat(e.now, "g", b, "ib", 2), kerr.FencedInstanceID)
+	if err := e.m.Heartbeat(e.now, "g", got.MemberID, "ib", 2); err != nil && !errors.Is(err, kerr.RebalanceInProgress) {
+		t.Fatalf("the new process's heartbeat: %v, want it a member", err)
+	}
+}
+
 func TestUnloadAnswersNotCoordinator(t *testing.T) {
 	e := newEnv(t, 3000)
 	r, _ := e.join(joinReq("", ""))
