@@ -36,6 +36,10 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOneBatch bool) (Sli
 		return Slice{}, l.ioError("read", err)
 	}
 	s.File, s.h = h.f, h
+	if err := l.checkSlice(&s, seg); err != nil {
+		s.Release()
+		return Slice{}, err
+	}
 	return s, nil
 }
 
