@@ -69,6 +69,7 @@ func (b *Broker) Start() error {
 	if !b.cfg.Manual {
 		b.goLabeled("isr-expiration", b.isrLoop)
 		b.goLabeled("housekeeping", b.housekeepingLoop)
+		b.goLabeled("damage", b.damageLoop)
 	}
 	return nil
 }
