@@ -93,7 +93,7 @@ type Broker struct {
 	offlineReported atomic.Bool
 
 	damage struct { // damage.go
-		signal                                       chan struct{} // capacity 1: damage found
+		signal                                     chan struct{} // capacity 1: damage found
 		found, truncated, fetchedCorrupt, scrubbed atomic.Int64
 	}
 
