@@ -282,6 +282,11 @@ func (a *Server) writeMetrics(w io.Writer) {
 		add("kafka_server_replicamanager_atminisrpartitioncount", "gauge", "Led partitions whose ISR is exactly min.insync.replicas (AtMinIsrPartitionCount).", bl, float64(m.AtMinIsrPartitionCount))
 		add("kafka_server_replicamanager_leadercount", "gauge", "Partitions led (LeaderCount).", bl, float64(m.LeaderCount))
 		add("kafka_server_replicamanager_partitioncount", "gauge", "Partition replicas hosted (PartitionCount).", bl, float64(m.PartitionCount))
+		ds := b.DamageStats()
+		add("isrbench_log_damaged_batches_total", "counter", "Batches found failing their CRC in this broker's replicas (by reads and the scrub); each damaged replica is taken out of leadership and the ISR and healed.", bl, float64(ds.Found))
+		add("isrbench_log_damaged_replicas_truncated_total", "counter", "Damaged replicas truncated below their damage to re-replicate from the leader.", bl, float64(ds.Truncated))
+		add("isrbench_replica_fetch_corrupt_batches_total", "counter", "Fetched batches failing their CRC that this broker as a follower refused to append.", bl, float64(ds.FetchedCorrupt))
+		add("isrbench_log_scrub_bytes_total", "counter", "Bytes of sealed segments the background scrub checked (isrbench.log.scrub.*).", bl, float64(ds.ScrubbedBytes))
 		add("kafka_server_replicafetchermanager_maxlag", "gauge", "Max over led partitions of leader LEO - follower LEO, in records (ReplicaFetcherManager MaxLag).", bl, float64(m.MaxLag))
 		for _, p := range b.Partitions() {
 			pl := fmt.Sprintf(`broker="%d",topic=%q,partition="%d"`, s.ID, p.Topic, p.Partition)
