@@ -56,6 +56,9 @@ type hosted struct {
 	throttle atomic.Uint32
 
 	dmg damageState // damage found and not healed yet (damage.go)
+	// lostHW is the HW the HW checkpoint held for a replica whose log recovery found ending
+	// below it (it lost acknowledged records), else 0: how far it had acknowledged.
+	lostHW int64
 
 	alter struct { // AlterPartition error logging (log de-duplication); a leaf lock
 		sync.Mutex

@@ -103,6 +103,9 @@ func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
 		}
 	}
 	h = &hosted{key: key, r: r, l: l, topicID: topicID, topicConfigs: configs}
+	if ok && hw > r.LEO() {
+		h.lostHW = hw
+	}
 	cell = h
 	b.applyThrottledLocked(h)
 	b.mu.Lock()
