@@ -11,7 +11,6 @@ import (
 	"github.com/isrbench/isrbench/cluster"
 	"github.com/isrbench/isrbench/cluster/clustertest"
 	"github.com/isrbench/isrbench/core/controller"
-	"github.com/isrbench/isrbench/internal/kafkatest"
 )
 
 // TestOfflineAfterCorrelatedLossNamesTheWayOut: every broker loses its page cache at once
@@ -31,14 +30,7 @@ func TestOfflineAfterCorrelatedLossNamesTheWayOut(t *testing.T) {
 	acks := clustertest.Produce(t, cl, topic, "v", 500)
 	cl.Close()
 	waitInSync(t, c, topic)
-	kafkatest.WaitFor(t, 10*time.Second, "every replica's HW at the acknowledged end", func() bool {
-		for _, id := range c.BrokerIDs() {
-			if _, hw, ok := c.ReplicaOffsets(id, topic, 0); !ok || hw != int64(len(acks)) {
-				return false
-			}
-		}
-		return true
-	})
+	clustertest.WaitReplicasHW(t, c, topic, 0, int64(len(acks)))
 	for _, id := range c.BrokerIDs() {
 		if err := c.Broker(id).WriteHWCheckpoint(); err != nil {
 			t.Fatal(err)

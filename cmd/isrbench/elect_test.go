@@ -9,7 +9,6 @@ import (
 
 	"github.com/isrbench/isrbench/cluster"
 	"github.com/isrbench/isrbench/cluster/clustertest"
-	"github.com/isrbench/isrbench/internal/kafkatest"
 )
 
 // TestElectAndTheWayOut: every broker loses its page cache at once, so every replica of the
@@ -37,14 +36,7 @@ func TestElectAndTheWayOut(t *testing.T) {
 	cl := clustertest.NewClient(t, c)
 	acks := clustertest.Produce(t, cl, "gone", "v", 200)
 	cl.Close()
-	kafkatest.WaitFor(t, 10*time.Second, "every replica's HW at the acknowledged end", func() bool {
-		for _, id := range c.BrokerIDs() {
-			if _, hw, ok := c.ReplicaOffsets(id, "gone", 0); !ok || hw != int64(len(acks)) {
-				return false
-			}
-		}
-		return true
-	})
+	clustertest.WaitReplicasHW(t, c, "gone", 0, int64(len(acks)))
 	for _, id := range c.BrokerIDs() {
 		if err := c.Broker(id).WriteHWCheckpoint(); err != nil {
 			t.Fatal(err)
