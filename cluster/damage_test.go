@@ -61,10 +61,14 @@ func TestDamagedReplicaHealedOverTheWire(t *testing.T) {
 		name   string
 		leader bool // damage the leader's replica (else a follower's)
 		newest bool // in the newest segment (else the oldest)
+		scrub  bool // the scrub runs (after the start, then every 100 ms)
 	}{
-		{"leader newest segment", true, true},
-		{"leader oldest segment", true, false},
-		{"follower oldest segment", false, false},
+		{"leader newest segment", true, true, false},
+		{"leader oldest segment", true, false, false},
+		{"follower oldest segment", false, false, true},
+		// The scrub after the start finds the damage while the damaged replica is the only
+		// ISR member back: it keeps leading until another replica has rejoined, then gives way.
+		{"leader oldest segment found by the scrub", true, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -73,7 +77,10 @@ func TestDamagedReplicaHealedOverTheWire(t *testing.T) {
 			mutate := func(cfg *cluster.Config) {
 				cfg.DataDir = dir
 				cfg.Broker.Log.SegmentBytes = 16 << 10
-				cfg.Broker.ScrubEnable = true
+				// Without the scrub the damage is left for the consumer's read to find
+				// (the scrub after the start would find it first); a follower's needs it
+				// (a follower serves no reads).
+				cfg.Broker.ScrubEnable = tc.scrub
 				cfg.Broker.ScrubIntervalMs = 100
 				cfg.Broker.ScrubBytesPerSecond = 64 << 20
 				cfg.Broker.OnDamage = func(r broker.DamageReport) {
@@ -114,7 +121,7 @@ func TestDamagedReplicaHealedOverTheWire(t *testing.T) {
 
 			c2 := restartTestCluster(t, mutate)
 			waitInSync(t, c2, topic)
-			if tc.leader {
+			if tc.leader && !tc.scrub {
 				// The damaged replica leads again (as after the restart in which it was
 				// found serving the damaged batch).
 				if st, _ := c2.Controller().Partition(topic, 0); st.Leader != id {
@@ -122,6 +129,14 @@ func TestDamagedReplicaHealedOverTheWire(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
+			}
+			if tc.scrub {
+				kafkatest.WaitFor(t, 30*time.Second, "the damage reported", func() bool {
+					mu.Lock()
+					defer mu.Unlock()
+					return len(reports) > 0
+				})
+				waitInSync(t, c2, topic) // healed: a consumer's ListOffsets finds a leader
 			}
 			got := clustertest.ConsumeAll(t, c2, topic)
 			clustertest.CheckNoLoss(t, acks, got)

@@ -98,6 +98,7 @@ type Broker struct {
 	damage struct { // damage.go
 		signal                                     chan struct{} // capacity 1: damage found
 		found, truncated, fetchedCorrupt, scrubbed atomic.Int64
+		any                                        atomic.Bool // a replica may have damage not healed
 	}
 
 	// resource counts the operations that failed for want of a file descriptor (or kernel

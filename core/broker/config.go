@@ -77,7 +77,7 @@ type Config struct {
 	HeartbeatIntervalMs int64
 
 	// ScrubEnable is isrbench.log.scrub.enable (default true): a background scrub
-	// CRC-checks every replica's sealed segments every ScrubIntervalMs (isrbench.log.scrub.interval.ms,
+	// CRC-checks every replica's segments after the start and every ScrubIntervalMs (isrbench.log.scrub.interval.ms,
 	// default 3600000) at up to ScrubBytesPerSecond (isrbench.log.scrub.bytes.per.second,
 	// default 10485760) and heals the damaged replicas it finds (damage.go).
 	ScrubEnable         bool

@@ -73,6 +73,7 @@ func (b *Broker) onDamage(h *hosted, d log.DamageError) {
 		return
 	}
 	b.damage.found.Add(1)
+	b.damage.any.Store(true)
 	b.logf("broker %d: %s: replica damaged: batch at offset %d, position %d of %s fails its check (%s); it is not served: the replica leaves the leadership and the ISR, truncates to %d and re-replicates",
 		b.cfg.ID, h.key, d.Offset, d.Position, d.File, d.Reason, d.Offset)
 	if b.cfg.OnDamage != nil {
@@ -96,7 +97,7 @@ func (b *Broker) DamageStats() DamageStats {
 // controller refused is sent again); with Config.Manual the caller does. It returns how many
 // replicas still wait (not reported, or leading).
 func (b *Broker) HealDamaged() int {
-	if !b.running() {
+	if !b.running() || !b.damage.any.Load() {
 		return 0
 	}
 	waiting := 0
@@ -107,7 +108,9 @@ func (b *Broker) HealDamaged() int {
 		if d == nil {
 			continue
 		}
-		if !reported {
+		// A damaged leader reports again: it kept the leadership for want of another
+		// undamaged ISR member, which may have joined since (the report is idempotent).
+		if !reported || h.r.IsLeader() {
 			if _, err := b.ctrl.ReportDamagedReplica(b.cfg.ID, b.epoch.Load(), h.key.topic, h.key.partition); err != nil {
 				b.logf("broker %d: %s: reporting the damaged replica: %v (reported again later)", b.cfg.ID, h.key, err)
 				waiting++
@@ -131,6 +134,18 @@ func (b *Broker) HealDamaged() int {
 			waiting++
 		}
 		b.apply.Unlock()
+	}
+	if waiting == 0 {
+		b.damage.any.Store(false)
+		for _, h := range b.allReplicas() { // damage found meanwhile
+			h.dmg.Lock()
+			pending := h.dmg.found != nil
+			h.dmg.Unlock()
+			if pending {
+				b.damage.any.Store(true)
+				break
+			}
+		}
 	}
 	return waiting
 }
@@ -168,35 +183,44 @@ func (b *Broker) fetchedCorrupt(key tp, leader int32, offset int64, err error) b
 	return true
 }
 
-// damageLoop heals damaged replicas when damage is found, and scrubs every replica's sealed
-// segments every ScrubIntervalMs at up to ScrubBytesPerSecond.
+// damageLoop heals damaged replicas when damage is found, when a partition state changes on
+// this broker (a damaged leader's ISR grew: it can give way; a damaged replica was demoted)
+// and at every HW checkpoint interval (a report the controller refused).
 func (b *Broker) damageLoop(ctx context.Context) {
 	ck := time.NewTicker(time.Duration(b.cfg.ReplicaHighWatermarkCheckpointIntervalMs) * time.Millisecond)
 	defer ck.Stop()
-	var scrub <-chan time.Time
-	if b.cfg.ScrubEnable {
-		t := time.NewTicker(time.Duration(b.cfg.ScrubIntervalMs) * time.Millisecond)
-		defer t.Stop()
-		scrub = t.C
-	}
 	for {
+		changed := b.Changed()
 		select {
 		case <-ctx.Done():
 			return
 		case <-b.damage.signal:
-			b.HealDamaged()
+		case <-changed:
 		case <-ck.C:
-			b.HealDamaged()
-		case <-scrub:
-			if !b.Paused() && b.LogDirOffline() == nil {
-				b.Scrub(ctx)
-			}
-			b.HealDamaged()
+		}
+		b.HealDamaged()
+	}
+}
+
+// scrubLoop scrubs every replica once right after the start (the segments recovered from
+// disk are the ones not checked yet) and then every ScrubIntervalMs, at up to
+// ScrubBytesPerSecond; the damage it finds wakes damageLoop.
+func (b *Broker) scrubLoop(ctx context.Context) {
+	t := time.NewTicker(time.Duration(b.cfg.ScrubIntervalMs) * time.Millisecond)
+	defer t.Stop()
+	for {
+		if !b.Paused() && b.LogDirOffline() == nil {
+			b.Scrub(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
 	}
 }
 
-// Scrub checks the sealed segments of every hosted replica once (log.Log.Scrub), at up to
+// Scrub checks the segments of every hosted replica once (log.Log.Scrub), at up to
 // Config.ScrubBytesPerSecond (0: unbounded), until ctx is done. Damage found is reported and
 // healed as a read's is. It returns the bytes checked.
 func (b *Broker) Scrub(ctx context.Context) int64 {

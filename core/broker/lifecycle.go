@@ -70,6 +70,9 @@ func (b *Broker) Start() error {
 		b.goLabeled("isr-expiration", b.isrLoop)
 		b.goLabeled("housekeeping", b.housekeepingLoop)
 		b.goLabeled("damage", b.damageLoop)
+		if b.cfg.ScrubEnable {
+			b.goLabeled("scrub", b.scrubLoop)
+		}
 	}
 	return nil
 }

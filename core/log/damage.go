@@ -151,9 +151,9 @@ func (l *Log) reportDamage(d *DamageError) {
 	}
 }
 
-// Scrub CRC-checks every batch of every sealed segment (Kafka has no such check: bit rot is
-// found there only when a reader trips over it), whether checked before or not, oldest
-// first. pace is called with each batch's size before the batch is read (the caller's rate
+// Scrub CRC-checks every batch of every sealed segment, and of the active segment the bytes
+// Open found (Kafka has no such check: bit rot is found there only when a reader trips over
+// it), whether checked before or not, oldest first. pace is called with each batch's size before the batch is read (the caller's rate
 // limit; its error ends the scrub and is returned). It returns the bytes checked and the
 // first damage found (a *DamageError, also reported to Config.OnDamage); a segment removed
 // meanwhile by retention or truncation is skipped. Safe to call concurrently with
@@ -168,9 +168,13 @@ func (l *Log) Scrub(pace func(n int64) error) (int64, error) {
 	}
 	l.mu.RLock()
 	var jobs []job
-	for _, s := range l.mu.segs[:max(len(l.mu.segs)-1, 0)] {
-		if s.size > 0 {
-			jobs = append(jobs, job{s, s.size})
+	for i, s := range l.mu.segs {
+		size := s.size
+		if i == len(l.mu.segs)-1 {
+			size = min(size, s.ours.Load()) // the active segment: what Open found of it
+		}
+		if size > 0 {
+			jobs = append(jobs, job{s, size})
 		}
 	}
 	l.mu.RUnlock()

@@ -176,7 +176,7 @@ func TestAppendedBytesTrusted(t *testing.T) {
 	}
 }
 
-// TestScrubFindsDamage: Scrub checks the sealed segments (not the active one), reports the
+// TestScrubFindsDamage: Scrub checks the segments (what Open found of them), reports the
 // first damaged batch with its file and offset, calls pace for every batch, and once the log
 // is truncated below the damage finds nothing.
 func TestScrubFindsDamage(t *testing.T) {

@@ -86,8 +86,8 @@
 // point), so the zero-copy path costs nothing for what this process wrote. A batch that fails
 // is never in a Slice: Read returns the batches before it, or a *DamageError (wrapping
 // kerr.KafkaStorageError, naming the file, position and offset) when it is the first one,
-// and Config.OnDamage hears of it. Scrub checks every sealed segment again, paced by its
-// caller. Healing (truncating below the damage, re-replicating) is the broker's.
+// and Config.OnDamage hears of it. Scrub checks every sealed segment again (and what the
+// active segment held at Open), paced by its caller. Healing (truncating below the damage, re-replicating) is the broker's.
 //
 // # Append path and concurrency rule
 //
