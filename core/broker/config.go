@@ -84,7 +84,8 @@ type Config struct {
 	ScrubBytesPerSecond int64
 	ScrubIntervalMs     int64
 	// OnDamage, if set, is called with every damaged batch found in a replica (the
-	// harness's findings); nil = only logged and counted (DamageStats).
+	// harness's findings), from the goroutine that found it (a fetch handler, the scrub):
+	// it must not block. nil = only logged and counted (DamageStats).
 	OnDamage func(DamageReport)
 
 	// Log is the log configuration of every replica (log.segment.bytes, ...).
