@@ -290,6 +290,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		loops.Wait()
 		close(c.checkDone)
 	}()
+	for _, op := range c.OfflinePartitions() {
+		c.logf("cluster: %v", op)
+	}
 	return c, nil
 }
 

@@ -96,6 +96,7 @@ var zeroIsDefault = []string{
 	"leader.replication.throttled.rate", "follower.replication.throttled.rate",
 	"log.retention.check.interval.ms", "max.connections", "max.connections.per.ip", "message.max.bytes",
 	"num.partitions", "replica.high.watermark.checkpoint.interval.ms", "socket.request.max.bytes",
+	"isrbench.log.scrub.bytes.per.second", "isrbench.log.scrub.interval.ms",
 }
 
 // TestRegistryWalk walks every registry entry: its minimum, maximum and default (every mode,

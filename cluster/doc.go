@@ -11,6 +11,9 @@
 //     leader.imbalance.check.interval.seconds. CreateTopic, Sync, Bootstrap, Addr and the
 //     accessors (Controller, Broker, Server, Groups, Stats) serve tests, the workloads'
 //     embedded target and `isrbench serve`.
+//   - Offline partitions (offline.go): OfflinePartitions lists the partitions without a
+//     leader with what each replica lost and the way out (an unclean election); Start logs
+//     them. Damaged replicas reach a harness through Config.Broker.OnDamage.
 //   - Faults (faults.go): KillBroker, CrashBroker (a power loss: what was not fsynced is
 //     lost), their AwaitSession variants (fencing left to broker.session.timeout.ms),
 //     RestartBroker (a new incarnation on the same data directory and port), PauseBroker /

@@ -79,6 +79,11 @@ func (a *Server) writeMetrics(w io.Writer) {
 		m.add("kafka_server_replicamanager_atminisrpartitioncount", "gauge", "Led partitions whose ISR is exactly min.insync.replicas (AtMinIsrPartitionCount).", bl, float64(bm.AtMinIsrPartitionCount))
 		m.add("kafka_server_replicamanager_leadercount", "gauge", "Partitions led (LeaderCount).", bl, float64(bm.LeaderCount))
 		m.add("kafka_server_replicamanager_partitioncount", "gauge", "Partition replicas hosted (PartitionCount).", bl, float64(bm.PartitionCount))
+		ds := b.DamageStats()
+		m.add("isrbench_log_damaged_batches_total", "counter", "Batches found failing their CRC in this broker's replicas (by reads and the scrub); each damaged replica is taken out of leadership and the ISR and healed.", bl, float64(ds.Found))
+		m.add("isrbench_log_damaged_replicas_truncated_total", "counter", "Damaged replicas truncated below their damage to re-replicate from the leader.", bl, float64(ds.Truncated))
+		m.add("isrbench_replica_fetch_corrupt_batches_total", "counter", "Fetched batches failing their CRC that this broker as a follower refused to append.", bl, float64(ds.FetchedCorrupt))
+		m.add("isrbench_log_scrub_bytes_total", "counter", "Bytes of sealed segments the background scrub checked (isrbench.log.scrub.*).", bl, float64(ds.ScrubbedBytes))
 		m.add("kafka_server_replicafetchermanager_maxlag", "gauge", "Max over the partitions this broker follows of the leader's HW in the last fetch response - the replica's LEO, in records (kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica).", bl+`,clientId="Replica"`, float64(bm.FetcherMaxLag))
 		m.add("isrbench_replicamanager_max_follower_lag", "gauge", "The leader's view: max over led partitions of its LEO - a follower's LEO as last fetched, in records (no Kafka MBean).", bl, float64(bm.MaxLag))
 		for _, l := range b.FetcherLags() {

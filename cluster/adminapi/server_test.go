@@ -122,6 +122,8 @@ func TestAdminStopStartBroker(t *testing.T) {
 		"kafka_network_requestmetrics_requests_total",
 		`kafka_server_socket_server_metrics_connection_count{broker="` + itoa(now.Leader) + `"}`,
 		"# TYPE isrbench_connections_refused_total counter",
+		`isrbench_log_damaged_batches_total{broker="` + itoa(now.Leader) + `"} 0`,
+		"# TYPE isrbench_log_scrub_bytes_total counter",
 		`kafka_network_socketserver_memorypoolavailable{broker="` + itoa(now.Leader) + `"} 1.048576e+08`,
 	} {
 		if !strings.Contains(metrics, want) {

@@ -301,3 +301,56 @@ func ConfigOf(t *testing.T, rcs kadm.ResourceConfigs, resource, key string) kadm
 	t.Fatalf("%q has no config %s", resource, key)
 	return kadm.Config{}
 }
+
+// WaitReplicasHW waits until every running replica of topic-p has its HW at hw (the
+// followers learn the leader's HW a fetch later), woken by the replicas' HW changes, or fails
+// the test after 10 s.
+func WaitReplicasHW(t testing.TB, c *cluster.Cluster, topic string, p int32, hw int64) {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for {
+		var chs []<-chan struct{}
+		done := true
+		for _, id := range c.BrokerIDs() {
+			b := c.Broker(id)
+			if b == nil {
+				done = false
+				continue
+			}
+			r, ok := b.Replica(topic, p)
+			if !ok {
+				done = false
+				continue
+			}
+			chs = append(chs, r.HWChanged()) // taken before the check: no lost wake-up
+			if _, got, ok := c.ReplicaOffsets(id, topic, p); !ok || got != hw {
+				done = false
+			}
+		}
+		if done {
+			return
+		}
+		wake := make(chan struct{}, 1)
+		stop := make(chan struct{})
+		for _, ch := range chs {
+			go func() {
+				select {
+				case <-ch:
+					select {
+					case wake <- struct{}{}:
+					default:
+					}
+				case <-stop:
+				}
+			}()
+		}
+		select {
+		case <-wake:
+			close(stop)
+		case <-deadline.C:
+			close(stop)
+			t.Fatalf("timed out waiting for every replica of %s-%d at HW %d", topic, p, hw)
+		}
+	}
+}

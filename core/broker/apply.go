@@ -120,6 +120,7 @@ func (b *Broker) applyLocked(st controller.PartitionState) error {
 		if err := h.r.MakeFollower(st); err != nil {
 			return fmt.Errorf("MakeFollower: %w", b.storageFailed(err))
 		}
+		b.truncateDamagedLocked(h) // a damaged leader demoted: below its damage first
 		if st.Leader != controller.NoLeader {
 			b.addToFetcher(h, st.Leader, st.LeaderEpoch)
 		}

@@ -55,6 +55,11 @@ type hosted struct {
 	// throttleFollower bits), from topicConfigs; read lock-free on the fetch paths.
 	throttle atomic.Uint32
 
+	dmg damageState // damage found and not healed yet (damage.go)
+	// lostHW is the HW the HW checkpoint held for a replica whose log recovery found ending
+	// below it (it lost acknowledged records), else 0: how far it had acknowledged.
+	lostHW int64
+
 	alter struct { // AlterPartition error logging (log de-duplication); a leaf lock
 		sync.Mutex
 		lastErr string // last AlterPartition error logged
@@ -89,6 +94,12 @@ type Broker struct {
 	// offlineReported is set once the controller accepted the offline report (it is
 	// refused while the metadata log cannot be written; the heartbeat reports again).
 	offlineReported atomic.Bool
+
+	damage struct { // damage.go
+		signal                                     chan struct{} // capacity 1: damage found
+		found, truncated, fetchedCorrupt, scrubbed atomic.Int64
+		any                                        atomic.Bool // a replica may have damage not healed
+	}
 
 	// resource counts the operations that failed for want of a file descriptor (or kernel
 	// memory) and rate-limits their log lines; see resourceFailed.
@@ -199,6 +210,7 @@ func New(cfg Config, ctrl *controller.Controller, transport Transport) (*Broker,
 	b.mu.fetchers = make(map[fetcherKey]*Fetcher)
 	b.exp.pending = make(map[tp][]int32)
 	b.exp.signal = make(chan struct{}, 1)
+	b.damage.signal = make(chan struct{}, 1)
 	b.pause.resumeCh = make(chan struct{})
 	close(b.pause.resumeCh) // not paused
 	b.changed.ch = make(chan struct{})
@@ -277,8 +289,8 @@ func (b *Broker) storageFailed(err error) error {
 		b.resourceFailed(err)
 		return err
 	}
-	if err == nil || !errors.Is(err, kerr.KafkaStorageError) {
-		return err
+	if err == nil || !errors.Is(err, kerr.KafkaStorageError) || log.AsDamage(err) != nil {
+		return err // a damaged batch is its replica's problem (damage.go), not the directory's
 	}
 	if errors.Is(err, log.ErrClosed) {
 		// The replica was closed under the caller (its topic was deleted, or the broker

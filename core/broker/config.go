@@ -76,6 +76,18 @@ type Config struct {
 	// (default 9000/3 = 3000; Kafka's broker.heartbeat.interval.ms is 2000).
 	HeartbeatIntervalMs int64
 
+	// ScrubEnable is isrbench.log.scrub.enable (default true): a background scrub
+	// CRC-checks every replica's segments after the start and every ScrubIntervalMs (isrbench.log.scrub.interval.ms,
+	// default 3600000) at up to ScrubBytesPerSecond (isrbench.log.scrub.bytes.per.second,
+	// default 10485760) and heals the damaged replicas it finds (damage.go).
+	ScrubEnable         bool
+	ScrubBytesPerSecond int64
+	ScrubIntervalMs     int64
+	// OnDamage, if set, is called with every damaged batch found in a replica (the
+	// harness's findings), from the goroutine that found it (a fetch handler, the scrub):
+	// it must not block. nil = only logged and counted (DamageStats).
+	OnDamage func(DamageReport)
+
 	// Log is the log configuration of every replica (log.segment.bytes, ...).
 	Log log.Config
 	// HWUpdate is isrbench.hw.update: "atomic" (default) | "mutex".
@@ -131,6 +143,9 @@ func DefaultConfig() Config {
 		MinInsyncReplicas:                        int(config.DefaultOf("min.insync.replicas")),
 		ReplicaHighWatermarkCheckpointIntervalMs: config.DefaultOf("replica.high.watermark.checkpoint.interval.ms"),
 		LogRetentionCheckIntervalMs:              config.DefaultOf("log.retention.check.interval.ms"),
+		ScrubEnable:                              config.Get("isrbench.log.scrub.enable").Default == "true",
+		ScrubBytesPerSecond:                      config.DefaultOf("isrbench.log.scrub.bytes.per.second"),
+		ScrubIntervalMs:                          config.DefaultOf("isrbench.log.scrub.interval.ms"),
 		Log:                                      log.DefaultConfig(),
 		HWUpdate:                                 partition.HWUpdateAtomic,
 		TruncateMode:                             partition.TruncateModeEpoch,
@@ -172,6 +187,12 @@ func validateConfig(cfg *Config) error {
 	}
 	if cfg.LogRetentionCheckIntervalMs <= 0 {
 		cfg.LogRetentionCheckIntervalMs = config.DefaultOf("log.retention.check.interval.ms")
+	}
+	if cfg.ScrubIntervalMs <= 0 {
+		cfg.ScrubIntervalMs = config.DefaultOf("isrbench.log.scrub.interval.ms")
+	}
+	if cfg.ScrubBytesPerSecond <= 0 {
+		cfg.ScrubBytesPerSecond = config.DefaultOf("isrbench.log.scrub.bytes.per.second")
 	}
 	// Each numeric setting under its Kafka name.
 	for _, c := range []struct {

@@ -46,6 +46,14 @@
 // and a leader refuses those of an older incarnation; AlterPartition carries the
 // leader's and the new members' epochs (KIP-903).
 //
+// Damaged replicas (damage.go): a batch failing its CRC in bytes the log found on disk,
+// found by a read about to serve it or by the background scrub (isrbench.log.scrub.*), is
+// never served (the fetch gets KAFKA_STORAGE_ERROR; the log directory stays online). The
+// replica is reported (log line with file and offset, DamageStats, Config.OnDamage), then
+// controller.ReportDamagedReplica takes it out of the leadership and the ISR; as a follower
+// it truncates to the damaged offset and re-replicates, and rejoins by the join rule. A
+// follower refuses a fetched batch that fails its CRC (counted in DamageStats).
+//
 // Storage failures: a KAFKA_STORAGE_ERROR from any log operation takes the log
 // directory offline (Kafka's offline log dir): the broker reports it to the
 // controller (ReportOfflineLogDir: fenced, leaderships move) and answers every later

@@ -457,7 +457,7 @@ func (f *Fetcher) ApplyFetch(r *Round, resp []FetchPartition) {
 		}
 		f.beginIO()
 		_, err := rep.AppendAsFollower(res.RecordBytes, res.HighWatermark)
-		if err != nil {
+		if err != nil && !b.fetchedCorrupt(fp.h.key, f.key.source, fetchOffset, err) {
 			b.logf("broker %d: %s: follower append at %d: %v", b.cfg.ID, fp.h.key, fetchOffset, b.storageFailed(err))
 		} else if res.LogStartOffsetOut > rep.LogStart() {
 			// The leader's log start moved (retention): follow it, bounded by the HW.

@@ -69,6 +69,10 @@ func (b *Broker) Start() error {
 	if !b.cfg.Manual {
 		b.goLabeled("isr-expiration", b.isrLoop)
 		b.goLabeled("housekeeping", b.housekeepingLoop)
+		b.goLabeled("damage", b.damageLoop)
+		if b.cfg.ScrubEnable {
+			b.goLabeled("scrub", b.scrubLoop)
+		}
 	}
 	return nil
 }

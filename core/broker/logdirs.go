@@ -9,7 +9,9 @@ type LogDirReplica struct {
 	// OffsetLag is Kafka's getLogEndOffsetLag for a current (not future) replica:
 	// max(HW - LEO, 0) of this replica's own HW and LEO. A leader's is 0, and so is nearly
 	// always a follower's (its HW is at most its LEO): it is not how far the follower trails
-	// the leader.
+	// the leader. A replica whose recovery found its log ending below the HW it had
+	// checkpointed (it lost acknowledged records: a power loss without fsync, a deleted
+	// segment) counts from that HW: its lag is how many acknowledged records it lost.
 	OffsetLag int64
 }
 
@@ -23,7 +25,7 @@ func (b *Broker) LogDirReplicas() []LogDirReplica {
 		out = append(out, LogDirReplica{
 			Topic: h.key.topic, Partition: h.key.partition,
 			Size:      h.l.Size(),
-			OffsetLag: max(h.r.HW()-h.r.LEO(), 0),
+			OffsetLag: max(max(h.r.HW(), h.lostHW)-h.r.LEO(), 0),
 		})
 	}
 	return out

@@ -35,6 +35,12 @@ func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
 		b.logf("broker %d: %s: topic configs: %v (using the broker's)", b.cfg.ID, key, err)
 		lcfg = b.apply.dyn.log
 	}
+	var cell *hosted // the replica, once opened: its log reports damage to it
+	lcfg.OnDamage = func(d log.DamageError) {
+		if cell != nil {
+			b.onDamage(cell, d)
+		}
+	}
 	l, rec, err := log.Open(dir, lcfg)
 	if err != nil {
 		return nil, "", fmt.Errorf("open log %s: %w", dir, b.storageFailed(err))
@@ -72,14 +78,22 @@ func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
 	hw, ok := b.ckpt.hws[key]
 	missing, ckErr := b.ckpt.missing, b.ckpt.err
 	b.ckpt.Unlock()
+	// A replica may have lost acknowledged data only if it held some: the HW checkpoint
+	// says so, or (checkpoint unreadable or gone) it was assigned to an earlier incarnation
+	// of this broker, at Start. A replica opened later (a new topic or partition, a
+	// reassignment) or a broker's first start has nothing to lose: an empty new replica is
+	// not damaged.
+	atStart := b.epoch.Load() < 0
+	_, registeredBefore := b.ctrl.Broker(b.cfg.ID)
 	switch {
-	case ckErr != nil:
-		damage = "the HW checkpoint is unreadable, so lost acknowledged data cannot be ruled out"
 	case ok && hw > r.LEO():
 		damage = fmt.Sprintf("its log ends at offset %d, below the checkpointed HW %d", r.LEO(), hw)
 		if dirMissing {
 			damage = fmt.Sprintf("its directory %s was missing (checkpointed HW %d)", dir, hw)
 		}
+	case !atStart || !registeredBefore:
+	case ckErr != nil:
+		damage = "the HW checkpoint is unreadable, so lost acknowledged data cannot be ruled out"
 	case missing && r.LEO() == 0 && dirMissing:
 		damage = fmt.Sprintf("the log directory has no %s and the replica has no directory: a new or wiped disk", HWCheckpointFile)
 	}
@@ -89,6 +103,10 @@ func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
 		}
 	}
 	h = &hosted{key: key, r: r, l: l, topicID: topicID, topicConfigs: configs}
+	if ok && hw > r.LEO() {
+		h.lostHW = hw
+	}
+	cell = h
 	b.applyThrottledLocked(h)
 	b.mu.Lock()
 	b.mu.replicas[key] = h

@@ -77,6 +77,18 @@
 // create its segment fails that append (none of its batches is written); the next append
 // tries again. Every operation acquires the descriptors it needs before it changes anything.
 //
+// # Damage found after Open
+//
+// Bytes this process appended are trusted (validated before they were written). Bytes it
+// found on disk are checked before they are first served: Read CRC-checks the batches of
+// the Slice it returns that lie below the size the segment had at Open and above what was
+// checked already (a per-segment checked prefix; Open checks everything past the recovery
+// point), so the zero-copy path costs nothing for what this process wrote. A batch that fails
+// is never in a Slice: Read returns the batches before it, or a *DamageError (wrapping
+// kerr.KafkaStorageError, naming the file, position and offset) when it is the first one,
+// and Config.OnDamage hears of it. Scrub checks every sealed segment again (and what the
+// active segment held at Open), paced by its caller. Healing (truncating below the damage, re-replicating) is the broker's.
+//
 // # Append path and concurrency rule
 //
 // All methods are safe for concurrent use. Appends are group-committed: a caller validates its

@@ -15,7 +15,9 @@ import (
 // except that with minOneBatch the first batch is returned whatever its size. maxOffset is
 // clamped to the LEO. offset >= maxOffset (in particular offset == LEO) gives an empty Slice
 // (Size 0, File nil, FirstOffset = NextOffset = offset). offset outside [LogStart, LEO] is an
-// error wrapping kerr.OffsetOutOfRange. The caller must Release the Slice.
+// error wrapping kerr.OffsetOutOfRange. Bytes found on disk at Open are CRC-checked before they
+// are first returned (see "Damage found after Open" in the package doc): the Slice ends before
+// a damaged batch, and a damaged first batch is a *DamageError. The caller must Release the Slice.
 func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOneBatch bool) (Slice, error) {
 	if err := l.usable(); err != nil {
 		return Slice{}, err
@@ -36,6 +38,10 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOneBatch bool) (Sli
 		return Slice{}, l.ioError("read", err)
 	}
 	s.File, s.h = h.f, h
+	if err := l.checkSlice(&s, seg); err != nil {
+		s.Release()
+		return Slice{}, err
+	}
 	return s, nil
 }
 

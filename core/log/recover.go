@@ -210,6 +210,10 @@ func (l *Log) recover() (Recovery, error) {
 			}
 		}
 		s.synced = s.size
+		s.ours.Store(s.size)
+		if checkFrom <= s.base {
+			s.checked.Store(s.size) // every batch was CRC-checked above
+		}
 		size += s.size
 		expect = s.next
 	}

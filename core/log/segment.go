@@ -51,6 +51,12 @@ type segment struct {
 	next    int64   // offset after the last batch (exclusive); base when empty
 	maxTs   int64   // largest batch maxTimestamp, -1 if none
 
+	// What needs a check before it is served (damage.go): bytes at or past ours were
+	// written by this process (the file's size when Open found it; 0 for a segment this
+	// process created); bytes below checked were CRC-checked (a prefix, batch-aligned).
+	// Both only come down by truncation (under Log.wmu); checked is raised lock-free.
+	ours, checked atomic.Int64
+
 	// writer-only (Log.wmu)
 	w             vfs.File     // the open .log file while this is the active segment (the hold's), else nil
 	gen           atomic.Int64 // bumped (under Log.wmu) by every truncation into the segment and its removal; read by the roll flush

@@ -79,6 +79,8 @@ func (l *Log) TruncateTo(offset int64) error {
 	seg.entries = seg.entries[:n]
 	seg.size = cut
 	seg.next = bound
+	seg.ours.Store(min(seg.ours.Load(), cut))
+	seg.checked.Store(min(seg.checked.Load(), cut))
 	l.leo.Store(bound)
 	l.mu.Unlock()
 	seg.gen.Add(1) // a roll flush of seg in flight does not count

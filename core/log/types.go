@@ -31,6 +31,11 @@ type Config struct {
 	// on the process's background flushers, as brokers do, so that no produce waits for it.
 	RollFlush func(job func())
 
+	// OnDamage is called (from the reading or scrubbing goroutine) with every damaged batch
+	// that Read or Scrub finds in bytes this process did not write: see DamageError. nil =
+	// not reported (Read still refuses to serve it).
+	OnDamage func(DamageError)
+
 	cache *fileCache // the cache of open sealed segment files; nil = the process's (tests set their own)
 }
 

@@ -135,9 +135,43 @@ func DescribeTopics(ctx context.Context, adm *kadm.Client, topic string, underOn
 				line += "\tOffline: " + joinInt32(p.OfflineReplicas)
 			}
 			fmt.Fprintln(stdout, line)
+			if p.Leader < 0 {
+				describeWayOut(ctx, adm, name, p, stdout)
+			}
 		}
 	}
 	return firstErr
+}
+
+// describeWayOut explains an offline partition: how many acknowledged records each replica
+// lost (DescribeLogDirs' offset lag: how far its log end lies below the HW it had
+// acknowledged, as its broker knows it), and the unclean election that brings it back and
+// what that loses.
+func describeWayOut(ctx context.Context, adm *kadm.Client, topic string, p kadm.PartitionDetail, stdout io.Writer) {
+	dirs, err := adm.DescribeAllLogDirs(ctx, nil)
+	var parts []string
+	for _, r := range p.Replicas {
+		dp, ok := kadm.DescribedLogDirPartition{}, false
+		if err == nil {
+			for _, d := range dirs[r] {
+				if x, found := d.Topics.Lookup(topic, p.Partition); found {
+					dp, ok = x, true
+				}
+			}
+		}
+		switch {
+		case !ok:
+			parts = append(parts, fmt.Sprintf("broker %d: not reachable", r))
+		case dp.OffsetLag > 0:
+			parts = append(parts, fmt.Sprintf("broker %d: lost %d acknowledged records (its log ends %d below the HW it had acknowledged)", r, dp.OffsetLag, dp.OffsetLag))
+		default:
+			parts = append(parts, fmt.Sprintf("broker %d: no loss known (%d bytes)", r, dp.Size))
+		}
+	}
+	fmt.Fprintf(stdout, "\t\tOffline: no replica can be elected cleanly. %s.\n", strings.Join(parts, "; "))
+	fmt.Fprintf(stdout, "\t\tWay out: isrbench elect --election-type unclean --topic %s --partition %d "+
+		"(kafka-leader-election.sh --election-type unclean --topic %s --partition %d) elects the first live replica; "+
+		"the records acknowledged above its log end are lost and the other replicas truncate to it.\n", topic, p.Partition, topic, p.Partition)
 }
 
 // errDetail is ": msg" for a broker's error message, "" for none.
