@@ -412,15 +412,13 @@ func (s *Sim) sendCommit(m *gmember, gen int32) {
 		term := s.term(n, c, p)
 		genSeen := gs.maxGen[gkey{m.group, term}]
 		fenced := gs.fenced[gkey{m.group, term}][req.MemberID]
+		// Numbered when it is appended, not when its answer arrives: a failure meanwhile
+		// excuses it as it does the commits the client knows of (a leader may yet count a
+		// fetch a crashed broker sent before its crash, and acknowledge it).
+		s.noteFailures()
+		gs.ackSeq++
+		num := gs.ackSeq
 		c.CommitAsync(req, offs, func(err error) {
-			// Numbered when the coordinator acknowledges it, not when the answer arrives: a
-			// failure meanwhile excuses it as it does the commits the client knows of.
-			num := 0
-			if err == nil {
-				s.noteFailures()
-				gs.ackSeq++
-				num = gs.ackSeq
-			}
 			switch {
 			case err == nil && req.Generation >= 0 && genSeen > req.Generation:
 				s.fail("groups: coordinator %d (leader epoch %d) accepted an OffsetCommit of %s generation %d from %s after handing out generation %d",
@@ -433,14 +431,13 @@ func (s *Sim) sendCommit(m *gmember, gen int32) {
 		})
 		if ok && r.LEO() == leo+int64(len(keys)) {
 			for i, tp := range keys {
-				gs.appends[offs[tp].Offset] = appendInfo{term: term, off: leo + int64(i)}
+				gs.appends[offs[tp].Offset] = appendInfo{term: term, off: leo + int64(i), num: num}
 			}
 		}
 	}, func(err error) { s.commitAnswered(m, nil, 0, err) })
 }
 
-// commitAnswered handles a commit's answer; num is the number the coordinator's
-// acknowledgement got (ackSeq).
+// commitAnswered handles a commit's answer; num is the number its append got (ackSeq).
 func (s *Sim) commitAnswered(m *gmember, offs map[group.TP]group.Committed, num int, err error) {
 	gs := s.groups
 	if err != nil {

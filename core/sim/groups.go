@@ -155,6 +155,7 @@ type seen struct {
 type appendInfo struct {
 	term gterm
 	off  int64
+	num  int // the commit's number (ackSeq) at its append
 }
 
 type failureCounts struct {
@@ -445,7 +446,8 @@ func (s *Sim) observe(n *node, c *group.Coordinator, p int32, groupID string, of
 				obs = map[group.TP]seen{}
 				gs.observed[groupID] = obs
 			}
-			if v > obs[tp].value {
+			if v > obs[tp].value && a.num > gs.lossUpTo {
+				// (Seeing a commit a failure excused does not make its loss a bug.)
 				gs.ackSeq++
 				obs[tp] = seen{v, gs.ackSeq}
 			}
