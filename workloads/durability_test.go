@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // TestCheckDurability writes a scripted partition (a lost record, a duplicate, a reordered
@@ -18,7 +19,7 @@ func TestCheckDurability(t *testing.T) {
 	const pid = 77
 	// Partition 0 holds seqs 0 1 3 2 2 (4 is lost) and a record of another writer.
 	ctx, seeds := scriptedPartition(t, "d", val(pid, 0), val(pid, 1), val(pid, 3), val(pid, 2), val(pid, 2), []byte("not ours"), val(pid+1, 0))
-	p := &producer{id: pid, spec: ProducerSpec{Acks: "all"}}
+	p := &producer{id: pid, spec: spec.ProducerSpec{Acks: "all"}}
 	for seq := uint64(0); seq < 5; seq++ {
 		p.acked.set(seq)
 	}
@@ -48,7 +49,7 @@ func TestCheckDurabilityExpiredProducer(t *testing.T) {
 	const a, b, c = 10, 11, 12
 	ctx, seeds := scriptedPartition(t, "e", val(a, 0), val(a, 1), val(b, 0), val(b, 1), val(b, 2))
 	prod := func(id uint32, offs ...int64) *producer {
-		p := &producer{id: id, spec: ProducerSpec{Acks: "all"}}
+		p := &producer{id: id, spec: spec.ProducerSpec{Acks: "all"}}
 		for seq, o := range offs {
 			p.acked.set(uint64(seq))
 			p.ackPart.set(uint64(seq), 0)
@@ -112,7 +113,7 @@ func TestBitset(t *testing.T) {
 // TestCheckDurabilityClientError: a read-back that cannot even start is an error, not a
 // clean verdict of zero records.
 func TestCheckDurabilityClientError(t *testing.T) {
-	p := &producer{id: 1, spec: ProducerSpec{Acks: "all"}}
+	p := &producer{id: 1, spec: spec.ProducerSpec{Acks: "all"}}
 	p.acked.set(0)
 	p.acked.set(1)
 	dc, _, err := checkDurability(context.Background(), clientOpts([]string{"host:notaport"}, nil), "d", []int64{0}, []int64{0}, []int64{2}, []*producer{p})

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // The exec fault: a shell command run at faults[i].at and, optionally, an undo command run at
@@ -36,45 +37,6 @@ import (
 // faults/<i>-undo.out, and its exit status is in result.json faults[i].exec / .undo. A command
 // that cannot start, fails or times out does not stop the run: the fault is recorded with its
 // error and the run goes on (the timeline shows what the cluster did).
-
-// DefaultExecTimeout is faults[].timeout when not given.
-const DefaultExecTimeout = 60 * time.Second
-
-// maxExecCommand bounds faults[].command and faults[].undo.
-const maxExecCommand = 4096
-
-// execCommand checks a command or undo text from the spec.
-func execCommand(field, v string) (string, error) {
-	v = strings.TrimSpace(v)
-	switch {
-	case v == "":
-		return "", fmt.Errorf("%s: empty; allowed a shell command (sh -c), e.g. \"docker compose stop kafka-{broker}\"", field)
-	case len(v) > maxExecCommand:
-		return "", fmt.Errorf("%s: %d bytes; allowed at most %d", field, len(v), maxExecCommand)
-	case strings.ContainsRune(v, 0):
-		return "", fmt.Errorf("%s: contains a NUL byte; allowed a shell command", field)
-	}
-	return v, nil
-}
-
-// validateExecFault checks the exec-only keys of fault i.
-func validateExecFault(i int, f Fault) error {
-	if f.Kind != "exec" {
-		if f.Command != "" || f.Undo != "" || f.Timeout != 0 {
-			return fmt.Errorf("faults[%d]: command/undo/timeout apply only to kind exec, not %s", i, f.Kind)
-		}
-		return nil
-	}
-	switch {
-	case f.Command == "":
-		return fmt.Errorf("faults[%d].command is required for kind exec (a shell command; {broker}, {host}, {port} name the target)", i)
-	case f.Undo != "" && f.Duration == 0:
-		return fmt.Errorf("faults[%d].duration: 0s with an undo command; allowed a duration > 0 (the undo runs at at + duration)", i)
-	case f.Undo == "" && f.Duration != 0:
-		return fmt.Errorf("faults[%d].duration: %s without an undo command: nothing runs at its end; add faults[%d].undo or drop the duration", i, f.Duration, i)
-	}
-	return nil
-}
 
 // execBroker is a resolved exec target.
 type execBroker struct {
@@ -118,7 +80,7 @@ func expandExec(command string, b execBroker) string {
 // returns what result.json records of it. It returns when the command exited or was killed.
 func runExec(command string, b execBroker, timeout time.Duration, outPath string) *results.ExecRun {
 	if timeout <= 0 {
-		timeout = DefaultExecTimeout
+		timeout = spec.DefaultExecTimeout
 	}
 	run := &results.ExecRun{Command: expandExec(command, b), Output: outPath, ExitCode: -1}
 	start := time.Now()
@@ -167,7 +129,7 @@ func runExec(command string, b execBroker, timeout time.Duration, outPath string
 // runExecFault runs exec fault i: it resolves the target when the fault starts, runs the
 // command, then the undo after the duration (at the latest at measureEnd, at once when ctx
 // ends), and records both in result.json faults[i].
-func (r *run) runExecFault(ctx context.Context, i int, f Fault, measureStart, measureEnd time.Time) {
+func (r *run) runExecFault(ctx context.Context, i int, f spec.Fault, measureStart, measureEnd time.Time) {
 	if !waitUntil(ctx, measureStart.Add(f.At)) {
 		return
 	}
@@ -210,12 +172,12 @@ func (r *run) runExecFault(ctx context.Context, i int, f Fault, measureStart, me
 }
 
 // resolveExec resolves an exec fault's target through the target's metadata.
-func (r *run) resolveExec(ctx context.Context, f Fault) (execBroker, error) {
+func (r *run) resolveExec(ctx context.Context, f spec.Fault) (execBroker, error) {
 	er := r.parts.Exec
 	if er == nil {
 		return execBroker{}, fmt.Errorf("target %s cannot resolve exec fault targets", r.tgt.Name())
 	}
-	pt, err := ParseFaultTarget("target", f, r.spec.Brokers, r.spec.Topic.Name, r.spec.Topic.Partitions, r.spec.Broker.OffsetsTopicNumPartitions)
+	pt, err := spec.ParseFaultTarget("target", f, r.spec.Brokers, r.spec.Topic.Name, r.spec.Topic.Partitions, r.spec.Broker.OffsetsTopicNumPartitions)
 	if err != nil {
 		return execBroker{}, err
 	}
@@ -235,7 +197,7 @@ func (r *run) resolveExec(ctx context.Context, f Fault) (execBroker, error) {
 }
 
 // ResolveBroker implements execResolver for the embedded cluster.
-func (e *embedded) ResolveBroker(_ context.Context, _ string, ref TargetRef) (execBroker, error) {
+func (e *embedded) ResolveBroker(_ context.Context, _ string, ref spec.TargetRef) (execBroker, error) {
 	id, err := e.resolve(ref, true)
 	if err != nil {
 		return execBroker{}, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // runFaults applies the spec's fault schedule relative to the start of measurement and heals
@@ -31,7 +32,7 @@ func (r *run) runFaults(ctx context.Context, measureStart, measureEnd time.Time)
 // waitUntil waits until t; false when ctx ended first.
 func waitUntil(ctx context.Context, t time.Time) bool { return sleepCtx(ctx, time.Until(t)) }
 
-func (r *run) runFault(ctx context.Context, i int, f Fault, measureStart, measureEnd time.Time) {
+func (r *run) runFault(ctx context.Context, i int, f spec.Fault, measureStart, measureEnd time.Time) {
 	switch f.Kind {
 	case "exec":
 		r.runExecFault(ctx, i, f, measureStart, measureEnd)
@@ -83,7 +84,7 @@ type indexedFault struct {
 }
 
 // describeTarget is the fault's target as written, with the partition for the short roles.
-func describeTarget(f Fault) string {
+func describeTarget(f spec.Fault) string {
 	switch f.Target {
 	case "leader", "follower", "any-follower":
 		return fmt.Sprintf("%s of partition %d", f.Target, f.Partition)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/isrbench/isrbench/core/group"
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // groupMember is the group side of a consumer that joined consumers.group.id: the partitions
@@ -46,7 +47,7 @@ func balancerFor(name string) (kgo.GroupBalancer, error) {
 // without a committed offset starts at the first record written after the member was
 // created (records before belong to no measurement). changed (shared by the members) is
 // signalled on every assignment change.
-func newGroupConsumer(conn []kgo.Opt, topic string, partitions int, spec ConsumerSpec, win window, ours func(uint32) bool, changed chan struct{}) (*consumer, error) {
+func newGroupConsumer(conn []kgo.Opt, topic string, partitions int, spec spec.ConsumerSpec, win window, ours func(uint32) bool, changed chan struct{}) (*consumer, error) {
 	bal, err := balancerFor(spec.GroupBalancer)
 	if err != nil {
 		return nil, err
@@ -145,7 +146,7 @@ func waitGroupAssigned(ctx context.Context, cons []*consumer, partitions int, ch
 // embedded coordinator's counters where the target has them, else the generations the
 // members saw) and the committed-offset lag, sampled every second.
 type groupProbe struct {
-	spec  *Spec
+	spec  *spec.Spec
 	stats groupStatser // nil: the target cannot read its coordinator's counters
 	adm   *kadm.Client
 	start group.Stats
@@ -168,7 +169,7 @@ func (e *embedded) GroupStats(groupID string) (group.Stats, bool) {
 	return group.Stats{}, false
 }
 
-func newGroupProbe(s *Spec, stats groupStatser, adm *kadm.Client) *groupProbe {
+func newGroupProbe(s *spec.Spec, stats groupStatser, adm *kadm.Client) *groupProbe {
 	return &groupProbe{spec: s, stats: stats, adm: adm}
 }
 

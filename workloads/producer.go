@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // window is the measurement window [start, end) in unix ns: samples whose intended send time
@@ -31,7 +32,7 @@ func (w window) in(ns int64) bool { return ns >= w.start && ns < w.end }
 // goroutines, so everything they touch is behind mu or atomic.
 type producer struct {
 	id     uint32
-	spec   ProducerSpec
+	spec   spec.ProducerSpec
 	topic  string
 	cl     *kgo.Client
 	rate   float64 // this producer's records/s (0 = closed loop)
@@ -61,7 +62,7 @@ type producer struct {
 }
 
 // producerOpts are the kgo options the spec asks for.
-func producerOpts(p ProducerSpec, topic string) []kgo.Opt {
+func producerOpts(p spec.ProducerSpec, topic string) []kgo.Opt {
 	opts := []kgo.Opt{
 		// Refresh metadata soon after NOT_LEADER_OR_FOLLOWER (kgo's default min age is 5 s;
 		// the Java client refreshes after retry.backoff.ms=100): failover latency is the core's.
@@ -107,7 +108,7 @@ func producerOpts(p ProducerSpec, topic string) []kgo.Opt {
 	return opts
 }
 
-func newProducer(id uint32, conn []kgo.Opt, spec ProducerSpec, topic string, rate float64, win window, mode WaitMode) (*producer, error) {
+func newProducer(id uint32, conn []kgo.Opt, spec spec.ProducerSpec, topic string, rate float64, win window, mode WaitMode) (*producer, error) {
 	opts := append(conn[:len(conn):len(conn)], producerOpts(spec, topic)...)
 	if l := clientLogger(); l != nil {
 		opts = append(opts, kgo.WithLogger(l))

@@ -20,6 +20,7 @@ import (
 	"github.com/isrbench/isrbench/core/vfs"
 	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // Options configure one run (see Run).
@@ -73,7 +74,7 @@ var profileStarter = func(kinds []string, dir string) (stop func() ([]string, er
 }
 
 // RunID returns the default run id: UTC time, spec name and a short hash of the effective config.
-func RunID(s *Spec, now time.Time) string {
+func RunID(s *spec.Spec, now time.Time) string {
 	b, _ := json.Marshal(s.Config()) // map keys are sorted: stable
 	sum := sha256.Sum256(b)
 	return now.UTC().Format("20060102-150405") + "-" + s.Name + "-" + hex.EncodeToString(sum[:3])
@@ -84,7 +85,7 @@ func RunID(s *Spec, now time.Time) string {
 // <OutDir>/<id>/ and return the result. The embedded cluster and its temp data dir are removed
 // before Run returns, also on error and cancellation. A run whose clean elections lost
 // acknowledged records returns its result and an error wrapping ErrDurability.
-func Run(ctx context.Context, s *Spec, o Options) (res *results.Result, err error) {
+func Run(ctx context.Context, s *spec.Spec, o Options) (res *results.Result, err error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -117,8 +118,8 @@ func Run(ctx context.Context, s *Spec, o Options) (res *results.Result, err erro
 	if err := o.Worker.CheckSpec(s, o.Target); err != nil {
 		return nil, err
 	}
-	if n := embeddedOnlyFaults(s); n > 0 && o.Target != "embedded" {
-		return nil, fmt.Errorf("spec %s has %d faults of kinds that need the embedded target (%s), not %s; use kind exec", s.Name, n, strings.Join(embeddedFaultKinds(), ", "), o.Target)
+	if n := spec.EmbeddedOnlyFaults(s); n > 0 && o.Target != "embedded" {
+		return nil, fmt.Errorf("spec %s has %d faults of kinds that need the embedded target (%s), not %s; use kind exec", s.Name, n, strings.Join(spec.EmbeddedFaultKinds(), ", "), o.Target)
 	}
 	startedAt := time.Now()
 	id := o.ID
@@ -164,7 +165,7 @@ func makeRunDir(parent, id string) (string, error) {
 }
 
 type run struct {
-	spec *Spec
+	spec *spec.Spec
 	opts Options
 	dir  string
 	tgt  Target
@@ -283,7 +284,7 @@ func waitFollowersFetching(ctx context.Context, rr replicationReadier, topic str
 // diskGuardInterval is how often the disk guard checks the data dir's filesystem.
 var diskGuardInterval = time.Second
 
-func drainTimeout(s *Spec) time.Duration {
+func drainTimeout(s *spec.Spec) time.Duration {
 	d := 30 * time.Second
 	if t := time.Duration(s.Producers.DeliveryTimeoutMs) * time.Millisecond; t > 0 && t+5*time.Second < d {
 		d = t + 5*time.Second

@@ -93,17 +93,6 @@ func (r *run) loadStart() (time.Time, error) {
 	return w.StartAt, nil
 }
 
-// observesHWLag reports whether hw.lag.client turns the client HW observer on for target.
-func (s *Spec) observesHWLag(target string) bool {
-	switch s.HWLagClient {
-	case "on":
-		return true
-	case "off":
-		return false
-	}
-	return strings.HasPrefix(target, "kafka://")
-}
-
 // idBase is the first producer id of this run (see Worker.idBase).
 func (r *run) idBase() uint32 { return r.opts.Worker.idBase(r.spec.Name, rand.Uint32()) }
 
@@ -124,7 +113,7 @@ func (r *run) startObserver(ctx context.Context, conn []kgo.Opt, startOffs []int
 	for _, g := range r.spec.ProducerGroups() {
 		acked = acked || (g.Count > 0 && g.Acks != "0")
 	}
-	if !acked || !r.spec.observesHWLag(r.tgt.Name()) {
+	if !acked || !r.spec.ObservesHWLag(r.tgt.Name()) {
 		return nil
 	}
 	o, err := newHWObserver(conn, r.spec.Topic.Name, startOffs, r.win)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // report assembles the result from the measurement, the settling and the verdict, writes
@@ -124,7 +125,7 @@ func formatCounts(m map[string]int64) string {
 // lossExpected says why this spec may lose acknowledged acks=all records ("" = it must not):
 // unclean leader election, the truncate-to-HW ablation, or a crash (power loss) without an
 // fsync per message.
-func lossExpected(s *Spec) string {
+func lossExpected(s *spec.Spec) string {
 	var why []string
 	if s.Broker.UncleanLeaderElectionEnable {
 		why = append(why, "unclean.leader.election.enable=true")

@@ -13,6 +13,7 @@ import (
 	"github.com/isrbench/isrbench/cluster"
 	"github.com/isrbench/isrbench/internal/certs"
 	"github.com/isrbench/isrbench/internal/clientprops"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // The embedded cluster's security, for what encryption costs replication: the spec's
@@ -24,70 +25,15 @@ import (
 // fetch responses go through the copy path: the cost table shows the bytes that stopped
 // being zero-copy.
 
-// securityProtocols are the values of security.inter.broker.protocol and
-// target.security.protocol.
-var securityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
-
-// targetProtocolParam is target.security.protocol as a flat key, so that a sweep can vary it
-// (the other client properties are set through the target block, see security.go).
-var targetProtocolParam = Param{Key: "target.security.protocol",
-	Help: "the harness clients' security.protocol (PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL), default PLAINTEXT; on the embedded target the cluster gets a listener of it",
-	set: func(s *Spec, v string) error {
-		p, err := clientprops.ParseProtocol(v)
-		if err != nil {
-			return fmt.Errorf("target.%w", err)
-		}
-		if s.Client == nil {
-			s.Client = map[string]string{}
-		}
-		s.Client["security.protocol"] = string(p)
-		return nil
-	},
-	get: func(s *Spec) any {
-		if p, ok := s.Client["security.protocol"]; ok {
-			return strings.ToUpper(strings.TrimSpace(p))
-		}
-		return "PLAINTEXT"
-	}}
-
-// embeddedClientKeys are the target block's keys the embedded target takes.
-var embeddedClientKeys = []string{"security.protocol", "sasl.mechanism"}
-
-// checkEmbeddedClient refuses, for the embedded target or kfake, target block keys other
-// than the security protocol and SASL mechanism (the run makes the rest), and any security
-// on kfake.
-func (s *Spec) checkEmbeddedClient(target string) error {
-	var bad []string
-	for k, v := range s.Client {
-		switch {
-		case target == "kfake" && !(k == "security.protocol" && strings.EqualFold(v, "PLAINTEXT")):
-			bad = append(bad, targetPrefix+k)
-		case target != "kfake" && !slices.Contains(embeddedClientKeys, k):
-			bad = append(bad, targetPrefix+k)
-		}
-	}
-	if target == "kfake" && s.Broker.InterBrokerProtocol != "PLAINTEXT" {
-		bad = append(bad, "security.inter.broker.protocol")
-	}
-	if len(bad) == 0 {
-		return nil
-	}
-	slices.Sort(bad)
-	if target == "kfake" {
-		return fmt.Errorf("%w: %s: kfake runs plaintext (client security applies to a kafka:// target or the embedded cluster)", ErrTargetSetting, strings.Join(bad, ", "))
-	}
-	return fmt.Errorf("%w: %s: the embedded cluster makes its clients' credentials and certificates itself; it takes target.security.protocol and target.sasl.mechanism only (the rest applies to a kafka:// target)", ErrTargetSetting, strings.Join(bad, ", "))
-}
-
 // embeddedSecurity sets cc's listeners for the spec's protocols (dir: the cluster's data
 // dir, where the certificates go) and returns the listener the clients use and their
 // client config; "" and nil when both protocols are PLAINTEXT (the default cluster).
-func (s *Spec) embeddedSecurity(cc *cluster.Config, dir string) (string, *clientprops.Config, error) {
+func embeddedSecurity(s *spec.Spec, cc *cluster.Config, dir string) (string, *clientprops.Config, error) {
 	inter := s.Broker.InterBrokerProtocol
 	if inter == "" {
 		inter = "PLAINTEXT"
 	}
-	cp := targetProtocolParam.get(s).(string)
+	cp := spec.TargetProtocolParam.Get(s).(string)
 	if inter == "PLAINTEXT" && cp == "PLAINTEXT" {
 		return "", nil, nil
 	}
@@ -150,7 +96,7 @@ func (e *embedded) secure(listener string, c *clientprops.Config) error {
 	}
 	for _, l := range e.c.Listeners() {
 		if l.Name == listener {
-			e.seeds = splitList(l.Bootstrap)
+			e.seeds = spec.SplitList(l.Bootstrap)
 		}
 	}
 	opts, err := c.Opts()

@@ -11,12 +11,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/isrbench/isrbench/internal/clientprops"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 const secPassword = "spec-Secret-77"
 
 func TestSpecTargetBlock(t *testing.T) {
-	s, err := Parse([]byte(`name: secured
+	s, err := spec.Parse([]byte(`name: secured
 target:
   bootstrap.servers: b1.example:9096,b2.example:9096
   security.protocol: SASL_SSL
@@ -65,7 +66,7 @@ func TestSpecTargetBlockRefused(t *testing.T) {
 		{"target:\n  security.protocol: TLS\n", `security.protocol "TLS"; allowed PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL`},
 		{"target:\n  security.protocol: SASL_SSL\n  sasl.mechanism: PLAIN\n  sasl.password: " + secPassword + "\n", "needs a user"},
 	} {
-		_, err := Parse([]byte(tc.yaml))
+		_, err := spec.Parse([]byte(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err %v, want %q", tc.yaml, err, tc.want)
 		}
@@ -73,7 +74,7 @@ func TestSpecTargetBlockRefused(t *testing.T) {
 			t.Errorf("%q: the error shows the password", tc.yaml)
 		}
 	}
-	s := DefaultSpec()
+	s := spec.DefaultSpec()
 	if err := s.Set("target.foo", "x"); err == nil || !strings.Contains(err.Error(), `unknown key "target.foo"`) {
 		t.Errorf("--set target.foo: %v", err)
 	}
@@ -85,21 +86,21 @@ func TestSpecTargetBlockRefused(t *testing.T) {
 			t.Errorf("target %q with target.security.protocol=SSL: %v", target, err)
 		}
 	}
-	if err := s.CheckClientTarget("kfake"); !errors.Is(err, ErrTargetSetting) || !strings.Contains(err.Error(), "target.security.protocol: kfake runs plaintext") {
+	if err := s.CheckClientTarget("kfake"); !errors.Is(err, spec.ErrTargetSetting) || !strings.Contains(err.Error(), "target.security.protocol: kfake runs plaintext") {
 		t.Errorf("kfake: %v", err)
 	}
 	if err := s.Set("target.ssl.ca.location", "/ca.pem"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CheckClientTarget("embedded"); !errors.Is(err, ErrTargetSetting) || !strings.Contains(err.Error(), "target.ssl.ca.location: the embedded cluster makes its clients' credentials") {
+	if err := s.CheckClientTarget("embedded"); !errors.Is(err, spec.ErrTargetSetting) || !strings.Contains(err.Error(), "target.ssl.ca.location: the embedded cluster makes its clients' credentials") {
 		t.Errorf("embedded with a CA file: %v", err)
 	}
 	delete(s.Client, "ssl.ca.location")
 	s.Broker.InterBrokerProtocol = "SSL"
-	if err := s.CheckClientTarget("kafka://h:9092"); !errors.Is(err, ErrTargetSetting) || !strings.Contains(err.Error(), "a kafka:// cluster replicates over its own") {
+	if err := s.CheckClientTarget("kafka://h:9092"); !errors.Is(err, spec.ErrTargetSetting) || !strings.Contains(err.Error(), "a kafka:// cluster replicates over its own") {
 		t.Errorf("kafka:// with security.inter.broker.protocol=SSL: %v", err)
 	}
-	if _, err := OpenTarget(context.Background(), "kfake", s, TargetOptions{}); !errors.Is(err, ErrTargetSetting) {
+	if _, err := OpenTarget(context.Background(), "kfake", s, TargetOptions{}); !errors.Is(err, spec.ErrTargetSetting) {
 		t.Errorf("OpenTarget kfake with client security: %v", err)
 	}
 }
@@ -112,7 +113,7 @@ func TestOpenTargetRefusesCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	s := DefaultSpec()
+	s := spec.DefaultSpec()
 	target := "kafka://" + c.ListenAddrs()[0]
 	for _, kv := range []string{"target=" + target, "target.security.protocol=SASL_PLAINTEXT", "target.sasl.mechanism=PLAIN",
 		"target.sasl.username=bench", "target.sasl.password=wrong-" + secPassword} {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/isrbench/isrbench/cluster"
 	"github.com/isrbench/isrbench/core/config"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // samples are the registry's Samples of e, but for an AtLeast entry's minimum the other
@@ -30,15 +31,15 @@ func TestSpecRegistryWalk(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	n := 0
-	for _, p := range Params() {
-		if p.entry == "" {
+	for _, p := range spec.Params() {
+		if p.Entry() == "" {
 			continue
 		}
 		n++
-		e := config.Get(p.entry)
+		e := config.Get(p.Entry())
 		t.Run(p.Key, func(t *testing.T) {
 			for _, v := range samples(e) {
-				s := DefaultSpec()
+				s := spec.DefaultSpec()
 				s.Brokers, s.Topic.ReplicationFactor, s.Topic.MinInsyncReplicas = 1, 1, 1
 				// Kafka's rule replica.fetch.wait.max.ms <= replica.lag.time.max.ms.
 				if x, err := strconv.ParseInt(v, 10, 64); err == nil {
@@ -55,7 +56,7 @@ func TestSpecRegistryWalk(t *testing.T) {
 				if err := s.Validate(); err != nil {
 					t.Fatalf("%s=%s: Validate: %v", p.Key, v, err)
 				}
-				cc, err := s.ClusterConfig()
+				cc, err := ClusterConfig(s)
 				if err != nil {
 					t.Fatalf("%s=%s: ClusterConfig: %v", p.Key, v, err)
 				}
@@ -79,17 +80,17 @@ func TestSpecRegistryWalk(t *testing.T) {
 					b = -2
 				}
 				below = strconv.FormatInt(b, 10)
-				err := DefaultSpec().Set(p.Key, below)
+				err := spec.DefaultSpec().Set(p.Key, below)
 				if err == nil || !strings.Contains(err.Error(), p.Key) || !strings.Contains(err.Error(), strconv.FormatInt(lo, 10)+"..") {
 					t.Errorf("Set(%s, %s): %v, want an error naming the key and the range from %d", p.Key, below, err, lo)
 				}
 			case e.Type == config.Duration:
-				err := DefaultSpec().Set(p.Key, "-1ns")
+				err := spec.DefaultSpec().Set(p.Key, "-1ns")
 				if err == nil || !strings.Contains(err.Error(), p.Key) || !strings.Contains(err.Error(), e.Range()) {
 					t.Errorf("Set(%s, -1ns): %v, want an error naming the key and %s", p.Key, err, e.Range())
 				}
 			default:
-				err := DefaultSpec().Set(p.Key, "nope")
+				err := spec.DefaultSpec().Set(p.Key, "nope")
 				if err == nil || !strings.Contains(err.Error(), p.Key) || !strings.Contains(err.Error(), e.Range()) {
 					t.Errorf("Set(%s, nope): %v, want an error naming the key and %s", p.Key, err, e.Range())
 				}

@@ -8,13 +8,15 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // sweepOnTarget runs sweep; on a kafka:// target it first refuses the axes the cluster cannot
 // be swept over (CheckSweepOnTarget), then gives every run one ConfigSession, restored after
 // the last point, also when the sweep fails or is cancelled.
-func sweepOnTarget(ctx context.Context, base *Spec, axes []Axis, repeat int, o Options) (*SweepOutcome, error) {
-	hosts, err := CheckTarget(o.Target, base)
+func sweepOnTarget(ctx context.Context, base *spec.Spec, axes []spec.Axis, repeat int, o Options) (*SweepOutcome, error) {
+	hosts, err := spec.CheckTarget(o.Target, base)
 	if err != nil || hosts == nil || o.session != nil {
 		return sweep(ctx, base, axes, repeat, o) // a bad target fails each run, as it records
 	}

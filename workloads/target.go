@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 
 	"github.com/isrbench/isrbench/cluster"
 	"github.com/isrbench/isrbench/core/vfs"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // Target is the cluster a run drives: the embedded core or any Kafka-protocol cluster.
@@ -30,7 +29,7 @@ type Target interface {
 	// Sample reads the replication state of the topic for the timeline.
 	Sample(ctx context.Context, topic string) (Sample, error)
 	// ApplyFault applies f (resolved against the topic) and returns a function that heals it.
-	ApplyFault(ctx context.Context, topic string, f Fault) (target string, heal func() error, err error)
+	ApplyFault(ctx context.Context, topic string, f spec.Fault) (target string, heal func() error, err error)
 	// HasHWLag is true when the target reports leader append -> HW lag (the embedded core).
 	HasHWLag() bool
 	Close() error
@@ -62,12 +61,12 @@ type TargetOptions struct {
 }
 
 // embeddedTarget is set by target_embedded.go (the netfetch embedded cluster).
-var embeddedTarget func(ctx context.Context, s *Spec, o TargetOptions) (Target, error)
+var embeddedTarget func(ctx context.Context, s *spec.Spec, o TargetOptions) (Target, error)
 
 // OpenTarget starts or connects to the target named by name ("embedded" or
 // "kafka://host:port[,host:port]").
-func OpenTarget(ctx context.Context, name string, s *Spec, o TargetOptions) (Target, error) {
-	hosts, err := CheckTarget(name, s)
+func OpenTarget(ctx context.Context, name string, s *spec.Spec, o TargetOptions) (Target, error) {
+	hosts, err := spec.CheckTarget(name, s)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +95,7 @@ func OpenTarget(ctx context.Context, name string, s *Spec, o TargetOptions) (Tar
 // copy of each partition, acks=all answered at once), keeps everything in memory, writes no
 // files, has no ISR, HW lag, faults or broker configs; its request handling is one goroutine
 // for the whole cluster.
-func openKfake(s *Spec) (Target, error) {
+func openKfake(s *spec.Spec) (Target, error) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(max(1, s.Brokers)))
 	if err != nil {
 		return nil, fmt.Errorf("target kfake: %w", err)
@@ -108,44 +107,6 @@ func openKfake(s *Spec) (Target, error) {
 	}
 	t.closeFn = c.Close
 	return t, nil
-}
-
-// CheckTarget checks a target name against the spec before anything runs: "embedded" (or
-// "") gives nil hosts; "kafka://host:port[,host:port]" its hosts, each host:port with a port
-// in 1..65535, and only for a spec whose faults are all of ExternalFaultKinds (exec: a
-// kafka:// cluster cannot be paused or killed from inside this process).
-func CheckTarget(name string, s *Spec) ([]string, error) {
-	switch {
-	case name == "" || name == "embedded":
-		return nil, nil
-	case name == "kfake":
-		if s != nil && len(s.Faults) > 0 {
-			return nil, fmt.Errorf("target kfake: the spec %s has %d faults, which need the embedded target (kfake has no brokers to pause or kill)", s.Name, len(s.Faults))
-		}
-		return nil, nil
-	case strings.HasPrefix(name, "kafka://"):
-		hosts := splitList(strings.TrimPrefix(name, "kafka://"))
-		if len(hosts) == 0 {
-			return nil, fmt.Errorf("target %q: want kafka://host:port[,host:port]", name)
-		}
-		for _, h := range hosts {
-			host, port, err := net.SplitHostPort(h)
-			if err != nil || host == "" {
-				return nil, fmt.Errorf("target %q: %q is not host:port", name, h)
-			}
-			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-				return nil, fmt.Errorf("target %q: %q: port %q is not a number in 1..65535", name, h, port)
-			}
-		}
-		if s != nil {
-			if n := embeddedOnlyFaults(s); n > 0 {
-				return nil, fmt.Errorf("target %q: the spec %s has %d faults of kinds that need the embedded target (%s act on its brokers from inside the process); on a kafka:// cluster use kind exec with a command that does it (docker compose stop/pause, kubectl, tc; see workloads/specs/compose), or --target embedded",
-					name, s.Name, n, strings.Join(embeddedFaultKinds(), ", "))
-			}
-		}
-		return hosts, nil
-	}
-	return nil, fmt.Errorf("target %q: allowed embedded, kfake or kafka://host:port[,host:port]", name)
 }
 
 // kafkaTarget is any Kafka-protocol cluster reached through franz-go. ISR shrinks/expands are
@@ -185,7 +146,7 @@ func (k *kafkaTarget) Close() error {
 	return nil
 }
 
-func (k *kafkaTarget) ApplyFault(_ context.Context, _ string, f Fault) (string, func() error, error) {
+func (k *kafkaTarget) ApplyFault(_ context.Context, _ string, f spec.Fault) (string, func() error, error) {
 	return "", nil, fmt.Errorf("fault kind %s needs the embedded target (a kafka:// cluster cannot be paused or killed from inside this process); use kind exec", f.Kind)
 }
 
@@ -234,7 +195,7 @@ func sampleFromMetadata(md kadm.Metadata, topic string, minISR int, last map[int
 // ensureTopic creates the topic (with configs, see run.topicConfigs) if it does not exist
 // and waits until every partition has a leader and its full replica set in the ISR: deadline,
 // plus cluster.ApplyAllowance per replica (a topic of many partitions takes a while to appear).
-func ensureTopic(ctx context.Context, adm *kadm.Client, s *Spec, configs map[string]*string, deadline time.Duration) (created bool, err error) {
+func ensureTopic(ctx context.Context, adm *kadm.Client, s *spec.Spec, configs map[string]*string, deadline time.Duration) (created bool, err error) {
 	deadline += time.Duration(s.Topic.Partitions*s.Topic.ReplicationFactor) * cluster.ApplyAllowance
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
@@ -270,7 +231,7 @@ func ensureTopic(ctx context.Context, adm *kadm.Client, s *Spec, configs map[str
 	}
 }
 
-func readyProblem(md kadm.Metadata, err error, s *Spec) string {
+func readyProblem(md kadm.Metadata, err error, s *spec.Spec) string {
 	if err != nil {
 		return err.Error()
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/isrbench/isrbench/cluster"
 	"github.com/isrbench/isrbench/core/log"
 	"github.com/isrbench/isrbench/netfetch"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 func init() { embeddedTarget = openEmbedded }
@@ -44,7 +45,7 @@ type embedded struct {
 }
 
 // ClusterConfig maps the spec onto an embedded cluster configuration.
-func (s *Spec) ClusterConfig() (cluster.Config, error) {
+func ClusterConfig(s *spec.Spec) (cluster.Config, error) {
 	cc := cluster.DefaultConfig()
 	cc.Brokers = s.Brokers
 	cc.AutoCreateTopics = false
@@ -94,15 +95,15 @@ func (s *Spec) ClusterConfig() (cluster.Config, error) {
 	return cc, nil
 }
 
-func openEmbedded(ctx context.Context, s *Spec, o TargetOptions) (Target, error) {
-	cc, err := s.ClusterConfig()
+func openEmbedded(ctx context.Context, s *spec.Spec, o TargetOptions) (Target, error) {
+	cc, err := ClusterConfig(s)
 	if err != nil {
 		return nil, err
 	}
 	if why := log.WriterFallbackReason(s.Broker.IO); why != "" && o.Log != nil {
 		fmt.Fprintf(o.Log, "isrbench.io=%s: falling back to pwritev: %s\n", s.Broker.IO, why)
 	}
-	if _, err := netfetch.EnsureOpenFiles(s.openFilesNeeded()); err != nil {
+	if _, err := netfetch.EnsureOpenFiles(openFilesNeeded(s)); err != nil {
 		return nil, fmt.Errorf("embedded cluster of %d brokers, topic %s with %d partitions x RF %d: %w",
 			s.Brokers, s.Topic.Name, s.Topic.Partitions, s.Topic.ReplicationFactor, err)
 	}
@@ -118,7 +119,7 @@ func openEmbedded(ctx context.Context, s *Spec, o TargetOptions) (Target, error)
 		logw = io.Discard
 	}
 	cc.Logf = func(format string, args ...any) { fmt.Fprintf(logw, format+"\n", args...) }
-	clientListener, sec, err := s.embeddedSecurity(&cc, dir) // security_embedded.go
+	clientListener, sec, err := embeddedSecurity(s, &cc, dir) // security_embedded.go
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("embedded cluster: %w", err)
@@ -128,7 +129,7 @@ func openEmbedded(ctx context.Context, s *Spec, o TargetOptions) (Target, error)
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("embedded cluster: %w", err)
 	}
-	e := &embedded{c: c, dir: dir, seeds: splitList(c.Bootstrap()), minISR: s.Topic.MinInsyncReplicas,
+	e := &embedded{c: c, dir: dir, seeds: spec.SplitList(c.Bootstrap()), minISR: s.Topic.MinInsyncReplicas,
 		rng: rand.New(rand.NewPCG(o.Seed, 0x15b))}
 	if err := e.secure(clientListener, sec); err != nil {
 		e.Close()
@@ -142,7 +143,7 @@ func openEmbedded(ctx context.Context, s *Spec, o TargetOptions) (Target, error)
 // file per replica of the benchmark topic, and of __consumer_offsets when consumers use a
 // group, besides the client connections and the headroom for sockets, checkpoints and the
 // metadata log).
-func (s *Spec) openFilesNeeded() uint64 {
+func openFilesNeeded(s *spec.Spec) uint64 {
 	n := int64(s.Topic.Partitions) * int64(s.Topic.ReplicationFactor)
 	if s.Consumers.GroupID != "" {
 		n += int64(s.Broker.OffsetsTopicNumPartitions) * int64(min(s.Brokers, 3))
@@ -267,8 +268,8 @@ func (e *embedded) count(id int32, shrinks, expands int64) {
 // ApplyFault resolves the target broker(s) and applies the fault; heal undoes it (nil for
 // restart-broker, and for kill-broker / crash-broker with duration 0, which stay down until a
 // restart-broker fault or HealAll).
-func (e *embedded) ApplyFault(_ context.Context, topic string, f Fault) (string, func() error, error) {
-	pt, err := ParseFaultTarget("target", f, len(e.c.BrokerIDs()), topic, int(^uint(0)>>1), int(^uint(0)>>1))
+func (e *embedded) ApplyFault(_ context.Context, topic string, f spec.Fault) (string, func() error, error) {
+	pt, err := spec.ParseFaultTarget("target", f, len(e.c.BrokerIDs()), topic, int(^uint(0)>>1), int(^uint(0)>>1))
 	if err != nil {
 		return "", nil, err
 	}
@@ -320,7 +321,7 @@ func (e *embedded) ApplyFault(_ context.Context, topic string, f Fault) (string,
 	case "partition":
 		return e.partition([]int32{id}, e.others(id))
 	}
-	return "", nil, fmt.Errorf("fault kind %q; allowed %s", f.Kind, strings.Join(FaultKinds, "|"))
+	return "", nil, fmt.Errorf("fault kind %q; allowed %s", f.Kind, strings.Join(spec.FaultKinds, "|"))
 }
 
 func (e *embedded) others(id int32) []int32 {
@@ -420,7 +421,7 @@ func (e *embedded) HealAll() ([]int32, error) {
 
 // resolve finds the broker a target names at this moment. Roles pick among running brokers;
 // stoppedOK allows a stopped broker named by id (restart-broker).
-func (e *embedded) resolve(t TargetRef, stoppedOK bool) (int32, error) {
+func (e *embedded) resolve(t spec.TargetRef, stoppedOK bool) (int32, error) {
 	if t.Role == "id" {
 		if e.isStopped(t.ID) && !stoppedOK {
 			return 0, fmt.Errorf("fault target broker %d is stopped (kill-broker/crash-broker without a restart yet)", t.ID)

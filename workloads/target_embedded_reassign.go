@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/core/controller"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // Reassign starts reassign fault f on the embedded cluster (see faultreassign.go): one
@@ -20,8 +21,8 @@ import (
 // replicas, follower.replication.throttled.replicas on its new ones, both rates on every
 // broker involved). The returned wait follows the controller's changes until every moved
 // partition's reassignment completed, then removes the throttle configs.
-func (e *embedded) Reassign(ctx context.Context, topic string, f Fault, throttle int64) (string, func(context.Context) (map[string]time.Duration, error), error) {
-	pt, err := ParseFaultTarget("target", f, len(e.c.BrokerIDs()), topic, int(^uint(0)>>1), int(^uint(0)>>1))
+func (e *embedded) Reassign(ctx context.Context, topic string, f spec.Fault, throttle int64) (string, func(context.Context) (map[string]time.Duration, error), error) {
+	pt, err := spec.ParseFaultTarget("target", f, len(e.c.BrokerIDs()), topic, int(^uint(0)>>1), int(^uint(0)>>1))
 	if err != nil {
 		return "", nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/isrbench/isrbench/core/group"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // Inspector is the one optional capability of a Target beyond the Target interface: what a
@@ -88,7 +89,7 @@ type replicaReader interface {
 // execResolver resolves an exec fault's target to a broker and its advertised address; the
 // fault schedule calls it from the fault's goroutine.
 type execResolver interface {
-	ResolveBroker(ctx context.Context, topic string, ref TargetRef) (execBroker, error)
+	ResolveBroker(ctx context.Context, topic string, ref spec.TargetRef) (execBroker, error)
 }
 
 // groupStatser reads the counters of the group coordinator of groupID now.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // What a kafka:// target sees of a cluster through the Kafka protocol alone: per partition the
@@ -16,28 +18,6 @@ import (
 // the brokers' advertised addresses for exec faults. No replica's LEO is visible to a Kafka
 // client (it is the broker's JMX kafka.log:type=Log,name=LogEndOffset): partitions.csv writes
 // "n/a" for it.
-
-// embeddedFaultKinds are the fault kinds only the embedded target applies.
-func embeddedFaultKinds() []string {
-	var out []string
-	for _, k := range FaultKinds {
-		if !slices.Contains(ExternalFaultKinds, k) {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-// embeddedOnlyFaults counts the spec's faults that only the embedded target can apply.
-func embeddedOnlyFaults(s *Spec) int {
-	n := 0
-	for _, f := range s.Faults {
-		if !slices.Contains(ExternalFaultKinds, f.Kind) {
-			n++
-		}
-	}
-	return n
-}
 
 // freshMetadata is the MetadataMinAge of the clients that watch the cluster (kgo's least):
 // kadm answers Metadata (and finds leaders) from kgo's cache while it is younger.
@@ -86,7 +66,7 @@ func (k *kafkaTarget) SamplePartitions(topic string) ([]PartitionSample, error) 
 // ResolveBroker implements execResolver from the cluster's metadata: a broker id must be one
 // of the cluster's brokers; leader is the partition's leader; follower the first ISR member
 // that does not lead it (else any replica that does not), any-follower a random one of them.
-func (k *kafkaTarget) ResolveBroker(ctx context.Context, topic string, ref TargetRef) (execBroker, error) {
+func (k *kafkaTarget) ResolveBroker(ctx context.Context, topic string, ref spec.TargetRef) (execBroker, error) {
 	t := ref.Topic
 	if t == "" {
 		t = topic

@@ -1,13 +1,12 @@
 package workloads
 
 import (
-	"errors"
-
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/isrbench/isrbench/core/config"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // Settings on a kafka:// cluster. The embedded cluster is built from the spec, so every setting
@@ -111,17 +110,13 @@ func kafkaSettingOf(e *config.Entry) kafkaSetting {
 
 // deriveKafkaSettings adds to own the setting of every param of a registry entry.
 func deriveKafkaSettings(own map[string]kafkaSetting) map[string]kafkaSetting {
-	for _, p := range params {
-		if p.entry != "" {
-			own[p.Key] = kafkaSettingOf(config.Get(p.entry))
+	for _, p := range spec.Params() {
+		if p.Entry() != "" {
+			own[p.Key] = kafkaSettingOf(config.Get(p.Entry()))
 		}
 	}
 	return own
 }
-
-// ErrTargetSetting is wrapped by the errors of settings a kafka:// cluster cannot be given
-// (bad input: the command line maps it to exit status 2).
-var ErrTargetSetting = errors.New("a setting cannot be applied to the target")
 
 // ParseAssume parses --assume flags ("key=value"): broker settings already in effect on a
 // kafka:// cluster, which the run then neither changes nor requires the brokers to report.
@@ -135,9 +130,9 @@ func ParseAssume(flags []string) (map[string]string, error) {
 		if !ok || k == "" || v == "" {
 			return nil, fmt.Errorf("--assume %q: want key=value", f)
 		}
-		p := Lookup(k)
+		p := spec.Lookup(k)
 		if p == nil {
-			return nil, fmt.Errorf("--assume %s: unknown key %q (known keys: %s)", f, k, strings.Join(Keys(), ", "))
+			return nil, fmt.Errorf("--assume %s: unknown key %q (known keys: %s)", f, k, strings.Join(spec.Keys(), ", "))
 		}
 		ks, ok := kafkaSettings[p.Key]
 		if !ok || ks.mode == kafkaHarness {
@@ -146,7 +141,7 @@ func ParseAssume(flags []string) (map[string]string, error) {
 		if _, dup := out[p.Key]; dup {
 			return nil, fmt.Errorf("--assume %s: %s assumed twice", f, p.Key)
 		}
-		if err := p.set(DefaultSpec(), v); err != nil {
+		if err := p.Set(spec.DefaultSpec(), v); err != nil {
 			return nil, fmt.Errorf("--assume %s: %w", f, err)
 		}
 		out[p.Key] = v
@@ -165,36 +160,10 @@ func assumableKeys() []string {
 	return ks
 }
 
-// ApplyAssume sets each assumed value on s (so result.json config records it), refusing a
-// value the spec already gives differently (in its YAML or by --set).
-func (s *Spec) ApplyAssume(assume map[string]string) error {
-	keys := make([]string, 0, len(assume))
-	for k := range assume {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v := assume[k]
-		if s.Given(k) {
-			probe := DefaultSpec()
-			_ = probe.Set(k, v) // checked by ParseAssume
-			have, _ := s.Get(k)
-			want, _ := probe.Get(k)
-			if fmt.Sprint(have) != fmt.Sprint(want) {
-				return fmt.Errorf("--assume %s=%s: the spec sets %s=%v; give one value", k, v, k, have)
-			}
-		}
-		if err := s.Set(k, v); err != nil {
-			return fmt.Errorf("--assume %s=%s: %w", k, v, err)
-		}
-	}
-	return s.Validate()
-}
-
 // CheckSweepOnTarget refuses, before any run, the axes a kafka:// cluster cannot be swept
 // over: read-only broker settings (a restart per value), the embedded cluster's own
 // settings, and assumed ones (an assumption holds for the whole sweep).
-func CheckSweepOnTarget(target string, axes []Axis, assume map[string]string) error {
+func CheckSweepOnTarget(target string, axes []spec.Axis, assume map[string]string) error {
 	if target == "" || target == "embedded" {
 		return nil
 	}
@@ -204,14 +173,14 @@ func CheckSweepOnTarget(target string, axes []Axis, assume map[string]string) er
 			continue // client side
 		}
 		if _, assumed := assume[ax.Key]; assumed {
-			return fmt.Errorf("%w: sweep over %s with --assume %s: an assumed value holds for every point; drop one", ErrTargetSetting, ax.Key, ax.Key)
+			return fmt.Errorf("%w: sweep over %s with --assume %s: an assumed value holds for every point; drop one", spec.ErrTargetSetting, ax.Key, ax.Key)
 		}
 		switch ks.mode {
 		case kafkaReadOnly:
 			return fmt.Errorf("%w: sweep over %s on %s: %s is a read-only broker config (Kafka changes it only with a restart); run one sweep per value, restarting the brokers with it, each with --assume %s=VALUE",
-				ErrTargetSetting, ax.Key, target, ks.name, ax.Key)
+				spec.ErrTargetSetting, ax.Key, target, ks.name, ax.Key)
 		case kafkaHarness:
-			return fmt.Errorf("%w: sweep over %s on %s: it sizes the embedded cluster, not a kafka:// one", ErrTargetSetting, ax.Key, target)
+			return fmt.Errorf("%w: sweep over %s on %s: it sizes the embedded cluster, not a kafka:// one", spec.ErrTargetSetting, ax.Key, target)
 		}
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // apiIncrementalAlterConfigs is the Kafka API key of IncrementalAlterConfigs (KIP-339).
@@ -130,7 +131,7 @@ func (cs *ConfigSession) brokerIDs(ctx context.Context) ([]int32, error) {
 }
 
 // specValue is the spec's value of key in Kafka's text form.
-func specValue(s *Spec, key string) string {
+func specValue(s *spec.Spec, key string) string {
 	v, _ := s.Get(key)
 	return fmt.Sprint(v)
 }
@@ -140,7 +141,7 @@ func specValue(s *Spec, key string) string {
 // value, or be assumed; a dynamic one needs IncrementalAlterConfigs unless every broker
 // reports the value already. Errors wrap ErrTargetSetting and name the key. notes gets the
 // settings that were ignored (embedded-cluster ones).
-func (cs *ConfigSession) Check(ctx context.Context, s *Spec) (notes []string, err error) {
+func (cs *ConfigSession) Check(ctx context.Context, s *spec.Spec) (notes []string, err error) {
 	ids, err := cs.brokerIDs(ctx)
 	if err != nil {
 		return nil, err
@@ -173,14 +174,14 @@ func (cs *ConfigSession) Check(ctx context.Context, s *Spec) (notes []string, er
 			v := views[ks.name]
 			if _, assumed := cs.assume[key]; assumed {
 				if len(v.value) > 0 && !v.all(ids, want) {
-					return nil, fmt.Errorf("%w: --assume %s=%s, but the brokers report %s", ErrTargetSetting, key, want, v)
+					return nil, fmt.Errorf("%w: --assume %s=%s, but the brokers report %s", spec.ErrTargetSetting, key, want, v)
 				}
 				continue
 			}
 			if v.all(ids, want) {
 				continue
 			}
-			if ks.mode == kafkaReadOnly && want == specValue(DefaultSpec(), key) {
+			if ks.mode == kafkaReadOnly && want == specValue(spec.DefaultSpec(), key) {
 				// Listed at the harness's default (default.yaml lists every broker setting):
 				// not a choice to enforce on a cluster that runs its own configuration.
 				if len(v.value) == 0 {
@@ -194,7 +195,7 @@ func (cs *ConfigSession) Check(ctx context.Context, s *Spec) (notes []string, er
 			}
 			if ks.mode == kafkaReadOnly {
 				return nil, fmt.Errorf("%w: %s=%s: %s is a read-only broker config on Kafka (it changes only with a broker restart), and the brokers report %s; set it on the brokers and restart them, then pass --assume %s=%s (or drop it from the spec)",
-					ErrTargetSetting, key, want, ks.name, v, key, want)
+					spec.ErrTargetSetting, key, want, ks.name, v, key, want)
 			}
 			needAlter = append(needAlter, key+"="+want)
 		}
@@ -219,7 +220,7 @@ func (cs *ConfigSession) needAPI(ctx context.Context, key int16, name string, se
 		}
 		if _, ok := v.KeyMaxVersion(key); !ok {
 			return fmt.Errorf("%w: %s: broker %d does not support %s (API key %d), so the run cannot set them; set them on the brokers (a restart) and pass --assume for each",
-				ErrTargetSetting, strings.Join(settings, ", "), v.NodeID, name, key)
+				spec.ErrTargetSetting, strings.Join(settings, ", "), v.NodeID, name, key)
 		}
 	}
 	return nil
@@ -229,7 +230,7 @@ func (cs *ConfigSession) needAPI(ctx context.Context, key int16, name string, se
 // the spec gives, and each topic setting of an existing topic (created false) that differs.
 // It waits until DescribeConfigs shows every change and returns what result.json
 // target_config records.
-func (cs *ConfigSession) Apply(ctx context.Context, s *Spec, created bool) ([]results.TargetSetting, error) {
+func (cs *ConfigSession) Apply(ctx context.Context, s *spec.Spec, created bool) ([]results.TargetSetting, error) {
 	ids, err := cs.brokerIDs(ctx)
 	if err != nil {
 		return nil, err
@@ -352,7 +353,7 @@ func (cs *ConfigSession) stepBroker(ctx context.Context, ids []int32, ks kafkaSe
 	for {
 		next, ok := threadPoolStep(cur, target)
 		if !ok {
-			return fmt.Errorf("%w: %s: the brokers run %v threads, too far apart for one value within half and double of each (Kafka's DynamicThreadPool rule)", ErrTargetSetting, ks.name, cur)
+			return fmt.Errorf("%w: %s: the brokers run %v threads, too far apart for one value within half and double of each (Kafka's DynamicThreadPool rule)", spec.ErrTargetSetting, ks.name, cur)
 		}
 		val := strconv.Itoa(next)
 		cs.logf("target: %s=%s on the cluster default (brokers had %v, want %d)", ks.name, val, cur, target)

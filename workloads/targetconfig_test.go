@@ -15,21 +15,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // TestKafkaSettingsCoverBrokerKeys: every broker setting of the spec (its YAML path under
 // broker:, and topic.min.insync.replicas) says how it reaches a Kafka cluster, and the table
 // names no key the spec lacks.
 func TestKafkaSettingsCoverBrokerKeys(t *testing.T) {
-	for _, p := range Params() {
-		if strings.HasPrefix(p.path(), "broker.") || p.Key == "topic.min.insync.replicas" {
+	for _, p := range spec.Params() {
+		if strings.HasPrefix(p.Path(), "broker.") || p.Key == "topic.min.insync.replicas" {
 			if _, ok := kafkaSettings[p.Key]; !ok {
 				t.Errorf("broker setting %s has no entry in kafkaSettings (how does a kafka:// cluster get it?)", p.Key)
 			}
 		}
 	}
 	for k := range kafkaSettings {
-		if Lookup(k) == nil {
+		if spec.Lookup(k) == nil {
 			t.Errorf("kafkaSettings names %s, which is not a spec key", k)
 		}
 	}
@@ -158,7 +159,7 @@ func TestSweepAppliesAndRestoresFetchers(t *testing.T) {
 	}
 	before := len(log.get())
 	s := shortSpec(t, "duration=500ms", "warmup=100ms", "consumers.count=0")
-	out, err := Sweep(ctx, s, []Axis{{Key: "num.replica.fetchers", Values: []string{"4", "2"}}}, 1, Options{Target: target, OutDir: t.TempDir(), Quiet: true})
+	out, err := Sweep(ctx, s, []spec.Axis{{Key: "num.replica.fetchers", Values: []string{"4", "2"}}}, 1, Options{Target: target, OutDir: t.TempDir(), Quiet: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestReadOnlySettingRefused(t *testing.T) {
 	defer cancel()
 	s := shortSpec(t, "replica.fetch.max.bytes=4194304")
 	_, err := Run(ctx, s, Options{Target: target, OutDir: t.TempDir(), Quiet: true})
-	if !errors.Is(err, ErrTargetSetting) || !strings.Contains(err.Error(), "replica.fetch.max.bytes=4194304") || !strings.Contains(err.Error(), "--assume replica.fetch.max.bytes=4194304") {
+	if !errors.Is(err, spec.ErrTargetSetting) || !strings.Contains(err.Error(), "replica.fetch.max.bytes=4194304") || !strings.Contains(err.Error(), "--assume replica.fetch.max.bytes=4194304") {
 		t.Fatalf("run with a read-only setting: %v", err)
 	}
 	if td, err := adm.ListTopics(ctx); err != nil || td.Has("isrbench") {
@@ -270,8 +271,8 @@ func TestReadOnlySettingRefused(t *testing.T) {
 	if ts := settingOf(res, "replica.fetch.max.bytes"); ts == nil || ts.How != "assumed" || ts.Value != "4194304" {
 		t.Fatalf("target_config replica.fetch.max.bytes = %+v", ts)
 	}
-	err = CheckSweepOnTarget(target, []Axis{{Key: "replica.fetch.max.bytes", Values: []string{"1048576", "4194304"}}}, nil)
-	if !errors.Is(err, ErrTargetSetting) || !strings.Contains(err.Error(), "restarting the brokers") {
+	err = CheckSweepOnTarget(target, []spec.Axis{{Key: "replica.fetch.max.bytes", Values: []string{"1048576", "4194304"}}}, nil)
+	if !errors.Is(err, spec.ErrTargetSetting) || !strings.Contains(err.Error(), "restarting the brokers") {
 		t.Fatalf("sweep over a read-only setting: %v", err)
 	}
 	if _, err := ParseAssume([]string{"producers.rate=5"}); err == nil || !strings.Contains(err.Error(), "not a broker setting") {
@@ -340,7 +341,7 @@ func TestHarnessDefaultNotEnforced(t *testing.T) {
 		t.Errorf("notes %q", res.Notes["target_config"])
 	}
 	_, err = Run(ctx, shortSpec(t, "log.retention.check.interval.ms=2000"), Options{Target: target, OutDir: t.TempDir(), Quiet: true})
-	if !errors.Is(err, ErrTargetSetting) || !strings.Contains(err.Error(), "broker 0: 300000") {
+	if !errors.Is(err, spec.ErrTargetSetting) || !strings.Contains(err.Error(), "broker 0: 300000") {
 		t.Fatalf("a non-default read-only setting the brokers do not run: %v", err)
 	}
 }

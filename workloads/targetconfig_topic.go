@@ -9,13 +9,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // The benchmark topic's configs on a kafka:// target (see targetconfig.go).
 
 // TopicConfigs returns the topic configs a kafka:// target's topic is created with:
 // min.insync.replicas, and the topic settings the spec gives (see targetconfig.go).
-func TopicConfigs(s *Spec) map[string]*string {
+func TopicConfigs(s *spec.Spec) map[string]*string {
 	out := map[string]*string{}
 	for key, ks := range kafkaSettings {
 		if ks.mode == kafkaTopic && (key == "topic.min.insync.replicas" || s.Given(key)) {
@@ -43,7 +44,7 @@ func (cs *ConfigSession) applyTopic(ctx context.Context, topic string, ks kafkaS
 		ts.How = "already-set"
 		return nil
 	case created:
-		return fmt.Errorf("%w: topic %s was created with %s=%s, but DescribeConfigs reports %q", ErrTargetSetting, topic, ks.name, want, cur)
+		return fmt.Errorf("%w: topic %s was created with %s=%s, but DescribeConfigs reports %q", spec.ErrTargetSetting, topic, ks.name, want, cur)
 	}
 	if cs.checkOnly {
 		ts.How = "waited-for"

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // Many load generators: `isrbench run --worker K/N --start-at TIME` runs the K-th of N
@@ -75,7 +76,7 @@ func (w Worker) String() string { return fmt.Sprintf("%d/%d", w.K, w.N) }
 
 // CheckSpec refuses a spec (and target) this worker cannot run its share of: the workers
 // share one kafka:// cluster (on the embedded target each would have its own).
-func (w Worker) CheckSpec(s *Spec, target string) error {
+func (w Worker) CheckSpec(s *spec.Spec, target string) error {
 	if !w.Active() {
 		return nil
 	}

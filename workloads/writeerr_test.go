@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // The run's CSV outputs report write errors (here: /dev/full, where every write fails ENOSPC).
@@ -21,7 +23,7 @@ func TestPartTimelineWriteError(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("no /dev/full")
 	}
-	pt := newPartTimeline(&run{spec: DefaultSpec()}, onePartition{}, "/dev/full", time.Now().Add(-time.Second))
+	pt := newPartTimeline(&run{spec: spec.DefaultSpec()}, onePartition{}, "/dev/full", time.Now().Add(-time.Second))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	pt.loop(ctx)
@@ -40,7 +42,7 @@ func TestTimelineFlushError(t *testing.T) {
 		t.Skip("no /dev/full")
 	}
 	var stderr strings.Builder
-	r := &run{spec: DefaultSpec(), tgt: sampleOnly{}, opts: Options{Stderr: &stderr, TimelineInterval: time.Second}}
+	r := &run{spec: spec.DefaultSpec(), tgt: sampleOnly{}, opts: Options{Stderr: &stderr, TimelineInterval: time.Second}}
 	now := time.Now()
 	tl, err := newTimeline(r, "/dev/full", now, now.Add(time.Second))
 	if err != nil {

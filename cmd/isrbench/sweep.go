@@ -8,6 +8,7 @@ import (
 
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 func init() {
@@ -41,7 +42,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	axes, err := workloads.ParseVary(vary)
+	axes, err := spec.ParseVary(vary)
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -71,7 +72,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // axesOrSpec is what the sweep runs over: --vary, else the spec's sweep section.
-func axesOrSpec(axes []workloads.Axis, s *workloads.Spec) []workloads.Axis {
+func axesOrSpec(axes []spec.Axis, s *spec.Spec) []spec.Axis {
 	if len(axes) > 0 {
 		return axes
 	}

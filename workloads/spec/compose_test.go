@@ -1,4 +1,4 @@
-package workloads
+package spec
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ import (
 // containers the compose file has (kafka-{broker} for the brokers' node ids) and the compose
 // file by its path from the repository root; they run on a kafka:// target.
 func TestComposeSpecs(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("specs", "compose", "docker-compose.yml"))
+	b, err := os.ReadFile(filepath.Join("..", "specs", "compose", "docker-compose.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestComposeSpecs(t *testing.T) {
 	if len(nodes) != 3 {
 		t.Fatalf("compose services %v, want kafka-1..3", compose.Services)
 	}
-	specs, _ := filepath.Glob(filepath.Join("specs", "compose", "*.yaml"))
+	specs, _ := filepath.Glob(filepath.Join("..", "specs", "compose", "*.yaml"))
 	if len(specs) < 3 {
 		t.Fatalf("compose specs %v", specs)
 	}
@@ -65,7 +65,7 @@ func TestComposeSpecs(t *testing.T) {
 					t.Errorf("%s faults[%d]: %q does not name the container kafka-{broker}", p, i, c)
 				}
 				if m := composeRef.FindStringSubmatch(c); m != nil {
-					if _, err := os.Stat(filepath.Join("..", m[1])); err != nil {
+					if _, err := os.Stat(filepath.Join("..", "..", m[1])); err != nil {
 						t.Errorf("%s faults[%d]: compose file %s: %v", p, i, m[1], err)
 					}
 				}
@@ -85,7 +85,7 @@ func TestServeCrossDCMatchesEmbedded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := Load(filepath.Join("specs", "serve", "cross-dc.yaml"))
+	srv, err := Load(filepath.Join("..", "specs", "serve", "cross-dc.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestServeCrossDCMatchesEmbedded(t *testing.T) {
 // different leaders through serve's admin API and starts each again within the session
 // timeout, under acks=all; it is valid for a kafka:// target.
 func TestServeCrashRestartSpec(t *testing.T) {
-	s, err := Load(filepath.Join("specs", "serve", "crash-restart.yaml"))
+	s, err := Load(filepath.Join("..", "specs", "serve", "crash-restart.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

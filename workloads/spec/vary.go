@@ -1,4 +1,4 @@
-package workloads
+package spec
 
 import (
 	"fmt"
@@ -55,7 +55,7 @@ func ParseVary(flags []string) ([]Axis, error) {
 		if p == nil {
 			return nil, fmt.Errorf("--vary %s: unknown key %q (known keys: %s)", f, k, strings.Join(Keys(), ", "))
 		}
-		vals := splitList(v)
+		vals := SplitList(v)
 		if len(vals) == 0 {
 			return nil, fmt.Errorf("--vary %s: no values", f)
 		}

@@ -1,15 +1,12 @@
-package workloads
+package spec
 
 import (
-	"embed"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/isrbench/isrbench/core/config"
 )
-
-//go:embed specs/*.yaml
-var embeddedSpecs embed.FS
 
 // Spec is a workload: the cluster, the topic, broker properties under their Kafka names, the
 // producers and consumers, the measurement window and a fault schedule.
@@ -151,7 +148,7 @@ type ProducerSpec struct {
 	Count int // producers.count, default 2
 	// Acks is "all", "1" or "0" (producers.acks / acks; "-1" is accepted as "all").
 	Acks string
-	// MessageSize is the record value size in bytes (>= HeaderSize), default 1024.
+	// MessageSize is the record value size in bytes (>= MinMessageSize), default 1024.
 	MessageSize int
 	// Rate is the total target rate in records/s over all producers (split evenly);
 	// 0 = closed loop, as fast as possible. Default 5000.
@@ -299,4 +296,19 @@ func (s *Spec) Clone() *Spec {
 		}
 	}
 	return &c
+}
+
+// MinMessageSize is the least producers.message.size: every record value starts with the
+// 24-byte header the producers write (load.HeaderSize) to check durability and latency.
+const MinMessageSize = 24
+
+// ObservesHWLag reports whether hw.lag.client turns the client HW observer on for target.
+func (s *Spec) ObservesHWLag(target string) bool {
+	switch s.HWLagClient {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	return strings.HasPrefix(target, "kafka://")
 }

@@ -1,4 +1,4 @@
-package workloads
+package spec
 
 import (
 	"bytes"
@@ -10,15 +10,18 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/isrbench/isrbench/workloads/specs"
 )
 
 // SpecNames lists the specs embedded in the binary (workloads/specs/*.yaml, without .yaml).
 func SpecNames() []string {
-	ents, _ := embeddedSpecs.ReadDir("specs")
+	ents, _ := specs.FS.ReadDir(".")
 	var names []string
 	for _, e := range ents {
 		names = append(names, strings.TrimSuffix(e.Name(), ".yaml"))
@@ -55,7 +58,7 @@ func Load(nameOrPath string) (*Spec, error) {
 		return s, nil
 	}
 	base := strings.TrimSuffix(filepath.Base(nameOrPath), ".yaml")
-	b, err := embeddedSpecs.ReadFile("specs/" + base + ".yaml")
+	b, err := specs.FS.ReadFile(base + ".yaml")
 	if err != nil {
 		return nil, fmt.Errorf("workload %q: no such file and no embedded spec of that name (embedded: %s)",
 			nameOrPath, strings.Join(SpecNames(), ", "))
@@ -267,7 +270,7 @@ func (s *Spec) applySweep(v *yaml.Node) error {
 				vals = append(vals, it.Value)
 			}
 		case yaml.ScalarNode:
-			vals = splitList(list.Value)
+			vals = SplitList(list.Value)
 		default:
 			return fmt.Errorf("line %d: sweep.%s: want a list of values", list.Line, k.Value)
 		}
@@ -360,4 +363,13 @@ func (s *Spec) applyFaults(v *yaml.Node) error {
 		s.Faults = append(s.Faults, f)
 	}
 	return nil
+}
+
+// parseBool parses a YAML boolean of key.
+func parseBool(key, v string) (bool, error) {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s: %q is not a boolean; allowed true|false", key, v)
+	}
+	return b, nil
 }

@@ -1,4 +1,4 @@
-package workloads
+package spec
 
 import (
 	"errors"
@@ -54,7 +54,7 @@ func (s *Spec) Validate() error {
 // Set overrides one setting by flat key (full path or short name, see Keys) from its text form.
 func (s *Spec) Set(key, value string) error {
 	p := Lookup(key)
-	if rest, ok := strings.CutPrefix(key, targetPrefix); ok && p == nil {
+	if rest, ok := strings.CutPrefix(key, TargetPrefix); ok && p == nil {
 		return s.setClientProp(rest, value)
 	}
 	if p == nil {
@@ -174,15 +174,15 @@ func Lookup(key string) *Param {
 // lookupFull finds a Param by its YAML path (section.key).
 func lookupFull(full string) *Param {
 	for i := range params {
-		if params[i].path() == full {
+		if params[i].Path() == full {
 			return &params[i]
 		}
 	}
 	return nil
 }
 
-// path is the YAML path of a param: broker properties live under "broker." in YAML.
-func (p *Param) path() string {
+// Path is the YAML path of p (broker.NAME for a broker setting), its canonical key otherwise.
+func (p *Param) Path() string {
 	for _, a := range p.Aliases {
 		if strings.HasPrefix(a, "broker.") {
 			return a
@@ -194,7 +194,7 @@ func (p *Param) path() string {
 func knownUnder(prefix string) string {
 	var ks []string
 	for i := range params {
-		path := params[i].path()
+		path := params[i].Path()
 		if prefix == "" {
 			if !strings.Contains(path, ".") {
 				ks = append(ks, path)
@@ -371,7 +371,7 @@ func parseDuration(key, v string, lo, hi time.Duration) (time.Duration, error) {
 	return d, nil
 }
 
-func splitList(v string) []string {
+func SplitList(v string) []string {
 	var out []string
 	for _, x := range strings.Split(v, ",") {
 		if x = strings.TrimSpace(x); x != "" {
@@ -450,7 +450,7 @@ var params = []Param{
 	enumP("security.inter.broker.protocol", []string{"broker.security.inter.broker.protocol"}, securityProtocols,
 		"the embedded cluster's replication listener (with target.security.protocol: TLS material and SCRAM users made for the run), default PLAINTEXT; a kafka:// cluster's is its own",
 		func(s *Spec) *string { return &s.Broker.InterBrokerProtocol }),
-	targetProtocolParam,
+	TargetProtocolParam,
 	boolB("isrbench.fetch.sessions", []string{"broker.isrbench.fetch.sessions"}, func(s *Spec) *bool { return &s.Broker.FetchSessions }),
 	intB("max.incremental.fetch.session.cache.slots", "max.incremental.fetch.session.cache.slots", []string{"broker.max.incremental.fetch.session.cache.slots"}, "", func(s *Spec) *int { return &s.Broker.FetchSessionCacheSlots }),
 	intB("isrbench.zero.copy.min.bytes", "isrbench.zero.copy.min.bytes", []string{"broker.isrbench.zero.copy.min.bytes"}, "", func(s *Spec) *int64 { return &s.Broker.ZeroCopyMinBytes }),
@@ -491,7 +491,7 @@ var params = []Param{
 			}
 			return nil
 		}, get: func(s *Spec) any { return s.Producers.Acks }},
-	intP("producers.message.size", []string{"message.size"}, HeaderSize, 1000000, "record value bytes, default 1024", func(s *Spec) *int { return &s.Producers.MessageSize }),
+	intP("producers.message.size", []string{"message.size"}, MinMessageSize, 1000000, "record value bytes, default 1024", func(s *Spec) *int { return &s.Producers.MessageSize }),
 	{Key: "producers.rate", Aliases: []string{"rate"}, Help: "total records/s over all producers, 0 = as fast as possible, default 5000 (0..10000000)",
 		set: func(s *Spec, v string) error {
 			f, err := strconv.ParseFloat(v, 64)
@@ -540,3 +540,13 @@ func validTopic(v string) bool {
 	}
 	return true
 }
+
+// Get returns p's value in s.
+func (p *Param) Get(s *Spec) any { return p.get(s) }
+
+// Set sets p to v in s, checking v (the error names the key and the allowed values).
+func (p *Param) Set(s *Spec, v string) error { return p.set(s, v) }
+
+// Entry is the core/config registry name of a broker setting, "" for the harness's and the
+// clients' own keys.
+func (p *Param) Entry() string { return p.entry }
