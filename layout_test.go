@@ -26,11 +26,13 @@ var allowed = map[string][]string{
 	// workloads: the runner (phases, faults, timeline, verification, reports) over its three
 	// packages below; spec is the language and imports none of them, target and load build on
 	// spec alone (neither imports the other), specs is the embedded spec files (data only).
-	"workloads":        {"workloads/spec", "workloads/target", "workloads/load", "cluster", "netfetch", "core/", "results", "profiles", "internal/clientprops", "internal/certs"},
+	"workloads":        {"workloads/spec", "workloads/target", "workloads/load", "workloads/internal/poll", "cluster", "netfetch", "core/", "results", "profiles", "internal/clientprops", "internal/certs"},
 	"workloads/spec":   {"workloads/specs", "core/config", "internal/clientprops"},
 	"workloads/specs":  {},
-	"workloads/target": {"workloads/spec", "cluster", "netfetch", "core/", "results", "internal/clientprops", "internal/certs"},
-	"workloads/load":   {"workloads/spec", "core/records", "results"},
+	"workloads/target": {"workloads/spec", "workloads/internal/poll", "cluster", "netfetch", "core/", "results", "internal/clientprops", "internal/certs"},
+	"workloads/load":   {"workloads/spec", "workloads/internal/poll", "core/records", "results"},
+	// poll: waiting on observable state with deadlines, for the three above (a leaf).
+	"workloads/internal/poll": {},
 	// cluster: the embedded cluster over netfetch's servers; adminapi serves it over HTTP;
 	// clustertest starts one for tests (netfetch's external tests import it, its own never).
 	"cluster":             {"cluster", "netfetch", "core/", "internal/kafkatest", "internal/clientprops", "internal/certs"},

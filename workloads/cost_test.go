@@ -16,6 +16,7 @@ import (
 	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // TestRunCost runs the default workload briefly with a CPU profile and checks result.json's
@@ -188,7 +189,7 @@ func TestProduceSpinKey(t *testing.T) {
 	if s.Broker.ProduceSpin != 40*time.Microsecond || fmt.Sprint(s.Config()["isrbench.produce.spin"]) != "40µs" {
 		t.Fatalf("spin %v, config %v", s.Broker.ProduceSpin, s.Config()["isrbench.produce.spin"])
 	}
-	cc, err := ClusterConfig(s)
+	cc, err := target.ClusterConfig(s)
 	if err != nil || cc.Broker.ProduceSpin != 40*time.Microsecond {
 		t.Fatalf("cluster config spin %v, %v", cc.Broker.ProduceSpin, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // LowDiskError ends a run whose data dir's filesystem fell below isrbench.min.free.disk.
@@ -55,7 +56,7 @@ func (e *StorageError) Unwrap() error { return e.Err }
 
 // watchStorage checks every interval until ctx ends; the first offline log directory calls
 // stop with a *StorageError and ends the watch.
-func watchStorage(ctx context.Context, t offlineLogDirs, every time.Duration, stop func(error)) {
+func watchStorage(ctx context.Context, t target.OfflineLogDirs, every time.Duration, stop func(error)) {
 	everyTick(ctx, every, func() bool {
 		id, err, ok := t.OfflineLogDir()
 		if ok {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/isrbench/isrbench/core/vfs"
 	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 func TestParseDiskFloor(t *testing.T) {
@@ -89,7 +90,7 @@ func TestRetentionSpecKeys(t *testing.T) {
 	if err := s.ApplySets([]string{"retention.bytes=-1", "broker.log.retention.ms=60000", "log.retention.check.interval.ms=50", "min.free.disk=5%"}); err != nil {
 		t.Fatal(err)
 	}
-	cc, err := ClusterConfig(s)
+	cc, err := target.ClusterConfig(s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // TestCheckDurability writes a scripted partition (a lost record, a duplicate, a reordered
@@ -23,7 +24,7 @@ func TestCheckDurability(t *testing.T) {
 	for seq := uint64(0); seq < 5; seq++ {
 		p.acked.set(seq)
 	}
-	dc, by, err := checkDurability(ctx, clientOpts(seeds, nil), "d", []int64{0}, []int64{0}, []int64{7}, []*producer{p})
+	dc, by, err := checkDurability(ctx, target.ClientOpts(seeds, nil), "d", []int64{0}, []int64{0}, []int64{7}, []*producer{p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func TestCheckDurability(t *testing.T) {
 	// Reading past what exists cannot finish: the check reports which partition is short.
 	short, cancel2 := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel2()
-	if _, _, err := checkDurability(short, clientOpts(seeds, nil), "d", []int64{0}, []int64{0}, []int64{9}, []*producer{p}); err == nil ||
+	if _, _, err := checkDurability(short, target.ClientOpts(seeds, nil), "d", []int64{0}, []int64{0}, []int64{9}, []*producer{p}); err == nil ||
 		!strings.Contains(err.Error(), "0 at 7 of [0, 9)") {
 		t.Fatalf("short read: %v", err)
 	}
@@ -58,7 +59,7 @@ func TestCheckDurabilityExpiredProducer(t *testing.T) {
 		return p
 	}
 	prods := []*producer{prod(a, 0, 1), prod(b, 2, 3, 4), prod(c, 5)}
-	dc, _, err := checkDurability(ctx, clientOpts(seeds, nil), "e", []int64{0}, []int64{3}, []int64{5}, prods)
+	dc, _, err := checkDurability(ctx, target.ClientOpts(seeds, nil), "e", []int64{0}, []int64{3}, []int64{5}, prods)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestCheckDurabilityClientError(t *testing.T) {
 	p := &producer{id: 1, spec: spec.ProducerSpec{Acks: "all"}}
 	p.acked.set(0)
 	p.acked.set(1)
-	dc, _, err := checkDurability(context.Background(), clientOpts([]string{"host:notaport"}, nil), "d", []int64{0}, []int64{0}, []int64{2}, []*producer{p})
+	dc, _, err := checkDurability(context.Background(), target.ClientOpts([]string{"host:notaport"}, nil), "d", []int64{0}, []int64{0}, []int64{2}, []*producer{p})
 	if err == nil {
 		t.Fatalf("no error; counts %+v", dc)
 	}

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/internal/poll"
 	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // The exec fault: a shell command run at faults[i].at and, optionally, an undo command run at
@@ -37,13 +39,6 @@ import (
 // faults/<i>-undo.out, and its exit status is in result.json faults[i].exec / .undo. A command
 // that cannot start, fails or times out does not stop the run: the fault is recorded with its
 // error and the run goes on (the timeline shows what the cluster did).
-
-// execBroker is a resolved exec target.
-type execBroker struct {
-	ID   int32
-	Host string
-	Port int
-}
 
 // validHost accepts what a broker may advertise as its host: a DNS name or an IP address.
 // Anything else (a broker's metadata is peer input) is refused before it reaches a shell.
@@ -68,7 +63,7 @@ func shellQuote(v string) string {
 }
 
 // expandExec replaces {broker}, {host} and {port} in command by b's (shell-quoted) values.
-func expandExec(command string, b execBroker) string {
+func expandExec(command string, b target.ExecBroker) string {
 	return strings.NewReplacer(
 		"{broker}", shellQuote(strconv.Itoa(int(b.ID))),
 		"{host}", shellQuote(b.Host),
@@ -78,7 +73,7 @@ func expandExec(command string, b execBroker) string {
 
 // runExec runs one command of an exec fault (see the comment at the top of this file) and
 // returns what result.json records of it. It returns when the command exited or was killed.
-func runExec(command string, b execBroker, timeout time.Duration, outPath string) *results.ExecRun {
+func runExec(command string, b target.ExecBroker, timeout time.Duration, outPath string) *results.ExecRun {
 	if timeout <= 0 {
 		timeout = spec.DefaultExecTimeout
 	}
@@ -130,7 +125,7 @@ func runExec(command string, b execBroker, timeout time.Duration, outPath string
 // command, then the undo after the duration (at the latest at measureEnd, at once when ctx
 // ends), and records both in result.json faults[i].
 func (r *run) runExecFault(ctx context.Context, i int, f spec.Fault, measureStart, measureEnd time.Time) {
-	if !waitUntil(ctx, measureStart.Add(f.At)) {
+	if !poll.At(ctx, measureStart.Add(f.At)) {
 		return
 	}
 	applied := time.Now()
@@ -160,7 +155,7 @@ func (r *run) runExecFault(ctx context.Context, i int, f spec.Fault, measureStar
 		if until.After(measureEnd) {
 			until = measureEnd
 		}
-		waitUntil(ctx, until) // on cancel: undo at once
+		poll.At(ctx, until) // on cancel: undo at once
 		rf.Undo = runExec(f.Undo, b, f.Timeout, filepath.Join(dir, fmt.Sprintf("%d-undo.out", i)))
 		rf.EndS = time.Since(measureStart).Seconds()
 		if rf.Undo.Error != "" {
@@ -172,44 +167,26 @@ func (r *run) runExecFault(ctx context.Context, i int, f spec.Fault, measureStar
 }
 
 // resolveExec resolves an exec fault's target through the target's metadata.
-func (r *run) resolveExec(ctx context.Context, f spec.Fault) (execBroker, error) {
+func (r *run) resolveExec(ctx context.Context, f spec.Fault) (target.ExecBroker, error) {
 	er := r.parts.Exec
 	if er == nil {
-		return execBroker{}, fmt.Errorf("target %s cannot resolve exec fault targets", r.tgt.Name())
+		return target.ExecBroker{}, fmt.Errorf("target %s cannot resolve exec fault targets", r.tgt.Name())
 	}
 	pt, err := spec.ParseFaultTarget("target", f, r.spec.Brokers, r.spec.Topic.Name, r.spec.Topic.Partitions, r.spec.Broker.OffsetsTopicNumPartitions)
 	if err != nil {
-		return execBroker{}, err
+		return target.ExecBroker{}, err
 	}
 	if pt.IsGroups() {
-		return execBroker{}, fmt.Errorf("target %q: two groups of brokers apply to kind partition only", f.Target)
+		return target.ExecBroker{}, fmt.Errorf("target %q: two groups of brokers apply to kind partition only", f.Target)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	b, err := er.ResolveBroker(rctx, r.spec.Topic.Name, pt.Ref)
 	if err != nil {
-		return execBroker{}, err
+		return target.ExecBroker{}, err
 	}
 	if !validHost(b.Host) {
-		return execBroker{}, fmt.Errorf("broker %d advertises host %q, which is not a host name or IP address: not passed to a shell", b.ID, b.Host)
+		return target.ExecBroker{}, fmt.Errorf("broker %d advertises host %q, which is not a host name or IP address: not passed to a shell", b.ID, b.Host)
 	}
 	return b, nil
-}
-
-// ResolveBroker implements execResolver for the embedded cluster.
-func (e *embedded) ResolveBroker(_ context.Context, _ string, ref spec.TargetRef) (execBroker, error) {
-	id, err := e.resolve(ref, true)
-	if err != nil {
-		return execBroker{}, err
-	}
-	addr := e.c.Addr(id)
-	if addr == "" {
-		return execBroker{}, fmt.Errorf("no broker %d (brokers %v)", id, e.c.BrokerIDs())
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return execBroker{}, fmt.Errorf("broker %d address %q: %w", id, addr, err)
-	}
-	p, _ := strconv.Atoi(port)
-	return execBroker{ID: id, Host: host, Port: p}, nil
 }

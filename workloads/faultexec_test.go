@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 func TestExecFaultSpecErrors(t *testing.T) {
@@ -92,7 +93,7 @@ func TestExecFaultEmbedded(t *testing.T) {
 }
 
 func TestShellQuoteAndHosts(t *testing.T) {
-	if got := expandExec("ssh {host} stop {broker}", execBroker{ID: 3, Host: "kafka-3.example", Port: 9092}); got != "ssh 'kafka-3.example' stop '3'" {
+	if got := expandExec("ssh {host} stop {broker}", target.ExecBroker{ID: 3, Host: "kafka-3.example", Port: 9092}); got != "ssh 'kafka-3.example' stop '3'" {
 		t.Errorf("expandExec: %q", got)
 	}
 	if got := shellQuote("a'b"); got != `'a'\''b'` {

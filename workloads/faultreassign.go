@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/internal/poll"
 	"github.com/isrbench/isrbench/workloads/spec"
 )
 
@@ -36,7 +37,7 @@ type reassigner interface {
 // runReassignFault applies reassign fault i at its time and records when the reassignment
 // completed.
 func (r *run) runReassignFault(ctx context.Context, i int, f spec.Fault, measureStart time.Time) {
-	if !waitUntil(ctx, measureStart.Add(f.At)) {
+	if !poll.At(ctx, measureStart.Add(f.At)) {
 		return
 	}
 	applied := time.Now()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/internal/poll"
 	"github.com/isrbench/isrbench/workloads/spec"
 )
 
@@ -29,9 +30,6 @@ func (r *run) runFaults(ctx context.Context, measureStart, measureEnd time.Time)
 	wg.Wait()
 }
 
-// waitUntil waits until t; false when ctx ended first.
-func waitUntil(ctx context.Context, t time.Time) bool { return sleepCtx(ctx, time.Until(t)) }
-
 func (r *run) runFault(ctx context.Context, i int, f spec.Fault, measureStart, measureEnd time.Time) {
 	switch f.Kind {
 	case "exec":
@@ -41,7 +39,7 @@ func (r *run) runFault(ctx context.Context, i int, f spec.Fault, measureStart, m
 		r.runReassignFault(ctx, i, f, measureStart)
 		return
 	}
-	if !waitUntil(ctx, measureStart.Add(f.At)) {
+	if !poll.At(ctx, measureStart.Add(f.At)) {
 		return
 	}
 	applied := time.Now()
@@ -62,7 +60,7 @@ func (r *run) runFault(ctx context.Context, i int, f spec.Fault, measureStart, m
 		if until.After(measureEnd) {
 			until = measureEnd
 		}
-		waitUntil(ctx, until) // on cancel: heal at once
+		poll.At(ctx, until) // on cancel: heal at once
 		if err := heal(); err != nil {
 			rf.Error = "heal: " + err.Error()
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/isrbench/isrbench/core/group"
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // groupMember is the group side of a consumer that joined consumers.group.id: the partitions
@@ -147,7 +148,7 @@ func waitGroupAssigned(ctx context.Context, cons []*consumer, partitions int, ch
 // members saw) and the committed-offset lag, sampled every second.
 type groupProbe struct {
 	spec  *spec.Spec
-	stats groupStatser // nil: the target cannot read its coordinator's counters
+	stats target.GroupStatser // nil: the target cannot read its coordinator's counters
 	adm   *kadm.Client
 	start group.Stats
 	hasSt bool
@@ -157,19 +158,7 @@ type groupProbe struct {
 	}
 }
 
-// GroupStats implements groupStatser: the counters of the broker that coordinates groupID now.
-func (e *embedded) GroupStats(groupID string) (group.Stats, bool) {
-	for _, id := range e.c.BrokerIDs() {
-		if g := e.c.Groups(id); g != nil {
-			if st, ok := g.Stats(groupID); ok {
-				return st, true
-			}
-		}
-	}
-	return group.Stats{}, false
-}
-
-func newGroupProbe(s *spec.Spec, stats groupStatser, adm *kadm.Client) *groupProbe {
+func newGroupProbe(s *spec.Spec, stats target.GroupStatser, adm *kadm.Client) *groupProbe {
 	return &groupProbe{spec: s, stats: stats, adm: adm}
 }
 

@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/internal/poll"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // HW lag as a client sees it, on any Kafka-protocol cluster. The producers (acks=1 or all)
@@ -91,7 +93,7 @@ func (h *pendingRecs) Pop() any {
 
 // newHWObserver watches topic's partitions starting from start[p] (the HWs before the load).
 func newHWObserver(conn []kgo.Opt, topic string, start []int64, win window) (*hwObserver, error) {
-	cl, err := kgo.NewClient(append(conn[:len(conn):len(conn)], kgo.MetadataMinAge(freshMetadata))...)
+	cl, err := kgo.NewClient(append(conn[:len(conn):len(conn)], kgo.MetadataMinAge(target.FreshMetadata))...)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +178,7 @@ func (o *hwObserver) Run(ctx context.Context) {
 		leaders, err := o.leaders(ctx)
 		if err != nil {
 			o.fail(err)
-			if !sleepCtx(ctx, 50*time.Millisecond) {
+			if !poll.Sleep(ctx, 50*time.Millisecond) {
 				return
 			}
 			continue
@@ -193,7 +195,7 @@ func (o *hwObserver) Run(ctx context.Context) {
 		}
 		wg.Wait()
 		cancel()
-		if !sleepCtx(ctx, 10*time.Millisecond) {
+		if !poll.Sleep(ctx, 10*time.Millisecond) {
 			return
 		}
 	}
@@ -302,7 +304,7 @@ func (o *hwObserver) fail(err error) {
 // finish waits (up to d) until every acknowledged record's HW advance was seen, then closes
 // the observer's client; it returns how many were never seen.
 func (o *hwObserver) finish(ctx context.Context, stop func(), d time.Duration) int {
-	pollUntil(ctx, d, 5*time.Millisecond, func() string {
+	poll.Until(ctx, d, 5*time.Millisecond, func() string {
 		if n := o.pendingCount(); n > 0 {
 			return fmt.Sprint(n)
 		}
@@ -326,15 +328,4 @@ func (o *hwObserver) summary(unseen int) *results.HWObserver {
 		s.LastError = *e
 	}
 	return s
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -20,7 +20,9 @@ import (
 	"github.com/isrbench/isrbench/core/vfs"
 	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/internal/poll"
 	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // Options configure one run (see Run).
@@ -52,7 +54,7 @@ type Options struct {
 
 	// session applies the spec's settings to a kafka:// target; Sweep sets one for all its
 	// points, nil makes Run use its own (restored when it ends).
-	session *ConfigSession
+	session *target.ConfigSession
 
 	// statFS replaces the disk guard's statfs (tests simulate a filling disk).
 	statFS func(path string) (free, total uint64, err error)
@@ -168,9 +170,9 @@ type run struct {
 	spec *spec.Spec
 	opts Options
 	dir  string
-	tgt  Target
+	tgt  target.Target
 	// parts are tgt's optional parts (Inspector), fixed when it opened.
-	parts Inspection
+	parts target.Inspection
 	win   window
 	// hwWin is win for the core's OnHWLag callbacks (broker goroutines, synchronised with the
 	// runner only through sockets): published atomically.
@@ -185,7 +187,7 @@ type run struct {
 	hists    runHists
 
 	// External clusters and workers (runner_external.go).
-	ownSession     *ConfigSession // the run's own settings session, restored at its end
+	ownSession     *target.ConfigSession // the run's own settings session, restored at its end
 	restoreErr     error
 	targetSettings []results.TargetSetting
 	targetNotes    []string
@@ -277,8 +279,8 @@ func (r *run) failedBetween(from, to float64) int64 {
 // to it stall for up to backoff + replica.fetch.wait.max.ms (1.5 s by default). That belongs to
 // topic creation, not to the workload, so the load starts after it. It returns what is still
 // not fetching when d passes ("" when ready).
-func waitFollowersFetching(ctx context.Context, rr replicationReadier, topic string, d time.Duration) string {
-	return pollUntil(ctx, d, 5*time.Millisecond, func() string { return rr.ReplicationReady(topic) })
+func waitFollowersFetching(ctx context.Context, rr target.ReplicationReadier, topic string, d time.Duration) string {
+	return poll.Until(ctx, d, 5*time.Millisecond, func() string { return rr.ReplicationReady(topic) })
 }
 
 // diskGuardInterval is how often the disk guard checks the data dir's filesystem.
@@ -317,7 +319,7 @@ func (r *run) onHWLag(lagNs, records int64) {
 // waitConsumers waits until every consumer received everything below end, or d passed; it
 // reports whether they all caught up.
 func (r *run) waitConsumers(ctx context.Context, end []int64, d time.Duration) bool {
-	return pollUntil(ctx, d, 20*time.Millisecond, func() string {
+	return poll.Until(ctx, d, 20*time.Millisecond, func() string {
 		if r.spec.Consumers.GroupID != "" {
 			if !groupCaughtUp(r.cons, end) {
 				return "the group is behind"

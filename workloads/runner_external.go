@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // The runner's parts for external clusters and multi-worker runs: the settings a kafka://
@@ -25,7 +26,7 @@ func (r *run) isKafkaTarget() bool { return strings.HasPrefix(r.opts.Target, "ka
 // (its brokers were started with the rest).
 func (r *run) topicConfigs() map[string]*string {
 	if r.isKafkaTarget() {
-		return TopicConfigs(r.spec)
+		return target.TopicConfigs(r.spec)
 	}
 	minISR := fmt.Sprint(r.spec.Topic.MinInsyncReplicas)
 	return map[string]*string{"min.insync.replicas": &minISR}
@@ -36,24 +37,23 @@ func (r *run) topicConfigs() map[string]*string {
 // applied) and then applies them (Apply). restoreTarget, deferred before it, undoes them.
 func (r *run) prepareTarget(ctx context.Context, adm *kadm.Client) error {
 	if !r.isKafkaTarget() {
-		_, err := ensureTopic(ctx, adm, r.spec, r.topicConfigs(), 30*time.Second)
+		_, err := target.EnsureTopic(ctx, adm, r.spec, r.topicConfigs(), 30*time.Second)
 		return err
 	}
 	cs := r.opts.session
 	if cs == nil {
-		cs = NewConfigSession(adm, r.opts.Assume, r.notef)
+		cs = target.NewConfigSession(adm, r.opts.Assume, r.notef)
 		r.ownSession = cs
 	}
 	if !r.opts.Worker.First() {
-		cs.checkOnly = true
-		cs.wait = max(cs.wait, time.Until(r.opts.Worker.StartAt)+30*time.Second)
+		cs.CheckOnly(r.opts.Worker.StartAt.Add(30 * time.Second))
 	}
 	notes, err := cs.Check(ctx, r.spec)
 	if err != nil {
 		return err
 	}
 	r.targetNotes = notes
-	created, err := ensureTopic(ctx, adm, r.spec, r.topicConfigs(), 30*time.Second)
+	created, err := target.EnsureTopic(ctx, adm, r.spec, r.topicConfigs(), 30*time.Second)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/isrbench/isrbench/workloads/internal/poll"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // measure runs the load from the plan's loadStart to its measureEnd with the loops alongside
@@ -32,7 +35,7 @@ func (r *run) measure(ctx context.Context) error {
 		gp := newGroupProbe(s, r.parts.Groups, r.adm)
 		r.gp = gp
 		r.gpLoop = r.loops.start(ctx, func(ctx context.Context) {
-			if !waitUntil(ctx, p.measureStart) {
+			if !poll.At(ctx, p.measureStart) {
 				return
 			}
 			gp.markStart()
@@ -95,7 +98,7 @@ func (r *run) measure(ctx context.Context) error {
 // captureProfiles takes the pprof profiles of --profile over the measurement window (not
 // while the load drains) into <run dir>/profiles; it returns early when ctx ends.
 func (r *run) captureProfiles(ctx context.Context) {
-	if !waitUntil(ctx, r.plan.measureStart) {
+	if !poll.At(ctx, r.plan.measureStart) {
 		return
 	}
 	st, err := profileStarter(r.opts.Profile, filepath.Join(r.dir, "profiles"))
@@ -105,7 +108,7 @@ func (r *run) captureProfiles(ctx context.Context) {
 	if st == nil {
 		return
 	}
-	waitUntil(ctx, r.plan.measureEnd)
+	poll.At(ctx, r.plan.measureEnd)
 	f, err := st()
 	r.profFiles = f
 	if err != nil && r.profErr == nil {
@@ -159,7 +162,7 @@ func (r *run) settle(ctx context.Context) (settled, error) {
 	if r.plan.faults {
 		// Give the healed cluster time to get every replica back in the ISR, so the replica
 		// logs can be compared; the partition timeline keeps recording meanwhile.
-		if _, err := ensureTopic(ctx, r.adm, s, r.topicConfigs(), 30*time.Second); err != nil {
+		if _, err := target.EnsureTopic(ctx, r.adm, s, r.topicConfigs(), 30*time.Second); err != nil {
 			r.notef("after the faults: %v", err)
 		}
 	}
@@ -174,7 +177,7 @@ func (r *run) settle(ctx context.Context) (settled, error) {
 	}
 
 	// Let the consumers reach the HW, then check durability.
-	endOffs, err := listOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, true)
+	endOffs, err := target.ListOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, true)
 	if err != nil {
 		return settled{}, err
 	}
@@ -186,8 +189,8 @@ func (r *run) settle(ctx context.Context) (settled, error) {
 // waitReplicated waits (up to d) until every partition with a leader has its HW at the
 // leader's LEO, i.e. every record the leaders appended (acks=1 ones included) is committed,
 // so the read-back up to the HW sees them. It returns a description of what is still behind.
-func waitReplicated(ctx context.Context, ps partitionSampler, topic string, d time.Duration) string {
-	return pollUntil(ctx, d, 20*time.Millisecond, func() string {
+func waitReplicated(ctx context.Context, ps target.PartitionSampler, topic string, d time.Duration) string {
+	return poll.Until(ctx, d, 20*time.Millisecond, func() string {
 		ss, err := ps.SamplePartitions(topic)
 		if err != nil {
 			return err.Error()
@@ -202,26 +205,4 @@ func waitReplicated(ctx context.Context, ps partitionSampler, topic string, d ti
 		}
 		return ""
 	})
-}
-
-// pollUntil calls check every interval until it returns "" (then ""), ctx is done or d has
-// passed (then check's last answer: what is still not so).
-func pollUntil(ctx context.Context, d, every time.Duration, check func() string) string {
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		why := check()
-		if why == "" {
-			return ""
-		}
-		select {
-		case <-ctx.Done():
-			return why
-		case <-deadline.C:
-			return why
-		case <-tick.C:
-		}
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // A run goes through five phases, each a method of run: setup (the target, the disk guard,
@@ -49,11 +50,11 @@ func (r *run) setup(ctx context.Context, id string, startedAt time.Time) error {
 	p := &r.plan
 	p.id, p.startedAt, p.faults = id, startedAt, len(s.Faults) > 0
 	// Cancellation (ctrl-C) must still clean up: the target is closed by loops.close.
-	tgt, err := OpenTarget(ctx, r.opts.Target, s, TargetOptions{OnHWLag: r.onHWLag, Log: r.opts.Stderr, Seed: rand.Uint64(), fs: r.opts.fs})
+	tgt, err := target.OpenTarget(ctx, r.opts.Target, s, target.TargetOptions{OnHWLag: r.onHWLag, Log: r.opts.Stderr, Seed: rand.Uint64(), FS: r.opts.fs})
 	if err != nil {
 		return err
 	}
-	r.tgt, r.parts = tgt, inspect(tgt)
+	r.tgt, r.parts = tgt, target.Inspect(tgt)
 	r.loops.onClose(func() {
 		if cerr := tgt.Close(); cerr != nil {
 			r.notef("closing target: %v", cerr)
@@ -68,8 +69,8 @@ func (r *run) setup(ctx context.Context, id string, startedAt time.Time) error {
 		}
 	}
 	p.seeds = tgt.Seeds()
-	p.conn = clientOpts(p.seeds, targetSecurity(tgt))
-	admCl, err := kgo.NewClient(append(p.conn[:len(p.conn):len(p.conn)], kgo.MetadataMinAge(freshMetadata))...)
+	p.conn = target.ClientOpts(p.seeds, target.TargetSecurity(tgt))
+	admCl, err := kgo.NewClient(append(p.conn[:len(p.conn):len(p.conn)], kgo.MetadataMinAge(target.FreshMetadata))...)
 	if err != nil {
 		return err
 	}
@@ -85,7 +86,7 @@ func (r *run) setup(ctx context.Context, id string, startedAt time.Time) error {
 			r.notef("starting the load although not every follower is fetching yet: %s", why)
 		}
 	}
-	if p.startOffs, err = listOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, true); err != nil {
+	if p.startOffs, err = target.ListOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, true); err != nil {
 		return err
 	}
 	r.loops.onClose(r.closeClients)

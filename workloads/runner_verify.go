@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // verdict is what verify found.
@@ -31,7 +32,7 @@ func (r *run) verify(ctx context.Context, st settled) (*verdict, error) {
 	if ra := r.parts.Retention; ra != nil {
 		ra.ApplyRetention()
 	}
-	logStarts, err := listOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, false)
+	logStarts, err := target.ListOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, false)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +46,7 @@ func (r *run) verify(ctx context.Context, st settled) (*verdict, error) {
 	if v.err != nil {
 		r.notef("durability check: %v", v.err)
 	}
-	if after, err := listOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, false); err == nil {
+	if after, err := target.ListOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, false); err == nil {
 		for p := range after {
 			if after[p] > v.readFrom[p] {
 				r.notef("durability check: log start of partition %d moved from %d to %d during the read-back (retention): records between may count as lost", p, v.readFrom[p], after[p])
@@ -122,7 +123,7 @@ func (rep *replicaReport) apply(res *results.Result, fr *FaultsReport) {
 // (exclusive) from the leader's log and from every running replica's log, parsing the
 // batches, and checks that each replica holds the same records (offset, producer id, seq) as
 // the leader, and that no acknowledged record of the leader's range is missing on a replica.
-func checkReplicaLogs(rr replicaReader, topic string, start []int64, prods []*producer) replicaReport {
+func checkReplicaLogs(rr target.ReplicaReader, topic string, start []int64, prods []*producer) replicaReport {
 	rep := replicaReport{identical: true}
 	type rec struct {
 		pid uint32

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // sweepOnTarget runs sweep; on a kafka:// target it first refuses the axes the cluster cannot
@@ -23,16 +24,16 @@ func sweepOnTarget(ctx context.Context, base *spec.Spec, axes []spec.Axis, repea
 	if len(axes) == 0 {
 		axes = base.SweepAxes()
 	}
-	if err := CheckSweepOnTarget(o.Target, axes, o.Assume); err != nil {
+	if err := target.CheckSweepOnTarget(o.Target, axes, o.Assume); err != nil {
 		return nil, err
 	}
 	// A refused security setting ends the sweep now (every point would fail alike); an
 	// unreachable cluster fails each point, recorded as such.
-	sec, err := clientSecurity(ctx, o.Target, hosts, base)
-	if errors.Is(err, ErrTargetConnect) {
+	sec, err := target.ClientSecurity(ctx, o.Target, hosts, base)
+	if errors.Is(err, target.ErrTargetConnect) {
 		return nil, err
 	}
-	cl, err := kgo.NewClient(clientOpts(hosts, sec)...)
+	cl, err := kgo.NewClient(target.ClientOpts(hosts, sec)...)
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", o.Target, err)
 	}
@@ -41,7 +42,7 @@ func sweepOnTarget(ctx context.Context, base *spec.Spec, axes []spec.Axis, repea
 	if stderr == nil || o.Quiet {
 		stderr = io.Discard
 	}
-	o.session = NewConfigSession(kadm.NewClient(cl), o.Assume, func(format string, args ...any) {
+	o.session = target.NewConfigSession(kadm.NewClient(cl), o.Assume, func(format string, args ...any) {
 		fmt.Fprintf(stderr, format+"\n", args...)
 	})
 	out, err := sweep(ctx, base, axes, repeat, o)

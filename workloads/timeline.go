@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // timeline samples the run every interval from the start of measurement: throughput, interval
@@ -21,7 +22,7 @@ type timeline struct {
 	interval   time.Duration
 
 	lastRecs, lastBytes, lastErrs int64
-	base, last                    Sample
+	base, last                    target.Sample
 	haveBase, haveLast            bool
 	sampleErr                     error
 	underReplicatedS              float64
@@ -63,7 +64,7 @@ func (t *timeline) expands() int64 {
 	return t.last.Expands - t.base.Expands
 }
 
-func (t *timeline) sample(ctx context.Context) (Sample, bool) {
+func (t *timeline) sample(ctx context.Context) (target.Sample, bool) {
 	sctx, cancel := context.WithTimeout(ctx, t.interval)
 	defer cancel()
 	s, err := t.r.tgt.Sample(sctx, t.r.spec.Topic.Name)
@@ -72,7 +73,7 @@ func (t *timeline) sample(ctx context.Context) (Sample, bool) {
 			fmt.Fprintf(t.r.opts.Stderr, "timeline: sampling the cluster: %v\n", err)
 		}
 		t.sampleErr = err
-		return Sample{}, false
+		return target.Sample{}, false
 	}
 	return s, true
 }

@@ -8,14 +8,15 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // The run's CSV outputs report write errors (here: /dev/full, where every write fails ENOSPC).
 
 type onePartition struct{}
 
-func (onePartition) SamplePartitions(string) ([]PartitionSample, error) {
-	return []PartitionSample{{Partition: 0, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}}}, nil
+func (onePartition) SamplePartitions(string) ([]target.PartitionSample, error) {
+	return []target.PartitionSample{{Partition: 0, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}}}, nil
 }
 
 // TestPartTimelineWriteError: a partitions.csv that cannot be written is reported in pt.err.
@@ -32,9 +33,9 @@ func TestPartTimelineWriteError(t *testing.T) {
 	}
 }
 
-type sampleOnly struct{ Target }
+type sampleOnly struct{ target.Target }
 
-func (sampleOnly) Sample(context.Context, string) (Sample, error) { return Sample{}, nil }
+func (sampleOnly) Sample(context.Context, string) (target.Sample, error) { return target.Sample{}, nil }
 
 // TestTimelineFlushError: a timeline.csv that cannot be written is reported, not dropped.
 func TestTimelineFlushError(t *testing.T) {

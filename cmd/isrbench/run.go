@@ -11,6 +11,7 @@ import (
 	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/workloads"
 	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 func init() {
@@ -95,7 +96,7 @@ func (f *specFlags) load() (*spec.Spec, error) {
 	if len(f.assume) > 0 && hosts == nil {
 		return nil, usagef("--assume applies to a kafka:// target (the embedded cluster is built from the spec; use --set)")
 	}
-	if f.assumed, err = workloads.ParseAssume(f.assume); err != nil {
+	if f.assumed, err = target.ParseAssume(f.assume); err != nil {
 		return nil, usagef("%v", err)
 	}
 	if err := s.ApplyAssume(f.assumed); err != nil {
@@ -110,7 +111,7 @@ func runError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, spec.ErrTargetSetting), errors.Is(err, workloads.ErrTargetConnect):
+	case errors.Is(err, spec.ErrTargetSetting), errors.Is(err, target.ErrTargetConnect):
 		return usagef("%v", err)
 	case errors.Is(err, workloads.ErrDurability):
 		return &exitError{code: 1, err: err}

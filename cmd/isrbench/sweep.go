@@ -9,6 +9,7 @@ import (
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads"
 	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 func init() {
@@ -46,7 +47,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usagef("%v", err)
 	}
-	if err := workloads.CheckSweepOnTarget(sf.target, axesOrSpec(axes, s), sf.assumed); err != nil {
+	if err := target.CheckSweepOnTarget(sf.target, axesOrSpec(axes, s), sf.assumed); err != nil {
 		return usagef("sweep: %v", err)
 	}
 	out, err := workloads.Sweep(ctx, s, axes, *repeat, workloads.Options{Target: sf.target, OutDir: sf.out,

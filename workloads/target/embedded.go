@@ -1,4 +1,4 @@
-package workloads
+package target
 
 import (
 	"context"
@@ -112,7 +112,7 @@ func openEmbedded(ctx context.Context, s *spec.Spec, o TargetOptions) (Target, e
 		return nil, fmt.Errorf("embedded cluster data dir: %w", err)
 	}
 	cc.DataDir = dir
-	cc.FS = o.fs
+	cc.FS = o.FS
 	cc.Broker.OnHWLag = o.OnHWLag
 	logw := o.Log
 	if logw == nil {

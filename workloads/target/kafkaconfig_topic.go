@@ -1,4 +1,4 @@
-package workloads
+package target
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/internal/poll"
 	"github.com/isrbench/isrbench/workloads/spec"
 )
 
@@ -66,7 +67,7 @@ func (cs *ConfigSession) applyTopic(ctx context.Context, topic string, ks kafkaS
 		}
 		ts.How = "incremental-alter-configs"
 	}
-	why := pollUntil(ctx, cs.wait, 100*time.Millisecond, func() string {
+	why := poll.Until(ctx, cs.wait, 100*time.Millisecond, func() string {
 		cur, _, err := cs.topicConfig(ctx, topic, ks.name)
 		if err != nil {
 			return err.Error()

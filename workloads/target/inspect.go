@@ -1,4 +1,4 @@
-package workloads
+package target
 
 import (
 	"context"
@@ -21,40 +21,40 @@ type Inspection struct {
 	// DataDir is the cluster's local data dir, whose filesystem the disk guard watches.
 	DataDir string
 	// Partitions samples every partition (partitions.csv; settle waits for committed logs).
-	Partitions partitionSampler
+	Partitions PartitionSampler
 	// Replication tells whether every follower of a new topic fetches (setup waits for it).
-	Replication replicationReadier
+	Replication ReplicationReadier
 	// Retention runs log retention now (before the read-back).
 	Retention retentionApplier
 	// Healer undoes every fault still active at the end of the measurement.
 	Healer healer
 	// LogDirs reports a broker whose log directory went offline (the load stops).
-	LogDirs offlineLogDirs
+	LogDirs OfflineLogDirs
 	// Replicas reads the replica logs directly (the replica-log comparison).
-	Replicas replicaReader
+	Replicas ReplicaReader
 	// Exec resolves an exec fault's target to a broker and its address.
 	Exec execResolver
 	// Groups reads the group coordinator's rebalance counters.
-	Groups groupStatser
+	Groups GroupStatser
 }
 
-// inspect returns t's optional parts: none when t is not an Inspector.
-func inspect(t Target) Inspection {
+// Inspect returns t's optional parts: none when t is not an Inspector.
+func Inspect(t Target) Inspection {
 	if in, ok := t.(Inspector); ok {
 		return in.Inspect()
 	}
 	return Inspection{}
 }
 
-// partitionSampler reports the replication state of every partition of a topic; the
+// PartitionSampler reports the replication state of every partition of a topic; the
 // partition timeline calls it from its goroutine.
-type partitionSampler interface {
+type PartitionSampler interface {
 	SamplePartitions(topic string) ([]PartitionSample, error)
 }
 
-// replicationReadier tells whether every follower of the topic is fetching: "" when ready,
+// ReplicationReadier tells whether every follower of the topic is fetching: "" when ready,
 // else what is not.
-type replicationReadier interface{ ReplicationReady(topic string) string }
+type ReplicationReadier interface{ ReplicationReady(topic string) string }
 
 // retentionApplier runs log retention on demand.
 type retentionApplier interface{ ApplyRetention() }
@@ -64,14 +64,14 @@ type healer interface {
 	HealAll() (restarted []int32, err error)
 }
 
-// offlineLogDirs reports the first running broker whose log directory went offline, or ok
+// OfflineLogDirs reports the first running broker whose log directory went offline, or ok
 // false; the storage watch calls it from its goroutine.
-type offlineLogDirs interface {
+type OfflineLogDirs interface {
 	OfflineLogDir() (broker int32, err error, ok bool)
 }
 
-// replicaReader reads replica logs directly, for the replica-log comparison after the run.
-type replicaReader interface {
+// ReplicaReader reads replica logs directly, for the replica-log comparison after the run.
+type ReplicaReader interface {
 	// ReplicasIdentical compares, for every partition of topic, the bytes of each ISR
 	// member's log with the leader's up to the HW: false and the first difference when they
 	// are not byte-identical.
@@ -89,11 +89,11 @@ type replicaReader interface {
 // execResolver resolves an exec fault's target to a broker and its advertised address; the
 // fault schedule calls it from the fault's goroutine.
 type execResolver interface {
-	ResolveBroker(ctx context.Context, topic string, ref spec.TargetRef) (execBroker, error)
+	ResolveBroker(ctx context.Context, topic string, ref spec.TargetRef) (ExecBroker, error)
 }
 
-// groupStatser reads the counters of the group coordinator of groupID now.
-type groupStatser interface {
+// GroupStatser reads the counters of the group coordinator of groupID now.
+type GroupStatser interface {
 	GroupStats(groupID string) (group.Stats, bool)
 }
 
@@ -108,4 +108,27 @@ func (e *embedded) Inspect() Inspection {
 // nothing else.
 func (k *kafkaTarget) Inspect() Inspection {
 	return Inspection{Partitions: k, Exec: k}
+}
+
+// PartitionSample is the replication state of one partition at one moment.
+type PartitionSample struct {
+	Partition   int32
+	Leader      int32 // -1 = no leader
+	LeaderEpoch int32
+	Replicas    []int32
+	ISR         []int32
+	HW          int64           // the leader's HW (exclusive); -1 when there is no leader
+	LEO         map[int32]int64 // each running replica's own LEO (exclusive); a stopped replica is absent
+	// LogStart is the leader's log start offset (inclusive); -1 when there is no leader.
+	LogStart int64
+	// NoLEO is set when the target cannot see any replica's LEO (a kafka:// cluster: Kafka
+	// clients see the HW and the log start, never an LEO): partitions.csv says "n/a".
+	NoLEO bool
+}
+
+// ExecBroker is a resolved exec target.
+type ExecBroker struct {
+	ID   int32
+	Host string
+	Port int
 }

@@ -1,4 +1,4 @@
-package workloads
+package target
 
 import (
 	"context"
@@ -55,9 +55,9 @@ type TargetOptions struct {
 	Log     io.Writer
 	// Seed drives random fault targets (any-follower).
 	Seed uint64
-	// fs is the file system under the embedded brokers' data directories (tests inject
+	// FS is the file system under the embedded brokers' data directories (tests inject
 	// storage failures); nil = the OS.
-	fs vfs.FS
+	FS vfs.FS
 }
 
 // embeddedTarget is set by target_embedded.go (the netfetch embedded cluster).
@@ -82,7 +82,7 @@ func OpenTarget(ctx context.Context, name string, s *spec.Spec, o TargetOptions)
 		}
 		return embeddedTarget(ctx, s, o)
 	}
-	sec, err := clientSecurity(ctx, name, hosts, s)
+	sec, err := ClientSecurity(ctx, name, hosts, s)
 	if err != nil {
 		return nil, err // unreachable too: the run cannot start
 	}
@@ -127,7 +127,7 @@ type kafkaTarget struct {
 func newKafkaTarget(name string, seeds []string, minISR int, sec []kgo.Opt) (*kafkaTarget, error) {
 	// kadm answers Metadata from kgo's cache while it is younger than MetadataMinAge (5 s
 	// by default): the timeline and the exec faults' targets need the cluster's state now.
-	cl, err := kgo.NewClient(append(clientOpts(seeds, sec), kgo.MetadataMinAge(freshMetadata))...)
+	cl, err := kgo.NewClient(append(ClientOpts(seeds, sec), kgo.MetadataMinAge(FreshMetadata))...)
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", name, err)
 	}
@@ -192,10 +192,10 @@ func sampleFromMetadata(md kadm.Metadata, topic string, minISR int, last map[int
 	return s, nil
 }
 
-// ensureTopic creates the topic (with configs, see run.topicConfigs) if it does not exist
+// EnsureTopic creates the topic (with configs, see run.topicConfigs) if it does not exist
 // and waits until every partition has a leader and its full replica set in the ISR: deadline,
 // plus cluster.ApplyAllowance per replica (a topic of many partitions takes a while to appear).
-func ensureTopic(ctx context.Context, adm *kadm.Client, s *spec.Spec, configs map[string]*string, deadline time.Duration) (created bool, err error) {
+func EnsureTopic(ctx context.Context, adm *kadm.Client, s *spec.Spec, configs map[string]*string, deadline time.Duration) (created bool, err error) {
 	deadline += time.Duration(s.Topic.Partitions*s.Topic.ReplicationFactor) * cluster.ApplyAllowance
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
@@ -257,10 +257,10 @@ func readyProblem(md kadm.Metadata, err error, s *spec.Spec) string {
 	return ""
 }
 
-// listOffsets returns the offsets of every partition: end=true -> HW (ListOffsets latest,
+// ListOffsets returns the offsets of every partition: end=true -> HW (ListOffsets latest,
 // read_uncommitted), else log start. Index = partition. Retriable errors (a broker that has
 // not yet applied the new topic, a leader moving) are retried for up to 15 s.
-func listOffsets(ctx context.Context, adm *kadm.Client, topic string, n int, end bool) ([]int64, error) {
+func ListOffsets(ctx context.Context, adm *kadm.Client, topic string, n int, end bool) ([]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)

@@ -1,4 +1,4 @@
-package workloads
+package target
 
 import (
 	"crypto/rand"

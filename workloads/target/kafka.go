@@ -1,4 +1,4 @@
-package workloads
+package target
 
 import (
 	"context"
@@ -19,9 +19,9 @@ import (
 // client (it is the broker's JMX kafka.log:type=Log,name=LogEndOffset): partitions.csv writes
 // "n/a" for it.
 
-// freshMetadata is the MetadataMinAge of the clients that watch the cluster (kgo's least):
+// FreshMetadata is the MetadataMinAge of the clients that watch the cluster (kgo's least):
 // kadm answers Metadata (and finds leaders) from kgo's cache while it is younger.
-const freshMetadata = 10 * time.Millisecond
+const FreshMetadata = 10 * time.Millisecond
 
 // kafkaSampleTimeout bounds one partition-timeline sample (Metadata + ListOffsets).
 const kafkaSampleTimeout = time.Second
@@ -66,19 +66,19 @@ func (k *kafkaTarget) SamplePartitions(topic string) ([]PartitionSample, error) 
 // ResolveBroker implements execResolver from the cluster's metadata: a broker id must be one
 // of the cluster's brokers; leader is the partition's leader; follower the first ISR member
 // that does not lead it (else any replica that does not), any-follower a random one of them.
-func (k *kafkaTarget) ResolveBroker(ctx context.Context, topic string, ref spec.TargetRef) (execBroker, error) {
+func (k *kafkaTarget) ResolveBroker(ctx context.Context, topic string, ref spec.TargetRef) (ExecBroker, error) {
 	t := ref.Topic
 	if t == "" {
 		t = topic
 	}
 	md, err := k.adm.Metadata(ctx, t)
 	if err != nil {
-		return execBroker{}, fmt.Errorf("resolving %s: metadata: %w", ref, err)
+		return ExecBroker{}, fmt.Errorf("resolving %s: metadata: %w", ref, err)
 	}
-	broker := func(id int32) (execBroker, error) {
+	broker := func(id int32) (ExecBroker, error) {
 		for _, b := range md.Brokers {
 			if b.NodeID == id {
-				return execBroker{ID: id, Host: b.Host, Port: int(b.Port)}, nil
+				return ExecBroker{ID: id, Host: b.Host, Port: int(b.Port)}, nil
 			}
 		}
 		ids := make([]int32, 0, len(md.Brokers))
@@ -86,22 +86,22 @@ func (k *kafkaTarget) ResolveBroker(ctx context.Context, topic string, ref spec.
 			ids = append(ids, b.NodeID)
 		}
 		slices.Sort(ids)
-		return execBroker{}, fmt.Errorf("fault target %s: no broker %d in the cluster's metadata (brokers %v)", ref, id, ids)
+		return ExecBroker{}, fmt.Errorf("fault target %s: no broker %d in the cluster's metadata (brokers %v)", ref, id, ids)
 	}
 	if ref.Role == "id" {
 		return broker(ref.ID)
 	}
 	td, ok := md.Topics[t]
 	if !ok || td.Err != nil {
-		return execBroker{}, fmt.Errorf("fault target %s: topic %s: %v", ref, t, td.Err)
+		return ExecBroker{}, fmt.Errorf("fault target %s: topic %s: %v", ref, t, td.Err)
 	}
 	p, ok := td.Partitions[int32(ref.Partition)]
 	if !ok {
-		return execBroker{}, fmt.Errorf("fault target %s: no partition %s-%d", ref, t, ref.Partition)
+		return ExecBroker{}, fmt.Errorf("fault target %s: no partition %s-%d", ref, t, ref.Partition)
 	}
 	if ref.Role == "leader" {
 		if p.Leader < 0 || p.Err != nil {
-			return execBroker{}, fmt.Errorf("fault target %s: %s-%d has no leader (%v)", ref, t, ref.Partition, p.Err)
+			return ExecBroker{}, fmt.Errorf("fault target %s: %s-%d has no leader (%v)", ref, t, ref.Partition, p.Err)
 		}
 		return broker(p.Leader)
 	}
@@ -117,7 +117,7 @@ func (k *kafkaTarget) ResolveBroker(ctx context.Context, topic string, ref spec.
 		}
 	}
 	if len(cands) == 0 {
-		return execBroker{}, fmt.Errorf("fault target %s: %s-%d has no follower (leader %d, replicas %v)", ref, t, ref.Partition, p.Leader, p.Replicas)
+		return ExecBroker{}, fmt.Errorf("fault target %s: %s-%d has no follower (leader %d, replicas %v)", ref, t, ref.Partition, p.Leader, p.Replicas)
 	}
 	if ref.Role == "any-follower" {
 		return broker(cands[rand.IntN(len(cands))])

@@ -1,4 +1,4 @@
-package workloads
+package target
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/internal/poll"
 	"github.com/isrbench/isrbench/workloads/spec"
 )
 
@@ -46,6 +47,13 @@ type configChange struct {
 	orig          *string
 	origEffective string
 	ks            kafkaSetting
+}
+
+// CheckOnly makes the session change nothing and wait, up to until at least, for the cluster
+// to show the settings (a worker other than the first of a multi-worker run).
+func (cs *ConfigSession) CheckOnly(until time.Time) {
+	cs.checkOnly = true
+	cs.wait = max(cs.wait, time.Until(until))
 }
 
 // NewConfigSession returns a session on the cluster adm talks to. assume lists the settings
@@ -458,7 +466,7 @@ func (cs *ConfigSession) alter(ctx context.Context, topic, name string, value *s
 // waitBrokers polls DescribeConfigs until every broker reports name=want (cs.wait at most).
 func (cs *ConfigSession) waitBrokers(ctx context.Context, ids []int32, name, want string) error {
 	var last brokerView
-	why := pollUntil(ctx, cs.wait, 100*time.Millisecond, func() string {
+	why := poll.Until(ctx, cs.wait, 100*time.Millisecond, func() string {
 		views, err := cs.describeBrokers(ctx, ids, []string{name})
 		if err != nil {
 			return err.Error()

@@ -1,4 +1,4 @@
-package workloads
+package target
 
 import (
 	"context"
@@ -35,11 +35,11 @@ type connectError struct{ err error }
 func (e *connectError) Error() string   { return e.err.Error() }
 func (e *connectError) Unwrap() []error { return []error{e.err, ErrTargetConnect} }
 
-// clientSecurity builds the target's client options and checks, with one connection, that
+// ClientSecurity builds the target's client options and checks, with one connection, that
 // the target accepts them. A security refusal (or unusable settings) wraps ErrTargetConnect;
 // an unreachable target is an ordinary error (a cluster may be restarting), returned with the
 // options.
-func clientSecurity(ctx context.Context, name string, hosts []string, s *spec.Spec) ([]kgo.Opt, error) {
+func ClientSecurity(ctx context.Context, name string, hosts []string, s *spec.Spec) ([]kgo.Opt, error) {
 	c, err := s.ClientConfig()
 	if err != nil {
 		return nil, &connectError{err}
@@ -58,9 +58,9 @@ func clientSecurity(ctx context.Context, name string, hosts []string, s *spec.Sp
 	return opts, nil
 }
 
-// clientOpts are the options every client of a run starts from: the seeds and the target's
+// ClientOpts are the options every client of a run starts from: the seeds and the target's
 // security.
-func clientOpts(seeds []string, sec []kgo.Opt) []kgo.Opt {
+func ClientOpts(seeds []string, sec []kgo.Opt) []kgo.Opt {
 	return append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, sec...)
 }
 
@@ -68,8 +68,8 @@ func clientOpts(seeds []string, sec []kgo.Opt) []kgo.Opt {
 // target block).
 type securedTarget interface{ clientSecurity() []kgo.Opt }
 
-// targetSecurity returns t's client security options, nil for a plaintext target.
-func targetSecurity(t Target) []kgo.Opt {
+// TargetSecurity returns t's client security options, nil for a plaintext target.
+func TargetSecurity(t Target) []kgo.Opt {
 	if st, ok := t.(securedTarget); ok {
 		return st.clientSecurity()
 	}
