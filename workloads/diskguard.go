@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/isrbench/isrbench/workloads/internal/poll"
 	"github.com/isrbench/isrbench/workloads/spec"
 	"github.com/isrbench/isrbench/workloads/target"
 )
@@ -57,7 +58,7 @@ func (e *StorageError) Unwrap() error { return e.Err }
 // watchStorage checks every interval until ctx ends; the first offline log directory calls
 // stop with a *StorageError and ends the watch.
 func watchStorage(ctx context.Context, t target.OfflineLogDirs, every time.Duration, stop func(error)) {
-	everyTick(ctx, every, func() bool {
+	poll.Every(ctx, every, func() bool {
 		id, err, ok := t.OfflineLogDir()
 		if ok {
 			stop(&StorageError{Broker: id, Err: err})
@@ -139,7 +140,7 @@ func (g *diskGuard) stats() (peakSize, minFree int64) {
 // loop checks every interval until ctx ends; the first check below the floor calls stop with
 // its *LowDiskError and ends the loop.
 func (g *diskGuard) loop(ctx context.Context, every time.Duration, stop func(error)) {
-	everyTick(ctx, every, func() bool {
+	poll.Every(ctx, every, func() bool {
 		// A failing statfs (not expected on a directory the run created) skips the tick.
 		var le *LowDiskError
 		if err := g.check(); errors.As(err, &le) {

@@ -235,19 +235,6 @@ func TestRetentionExpired(t *testing.T) {
 	t.Logf("durability %+v; %s", d.DurabilityCounts, res.Notes["disk"])
 }
 
-func TestPartLog(t *testing.T) {
-	var l partLog
-	l.set(0, 3)
-	l.set(200, 254)
-	if l.get(0) != 3 || l.get(200) != 254 || l.get(5) != 0 || l.get(1<<20) != 0 || l.b16 != nil {
-		t.Fatalf("byte log: %d %d", l.get(0), l.get(200))
-	}
-	l.set(7, 9999) // widens
-	if l.get(0) != 3 || l.get(200) != 254 || l.get(7) != 9999 || l.b8 != nil {
-		t.Fatalf("wide log: %d %d %d", l.get(0), l.get(200), l.get(7))
-	}
-}
-
 // TestFullDiskEndsRunWithStorageError: with the disk guard off, a disk that fills up takes
 // a broker's log directory offline; the run stops producing promptly and ends with an error
 // naming KAFKA_STORAGE_ERROR (exit 1), instead of hanging on produces that cannot succeed.

@@ -21,6 +21,7 @@ import (
 	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads/internal/poll"
+	"github.com/isrbench/isrbench/workloads/load"
 	"github.com/isrbench/isrbench/workloads/spec"
 	"github.com/isrbench/isrbench/workloads/target"
 )
@@ -41,7 +42,7 @@ type Options struct {
 	// Stdout gets the summary table, Stderr the progress line and notes (nil = discard).
 	Stdout, Stderr io.Writer
 	// WaitMode is the pacer's wait (default DefaultWaitMode).
-	WaitMode WaitMode
+	WaitMode load.WaitMode
 	// TimelineInterval is the timeline's period; default 1s (100ms for runs shorter than 10s).
 	TimelineInterval time.Duration
 	// Commit is recorded in env.commit (default: the binary's VCS revision).
@@ -50,7 +51,7 @@ type Options struct {
 	// the run neither changes them nor needs the brokers to report them.
 	Assume map[string]string
 	// Worker makes the run one worker of several (worker.go); zero: the whole load.
-	Worker Worker
+	Worker load.Worker
 
 	// session applies the spec's settings to a kafka:// target; Sweep sets one for all its
 	// points, nil makes Run use its own (restored when it ends).
@@ -104,7 +105,7 @@ func Run(ctx context.Context, s *spec.Spec, o Options) (res *results.Result, err
 		o.Target = s.TargetName()
 	}
 	if o.WaitMode == "" {
-		o.WaitMode = DefaultWaitMode
+		o.WaitMode = load.DefaultWaitMode
 	}
 	if o.TimelineInterval <= 0 {
 		o.TimelineInterval = time.Second
@@ -173,14 +174,14 @@ type run struct {
 	tgt  target.Target
 	// parts are tgt's optional parts (Inspector), fixed when it opened.
 	parts target.Inspection
-	win   window
+	win   load.Window
 	// hwWin is win for the core's OnHWLag callbacks (broker goroutines, synchronised with the
 	// runner only through sockets): published atomically.
-	hwWin atomic.Pointer[window]
+	hwWin atomic.Pointer[load.Window]
 	hwlag *results.Recorder // HW lag from the core, filtered to the window
 
-	prods []*producer
-	cons  []*consumer
+	prods []*load.Producer
+	cons  []*load.Consumer
 
 	faultsMu sync.Mutex
 	faults   []indexedFault
@@ -191,7 +192,7 @@ type run struct {
 	restoreErr     error
 	targetSettings []results.TargetSetting
 	targetNotes    []string
-	obs            *hwObserver // client-observed HW lag; nil without acknowledged producers
+	obs            *load.HWObserver // client-observed HW lag; nil without acknowledged producers
 	obsStop        func()
 	obsUnseen      int
 
@@ -236,40 +237,15 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 
 // partitionErrors sums the producers' failed records by partition and error name (whole run).
 func (r *run) partitionErrors() map[int32]map[string]int64 {
-	out := map[int32]map[string]int64{}
-	for _, p := range r.prods {
-		p.mu.Lock()
-		for part, m := range p.partErrs {
-			o := out[part]
-			if o == nil {
-				o = map[string]int64{}
-				out[part] = o
-			}
-			for k, v := range m {
-				o[k] += v
-			}
-		}
-		p.mu.Unlock()
-	}
-	return out
+	return load.PartitionErrors(r.prods)
 }
 
 // failedBetween counts failed records whose intended send time lies in [from, to] seconds
 // after the start of measurement.
 func (r *run) failedBetween(from, to float64) int64 {
-	lo := r.win.start + int64(from*1e9)
-	hi := r.win.start + int64(to*1e9)
-	var n int64
-	for _, p := range r.prods {
-		p.mu.Lock()
-		for _, t := range p.failTimes {
-			if t >= lo && t <= hi {
-				n++
-			}
-		}
-		p.mu.Unlock()
-	}
-	return n
+	lo := r.win.Start + int64(from*1e9)
+	hi := r.win.Start + int64(to*1e9)
+	return load.FailedBetween(r.prods, lo, hi)
 }
 
 // waitFollowersFetching waits (up to d) until every follower of the freshly created topic has
@@ -296,10 +272,10 @@ func drainTimeout(s *spec.Spec) time.Duration {
 
 func (r *run) closeClients() {
 	for _, p := range r.prods {
-		p.cl.Close()
+		p.Close()
 	}
 	for _, c := range r.cons {
-		c.close()
+		c.Close()
 	}
 	r.prods, r.cons = r.prods[:len(r.prods):len(r.prods)], r.cons[:len(r.cons):len(r.cons)]
 }
@@ -311,7 +287,7 @@ func (r *run) onHWLag(lagNs, records int64) {
 	}
 	// A batch belongs to the window by its leader append time, as the producer-side
 	// histograms go by intended send time: warm-up batches the HW passes later stay out.
-	if appended := time.Now().UnixNano() - lagNs; w.in(appended) {
+	if appended := time.Now().UnixNano() - lagNs; w.In(appended) {
 		r.hwlag.RecordNsN(lagNs, records)
 	}
 }
@@ -321,13 +297,13 @@ func (r *run) onHWLag(lagNs, records int64) {
 func (r *run) waitConsumers(ctx context.Context, end []int64, d time.Duration) bool {
 	return poll.Until(ctx, d, 20*time.Millisecond, func() string {
 		if r.spec.Consumers.GroupID != "" {
-			if !groupCaughtUp(r.cons, end) {
+			if !load.GroupCaughtUp(r.cons, end) {
 				return "the group is behind"
 			}
 			return ""
 		}
 		for _, c := range r.cons {
-			if !c.caughtUp(end) {
+			if !c.CaughtUp(end) {
 				return "a consumer is behind"
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/load"
 	"github.com/isrbench/isrbench/workloads/target"
 )
 
@@ -94,7 +95,7 @@ func (r *run) loadStart() (time.Time, error) {
 }
 
 // idBase is the first producer id of this run (see Worker.idBase).
-func (r *run) idBase() uint32 { return r.opts.Worker.idBase(r.spec.Name, rand.Uint32()) }
+func (r *run) idBase() uint32 { return r.opts.Worker.IDBase(r.spec.Name, rand.Uint32()) }
 
 // producerTotal is the number of producers the spec has over all workers.
 func (r *run) producerTotal() int {
@@ -116,7 +117,7 @@ func (r *run) startObserver(ctx context.Context, conn []kgo.Opt, startOffs []int
 	if !acked || !r.spec.ObservesHWLag(r.tgt.Name()) {
 		return nil
 	}
-	o, err := newHWObserver(conn, r.spec.Topic.Name, startOffs, r.win)
+	o, err := load.NewHWObserver(append(conn[:len(conn):len(conn)], kgo.MetadataMinAge(target.FreshMetadata)), r.spec.Topic.Name, startOffs, r.win)
 	if err != nil {
 		return err
 	}
@@ -132,7 +133,7 @@ func (r *run) stopObserver() {
 	if r.obsStop != nil {
 		r.obsStop()
 		r.obsStop = nil
-		r.obs.cl.Close()
+		r.obs.Close()
 	}
 }
 
@@ -143,7 +144,7 @@ func (r *run) finishObserver(ctx context.Context) {
 	}
 	stop := r.obsStop
 	r.obsStop = nil
-	r.obsUnseen = r.obs.finish(ctx, stop, 5*time.Second)
+	r.obsUnseen = r.obs.Finish(ctx, stop, 5*time.Second)
 }
 
 // timelineHWInterval is timeline.csv's hw_lag_p99_us source: the core's HW lag on the
@@ -152,7 +153,7 @@ func (r *run) timelineHWInterval() *results.Histogram {
 	if r.tgt.HasHWLag() || r.obs == nil {
 		return r.hwlag.Interval()
 	}
-	return r.obs.fromAck.Interval()
+	return r.obs.FromAck.Interval()
 }
 
 // externalResult adds to res what this file's parts measured: the client HW lag and its
@@ -160,10 +161,10 @@ func (r *run) timelineHWInterval() *results.Histogram {
 // are written.
 func (r *run) externalResult(res *results.Result, measureStart time.Time) error {
 	if r.obs != nil {
-		ack, send := r.obs.fromAck.Snapshot(), r.obs.fromSend.Snapshot()
+		ack, send := r.obs.FromAck.Snapshot(), r.obs.FromSend.Snapshot()
 		sa, ss := results.Summarize(ack), results.Summarize(send)
 		res.HWLagClientUs, res.HWLagClientSendUs = &sa, &ss
-		res.HWObserver = r.obs.summary(r.obsUnseen)
+		res.HWObserver = r.obs.Summary(r.obsUnseen)
 		r.clientHgrms = []results.NamedHistogram{{Name: "hw_lag_client.hgrm", H: ack}, {Name: "hw_lag_client_send.hgrm", H: send}}
 		note := fmt.Sprintf("client-observed: produce acknowledgement (and intended send) -> first fetch response showing the HW past the record; resolution %s µs (p99 window between responses, fetch.max.wait.ms %d)",
 			results.FormatValue(res.HWObserver.ResolutionUs), res.HWObserver.FetchMaxWaitMs)

@@ -27,7 +27,7 @@ func (r *run) measure(ctx context.Context) error {
 	r.consLoop = r.loops.start(ctx, func(ctx context.Context) {
 		var wg sync.WaitGroup
 		for _, c := range cons {
-			wg.Go(func() { c.run(ctx) })
+			wg.Go(func() { c.Run(ctx) })
 		}
 		wg.Wait()
 	})
@@ -49,7 +49,7 @@ func (r *run) measure(ctx context.Context) error {
 	var prodWG sync.WaitGroup
 	r.prodErrs = make([]error, len(r.prods))
 	for i, pr := range r.prods {
-		prodWG.Go(func() { r.prodErrs[i] = pr.run(loadCtx, p.sendFrom[i], p.measureEnd) })
+		prodWG.Go(func() { r.prodErrs[i] = pr.Run(loadCtx, p.sendFrom[i], p.measureEnd) })
 	}
 
 	// Timeline, progress, faults and profiles run alongside.
@@ -149,8 +149,8 @@ func (r *run) settle(ctx context.Context) (settled, error) {
 	// Drain: every record handed to the clients gets its promise (ack or error).
 	drainCtx, cancelDrain := context.WithTimeout(ctx, drainTimeout(s))
 	for _, p := range r.prods {
-		if err := p.drain(drainCtx); err != nil {
-			r.notef("producer %d: drain: %v (records still buffered were aborted)", p.id-r.plan.base, err)
+		if err := p.Drain(drainCtx); err != nil {
+			r.notef("producer %d: drain: %v (records still buffered were aborted)", p.ID-r.plan.base, err)
 		}
 	}
 	cancelDrain()

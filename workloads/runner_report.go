@@ -89,17 +89,15 @@ func (r *run) groupFigures() []GroupFigures {
 			gf.Count = 0 // this worker's share
 		}
 		for _, p := range r.prods {
-			if p.group != gi {
+			if p.Group != gi {
 				continue
 			}
 			if r.opts.Worker.Active() {
 				gf.Count++
 			}
-			gf.Failed += p.nErrs.Load()
-			p.mu.Lock()
-			gf.Acked += p.acked.count()
-			p.mu.Unlock()
-			for k, v := range p.errCounts() {
+			gf.Failed += p.NErrs.Load()
+			gf.Acked += p.AckedCount()
+			for k, v := range p.ErrCounts() {
 				gf.Errors[k] += v
 			}
 		}
@@ -151,16 +149,16 @@ func (r *run) result(id string, startedAt time.Time, tl *timeline, dc results.Du
 	var recs, bytes int64
 	errs := map[string]int64{}
 	for _, p := range r.prods {
-		ack.Merge(p.ack.Snapshot())
-		sd.Merge(p.sendDelay)
-		recs += p.nAcked.Load()
-		bytes += p.nBytes.Load()
-		for k, v := range p.errCounts() {
+		ack.Merge(p.Ack.Snapshot())
+		sd.Merge(p.SendDelay)
+		recs += p.NAcked.Load()
+		bytes += p.NBytes.Load()
+		for k, v := range p.ErrCounts() {
 			errs[k] += v
 		}
 	}
 	for _, c := range r.cons {
-		e2e.Merge(c.e2e)
+		e2e.Merge(c.E2E)
 	}
 	hw := r.hwlag.Snapshot()
 	secs := s.Duration.Seconds()

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/workloads/load"
 	"github.com/isrbench/isrbench/workloads/target"
 )
 
@@ -124,14 +125,14 @@ func (r *run) joinGroup(ctx context.Context) error {
 	}
 	changed := make(chan struct{}, 1)
 	for i := 0; i < s.Consumers.Count; i++ {
-		c, err := newGroupConsumer(p.conn, s.Topic.Name, s.Topic.Partitions, s.Consumers, window{}, func(uint32) bool { return false }, changed)
+		c, err := load.NewGroupConsumer(p.conn, s.Topic.Name, s.Topic.Partitions, s.Consumers, load.Window{}, func(uint32) bool { return false }, changed)
 		if err != nil {
 			return err
 		}
 		r.cons = append(r.cons, c)
 	}
 	if len(r.cons) > 0 {
-		if err := waitGroupAssigned(ctx, r.cons, s.Topic.Partitions, changed, 60*time.Second); err != nil {
+		if err := load.WaitGroupAssigned(ctx, r.cons, s.Topic.Partitions, changed, 60*time.Second); err != nil {
 			r.notef("consumer group %s: %v; starting the load anyway", s.Consumers.GroupID, err)
 		}
 	}
@@ -147,7 +148,7 @@ func (r *run) schedule() error {
 	}
 	p.measureStart = p.loadStart.Add(r.spec.Warmup)
 	p.measureEnd = p.measureStart.Add(r.spec.Duration)
-	r.win = window{start: p.measureStart.UnixNano(), end: p.measureEnd.UnixNano()}
+	r.win = load.Window{Start: p.measureStart.UnixNano(), End: p.measureEnd.UnixNano()}
 	r.hwWin.Store(&r.win)
 	return nil
 }
@@ -167,12 +168,12 @@ func (r *run) newClients() error {
 			if g.Count > 0 {
 				rate = g.Rate / float64(g.Count)
 			}
-			pr, err := newProducer(p.base+uint32(global), p.conn, g, s.Topic.Name, rate, r.win, r.opts.WaitMode)
+			pr, err := load.NewProducer(p.base+uint32(global), p.conn, g, s.Topic.Name, rate, r.win, r.opts.WaitMode)
 			if err != nil {
 				return err // closeClients (in loops) closes what was opened
 			}
-			pr.group, pr.obs = gi, r.obs
-			ids[pr.id] = true
+			pr.Group, pr.Obs = gi, r.obs
+			ids[pr.ID] = true
 			r.prods = append(r.prods, pr)
 			st := p.loadStart
 			if g.Rate > 0 {
@@ -184,16 +185,16 @@ func (r *run) newClients() error {
 	ours := func(pid uint32) bool { return ids[pid] }
 	if p.grouped {
 		for _, c := range r.cons {
-			c.win, c.ours = r.win, ours // created before the schedule: see joinGroup
+			c.Win, c.Ours = r.win, ours // created before the schedule: see joinGroup
 		}
 		return nil
 	}
 	for i := 0; i < s.Consumers.Count; i++ {
-		c, err := newConsumer(p.conn, s.Topic.Name, p.startOffs, r.win, ours)
+		c, err := load.NewConsumer(p.conn, s.Topic.Name, p.startOffs, r.win, ours)
 		if err != nil {
 			return err
 		}
-		c.peers = newPeerClock(r.opts.Worker, p.base, r.producerTotal())
+		c.Peers = load.NewPeerClock(r.opts.Worker, p.base, r.producerTotal())
 		r.cons = append(r.cons, c)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/load"
 	"github.com/isrbench/isrbench/workloads/target"
 )
 
@@ -41,7 +42,7 @@ func (r *run) verify(ctx context.Context, st settled) (*verdict, error) {
 		v.readFrom[p] = max(startOffs[p], min(logStarts[p], st.endOffs[p]))
 	}
 	verifyCtx, cancelVerify := context.WithTimeout(ctx, 60*time.Second)
-	v.dc, v.byAcks, v.err = checkDurability(verifyCtx, r.plan.conn, s.Topic.Name, startOffs, v.readFrom, st.endOffs, r.prods)
+	v.dc, v.byAcks, v.err = load.CheckDurability(verifyCtx, r.plan.conn, s.Topic.Name, startOffs, v.readFrom, st.endOffs, r.prods)
 	cancelVerify()
 	if v.err != nil {
 		r.notef("durability check: %v", v.err)
@@ -123,19 +124,16 @@ func (rep *replicaReport) apply(res *results.Result, fr *FaultsReport) {
 // (exclusive) from the leader's log and from every running replica's log, parsing the
 // batches, and checks that each replica holds the same records (offset, producer id, seq) as
 // the leader, and that no acknowledged record of the leader's range is missing on a replica.
-func checkReplicaLogs(rr target.ReplicaReader, topic string, start []int64, prods []*producer) replicaReport {
+func checkReplicaLogs(rr target.ReplicaReader, topic string, start []int64, prods []*load.Producer) replicaReport {
 	rep := replicaReport{identical: true}
 	type rec struct {
 		pid uint32
 		seq uint64
 	}
-	acked := func(h Header) bool {
+	acked := func(h load.Header) bool {
 		for _, p := range prods {
-			if p.id == h.ProducerID {
-				p.mu.Lock()
-				ok := p.acked.has(h.Seq)
-				p.mu.Unlock()
-				return ok
+			if p.ID == h.ProducerID {
+				return p.HasAcked(h.Seq)
 			}
 		}
 		return false
@@ -161,7 +159,7 @@ func checkReplicaLogs(rr target.ReplicaReader, topic string, start []int64, prod
 		}
 		want := make(map[int64]rec)
 		err = rr.ReadReplica(topic, int32(p), leader, from, hw, func(off int64, v []byte) {
-			h, _ := ParseHeader(v)
+			h, _ := load.ParseHeader(v)
 			want[off] = rec{h.ProducerID, h.Seq}
 		})
 		rep.checked++
@@ -176,7 +174,7 @@ func checkReplicaLogs(rr target.ReplicaReader, topic string, start []int64, prod
 			got := 0
 			diff := ""
 			err := rr.ReadReplica(topic, int32(p), id, from, hw, func(off int64, v []byte) {
-				h, _ := ParseHeader(v)
+				h, _ := load.ParseHeader(v)
 				got++
 				if w, ok := want[off]; !ok || w != (rec{h.ProducerID, h.Seq}) {
 					if diff == "" {
@@ -208,7 +206,7 @@ func checkReplicaLogs(rr target.ReplicaReader, topic string, start []int64, prod
 				seen := map[int64]bool{}
 				_ = rr.ReadReplica(topic, int32(p), id, from, hw, func(off int64, v []byte) { seen[off] = true })
 				for off, w := range want {
-					if !seen[off] && acked(Header{ProducerID: w.pid, Seq: w.seq}) {
+					if !seen[off] && acked(load.Header{ProducerID: w.pid, Seq: w.seq}) {
 						rep.lost++
 					}
 				}

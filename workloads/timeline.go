@@ -130,10 +130,10 @@ func (t *timeline) takeInterval() (recs, bytes, errs int64, ack, hw *results.His
 	ack = results.NewHistogram()
 	var r, b, e int64
 	for _, p := range t.r.prods {
-		ack.Merge(p.ack.Interval())
-		r += p.nAcked.Load()
-		b += p.nBytes.Load()
-		e += p.nErrs.Load()
+		ack.Merge(p.Ack.Interval())
+		r += p.NAcked.Load()
+		b += p.NBytes.Load()
+		e += p.NErrs.Load()
 	}
 	hw = t.r.timelineHWInterval()
 	recs, bytes, errs = r-t.lastRecs, b-t.lastBytes, e-t.lastErrs

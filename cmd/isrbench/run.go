@@ -10,6 +10,7 @@ import (
 
 	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/workloads"
+	"github.com/isrbench/isrbench/workloads/load"
 	"github.com/isrbench/isrbench/workloads/spec"
 	"github.com/isrbench/isrbench/workloads/target"
 )
@@ -163,7 +164,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	w, err := workloads.ParseWorker(*worker, *startAt)
+	w, err := load.ParseWorker(*worker, *startAt)
 	if err != nil {
 		return usagef("run: %v", err)
 	}

@@ -1,6 +1,6 @@
 // Package poll waits on observable state with deadlines, for the harness's packages: a
 // condition checked at an interval (Until), a duration (Sleep) or an instant (At), each ended
-// early by its context. It holds no state; every function is safe for concurrent use.
+// early by its context, or a function called every interval (Every). It holds no state; every function is safe for concurrent use.
 package poll
 
 import (
@@ -41,6 +41,23 @@ func Until(ctx context.Context, d, every time.Duration, check func() string) str
 		case <-deadline.C:
 			return why
 		case <-tick.C:
+		}
+	}
+}
+
+// Every calls fn every interval until ctx ends or fn returns false (the first call one
+// interval after the start).
+func Every(ctx context.Context, every time.Duration, fn func() bool) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !fn() {
+			return
 		}
 	}
 }

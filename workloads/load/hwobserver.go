@@ -1,4 +1,4 @@
-package workloads
+package load
 
 import (
 	"container/heap"
@@ -17,7 +17,6 @@ import (
 
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads/internal/poll"
-	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // HW lag as a client sees it, on any Kafka-protocol cluster. The producers (acks=1 or all)
@@ -47,17 +46,17 @@ const ObserverFetchMaxWait = 5 * time.Millisecond
 // acknowledgement that arrives after the HW passed its record.
 const observerRing = 1024
 
-// hwObserver watches the HW of every partition of one topic. Run drives the fetches (one
+// HWObserver watches the HW of every partition of one topic. Run drives the fetches (one
 // goroutine per leader); Acked is called from the producers' promise goroutines; both meet
 // under each partition's lock.
-type hwObserver struct {
+type HWObserver struct {
 	cl    *kgo.Client
 	adm   *kadm.Client
 	topic string
-	win   window
+	Win   Window
 
 	parts             []obsPart
-	fromAck, fromSend *results.Recorder
+	FromAck, FromSend *results.Recorder
 	gaps              *results.Recorder // µs since the previous response, per response that showed an advance
 
 	responses, advances, beforeAck, errs, bytes atomic.Int64
@@ -75,7 +74,7 @@ type obsPart struct {
 
 type hwSeen struct{ hw, at int64 }
 
-type pendingRec struct{ off, ack, intended int64 }
+type pendingRec struct{ off, Ack, intended int64 }
 
 // pendingRecs is a min-heap by offset.
 type pendingRecs []pendingRec
@@ -91,14 +90,15 @@ func (h *pendingRecs) Pop() any {
 	return x
 }
 
-// newHWObserver watches topic's partitions starting from start[p] (the HWs before the load).
-func newHWObserver(conn []kgo.Opt, topic string, start []int64, win window) (*hwObserver, error) {
-	cl, err := kgo.NewClient(append(conn[:len(conn):len(conn)], kgo.MetadataMinAge(target.FreshMetadata))...)
+// NewHWObserver watches topic's partitions starting from start[p] (the HWs before the load);
+// conn should keep metadata fresh (kgo.MetadataMinAge), as leaders move under faults.
+func NewHWObserver(conn []kgo.Opt, topic string, start []int64, win Window) (*HWObserver, error) {
+	cl, err := kgo.NewClient(conn...)
 	if err != nil {
 		return nil, err
 	}
-	o := &hwObserver{cl: cl, adm: kadm.NewClient(cl), topic: topic, win: win, parts: make([]obsPart, len(start)),
-		fromAck: results.NewRecorder(), fromSend: results.NewRecorder(), gaps: results.NewRecorder()}
+	o := &HWObserver{cl: cl, adm: kadm.NewClient(cl), topic: topic, Win: win, parts: make([]obsPart, len(start)),
+		FromAck: results.NewRecorder(), FromSend: results.NewRecorder(), gaps: results.NewRecorder()}
 	for i := range o.parts {
 		o.parts[i].hw = start[i]
 	}
@@ -107,8 +107,8 @@ func newHWObserver(conn []kgo.Opt, topic string, start []int64, win window) (*hw
 
 // Acked records that the record at offset of partition was acknowledged at ackNs (its
 // intended send time intendedNs); records outside the measurement window are not counted.
-func (o *hwObserver) Acked(partition int32, offset, ackNs, intendedNs int64) {
-	if !o.win.in(intendedNs) || partition < 0 || int(partition) >= len(o.parts) || offset < 0 {
+func (o *HWObserver) Acked(partition int32, offset, ackNs, intendedNs int64) {
+	if !o.Win.In(intendedNs) || partition < 0 || int(partition) >= len(o.parts) || offset < 0 {
 		return
 	}
 	p := &o.parts[partition]
@@ -125,18 +125,18 @@ func (o *hwObserver) Acked(partition int32, offset, ackNs, intendedNs int64) {
 	}
 }
 
-func (o *hwObserver) record(at, ackNs, intendedNs int64) {
+func (o *HWObserver) record(at, ackNs, intendedNs int64) {
 	lag := at - ackNs
 	if lag < 0 {
 		o.beforeAck.Add(1)
 		lag = 0
 	}
-	o.fromAck.RecordNs(lag)
-	o.fromSend.RecordNs(at - intendedNs)
+	o.FromAck.RecordNs(lag)
+	o.FromSend.RecordNs(at - intendedNs)
 }
 
 // observe applies one response's HW of a partition, seen at ns.
-func (o *hwObserver) observe(partition int32, hw, ns int64) bool {
+func (o *HWObserver) observe(partition int32, hw, ns int64) bool {
 	if partition < 0 || int(partition) >= len(o.parts) {
 		return false
 	}
@@ -154,13 +154,13 @@ func (o *hwObserver) observe(partition int32, hw, ns int64) bool {
 	p.seen = append(p.seen, hwSeen{hw, ns})
 	for len(p.pending) > 0 && p.pending[0].off < hw {
 		r := heap.Pop(&p.pending).(pendingRec)
-		o.record(ns, r.ack, r.intended)
+		o.record(ns, r.Ack, r.intended)
 	}
 	return true
 }
 
 // pendingCount is the number of acknowledged records whose HW advance was not seen yet.
-func (o *hwObserver) pendingCount() int {
+func (o *HWObserver) pendingCount() int {
 	n := 0
 	for i := range o.parts {
 		p := &o.parts[i]
@@ -173,7 +173,7 @@ func (o *hwObserver) pendingCount() int {
 
 // Run fetches until ctx is done: it finds the partitions' leaders, runs one fetch loop per
 // leader, and starts over from Metadata when a loop meets a leader change or an error.
-func (o *hwObserver) Run(ctx context.Context) {
+func (o *HWObserver) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		leaders, err := o.leaders(ctx)
 		if err != nil {
@@ -206,7 +206,7 @@ type leaderMap struct {
 	parts   map[int32][]int32 // leader -> partitions
 }
 
-func (o *hwObserver) leaders(ctx context.Context) (leaderMap, error) {
+func (o *HWObserver) leaders(ctx context.Context) (leaderMap, error) {
 	mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	md, err := o.adm.Metadata(mctx, o.topic) // also tells the client the brokers' addresses
@@ -231,7 +231,7 @@ func (o *hwObserver) leaders(ctx context.Context) (leaderMap, error) {
 
 // fetchLoop keeps one fetch in flight to broker id for its partitions until ctx ends or the
 // broker answers with an error for one of them (it may no longer lead it).
-func (o *hwObserver) fetchLoop(ctx context.Context, id int32, topicID [16]byte, parts []int32) {
+func (o *HWObserver) fetchLoop(ctx context.Context, id int32, topicID [16]byte, parts []int32) {
 	b := o.cl.Broker(int(id))
 	req := kmsg.NewPtrFetchRequest()
 	req.MaxWaitMillis = int32(ObserverFetchMaxWait / time.Millisecond)
@@ -292,7 +292,7 @@ func (o *hwObserver) fetchLoop(ctx context.Context, id int32, topicID [16]byte, 
 	}
 }
 
-func (o *hwObserver) fail(err error) {
+func (o *HWObserver) fail(err error) {
 	if errors.Is(err, context.Canceled) {
 		return
 	}
@@ -303,7 +303,7 @@ func (o *hwObserver) fail(err error) {
 
 // finish waits (up to d) until every acknowledged record's HW advance was seen, then closes
 // the observer's client; it returns how many were never seen.
-func (o *hwObserver) finish(ctx context.Context, stop func(), d time.Duration) int {
+func (o *HWObserver) Finish(ctx context.Context, stop func(), d time.Duration) int {
 	poll.Until(ctx, d, 5*time.Millisecond, func() string {
 		if n := o.pendingCount(); n > 0 {
 			return fmt.Sprint(n)
@@ -316,7 +316,7 @@ func (o *hwObserver) finish(ctx context.Context, stop func(), d time.Duration) i
 }
 
 // summary is result.json hw_observer.
-func (o *hwObserver) summary(unseen int) *results.HWObserver {
+func (o *HWObserver) Summary(unseen int) *results.HWObserver {
 	g := o.gaps.Snapshot()
 	s := &results.HWObserver{
 		FetchMaxWaitMs: int(ObserverFetchMaxWait / time.Millisecond),
@@ -329,3 +329,6 @@ func (o *hwObserver) summary(unseen int) *results.HWObserver {
 	}
 	return s
 }
+
+// Close closes the observer's client (after Run returned).
+func (o *HWObserver) Close() { o.cl.Close() }

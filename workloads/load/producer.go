@@ -1,4 +1,4 @@
-package workloads
+package load
 
 import (
 	"context"
@@ -20,31 +20,31 @@ import (
 	"github.com/isrbench/isrbench/workloads/spec"
 )
 
-// window is the measurement window [start, end) in unix ns: samples whose intended send time
+// Window is the measurement window [start, end) in unix ns: samples whose intended send time
 // falls outside it (warm-up, drain) are not recorded. Set once before the load starts.
-type window struct {
-	start, end int64
+type Window struct {
+	Start, End int64
 }
 
-func (w window) in(ns int64) bool { return ns >= w.start && ns < w.end }
+func (w Window) In(ns int64) bool { return ns >= w.Start && ns < w.End }
 
-// producer is one kgo client driven by one goroutine. Its promise callbacks run on kgo's
+// Producer is one kgo client driven by one goroutine. Its promise callbacks run on kgo's
 // goroutines, so everything they touch is behind mu or atomic.
-type producer struct {
-	id     uint32
+type Producer struct {
+	ID     uint32
 	spec   spec.ProducerSpec
 	topic  string
 	cl     *kgo.Client
 	rate   float64 // this producer's records/s (0 = closed loop)
-	win    window
+	Win    Window
 	mode   WaitMode
 	keyRng *rand.Rand // producer goroutine only
-	group  int        // index in Spec.ProducerGroups
+	Group  int        // index in Spec.ProducerGroups
 	// obs, when set, gets every acknowledged record's offset (client-observed HW lag).
-	obs *hwObserver
+	Obs *HWObserver
 
-	sendDelay *results.Histogram // producer goroutine only
-	ack       *results.Recorder  // promise goroutines; the timeline takes intervals
+	SendDelay *results.Histogram // producer goroutine only
+	Ack       *results.Recorder  // promise goroutines; the timeline takes intervals
 
 	mu        sync.Mutex // guards acked, ackPart, ackTop, errs, partErrs, failTimes
 	acked     bitset     // seq -> acknowledged (whole run, for the durability check)
@@ -53,9 +53,9 @@ type producer struct {
 	errs      map[string]int64
 	partErrs  map[int32]map[string]int64 // partition -> error name -> failed records (whole run)
 	failTimes []int64                    // intended send times (unix ns) of failed records
-	nAcked    atomic.Int64               // acknowledged in the window
-	nBytes    atomic.Int64               // acknowledged bytes in the window
-	nErrs     atomic.Int64               // failed records (whole run)
+	NAcked    atomic.Int64               // acknowledged in the window
+	NBytes    atomic.Int64               // acknowledged bytes in the window
+	NErrs     atomic.Int64               // failed records (whole run)
 	inFl      sync.WaitGroup
 
 	pool sync.Pool // *kgo.Record with a message.size value
@@ -108,7 +108,7 @@ func producerOpts(p spec.ProducerSpec, topic string) []kgo.Opt {
 	return opts
 }
 
-func newProducer(id uint32, conn []kgo.Opt, spec spec.ProducerSpec, topic string, rate float64, win window, mode WaitMode) (*producer, error) {
+func NewProducer(id uint32, conn []kgo.Opt, spec spec.ProducerSpec, topic string, rate float64, win Window, mode WaitMode) (*Producer, error) {
 	opts := append(conn[:len(conn):len(conn)], producerOpts(spec, topic)...)
 	if l := clientLogger(); l != nil {
 		opts = append(opts, kgo.WithLogger(l))
@@ -117,9 +117,9 @@ func newProducer(id uint32, conn []kgo.Opt, spec spec.ProducerSpec, topic string
 	if err != nil {
 		return nil, err
 	}
-	p := &producer{id: id, spec: spec, topic: topic, cl: cl, rate: rate, win: win, mode: mode,
+	p := &Producer{ID: id, spec: spec, topic: topic, cl: cl, rate: rate, Win: win, mode: mode,
 		keyRng:    rand.New(rand.NewPCG(uint64(id), uint64(time.Now().UnixNano()))),
-		sendDelay: results.NewHistogram(), ack: results.NewRecorder(), errs: map[string]int64{}}
+		SendDelay: results.NewHistogram(), Ack: results.NewRecorder(), errs: map[string]int64{}}
 	size := spec.MessageSize
 	p.pool.New = func() any { return &kgo.Record{Value: make([]byte, size)} }
 	return p, nil
@@ -127,7 +127,7 @@ func newProducer(id uint32, conn []kgo.Opt, spec spec.ProducerSpec, topic string
 
 // run produces on the pacer's schedule from start until end (exclusive), then returns; the
 // records still in flight finish later (wait with drain). pprof label role=producer-client.
-func (p *producer) run(ctx context.Context, start, end time.Time) error {
+func (p *Producer) Run(ctx context.Context, start, end time.Time) error {
 	var err error
 	pprof.Do(ctx, pprof.Labels("role", "producer-client"), func(ctx context.Context) {
 		err = p.loop(ctx, start, end)
@@ -135,7 +135,7 @@ func (p *producer) run(ctx context.Context, start, end time.Time) error {
 	return err
 }
 
-func (p *producer) loop(ctx context.Context, start, end time.Time) error {
+func (p *Producer) loop(ctx context.Context, start, end time.Time) error {
 	mode := p.mode
 	pc, err := NewPacer(p.rate, start, end, mode)
 	if err != nil && mode == WaitTimerfd {
@@ -153,15 +153,15 @@ func (p *producer) loop(ctx context.Context, start, end time.Time) error {
 			return nil
 		}
 		in := intended.UnixNano()
-		if p.win.in(in) {
+		if p.Win.In(in) {
 			if p.rate > 0 {
-				p.sendDelay.RecordNs(actual.Sub(intended).Nanoseconds())
+				p.SendDelay.RecordNs(actual.Sub(intended).Nanoseconds())
 			} else {
-				p.sendDelay.Record(0) // closed loop: every slot is "now"
+				p.SendDelay.Record(0) // closed loop: every slot is "now"
 			}
 		}
 		r := p.pool.Get().(*kgo.Record)
-		PutHeader(r.Value, Header{ProducerID: p.id, Seq: seq, Intended: in})
+		PutHeader(r.Value, Header{ProducerID: p.ID, Seq: seq, Intended: in})
 		switch p.spec.Keys {
 		case "uniform":
 			if r.Key == nil {
@@ -177,14 +177,14 @@ func (p *producer) loop(ctx context.Context, start, end time.Time) error {
 	}
 }
 
-func (p *producer) promise(r *kgo.Record, err error) {
+func (p *Producer) promise(r *kgo.Record, err error) {
 	defer p.inFl.Done()
 	h, herr := ParseHeader(r.Value)
 	if herr != nil {
 		panic("BUG: producer record without its header")
 	}
 	if err != nil {
-		p.nErrs.Add(1)
+		p.NErrs.Add(1)
 		name := errorName(err)
 		p.mu.Lock()
 		p.errs[name]++
@@ -201,13 +201,13 @@ func (p *producer) promise(r *kgo.Record, err error) {
 		p.mu.Unlock()
 	} else {
 		now := time.Now().UnixNano()
-		if p.win.in(h.Intended) {
-			p.ack.RecordNs(now - h.Intended)
-			p.nAcked.Add(1)
-			p.nBytes.Add(int64(len(r.Value) + len(r.Key)))
+		if p.Win.In(h.Intended) {
+			p.Ack.RecordNs(now - h.Intended)
+			p.NAcked.Add(1)
+			p.NBytes.Add(int64(len(r.Value) + len(r.Key)))
 		}
-		if p.obs != nil && p.spec.Acks != "0" {
-			p.obs.Acked(r.Partition, r.Offset, now, h.Intended)
+		if p.Obs != nil && p.spec.Acks != "0" {
+			p.Obs.Acked(r.Partition, r.Offset, now, h.Intended)
 		}
 		if p.spec.Acks != "0" {
 			p.mu.Lock()
@@ -227,7 +227,7 @@ func (p *producer) promise(r *kgo.Record, err error) {
 
 // noteTop records an acknowledged offset of partition part (p.mu held). The durability check
 // reads it for a producer of which retention left nothing in a partition.
-func (p *producer) noteTop(part int32, off int64) {
+func (p *Producer) noteTop(part int32, off int64) {
 	if part < 0 {
 		return
 	}
@@ -239,7 +239,7 @@ func (p *producer) noteTop(part int32, off int64) {
 
 // drain waits until every produced record's promise ran, or ctx ends (records still
 // buffered then are aborted by Close and counted as errors).
-func (p *producer) drain(ctx context.Context) error {
+func (p *Producer) Drain(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		_ = p.cl.Flush(ctx)
@@ -256,7 +256,7 @@ func (p *producer) drain(ctx context.Context) error {
 	}
 }
 
-func (p *producer) errCounts() map[string]int64 {
+func (p *Producer) ErrCounts() map[string]int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make(map[string]int64, len(p.errs))

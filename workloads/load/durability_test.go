@@ -1,4 +1,4 @@
-package workloads
+package load
 
 import (
 	"context"
@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads/spec"
-	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // TestCheckDurability writes a scripted partition (a lost record, a duplicate, a reordered
@@ -20,11 +20,11 @@ func TestCheckDurability(t *testing.T) {
 	const pid = 77
 	// Partition 0 holds seqs 0 1 3 2 2 (4 is lost) and a record of another writer.
 	ctx, seeds := scriptedPartition(t, "d", val(pid, 0), val(pid, 1), val(pid, 3), val(pid, 2), val(pid, 2), []byte("not ours"), val(pid+1, 0))
-	p := &producer{id: pid, spec: spec.ProducerSpec{Acks: "all"}}
+	p := &Producer{ID: pid, spec: spec.ProducerSpec{Acks: "all"}}
 	for seq := uint64(0); seq < 5; seq++ {
 		p.acked.set(seq)
 	}
-	dc, by, err := checkDurability(ctx, target.ClientOpts(seeds, nil), "d", []int64{0}, []int64{0}, []int64{7}, []*producer{p})
+	dc, by, err := CheckDurability(ctx, []kgo.Opt{kgo.SeedBrokers(seeds...)}, "d", []int64{0}, []int64{0}, []int64{7}, []*Producer{p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestCheckDurability(t *testing.T) {
 	// Reading past what exists cannot finish: the check reports which partition is short.
 	short, cancel2 := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel2()
-	if _, _, err := checkDurability(short, target.ClientOpts(seeds, nil), "d", []int64{0}, []int64{0}, []int64{9}, []*producer{p}); err == nil ||
+	if _, _, err := CheckDurability(short, []kgo.Opt{kgo.SeedBrokers(seeds...)}, "d", []int64{0}, []int64{0}, []int64{9}, []*Producer{p}); err == nil ||
 		!strings.Contains(err.Error(), "0 at 7 of [0, 9)") {
 		t.Fatalf("short read: %v", err)
 	}
@@ -49,8 +49,8 @@ func TestCheckDurability(t *testing.T) {
 func TestCheckDurabilityExpiredProducer(t *testing.T) {
 	const a, b, c = 10, 11, 12
 	ctx, seeds := scriptedPartition(t, "e", val(a, 0), val(a, 1), val(b, 0), val(b, 1), val(b, 2))
-	prod := func(id uint32, offs ...int64) *producer {
-		p := &producer{id: id, spec: spec.ProducerSpec{Acks: "all"}}
+	prod := func(id uint32, offs ...int64) *Producer {
+		p := &Producer{ID: id, spec: spec.ProducerSpec{Acks: "all"}}
 		for seq, o := range offs {
 			p.acked.set(uint64(seq))
 			p.ackPart.set(uint64(seq), 0)
@@ -58,8 +58,8 @@ func TestCheckDurabilityExpiredProducer(t *testing.T) {
 		}
 		return p
 	}
-	prods := []*producer{prod(a, 0, 1), prod(b, 2, 3, 4), prod(c, 5)}
-	dc, _, err := checkDurability(ctx, target.ClientOpts(seeds, nil), "e", []int64{0}, []int64{3}, []int64{5}, prods)
+	prods := []*Producer{prod(a, 0, 1), prod(b, 2, 3, 4), prod(c, 5)}
+	dc, _, err := CheckDurability(ctx, []kgo.Opt{kgo.SeedBrokers(seeds...)}, "e", []int64{0}, []int64{3}, []int64{5}, prods)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestCheckDurabilityExpiredProducer(t *testing.T) {
 // order; it returns a context for the test and the cluster's seeds.
 func scriptedPartition(t *testing.T, topic string, values ...[]byte) (context.Context, []string) {
 	t.Helper()
-	seeds := strings.Split(strings.TrimPrefix(newKfake(t), "kafka://"), ",")
+	seeds := newKfake(t)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
@@ -114,14 +114,38 @@ func TestBitset(t *testing.T) {
 // TestCheckDurabilityClientError: a read-back that cannot even start is an error, not a
 // clean verdict of zero records.
 func TestCheckDurabilityClientError(t *testing.T) {
-	p := &producer{id: 1, spec: spec.ProducerSpec{Acks: "all"}}
+	p := &Producer{ID: 1, spec: spec.ProducerSpec{Acks: "all"}}
 	p.acked.set(0)
 	p.acked.set(1)
-	dc, _, err := checkDurability(context.Background(), target.ClientOpts([]string{"host:notaport"}, nil), "d", []int64{0}, []int64{0}, []int64{2}, []*producer{p})
+	dc, _, err := CheckDurability(context.Background(), []kgo.Opt{kgo.SeedBrokers("host:notaport")}, "d", []int64{0}, []int64{0}, []int64{2}, []*Producer{p})
 	if err == nil {
 		t.Fatalf("no error; counts %+v", dc)
 	}
 	if dc.Acked != 2 || dc.Verified != 0 {
 		t.Fatalf("counts %+v, want Acked 2 (nothing verified)", dc)
 	}
+}
+
+func TestPartLog(t *testing.T) {
+	var l partLog
+	l.set(0, 3)
+	l.set(200, 254)
+	if l.get(0) != 3 || l.get(200) != 254 || l.get(5) != 0 || l.get(1<<20) != 0 || l.b16 != nil {
+		t.Fatalf("byte log: %d %d", l.get(0), l.get(200))
+	}
+	l.set(7, 9999) // widens
+	if l.get(0) != 3 || l.get(200) != 254 || l.get(7) != 9999 || l.b8 != nil {
+		t.Fatalf("wide log: %d %d %d", l.get(0), l.get(200), l.get(7))
+	}
+}
+
+// newKfake starts a three-broker kfake cluster for the test and returns its addresses.
+func newKfake(t *testing.T) []string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()
 }

@@ -1,4 +1,4 @@
-package workloads
+package load
 
 import (
 	"context"
@@ -39,8 +39,8 @@ var TimerfdEarly = 30 * time.Microsecond
 //
 // A Pacer belongs to one goroutine.
 type Pacer struct {
-	start    time.Time
-	end      time.Time // slots at or after end are not handed out
+	Start    time.Time
+	End      time.Time // slots at or after end are not handed out
 	interval float64   // ns between slots (0 = closed loop)
 	n        int64
 	mode     WaitMode
@@ -52,7 +52,7 @@ type Pacer struct {
 // NewPacer returns a pacer for rate records/s (0 = closed loop) whose slots run from start
 // (inclusive) to end (exclusive).
 func NewPacer(rate float64, start, end time.Time, mode WaitMode) (*Pacer, error) {
-	p := &Pacer{start: start, end: end, mode: mode}
+	p := &Pacer{Start: start, End: end, mode: mode}
 	if rate > 0 {
 		p.interval = 1e9 / rate
 	}
@@ -94,14 +94,14 @@ func (p *Pacer) Next(ctx context.Context) (intended, actual time.Time, ok bool) 
 	}
 	if p.interval == 0 {
 		now := time.Now()
-		if !now.Before(p.end) {
+		if !now.Before(p.End) {
 			return time.Time{}, time.Time{}, false
 		}
 		p.n++
 		return now, now, true
 	}
-	intended = p.start.Add(time.Duration(float64(p.n) * p.interval))
-	if !intended.Before(p.end) {
+	intended = p.Start.Add(time.Duration(float64(p.n) * p.interval))
+	if !intended.Before(p.End) {
 		return time.Time{}, time.Time{}, false
 	}
 	p.n++

@@ -1,8 +1,10 @@
-package workloads
+package load
 
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // Record value layout (little endian), HeaderSize bytes followed by filler up to message.size:
@@ -13,10 +15,10 @@ import (
 //	+-------+------------+----------------+-------------------------+---------
 //
 // magic is HeaderMagic ("ISRB"); producer id is unique per producer and run; seq counts the
-// producer's records from 0; the intended send time is the open-loop schedule slot the
+// Producer's records from 0; the intended send time is the open-loop schedule slot the
 // record was meant for (latencies are measured from it).
 const (
-	HeaderSize  = 24
+	HeaderSize  = spec.MinMessageSize
 	HeaderMagic = 0x42525349 // "ISRB" little endian
 )
 

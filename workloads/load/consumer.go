@@ -1,4 +1,4 @@
-package workloads
+package load
 
 import (
 	"context"
@@ -14,23 +14,23 @@ import (
 	"github.com/isrbench/isrbench/results"
 )
 
-// consumer reads every partition of the topic from the leader (kgo fetches from the leader
+// Consumer reads every partition of the topic from the leader (kgo fetches from the leader
 // unless a rack is configured) starting at the offsets snapshotted before the load started,
 // and records end-to-end latency = receive time - intended send time for the records of this
 // run's producers. One goroutine runs it; e2e is read after run returns.
-type consumer struct {
+type Consumer struct {
 	cl   *kgo.Client
-	win  window
-	ours func(pid uint32) bool
-	e2e  *results.Histogram
+	Win  Window
+	Ours func(pid uint32) bool
+	E2E  *results.Histogram
 	next []atomic.Int64 // per partition: next offset to read (exclusive end of what was received)
 	// member is set for a member of a consumer group (newGroupConsumer).
 	member *groupMember
 	// peers, set for a worker of a multi-worker run, tracks every worker's least delay.
-	peers *peerClock
+	Peers *PeerClock
 }
 
-func newConsumer(conn []kgo.Opt, topic string, start []int64, win window, ours func(uint32) bool, extra ...kgo.Opt) (*consumer, error) {
+func NewConsumer(conn []kgo.Opt, topic string, start []int64, win Window, ours func(uint32) bool, extra ...kgo.Opt) (*Consumer, error) {
 	offs := make(map[int32]kgo.Offset, len(start))
 	for p, o := range start {
 		offs[int32(p)] = kgo.NewOffset().At(o)
@@ -44,7 +44,7 @@ func newConsumer(conn []kgo.Opt, topic string, start []int64, win window, ours f
 	if err != nil {
 		return nil, err
 	}
-	c := &consumer{cl: cl, win: win, ours: ours, e2e: results.NewHistogram(), next: make([]atomic.Int64, len(start))}
+	c := &Consumer{cl: cl, Win: win, Ours: ours, E2E: results.NewHistogram(), next: make([]atomic.Int64, len(start))}
 	for p, o := range start {
 		c.next[p].Store(o)
 	}
@@ -52,7 +52,7 @@ func newConsumer(conn []kgo.Opt, topic string, start []int64, win window, ours f
 }
 
 // run polls until ctx is done; pprof label role=consumer-client.
-func (c *consumer) run(ctx context.Context) {
+func (c *Consumer) Run(ctx context.Context) {
 	pprof.Do(ctx, pprof.Labels("role", "consumer-client"), func(ctx context.Context) {
 		for ctx.Err() == nil {
 			fs := c.cl.PollFetches(ctx)
@@ -64,13 +64,13 @@ func (c *consumer) run(ctx context.Context) {
 				}
 				for _, r := range p.Records {
 					h, err := ParseHeader(r.Value)
-					if err == nil && c.peers != nil {
-						c.peers.see(h.ProducerID, now-h.Intended)
+					if err == nil && c.Peers != nil {
+						c.Peers.see(h.ProducerID, now-h.Intended)
 					}
-					if err != nil || !c.ours(h.ProducerID) || !c.win.in(h.Intended) {
+					if err != nil || !c.Ours(h.ProducerID) || !c.Win.In(h.Intended) {
 						continue
 					}
-					c.e2e.RecordNs(now - h.Intended)
+					c.E2E.RecordNs(now - h.Intended)
 				}
 			})
 		}
@@ -79,7 +79,7 @@ func (c *consumer) run(ctx context.Context) {
 
 // caughtUp reports whether the consumer received everything below end[p] for every partition
 // (a group member: see groupCaughtUp).
-func (c *consumer) caughtUp(end []int64) bool {
+func (c *Consumer) CaughtUp(end []int64) bool {
 	for p, e := range end {
 		if p < len(c.next) && c.next[p].Load() < e {
 			return false
@@ -88,30 +88,30 @@ func (c *consumer) caughtUp(end []int64) bool {
 	return true
 }
 
-func (c *consumer) close() { c.cl.Close() }
+func (c *Consumer) Close() { c.cl.Close() }
 
-// checkDurability reads every partition back from start[p] (inclusive) to end[p] (exclusive,
+// CheckDurability reads every partition back from start[p] (inclusive) to end[p] (exclusive,
 // the HW after the run) and compares what it finds with what the producers had acknowledged.
 // Records of other writers are ignored. A record seen twice counts as duplicated; a
-// producer's sequence going backwards within a partition counts as out of order.
+// Producer's sequence going backwards within a partition counts as out of order.
 //
 // loadStart[p] is the partition's end offset before the load. Where start[p] > loadStart[p],
 // retention deleted [loadStart[p], start[p]) before the read-back: an acknowledged record of
-// producer i that is missing there and whose sequence is below the first sequence of producer
+// Producer i that is missing there and whose sequence is below the first sequence of producer
 // i read in its partition (records of one producer land in a partition in sequence order) was
 // in the deleted range; it counts as expired, not lost. A missing record of a producer of
 // which nothing is left in that partition counts as expired only if the highest offset that
-// producer had acknowledged there is below start[p] (with a sticky partitioner a producer can
+// Producer had acknowledged there is below start[p] (with a sticky partitioner a producer can
 // leave a partition early, and retention then deletes all of it); otherwise it is lost (the
 // check never hides a loss it cannot place).
 //
 // It returns the totals and the counts by the producers' acks setting ("all", "1", "0").
-func checkDurability(ctx context.Context, conn []kgo.Opt, topic string, loadStart, start, end []int64, prods []*producer) (results.DurabilityCounts, map[string]results.DurabilityCounts, error) {
+func CheckDurability(ctx context.Context, conn []kgo.Opt, topic string, loadStart, start, end []int64, prods []*Producer) (results.DurabilityCounts, map[string]results.DurabilityCounts, error) {
 	dcs := make([]results.DurabilityCounts, len(prods)) // per producer index
 	byID := make(map[uint32]int, len(prods))
 	seen := make([]bitset, len(prods))
 	for i, p := range prods {
-		byID[p.id] = i
+		byID[p.ID] = i
 	}
 	first := make(map[[2]int64]uint64) // (producer index, partition) -> first seq read (lowest offset)
 	remaining := 0
@@ -195,7 +195,7 @@ func checkDurability(ctx context.Context, conn []kgo.Opt, topic string, loadStar
 		}
 	}
 	// expired: seq of producer i (p.mu held) lies in its partition's range deleted by retention.
-	expired := func(i int, p *producer, seq uint64) bool {
+	expired := func(i int, p *Producer, seq uint64) bool {
 		part := p.ackPart.get(seq)
 		if int(part) >= len(start) || int(part) >= len(loadStart) || start[part] <= loadStart[part] {
 			return false
@@ -229,7 +229,7 @@ func checkDurability(ctx context.Context, conn []kgo.Opt, topic string, loadStar
 }
 
 // sumCounts adds per-producer counts into totals and by-acks counts (error always nil).
-func sumCounts(dcs []results.DurabilityCounts, prods []*producer) (results.DurabilityCounts, map[string]results.DurabilityCounts, error) {
+func sumCounts(dcs []results.DurabilityCounts, prods []*Producer) (results.DurabilityCounts, map[string]results.DurabilityCounts, error) {
 	var tot results.DurabilityCounts
 	by := map[string]results.DurabilityCounts{}
 	for i, d := range dcs {
@@ -250,7 +250,7 @@ func addCounts(a, b results.DurabilityCounts) results.DurabilityCounts {
 }
 
 // countAcked fills only Acked (when the read-back could not finish).
-func countAcked(dcs []results.DurabilityCounts, prods []*producer) {
+func countAcked(dcs []results.DurabilityCounts, prods []*Producer) {
 	for i, p := range prods {
 		p.mu.Lock()
 		dcs[i].Acked = p.acked.count()
