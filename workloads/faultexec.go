@@ -124,7 +124,7 @@ func runExec(command string, b target.ExecBroker, timeout time.Duration, outPath
 // runExecFault runs exec fault i: it resolves the target when the fault starts, runs the
 // command, then the undo after the duration (at the latest at measureEnd, at once when ctx
 // ends), and records both in result.json faults[i].
-func (r *run) runExecFault(ctx context.Context, i int, f spec.Fault, measureStart, measureEnd time.Time) {
+func (r *rig) runExecFault(ctx context.Context, log *faultLog, i int, f spec.Fault, measureStart, measureEnd time.Time) {
 	if !poll.At(ctx, measureStart.Add(f.At)) {
 		return
 	}
@@ -140,7 +140,7 @@ func (r *run) runExecFault(ctx context.Context, i int, f spec.Fault, measureStar
 	if err != nil {
 		rf.Error = err.Error()
 		notef("fault %d exec: %v", i, err)
-		r.addFault(i, rf)
+		log.add(i, rf)
 		return
 	}
 	rf.Target = "broker=" + strconv.Itoa(int(b.ID))
@@ -163,11 +163,11 @@ func (r *run) runExecFault(ctx context.Context, i int, f spec.Fault, measureStar
 			notef("fault %d undo %q: %s (output in %s)", i, rf.Undo.Command, rf.Undo.Error, rf.Undo.Output)
 		}
 	}
-	r.addFault(i, rf)
+	log.add(i, rf)
 }
 
 // resolveExec resolves an exec fault's target through the target's metadata.
-func (r *run) resolveExec(ctx context.Context, f spec.Fault) (target.ExecBroker, error) {
+func (r *rig) resolveExec(ctx context.Context, f spec.Fault) (target.ExecBroker, error) {
 	er := r.parts.Exec
 	if er == nil {
 		return target.ExecBroker{}, fmt.Errorf("target %s cannot resolve exec fault targets", r.tgt.Name())

@@ -36,7 +36,7 @@ type reassigner interface {
 
 // runReassignFault applies reassign fault i at its time and records when the reassignment
 // completed.
-func (r *run) runReassignFault(ctx context.Context, i int, f spec.Fault, measureStart time.Time) {
+func (r *rig) runReassignFault(ctx context.Context, log *faultLog, i int, f spec.Fault, measureStart time.Time) {
 	if !poll.At(ctx, measureStart.Add(f.At)) {
 		return
 	}
@@ -51,7 +51,7 @@ func (r *run) runReassignFault(ctx context.Context, i int, f spec.Fault, measure
 	}
 	rf := results.Fault{AtS: applied.Sub(measureStart).Seconds(), Time: applied.UTC(), Kind: f.Kind,
 		Detail: fmt.Sprintf("faults[%d]: reassign: %s the replicas on %s to %s, throttle %d B/s", i, how, describeTarget(f), to, r.spec.ReassignThrottle)}
-	defer func() { r.addFault(i, rf) }()
+	defer func() { log.add(i, rf) }()
 	ra, ok := r.tgt.(reassigner)
 	if !ok {
 		rf.Error = fmt.Sprintf("the %s target cannot reassign partitions (the embedded target can)", r.tgt.Name())

@@ -3,6 +3,7 @@ package workloads
 import (
 	"context"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 // each fault after its duration, at the latest at the end of measurement; it returns when
 // every fault was applied and healed (or ctx ended, in which case applied faults are still
 // healed so the cluster can be read back).
-func (r *run) runFaults(ctx context.Context, measureStart, measureEnd time.Time) {
+func (r *rig) runFaults(ctx context.Context, log *faultLog, measureStart, measureEnd time.Time) {
 	if !r.opts.Worker.First() {
 		return // worker 1 of a multi-worker run runs the schedule
 	}
@@ -24,19 +25,19 @@ func (r *run) runFaults(ctx context.Context, measureStart, measureEnd time.Time)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.runFault(ctx, i, f, measureStart, measureEnd)
+			r.runFault(ctx, log, i, f, measureStart, measureEnd)
 		}()
 	}
 	wg.Wait()
 }
 
-func (r *run) runFault(ctx context.Context, i int, f spec.Fault, measureStart, measureEnd time.Time) {
+func (r *rig) runFault(ctx context.Context, log *faultLog, i int, f spec.Fault, measureStart, measureEnd time.Time) {
 	switch f.Kind {
 	case "exec":
-		r.runExecFault(ctx, i, f, measureStart, measureEnd)
+		r.runExecFault(ctx, log, i, f, measureStart, measureEnd)
 		return
 	case "reassign":
-		r.runReassignFault(ctx, i, f, measureStart)
+		r.runReassignFault(ctx, log, i, f, measureStart)
 		return
 	}
 	if !poll.At(ctx, measureStart.Add(f.At)) {
@@ -49,7 +50,7 @@ func (r *run) runFault(ctx context.Context, i int, f spec.Fault, measureStart, m
 	rf.Target = target
 	if err != nil {
 		rf.Error = err.Error()
-		r.addFault(i, rf)
+		log.add(i, rf)
 		if !r.opts.Quiet {
 			fmt.Fprintf(r.opts.Stderr, "fault %s %s: %v\n", f.Kind, f.Target, err)
 		}
@@ -66,14 +67,33 @@ func (r *run) runFault(ctx context.Context, i int, f spec.Fault, measureStart, m
 		}
 		rf.EndS = time.Since(measureStart).Seconds()
 	}
-	r.addFault(i, rf)
+	log.add(i, rf)
 }
 
-// addFault records fault i of the schedule (result.json lists them in schedule order).
-func (r *run) addFault(i int, f results.Fault) {
-	r.faultsMu.Lock()
-	r.faults = append(r.faults, indexedFault{i, f})
-	r.faultsMu.Unlock()
+// faultLog holds the faults the schedule applied; the fault goroutines add to it, report
+// reads it after they ended.
+type faultLog struct {
+	mu   sync.Mutex
+	list []indexedFault
+}
+
+// add records fault i of the schedule.
+func (l *faultLog) add(i int, f results.Fault) {
+	l.mu.Lock()
+	l.list = append(l.list, indexedFault{i, f})
+	l.mu.Unlock()
+}
+
+// ordered returns the applied faults in schedule order (as result.json lists them).
+func (l *faultLog) ordered() []results.Fault {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sort.Slice(l.list, func(a, b int) bool { return l.list[a].i < l.list[b].i })
+	var out []results.Fault // nil without faults: result.json omits them
+	for _, f := range l.list {
+		out = append(out, f.f)
+	}
+	return out
 }
 
 type indexedFault struct {

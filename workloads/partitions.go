@@ -28,7 +28,7 @@ type ISREvent struct {
 // stopped) into partitions.csv, and keeps the ISR events and leaderless time for the
 // summary. One goroutine runs loop; the runner reads the results after loop returned.
 type partTimeline struct {
-	r        *run
+	r        *rig
 	ps       target.PartitionSampler
 	path     string
 	start    time.Time
@@ -59,7 +59,7 @@ type fullMark struct {
 	Full bool
 }
 
-func newPartTimeline(r *run, ps target.PartitionSampler, path string, start time.Time) *partTimeline {
+func newPartTimeline(r *rig, ps target.PartitionSampler, path string, start time.Time) *partTimeline {
 	return &partTimeline{r: r, ps: ps, path: path, start: start, interval: 100 * time.Millisecond,
 		prev: map[int32]target.PartitionSample{}, lastErrs: map[int32]map[string]int64{}}
 }

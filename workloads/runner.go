@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,7 +49,7 @@ type Options struct {
 	// Assume lists broker settings already in effect on a kafka:// target (ParseAssume):
 	// the run neither changes them nor needs the brokers to report them.
 	Assume map[string]string
-	// Worker makes the run one worker of several (worker.go); zero: the whole load.
+	// Worker makes the run one worker of several (load.Worker); zero: the whole load.
 	Worker load.Worker
 
 	// session applies the spec's settings to a kafka:// target; Sweep sets one for all its
@@ -134,7 +133,7 @@ func Run(ctx context.Context, s *spec.Spec, o Options) (res *results.Result, err
 		return nil, err
 	}
 	id = filepath.Base(dir)
-	r := &run{spec: s, opts: o, dir: dir, hwlag: results.NewRecorder()}
+	r := &rig{spec: s, opts: o, dir: dir, hwlag: results.NewRecorder()}
 	res, err = r.do(ctx, id, startedAt)
 	if r.restoreErr != nil {
 		err = errors.Join(err, r.restoreErr)
@@ -167,7 +166,11 @@ func makeRunDir(parent, id string) (string, error) {
 	}
 }
 
-type run struct {
+// rig is setup's value: the run's inputs (spec, options, run dir) and what setup fixed and
+// opened for the later phases (the target, the clients, the plan, the loops). Only the
+// runner's goroutine uses it, apart from hwWin and hwlag (the core's callbacks) and the
+// producers' and consumers' own locks.
+type rig struct {
 	spec *spec.Spec
 	opts Options
 	dir  string
@@ -183,10 +186,6 @@ type run struct {
 	prods []*load.Producer
 	cons  []*load.Consumer
 
-	faultsMu sync.Mutex
-	faults   []indexedFault
-	hists    runHists
-
 	// External clusters and workers (runner_external.go).
 	ownSession     *target.ConfigSession // the run's own settings session, restored at its end
 	restoreErr     error
@@ -194,37 +193,30 @@ type run struct {
 	targetNotes    []string
 	obs            *load.HWObserver // client-observed HW lag; nil without acknowledged producers
 	obsStop        func()
-	obsUnseen      int
 
-	// The phases' state (runner_setup.go): the plan and what setup and measure started.
-	plan      runPlan
-	loops     loops
-	adm       *kadm.Client
-	guard     *diskGuard // nil without a local data dir
-	tl        *timeline
-	pt        *partTimeline // nil when the target cannot sample partitions
-	gp        *groupProbe   // nil without a consumer group
-	cost      *costMeter
-	prodErrs  []error // per producer, set when the load ends
-	profFiles []string
-	profErr   error
-	// clientHgrms are the client-observed HW lag's histograms (externalResult).
-	clientHgrms []results.NamedHistogram
-	// Loops settle and report stop or wait for (nil when not started).
-	tlLoop, ptLoop, consLoop, gpLoop *loop
+	// What setup fixed and opened (runner_setup.go): the plan, the admin client, the disk
+	// guard and the timeline; loops holds every loop and cleanup of every phase.
+	plan  runPlan
+	loops loops
+	adm   *kadm.Client
+	guard *diskGuard // nil without a local data dir
+	tl    *timeline
 }
 
-// do runs the phases of the run (runner_setup.go): setup, measure, settle, verify and
-// report; whatever a phase started is stopped and closed by loops.close on every path.
-func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.Result, error) {
+// do runs the phases of the run (runner_setup.go), each handing its value to the next:
+// setup builds the rig, measure returns the measurement, settle what it settled, verify the
+// verdict, and report the result from all of them. Whatever a phase started is stopped and
+// closed by loops.close on every path.
+func (r *rig) do(ctx context.Context, id string, startedAt time.Time) (*results.Result, error) {
 	defer r.loops.close()
 	if err := r.setup(ctx, id, startedAt); err != nil {
 		return nil, err
 	}
-	if err := r.measure(ctx); err != nil {
+	m, err := r.measure(ctx)
+	if err != nil {
 		return nil, err
 	}
-	st, err := r.settle(ctx)
+	st, err := r.settle(ctx, m)
 	if err != nil {
 		return nil, err
 	}
@@ -232,17 +224,17 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	if err != nil {
 		return nil, err
 	}
-	return r.report(st, v)
+	return r.report(m, st, v)
 }
 
 // partitionErrors sums the producers' failed records by partition and error name (whole run).
-func (r *run) partitionErrors() map[int32]map[string]int64 {
+func (r *rig) partitionErrors() map[int32]map[string]int64 {
 	return load.PartitionErrors(r.prods)
 }
 
 // failedBetween counts failed records whose intended send time lies in [from, to] seconds
 // after the start of measurement.
-func (r *run) failedBetween(from, to float64) int64 {
+func (r *rig) failedBetween(from, to float64) int64 {
 	lo := r.win.Start + int64(from*1e9)
 	hi := r.win.Start + int64(to*1e9)
 	return load.FailedBetween(r.prods, lo, hi)
@@ -270,7 +262,7 @@ func drainTimeout(s *spec.Spec) time.Duration {
 	return d
 }
 
-func (r *run) closeClients() {
+func (r *rig) closeClients() {
 	for _, p := range r.prods {
 		p.Close()
 	}
@@ -280,7 +272,7 @@ func (r *run) closeClients() {
 	r.prods, r.cons = r.prods[:len(r.prods):len(r.prods)], r.cons[:len(r.cons):len(r.cons)]
 }
 
-func (r *run) onHWLag(lagNs, records int64) {
+func (r *rig) onHWLag(lagNs, records int64) {
 	w := r.hwWin.Load()
 	if w == nil {
 		return
@@ -294,7 +286,7 @@ func (r *run) onHWLag(lagNs, records int64) {
 
 // waitConsumers waits until every consumer received everything below end, or d passed; it
 // reports whether they all caught up.
-func (r *run) waitConsumers(ctx context.Context, end []int64, d time.Duration) bool {
+func (r *rig) waitConsumers(ctx context.Context, end []int64, d time.Duration) bool {
 	return poll.Until(ctx, d, 20*time.Millisecond, func() string {
 		if r.spec.Consumers.GroupID != "" {
 			if !load.GroupCaughtUp(r.cons, end) {

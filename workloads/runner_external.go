@@ -16,16 +16,16 @@ import (
 )
 
 // The runner's parts for external clusters and multi-worker runs: the settings a kafka://
-// target is given (targetconfig.go), the client-observed HW lag (hwobserver.go) and the
-// worker's share of the load (worker.go). runner.go calls these at fixed points of a run.
+// target is given (target.ConfigSession), the client-observed HW lag (load.HWObserver) and the
+// worker's share of the load (load.Worker). runner.go calls these at fixed points of a run.
 
 // isKafkaTarget reports whether the run drives a kafka:// cluster.
-func (r *run) isKafkaTarget() bool { return strings.HasPrefix(r.opts.Target, "kafka://") }
+func (r *rig) isKafkaTarget() bool { return strings.HasPrefix(r.opts.Target, "kafka://") }
 
 // topicConfigs are the configs the benchmark topic is created with: on a kafka:// target
 // every topic setting the spec gives (TopicConfigs), on the embedded one min.insync.replicas
 // (its brokers were started with the rest).
-func (r *run) topicConfigs() map[string]*string {
+func (r *rig) topicConfigs() map[string]*string {
 	if r.isKafkaTarget() {
 		return target.TopicConfigs(r.spec)
 	}
@@ -36,7 +36,7 @@ func (r *run) topicConfigs() map[string]*string {
 // prepareTarget creates the topic (waiting for full ISRs) and, on a kafka:// target, first
 // checks the spec's settings against the cluster (Check: nothing runs when one cannot be
 // applied) and then applies them (Apply). restoreTarget, deferred before it, undoes them.
-func (r *run) prepareTarget(ctx context.Context, adm *kadm.Client) error {
+func (r *rig) prepareTarget(ctx context.Context, adm *kadm.Client) error {
 	if !r.isKafkaTarget() {
 		_, err := target.EnsureTopic(ctx, adm, r.spec, r.topicConfigs(), 30*time.Second)
 		return err
@@ -64,7 +64,7 @@ func (r *run) prepareTarget(ctx context.Context, adm *kadm.Client) error {
 
 // restoreTarget restores what the run's own ConfigSession changed (a sweep restores its
 // session after its last point); a failure is kept for Run's error.
-func (r *run) restoreTarget(ctx context.Context) {
+func (r *rig) restoreTarget(ctx context.Context) {
 	if r.ownSession == nil {
 		return
 	}
@@ -74,7 +74,7 @@ func (r *run) restoreTarget(ctx context.Context) {
 	}
 }
 
-func (r *run) notef(format string, args ...any) {
+func (r *rig) notef(format string, args ...any) {
 	if !r.opts.Quiet {
 		fmt.Fprintf(r.opts.Stderr, format+"\n", args...)
 	}
@@ -82,7 +82,7 @@ func (r *run) notef(format string, args ...any) {
 
 // loadStart is when the producers start: 200 ms from now, or a worker's --start-at, which
 // the setup must not have passed.
-func (r *run) loadStart() (time.Time, error) {
+func (r *rig) loadStart() (time.Time, error) {
 	w := r.opts.Worker
 	if !w.Active() {
 		return time.Now().Add(200 * time.Millisecond), nil
@@ -95,10 +95,10 @@ func (r *run) loadStart() (time.Time, error) {
 }
 
 // idBase is the first producer id of this run (see Worker.idBase).
-func (r *run) idBase() uint32 { return r.opts.Worker.IDBase(r.spec.Name, rand.Uint32()) }
+func (r *rig) idBase() uint32 { return r.opts.Worker.IDBase(r.spec.Name, rand.Uint32()) }
 
 // producerTotal is the number of producers the spec has over all workers.
-func (r *run) producerTotal() int {
+func (r *rig) producerTotal() int {
 	n := 0
 	for _, g := range r.spec.ProducerGroups() {
 		n += g.Count
@@ -109,7 +109,7 @@ func (r *run) producerTotal() int {
 // startObserver starts the client HW observer when hw.lag.client asks for it (see
 // Spec.HWLagClient) and some producer waits for acknowledgements; stopObserver (deferred) ends
 // it on any path, finishObserver after the drain.
-func (r *run) startObserver(ctx context.Context, conn []kgo.Opt, startOffs []int64) error {
+func (r *rig) startObserver(ctx context.Context, conn []kgo.Opt, startOffs []int64) error {
 	acked := false
 	for _, g := range r.spec.ProducerGroups() {
 		acked = acked || (g.Count > 0 && g.Acks != "0")
@@ -129,7 +129,7 @@ func (r *run) startObserver(ctx context.Context, conn []kgo.Opt, startOffs []int
 	return nil
 }
 
-func (r *run) stopObserver() {
+func (r *rig) stopObserver() {
 	if r.obsStop != nil {
 		r.obsStop()
 		r.obsStop = nil
@@ -137,39 +137,41 @@ func (r *run) stopObserver() {
 	}
 }
 
-// finishObserver waits (up to 5 s) until the HW is seen past every acknowledged record.
-func (r *run) finishObserver(ctx context.Context) {
+// finishObserver waits (up to 5 s) until the HW is seen past every acknowledged record; it
+// returns how many acknowledged records it did not see committed.
+func (r *rig) finishObserver(ctx context.Context) (unseen int) {
 	if r.obs == nil || r.obsStop == nil {
-		return
+		return 0
 	}
 	stop := r.obsStop
 	r.obsStop = nil
-	r.obsUnseen = r.obs.Finish(ctx, stop, 5*time.Second)
+	return r.obs.Finish(ctx, stop, 5*time.Second)
 }
 
 // timelineHWInterval is timeline.csv's hw_lag_p99_us source: the core's HW lag on the
 // embedded target, the client-observed one (from the acknowledgement) elsewhere.
-func (r *run) timelineHWInterval() *results.Histogram {
+func (r *rig) timelineHWInterval() *results.Histogram {
 	if r.tgt.HasHWLag() || r.obs == nil {
 		return r.hwlag.Interval()
 	}
 	return r.obs.FromAck.Interval()
 }
 
-// externalResult adds to res what this file's parts measured: the client HW lag and its
-// .hgrm files (written with the others by writeOutputs), the target's settings and notes, the worker's part. Called before the outputs
-// are written.
-func (r *run) externalResult(res *results.Result, measureStart time.Time) error {
+// externalResult adds to res what this file's parts measured: the client HW lag (unseen: the
+// acknowledged records the observer did not see committed), the target's settings and notes,
+// the worker's part; it returns the client HW lag's .hgrm files, which writeOutputs writes
+// first. Called before the outputs are written.
+func (r *rig) externalResult(res *results.Result, measureStart time.Time, unseen int) (clientHgrms []results.NamedHistogram, err error) {
 	if r.obs != nil {
 		ack, send := r.obs.FromAck.Snapshot(), r.obs.FromSend.Snapshot()
 		sa, ss := results.Summarize(ack), results.Summarize(send)
 		res.HWLagClientUs, res.HWLagClientSendUs = &sa, &ss
-		res.HWObserver = r.obs.Summary(r.obsUnseen)
-		r.clientHgrms = []results.NamedHistogram{{Name: "hw_lag_client.hgrm", H: ack}, {Name: "hw_lag_client_send.hgrm", H: send}}
+		res.HWObserver = r.obs.Summary(unseen)
+		clientHgrms = []results.NamedHistogram{{Name: "hw_lag_client.hgrm", H: ack}, {Name: "hw_lag_client_send.hgrm", H: send}}
 		note := fmt.Sprintf("client-observed: produce acknowledgement (and intended send) -> first fetch response showing the HW past the record; resolution %s µs (p99 window between responses, fetch.max.wait.ms %d)",
 			results.FormatValue(res.HWObserver.ResolutionUs), res.HWObserver.FetchMaxWaitMs)
-		if r.obsUnseen > 0 {
-			note += fmt.Sprintf("; %d acknowledged records whose HW advance was not seen are left out", r.obsUnseen)
+		if unseen > 0 {
+			note += fmt.Sprintf("; %d acknowledged records whose HW advance was not seen are left out", unseen)
 		}
 		res.Note("hw_lag_client", note)
 	}
@@ -186,5 +188,5 @@ func (r *run) externalResult(res *results.Result, measureStart time.Time) error 
 	if w := r.opts.Worker; w.Active() && !w.First() && len(r.spec.Faults) > 0 {
 		res.Note("faults", fmt.Sprintf("worker %s runs no faults: worker 1 runs the schedule", w))
 	}
-	return nil
+	return clientHgrms, nil
 }

@@ -18,13 +18,14 @@ import (
 // guard, the partition timeline, profiles and the cost meter), and returns when the producers
 // are done and the fault schedule has ended. A run the disk guard or an offline log
 // directory stopped early returns that cause (its run dir removed: there is no result).
-func (r *run) measure(ctx context.Context) error {
+func (r *rig) measure(ctx context.Context) (*measurement, error) {
 	s, p := r.spec, &r.plan
+	m := &measurement{}
 	// loadCtx ends the load early when the disk guard trips (its cause is the *LowDiskError).
 	loadCtx, stopLoad := context.WithCancelCause(ctx)
 	r.loops.onClose(func() { stopLoad(nil) })
 	cons := r.cons
-	r.consLoop = r.loops.start(ctx, func(ctx context.Context) {
+	m.consLoop = r.loops.start(ctx, func(ctx context.Context) {
 		var wg sync.WaitGroup
 		for _, c := range cons {
 			wg.Go(func() { c.Run(ctx) })
@@ -33,8 +34,8 @@ func (r *run) measure(ctx context.Context) error {
 	})
 	if p.grouped && len(r.cons) > 0 {
 		gp := newGroupProbe(s, r.parts.Groups, r.adm)
-		r.gp = gp
-		r.gpLoop = r.loops.start(ctx, func(ctx context.Context) {
+		m.gp = gp
+		m.gpLoop = r.loops.start(ctx, func(ctx context.Context) {
 			if !poll.At(ctx, p.measureStart) {
 				return
 			}
@@ -47,14 +48,14 @@ func (r *run) measure(ctx context.Context) error {
 
 	// Producers, staggered by a slot fraction so their schedules interleave.
 	var prodWG sync.WaitGroup
-	r.prodErrs = make([]error, len(r.prods))
+	m.prodErrs = make([]error, len(r.prods))
 	for i, pr := range r.prods {
-		prodWG.Go(func() { r.prodErrs[i] = pr.Run(loadCtx, p.sendFrom[i], p.measureEnd) })
+		prodWG.Go(func() { m.prodErrs[i] = pr.Run(loadCtx, p.sendFrom[i], p.measureEnd) })
 	}
 
 	// Timeline, progress, faults and profiles run alongside.
-	r.tlLoop = r.loops.start(ctx, r.tl.loop)
-	faults := r.loops.start(loadCtx, func(ctx context.Context) { r.runFaults(ctx, p.measureStart, p.measureEnd) })
+	m.tlLoop = r.loops.start(ctx, r.tl.loop)
+	faults := r.loops.start(loadCtx, func(ctx context.Context) { r.runFaults(ctx, &m.faults, p.measureStart, p.measureEnd) })
 	var storage, guard *loop
 	if od := r.parts.LogDirs; od != nil {
 		storage = r.loops.start(loadCtx, func(ctx context.Context) {
@@ -67,18 +68,18 @@ func (r *run) measure(ctx context.Context) error {
 		})
 	}
 	if ps := r.parts.Partitions; ps != nil {
-		r.pt = newPartTimeline(r, ps, filepath.Join(r.dir, "partitions.csv"), p.measureStart)
-		r.ptLoop = r.loops.start(ctx, r.pt.loop) // stopped before closeClients: pt reads r.prods
+		m.pt = newPartTimeline(r, ps, filepath.Join(r.dir, "partitions.csv"), p.measureStart)
+		m.ptLoop = r.loops.start(ctx, m.pt.loop) // stopped before closeClients: pt reads r.prods
 	}
 	var prof *loop
 	if len(r.opts.Profile) > 0 {
-		prof = r.loops.start(ctx, r.captureProfiles)
+		prof = r.loops.start(ctx, func(ctx context.Context) { r.captureProfiles(ctx, m) })
 	}
-	r.cost = r.startCostAt(ctx, p.measureStart)
-	r.loops.onClose(r.cost.stop)
+	m.cost = r.startCostAt(ctx, p.measureStart)
+	r.loops.onClose(m.cost.stop)
 
 	prodWG.Wait()
-	r.cost.stop()
+	m.cost.stop()
 	guard.stop()
 	storage.stop()
 	var storageErr *StorageError
@@ -86,33 +87,49 @@ func (r *run) measure(ctx context.Context) error {
 		// Stop everything at once; closing the target removes the data dir.
 		prof.stop()
 		faults.wait()
-		r.tlLoop.stop()
+		m.tlLoop.stop()
 		os.RemoveAll(r.dir) // no result (a partial timeline only): the disk is short already
-		return cause
+		return nil, cause
 	}
 	prof.stop()
 	faults.wait()
-	return nil
+	return m, nil
+}
+
+// measurement is measure's value: what ran alongside the load and what it left for settle and
+// report. The loops are nil when not started; faults is written by the fault goroutines
+// under its lock, the rest by measure's goroutine (profFiles and profErr by the profile loop,
+// read after it stopped).
+type measurement struct {
+	prodErrs  []error       // per producer (rig.prods), set when the load ends
+	pt        *partTimeline // nil when the target cannot sample partitions
+	gp        *groupProbe   // nil without a consumer group
+	cost      *costMeter
+	faults    faultLog
+	profFiles []string
+	profErr   error
+	// The loops settle and report stop or wait for.
+	tlLoop, ptLoop, consLoop, gpLoop *loop
 }
 
 // captureProfiles takes the pprof profiles of --profile over the measurement window (not
 // while the load drains) into <run dir>/profiles; it returns early when ctx ends.
-func (r *run) captureProfiles(ctx context.Context) {
+func (r *rig) captureProfiles(ctx context.Context, m *measurement) {
 	if !poll.At(ctx, r.plan.measureStart) {
 		return
 	}
 	st, err := profileStarter(r.opts.Profile, filepath.Join(r.dir, "profiles"))
 	if err != nil {
-		r.profErr = err
+		m.profErr = err
 	}
 	if st == nil {
 		return
 	}
 	poll.At(ctx, r.plan.measureEnd)
 	f, err := st()
-	r.profFiles = f
-	if err != nil && r.profErr == nil {
-		r.profErr = err
+	m.profFiles = f
+	if err != nil && m.profErr == nil {
+		m.profErr = err
 	}
 }
 
@@ -121,6 +138,9 @@ func (r *run) captureProfiles(ctx context.Context) {
 type settled struct {
 	endOffs         []int64
 	consumersBehind bool
+	// obsUnseen counts the acknowledged records whose HW advance the client observer did not
+	// see before it stopped.
+	obsUnseen int
 }
 
 // consumerCatchUp is how long settle lets the consumers reach the HW after the load.
@@ -129,7 +149,7 @@ const consumerCatchUp = 5 * time.Second
 // settle brings the cluster to rest after the load: it heals what the fault schedule left
 // broken, drains the producers (every record gets its ack or error), waits for full ISRs and
 // committed leader logs, stops the timelines and lets the consumers reach the HW.
-func (r *run) settle(ctx context.Context) (settled, error) {
+func (r *rig) settle(ctx context.Context, m *measurement) (settled, error) {
 	s := r.spec
 	if h := r.parts.Healer; h != nil {
 		restarted, err := h.HealAll()
@@ -140,9 +160,9 @@ func (r *run) settle(ctx context.Context) (settled, error) {
 			r.notef("healing faults: %v", err)
 		}
 	}
-	for i, e := range r.prodErrs {
+	for i, e := range m.prodErrs {
 		if e != nil {
-			r.tlLoop.stop()
+			m.tlLoop.stop()
 			return settled{}, fmt.Errorf("producer %d: %w", i, e)
 		}
 	}
@@ -154,8 +174,8 @@ func (r *run) settle(ctx context.Context) (settled, error) {
 		}
 	}
 	cancelDrain()
-	r.finishObserver(ctx)
-	r.tlLoop.stop()
+	unseen := r.finishObserver(ctx)
+	m.tlLoop.stop()
 	if ctx.Err() != nil {
 		return settled{}, ctx.Err()
 	}
@@ -171,9 +191,9 @@ func (r *run) settle(ctx context.Context) (settled, error) {
 			r.notef("replication not caught up before the read-back: %s", behind)
 		}
 	}
-	r.ptLoop.stop()
-	if r.pt != nil && r.pt.err != nil {
-		r.notef("partition timeline: %v", r.pt.err)
+	m.ptLoop.stop()
+	if m.pt != nil && m.pt.err != nil {
+		r.notef("partition timeline: %v", m.pt.err)
 	}
 
 	// Let the consumers reach the HW, then check durability.
@@ -182,8 +202,8 @@ func (r *run) settle(ctx context.Context) (settled, error) {
 		return settled{}, err
 	}
 	behind := !r.waitConsumers(ctx, endOffs, consumerCatchUp)
-	r.consLoop.stop()
-	return settled{endOffs: endOffs, consumersBehind: behind}, nil
+	m.consLoop.stop()
+	return settled{endOffs: endOffs, consumersBehind: behind, obsUnseen: unseen}, nil
 }
 
 // waitReplicated waits (up to d) until every partition with a leader has its HW at the

@@ -15,17 +15,18 @@ import (
 // report.html) and prints the summary. It returns the result also with an error: a file that
 // could not be written, an incomplete read-back, or acks=all records lost although only
 // clean elections were allowed (ErrDurability).
-func (r *run) report(st settled, v *verdict) (*results.Result, error) {
+func (r *rig) report(m *measurement, st settled, v *verdict) (*results.Result, error) {
 	s, p := r.spec, &r.plan
-	res := r.result(p.id, p.startedAt, r.tl, v.dc, v.byAcks)
-	if err := r.externalResult(res, p.measureStart); err != nil {
+	res, hists := r.result(p.id, p.startedAt, r.tl, m.faults.ordered(), v.dc, v.byAcks)
+	clientHgrms, err := r.externalResult(res, p.measureStart, st.obsUnseen)
+	if err != nil {
 		return res, err
 	}
-	if r.gp != nil {
-		r.gpLoop.wait()
-		res.Group = r.gp.result(r.cons, p.measureStart, p.measureEnd)
+	if m.gp != nil {
+		m.gpLoop.wait()
+		res.Group = m.gp.result(r.cons, p.measureStart, p.measureEnd)
 	}
-	res.Cost = r.cost.cost(res.Produced.Records, r.tgt.Name() == "embedded", cpuProfileFile(r.profFiles))
+	res.Cost = m.cost.cost(res.Produced.Records, r.tgt.Name() == "embedded", cpuProfileFile(m.profFiles))
 	if st.consumersBehind {
 		// e2e latency only has the records the consumers read: a stall at the end of the
 		// run would otherwise pass unseen.
@@ -45,19 +46,19 @@ func (r *run) report(st settled, v *verdict) (*results.Result, error) {
 		res.Durability.LossExpected = why // derived from the settings
 		fr.LossExpected = why
 	}
-	if r.pt != nil {
-		r.pt.summarize(res, fr)
+	if m.pt != nil {
+		m.pt.summarize(res, fr)
 		res.Files.Partitions = fr.PartitionsCSV
 	}
 	res.Files.Faults = FaultsReportFile
 	if err := writeFaultsReport(r.dir, fr); err != nil {
 		return res, err
 	}
-	res.Files.Profiles = r.profFiles
-	if r.profErr != nil {
-		r.notef("profiles: %v", r.profErr)
+	res.Files.Profiles = m.profFiles
+	if m.profErr != nil {
+		r.notef("profiles: %v", m.profErr)
 	}
-	if err := r.writeOutputs(res, r.tl); err != nil {
+	if err := r.writeOutputs(res, r.tl, append(clientHgrms, hists.named()...), hists); err != nil {
 		return res, err
 	}
 	if !r.opts.Quiet {
@@ -81,7 +82,7 @@ func (r *run) report(st settled, v *verdict) (*results.Result, error) {
 }
 
 // groupFigures sums the producers' acknowledgements and failures per producer group.
-func (r *run) groupFigures() []GroupFigures {
+func (r *rig) groupFigures() []GroupFigures {
 	var out []GroupFigures
 	for gi, g := range r.spec.ProducerGroups() {
 		gf := GroupFigures{Group: gi, Acks: g.Acks, Count: g.Count, Errors: map[string]int64{}}
@@ -143,7 +144,7 @@ func lossExpected(s *spec.Spec) string {
 }
 
 // result assembles result.json from the merged histograms and counters.
-func (r *run) result(id string, startedAt time.Time, tl *timeline, dc results.DurabilityCounts, byAcks map[string]results.DurabilityCounts) *results.Result {
+func (r *rig) result(id string, startedAt time.Time, tl *timeline, faults []results.Fault, dc results.DurabilityCounts, byAcks map[string]results.DurabilityCounts) (*results.Result, runHists) {
 	s := r.spec
 	ack, sd, e2e := results.NewHistogram(), results.NewHistogram(), results.NewHistogram()
 	var recs, bytes int64
@@ -181,28 +182,26 @@ func (r *run) result(id string, startedAt time.Time, tl *timeline, dc results.Du
 	if !r.tgt.HasHWLag() {
 		res.Note("hw_lag", "hw_lag is measured inside the embedded core only; empty for "+r.tgt.Name())
 	}
-	r.faultsMu.Lock()
-	sort.Slice(r.faults, func(a, b int) bool { return r.faults[a].i < r.faults[b].i })
-	for _, f := range r.faults {
-		res.Faults = append(res.Faults, f.f)
-	}
-	r.faultsMu.Unlock()
-	r.hists = runHists{ack, hw, e2e, sd}
-	return res
+	res.Faults = faults
+	return res, runHists{ack, hw, e2e, sd}
 }
 
-// runHists are the merged histograms, kept for writeOutputs.
+// runHists are the merged histograms result made, for writeOutputs.
 type runHists struct{ ack, hw, e2e, sd *results.Histogram }
+
+// named are the .hgrm files of h.
+func (h runHists) named() []results.NamedHistogram {
+	return []results.NamedHistogram{{Name: "ack_latency.hgrm", H: h.ack}, {Name: "hw_lag.hgrm", H: h.hw},
+		{Name: "e2e_latency.hgrm", H: h.e2e}, {Name: "send_delay.hgrm", H: h.sd}}
+}
 
 // writeOutputs writes the run's files through results.WriteRun: the .hgrm files (the
 // client-observed HW lag's first, see externalResult), bench.txt, the plots and result.json;
 // then report.html.
-func (r *run) writeOutputs(res *results.Result, tl *timeline) error {
-	h := r.hists
+func (r *rig) writeOutputs(res *results.Result, tl *timeline, hgrms []results.NamedHistogram, h runHists) error {
 	res.Files.Timeline = tl.path
 	err := results.WriteRun(r.dir, res, results.RunFiles{
-		Hgrms: append(r.clientHgrms, []results.NamedHistogram{{Name: "ack_latency.hgrm", H: h.ack},
-			{Name: "hw_lag.hgrm", H: h.hw}, {Name: "e2e_latency.hgrm", H: h.e2e}, {Name: "send_delay.hgrm", H: h.sd}}...),
+		Hgrms: hgrms,
 		Latency: []results.LatencySeries{{Name: "ack", H: h.ack}, {Name: "hw lag", H: h.hw},
 			{Name: "e2e", H: h.e2e}, {Name: "send delay", H: h.sd}},
 		Timeline:   tl.tl.Rows(),

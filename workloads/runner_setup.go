@@ -14,11 +14,13 @@ import (
 	"github.com/isrbench/isrbench/workloads/target"
 )
 
-// A run goes through five phases, each a method of run: setup (the target, the disk guard,
-// the topic, the clients and the schedule: the runPlan), measure (the load and the loops
-// alongside it), settle (heal, drain, wait for the replicas and the consumers), verify (the
-// durability checks) and report (result.json and the other files). Everything a phase starts
-// that must end with the run is registered in run.loops, which do closes on every path.
+// A run goes through five phases, each handing its value to the next: setup builds the rig
+// (the target, the disk guard, the topic, the clients and the schedule: the runPlan); measure
+// runs the load and the loops alongside it and returns the measurement; settle (heal, drain,
+// wait for the replicas and the consumers) returns what it settled; verify (the durability
+// checks) the verdict; report writes result.json and the other files from all of them.
+// Everything a phase starts that must end with the run is registered in rig.loops, which do
+// closes on every path.
 
 // runPlan is what a run will do, fixed by setup before the load starts.
 type runPlan struct {
@@ -46,7 +48,7 @@ type runPlan struct {
 
 // setup opens the target and the admin client, checks the disk guard's floor, prepares the
 // topic (and a kafka:// target's settings), creates the clients and fixes the schedule.
-func (r *run) setup(ctx context.Context, id string, startedAt time.Time) error {
+func (r *rig) setup(ctx context.Context, id string, startedAt time.Time) error {
 	s := r.spec
 	p := &r.plan
 	p.id, p.startedAt, p.faults = id, startedAt, len(s.Faults) > 0
@@ -102,7 +104,7 @@ func (r *run) setup(ctx context.Context, id string, startedAt time.Time) error {
 		return err
 	}
 	r.loops.onClose(func() {
-		if r.tlLoop == nil {
+		if !r.tl.started.Load() {
 			r.tl.f.Close() // the loop closes it once started
 		}
 	})
@@ -117,7 +119,7 @@ func (r *run) setup(ctx context.Context, id string, startedAt time.Time) error {
 // joinGroup creates the group members: they join before the schedule is set, and the load
 // starts once they own every partition (their first rebalance), so that they read it from
 // its first record.
-func (r *run) joinGroup(ctx context.Context) error {
+func (r *rig) joinGroup(ctx context.Context) error {
 	s, p := r.spec, &r.plan
 	p.grouped = s.Consumers.GroupID != ""
 	if !p.grouped {
@@ -140,7 +142,7 @@ func (r *run) joinGroup(ctx context.Context) error {
 }
 
 // schedule fixes the load's start and the measurement window.
-func (r *run) schedule() error {
+func (r *rig) schedule() error {
 	p := &r.plan
 	var err error
 	if p.loadStart, err = r.loadStart(); err != nil {
@@ -155,7 +157,7 @@ func (r *run) schedule() error {
 
 // newClients creates this run's producers (each with its first send time) and the consumers
 // that are not group members; the group members get the window.
-func (r *run) newClients() error {
+func (r *rig) newClients() error {
 	s, p := r.spec, &r.plan
 	ids := map[uint32]bool{}
 	global := 0 // the producer's number across the groups (and the workers)

@@ -25,7 +25,7 @@ type verdict struct {
 // verify reads back every partition from the HW before the load to its end offset after it
 // and checks each acknowledged record is there once and in order (checkDurability), then
 // compares the replica logs where the target can read them.
-func (r *run) verify(ctx context.Context, st settled) (*verdict, error) {
+func (r *rig) verify(ctx context.Context, st settled) (*verdict, error) {
 	s := r.spec
 	startOffs := r.plan.startOffs
 	// Retention may have deleted the oldest acknowledged records: settle it (embedded), then
@@ -76,7 +76,7 @@ type replicaReport struct {
 
 // checkReplicas compares the replica logs of the topic where the target can read them (nil
 // when it cannot); the records from readFrom (the read-back's start).
-func (r *run) checkReplicas(readFrom []int64) *replicaReport {
+func (r *rig) checkReplicas(readFrom []int64) *replicaReport {
 	rr := r.parts.Replicas
 	if rr == nil {
 		return nil

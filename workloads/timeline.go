@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/isrbench/isrbench/results"
@@ -14,7 +15,7 @@ import (
 // ack and HW-lag p99, ISR min/max, under-replicated partitions; it writes timeline.csv and the
 // progress line. One goroutine runs loop; the runner reads the totals after loop returned.
 type timeline struct {
-	r          *run
+	r          *rig
 	path       string
 	f          *os.File
 	tl         *results.Timeline
@@ -29,9 +30,11 @@ type timeline struct {
 
 	tty       bool
 	lastPrint time.Time
+	// started is set when loop starts; loop then closes f.
+	started atomic.Bool
 }
 
-func newTimeline(r *run, path string, start, end time.Time) (*timeline, error) {
+func newTimeline(r *rig, path string, start, end time.Time) (*timeline, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
@@ -81,6 +84,7 @@ func (t *timeline) sample(ctx context.Context) (target.Sample, bool) {
 // loop runs until ctx is done; it writes rows during [start, end] and keeps sampling ISR
 // changes until it stops.
 func (t *timeline) loop(ctx context.Context) {
+	t.started.Store(true)
 	defer t.f.Close()
 	tick := time.NewTicker(t.interval)
 	defer tick.Stop()

@@ -10,7 +10,7 @@ import (
 
 // workerInfo is result.json worker: this worker, its measurement start and the least delays
 // of every worker's records its consumers read.
-func (r *run) workerInfo(measureStart time.Time) *results.WorkerInfo {
+func (r *rig) workerInfo(measureStart time.Time) *results.WorkerInfo {
 	w := r.opts.Worker
 	if !w.Active() {
 		return nil

@@ -24,7 +24,7 @@ func TestPartTimelineWriteError(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("no /dev/full")
 	}
-	pt := newPartTimeline(&run{spec: spec.DefaultSpec()}, onePartition{}, "/dev/full", time.Now().Add(-time.Second))
+	pt := newPartTimeline(&rig{spec: spec.DefaultSpec()}, onePartition{}, "/dev/full", time.Now().Add(-time.Second))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	pt.loop(ctx)
@@ -43,7 +43,7 @@ func TestTimelineFlushError(t *testing.T) {
 		t.Skip("no /dev/full")
 	}
 	var stderr strings.Builder
-	r := &run{spec: spec.DefaultSpec(), tgt: sampleOnly{}, opts: Options{Stderr: &stderr, TimelineInterval: time.Second}}
+	r := &rig{spec: spec.DefaultSpec(), tgt: sampleOnly{}, opts: Options{Stderr: &stderr, TimelineInterval: time.Second}}
 	now := time.Now()
 	tl, err := newTimeline(r, "/dev/full", now, now.Add(time.Second))
 	if err != nil {

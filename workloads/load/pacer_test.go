@@ -121,7 +121,7 @@ func TestPacerClosedLoopAndCancel(t *testing.T) {
 
 // BenchmarkPacerFloor measures the pacer's send delay against a no-op sink at 5000 slots/s:
 //
-//	go test -run '^$' -bench PacerFloor -benchtime 1x ./workloads/
+//	go test -run '^$' -bench PacerFloor -benchtime 1x ./workloads/load/
 func BenchmarkPacerFloor(b *testing.B) {
 	for _, mode := range []WaitMode{WaitSpin, WaitTimerfd, WaitSleep} {
 		for _, rate := range []float64{5000, 50000} {

@@ -146,7 +146,7 @@ func (s *Spec) applyTargetNode(m *yaml.Node) error {
 var securityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 
 // TargetProtocolParam is target.security.protocol as a flat key, so that a sweep can vary it
-// (the other client properties are set through the target block, see security.go).
+// (the other client properties are set through the target block, see client.go).
 var TargetProtocolParam = Param{Key: "target.security.protocol",
 	Help: "the harness clients' security.protocol (PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL), default PLAINTEXT; on the embedded target the cluster gets a listener of it",
 	set: func(s *Spec, v string) error {

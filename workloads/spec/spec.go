@@ -23,7 +23,7 @@ type Spec struct {
 	// key it can be swept: --vary target=embedded,kfake runs the same load on both.
 	Target string
 	// Client holds the Kafka client properties of the spec's target block (security.protocol,
-	// sasl.*, ssl.*: see security.go), by their Kafka names; --command-config adds a file's.
+	// sasl.*, ssl.*: see client.go), by their Kafka names; --command-config adds a file's.
 	// Only for a kafka:// target; nil: PLAINTEXT.
 	Client map[string]string
 	// HWLagClient is hw.lag.client: whether the harness measures the HW lag a client observes
@@ -105,7 +105,7 @@ type BrokerSpec struct {
 	FlushMs       int64 // flush.ms, default 9223372036854775807
 	ZeroCopy      bool  // isrbench.zero.copy: sendfile fetch responses, default true
 	// InterBrokerProtocol is security.inter.broker.protocol of the embedded cluster (PLAINTEXT,
-	// SSL, SASL_PLAINTEXT, SASL_SSL; default PLAINTEXT): see security_embedded.go.
+	// SSL, SASL_PLAINTEXT, SASL_SSL; default PLAINTEXT): see package target.
 	InterBrokerProtocol string
 	// ZeroCopyMinBytes is isrbench.zero.copy.min.bytes: record slices smaller than this are
 	// copied into a fetch response rather than sent with sendfile, default 32768.
@@ -212,7 +212,7 @@ type Fault struct {
 	// fault on every replica link between the target and the other brokers, both directions.
 	Latency, Jitter time.Duration
 	Bandwidth       int64
-	// Command, Undo and Timeout belong to kind exec (see faultexec.go): Command runs through
+	// Command, Undo and Timeout belong to kind exec (see package workloads, faultexec.go): Command runs through
 	// sh -c at At, Undo (optional) at At+Duration, each killed after Timeout (default 60s).
 	Command, Undo string
 	Timeout       time.Duration

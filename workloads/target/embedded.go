@@ -28,7 +28,7 @@ type embedded struct {
 	c       *cluster.Cluster
 	dir     string
 	seeds   []string
-	sec     []kgo.Opt // the clients' security on the client listener (security_embedded.go)
+	sec     []kgo.Opt // the clients' security on the client listener (embedded_security.go)
 	minISR  int
 	closeMu sync.Once
 	err     error
@@ -119,7 +119,7 @@ func openEmbedded(ctx context.Context, s *spec.Spec, o TargetOptions) (Target, e
 		logw = io.Discard
 	}
 	cc.Logf = func(format string, args ...any) { fmt.Fprintf(logw, format+"\n", args...) }
-	clientListener, sec, err := embeddedSecurity(s, &cc, dir) // security_embedded.go
+	clientListener, sec, err := embeddedSecurity(s, &cc, dir) // embedded_security.go
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("embedded cluster: %w", err)

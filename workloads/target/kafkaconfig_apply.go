@@ -21,7 +21,7 @@ import (
 // apiIncrementalAlterConfigs is the Kafka API key of IncrementalAlterConfigs (KIP-339).
 const apiIncrementalAlterConfigs = 44
 
-// ConfigSession applies a spec's settings to a kafka:// cluster (see targetconfig.go) and
+// ConfigSession applies a spec's settings to a kafka:// cluster (see kafkaconfig.go) and
 // restores what it changed. A run makes its own; a sweep makes one for all its points, so a
 // setting is restored once, after the last point. Not safe for concurrent use: the runner
 // calls it from its goroutine.

@@ -13,10 +13,10 @@ import (
 	"github.com/isrbench/isrbench/workloads/spec"
 )
 
-// The benchmark topic's configs on a kafka:// target (see targetconfig.go).
+// The benchmark topic's configs on a kafka:// target (see kafkaconfig.go).
 
 // TopicConfigs returns the topic configs a kafka:// target's topic is created with:
-// min.insync.replicas, and the topic settings the spec gives (see targetconfig.go).
+// min.insync.replicas, and the topic settings the spec gives (see kafkaconfig.go).
 func TopicConfigs(s *spec.Spec) map[string]*string {
 	out := map[string]*string{}
 	for key, ks := range kafkaSettings {

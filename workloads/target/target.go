@@ -60,7 +60,7 @@ type TargetOptions struct {
 	FS vfs.FS
 }
 
-// embeddedTarget is set by target_embedded.go (the netfetch embedded cluster).
+// embeddedTarget is set by embedded.go (the netfetch embedded cluster).
 var embeddedTarget func(ctx context.Context, s *spec.Spec, o TargetOptions) (Target, error)
 
 // OpenTarget starts or connects to the target named by name ("embedded" or
