@@ -23,7 +23,16 @@ var allowed = map[string][]string{
 	// kafkatool: what the Kafka admin commands (topics, configs) do, over a kadm client only.
 	"cmd/isrbench/internal/kafkatool": {},
 	"gate":                            {"gate", "results", "profiles"},
-	"workloads":                       {"workloads", "cluster", "netfetch", "core/", "results", "profiles", "internal/clientprops", "internal/certs", "internal/replicaverify"},
+	// workloads: the runner (phases, faults, timeline, verification, reports) over its three
+	// packages below; spec is the language and imports none of them, target and load build on
+	// spec alone (neither imports the other), specs is the embedded spec files (data only).
+	"workloads":        {"workloads/spec", "workloads/target", "workloads/load", "workloads/internal/poll", "cluster", "netfetch", "core/", "results", "profiles", "internal/clientprops", "internal/certs", "internal/replicaverify"},
+	"workloads/spec":   {"workloads/specs", "core/config", "internal/clientprops"},
+	"workloads/specs":  {},
+	"workloads/target": {"workloads/spec", "workloads/internal/poll", "cluster", "netfetch", "core/", "results", "internal/clientprops", "internal/certs"},
+	"workloads/load":   {"workloads/spec", "workloads/internal/poll", "core/records", "results"},
+	// poll: waiting on observable state with deadlines, for the three above (a leaf).
+	"workloads/internal/poll": {},
 	// cluster: the embedded cluster over netfetch's servers; adminapi serves it over HTTP;
 	// clustertest starts one for tests (netfetch's external tests import it, its own never).
 	"cluster":             {"cluster", "netfetch", "core/", "internal/kafkatest", "internal/clientprops", "internal/certs"},
@@ -204,6 +213,43 @@ func TestFileSizes(t *testing.T) {
 	for rel := range oversized {
 		if _, ok := seen[rel]; !ok {
 			t.Errorf("%s is in the oversized list but is not a non-test .go file of the module: remove it", rel)
+		}
+	}
+}
+
+// TestLayoutWorkloads pins the direction between the harness's packages: a wrong-way import
+// (spec importing the runner, load importing target, ...) is refused by the allowed table
+// that TestDependencyDirection applies.
+func TestLayoutWorkloads(t *testing.T) {
+	for _, tc := range []struct {
+		pkg, dep string
+		ok       bool
+	}{
+		{"workloads", "workloads/spec", true},
+		{"workloads", "workloads/target", true},
+		{"workloads", "workloads/load", true},
+		{"workloads/target", "workloads/spec", true},
+		{"workloads/load", "workloads/spec", true},
+		{"workloads/spec", "workloads/specs", true},
+		{"workloads/spec", "workloads", false},
+		{"workloads/spec", "workloads/target", false},
+		{"workloads/spec", "workloads/load", false},
+		{"workloads/spec", "cluster", false},
+		{"workloads/spec", "netfetch", false},
+		{"workloads/specs", "workloads/spec", false},
+		{"workloads/target", "workloads", false},
+		{"workloads/target", "workloads/load", false},
+		{"workloads/load", "workloads", false},
+		{"workloads/load", "workloads/target", false},
+		{"workloads/load", "cluster", false},
+		{"workloads/load", "netfetch", false},
+	} {
+		rules, ok := rulesFor(tc.pkg)
+		if !ok {
+			t.Fatalf("%s has no rules in the allowed table", tc.pkg)
+		}
+		if got := permitted(rules, tc.dep); got != tc.ok {
+			t.Errorf("%s importing %s: permitted %v, want %v (rules %v)", tc.pkg, tc.dep, got, tc.ok, rules)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // profiledRun runs the default spec on the embedded cluster as fast as it goes (large records, two
@@ -24,7 +25,7 @@ import (
 // the small ones are copied), so the two runs take one path each.
 func profiledRun(t *testing.T, ctx context.Context, zeroCopy bool, measure, warmup time.Duration) *results.Result {
 	t.Helper()
-	s, err := workloads.Load("default")
+	s, err := spec.Load("default")
 	if err != nil {
 		t.Fatal(err)
 	}

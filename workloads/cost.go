@@ -123,7 +123,7 @@ type costMeter struct {
 
 // startCostAt starts the meter at the window start (at) on its own goroutine and returns it;
 // stop ends it (idempotent, also when the window never started).
-func (r *run) startCostAt(ctx context.Context, at time.Time) *costMeter {
+func (r *rig) startCostAt(ctx context.Context, at time.Time) *costMeter {
 	m := &costMeter{ownProfile: !slices.Contains(r.opts.Profile, "cpu"), quit: make(chan struct{})}
 	go func() {
 		t := time.NewTimer(time.Until(at))

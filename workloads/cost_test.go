@@ -15,6 +15,8 @@ import (
 
 	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // TestRunCost runs the default workload briefly with a CPU profile and checks result.json's
@@ -180,18 +182,18 @@ func TestRunCostOwnProfileAndClients(t *testing.T) {
 }
 
 func TestProduceSpinKey(t *testing.T) {
-	s := DefaultSpec()
+	s := spec.DefaultSpec()
 	if err := s.ApplySets([]string{"isrbench.produce.spin=40us"}); err != nil {
 		t.Fatal(err)
 	}
 	if s.Broker.ProduceSpin != 40*time.Microsecond || fmt.Sprint(s.Config()["isrbench.produce.spin"]) != "40µs" {
 		t.Fatalf("spin %v, config %v", s.Broker.ProduceSpin, s.Config()["isrbench.produce.spin"])
 	}
-	cc, err := s.ClusterConfig()
+	cc, err := target.ClusterConfig(s)
 	if err != nil || cc.Broker.ProduceSpin != 40*time.Microsecond {
 		t.Fatalf("cluster config spin %v, %v", cc.Broker.ProduceSpin, err)
 	}
-	if err := DefaultSpec().ApplySets([]string{"isrbench.produce.spin=-1ms"}); err == nil || !strings.Contains(err.Error(), "isrbench.produce.spin") {
+	if err := spec.DefaultSpec().ApplySets([]string{"isrbench.produce.spin=-1ms"}); err == nil || !strings.Contains(err.Error(), "isrbench.produce.spin") {
 		t.Fatalf("negative spin: %v", err)
 	}
 }

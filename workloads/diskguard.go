@@ -5,113 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/isrbench/isrbench/workloads/internal/poll"
+	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
-
-// Disk bounds of a run (see the package doc, "Disk"). The harness's defaults differ from
-// Kafka's (log.retention.bytes -1, log.segment.bytes 1 GiB, check every 5 min) so that a run
-// of any duration stays within a few GB: a partition replica's log holds at most about
-// log.retention.bytes + log.segment.bytes (retention never deletes the active segment) plus
-// what it takes in during one log.retention.check.interval.ms. With 6 partitions, RF 3 and
-// 250 MB/s that is 18 x (256 + 64 + ~42) MiB, about 6.5 GiB at worst.
-const (
-	// DefaultLogRetentionBytes is the harness's log.retention.bytes: 256 MiB per partition replica.
-	DefaultLogRetentionBytes = 256 << 20
-	// DefaultLogSegmentBytes is the harness's log.segment.bytes: 64 MiB.
-	DefaultLogSegmentBytes = 64 << 20
-)
-
-// DefaultMinFreeDisk is the default isrbench.min.free.disk: 2 GiB.
-var DefaultMinFreeDisk = DiskFloor{Bytes: 2 << 30}
-
-// DiskFloor is isrbench.min.free.disk: the least free space the data dir's filesystem may
-// have during a run, either absolute (Bytes) or a share of the filesystem (Percent, 0..100).
-// The zero value disables the guard. A DiskFloor is a plain value.
-type DiskFloor struct {
-	Bytes   int64
-	Percent float64
-}
-
-// Of returns the floor in bytes for a filesystem of total bytes.
-func (f DiskFloor) Of(total uint64) int64 {
-	if f.Percent > 0 {
-		return int64(math.Ceil(float64(total) * f.Percent / 100))
-	}
-	return f.Bytes
-}
-
-// Off reports whether the guard is disabled.
-func (f DiskFloor) Off() bool { return f.Bytes <= 0 && f.Percent <= 0 }
-
-// String is the canonical text form that ParseDiskFloor reads back ("2GiB", "5%", "0").
-func (f DiskFloor) String() string {
-	switch {
-	case f.Percent > 0:
-		return strconv.FormatFloat(f.Percent, 'g', -1, 64) + "%"
-	case f.Bytes <= 0:
-		return "0"
-	}
-	for _, u := range []struct {
-		s string
-		n int64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}} {
-		if f.Bytes%u.n == 0 {
-			return strconv.FormatInt(f.Bytes/u.n, 10) + u.s
-		}
-	}
-	return strconv.FormatInt(f.Bytes, 10)
-}
-
-var diskUnits = []struct {
-	s string
-	n float64
-}{
-	{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10},
-	{"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1},
-}
-
-// ParseDiskFloor reads a floor: a byte count ("2147483648"), a size with a unit (B, KB, MB,
-// GB, TB, KiB, MiB, GiB, TiB: "2GiB", "500MiB") or a percentage of the filesystem ("5%",
-// 0 < p < 100). "0" disables the guard. Errors name key and the allowed forms.
-func ParseDiskFloor(key, v string) (DiskFloor, error) {
-	t := strings.TrimSpace(v)
-	bad := func(why string) (DiskFloor, error) {
-		return DiskFloor{}, fmt.Errorf("%s: %q %s; allowed bytes (2147483648), a size (2GiB, 500MiB, 10GB) or a percentage of the filesystem (5%%), 0 = off", key, v, why)
-	}
-	if p, ok := strings.CutSuffix(t, "%"); ok {
-		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil || math.IsNaN(f) {
-			return bad("is not a percentage")
-		}
-		if f <= 0 || f >= 100 {
-			return bad("is out of range (0 < percent < 100)")
-		}
-		return DiskFloor{Percent: f}, nil
-	}
-	mult := 1.0
-	for _, u := range diskUnits {
-		if n, ok := strings.CutSuffix(t, u.s); ok {
-			t, mult = strings.TrimSpace(n), u.n
-			break
-		}
-	}
-	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return bad("is not a size")
-	}
-	b := f * mult
-	if b < 0 || b > float64(math.MaxInt64/2) {
-		return bad("is out of range")
-	}
-	return DiskFloor{Bytes: int64(b)}, nil
-}
 
 // LowDiskError ends a run whose data dir's filesystem fell below isrbench.min.free.disk.
 type LowDiskError struct {
@@ -154,8 +57,8 @@ func (e *StorageError) Unwrap() error { return e.Err }
 
 // watchStorage checks every interval until ctx ends; the first offline log directory calls
 // stop with a *StorageError and ends the watch.
-func watchStorage(ctx context.Context, t offlineLogDirs, every time.Duration, stop func(error)) {
-	everyTick(ctx, every, func() bool {
+func watchStorage(ctx context.Context, t target.OfflineLogDirs, every time.Duration, stop func(error)) {
+	poll.Every(ctx, every, func() bool {
 		id, err, ok := t.OfflineLogDir()
 		if ok {
 			stop(&StorageError{Broker: id, Err: err})
@@ -189,7 +92,7 @@ func statFS(path string) (free, total uint64, err error) {
 // goroutine stopped, or under mu.
 type diskGuard struct {
 	path  string
-	floor DiskFloor
+	floor spec.DiskFloor
 	stat  func(path string) (free, total uint64, err error) // statFS; tests fake a filling disk
 
 	mu       sync.Mutex
@@ -197,7 +100,7 @@ type diskGuard struct {
 	minFree  int64 // least free bytes seen; -1 before the first check
 }
 
-func newDiskGuard(path string, floor DiskFloor, stat func(string) (uint64, uint64, error)) *diskGuard {
+func newDiskGuard(path string, floor spec.DiskFloor, stat func(string) (uint64, uint64, error)) *diskGuard {
 	if stat == nil {
 		stat = statFS
 	}
@@ -237,7 +140,7 @@ func (g *diskGuard) stats() (peakSize, minFree int64) {
 // loop checks every interval until ctx ends; the first check below the floor calls stop with
 // its *LowDiskError and ends the loop.
 func (g *diskGuard) loop(ctx context.Context, every time.Duration, stop func(error)) {
-	everyTick(ctx, every, func() bool {
+	poll.Every(ctx, every, func() bool {
 		// A failing statfs (not expected on a directory the run created) skips the tick.
 		var le *LowDiskError
 		if err := g.check(); errors.As(err, &le) {

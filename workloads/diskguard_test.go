@@ -13,24 +13,26 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/core/vfs"
+	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 func TestParseDiskFloor(t *testing.T) {
 	for _, c := range []struct {
 		in      string
-		want    DiskFloor
+		want    spec.DiskFloor
 		str     string
 		wantErr string
 	}{
-		{in: "2GiB", want: DiskFloor{Bytes: 2 << 30}, str: "2GiB"},
-		{in: "500 MiB", want: DiskFloor{Bytes: 500 << 20}, str: "500MiB"},
-		{in: "10GB", want: DiskFloor{Bytes: 10e9}, str: "10000000000"},
-		{in: "1.5GiB", want: DiskFloor{Bytes: 3 << 29}, str: "1536MiB"},
-		{in: "2147483648", want: DiskFloor{Bytes: 2 << 30}, str: "2GiB"},
-		{in: "12345", want: DiskFloor{Bytes: 12345}, str: "12345"},
-		{in: "5%", want: DiskFloor{Percent: 5}, str: "5%"},
-		{in: "0.5%", want: DiskFloor{Percent: 0.5}, str: "0.5%"},
-		{in: "0", want: DiskFloor{}, str: "0"},
+		{in: "2GiB", want: spec.DiskFloor{Bytes: 2 << 30}, str: "2GiB"},
+		{in: "500 MiB", want: spec.DiskFloor{Bytes: 500 << 20}, str: "500MiB"},
+		{in: "10GB", want: spec.DiskFloor{Bytes: 10e9}, str: "10000000000"},
+		{in: "1.5GiB", want: spec.DiskFloor{Bytes: 3 << 29}, str: "1536MiB"},
+		{in: "2147483648", want: spec.DiskFloor{Bytes: 2 << 30}, str: "2GiB"},
+		{in: "12345", want: spec.DiskFloor{Bytes: 12345}, str: "12345"},
+		{in: "5%", want: spec.DiskFloor{Percent: 5}, str: "5%"},
+		{in: "0.5%", want: spec.DiskFloor{Percent: 0.5}, str: "0.5%"},
+		{in: "0", want: spec.DiskFloor{}, str: "0"},
 		{in: "", wantErr: "is not a size"},
 		{in: "lots", wantErr: "is not a size"},
 		{in: "-1GiB", wantErr: "out of range"},
@@ -40,7 +42,7 @@ func TestParseDiskFloor(t *testing.T) {
 		{in: "1e30", wantErr: "out of range"},
 		{in: "NaN", wantErr: "is not a size"},
 	} {
-		got, err := ParseDiskFloor("isrbench.min.free.disk", c.in)
+		got, err := spec.ParseDiskFloor("isrbench.min.free.disk", c.in)
 		if c.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) || !strings.Contains(err.Error(), "isrbench.min.free.disk") {
 				t.Errorf("%q: err %v, want one naming the key and %q", c.in, err, c.wantErr)
@@ -51,15 +53,15 @@ func TestParseDiskFloor(t *testing.T) {
 			t.Errorf("%q: %+v %q %v, want %+v %q", c.in, got, got.String(), err, c.want, c.str)
 			continue
 		}
-		back, err := ParseDiskFloor("k", got.String())
+		back, err := spec.ParseDiskFloor("k", got.String())
 		if err != nil || back != got {
 			t.Errorf("%q: round trip %+v %v", c.in, back, err)
 		}
 	}
-	if f := (DiskFloor{Percent: 5}); f.Of(1000) != 50 || f.Off() {
+	if f := (spec.DiskFloor{Percent: 5}); f.Of(1000) != 50 || f.Off() {
 		t.Errorf("5%% of 1000 = %d", f.Of(1000))
 	}
-	if !(DiskFloor{}).Off() {
+	if !(spec.DiskFloor{}).Off() {
 		t.Error("zero floor is not off")
 	}
 }
@@ -68,27 +70,27 @@ func TestParseDiskFloor(t *testing.T) {
 // the harness defaults, documented in KeyHelp, reported in Config and mapped onto the
 // embedded cluster.
 func TestRetentionSpecKeys(t *testing.T) {
-	s, err := Load("default")
+	s, err := spec.Load("default")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := s.Config()
 	for k, want := range map[string]any{
-		"log.retention.bytes": int64(DefaultLogRetentionBytes), "log.segment.bytes": int64(DefaultLogSegmentBytes),
+		"log.retention.bytes": int64(spec.DefaultLogRetentionBytes), "log.segment.bytes": int64(spec.DefaultLogSegmentBytes),
 		"log.retention.ms": int64(604800000), "log.retention.check.interval.ms": int64(1000),
 		"isrbench.min.free.disk": "2GiB",
 	} {
 		if cfg[k] != want {
 			t.Errorf("config[%s] = %v (%T), want %v", k, cfg[k], cfg[k], want)
 		}
-		if !strings.Contains(KeyHelp(), k) {
+		if !strings.Contains(spec.KeyHelp(), k) {
 			t.Errorf("KeyHelp lacks %s", k)
 		}
 	}
 	if err := s.ApplySets([]string{"retention.bytes=-1", "broker.log.retention.ms=60000", "log.retention.check.interval.ms=50", "min.free.disk=5%"}); err != nil {
 		t.Fatal(err)
 	}
-	cc, err := s.ClusterConfig()
+	cc, err := target.ClusterConfig(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,11 +109,11 @@ func TestRetentionSpecKeys(t *testing.T) {
 	}
 	// In YAML, under broker:.
 	y := "name: r\nbroker:\n  log.retention.bytes: 1048576\n  isrbench.min.free.disk: 3GiB\n"
-	s2, err := Parse([]byte(y))
+	s2, err := spec.Parse([]byte(y))
 	if err != nil || s2.Broker.LogRetentionBytes != 1<<20 || s2.Broker.MinFreeDisk.Bytes != 3<<30 {
 		t.Fatalf("yaml: %v %+v", err, s2)
 	}
-	if _, err := Parse([]byte("name: r\nbroker:\n  isrbench.min.free.disk: 150%\n")); err == nil || !strings.Contains(err.Error(), "line 3") {
+	if _, err := spec.Parse([]byte("name: r\nbroker:\n  isrbench.min.free.disk: 150%\n")); err == nil || !strings.Contains(err.Error(), "line 3") {
 		t.Errorf("bad yaml floor: %v", err)
 	}
 }
@@ -231,19 +233,6 @@ func TestRetentionExpired(t *testing.T) {
 		t.Errorf("notes %v", res.Notes)
 	}
 	t.Logf("durability %+v; %s", d.DurabilityCounts, res.Notes["disk"])
-}
-
-func TestPartLog(t *testing.T) {
-	var l partLog
-	l.set(0, 3)
-	l.set(200, 254)
-	if l.get(0) != 3 || l.get(200) != 254 || l.get(5) != 0 || l.get(1<<20) != 0 || l.b16 != nil {
-		t.Fatalf("byte log: %d %d", l.get(0), l.get(200))
-	}
-	l.set(7, 9999) // widens
-	if l.get(0) != 3 || l.get(200) != 254 || l.get(7) != 9999 || l.b8 != nil {
-		t.Fatalf("wide log: %d %d %d", l.get(0), l.get(200), l.get(7))
-	}
 }
 
 // TestFullDiskEndsRunWithStorageError: with the disk guard off, a disk that fills up takes

@@ -1,43 +1,25 @@
-// Package workloads is the benchmarking harness of isrbench: workload specs, the open-loop
-// pacer, the franz-go producers and consumers, the targets (the embedded netfetch cluster or
-// any kafka:// cluster), the fault schedule, the durability check, the runner and sweeps.
+// Package workloads is the runner of the isrbench harness: Run drives one workload (a
+// spec.Spec) on a target and writes its run directory; Sweep runs a spec over the points of
+// its axes. The harness is four packages, by job:
 //
-// # Specs
+//   - spec: the workload language (YAML, flat keys, faults, vary, the embedded specs);
+//   - target: the cluster a run drives (embedded, kfake, kafka://) and the Kafka config mapping;
+//   - load: the producers and their pacer, the consumers and group members, the HW observer;
+//   - workloads (this package): the runner, the fault schedule, the timelines, the
+//     verification and the reports.
 //
-// A workload is YAML (specs/*.yaml are embedded: `-w default` and
-// `-w workloads/specs/default.yaml` both work). Keys are Kafka's names:
+// spec imports none of the others; target and load build on spec only; this package imports
+// all three (layout_test.go enforces the direction).
 //
-//	name: default
-//	brokers: 3
-//	topic: {name: isrbench, partitions: 6, replication.factor: 3, min.insync.replicas: 2}
-//	broker: {num.replica.fetchers: 1, replica.fetch.wait.max.ms: 500, ...}
-//	producers: {count: 2, acks: all, message.size: 1024, rate: 5000, linger.ms: 0, batch.size: 16384, keys: none}
-//	consumers: {count: 1}
-//	duration: 20s
-//	warmup: 5s
-//	faults: [{at: 2s, duration: 5s, kind: pause-broker, target: follower-of:isrbench-0}]
-//	sweep: {num.replica.fetchers: [1, 2, 4]}
-//
-// Every setting has a flat key (Keys, KeyHelp): broker properties under their bare Kafka name
-// ("num.replica.fetchers", also "broker.num.replica.fetchers"), the rest under their YAML
-// path ("topic.partitions", "producers.rate") with short aliases where unambiguous
-// ("partitions", "acks", "rate", "linger.ms", ...). `--set key=value` overrides one,
-// `--vary key=v1,v2` sweeps one, and Spec.Config() reports every effective setting under its
-// canonical key in result.json. Parsing walks the YAML tree itself (a stricter KnownFields):
-// an unknown key, a wrong type or an out-of-range value is an error naming the key, its line
-// and the allowed values.
-//
-// The full key list with defaults, units and allowed values is KeyHelp (printed by
-// `isrbench run --help`).
-//
-// rate is the total over all producers (split evenly, their schedules interleaved); rate 0 is a
-// closed loop as fast as the client's buffer (max.buffered.records) allows.
+// A run goes through five phases, each handing its value to the next: setup builds the rig
+// (the opened target, the clients and the plan), measure returns the measurement, settle
+// what it settled, verify the verdict, and report the result (runner_setup.go).
 //
 // # Faults
 //
-// faults is a schedule of {at, duration, kind, target, partition, fence, latency, jitter,
-// bandwidth, command, undo, timeout}; at is relative to the start of measurement, and each
-// fault is healed duration after it was applied, at the latest when the measurement ends.
+// The spec's fault schedule (spec.Fault) runs alongside the load: at is relative to the start
+// of measurement, and each fault is healed duration after it was applied, at the latest when
+// the measurement ends.
 // Every kind but exec acts on the embedded cluster's brokers from inside the process (a
 // kafka:// target takes exec only). Kinds (FaultKinds; pause, kill, restart, crash are
 // accepted as aliases):
@@ -81,7 +63,7 @@
 // # Partition timeline
 //
 // partitions.csv (linked from result.json files.partitions; on a kafka:// target from Metadata
-// and ListOffsets, without LEOs, which clients cannot see: target_kafka.go) has one row per
+// and ListOffsets, without LEOs, which clients cannot see: package target) has one row per
 // partition every 100 ms from the start of measurement until the cluster is
 // fully replicated again after the run: leader, leader epoch, replicas, ISR, the leader's HW,
 // each running replica's LEO, under-replicated / under-min-ISR flags and the produce errors
@@ -102,7 +84,7 @@
 //
 // # Durability
 //
-// Every record value starts with (producer id, seq) (see Header). After the run the
+// Every record value starts with (producer id, seq) (see load.Header). After the run the
 // partitions are read back through a consumer from the leaders, from the offsets listed
 // before the load (inclusive) to the HW after it (exclusive): acknowledged / verified
 // (found) / lost / duplicated / out of order, per acks level. On the embedded target every
@@ -142,37 +124,13 @@
 // (ErrLowDisk) naming the path, the free bytes and the floor (exit 1), and its data dir is
 // removed. result.json notes["disk"] has the data dir's peak size and the least free space.
 //
-// # Open loop
-//
-// Each producer's Pacer gives record i the intended send time start + i/rate and never skips:
-// when behind, it returns at once and the backlog shows up as send delay and as latency, which
-// is measured from the intended time (no coordinated omission). Ack latency = ack - intended;
-// e2e latency = consumer receive - intended (the record value carries a 24-byte header with
-// the intended time, see PutHeader); send delay = actual send - intended.
-//
-// The wait is a non-blocking timerfd armed TimerfdEarly (30 µs) before the slot and read
-// through the runtime poller, then a short runtime.Gosched spin (WaitTimerfd, the default).
-// The goroutine parks while it waits, so its P keeps running the cluster and the clients: a
-// blocking read(2) on the timerfd would hold the P, and with two producers on two cores the
-// network poller then ran only from sysmon, every ~10 ms (ack p50 81 ms instead of 0.1 ms). Measured against
-// a no-op sink on this 2-core Firecracker VM, 5000 slots/s, best of three quiet runs
-// (`go test -run '^$' -bench PacerFloor -benchtime 1x ./workloads/`):
-//
-//	mode     send delay p50   p99      CPU per slot
-//	timerfd  8 µs             18 µs    43 µs  (22% of a core at 5000/s; timer syscalls are costly in this VM)
-//	spin     0.13 µs          4 µs     200 µs (a whole core: it sleeps to 200 µs before, then spins)
-//	sleep    535 µs           1.07 ms  6 µs   (time.Sleep wakes about 0.5 ms late)
-//
-// spin is the most precise but burns a core the embedded cluster needs on a 2-core machine,
-// so timerfd is the default; Options.WaitMode selects another.
-//
 // # HW lag
 //
 // On the embedded target the core reports, per leader batch, the time from its append until
 // the HW passed it, weighted by its record count (broker Config.OnHWLag) into one
 // results.Recorder, counted when the HW advance happens inside the measurement window. A
 // kafka:// cluster does not expose that; its hw_lag histogram stays empty. On every target
-// the HW lag is also observed from a client (hwobserver.go): the acknowledged records'
+// the HW lag is also observed from a client (load.HWObserver): the acknowledged records'
 // offsets against the HW that a fetch parked on every leader reports, from the
 // acknowledgement (hw_lag_client_us) and from the intended send (hw_lag_client_send_us),
 // with the observer's resolution in result.json hw_observer.
@@ -180,10 +138,10 @@
 // # External clusters and workers
 //
 // On a kafka:// target the spec's settings are applied the way Kafka lets a client change
-// them (ConfigSession, targetconfig.go): topic configs at creation, cluster-wide dynamic
+// them (target.ConfigSession): topic configs at creation, cluster-wide dynamic
 // broker configs by IncrementalAlterConfigs (restored at the end), read-only ones checked
 // against DescribeConfigs or assumed (Options.Assume). Options.Worker makes a run the K-th of
-// N load generators of one spec (worker.go); results.MergeRuns merges their run directories.
+// N load generators of one spec (load.Worker); results.MergeRuns merges their run directories.
 //
 // # Lifecycle and concurrency
 //

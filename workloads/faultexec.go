@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/internal/poll"
+	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // The exec fault: a shell command run at faults[i].at and, optionally, an undo command run at
@@ -36,52 +39,6 @@ import (
 // faults/<i>-undo.out, and its exit status is in result.json faults[i].exec / .undo. A command
 // that cannot start, fails or times out does not stop the run: the fault is recorded with its
 // error and the run goes on (the timeline shows what the cluster did).
-
-// DefaultExecTimeout is faults[].timeout when not given.
-const DefaultExecTimeout = 60 * time.Second
-
-// maxExecCommand bounds faults[].command and faults[].undo.
-const maxExecCommand = 4096
-
-// execCommand checks a command or undo text from the spec.
-func execCommand(field, v string) (string, error) {
-	v = strings.TrimSpace(v)
-	switch {
-	case v == "":
-		return "", fmt.Errorf("%s: empty; allowed a shell command (sh -c), e.g. \"docker compose stop kafka-{broker}\"", field)
-	case len(v) > maxExecCommand:
-		return "", fmt.Errorf("%s: %d bytes; allowed at most %d", field, len(v), maxExecCommand)
-	case strings.ContainsRune(v, 0):
-		return "", fmt.Errorf("%s: contains a NUL byte; allowed a shell command", field)
-	}
-	return v, nil
-}
-
-// validateExecFault checks the exec-only keys of fault i.
-func validateExecFault(i int, f Fault) error {
-	if f.Kind != "exec" {
-		if f.Command != "" || f.Undo != "" || f.Timeout != 0 {
-			return fmt.Errorf("faults[%d]: command/undo/timeout apply only to kind exec, not %s", i, f.Kind)
-		}
-		return nil
-	}
-	switch {
-	case f.Command == "":
-		return fmt.Errorf("faults[%d].command is required for kind exec (a shell command; {broker}, {host}, {port} name the target)", i)
-	case f.Undo != "" && f.Duration == 0:
-		return fmt.Errorf("faults[%d].duration: 0s with an undo command; allowed a duration > 0 (the undo runs at at + duration)", i)
-	case f.Undo == "" && f.Duration != 0:
-		return fmt.Errorf("faults[%d].duration: %s without an undo command: nothing runs at its end; add faults[%d].undo or drop the duration", i, f.Duration, i)
-	}
-	return nil
-}
-
-// execBroker is a resolved exec target.
-type execBroker struct {
-	ID   int32
-	Host string
-	Port int
-}
 
 // validHost accepts what a broker may advertise as its host: a DNS name or an IP address.
 // Anything else (a broker's metadata is peer input) is refused before it reaches a shell.
@@ -106,7 +63,7 @@ func shellQuote(v string) string {
 }
 
 // expandExec replaces {broker}, {host} and {port} in command by b's (shell-quoted) values.
-func expandExec(command string, b execBroker) string {
+func expandExec(command string, b target.ExecBroker) string {
 	return strings.NewReplacer(
 		"{broker}", shellQuote(strconv.Itoa(int(b.ID))),
 		"{host}", shellQuote(b.Host),
@@ -116,9 +73,9 @@ func expandExec(command string, b execBroker) string {
 
 // runExec runs one command of an exec fault (see the comment at the top of this file) and
 // returns what result.json records of it. It returns when the command exited or was killed.
-func runExec(command string, b execBroker, timeout time.Duration, outPath string) *results.ExecRun {
+func runExec(command string, b target.ExecBroker, timeout time.Duration, outPath string) *results.ExecRun {
 	if timeout <= 0 {
-		timeout = DefaultExecTimeout
+		timeout = spec.DefaultExecTimeout
 	}
 	run := &results.ExecRun{Command: expandExec(command, b), Output: outPath, ExitCode: -1}
 	start := time.Now()
@@ -167,8 +124,8 @@ func runExec(command string, b execBroker, timeout time.Duration, outPath string
 // runExecFault runs exec fault i: it resolves the target when the fault starts, runs the
 // command, then the undo after the duration (at the latest at measureEnd, at once when ctx
 // ends), and records both in result.json faults[i].
-func (r *run) runExecFault(ctx context.Context, i int, f Fault, measureStart, measureEnd time.Time) {
-	if !waitUntil(ctx, measureStart.Add(f.At)) {
+func (r *rig) runExecFault(ctx context.Context, log *faultLog, i int, f spec.Fault, measureStart, measureEnd time.Time) {
+	if !poll.At(ctx, measureStart.Add(f.At)) {
 		return
 	}
 	applied := time.Now()
@@ -183,7 +140,7 @@ func (r *run) runExecFault(ctx context.Context, i int, f Fault, measureStart, me
 	if err != nil {
 		rf.Error = err.Error()
 		notef("fault %d exec: %v", i, err)
-		r.addFault(i, rf)
+		log.add(i, rf)
 		return
 	}
 	rf.Target = "broker=" + strconv.Itoa(int(b.ID))
@@ -198,7 +155,7 @@ func (r *run) runExecFault(ctx context.Context, i int, f Fault, measureStart, me
 		if until.After(measureEnd) {
 			until = measureEnd
 		}
-		waitUntil(ctx, until) // on cancel: undo at once
+		poll.At(ctx, until) // on cancel: undo at once
 		rf.Undo = runExec(f.Undo, b, f.Timeout, filepath.Join(dir, fmt.Sprintf("%d-undo.out", i)))
 		rf.EndS = time.Since(measureStart).Seconds()
 		if rf.Undo.Error != "" {
@@ -206,48 +163,30 @@ func (r *run) runExecFault(ctx context.Context, i int, f Fault, measureStart, me
 			notef("fault %d undo %q: %s (output in %s)", i, rf.Undo.Command, rf.Undo.Error, rf.Undo.Output)
 		}
 	}
-	r.addFault(i, rf)
+	log.add(i, rf)
 }
 
 // resolveExec resolves an exec fault's target through the target's metadata.
-func (r *run) resolveExec(ctx context.Context, f Fault) (execBroker, error) {
+func (r *rig) resolveExec(ctx context.Context, f spec.Fault) (target.ExecBroker, error) {
 	er := r.parts.Exec
 	if er == nil {
-		return execBroker{}, fmt.Errorf("target %s cannot resolve exec fault targets", r.tgt.Name())
+		return target.ExecBroker{}, fmt.Errorf("target %s cannot resolve exec fault targets", r.tgt.Name())
 	}
-	pt, err := ParseFaultTarget("target", f, r.spec.Brokers, r.spec.Topic.Name, r.spec.Topic.Partitions, r.spec.Broker.OffsetsTopicNumPartitions)
+	pt, err := spec.ParseFaultTarget("target", f, r.spec.Brokers, r.spec.Topic.Name, r.spec.Topic.Partitions, r.spec.Broker.OffsetsTopicNumPartitions)
 	if err != nil {
-		return execBroker{}, err
+		return target.ExecBroker{}, err
 	}
 	if pt.IsGroups() {
-		return execBroker{}, fmt.Errorf("target %q: two groups of brokers apply to kind partition only", f.Target)
+		return target.ExecBroker{}, fmt.Errorf("target %q: two groups of brokers apply to kind partition only", f.Target)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	b, err := er.ResolveBroker(rctx, r.spec.Topic.Name, pt.Ref)
 	if err != nil {
-		return execBroker{}, err
+		return target.ExecBroker{}, err
 	}
 	if !validHost(b.Host) {
-		return execBroker{}, fmt.Errorf("broker %d advertises host %q, which is not a host name or IP address: not passed to a shell", b.ID, b.Host)
+		return target.ExecBroker{}, fmt.Errorf("broker %d advertises host %q, which is not a host name or IP address: not passed to a shell", b.ID, b.Host)
 	}
 	return b, nil
-}
-
-// ResolveBroker implements execResolver for the embedded cluster.
-func (e *embedded) ResolveBroker(_ context.Context, _ string, ref TargetRef) (execBroker, error) {
-	id, err := e.resolve(ref, true)
-	if err != nil {
-		return execBroker{}, err
-	}
-	addr := e.c.Addr(id)
-	if addr == "" {
-		return execBroker{}, fmt.Errorf("no broker %d (brokers %v)", id, e.c.BrokerIDs())
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return execBroker{}, fmt.Errorf("broker %d address %q: %w", id, addr, err)
-	}
-	p, _ := strconv.Atoi(port)
-	return execBroker{ID: id, Host: host, Port: p}, nil
 }

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 func TestExecFaultSpecErrors(t *testing.T) {
@@ -21,25 +24,25 @@ func TestExecFaultSpecErrors(t *testing.T) {
 		{"{at: 1s, kind: exec, command: \"true\", timeout: 0s}", "faults[0].timeout: 0s is out of range"},
 		{"{at: 1s, kind: exec, command: \"true\", target: \"follower-of:other-0\"}", `names topic "other"`},
 	} {
-		if _, err := Parse([]byte(base + tc.fault + "\n")); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := spec.Parse([]byte(base + tc.fault + "\n")); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.fault, err, tc.want)
 		}
 	}
 	// Any broker id: an external cluster's ids need not be 0..brokers-1.
-	if _, err := Parse([]byte(base + "{at: 1s, kind: exec, command: \"true\", target: \"7\"}\n")); err != nil {
+	if _, err := spec.Parse([]byte(base + "{at: 1s, kind: exec, command: \"true\", target: \"7\"}\n")); err != nil {
 		t.Errorf("exec on broker 7: %v", err)
 	}
-	if _, err := CheckTarget("kafka://h:1", mustParse(t, base+"{at: 1s, kind: exec, command: \"true\"}\n")); err != nil {
+	if _, err := spec.CheckTarget("kafka://h:1", mustParse(t, base+"{at: 1s, kind: exec, command: \"true\"}\n")); err != nil {
 		t.Errorf("exec fault on a kafka:// target: %v", err)
 	}
-	if _, err := CheckTarget("kafka://h:1", mustParse(t, base+"{at: 1s, duration: 1s, kind: pause-broker}\n")); err == nil || !strings.Contains(err.Error(), "use kind exec") {
+	if _, err := spec.CheckTarget("kafka://h:1", mustParse(t, base+"{at: 1s, duration: 1s, kind: pause-broker}\n")); err == nil || !strings.Contains(err.Error(), "use kind exec") {
 		t.Errorf("pause-broker on a kafka:// target: %v", err)
 	}
 }
 
-func mustParse(t *testing.T, y string) *Spec {
+func mustParse(t *testing.T, y string) *spec.Spec {
 	t.Helper()
-	s, err := Parse([]byte(y))
+	s, err := spec.Parse([]byte(y))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +54,7 @@ func mustParse(t *testing.T, y string) *Spec {
 // and its undo's in result.json; a command past its timeout is killed with its process group.
 func TestExecFaultEmbedded(t *testing.T) {
 	s := shortSpec(t, "duration=2s", "warmup=200ms", "producers.rate=200", "consumers.count=0")
-	s.Faults = []Fault{
+	s.Faults = []spec.Fault{
 		{At: 200 * time.Millisecond, Duration: 800 * time.Millisecond, Kind: "exec", Target: "leader-of:isrbench-1",
 			Command: `echo broker {broker} at {host}:{port} env "$ISRBENCH_BROKER" "$ISRBENCH_HOST"`, Undo: "echo undone >&2; exit 3"},
 		{At: 300 * time.Millisecond, Kind: "exec", Target: "0", Command: "sleep 30 & wait", Timeout: 300 * time.Millisecond},
@@ -90,7 +93,7 @@ func TestExecFaultEmbedded(t *testing.T) {
 }
 
 func TestShellQuoteAndHosts(t *testing.T) {
-	if got := expandExec("ssh {host} stop {broker}", execBroker{ID: 3, Host: "kafka-3.example", Port: 9092}); got != "ssh 'kafka-3.example' stop '3'" {
+	if got := expandExec("ssh {host} stop {broker}", target.ExecBroker{ID: 3, Host: "kafka-3.example", Port: 9092}); got != "ssh 'kafka-3.example' stop '3'" {
 		t.Errorf("expandExec: %q", got)
 	}
 	if got := shellQuote("a'b"); got != `'a'\''b'` {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/internal/poll"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // A reassign fault moves partition replicas under load, as an operator moves partitions off
@@ -29,36 +31,13 @@ type reassigner interface {
 	// partition to complete, then clears the throttle and returns each partition's
 	// catch-up time ("topic-p": from the start until its new replicas joined the ISR; a
 	// partition not caught up is absent).
-	Reassign(ctx context.Context, topic string, f Fault, throttle int64) (target string, wait func(context.Context) (map[string]time.Duration, error), err error)
-}
-
-// validateReassignFault checks the keys of kind reassign against the spec.
-func (s *Spec) validateReassignFault(i int, f Fault) error {
-	if f.Kind != "reassign" {
-		if f.Add || (f.To != -1 && f.To != 0) {
-			return fmt.Errorf("faults[%d]: to/add apply only to kind reassign, not %s", i, f.Kind)
-		}
-		return nil
-	}
-	if f.Duration != 0 {
-		return fmt.Errorf("faults[%d].duration: %s; a reassignment completes by itself (its end_s is when it did), allowed 0s", i, f.Duration)
-	}
-	if f.To >= int32(s.Brokers) || f.To < -1 {
-		return fmt.Errorf("faults[%d].to: %d is not a broker; allowed -1 (per partition, the lowest id hosting none of its replicas) or 0..%d", i, f.To, s.Brokers-1)
-	}
-	if f.Add && s.Topic.ReplicationFactor >= s.Brokers {
-		return fmt.Errorf("faults[%d].add: every one of the %d brokers hosts a replica of each partition (replication factor %d); add needs more brokers", i, s.Brokers, s.Topic.ReplicationFactor)
-	}
-	if !f.Add && f.To == -1 && s.Topic.ReplicationFactor >= s.Brokers {
-		return fmt.Errorf("faults[%d]: with replication factor %d on %d brokers no broker is free to move a replica to; set brokers above the replication factor", i, s.Topic.ReplicationFactor, s.Brokers)
-	}
-	return nil
+	Reassign(ctx context.Context, topic string, f spec.Fault, throttle int64) (target string, wait func(context.Context) (map[string]time.Duration, error), err error)
 }
 
 // runReassignFault applies reassign fault i at its time and records when the reassignment
 // completed.
-func (r *run) runReassignFault(ctx context.Context, i int, f Fault, measureStart time.Time) {
-	if !waitUntil(ctx, measureStart.Add(f.At)) {
+func (r *rig) runReassignFault(ctx context.Context, log *faultLog, i int, f spec.Fault, measureStart time.Time) {
+	if !poll.At(ctx, measureStart.Add(f.At)) {
 		return
 	}
 	applied := time.Now()
@@ -72,7 +51,7 @@ func (r *run) runReassignFault(ctx context.Context, i int, f Fault, measureStart
 	}
 	rf := results.Fault{AtS: applied.Sub(measureStart).Seconds(), Time: applied.UTC(), Kind: f.Kind,
 		Detail: fmt.Sprintf("faults[%d]: reassign: %s the replicas on %s to %s, throttle %d B/s", i, how, describeTarget(f), to, r.spec.ReassignThrottle)}
-	defer func() { r.addFault(i, rf) }()
+	defer func() { log.add(i, rf) }()
 	ra, ok := r.tgt.(reassigner)
 	if !ok {
 		rf.Error = fmt.Sprintf("the %s target cannot reassign partitions (the embedded target can)", r.tgt.Name())
@@ -99,13 +78,4 @@ func (r *run) runReassignFault(ctx context.Context, i int, f Fault, measureStart
 	if err != nil {
 		rf.Error = err.Error()
 	}
-}
-
-// parseBool parses a YAML boolean of key.
-func parseBool(key, v string) (bool, error) {
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, fmt.Errorf("%s: %q is not a boolean; allowed true|false", key, v)
-	}
-	return b, nil
 }

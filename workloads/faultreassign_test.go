@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // TestScenarioReassign runs the reassign spec in a short form, without and with a throttle:
@@ -15,7 +17,7 @@ func TestScenarioReassign(t *testing.T) {
 	for _, throttle := range []string{"0", "2000000"} {
 		t.Run("throttle="+throttle, func(t *testing.T) {
 			s := scenario(t, "reassign", "duration=4s", "warmup=500ms", "rate=400", "reassign.throttle="+throttle)
-			s.Faults = []Fault{{At: 500 * time.Millisecond, Kind: "reassign", Target: "0", To: -1}}
+			s.Faults = []spec.Fault{{At: 500 * time.Millisecond, Kind: "reassign", Target: "0", To: -1}}
 			if err := s.Validate(); err != nil {
 				t.Fatal(err)
 			}
@@ -58,7 +60,7 @@ func TestReassignFaultSpec(t *testing.T) {
 		{"  - {at: 1s, kind: reassign, target: 0, add: maybe}", "is not a boolean"},
 		{"  - {at: 1s, kind: kill-broker, target: 0, to: 3}", "to/add apply only to kind reassign"},
 	} {
-		s, err := Parse([]byte(base + tc.fault + "\n"))
+		s, err := spec.Parse([]byte(base + tc.fault + "\n"))
 		if err == nil {
 			err = s.Validate()
 		}
@@ -72,7 +74,7 @@ func TestReassignFaultSpec(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tc.fault, err, tc.want)
 		}
 	}
-	s, err := Parse([]byte("name: r\nbrokers: 3\ntopic: {replication.factor: 3}\nfaults:\n  - {at: 1s, kind: reassign, target: 0}\n"))
+	s, err := spec.Parse([]byte("name: r\nbrokers: 3\ntopic: {replication.factor: 3}\nfaults:\n  - {at: 1s, kind: reassign, target: 0}\n"))
 	if err == nil {
 		err = s.Validate()
 	}

@@ -3,17 +3,20 @@ package workloads
 import (
 	"context"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/internal/poll"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // runFaults applies the spec's fault schedule relative to the start of measurement and heals
 // each fault after its duration, at the latest at the end of measurement; it returns when
 // every fault was applied and healed (or ctx ended, in which case applied faults are still
 // healed so the cluster can be read back).
-func (r *run) runFaults(ctx context.Context, measureStart, measureEnd time.Time) {
+func (r *rig) runFaults(ctx context.Context, log *faultLog, measureStart, measureEnd time.Time) {
 	if !r.opts.Worker.First() {
 		return // worker 1 of a multi-worker run runs the schedule
 	}
@@ -22,25 +25,22 @@ func (r *run) runFaults(ctx context.Context, measureStart, measureEnd time.Time)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.runFault(ctx, i, f, measureStart, measureEnd)
+			r.runFault(ctx, log, i, f, measureStart, measureEnd)
 		}()
 	}
 	wg.Wait()
 }
 
-// waitUntil waits until t; false when ctx ended first.
-func waitUntil(ctx context.Context, t time.Time) bool { return sleepCtx(ctx, time.Until(t)) }
-
-func (r *run) runFault(ctx context.Context, i int, f Fault, measureStart, measureEnd time.Time) {
+func (r *rig) runFault(ctx context.Context, log *faultLog, i int, f spec.Fault, measureStart, measureEnd time.Time) {
 	switch f.Kind {
 	case "exec":
-		r.runExecFault(ctx, i, f, measureStart, measureEnd)
+		r.runExecFault(ctx, log, i, f, measureStart, measureEnd)
 		return
 	case "reassign":
-		r.runReassignFault(ctx, i, f, measureStart)
+		r.runReassignFault(ctx, log, i, f, measureStart)
 		return
 	}
-	if !waitUntil(ctx, measureStart.Add(f.At)) {
+	if !poll.At(ctx, measureStart.Add(f.At)) {
 		return
 	}
 	applied := time.Now()
@@ -50,7 +50,7 @@ func (r *run) runFault(ctx context.Context, i int, f Fault, measureStart, measur
 	rf.Target = target
 	if err != nil {
 		rf.Error = err.Error()
-		r.addFault(i, rf)
+		log.add(i, rf)
 		if !r.opts.Quiet {
 			fmt.Fprintf(r.opts.Stderr, "fault %s %s: %v\n", f.Kind, f.Target, err)
 		}
@@ -61,20 +61,39 @@ func (r *run) runFault(ctx context.Context, i int, f Fault, measureStart, measur
 		if until.After(measureEnd) {
 			until = measureEnd
 		}
-		waitUntil(ctx, until) // on cancel: heal at once
+		poll.At(ctx, until) // on cancel: heal at once
 		if err := heal(); err != nil {
 			rf.Error = "heal: " + err.Error()
 		}
 		rf.EndS = time.Since(measureStart).Seconds()
 	}
-	r.addFault(i, rf)
+	log.add(i, rf)
 }
 
-// addFault records fault i of the schedule (result.json lists them in schedule order).
-func (r *run) addFault(i int, f results.Fault) {
-	r.faultsMu.Lock()
-	r.faults = append(r.faults, indexedFault{i, f})
-	r.faultsMu.Unlock()
+// faultLog holds the faults the schedule applied; the fault goroutines add to it, report
+// reads it after they ended.
+type faultLog struct {
+	mu   sync.Mutex
+	list []indexedFault
+}
+
+// add records fault i of the schedule.
+func (l *faultLog) add(i int, f results.Fault) {
+	l.mu.Lock()
+	l.list = append(l.list, indexedFault{i, f})
+	l.mu.Unlock()
+}
+
+// ordered returns the applied faults in schedule order (as result.json lists them).
+func (l *faultLog) ordered() []results.Fault {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sort.Slice(l.list, func(a, b int) bool { return l.list[a].i < l.list[b].i })
+	var out []results.Fault // nil without faults: result.json omits them
+	for _, f := range l.list {
+		out = append(out, f.f)
+	}
+	return out
 }
 
 type indexedFault struct {
@@ -83,7 +102,7 @@ type indexedFault struct {
 }
 
 // describeTarget is the fault's target as written, with the partition for the short roles.
-func describeTarget(f Fault) string {
+func describeTarget(f spec.Fault) string {
 	switch f.Target {
 	case "leader", "follower", "any-follower":
 		return fmt.Sprintf("%s of partition %d", f.Target, f.Partition)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	htmlreport "github.com/isrbench/isrbench/results/report"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // kafkaDefaultRe finds the Kafka default a param's help names where isrbench's own default
@@ -16,13 +17,13 @@ var kafkaDefaultRe = regexp.MustCompile(`\(Kafka:? (-?[0-9]+)\)`)
 // each param, and Kafka's own default where a param's help says that isrbench's differs from
 // it. The spec's name and description are labels, not settings, and have none.
 func ReportDefaults() map[string]htmlreport.Default {
-	def := DefaultSpec()
-	out := make(map[string]htmlreport.Default, len(params))
-	for _, p := range params {
+	def := spec.DefaultSpec()
+	out := make(map[string]htmlreport.Default, len(spec.Params()))
+	for _, p := range spec.Params() {
 		if p.Key == "name" || p.Key == "description" {
 			continue
 		}
-		d := htmlreport.Default{Value: p.get(def)}
+		d := htmlreport.Default{Value: p.Get(def)}
 		if m := kafkaDefaultRe.FindStringSubmatch(p.Help); m != nil {
 			if n, err := strconv.ParseInt(m[1], 10, 64); err == nil {
 				d.Kafka = n

@@ -2,13 +2,15 @@ package workloads
 
 import (
 	"testing"
+
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // TestReportDefaults: every config key of the spec has its default, durations as Config
 // writes them, and Kafka's default where the harness uses another.
 func TestReportDefaults(t *testing.T) {
 	d := ReportDefaults()
-	cfg := DefaultSpec().Config()
+	cfg := spec.DefaultSpec().Config()
 	for k := range cfg {
 		if k == "name" || k == "description" {
 			if _, ok := d[k]; ok {

@@ -11,23 +11,9 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/internal/poll"
+	"github.com/isrbench/isrbench/workloads/target"
 )
-
-// PartitionSample is the replication state of one partition at one moment.
-type PartitionSample struct {
-	Partition   int32
-	Leader      int32 // -1 = no leader
-	LeaderEpoch int32
-	Replicas    []int32
-	ISR         []int32
-	HW          int64           // the leader's HW (exclusive); -1 when there is no leader
-	LEO         map[int32]int64 // each running replica's own LEO (exclusive); a stopped replica is absent
-	// LogStart is the leader's log start offset (inclusive); -1 when there is no leader.
-	LogStart int64
-	// NoLEO is set when the target cannot see any replica's LEO (a kafka:// cluster: Kafka
-	// clients see the HW and the log start, never an LEO): partitions.csv says "n/a".
-	NoLEO bool
-}
 
 // ISREvent is one ISR change seen by the partition timeline.
 type ISREvent struct {
@@ -42,13 +28,13 @@ type ISREvent struct {
 // stopped) into partitions.csv, and keeps the ISR events and leaderless time for the
 // summary. One goroutine runs loop; the runner reads the results after loop returned.
 type partTimeline struct {
-	r        *run
-	ps       partitionSampler
+	r        *rig
+	ps       target.PartitionSampler
 	path     string
 	start    time.Time
 	interval time.Duration
 
-	prev       map[int32]PartitionSample
+	prev       map[int32]target.PartitionSample
 	lastErrs   map[int32]map[string]int64
 	events     []ISREvent
 	leaderless float64 // partition-seconds without a leader
@@ -73,9 +59,9 @@ type fullMark struct {
 	Full bool
 }
 
-func newPartTimeline(r *run, ps partitionSampler, path string, start time.Time) *partTimeline {
+func newPartTimeline(r *rig, ps target.PartitionSampler, path string, start time.Time) *partTimeline {
 	return &partTimeline{r: r, ps: ps, path: path, start: start, interval: 100 * time.Millisecond,
-		prev: map[int32]PartitionSample{}, lastErrs: map[int32]map[string]int64{}}
+		prev: map[int32]target.PartitionSample{}, lastErrs: map[int32]map[string]int64{}}
 }
 
 // loop writes rows until ctx is done.
@@ -91,7 +77,7 @@ func (pt *partTimeline) loop(ctx context.Context) {
 			pt.err = fmt.Errorf("writing %s: %w", pt.path, err)
 		}
 	}()
-	if !waitUntil(ctx, pt.start) {
+	if !poll.At(ctx, pt.start) {
 		return
 	}
 	tick := time.NewTicker(pt.interval)

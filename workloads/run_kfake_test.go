@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 func newKfake(t *testing.T, opts ...kfake.Opt) string {
@@ -24,9 +25,9 @@ func newKfake(t *testing.T, opts ...kfake.Opt) string {
 	return "kafka://" + strings.Join(c.ListenAddrs(), ",")
 }
 
-func shortSpec(t *testing.T, sets ...string) *Spec {
+func shortSpec(t *testing.T, sets ...string) *spec.Spec {
 	t.Helper()
-	s, err := Load("default")
+	s, err := spec.Load("default")
 	if err != nil {
 		t.Fatal(err)
 	}

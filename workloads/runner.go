@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +19,10 @@ import (
 	"github.com/isrbench/isrbench/core/vfs"
 	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/internal/poll"
+	"github.com/isrbench/isrbench/workloads/load"
+	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // Options configure one run (see Run).
@@ -38,7 +41,7 @@ type Options struct {
 	// Stdout gets the summary table, Stderr the progress line and notes (nil = discard).
 	Stdout, Stderr io.Writer
 	// WaitMode is the pacer's wait (default DefaultWaitMode).
-	WaitMode WaitMode
+	WaitMode load.WaitMode
 	// TimelineInterval is the timeline's period; default 1s (100ms for runs shorter than 10s).
 	TimelineInterval time.Duration
 	// Commit is recorded in env.commit (default: the binary's VCS revision).
@@ -46,12 +49,12 @@ type Options struct {
 	// Assume lists broker settings already in effect on a kafka:// target (ParseAssume):
 	// the run neither changes them nor needs the brokers to report them.
 	Assume map[string]string
-	// Worker makes the run one worker of several (worker.go); zero: the whole load.
-	Worker Worker
+	// Worker makes the run one worker of several (load.Worker); zero: the whole load.
+	Worker load.Worker
 
 	// session applies the spec's settings to a kafka:// target; Sweep sets one for all its
 	// points, nil makes Run use its own (restored when it ends).
-	session *ConfigSession
+	session *target.ConfigSession
 
 	// statFS replaces the disk guard's statfs (tests simulate a filling disk).
 	statFS func(path string) (free, total uint64, err error)
@@ -73,7 +76,7 @@ var profileStarter = func(kinds []string, dir string) (stop func() ([]string, er
 }
 
 // RunID returns the default run id: UTC time, spec name and a short hash of the effective config.
-func RunID(s *Spec, now time.Time) string {
+func RunID(s *spec.Spec, now time.Time) string {
 	b, _ := json.Marshal(s.Config()) // map keys are sorted: stable
 	sum := sha256.Sum256(b)
 	return now.UTC().Format("20060102-150405") + "-" + s.Name + "-" + hex.EncodeToString(sum[:3])
@@ -84,7 +87,7 @@ func RunID(s *Spec, now time.Time) string {
 // <OutDir>/<id>/ and return the result. The embedded cluster and its temp data dir are removed
 // before Run returns, also on error and cancellation. A run whose clean elections lost
 // acknowledged records returns its result and an error wrapping ErrDurability.
-func Run(ctx context.Context, s *Spec, o Options) (res *results.Result, err error) {
+func Run(ctx context.Context, s *spec.Spec, o Options) (res *results.Result, err error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -101,7 +104,7 @@ func Run(ctx context.Context, s *Spec, o Options) (res *results.Result, err erro
 		o.Target = s.TargetName()
 	}
 	if o.WaitMode == "" {
-		o.WaitMode = DefaultWaitMode
+		o.WaitMode = load.DefaultWaitMode
 	}
 	if o.TimelineInterval <= 0 {
 		o.TimelineInterval = time.Second
@@ -117,8 +120,8 @@ func Run(ctx context.Context, s *Spec, o Options) (res *results.Result, err erro
 	if err := o.Worker.CheckSpec(s, o.Target); err != nil {
 		return nil, err
 	}
-	if n := embeddedOnlyFaults(s); n > 0 && o.Target != "embedded" {
-		return nil, fmt.Errorf("spec %s has %d faults of kinds that need the embedded target (%s), not %s; use kind exec", s.Name, n, strings.Join(embeddedFaultKinds(), ", "), o.Target)
+	if n := spec.EmbeddedOnlyFaults(s); n > 0 && o.Target != "embedded" {
+		return nil, fmt.Errorf("spec %s has %d faults of kinds that need the embedded target (%s), not %s; use kind exec", s.Name, n, strings.Join(spec.EmbeddedFaultKinds(), ", "), o.Target)
 	}
 	startedAt := time.Now()
 	id := o.ID
@@ -130,7 +133,7 @@ func Run(ctx context.Context, s *Spec, o Options) (res *results.Result, err erro
 		return nil, err
 	}
 	id = filepath.Base(dir)
-	r := &run{spec: s, opts: o, dir: dir, hwlag: results.NewRecorder()}
+	r := &rig{spec: s, opts: o, dir: dir, hwlag: results.NewRecorder()}
 	res, err = r.do(ctx, id, startedAt)
 	if r.restoreErr != nil {
 		err = errors.Join(err, r.restoreErr)
@@ -163,64 +166,57 @@ func makeRunDir(parent, id string) (string, error) {
 	}
 }
 
-type run struct {
-	spec *Spec
+// rig is setup's value: the run's inputs (spec, options, run dir) and what setup fixed and
+// opened for the later phases (the target, the clients, the plan, the loops). Only the
+// runner's goroutine uses it, apart from hwWin and hwlag (the core's callbacks) and the
+// producers' and consumers' own locks.
+type rig struct {
+	spec *spec.Spec
 	opts Options
 	dir  string
-	tgt  Target
+	tgt  target.Target
 	// parts are tgt's optional parts (Inspector), fixed when it opened.
-	parts Inspection
-	win   window
+	parts target.Inspection
+	win   load.Window
 	// hwWin is win for the core's OnHWLag callbacks (broker goroutines, synchronised with the
 	// runner only through sockets): published atomically.
-	hwWin atomic.Pointer[window]
+	hwWin atomic.Pointer[load.Window]
 	hwlag *results.Recorder // HW lag from the core, filtered to the window
 
-	prods []*producer
-	cons  []*consumer
-
-	faultsMu sync.Mutex
-	faults   []indexedFault
-	hists    runHists
+	prods []*load.Producer
+	cons  []*load.Consumer
 
 	// External clusters and workers (runner_external.go).
-	ownSession     *ConfigSession // the run's own settings session, restored at its end
+	ownSession     *target.ConfigSession // the run's own settings session, restored at its end
 	restoreErr     error
 	targetSettings []results.TargetSetting
 	targetNotes    []string
-	obs            *hwObserver // client-observed HW lag; nil without acknowledged producers
+	obs            *load.HWObserver // client-observed HW lag; nil without acknowledged producers
 	obsStop        func()
-	obsUnseen      int
 
-	// The phases' state (runner_setup.go): the plan and what setup and measure started.
-	plan      runPlan
-	loops     loops
-	adm       *kadm.Client
-	guard     *diskGuard // nil without a local data dir
-	tl        *timeline
-	pt        *partTimeline // nil when the target cannot sample partitions
-	gp        *groupProbe   // nil without a consumer group
-	cost      *costMeter
-	prodErrs  []error // per producer, set when the load ends
-	profFiles []string
-	profErr   error
-	// clientHgrms are the client-observed HW lag's histograms (externalResult).
-	clientHgrms []results.NamedHistogram
-	// Loops settle and report stop or wait for (nil when not started).
-	tlLoop, ptLoop, consLoop, gpLoop *loop
+	// What setup fixed and opened (runner_setup.go): the plan, the admin client, the disk
+	// guard and the timeline; loops holds every loop and cleanup of every phase.
+	plan  runPlan
+	loops loops
+	adm   *kadm.Client
+	guard *diskGuard // nil without a local data dir
+	tl    *timeline
 }
 
-// do runs the phases of the run (runner_setup.go): setup, measure, settle, verify and
-// report; whatever a phase started is stopped and closed by loops.close on every path.
-func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.Result, error) {
+// do runs the phases of the run (runner_setup.go), each handing its value to the next:
+// setup builds the rig, measure returns the measurement, settle what it settled, verify the
+// verdict, and report the result from all of them. Whatever a phase started is stopped and
+// closed by loops.close on every path.
+func (r *rig) do(ctx context.Context, id string, startedAt time.Time) (*results.Result, error) {
 	defer r.loops.close()
 	if err := r.setup(ctx, id, startedAt); err != nil {
 		return nil, err
 	}
-	if err := r.measure(ctx); err != nil {
+	m, err := r.measure(ctx)
+	if err != nil {
 		return nil, err
 	}
-	st, err := r.settle(ctx)
+	st, err := r.settle(ctx, m)
 	if err != nil {
 		return nil, err
 	}
@@ -228,45 +224,20 @@ func (r *run) do(ctx context.Context, id string, startedAt time.Time) (*results.
 	if err != nil {
 		return nil, err
 	}
-	return r.report(st, v)
+	return r.report(m, st, v)
 }
 
 // partitionErrors sums the producers' failed records by partition and error name (whole run).
-func (r *run) partitionErrors() map[int32]map[string]int64 {
-	out := map[int32]map[string]int64{}
-	for _, p := range r.prods {
-		p.mu.Lock()
-		for part, m := range p.partErrs {
-			o := out[part]
-			if o == nil {
-				o = map[string]int64{}
-				out[part] = o
-			}
-			for k, v := range m {
-				o[k] += v
-			}
-		}
-		p.mu.Unlock()
-	}
-	return out
+func (r *rig) partitionErrors() map[int32]map[string]int64 {
+	return load.PartitionErrors(r.prods)
 }
 
 // failedBetween counts failed records whose intended send time lies in [from, to] seconds
 // after the start of measurement.
-func (r *run) failedBetween(from, to float64) int64 {
-	lo := r.win.start + int64(from*1e9)
-	hi := r.win.start + int64(to*1e9)
-	var n int64
-	for _, p := range r.prods {
-		p.mu.Lock()
-		for _, t := range p.failTimes {
-			if t >= lo && t <= hi {
-				n++
-			}
-		}
-		p.mu.Unlock()
-	}
-	return n
+func (r *rig) failedBetween(from, to float64) int64 {
+	lo := r.win.Start + int64(from*1e9)
+	hi := r.win.Start + int64(to*1e9)
+	return load.FailedBetween(r.prods, lo, hi)
 }
 
 // waitFollowersFetching waits (up to d) until every follower of the freshly created topic has
@@ -276,14 +247,14 @@ func (r *run) failedBetween(from, to float64) int64 {
 // to it stall for up to backoff + replica.fetch.wait.max.ms (1.5 s by default). That belongs to
 // topic creation, not to the workload, so the load starts after it. It returns what is still
 // not fetching when d passes ("" when ready).
-func waitFollowersFetching(ctx context.Context, rr replicationReadier, topic string, d time.Duration) string {
-	return pollUntil(ctx, d, 5*time.Millisecond, func() string { return rr.ReplicationReady(topic) })
+func waitFollowersFetching(ctx context.Context, rr target.ReplicationReadier, topic string, d time.Duration) string {
+	return poll.Until(ctx, d, 5*time.Millisecond, func() string { return rr.ReplicationReady(topic) })
 }
 
 // diskGuardInterval is how often the disk guard checks the data dir's filesystem.
 var diskGuardInterval = time.Second
 
-func drainTimeout(s *Spec) time.Duration {
+func drainTimeout(s *spec.Spec) time.Duration {
 	d := 30 * time.Second
 	if t := time.Duration(s.Producers.DeliveryTimeoutMs) * time.Millisecond; t > 0 && t+5*time.Second < d {
 		d = t + 5*time.Second
@@ -291,40 +262,40 @@ func drainTimeout(s *Spec) time.Duration {
 	return d
 }
 
-func (r *run) closeClients() {
+func (r *rig) closeClients() {
 	for _, p := range r.prods {
-		p.cl.Close()
+		p.Close()
 	}
 	for _, c := range r.cons {
-		c.close()
+		c.Close()
 	}
 	r.prods, r.cons = r.prods[:len(r.prods):len(r.prods)], r.cons[:len(r.cons):len(r.cons)]
 }
 
-func (r *run) onHWLag(lagNs, records int64) {
+func (r *rig) onHWLag(lagNs, records int64) {
 	w := r.hwWin.Load()
 	if w == nil {
 		return
 	}
 	// A batch belongs to the window by its leader append time, as the producer-side
 	// histograms go by intended send time: warm-up batches the HW passes later stay out.
-	if appended := time.Now().UnixNano() - lagNs; w.in(appended) {
+	if appended := time.Now().UnixNano() - lagNs; w.In(appended) {
 		r.hwlag.RecordNsN(lagNs, records)
 	}
 }
 
 // waitConsumers waits until every consumer received everything below end, or d passed; it
 // reports whether they all caught up.
-func (r *run) waitConsumers(ctx context.Context, end []int64, d time.Duration) bool {
-	return pollUntil(ctx, d, 20*time.Millisecond, func() string {
+func (r *rig) waitConsumers(ctx context.Context, end []int64, d time.Duration) bool {
+	return poll.Until(ctx, d, 20*time.Millisecond, func() string {
 		if r.spec.Consumers.GroupID != "" {
-			if !groupCaughtUp(r.cons, end) {
+			if !load.GroupCaughtUp(r.cons, end) {
 				return "the group is behind"
 			}
 			return ""
 		}
 		for _, c := range r.cons {
-			if !c.caughtUp(end) {
+			if !c.CaughtUp(end) {
 				return "a consumer is behind"
 			}
 		}

@@ -11,21 +11,23 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/load"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // The runner's parts for external clusters and multi-worker runs: the settings a kafka://
-// target is given (targetconfig.go), the client-observed HW lag (hwobserver.go) and the
-// worker's share of the load (worker.go). runner.go calls these at fixed points of a run.
+// target is given (target.ConfigSession), the client-observed HW lag (load.HWObserver) and the
+// worker's share of the load (load.Worker). runner.go calls these at fixed points of a run.
 
 // isKafkaTarget reports whether the run drives a kafka:// cluster.
-func (r *run) isKafkaTarget() bool { return strings.HasPrefix(r.opts.Target, "kafka://") }
+func (r *rig) isKafkaTarget() bool { return strings.HasPrefix(r.opts.Target, "kafka://") }
 
 // topicConfigs are the configs the benchmark topic is created with: on a kafka:// target
 // every topic setting the spec gives (TopicConfigs), on the embedded one min.insync.replicas
 // (its brokers were started with the rest).
-func (r *run) topicConfigs() map[string]*string {
+func (r *rig) topicConfigs() map[string]*string {
 	if r.isKafkaTarget() {
-		return TopicConfigs(r.spec)
+		return target.TopicConfigs(r.spec)
 	}
 	minISR := fmt.Sprint(r.spec.Topic.MinInsyncReplicas)
 	return map[string]*string{"min.insync.replicas": &minISR}
@@ -34,26 +36,25 @@ func (r *run) topicConfigs() map[string]*string {
 // prepareTarget creates the topic (waiting for full ISRs) and, on a kafka:// target, first
 // checks the spec's settings against the cluster (Check: nothing runs when one cannot be
 // applied) and then applies them (Apply). restoreTarget, deferred before it, undoes them.
-func (r *run) prepareTarget(ctx context.Context, adm *kadm.Client) error {
+func (r *rig) prepareTarget(ctx context.Context, adm *kadm.Client) error {
 	if !r.isKafkaTarget() {
-		_, err := ensureTopic(ctx, adm, r.spec, r.topicConfigs(), 30*time.Second)
+		_, err := target.EnsureTopic(ctx, adm, r.spec, r.topicConfigs(), 30*time.Second)
 		return err
 	}
 	cs := r.opts.session
 	if cs == nil {
-		cs = NewConfigSession(adm, r.opts.Assume, r.notef)
+		cs = target.NewConfigSession(adm, r.opts.Assume, r.notef)
 		r.ownSession = cs
 	}
 	if !r.opts.Worker.First() {
-		cs.checkOnly = true
-		cs.wait = max(cs.wait, time.Until(r.opts.Worker.StartAt)+30*time.Second)
+		cs.CheckOnly(r.opts.Worker.StartAt.Add(30 * time.Second))
 	}
 	notes, err := cs.Check(ctx, r.spec)
 	if err != nil {
 		return err
 	}
 	r.targetNotes = notes
-	created, err := ensureTopic(ctx, adm, r.spec, r.topicConfigs(), 30*time.Second)
+	created, err := target.EnsureTopic(ctx, adm, r.spec, r.topicConfigs(), 30*time.Second)
 	if err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func (r *run) prepareTarget(ctx context.Context, adm *kadm.Client) error {
 
 // restoreTarget restores what the run's own ConfigSession changed (a sweep restores its
 // session after its last point); a failure is kept for Run's error.
-func (r *run) restoreTarget(ctx context.Context) {
+func (r *rig) restoreTarget(ctx context.Context) {
 	if r.ownSession == nil {
 		return
 	}
@@ -73,7 +74,7 @@ func (r *run) restoreTarget(ctx context.Context) {
 	}
 }
 
-func (r *run) notef(format string, args ...any) {
+func (r *rig) notef(format string, args ...any) {
 	if !r.opts.Quiet {
 		fmt.Fprintf(r.opts.Stderr, format+"\n", args...)
 	}
@@ -81,7 +82,7 @@ func (r *run) notef(format string, args ...any) {
 
 // loadStart is when the producers start: 200 ms from now, or a worker's --start-at, which
 // the setup must not have passed.
-func (r *run) loadStart() (time.Time, error) {
+func (r *rig) loadStart() (time.Time, error) {
 	w := r.opts.Worker
 	if !w.Active() {
 		return time.Now().Add(200 * time.Millisecond), nil
@@ -93,22 +94,11 @@ func (r *run) loadStart() (time.Time, error) {
 	return w.StartAt, nil
 }
 
-// observesHWLag reports whether hw.lag.client turns the client HW observer on for target.
-func (s *Spec) observesHWLag(target string) bool {
-	switch s.HWLagClient {
-	case "on":
-		return true
-	case "off":
-		return false
-	}
-	return strings.HasPrefix(target, "kafka://")
-}
-
 // idBase is the first producer id of this run (see Worker.idBase).
-func (r *run) idBase() uint32 { return r.opts.Worker.idBase(r.spec.Name, rand.Uint32()) }
+func (r *rig) idBase() uint32 { return r.opts.Worker.IDBase(r.spec.Name, rand.Uint32()) }
 
 // producerTotal is the number of producers the spec has over all workers.
-func (r *run) producerTotal() int {
+func (r *rig) producerTotal() int {
 	n := 0
 	for _, g := range r.spec.ProducerGroups() {
 		n += g.Count
@@ -119,15 +109,15 @@ func (r *run) producerTotal() int {
 // startObserver starts the client HW observer when hw.lag.client asks for it (see
 // Spec.HWLagClient) and some producer waits for acknowledgements; stopObserver (deferred) ends
 // it on any path, finishObserver after the drain.
-func (r *run) startObserver(ctx context.Context, conn []kgo.Opt, startOffs []int64) error {
+func (r *rig) startObserver(ctx context.Context, conn []kgo.Opt, startOffs []int64) error {
 	acked := false
 	for _, g := range r.spec.ProducerGroups() {
 		acked = acked || (g.Count > 0 && g.Acks != "0")
 	}
-	if !acked || !r.spec.observesHWLag(r.tgt.Name()) {
+	if !acked || !r.spec.ObservesHWLag(r.tgt.Name()) {
 		return nil
 	}
-	o, err := newHWObserver(conn, r.spec.Topic.Name, startOffs, r.win)
+	o, err := load.NewHWObserver(append(conn[:len(conn):len(conn)], kgo.MetadataMinAge(target.FreshMetadata)), r.spec.Topic.Name, startOffs, r.win)
 	if err != nil {
 		return err
 	}
@@ -139,47 +129,49 @@ func (r *run) startObserver(ctx context.Context, conn []kgo.Opt, startOffs []int
 	return nil
 }
 
-func (r *run) stopObserver() {
+func (r *rig) stopObserver() {
 	if r.obsStop != nil {
 		r.obsStop()
 		r.obsStop = nil
-		r.obs.cl.Close()
+		r.obs.Close()
 	}
 }
 
-// finishObserver waits (up to 5 s) until the HW is seen past every acknowledged record.
-func (r *run) finishObserver(ctx context.Context) {
+// finishObserver waits (up to 5 s) until the HW is seen past every acknowledged record; it
+// returns how many acknowledged records it did not see committed.
+func (r *rig) finishObserver(ctx context.Context) (unseen int) {
 	if r.obs == nil || r.obsStop == nil {
-		return
+		return 0
 	}
 	stop := r.obsStop
 	r.obsStop = nil
-	r.obsUnseen = r.obs.finish(ctx, stop, 5*time.Second)
+	return r.obs.Finish(ctx, stop, 5*time.Second)
 }
 
 // timelineHWInterval is timeline.csv's hw_lag_p99_us source: the core's HW lag on the
 // embedded target, the client-observed one (from the acknowledgement) elsewhere.
-func (r *run) timelineHWInterval() *results.Histogram {
+func (r *rig) timelineHWInterval() *results.Histogram {
 	if r.tgt.HasHWLag() || r.obs == nil {
 		return r.hwlag.Interval()
 	}
-	return r.obs.fromAck.Interval()
+	return r.obs.FromAck.Interval()
 }
 
-// externalResult adds to res what this file's parts measured: the client HW lag and its
-// .hgrm files (written with the others by writeOutputs), the target's settings and notes, the worker's part. Called before the outputs
-// are written.
-func (r *run) externalResult(res *results.Result, measureStart time.Time) error {
+// externalResult adds to res what this file's parts measured: the client HW lag (unseen: the
+// acknowledged records the observer did not see committed), the target's settings and notes,
+// the worker's part; it returns the client HW lag's .hgrm files, which writeOutputs writes
+// first. Called before the outputs are written.
+func (r *rig) externalResult(res *results.Result, measureStart time.Time, unseen int) (clientHgrms []results.NamedHistogram, err error) {
 	if r.obs != nil {
-		ack, send := r.obs.fromAck.Snapshot(), r.obs.fromSend.Snapshot()
+		ack, send := r.obs.FromAck.Snapshot(), r.obs.FromSend.Snapshot()
 		sa, ss := results.Summarize(ack), results.Summarize(send)
 		res.HWLagClientUs, res.HWLagClientSendUs = &sa, &ss
-		res.HWObserver = r.obs.summary(r.obsUnseen)
-		r.clientHgrms = []results.NamedHistogram{{Name: "hw_lag_client.hgrm", H: ack}, {Name: "hw_lag_client_send.hgrm", H: send}}
+		res.HWObserver = r.obs.Summary(unseen)
+		clientHgrms = []results.NamedHistogram{{Name: "hw_lag_client.hgrm", H: ack}, {Name: "hw_lag_client_send.hgrm", H: send}}
 		note := fmt.Sprintf("client-observed: produce acknowledgement (and intended send) -> first fetch response showing the HW past the record; resolution %s µs (p99 window between responses, fetch.max.wait.ms %d)",
 			results.FormatValue(res.HWObserver.ResolutionUs), res.HWObserver.FetchMaxWaitMs)
-		if r.obsUnseen > 0 {
-			note += fmt.Sprintf("; %d acknowledged records whose HW advance was not seen are left out", r.obsUnseen)
+		if unseen > 0 {
+			note += fmt.Sprintf("; %d acknowledged records whose HW advance was not seen are left out", unseen)
 		}
 		res.Note("hw_lag_client", note)
 	}
@@ -196,5 +188,5 @@ func (r *run) externalResult(res *results.Result, measureStart time.Time) error 
 	if w := r.opts.Worker; w.Active() && !w.First() && len(r.spec.Faults) > 0 {
 		res.Note("faults", fmt.Sprintf("worker %s runs no faults: worker 1 runs the schedule", w))
 	}
-	return nil
+	return clientHgrms, nil
 }

@@ -2,7 +2,6 @@ package workloads
 
 import (
 	"context"
-	"time"
 )
 
 // loops holds a run's background loops and its cleanups: close stops the loops and runs the
@@ -49,21 +48,4 @@ func (ls *loops) close() {
 		ls.undo[i]()
 	}
 	ls.undo = nil
-}
-
-// everyTick calls fn every interval until ctx ends or fn returns false (the first call one
-// interval after the start).
-func everyTick(ctx context.Context, every time.Duration, fn func() bool) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if !fn() {
-			return
-		}
-	}
 }

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/isrbench/isrbench/workloads/internal/poll"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // measure runs the load from the plan's loadStart to its measureEnd with the loops alongside
@@ -15,24 +18,25 @@ import (
 // guard, the partition timeline, profiles and the cost meter), and returns when the producers
 // are done and the fault schedule has ended. A run the disk guard or an offline log
 // directory stopped early returns that cause (its run dir removed: there is no result).
-func (r *run) measure(ctx context.Context) error {
+func (r *rig) measure(ctx context.Context) (*measurement, error) {
 	s, p := r.spec, &r.plan
+	m := &measurement{}
 	// loadCtx ends the load early when the disk guard trips (its cause is the *LowDiskError).
 	loadCtx, stopLoad := context.WithCancelCause(ctx)
 	r.loops.onClose(func() { stopLoad(nil) })
 	cons := r.cons
-	r.consLoop = r.loops.start(ctx, func(ctx context.Context) {
+	m.consLoop = r.loops.start(ctx, func(ctx context.Context) {
 		var wg sync.WaitGroup
 		for _, c := range cons {
-			wg.Go(func() { c.run(ctx) })
+			wg.Go(func() { c.Run(ctx) })
 		}
 		wg.Wait()
 	})
 	if p.grouped && len(r.cons) > 0 {
 		gp := newGroupProbe(s, r.parts.Groups, r.adm)
-		r.gp = gp
-		r.gpLoop = r.loops.start(ctx, func(ctx context.Context) {
-			if !waitUntil(ctx, p.measureStart) {
+		m.gp = gp
+		m.gpLoop = r.loops.start(ctx, func(ctx context.Context) {
+			if !poll.At(ctx, p.measureStart) {
 				return
 			}
 			gp.markStart()
@@ -44,14 +48,14 @@ func (r *run) measure(ctx context.Context) error {
 
 	// Producers, staggered by a slot fraction so their schedules interleave.
 	var prodWG sync.WaitGroup
-	r.prodErrs = make([]error, len(r.prods))
+	m.prodErrs = make([]error, len(r.prods))
 	for i, pr := range r.prods {
-		prodWG.Go(func() { r.prodErrs[i] = pr.run(loadCtx, p.sendFrom[i], p.measureEnd) })
+		prodWG.Go(func() { m.prodErrs[i] = pr.Run(loadCtx, p.sendFrom[i], p.measureEnd) })
 	}
 
 	// Timeline, progress, faults and profiles run alongside.
-	r.tlLoop = r.loops.start(ctx, r.tl.loop)
-	faults := r.loops.start(loadCtx, func(ctx context.Context) { r.runFaults(ctx, p.measureStart, p.measureEnd) })
+	m.tlLoop = r.loops.start(ctx, r.tl.loop)
+	faults := r.loops.start(loadCtx, func(ctx context.Context) { r.runFaults(ctx, &m.faults, p.measureStart, p.measureEnd) })
 	var storage, guard *loop
 	if od := r.parts.LogDirs; od != nil {
 		storage = r.loops.start(loadCtx, func(ctx context.Context) {
@@ -64,18 +68,18 @@ func (r *run) measure(ctx context.Context) error {
 		})
 	}
 	if ps := r.parts.Partitions; ps != nil {
-		r.pt = newPartTimeline(r, ps, filepath.Join(r.dir, "partitions.csv"), p.measureStart)
-		r.ptLoop = r.loops.start(ctx, r.pt.loop) // stopped before closeClients: pt reads r.prods
+		m.pt = newPartTimeline(r, ps, filepath.Join(r.dir, "partitions.csv"), p.measureStart)
+		m.ptLoop = r.loops.start(ctx, m.pt.loop) // stopped before closeClients: pt reads r.prods
 	}
 	var prof *loop
 	if len(r.opts.Profile) > 0 {
-		prof = r.loops.start(ctx, r.captureProfiles)
+		prof = r.loops.start(ctx, func(ctx context.Context) { r.captureProfiles(ctx, m) })
 	}
-	r.cost = r.startCostAt(ctx, p.measureStart)
-	r.loops.onClose(r.cost.stop)
+	m.cost = r.startCostAt(ctx, p.measureStart)
+	r.loops.onClose(m.cost.stop)
 
 	prodWG.Wait()
-	r.cost.stop()
+	m.cost.stop()
 	guard.stop()
 	storage.stop()
 	var storageErr *StorageError
@@ -83,33 +87,49 @@ func (r *run) measure(ctx context.Context) error {
 		// Stop everything at once; closing the target removes the data dir.
 		prof.stop()
 		faults.wait()
-		r.tlLoop.stop()
+		m.tlLoop.stop()
 		os.RemoveAll(r.dir) // no result (a partial timeline only): the disk is short already
-		return cause
+		return nil, cause
 	}
 	prof.stop()
 	faults.wait()
-	return nil
+	return m, nil
+}
+
+// measurement is measure's value: what ran alongside the load and what it left for settle and
+// report. The loops are nil when not started; faults is written by the fault goroutines
+// under its lock, the rest by measure's goroutine (profFiles and profErr by the profile loop,
+// read after it stopped).
+type measurement struct {
+	prodErrs  []error       // per producer (rig.prods), set when the load ends
+	pt        *partTimeline // nil when the target cannot sample partitions
+	gp        *groupProbe   // nil without a consumer group
+	cost      *costMeter
+	faults    faultLog
+	profFiles []string
+	profErr   error
+	// The loops settle and report stop or wait for.
+	tlLoop, ptLoop, consLoop, gpLoop *loop
 }
 
 // captureProfiles takes the pprof profiles of --profile over the measurement window (not
 // while the load drains) into <run dir>/profiles; it returns early when ctx ends.
-func (r *run) captureProfiles(ctx context.Context) {
-	if !waitUntil(ctx, r.plan.measureStart) {
+func (r *rig) captureProfiles(ctx context.Context, m *measurement) {
+	if !poll.At(ctx, r.plan.measureStart) {
 		return
 	}
 	st, err := profileStarter(r.opts.Profile, filepath.Join(r.dir, "profiles"))
 	if err != nil {
-		r.profErr = err
+		m.profErr = err
 	}
 	if st == nil {
 		return
 	}
-	waitUntil(ctx, r.plan.measureEnd)
+	poll.At(ctx, r.plan.measureEnd)
 	f, err := st()
-	r.profFiles = f
-	if err != nil && r.profErr == nil {
-		r.profErr = err
+	m.profFiles = f
+	if err != nil && m.profErr == nil {
+		m.profErr = err
 	}
 }
 
@@ -118,6 +138,9 @@ func (r *run) captureProfiles(ctx context.Context) {
 type settled struct {
 	endOffs         []int64
 	consumersBehind bool
+	// obsUnseen counts the acknowledged records whose HW advance the client observer did not
+	// see before it stopped.
+	obsUnseen int
 }
 
 // consumerCatchUp is how long settle lets the consumers reach the HW after the load.
@@ -126,7 +149,7 @@ const consumerCatchUp = 5 * time.Second
 // settle brings the cluster to rest after the load: it heals what the fault schedule left
 // broken, drains the producers (every record gets its ack or error), waits for full ISRs and
 // committed leader logs, stops the timelines and lets the consumers reach the HW.
-func (r *run) settle(ctx context.Context) (settled, error) {
+func (r *rig) settle(ctx context.Context, m *measurement) (settled, error) {
 	s := r.spec
 	if h := r.parts.Healer; h != nil {
 		restarted, err := h.HealAll()
@@ -137,29 +160,29 @@ func (r *run) settle(ctx context.Context) (settled, error) {
 			r.notef("healing faults: %v", err)
 		}
 	}
-	for i, e := range r.prodErrs {
+	for i, e := range m.prodErrs {
 		if e != nil {
-			r.tlLoop.stop()
+			m.tlLoop.stop()
 			return settled{}, fmt.Errorf("producer %d: %w", i, e)
 		}
 	}
 	// Drain: every record handed to the clients gets its promise (ack or error).
 	drainCtx, cancelDrain := context.WithTimeout(ctx, drainTimeout(s))
 	for _, p := range r.prods {
-		if err := p.drain(drainCtx); err != nil {
-			r.notef("producer %d: drain: %v (records still buffered were aborted)", p.id-r.plan.base, err)
+		if err := p.Drain(drainCtx); err != nil {
+			r.notef("producer %d: drain: %v (records still buffered were aborted)", p.ID-r.plan.base, err)
 		}
 	}
 	cancelDrain()
-	r.finishObserver(ctx)
-	r.tlLoop.stop()
+	unseen := r.finishObserver(ctx)
+	m.tlLoop.stop()
 	if ctx.Err() != nil {
 		return settled{}, ctx.Err()
 	}
 	if r.plan.faults {
 		// Give the healed cluster time to get every replica back in the ISR, so the replica
 		// logs can be compared; the partition timeline keeps recording meanwhile.
-		if _, err := ensureTopic(ctx, r.adm, s, r.topicConfigs(), 30*time.Second); err != nil {
+		if _, err := target.EnsureTopic(ctx, r.adm, s, r.topicConfigs(), 30*time.Second); err != nil {
 			r.notef("after the faults: %v", err)
 		}
 	}
@@ -168,26 +191,26 @@ func (r *run) settle(ctx context.Context) (settled, error) {
 			r.notef("replication not caught up before the read-back: %s", behind)
 		}
 	}
-	r.ptLoop.stop()
-	if r.pt != nil && r.pt.err != nil {
-		r.notef("partition timeline: %v", r.pt.err)
+	m.ptLoop.stop()
+	if m.pt != nil && m.pt.err != nil {
+		r.notef("partition timeline: %v", m.pt.err)
 	}
 
 	// Let the consumers reach the HW, then check durability.
-	endOffs, err := listOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, true)
+	endOffs, err := target.ListOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, true)
 	if err != nil {
 		return settled{}, err
 	}
 	behind := !r.waitConsumers(ctx, endOffs, consumerCatchUp)
-	r.consLoop.stop()
-	return settled{endOffs: endOffs, consumersBehind: behind}, nil
+	m.consLoop.stop()
+	return settled{endOffs: endOffs, consumersBehind: behind, obsUnseen: unseen}, nil
 }
 
 // waitReplicated waits (up to d) until every partition with a leader has its HW at the
 // leader's LEO, i.e. every record the leaders appended (acks=1 ones included) is committed,
 // so the read-back up to the HW sees them. It returns a description of what is still behind.
-func waitReplicated(ctx context.Context, ps partitionSampler, topic string, d time.Duration) string {
-	return pollUntil(ctx, d, 20*time.Millisecond, func() string {
+func waitReplicated(ctx context.Context, ps target.PartitionSampler, topic string, d time.Duration) string {
+	return poll.Until(ctx, d, 20*time.Millisecond, func() string {
 		ss, err := ps.SamplePartitions(topic)
 		if err != nil {
 			return err.Error()
@@ -202,26 +225,4 @@ func waitReplicated(ctx context.Context, ps partitionSampler, topic string, d ti
 		}
 		return ""
 	})
-}
-
-// pollUntil calls check every interval until it returns "" (then ""), ctx is done or d has
-// passed (then check's last answer: what is still not so).
-func pollUntil(ctx context.Context, d, every time.Duration, check func() string) string {
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		why := check()
-		if why == "" {
-			return ""
-		}
-		select {
-		case <-ctx.Done():
-			return why
-		case <-deadline.C:
-			return why
-		case <-tick.C:
-		}
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // report assembles the result from the measurement, the settling and the verdict, writes
@@ -14,17 +15,18 @@ import (
 // report.html) and prints the summary. It returns the result also with an error: a file that
 // could not be written, an incomplete read-back, or acks=all records lost although only
 // clean elections were allowed (ErrDurability).
-func (r *run) report(st settled, v *verdict) (*results.Result, error) {
+func (r *rig) report(m *measurement, st settled, v *verdict) (*results.Result, error) {
 	s, p := r.spec, &r.plan
-	res := r.result(p.id, p.startedAt, r.tl, v.dc, v.byAcks)
-	if err := r.externalResult(res, p.measureStart); err != nil {
+	res, hists := r.result(p.id, p.startedAt, r.tl, m.faults.ordered(), v.dc, v.byAcks)
+	clientHgrms, err := r.externalResult(res, p.measureStart, st.obsUnseen)
+	if err != nil {
 		return res, err
 	}
-	if r.gp != nil {
-		r.gpLoop.wait()
-		res.Group = r.gp.result(r.cons, p.measureStart, p.measureEnd)
+	if m.gp != nil {
+		m.gpLoop.wait()
+		res.Group = m.gp.result(r.cons, p.measureStart, p.measureEnd)
 	}
-	res.Cost = r.cost.cost(res.Produced.Records, r.tgt.Name() == "embedded", cpuProfileFile(r.profFiles))
+	res.Cost = m.cost.cost(res.Produced.Records, r.tgt.Name() == "embedded", cpuProfileFile(m.profFiles))
 	if st.consumersBehind {
 		// e2e latency only has the records the consumers read: a stall at the end of the
 		// run would otherwise pass unseen.
@@ -44,19 +46,19 @@ func (r *run) report(st settled, v *verdict) (*results.Result, error) {
 		res.Durability.LossExpected = why // derived from the settings
 		fr.LossExpected = why
 	}
-	if r.pt != nil {
-		r.pt.summarize(res, fr)
+	if m.pt != nil {
+		m.pt.summarize(res, fr)
 		res.Files.Partitions = fr.PartitionsCSV
 	}
 	res.Files.Faults = FaultsReportFile
 	if err := writeFaultsReport(r.dir, fr); err != nil {
 		return res, err
 	}
-	res.Files.Profiles = r.profFiles
-	if r.profErr != nil {
-		r.notef("profiles: %v", r.profErr)
+	res.Files.Profiles = m.profFiles
+	if m.profErr != nil {
+		r.notef("profiles: %v", m.profErr)
 	}
-	if err := r.writeOutputs(res, r.tl); err != nil {
+	if err := r.writeOutputs(res, r.tl, append(clientHgrms, hists.named()...), hists); err != nil {
 		return res, err
 	}
 	if !r.opts.Quiet {
@@ -80,7 +82,7 @@ func (r *run) report(st settled, v *verdict) (*results.Result, error) {
 }
 
 // groupFigures sums the producers' acknowledgements and failures per producer group.
-func (r *run) groupFigures() []GroupFigures {
+func (r *rig) groupFigures() []GroupFigures {
 	var out []GroupFigures
 	for gi, g := range r.spec.ProducerGroups() {
 		gf := GroupFigures{Group: gi, Acks: g.Acks, Count: g.Count, Errors: map[string]int64{}}
@@ -88,17 +90,15 @@ func (r *run) groupFigures() []GroupFigures {
 			gf.Count = 0 // this worker's share
 		}
 		for _, p := range r.prods {
-			if p.group != gi {
+			if p.Group != gi {
 				continue
 			}
 			if r.opts.Worker.Active() {
 				gf.Count++
 			}
-			gf.Failed += p.nErrs.Load()
-			p.mu.Lock()
-			gf.Acked += p.acked.count()
-			p.mu.Unlock()
-			for k, v := range p.errCounts() {
+			gf.Failed += p.NErrs.Load()
+			gf.Acked += p.AckedCount()
+			for k, v := range p.ErrCounts() {
 				gf.Errors[k] += v
 			}
 		}
@@ -124,7 +124,7 @@ func formatCounts(m map[string]int64) string {
 // lossExpected says why this spec may lose acknowledged acks=all records ("" = it must not):
 // unclean leader election, the truncate-to-HW ablation, or a crash (power loss) without an
 // fsync per message.
-func lossExpected(s *Spec) string {
+func lossExpected(s *spec.Spec) string {
 	var why []string
 	if s.Broker.UncleanLeaderElectionEnable {
 		why = append(why, "unclean.leader.election.enable=true")
@@ -144,22 +144,22 @@ func lossExpected(s *Spec) string {
 }
 
 // result assembles result.json from the merged histograms and counters.
-func (r *run) result(id string, startedAt time.Time, tl *timeline, dc results.DurabilityCounts, byAcks map[string]results.DurabilityCounts) *results.Result {
+func (r *rig) result(id string, startedAt time.Time, tl *timeline, faults []results.Fault, dc results.DurabilityCounts, byAcks map[string]results.DurabilityCounts) (*results.Result, runHists) {
 	s := r.spec
 	ack, sd, e2e := results.NewHistogram(), results.NewHistogram(), results.NewHistogram()
 	var recs, bytes int64
 	errs := map[string]int64{}
 	for _, p := range r.prods {
-		ack.Merge(p.ack.Snapshot())
-		sd.Merge(p.sendDelay)
-		recs += p.nAcked.Load()
-		bytes += p.nBytes.Load()
-		for k, v := range p.errCounts() {
+		ack.Merge(p.Ack.Snapshot())
+		sd.Merge(p.SendDelay)
+		recs += p.NAcked.Load()
+		bytes += p.NBytes.Load()
+		for k, v := range p.ErrCounts() {
 			errs[k] += v
 		}
 	}
 	for _, c := range r.cons {
-		e2e.Merge(c.e2e)
+		e2e.Merge(c.E2E)
 	}
 	hw := r.hwlag.Snapshot()
 	secs := s.Duration.Seconds()
@@ -182,28 +182,26 @@ func (r *run) result(id string, startedAt time.Time, tl *timeline, dc results.Du
 	if !r.tgt.HasHWLag() {
 		res.Note("hw_lag", "hw_lag is measured inside the embedded core only; empty for "+r.tgt.Name())
 	}
-	r.faultsMu.Lock()
-	sort.Slice(r.faults, func(a, b int) bool { return r.faults[a].i < r.faults[b].i })
-	for _, f := range r.faults {
-		res.Faults = append(res.Faults, f.f)
-	}
-	r.faultsMu.Unlock()
-	r.hists = runHists{ack, hw, e2e, sd}
-	return res
+	res.Faults = faults
+	return res, runHists{ack, hw, e2e, sd}
 }
 
-// runHists are the merged histograms, kept for writeOutputs.
+// runHists are the merged histograms result made, for writeOutputs.
 type runHists struct{ ack, hw, e2e, sd *results.Histogram }
+
+// named are the .hgrm files of h.
+func (h runHists) named() []results.NamedHistogram {
+	return []results.NamedHistogram{{Name: "ack_latency.hgrm", H: h.ack}, {Name: "hw_lag.hgrm", H: h.hw},
+		{Name: "e2e_latency.hgrm", H: h.e2e}, {Name: "send_delay.hgrm", H: h.sd}}
+}
 
 // writeOutputs writes the run's files through results.WriteRun: the .hgrm files (the
 // client-observed HW lag's first, see externalResult), bench.txt, the plots and result.json;
 // then report.html.
-func (r *run) writeOutputs(res *results.Result, tl *timeline) error {
-	h := r.hists
+func (r *rig) writeOutputs(res *results.Result, tl *timeline, hgrms []results.NamedHistogram, h runHists) error {
 	res.Files.Timeline = tl.path
 	err := results.WriteRun(r.dir, res, results.RunFiles{
-		Hgrms: append(r.clientHgrms, []results.NamedHistogram{{Name: "ack_latency.hgrm", H: h.ack},
-			{Name: "hw_lag.hgrm", H: h.hw}, {Name: "e2e_latency.hgrm", H: h.e2e}, {Name: "send_delay.hgrm", H: h.sd}}...),
+		Hgrms: hgrms,
 		Latency: []results.LatencySeries{{Name: "ack", H: h.ack}, {Name: "hw lag", H: h.hw},
 			{Name: "e2e", H: h.e2e}, {Name: "send delay", H: h.sd}},
 		Timeline:   tl.tl.Rows(),

@@ -10,13 +10,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/workloads/load"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
-// A run goes through five phases, each a method of run: setup (the target, the disk guard,
-// the topic, the clients and the schedule: the runPlan), measure (the load and the loops
-// alongside it), settle (heal, drain, wait for the replicas and the consumers), verify (the
-// durability checks) and report (result.json and the other files). Everything a phase starts
-// that must end with the run is registered in run.loops, which do closes on every path.
+// A run goes through five phases, each handing its value to the next: setup builds the rig
+// (the target, the disk guard, the topic, the clients and the schedule: the runPlan); measure
+// runs the load and the loops alongside it and returns the measurement; settle (heal, drain,
+// wait for the replicas and the consumers) returns what it settled; verify (the durability
+// checks) the verdict; report writes result.json and the other files from all of them.
+// Everything a phase starts that must end with the run is registered in rig.loops, which do
+// closes on every path.
 
 // runPlan is what a run will do, fixed by setup before the load starts.
 type runPlan struct {
@@ -44,16 +48,16 @@ type runPlan struct {
 
 // setup opens the target and the admin client, checks the disk guard's floor, prepares the
 // topic (and a kafka:// target's settings), creates the clients and fixes the schedule.
-func (r *run) setup(ctx context.Context, id string, startedAt time.Time) error {
+func (r *rig) setup(ctx context.Context, id string, startedAt time.Time) error {
 	s := r.spec
 	p := &r.plan
 	p.id, p.startedAt, p.faults = id, startedAt, len(s.Faults) > 0
 	// Cancellation (ctrl-C) must still clean up: the target is closed by loops.close.
-	tgt, err := OpenTarget(ctx, r.opts.Target, s, TargetOptions{OnHWLag: r.onHWLag, Log: r.opts.Stderr, Seed: rand.Uint64(), fs: r.opts.fs})
+	tgt, err := target.OpenTarget(ctx, r.opts.Target, s, target.TargetOptions{OnHWLag: r.onHWLag, Log: r.opts.Stderr, Seed: rand.Uint64(), FS: r.opts.fs})
 	if err != nil {
 		return err
 	}
-	r.tgt, r.parts = tgt, inspect(tgt)
+	r.tgt, r.parts = tgt, target.Inspect(tgt)
 	r.loops.onClose(func() {
 		if cerr := tgt.Close(); cerr != nil {
 			r.notef("closing target: %v", cerr)
@@ -68,8 +72,8 @@ func (r *run) setup(ctx context.Context, id string, startedAt time.Time) error {
 		}
 	}
 	p.seeds = tgt.Seeds()
-	p.conn = clientOpts(p.seeds, targetSecurity(tgt))
-	admCl, err := kgo.NewClient(append(p.conn[:len(p.conn):len(p.conn)], kgo.MetadataMinAge(freshMetadata))...)
+	p.conn = target.ClientOpts(p.seeds, target.TargetSecurity(tgt))
+	admCl, err := kgo.NewClient(append(p.conn[:len(p.conn):len(p.conn)], kgo.MetadataMinAge(target.FreshMetadata))...)
 	if err != nil {
 		return err
 	}
@@ -85,7 +89,7 @@ func (r *run) setup(ctx context.Context, id string, startedAt time.Time) error {
 			r.notef("starting the load although not every follower is fetching yet: %s", why)
 		}
 	}
-	if p.startOffs, err = listOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, true); err != nil {
+	if p.startOffs, err = target.ListOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, true); err != nil {
 		return err
 	}
 	r.loops.onClose(r.closeClients)
@@ -100,7 +104,7 @@ func (r *run) setup(ctx context.Context, id string, startedAt time.Time) error {
 		return err
 	}
 	r.loops.onClose(func() {
-		if r.tlLoop == nil {
+		if !r.tl.started.Load() {
 			r.tl.f.Close() // the loop closes it once started
 		}
 	})
@@ -115,7 +119,7 @@ func (r *run) setup(ctx context.Context, id string, startedAt time.Time) error {
 // joinGroup creates the group members: they join before the schedule is set, and the load
 // starts once they own every partition (their first rebalance), so that they read it from
 // its first record.
-func (r *run) joinGroup(ctx context.Context) error {
+func (r *rig) joinGroup(ctx context.Context) error {
 	s, p := r.spec, &r.plan
 	p.grouped = s.Consumers.GroupID != ""
 	if !p.grouped {
@@ -123,14 +127,14 @@ func (r *run) joinGroup(ctx context.Context) error {
 	}
 	changed := make(chan struct{}, 1)
 	for i := 0; i < s.Consumers.Count; i++ {
-		c, err := newGroupConsumer(p.conn, s.Topic.Name, s.Topic.Partitions, s.Consumers, window{}, func(uint32) bool { return false }, changed)
+		c, err := load.NewGroupConsumer(p.conn, s.Topic.Name, s.Topic.Partitions, s.Consumers, load.Window{}, func(uint32) bool { return false }, changed)
 		if err != nil {
 			return err
 		}
 		r.cons = append(r.cons, c)
 	}
 	if len(r.cons) > 0 {
-		if err := waitGroupAssigned(ctx, r.cons, s.Topic.Partitions, changed, 60*time.Second); err != nil {
+		if err := load.WaitGroupAssigned(ctx, r.cons, s.Topic.Partitions, changed, 60*time.Second); err != nil {
 			r.notef("consumer group %s: %v; starting the load anyway", s.Consumers.GroupID, err)
 		}
 	}
@@ -138,7 +142,7 @@ func (r *run) joinGroup(ctx context.Context) error {
 }
 
 // schedule fixes the load's start and the measurement window.
-func (r *run) schedule() error {
+func (r *rig) schedule() error {
 	p := &r.plan
 	var err error
 	if p.loadStart, err = r.loadStart(); err != nil {
@@ -146,14 +150,14 @@ func (r *run) schedule() error {
 	}
 	p.measureStart = p.loadStart.Add(r.spec.Warmup)
 	p.measureEnd = p.measureStart.Add(r.spec.Duration)
-	r.win = window{start: p.measureStart.UnixNano(), end: p.measureEnd.UnixNano()}
+	r.win = load.Window{Start: p.measureStart.UnixNano(), End: p.measureEnd.UnixNano()}
 	r.hwWin.Store(&r.win)
 	return nil
 }
 
 // newClients creates this run's producers (each with its first send time) and the consumers
 // that are not group members; the group members get the window.
-func (r *run) newClients() error {
+func (r *rig) newClients() error {
 	s, p := r.spec, &r.plan
 	ids := map[uint32]bool{}
 	global := 0 // the producer's number across the groups (and the workers)
@@ -166,12 +170,12 @@ func (r *run) newClients() error {
 			if g.Count > 0 {
 				rate = g.Rate / float64(g.Count)
 			}
-			pr, err := newProducer(p.base+uint32(global), p.conn, g, s.Topic.Name, rate, r.win, r.opts.WaitMode)
+			pr, err := load.NewProducer(p.base+uint32(global), p.conn, g, s.Topic.Name, rate, r.win, r.opts.WaitMode)
 			if err != nil {
 				return err // closeClients (in loops) closes what was opened
 			}
-			pr.group, pr.obs = gi, r.obs
-			ids[pr.id] = true
+			pr.Group, pr.Obs = gi, r.obs
+			ids[pr.ID] = true
 			r.prods = append(r.prods, pr)
 			st := p.loadStart
 			if g.Rate > 0 {
@@ -183,16 +187,16 @@ func (r *run) newClients() error {
 	ours := func(pid uint32) bool { return ids[pid] }
 	if p.grouped {
 		for _, c := range r.cons {
-			c.win, c.ours = r.win, ours // created before the schedule: see joinGroup
+			c.Win, c.Ours = r.win, ours // created before the schedule: see joinGroup
 		}
 		return nil
 	}
 	for i := 0; i < s.Consumers.Count; i++ {
-		c, err := newConsumer(p.conn, s.Topic.Name, p.startOffs, r.win, ours)
+		c, err := load.NewConsumer(p.conn, s.Topic.Name, p.startOffs, r.win, ours)
 		if err != nil {
 			return err
 		}
-		c.peers = newPeerClock(r.opts.Worker, p.base, r.producerTotal())
+		c.Peers = load.NewPeerClock(r.opts.Worker, p.base, r.producerTotal())
 		r.cons = append(r.cons, c)
 	}
 	return nil

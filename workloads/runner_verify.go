@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/load"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // verdict is what verify found.
@@ -23,7 +25,7 @@ type verdict struct {
 // verify reads back every partition from the HW before the load to its end offset after it
 // and checks each acknowledged record is there once and in order (checkDurability), then
 // compares the replica logs where the target can read them.
-func (r *run) verify(ctx context.Context, st settled) (*verdict, error) {
+func (r *rig) verify(ctx context.Context, st settled) (*verdict, error) {
 	s := r.spec
 	startOffs := r.plan.startOffs
 	// Retention may have deleted the oldest acknowledged records: settle it (embedded), then
@@ -31,7 +33,7 @@ func (r *run) verify(ctx context.Context, st settled) (*verdict, error) {
 	if ra := r.parts.Retention; ra != nil {
 		ra.ApplyRetention()
 	}
-	logStarts, err := listOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, false)
+	logStarts, err := target.ListOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, false)
 	if err != nil {
 		return nil, err
 	}
@@ -40,12 +42,12 @@ func (r *run) verify(ctx context.Context, st settled) (*verdict, error) {
 		v.readFrom[p] = max(startOffs[p], min(logStarts[p], st.endOffs[p]))
 	}
 	verifyCtx, cancelVerify := context.WithTimeout(ctx, 60*time.Second)
-	v.dc, v.byAcks, v.err = checkDurability(verifyCtx, r.plan.conn, s.Topic.Name, startOffs, v.readFrom, st.endOffs, r.prods)
+	v.dc, v.byAcks, v.err = load.CheckDurability(verifyCtx, r.plan.conn, s.Topic.Name, startOffs, v.readFrom, st.endOffs, r.prods)
 	cancelVerify()
 	if v.err != nil {
 		r.notef("durability check: %v", v.err)
 	}
-	if after, err := listOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, false); err == nil {
+	if after, err := target.ListOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, false); err == nil {
 		for p := range after {
 			if after[p] > v.readFrom[p] {
 				r.notef("durability check: log start of partition %d moved from %d to %d during the read-back (retention): records between may count as lost", p, v.readFrom[p], after[p])
@@ -74,7 +76,7 @@ type replicaReport struct {
 
 // checkReplicas compares the replica logs of the topic where the target can read them (nil
 // when it cannot); the records from readFrom (the read-back's start).
-func (r *run) checkReplicas(readFrom []int64) *replicaReport {
+func (r *rig) checkReplicas(readFrom []int64) *replicaReport {
 	rr := r.parts.Replicas
 	if rr == nil {
 		return nil
@@ -122,19 +124,16 @@ func (rep *replicaReport) apply(res *results.Result, fr *FaultsReport) {
 // (exclusive) from the leader's log and from every running replica's log, parsing the
 // batches, and checks that each replica holds the same records (offset, producer id, seq) as
 // the leader, and that no acknowledged record of the leader's range is missing on a replica.
-func checkReplicaLogs(rr replicaReader, topic string, start []int64, prods []*producer) replicaReport {
+func checkReplicaLogs(rr target.ReplicaReader, topic string, start []int64, prods []*load.Producer) replicaReport {
 	rep := replicaReport{identical: true}
 	type rec struct {
 		pid uint32
 		seq uint64
 	}
-	acked := func(h Header) bool {
+	acked := func(h load.Header) bool {
 		for _, p := range prods {
-			if p.id == h.ProducerID {
-				p.mu.Lock()
-				ok := p.acked.has(h.Seq)
-				p.mu.Unlock()
-				return ok
+			if p.ID == h.ProducerID {
+				return p.HasAcked(h.Seq)
 			}
 		}
 		return false
@@ -160,7 +159,7 @@ func checkReplicaLogs(rr replicaReader, topic string, start []int64, prods []*pr
 		}
 		want := make(map[int64]rec)
 		err = rr.ReadReplica(topic, int32(p), leader, from, hw, func(off int64, v []byte) {
-			h, _ := ParseHeader(v)
+			h, _ := load.ParseHeader(v)
 			want[off] = rec{h.ProducerID, h.Seq}
 		})
 		rep.checked++
@@ -175,7 +174,7 @@ func checkReplicaLogs(rr replicaReader, topic string, start []int64, prods []*pr
 			got := 0
 			diff := ""
 			err := rr.ReadReplica(topic, int32(p), id, from, hw, func(off int64, v []byte) {
-				h, _ := ParseHeader(v)
+				h, _ := load.ParseHeader(v)
 				got++
 				if w, ok := want[off]; !ok || w != (rec{h.ProducerID, h.Seq}) {
 					if diff == "" {
@@ -207,7 +206,7 @@ func checkReplicaLogs(rr replicaReader, topic string, start []int64, prods []*pr
 				seen := map[int64]bool{}
 				_ = rr.ReadReplica(topic, int32(p), id, from, hw, func(off int64, v []byte) { seen[off] = true })
 				for off, w := range want {
-					if !seen[off] && acked(Header{ProducerID: w.pid, Seq: w.seq}) {
+					if !seen[off] && acked(load.Header{ProducerID: w.pid, Seq: w.seq}) {
 						rep.lost++
 					}
 				}

@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // scenario loads an embedded spec in a short form: the sets (duration, warmup, lag times,
 // rate) are applied, then the faults that no longer start inside the measurement are dropped.
-func scenario(t *testing.T, name string, sets ...string) *Spec {
+func scenario(t *testing.T, name string, sets ...string) *spec.Spec {
 	t.Helper()
-	s, err := Load(name)
+	s, err := spec.Load(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +29,7 @@ func scenario(t *testing.T, name string, sets ...string) *Spec {
 			t.Fatalf("%s: --set %s: %v", name, kv, err)
 		}
 	}
-	var keep []Fault
+	var keep []spec.Fault
 	for _, f := range s.Faults {
 		if f.At < s.Duration {
 			keep = append(keep, f)
@@ -42,7 +43,7 @@ func scenario(t *testing.T, name string, sets ...string) *Spec {
 }
 
 // runScenario runs s on the embedded cluster; the table goes to the test log on failure.
-func runScenario(t *testing.T, s *Spec) (*results.Result, error) {
+func runScenario(t *testing.T, s *spec.Spec) (*results.Result, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
@@ -324,7 +325,7 @@ func TestRandomFaults(t *testing.T) {
 	}
 }
 
-func randomFaultSpec(t *testing.T, seed uint64) *Spec {
+func randomFaultSpec(t *testing.T, seed uint64) *spec.Spec {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 101))
 	s := shortSpec(t, "duration=4s", "warmup=300ms", "rate=300", "partitions=3",
@@ -334,7 +335,7 @@ func randomFaultSpec(t *testing.T, seed uint64) *Spec {
 	kinds := []string{"kill-broker", "pause-broker", "restart-broker", "kill-broker"}
 	at := 300 * time.Millisecond
 	for i := 0; i < 4 && at < 3*time.Second; i++ {
-		f := Fault{At: at, Kind: kinds[rng.IntN(len(kinds))], Target: targets[rng.IntN(len(targets))],
+		f := spec.Fault{At: at, Kind: kinds[rng.IntN(len(kinds))], Target: targets[rng.IntN(len(targets))],
 			Partition: rng.IntN(3)}
 		if f.Kind != "restart-broker" {
 			f.Duration = time.Duration(300+rng.IntN(900)) * time.Millisecond
@@ -376,7 +377,7 @@ func TestFaultTargets(t *testing.T) {
 		{"pause-broker", "leader-of:orders-1", `names topic "orders"`},
 		{"pause-broker", "boss", "leader-of:TOPIC-PARTITION"},
 	} {
-		pt, err := ParseFaultTarget("faults[0].target", Fault{Kind: tc.kind, Target: tc.target, Partition: 1}, 3, "isrbench", 6, 50)
+		pt, err := spec.ParseFaultTarget("faults[0].target", spec.Fault{Kind: tc.kind, Target: tc.target, Partition: 1}, 3, "isrbench", 6, 50)
 		var got string
 		switch {
 		case err != nil:
@@ -409,13 +410,13 @@ func TestFaultSpecErrors(t *testing.T) {
 		{"producers: [{acks: 2}]\n", "producers.acks"},
 		{"producers: [{count: 1}, {acks: 5}]\n", "producers[1]"},
 	} {
-		_, err := Parse([]byte(tc.yaml))
+		_, err := spec.Parse([]byte(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Parse(%q) = %v, want an error mentioning %q", tc.yaml, err, tc.want)
 		}
 	}
 	// Aliases and lists parse.
-	s, err := Parse([]byte("faults: [{at: 1s, duration: 1s, kind: pause, target: follower-of:isrbench-2}, {at: 2s, kind: kill, fence: session}]\n" +
+	s, err := spec.Parse([]byte("faults: [{at: 1s, duration: 1s, kind: pause, target: follower-of:isrbench-2}, {at: 2s, kind: kill, fence: session}]\n" +
 		"producers: [{count: 1, acks: all}, {count: 2, acks: 1, rate: 100}]\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -434,11 +435,11 @@ func TestFaultSpecErrors(t *testing.T) {
 
 // TestLossExpected pins when acks=all loss fails a run.
 func TestLossExpected(t *testing.T) {
-	s := DefaultSpec()
+	s := spec.DefaultSpec()
 	if lossExpected(s) != "" {
 		t.Fatal("default spec expects loss")
 	}
-	s.Faults = []Fault{{Kind: "crash-broker"}}
+	s.Faults = []spec.Fault{{Kind: "crash-broker"}}
 	if !strings.Contains(lossExpected(s), "flush.messages") {
 		t.Error("crash without fsync")
 	}
@@ -489,7 +490,7 @@ func near(a, b float64) bool { return a-b < 1e-6 && b-a < 1e-6 }
 // heal, and with min ISR 2 acks=all loses nothing.
 func TestScenarioNetworkPartition(t *testing.T) {
 	skipShort(t)
-	s, err := Parse([]byte(`name: network-partition
+	s, err := spec.Parse([]byte(`name: network-partition
 topic: {partitions: 3, min.insync.replicas: 2}
 broker: {replica.lag.time.max.ms: 500, replica.fetch.wait.max.ms: 100}
 producers: {count: 1, acks: all, rate: 300, delivery.timeout.ms: 60000}

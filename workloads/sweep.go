@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // SweepRun is one run of a sweep in sweep.json.
@@ -27,12 +28,12 @@ type SweepRun struct {
 
 // SweepIndex is sweep.json: the sweep's axes and one entry per run, in run order.
 type SweepIndex struct {
-	Name      string     `json:"name"`
-	StartedAt time.Time  `json:"started_at"`
-	Target    string     `json:"target"`
-	Axes      []Axis     `json:"axes"`
-	Repeat    int        `json:"repeat"`
-	Runs      []SweepRun `json:"runs"`
+	Name      string      `json:"name"`
+	StartedAt time.Time   `json:"started_at"`
+	Target    string      `json:"target"`
+	Axes      []spec.Axis `json:"axes"`
+	Repeat    int         `json:"repeat"`
+	Runs      []SweepRun  `json:"runs"`
 }
 
 // SweepOutcome is what Sweep returns: the index, the sweep directory and the results of the
@@ -50,18 +51,18 @@ type SweepOutcome struct {
 // is non-nil when any run failed (the outcome is still complete). sweep.json is rewritten
 // after every run. On a kafka:// target the settings of every point are applied by one
 // ConfigSession, restored after the last point (see sweepOnTarget).
-func Sweep(ctx context.Context, base *Spec, axes []Axis, repeat int, o Options) (*SweepOutcome, error) {
+func Sweep(ctx context.Context, base *spec.Spec, axes []spec.Axis, repeat int, o Options) (*SweepOutcome, error) {
 	return sweepOnTarget(ctx, base, axes, repeat, o)
 }
 
-func sweep(ctx context.Context, base *Spec, axes []Axis, repeat int, o Options) (*SweepOutcome, error) {
+func sweep(ctx context.Context, base *spec.Spec, axes []spec.Axis, repeat int, o Options) (*SweepOutcome, error) {
 	if repeat < 1 {
 		return nil, fmt.Errorf("repeat %d; allowed >= 1", repeat)
 	}
 	if len(axes) == 0 {
 		axes = base.SweepAxes()
 	}
-	points := Points(axes)
+	points := spec.Points(axes)
 	// Validate every point before running any.
 	for _, pt := range points {
 		s := base.Clone()
@@ -86,7 +87,7 @@ func sweep(ctx context.Context, base *Spec, axes []Axis, repeat int, o Options) 
 	}
 	out := &SweepOutcome{Dir: dir, Index: SweepIndex{Name: base.Name, StartedAt: started.UTC(), Target: target, Axes: axes, Repeat: repeat}}
 	if out.Index.Axes == nil {
-		out.Index.Axes = []Axis{}
+		out.Index.Axes = []spec.Axis{}
 	}
 	for rep := 1; rep <= repeat; rep++ {
 		for i, pt := range points {

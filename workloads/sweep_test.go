@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 func TestSweepInterleavedAgainstKfake(t *testing.T) {
 	target := newKfake(t)
 	s := shortSpec(t, "duration=300ms", "warmup=0s", "rate=500")
-	axes, err := ParseVary([]string{"num.replica.fetchers=1,2"})
+	axes, err := spec.ParseVary([]string{"num.replica.fetchers=1,2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func TestSweepFailingPointGoesOn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	out, err := Sweep(ctx, s, []Axis{{Key: "producers.acks", Values: []string{"all", "1"}}}, 1,
+	out, err := Sweep(ctx, s, []spec.Axis{{Key: "producers.acks", Values: []string{"all", "1"}}}, 1,
 		Options{Target: "kafka://127.0.0.1:1", OutDir: dir, Quiet: true})
 	if err == nil || out == nil || out.Failed != 2 || len(out.Index.Runs) != 2 {
 		t.Fatalf("err %v, outcome %+v", err, out)

@@ -15,48 +15,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/internal/poll"
+	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
-
-// TestKafkaSettingsCoverBrokerKeys: every broker setting of the spec (its YAML path under
-// broker:, and topic.min.insync.replicas) says how it reaches a Kafka cluster, and the table
-// names no key the spec lacks.
-func TestKafkaSettingsCoverBrokerKeys(t *testing.T) {
-	for _, p := range Params() {
-		if strings.HasPrefix(p.path(), "broker.") || p.Key == "topic.min.insync.replicas" {
-			if _, ok := kafkaSettings[p.Key]; !ok {
-				t.Errorf("broker setting %s has no entry in kafkaSettings (how does a kafka:// cluster get it?)", p.Key)
-			}
-		}
-	}
-	for k := range kafkaSettings {
-		if Lookup(k) == nil {
-			t.Errorf("kafkaSettings names %s, which is not a spec key", k)
-		}
-	}
-}
-
-func TestThreadPoolStep(t *testing.T) {
-	for _, tc := range []struct {
-		cur        []int
-		target     int
-		want       int
-		impossible bool
-	}{
-		{[]int{1}, 4, 2, false},
-		{[]int{2}, 4, 4, false},
-		{[]int{4}, 1, 2, false},
-		{[]int{3}, 1, 1, false}, // 1 >= 3/2 (integer halves, as Kafka divides)
-		{[]int{1, 2}, 8, 2, false},
-		{[]int{1, 5}, 3, 2, false},
-		{[]int{1, 8}, 3, 0, true}, // [4, 2]: no value Kafka accepts on both
-		{[]int{5}, 5, 5, false},
-	} {
-		got, ok := threadPoolStep(tc.cur, tc.target)
-		if ok == tc.impossible || (ok && got != tc.want) {
-			t.Errorf("threadPoolStep(%v, %d) = %d, %v; want %d, %v", tc.cur, tc.target, got, ok, tc.want, !tc.impossible)
-		}
-	}
-}
 
 // alterLog records the IncrementalAlterConfigs operations a kfake cluster receives.
 type alterLog struct {
@@ -146,7 +108,7 @@ func settingOf(res *results.Result, key string) *results.TargetSetting {
 // what every broker reported, a change from 1 to 4 goes through 2 (Kafka's thread-pool rule),
 // and after the last point the original is back.
 func TestSweepAppliesAndRestoresFetchers(t *testing.T) {
-	c, target, adm := kfakeCluster(t)
+	c, addr, adm := kfakeCluster(t)
 	var log alterLog
 	log.install(c)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -158,7 +120,7 @@ func TestSweepAppliesAndRestoresFetchers(t *testing.T) {
 	}
 	before := len(log.get())
 	s := shortSpec(t, "duration=500ms", "warmup=100ms", "consumers.count=0")
-	out, err := Sweep(ctx, s, []Axis{{Key: "num.replica.fetchers", Values: []string{"4", "2"}}}, 1, Options{Target: target, OutDir: t.TempDir(), Quiet: true})
+	out, err := Sweep(ctx, s, []spec.Axis{{Key: "num.replica.fetchers", Values: []string{"4", "2"}}}, 1, Options{Target: addr, OutDir: t.TempDir(), Quiet: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +163,7 @@ func mustAtoi(s string) int {
 // TestRunRestoresOnCancel: a run cancelled (Ctrl-C) during its measurement restores the
 // setting it changed: the cluster default had none, so it is deleted again.
 func TestRunRestoresOnCancel(t *testing.T) {
-	c, target, adm := kfakeCluster(t)
+	c, addr, adm := kfakeCluster(t)
 	var log alterLog
 	log.install(c)
 	s := shortSpec(t, "duration=30s", "warmup=0s", "num.replica.fetchers=3")
@@ -209,11 +171,11 @@ func TestRunRestoresOnCancel(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := Run(ctx, s, Options{Target: target, OutDir: t.TempDir(), Quiet: true})
+		_, err := Run(ctx, s, Options{Target: addr, OutDir: t.TempDir(), Quiet: true})
 		done <- err
 	}()
 	// Cancel once the setting is in effect on every broker.
-	why := pollUntil(context.Background(), 30*time.Second, 20*time.Millisecond, func() string {
+	why := poll.Until(context.Background(), 30*time.Second, 20*time.Millisecond, func() string {
 		for _, v := range brokerValues(t, adm, "num.replica.fetchers") {
 			if !strings.HasSuffix(v, ":3") {
 				return v
@@ -248,33 +210,33 @@ func TestRunRestoresOnCancel(t *testing.T) {
 // brokers do not report stops the run before anything happens, naming the key; --assume
 // runs it and records the assumption; a sweep over it is refused before the first point.
 func TestReadOnlySettingRefused(t *testing.T) {
-	_, target, adm := kfakeCluster(t)
+	_, addr, adm := kfakeCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	s := shortSpec(t, "replica.fetch.max.bytes=4194304")
-	_, err := Run(ctx, s, Options{Target: target, OutDir: t.TempDir(), Quiet: true})
-	if !errors.Is(err, ErrTargetSetting) || !strings.Contains(err.Error(), "replica.fetch.max.bytes=4194304") || !strings.Contains(err.Error(), "--assume replica.fetch.max.bytes=4194304") {
+	_, err := Run(ctx, s, Options{Target: addr, OutDir: t.TempDir(), Quiet: true})
+	if !errors.Is(err, spec.ErrTargetSetting) || !strings.Contains(err.Error(), "replica.fetch.max.bytes=4194304") || !strings.Contains(err.Error(), "--assume replica.fetch.max.bytes=4194304") {
 		t.Fatalf("run with a read-only setting: %v", err)
 	}
 	if td, err := adm.ListTopics(ctx); err != nil || td.Has("isrbench") {
 		t.Fatalf("the refused run created its topic (%v)", err)
 	}
-	assume, err := ParseAssume([]string{"replica.fetch.max.bytes=4194304"})
+	assume, err := target.ParseAssume([]string{"replica.fetch.max.bytes=4194304"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(ctx, s, Options{Target: target, OutDir: t.TempDir(), Quiet: true, Assume: assume})
+	res, err := Run(ctx, s, Options{Target: addr, OutDir: t.TempDir(), Quiet: true, Assume: assume})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ts := settingOf(res, "replica.fetch.max.bytes"); ts == nil || ts.How != "assumed" || ts.Value != "4194304" {
 		t.Fatalf("target_config replica.fetch.max.bytes = %+v", ts)
 	}
-	err = CheckSweepOnTarget(target, []Axis{{Key: "replica.fetch.max.bytes", Values: []string{"1048576", "4194304"}}}, nil)
-	if !errors.Is(err, ErrTargetSetting) || !strings.Contains(err.Error(), "restarting the brokers") {
+	err = target.CheckSweepOnTarget(addr, []spec.Axis{{Key: "replica.fetch.max.bytes", Values: []string{"1048576", "4194304"}}}, nil)
+	if !errors.Is(err, spec.ErrTargetSetting) || !strings.Contains(err.Error(), "restarting the brokers") {
 		t.Fatalf("sweep over a read-only setting: %v", err)
 	}
-	if _, err := ParseAssume([]string{"producers.rate=5"}); err == nil || !strings.Contains(err.Error(), "not a broker setting") {
+	if _, err := target.ParseAssume([]string{"producers.rate=5"}); err == nil || !strings.Contains(err.Error(), "not a broker setting") {
 		t.Fatalf("--assume of a client setting: %v", err)
 	}
 	s2 := shortSpec(t, "replica.fetch.max.bytes=1048576")
@@ -287,11 +249,11 @@ func TestReadOnlySettingRefused(t *testing.T) {
 // gets the spec's 2 for the run and its own 1 back afterwards; a topic created by the run
 // gets the spec's topic settings at creation.
 func TestExistingTopicConfigAlteredAndRestored(t *testing.T) {
-	_, target, adm := kfakeCluster(t)
+	_, addr, adm := kfakeCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	s := shortSpec(t, "log.segment.bytes=1048576")
-	res, err := Run(ctx, s, Options{Target: target, OutDir: t.TempDir(), Quiet: true})
+	res, err := Run(ctx, s, Options{Target: addr, OutDir: t.TempDir(), Quiet: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +264,7 @@ func TestExistingTopicConfigAlteredAndRestored(t *testing.T) {
 	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "min.insync.replicas", Value: &one}}, "isrbench"); err != nil {
 		t.Fatal(err)
 	}
-	res, err = Run(ctx, shortSpec(t), Options{Target: target, OutDir: t.TempDir(), Quiet: true})
+	res, err = Run(ctx, shortSpec(t), Options{Target: addr, OutDir: t.TempDir(), Quiet: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,10 +288,10 @@ func TestExistingTopicConfigAlteredAndRestored(t *testing.T) {
 // run on a cluster that runs another value: result.json records the brokers' value. The same
 // setting given at another value is required.
 func TestHarnessDefaultNotEnforced(t *testing.T) {
-	_, target, _ := kfakeCluster(t, kfake.BrokerConfigs(map[string]string{"log.retention.check.interval.ms": "300000"}))
+	_, addr, _ := kfakeCluster(t, kfake.BrokerConfigs(map[string]string{"log.retention.check.interval.ms": "300000"}))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := Run(ctx, shortSpec(t), Options{Target: target, OutDir: t.TempDir(), Quiet: true})
+	res, err := Run(ctx, shortSpec(t), Options{Target: addr, OutDir: t.TempDir(), Quiet: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,8 +301,8 @@ func TestHarnessDefaultNotEnforced(t *testing.T) {
 	if !strings.Contains(res.Notes["target_config"], "log.retention.check.interval.ms=1000 is the harness default") {
 		t.Errorf("notes %q", res.Notes["target_config"])
 	}
-	_, err = Run(ctx, shortSpec(t, "log.retention.check.interval.ms=2000"), Options{Target: target, OutDir: t.TempDir(), Quiet: true})
-	if !errors.Is(err, ErrTargetSetting) || !strings.Contains(err.Error(), "broker 0: 300000") {
+	_, err = Run(ctx, shortSpec(t, "log.retention.check.interval.ms=2000"), Options{Target: addr, OutDir: t.TempDir(), Quiet: true})
+	if !errors.Is(err, spec.ErrTargetSetting) || !strings.Contains(err.Error(), "broker 0: 300000") {
 		t.Fatalf("a non-default read-only setting the brokers do not run: %v", err)
 	}
 }

@@ -4,16 +4,18 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // timeline samples the run every interval from the start of measurement: throughput, interval
 // ack and HW-lag p99, ISR min/max, under-replicated partitions; it writes timeline.csv and the
 // progress line. One goroutine runs loop; the runner reads the totals after loop returned.
 type timeline struct {
-	r          *run
+	r          *rig
 	path       string
 	f          *os.File
 	tl         *results.Timeline
@@ -21,16 +23,18 @@ type timeline struct {
 	interval   time.Duration
 
 	lastRecs, lastBytes, lastErrs int64
-	base, last                    Sample
+	base, last                    target.Sample
 	haveBase, haveLast            bool
 	sampleErr                     error
 	underReplicatedS              float64
 
 	tty       bool
 	lastPrint time.Time
+	// started is set when loop starts; loop then closes f.
+	started atomic.Bool
 }
 
-func newTimeline(r *run, path string, start, end time.Time) (*timeline, error) {
+func newTimeline(r *rig, path string, start, end time.Time) (*timeline, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
@@ -63,7 +67,7 @@ func (t *timeline) expands() int64 {
 	return t.last.Expands - t.base.Expands
 }
 
-func (t *timeline) sample(ctx context.Context) (Sample, bool) {
+func (t *timeline) sample(ctx context.Context) (target.Sample, bool) {
 	sctx, cancel := context.WithTimeout(ctx, t.interval)
 	defer cancel()
 	s, err := t.r.tgt.Sample(sctx, t.r.spec.Topic.Name)
@@ -72,7 +76,7 @@ func (t *timeline) sample(ctx context.Context) (Sample, bool) {
 			fmt.Fprintf(t.r.opts.Stderr, "timeline: sampling the cluster: %v\n", err)
 		}
 		t.sampleErr = err
-		return Sample{}, false
+		return target.Sample{}, false
 	}
 	return s, true
 }
@@ -80,6 +84,7 @@ func (t *timeline) sample(ctx context.Context) (Sample, bool) {
 // loop runs until ctx is done; it writes rows during [start, end] and keeps sampling ISR
 // changes until it stops.
 func (t *timeline) loop(ctx context.Context) {
+	t.started.Store(true)
 	defer t.f.Close()
 	tick := time.NewTicker(t.interval)
 	defer tick.Stop()
@@ -129,10 +134,10 @@ func (t *timeline) takeInterval() (recs, bytes, errs int64, ack, hw *results.His
 	ack = results.NewHistogram()
 	var r, b, e int64
 	for _, p := range t.r.prods {
-		ack.Merge(p.ack.Interval())
-		r += p.nAcked.Load()
-		b += p.nBytes.Load()
-		e += p.nErrs.Load()
+		ack.Merge(p.Ack.Interval())
+		r += p.NAcked.Load()
+		b += p.NBytes.Load()
+		e += p.NErrs.Load()
 	}
 	hw = t.r.timelineHWInterval()
 	recs, bytes, errs = r-t.lastRecs, b-t.lastBytes, e-t.lastErrs

@@ -6,14 +6,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // The run's CSV outputs report write errors (here: /dev/full, where every write fails ENOSPC).
 
 type onePartition struct{}
 
-func (onePartition) SamplePartitions(string) ([]PartitionSample, error) {
-	return []PartitionSample{{Partition: 0, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}}}, nil
+func (onePartition) SamplePartitions(string) ([]target.PartitionSample, error) {
+	return []target.PartitionSample{{Partition: 0, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}}}, nil
 }
 
 // TestPartTimelineWriteError: a partitions.csv that cannot be written is reported in pt.err.
@@ -21,7 +24,7 @@ func TestPartTimelineWriteError(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("no /dev/full")
 	}
-	pt := newPartTimeline(&run{spec: DefaultSpec()}, onePartition{}, "/dev/full", time.Now().Add(-time.Second))
+	pt := newPartTimeline(&rig{spec: spec.DefaultSpec()}, onePartition{}, "/dev/full", time.Now().Add(-time.Second))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	pt.loop(ctx)
@@ -30,9 +33,9 @@ func TestPartTimelineWriteError(t *testing.T) {
 	}
 }
 
-type sampleOnly struct{ Target }
+type sampleOnly struct{ target.Target }
 
-func (sampleOnly) Sample(context.Context, string) (Sample, error) { return Sample{}, nil }
+func (sampleOnly) Sample(context.Context, string) (target.Sample, error) { return target.Sample{}, nil }
 
 // TestTimelineFlushError: a timeline.csv that cannot be written is reported, not dropped.
 func TestTimelineFlushError(t *testing.T) {
@@ -40,7 +43,7 @@ func TestTimelineFlushError(t *testing.T) {
 		t.Skip("no /dev/full")
 	}
 	var stderr strings.Builder
-	r := &run{spec: DefaultSpec(), tgt: sampleOnly{}, opts: Options{Stderr: &stderr, TimelineInterval: time.Second}}
+	r := &rig{spec: spec.DefaultSpec(), tgt: sampleOnly{}, opts: Options{Stderr: &stderr, TimelineInterval: time.Second}}
 	now := time.Now()
 	tl, err := newTimeline(r, "/dev/full", now, now.Add(time.Second))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/results/report"
 	"github.com/isrbench/isrbench/workloads"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 func init() {
@@ -82,7 +83,7 @@ func cmdGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	// Validate the spec and both sides' settings before running anything.
-	side := func(set []string) (*workloads.Spec, gate.RunSpec, error) {
+	side := func(set []string) (*spec.Spec, gate.RunSpec, error) {
 		s := sf
 		s.sets = append(append(multiFlag(nil), sf.sets...), set...)
 		spec, err := s.load()

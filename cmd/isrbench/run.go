@@ -10,6 +10,9 @@ import (
 
 	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/workloads"
+	"github.com/isrbench/isrbench/workloads/load"
+	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 func init() {
@@ -33,7 +36,7 @@ type specFlags struct {
 }
 
 func (f *specFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.workload, "w", "default", "workload spec: an embedded name ("+strings.Join(workloads.SpecNames(), ", ")+") or a YAML file")
+	fs.StringVar(&f.workload, "w", "default", "workload spec: an embedded name ("+strings.Join(spec.SpecNames(), ", ")+") or a YAML file")
 	fs.Var(&f.sets, "set", "override a setting, key=value (repeatable; keys below)")
 	fs.StringVar(&f.target, "target", "", "embedded | kfake | kafka://host:port[,host:port] (default: the spec's target, embedded)")
 	fs.Var(&f.duration, "duration", "measurement duration, as --set duration=D (default: the spec's duration)")
@@ -47,8 +50,8 @@ func (f *specFlags) register(fs *flag.FlagSet) {
 // load reads the spec, applies --duration, --warmup and --set (in that order, all checked
 // alike: --duration 0s is as wrong as --set duration=0s) and checks --target against it;
 // errors are usage errors.
-func (f *specFlags) load() (*workloads.Spec, error) {
-	s, err := workloads.Load(f.workload)
+func (f *specFlags) load() (*spec.Spec, error) {
+	s, err := spec.Load(f.workload)
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
@@ -60,7 +63,7 @@ func (f *specFlags) load() (*workloads.Spec, error) {
 			continue
 		}
 		for _, kv := range f.sets {
-			if k, _, _ := strings.Cut(kv, "="); workloads.Lookup(strings.TrimSpace(k)) != nil && workloads.Lookup(strings.TrimSpace(k)).Key == o.key {
+			if k, _, _ := strings.Cut(kv, "="); spec.Lookup(strings.TrimSpace(k)) != nil && spec.Lookup(strings.TrimSpace(k)).Key == o.key {
 				return nil, usagef("--%s %s and --set %s both set %s; give one", o.key, o.d.text, kv, o.key)
 			}
 		}
@@ -87,14 +90,14 @@ func (f *specFlags) load() (*workloads.Spec, error) {
 	if err := s.CheckClientTarget(s.Target); err != nil {
 		return nil, usagef("%v", err)
 	}
-	hosts, err := workloads.CheckTarget(s.Target, s)
+	hosts, err := spec.CheckTarget(s.Target, s)
 	if err != nil {
 		return nil, usagef("--target: %v", err)
 	}
 	if len(f.assume) > 0 && hosts == nil {
 		return nil, usagef("--assume applies to a kafka:// target (the embedded cluster is built from the spec; use --set)")
 	}
-	if f.assumed, err = workloads.ParseAssume(f.assume); err != nil {
+	if f.assumed, err = target.ParseAssume(f.assume); err != nil {
 		return nil, usagef("%v", err)
 	}
 	if err := s.ApplyAssume(f.assumed); err != nil {
@@ -109,7 +112,7 @@ func runError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, workloads.ErrTargetSetting), errors.Is(err, workloads.ErrTargetConnect):
+	case errors.Is(err, spec.ErrTargetSetting), errors.Is(err, target.ErrTargetConnect):
 		return usagef("%v", err)
 	case errors.Is(err, workloads.ErrDurability):
 		return &exitError{code: 1, err: err}
@@ -133,7 +136,7 @@ func withKeyHelp(fs *flag.FlagSet, usage string, stderr io.Writer) {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: isrbench %s\n", usage)
 		fs.PrintDefaults()
-		fmt.Fprintf(stderr, "\nsettings for --set/--vary (canonical key, then other accepted names):\n%s", workloads.KeyHelp())
+		fmt.Fprintf(stderr, "\nsettings for --set/--vary (canonical key, then other accepted names):\n%s", spec.KeyHelp())
 	}
 }
 
@@ -161,7 +164,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	w, err := workloads.ParseWorker(*worker, *startAt)
+	w, err := load.ParseWorker(*worker, *startAt)
 	if err != nil {
 		return usagef("run: %v", err)
 	}

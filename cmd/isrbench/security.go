@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/isrbench/isrbench/internal/clientprops"
-	"github.com/isrbench/isrbench/workloads"
+	"github.com/isrbench/isrbench/workloads/spec"
 )
 
 // commandConfigHelp is the help of --command-config, on every command that talks to a cluster.
@@ -96,7 +96,7 @@ func newKgoClient(ctx context.Context, cmd, bootstrap, commandConfig string, std
 
 // mergeCommandConfig adds --command-config's properties to the spec's target block (run,
 // sweep, gate) and prints its notes.
-func mergeCommandConfig(s *workloads.Spec, path string, stderr io.Writer) error {
+func mergeCommandConfig(s *spec.Spec, path string, stderr io.Writer) error {
 	if path == "" {
 		return nil
 	}

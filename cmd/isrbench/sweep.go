@@ -8,6 +8,8 @@ import (
 
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads"
+	"github.com/isrbench/isrbench/workloads/spec"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 func init() {
@@ -41,11 +43,11 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	axes, err := workloads.ParseVary(vary)
+	axes, err := spec.ParseVary(vary)
 	if err != nil {
 		return usagef("%v", err)
 	}
-	if err := workloads.CheckSweepOnTarget(sf.target, axesOrSpec(axes, s), sf.assumed); err != nil {
+	if err := target.CheckSweepOnTarget(sf.target, axesOrSpec(axes, s), sf.assumed); err != nil {
 		return usagef("sweep: %v", err)
 	}
 	out, err := workloads.Sweep(ctx, s, axes, *repeat, workloads.Options{Target: sf.target, OutDir: sf.out,
@@ -71,7 +73,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // axesOrSpec is what the sweep runs over: --vary, else the spec's sweep section.
-func axesOrSpec(axes []workloads.Axis, s *workloads.Spec) []workloads.Axis {
+func axesOrSpec(axes []spec.Axis, s *spec.Spec) []spec.Axis {
 	if len(axes) > 0 {
 		return axes
 	}

@@ -1,0 +1,63 @@
+// Package poll waits on observable state with deadlines, for the harness's packages: a
+// condition checked at an interval (Until), a duration (Sleep) or an instant (At), each ended
+// early by its context, or a function called every interval (Every). It holds no state; every function is safe for concurrent use.
+package poll
+
+import (
+	"context"
+	"time"
+)
+
+// Sleep waits d; false when ctx ended first.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// At waits until t; false when ctx ended first.
+func At(ctx context.Context, t time.Time) bool { return Sleep(ctx, time.Until(t)) }
+
+// Until calls check every interval until it returns "" (then ""), ctx is done or d has
+// passed (then check's last answer: what is still not so).
+func Until(ctx context.Context, d, every time.Duration, check func() string) string {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		why := check()
+		if why == "" {
+			return ""
+		}
+		select {
+		case <-ctx.Done():
+			return why
+		case <-deadline.C:
+			return why
+		case <-tick.C:
+		}
+	}
+}
+
+// Every calls fn every interval until ctx ends or fn returns false (the first call one
+// interval after the start).
+func Every(ctx context.Context, every time.Duration, fn func() bool) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !fn() {
+			return
+		}
+	}
+}

@@ -1,0 +1,314 @@
+package spec
+
+import (
+	"math"
+	"strings"
+	"time"
+
+	"github.com/isrbench/isrbench/core/config"
+)
+
+// Spec is a workload: the cluster, the topic, broker properties under their Kafka names, the
+// producers and consumers, the measurement window and a fault schedule.
+//
+// A Spec is a plain value: build it with Load/Parse (or DefaultSpec), adjust it with Set, check
+// it with Validate. It is not safe for concurrent mutation; a validated Spec may be read from
+// any goroutine.
+type Spec struct {
+	Name        string
+	Description string
+	// Target is where the workload runs (see CheckTarget): "embedded" (the default, the
+	// replicating core in this process), "kfake" (franz-go's in-process fake cluster, a
+	// reference without replication) or "kafka://host:port[,host:port]". --target sets it; as a
+	// key it can be swept: --vary target=embedded,kfake runs the same load on both.
+	Target string
+	// Client holds the Kafka client properties of the spec's target block (security.protocol,
+	// sasl.*, ssl.*: see client.go), by their Kafka names; --command-config adds a file's.
+	// Only for a kafka:// target; nil: PLAINTEXT.
+	Client map[string]string
+	// HWLagClient is hw.lag.client: whether the harness measures the HW lag a client observes
+	// (a Fetch parked at the HW on every leader, answered at every HW advance: it costs the
+	// cluster a fetch round trip per advance). "auto" (default): on for kafka:// targets, whose
+	// HW lag a client is the only one to see; off on the embedded target (the core measures
+	// its HW lag itself) and on kfake (which has none), so that neither carries the extra load.
+	HWLagClient string
+	// Brokers is the size of the embedded cluster (ignored for kafka:// targets). Default 3.
+	Brokers int
+	Topic   TopicSpec
+	Broker  BrokerSpec
+	// Producers is the first producer group (the flat keys producers.* and their aliases set
+	// it); MoreProducers are further groups, given in YAML as a list under producers:
+	// (producers: [{count: 1, acks: all}, {count: 1, acks: 1}]). See ProducerGroups.
+	Producers     ProducerSpec
+	MoreProducers []ProducerSpec
+	Consumers     ConsumerSpec
+	// Duration is the measurement window, after Warmup. Default 20s.
+	Duration time.Duration
+	// Warmup runs the full load before measurement; its samples are discarded. Default 5s.
+	Warmup time.Duration
+	// Faults is the fault schedule; each fault's At is relative to the start of measurement.
+	Faults []Fault
+	// ReassignThrottle is reassign.throttle: the replication throttle (bytes/s; 0 = none,
+	// the default) of the reassign faults' catch-up, set as kafka-reassign-partitions.sh
+	// --throttle sets it and cleared when the reassignment completes.
+	ReassignThrottle int64
+	// Sweep maps a flat key to the values `isrbench sweep` tries when no --vary is given.
+	// SweepKeys keeps the keys in spec order.
+	Sweep     map[string][]string
+	SweepKeys []string
+
+	// given holds the canonical keys set explicitly (in the YAML, by Set, by a sweep point):
+	// on a kafka:// target only those broker settings are applied (see ConfigSession).
+	given map[string]bool
+}
+
+// TargetName is Target, "embedded" when empty.
+func (s *Spec) TargetName() string {
+	if s.Target == "" {
+		return "embedded"
+	}
+	return s.Target
+}
+
+// TopicSpec is the benchmark topic.
+type TopicSpec struct {
+	Name              string // topic.name, default "isrbench"
+	Partitions        int    // topic.partitions (CreateTopics NumPartitions), default 6
+	ReplicationFactor int    // topic.replication.factor, default 3, at most brokers
+	MinInsyncReplicas int    // topic.min.insync.replicas (topic config min.insync.replicas), default 2
+}
+
+// BrokerSpec holds broker properties under their Kafka names (defaults are Kafka's unless noted).
+type BrokerSpec struct {
+	NumReplicaFetchers           int   // num.replica.fetchers, default 1
+	ReplicaFetchWaitMaxMs        int   // replica.fetch.wait.max.ms, default 500
+	ReplicaFetchBackoffMs        int   // replica.fetch.backoff.ms, default 1000
+	ReplicaFetchMinBytes         int   // replica.fetch.min.bytes, default 1
+	ReplicaFetchMaxBytes         int   // replica.fetch.max.bytes (per partition), default 1048576
+	ReplicaFetchResponseMaxBytes int   // replica.fetch.response.max.bytes, default 10485760
+	ReplicaLagTimeMaxMs          int64 // replica.lag.time.max.ms, default 30000
+	UncleanLeaderElectionEnable  bool  // unclean.leader.election.enable, default false
+	BrokerSessionTimeoutMs       int64 // broker.session.timeout.ms, default 9000
+	LogSegmentBytes              int64 // log.segment.bytes, harness default 67108864 (Kafka: 1073741824), see DefaultLogSegmentBytes
+	// LogRetentionBytes is log.retention.bytes per partition replica, harness default
+	// DefaultLogRetentionBytes (Kafka: -1, unlimited); -1 = unlimited.
+	LogRetentionBytes int64
+	// LogRetentionMs is log.retention.ms, default 604800000 (7 days, Kafka's); -1 = unlimited.
+	LogRetentionMs int64
+	// LogRetentionCheckIntervalMs is log.retention.check.interval.ms, harness default 1000
+	// (Kafka: 300000), so retention keeps up with a benchmark's write rate.
+	LogRetentionCheckIntervalMs int64
+	// MinFreeDisk is isrbench.min.free.disk: the free-space floor of the data dir's
+	// filesystem below which a run stops (see DiskFloor), default 2GiB.
+	MinFreeDisk   DiskFloor
+	FlushMessages int64 // flush.messages, default 9223372036854775807 (never fsync on count)
+	FlushMs       int64 // flush.ms, default 9223372036854775807
+	ZeroCopy      bool  // isrbench.zero.copy: sendfile fetch responses, default true
+	// InterBrokerProtocol is security.inter.broker.protocol of the embedded cluster (PLAINTEXT,
+	// SSL, SASL_PLAINTEXT, SASL_SSL; default PLAINTEXT): see package target.
+	InterBrokerProtocol string
+	// ZeroCopyMinBytes is isrbench.zero.copy.min.bytes: record slices smaller than this are
+	// copied into a fetch response rather than sent with sendfile, default 32768.
+	ZeroCopyMinBytes int64
+	// FetchSessions is isrbench.fetch.sessions: replica fetchers use incremental fetch
+	// sessions (KIP-227), default true; FetchSessionCacheSlots is
+	// max.incremental.fetch.session.cache.slots, default 1000 (0: no sessions).
+	FetchSessions          bool
+	FetchSessionCacheSlots int
+	IO                     string        // isrbench.io: pwritev|uring|write, default pwritev
+	HWUpdate               string        // isrbench.hw.update: atomic|mutex, default atomic
+	TruncateMode           string        // isrbench.truncate.mode: epoch|hw, default epoch (hw is an ablation that can lose data)
+	ProduceDelay           time.Duration // isrbench.produce.delay: artificial delay per produce (gate tests), default 0
+	ProduceSpin            time.Duration // isrbench.produce.spin: artificial CPU work per produce (gate tests), default 0
+	// HWCheckpointIntervalMs is replica.high.watermark.checkpoint.interval.ms, default 5000.
+	HWCheckpointIntervalMs int64
+	// GroupInitialRebalanceDelayMs is group.initial.rebalance.delay.ms, harness default
+	// DefaultGroupInitialRebalanceDelayMs (Kafka 3000): the harness waits for its group to be
+	// assigned before the load anyway.
+	GroupInitialRebalanceDelayMs int
+	// OffsetsTopicNumPartitions is offsets.topic.num.partitions, default 50.
+	OffsetsTopicNumPartitions int
+	// Connection bounds of every broker's wire server (see netfetch.ConnLimits):
+	// max.connections and max.connections.per.ip (default 2147483647, Kafka's),
+	// connections.max.idle.ms (default 600000, -1 = never), isrbench.request.read.timeout.ms
+	// (default 30000, -1 = never) and queued.max.request.bytes (harness default 104857600;
+	// Kafka's -1 = unbounded).
+	MaxConnections        int
+	MaxConnectionsPerIP   int
+	ConnectionsMaxIdleMs  int64
+	RequestReadTimeoutMs  int64
+	QueuedMaxRequestBytes int64
+}
+
+// DefaultGroupInitialRebalanceDelayMs is the harness default of group.initial.rebalance.delay.ms.
+const DefaultGroupInitialRebalanceDelayMs = 100
+
+// ProducerSpec describes the producers: Count kgo clients, each on its own goroutine.
+type ProducerSpec struct {
+	Count int // producers.count, default 2
+	// Acks is "all", "1" or "0" (producers.acks / acks; "-1" is accepted as "all").
+	Acks string
+	// MessageSize is the record value size in bytes (>= MinMessageSize), default 1024.
+	MessageSize int
+	// Rate is the total target rate in records/s over all producers (split evenly);
+	// 0 = closed loop, as fast as possible. Default 5000.
+	Rate               float64
+	LingerMs           int    // linger.ms, default 0
+	BatchSize          int    // batch.size in bytes, default 16384
+	Keys               string // none (round robin, no key) | uniform (random key) | fixed (one key)
+	MaxBufferedRecords int    // producers.max.buffered.records: kgo MaxBufferedRecords, default 10000
+	DeliveryTimeoutMs  int64  // delivery.timeout.ms: kgo RecordDeliveryTimeout, default 120000
+	// RequestTimeoutMs is request.timeout.ms as a produce request carries it (kgo
+	// ProduceRequestTimeout): how long the leader may hold an acks=all batch waiting for the
+	// HW before it answers REQUEST_TIMED_OUT. Default 10000 (kgo's; Kafka's producer 30000).
+	RequestTimeoutMs int
+	// Retries is the producer's retries (kgo RecordRetries), default 2147483647 (retry until
+	// delivery.timeout.ms, as Kafka's producer). 0 surfaces a retriable error such as
+	// NOT_ENOUGH_REPLICAS at once instead of retrying it.
+	Retries int
+	// EnableIdempotence is enable.idempotence (default true); it applies to acks=all only
+	// (with acks 1 or 0 the producers are never idempotent, as in Kafka).
+	EnableIdempotence bool
+}
+
+// ConsumerSpec describes the end-to-end consumers: Count kgo clients, each reading every
+// partition from the leader (each sees every record), or, with GroupID set, Count members of
+// one consumer group sharing the partitions (each record is read by one member).
+type ConsumerSpec struct {
+	Count int // consumers.count, default 1
+	// GroupID is consumers.group.id (Kafka's group.id): "" = no group (default).
+	GroupID string
+	// GroupBalancer is consumers.group.balancer (partition.assignment.strategy): range,
+	// roundrobin, sticky or cooperative-sticky; default range.
+	GroupBalancer string
+	// AutoCommitIntervalMs is consumers.auto.commit.interval.ms (auto.commit.interval.ms),
+	// default 5000.
+	AutoCommitIntervalMs int
+}
+
+// Fault is one entry of the fault schedule.
+type Fault struct {
+	// At is when the fault starts, relative to the start of measurement.
+	At time.Duration
+	// Duration is how long it lasts before it is healed (resume, restart, link restored).
+	// kill-broker and crash-broker with duration 0 stay down until a restart-broker fault
+	// or the end of the measurement; restart-broker takes no duration.
+	Duration time.Duration
+	// Kind is one of FaultKinds (pause-broker, kill-broker, restart-broker, crash-broker,
+	// slow-link, partition); the short names pause, kill, restart, crash are accepted.
+	Kind string
+	// Target names the broker(s), see ParseFaultTarget: a broker id,
+	// leader-of:TOPIC-PARTITION, follower-of:TOPIC-PARTITION, any-follower, leader, follower;
+	// for partition also two groups "0|1,2". Default "leader".
+	Target string
+	// Partition of the benchmark topic that leader, follower and any-follower refer to; default 0.
+	Partition int
+	// Fence is how the controller learns of a kill-broker / crash-broker: "now" (default,
+	// fenced at once, as after a controlled shutdown notice) or "session" (only when
+	// broker.session.timeout.ms passes without a heartbeat, as for a real crash; a broker
+	// restarted before that stays registered and in its ISRs).
+	Fence string
+	// Latency, Jitter and Bandwidth (bytes/s per connection and direction) shape a slow-link
+	// fault on every replica link between the target and the other brokers, both directions.
+	Latency, Jitter time.Duration
+	Bandwidth       int64
+	// Command, Undo and Timeout belong to kind exec (see package workloads, faultexec.go): Command runs through
+	// sh -c at At, Undo (optional) at At+Duration, each killed after Timeout (default 60s).
+	Command, Undo string
+	Timeout       time.Duration
+	// To and Add belong to kind reassign (faultreassign.go): every partition of the benchmark
+	// topic with a replica on Target moves that replica onto broker To, or with Add keeps it
+	// and gains a replica on To. To -1 (the YAML default) picks, per partition, the
+	// lowest-id broker hosting none of its replicas.
+	To  int32
+	Add bool
+}
+
+// DefaultSpec returns a Spec with every field at its default (the values of specs/default.yaml
+// before its own settings). A broker setting's default is the config registry's (Kafka's,
+// core/config) unless the harness has its own (log.segment.bytes, log.retention.bytes,
+// log.retention.check.interval.ms, isrbench.min.free.disk, group.initial.rebalance.delay.ms,
+// queued.max.request.bytes).
+func DefaultSpec() *Spec {
+	return &Spec{
+		Name:        "default",
+		HWLagClient: "auto",
+		Brokers:     3,
+		Topic:       TopicSpec{Name: "isrbench", Partitions: 6, ReplicationFactor: 3, MinInsyncReplicas: 2},
+		Broker: BrokerSpec{
+			NumReplicaFetchers:           int(config.DefaultOf("num.replica.fetchers")),
+			ReplicaFetchWaitMaxMs:        int(config.DefaultOf("replica.fetch.wait.max.ms")),
+			ReplicaFetchBackoffMs:        int(config.DefaultOf("replica.fetch.backoff.ms")),
+			ReplicaFetchMinBytes:         int(config.DefaultOf("replica.fetch.min.bytes")),
+			ReplicaFetchMaxBytes:         int(config.DefaultOf("replica.fetch.max.bytes")),
+			ReplicaFetchResponseMaxBytes: int(config.DefaultOf("replica.fetch.response.max.bytes")),
+			ReplicaLagTimeMaxMs:          config.DefaultOf("replica.lag.time.max.ms"),
+			BrokerSessionTimeoutMs:       config.DefaultOf("broker.session.timeout.ms"),
+			LogSegmentBytes:              DefaultLogSegmentBytes,
+			LogRetentionBytes:            DefaultLogRetentionBytes,
+			LogRetentionMs:               config.DefaultOf("log.retention.ms"),
+			LogRetentionCheckIntervalMs:  1000,
+			MinFreeDisk:                  DefaultMinFreeDisk,
+			FlushMessages:                config.DefaultOf("log.flush.interval.messages"),
+			FlushMs:                      config.DefaultOf("log.flush.interval.ms"),
+			ZeroCopy:                     true,
+			InterBrokerProtocol:          "PLAINTEXT",
+			ZeroCopyMinBytes:             config.DefaultOf("isrbench.zero.copy.min.bytes"),
+			FetchSessions:                true,
+			FetchSessionCacheSlots:       int(config.DefaultOf("max.incremental.fetch.session.cache.slots")),
+			IO:                           config.IOPwritev.String(),
+			HWUpdate:                     config.HWUpdateAtomic.String(),
+			TruncateMode:                 config.TruncateEpoch.String(),
+			HWCheckpointIntervalMs:       config.DefaultOf("replica.high.watermark.checkpoint.interval.ms"),
+			GroupInitialRebalanceDelayMs: DefaultGroupInitialRebalanceDelayMs,
+			OffsetsTopicNumPartitions:    int(config.DefaultOf("offsets.topic.num.partitions")),
+			MaxConnections:               int(config.DefaultOf("max.connections")),
+			MaxConnectionsPerIP:          int(config.DefaultOf("max.connections.per.ip")),
+			ConnectionsMaxIdleMs:         config.DefaultOf("connections.max.idle.ms"),
+			RequestReadTimeoutMs:         config.DefaultOf("isrbench.request.read.timeout.ms"),
+			QueuedMaxRequestBytes:        104857600,
+		},
+		Producers: ProducerSpec{Count: 2, Acks: "all", MessageSize: 1024, Rate: 5000, BatchSize: 16384,
+			Keys: "none", MaxBufferedRecords: 10000, DeliveryTimeoutMs: 120000, RequestTimeoutMs: 10000, EnableIdempotence: true, Retries: math.MaxInt32},
+		Consumers: ConsumerSpec{Count: 1, GroupBalancer: "range", AutoCommitIntervalMs: 5000},
+		Duration:  20 * time.Second,
+		Warmup:    5 * time.Second,
+	}
+}
+
+// Clone returns a deep copy.
+func (s *Spec) Clone() *Spec {
+	c := *s
+	c.Faults = append([]Fault(nil), s.Faults...)
+	c.MoreProducers = append([]ProducerSpec(nil), s.MoreProducers...)
+	c.SweepKeys = append([]string(nil), s.SweepKeys...)
+	c.Client = cloneClient(s.Client)
+	if s.given != nil {
+		c.given = make(map[string]bool, len(s.given))
+		for k := range s.given {
+			c.given[k] = true
+		}
+	}
+	if s.Sweep != nil {
+		c.Sweep = make(map[string][]string, len(s.Sweep))
+		for k, v := range s.Sweep {
+			c.Sweep[k] = append([]string(nil), v...)
+		}
+	}
+	return &c
+}
+
+// MinMessageSize is the least producers.message.size: every record value starts with the
+// 24-byte header the producers write (load.HeaderSize) to check durability and latency.
+const MinMessageSize = 24
+
+// ObservesHWLag reports whether hw.lag.client turns the client HW observer on for target.
+func (s *Spec) ObservesHWLag(target string) bool {
+	switch s.HWLagClient {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	return strings.HasPrefix(target, "kafka://")
+}

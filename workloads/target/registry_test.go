@@ -1,0 +1,103 @@
+package target
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/core/config"
+	"github.com/isrbench/isrbench/workloads/spec"
+)
+
+// samples are the registry's Samples of e, but for an AtLeast entry's minimum the other
+// setting's default: the spec has no key for it.
+func samples(e *config.Entry) []string {
+	vs := e.Samples()
+	if e.AtLeast != "" {
+		vs[0] = strconv.FormatInt(config.DefaultOf(e.AtLeast), 10)
+	}
+	return vs
+}
+
+// TestSpecRegistryWalk walks every spec key of a config registry entry: the registry's
+// minimum, maximum and default (every mode, both booleans) pass Set and Validate and start
+// the embedded cluster the spec describes; one below the minimum fails Set with an error
+// naming the key and the range. The netfetch setter and StartCluster are walked the same way
+// in netfetch (TestRegistryWalk).
+func TestSpecRegistryWalk(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n := 0
+	for _, p := range spec.Params() {
+		if p.Entry() == "" {
+			continue
+		}
+		n++
+		e := config.Get(p.Entry())
+		t.Run(p.Key, func(t *testing.T) {
+			for _, v := range samples(e) {
+				s := spec.DefaultSpec()
+				s.Brokers, s.Topic.ReplicationFactor, s.Topic.MinInsyncReplicas = 1, 1, 1
+				// Kafka's rule replica.fetch.wait.max.ms <= replica.lag.time.max.ms.
+				if x, err := strconv.ParseInt(v, 10, 64); err == nil {
+					switch p.Key {
+					case "replica.lag.time.max.ms":
+						s.Broker.ReplicaFetchWaitMaxMs = int(min(x, int64(s.Broker.ReplicaFetchWaitMaxMs)))
+					case "replica.fetch.wait.max.ms":
+						s.Broker.ReplicaLagTimeMaxMs = max(x, s.Broker.ReplicaLagTimeMaxMs)
+					}
+				}
+				if err := s.Set(p.Key, v); err != nil {
+					t.Fatalf("Set(%s, %s): %v", p.Key, v, err)
+				}
+				if err := s.Validate(); err != nil {
+					t.Fatalf("%s=%s: Validate: %v", p.Key, v, err)
+				}
+				cc, err := ClusterConfig(s)
+				if err != nil {
+					t.Fatalf("%s=%s: ClusterConfig: %v", p.Key, v, err)
+				}
+				c, err := cluster.Start(ctx, cc)
+				if err == nil {
+					err = c.Close()
+				}
+				if err != nil {
+					t.Fatalf("%s=%s: StartCluster: %v", p.Key, v, err)
+				}
+			}
+			var below string
+			switch {
+			case e.Type.Numeric():
+				lo := e.Min
+				if e.AtLeast != "" {
+					lo = config.DefaultOf(e.AtLeast)
+				}
+				b := lo - 1
+				if e.Never && b == -1 {
+					b = -2
+				}
+				below = strconv.FormatInt(b, 10)
+				err := spec.DefaultSpec().Set(p.Key, below)
+				if err == nil || !strings.Contains(err.Error(), p.Key) || !strings.Contains(err.Error(), strconv.FormatInt(lo, 10)+"..") {
+					t.Errorf("Set(%s, %s): %v, want an error naming the key and the range from %d", p.Key, below, err, lo)
+				}
+			case e.Type == config.Duration:
+				err := spec.DefaultSpec().Set(p.Key, "-1ns")
+				if err == nil || !strings.Contains(err.Error(), p.Key) || !strings.Contains(err.Error(), e.Range()) {
+					t.Errorf("Set(%s, -1ns): %v, want an error naming the key and %s", p.Key, err, e.Range())
+				}
+			default:
+				err := spec.DefaultSpec().Set(p.Key, "nope")
+				if err == nil || !strings.Contains(err.Error(), p.Key) || !strings.Contains(err.Error(), e.Range()) {
+					t.Errorf("Set(%s, nope): %v, want an error naming the key and %s", p.Key, err, e.Range())
+				}
+			}
+		})
+	}
+	if n < 30 {
+		t.Errorf("%d spec keys of registry entries; want every broker key of the registry", n)
+	}
+}
