@@ -1,5 +1,15 @@
 package sim
 
+import (
+	"fmt"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/isrbench/isrbench/core/records"
+	"github.com/isrbench/isrbench/core/vfs"
+)
+
 // heldLog is what one replica holds: its log start (inclusive) and LEO (exclusive), and the
 // record values of (part of) [log start, LEO) by offset; nil values when the log could not be
 // read (its log directory failed: the page cache still has what it wrote).
@@ -31,8 +41,17 @@ func (h heldLog) holds(base int64, values []string) bool {
 // down).
 func (s *Sim) snapshotHeld(n *node) map[int32]heldLog {
 	out := map[int32]heldLog{}
+	offline := n.b.LogDirOffline() != nil
 	for p := int32(0); p < int32(s.nparts); p++ {
 		r, ok := n.b.Replica(topic, p)
+		if offline {
+			// A failed log directory is not read through the broker: what its segment
+			// files hold stays on the disk.
+			if h, found := diskHeld(n.fs, fmt.Sprintf("/broker-%d/%s-%d", n.id, topic, p)); found {
+				out[p] = h
+			}
+			continue
+		}
 		if !ok {
 			continue
 		}
@@ -77,7 +96,11 @@ func (s *Sim) checkMinISR(leader *node, p int32, base int64, values []string) {
 		m := s.nodes[id]
 		ok := false
 		switch {
-		case m.up() && (m.downHeld == nil || m.b.LogDirOffline() == nil):
+		case m.up() && m.b.LogDirOffline() != nil:
+			// Its log directory failed: the data stays on its disk, unread by the broker.
+			h, _ := diskHeld(m.fs, fmt.Sprintf("/broker-%d/%s-%d", id, topic, p))
+			ok = h.holds(base, values)
+		case m.up():
 			if r, found := m.b.Replica(topic, p); found && r.LEO() > last {
 				from := max(base, r.LogStart())
 				vals, err := readLog(r, from, last+1)
@@ -104,4 +127,45 @@ func (s *Sim) checkMinISR(leader *node, p int32, base int64, values []string) {
 		s.fail("p%d: leader %d acknowledged the acks=all batch %d..%d (%s..) held by %d replicas %v, below the effective min.insync.replicas %d (replicas %v, controller ISR %v, leader's ISR %v)",
 			p, leader.id, base, last, values[0], len(holders), holders, want, st.Replicas, st.ISR, isr)
 	}
+}
+
+// diskHeld reads the records of a replica directory's segment files as they are on fs now
+// (page cache included), up to the first batch that does not read whole.
+func diskHeld(fs *vfs.MemFS, dir string) (heldLog, bool) {
+	c := fs.Clone() // no injector: a full disk does not keep it from being read
+	ents, err := c.ReadDir(dir)
+	if err != nil {
+		return heldLog{}, false
+	}
+	h := heldLog{start: -1, vals: map[int64]string{}}
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".log") {
+			continue
+		}
+		f, err := c.OpenFile(path.Join(dir, e.Name()), os.O_RDONLY, 0)
+		if err != nil {
+			continue
+		}
+		var raw []byte
+		if st, err := f.Stat(); err == nil {
+			raw = make([]byte, st.Size())
+			n, _ := f.ReadAt(raw, 0)
+			raw = raw[:n]
+		}
+		f.Close()
+		_ = records.Split(raw, func(batch []byte, _ records.Header) error {
+			return records.ForEachRecord(batch, func(o, _ int64, _, v []byte) error {
+				h.vals[o] = string(v)
+				if h.start < 0 || o < h.start {
+					h.start = o
+				}
+				h.leo = max(h.leo, o+1)
+				return nil
+			})
+		})
+	}
+	if h.start < 0 {
+		h.start = 0
+	}
+	return h, true
 }

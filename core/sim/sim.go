@@ -212,8 +212,7 @@ type node struct {
 	rs            broker.ReplicaServe
 	// lastISRPass is when the convergence phase's timers last ran its ISR expiration.
 	lastISRPass int64
-	// downHeld is what its replicas held when it last went down (nil while up, unless its
-	// log directory failed at the start: that data stays on its disk, unread); crashHeld
+	// downHeld is what its replicas held when it last went down (nil while up); crashHeld
 	// what they held at each of its crashes (checkMinISR).
 	downHeld  map[int32]heldLog
 	crashHeld []map[int32]heldLog
@@ -328,11 +327,8 @@ func (s *Sim) start(n *node) {
 		}
 		return
 	}
-	held, downHeld := n.held, n.downHeld
-	if b.LogDirOffline() == nil {
-		downHeld = nil
-	} // else its log directory failed at start: what it held stays on its disk, unread (checkMinISR)
-	n.b, n.inc, n.paused, n.inflight, n.held, n.downHeld = b, inc, false, map[*broker.Fetcher]int64{}, nil, downHeld
+	held := n.held
+	n.b, n.inc, n.paused, n.inflight, n.held, n.downHeld = b, inc, false, map[*broker.Fetcher]int64{}, nil, nil
 	s.tracef("broker %d started: incarnation %d, broker epoch %d", n.id, n.inc, b.Epoch())
 	for _, fn := range held {
 		fn() // deliveries held for the previous incarnation: they fail now
