@@ -36,7 +36,7 @@ const (
 // (-1 unchecked), as Kafka's KafkaApis.handleListOffsetRequest and
 // Partition.fetchOffsetForTimestamp do: timestamp -2 (EARLIEST) = log start offset
 // (inclusive); -1 (LATEST) = for a consumer (replicaID -1) the end of what it may read, the
-// HW (exclusive; the LSO for read_committed, the same without transactions), for any other
+// HW (exclusive; the LSO for read_committed), for any other
 // replicaID (a follower's id >= 0, the debugging id -2) the LEO (Kafka passes no isolation
 // level then); a timestamp >= 0 = the first offset below that end whose record timestamp is
 // >= it, or -1 when there is none (Kafka answers offset -1 then). Other negative timestamps
@@ -64,7 +64,10 @@ func (b *Broker) ListOffsetFor(replicaID int32, currentLeaderEpoch int32, topic 
 	r := h.r
 	end := r.LEO()
 	if replicaID == consumerReplicaID {
-		end = r.HW() // read_uncommitted and read_committed alike: LSO = HW without transactions
+		end = r.HW()
+		if isolation == 1 {
+			end = r.LSO() // read_committed
+		}
 	}
 	switch {
 	case timestamp == -2:

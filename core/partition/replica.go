@@ -322,6 +322,7 @@ func (r *Replica) ApplyRetention(nowMs int64) (int, error) {
 	if err != nil || n == 0 {
 		return n, err
 	}
+	r.pruneAborted(r.log.LogStart())
 	return n, r.epochs.TruncateFromStart(r.log.LogStart())
 }
 
