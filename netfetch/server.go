@@ -19,6 +19,7 @@ import (
 	"github.com/isrbench/isrbench/core/broker"
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/group"
+	"github.com/isrbench/isrbench/core/txn"
 )
 
 // DefaultSocketRequestMaxBytes is socket.request.max.bytes' default (100 MiB).
@@ -81,6 +82,11 @@ type ServerConfig struct {
 	// Group configures the group coordinator (group.* and offsets.* configs); a server with
 	// a Broker and a Controller runs one.
 	Group group.Config
+	// Txn is the transaction coordinator (core/txn) the server answers the transaction APIs
+	// with; the server closes it. Nil with a Broker and a Controller: the server builds one
+	// from TxnConfig that writes markers to partitions this broker leads only.
+	Txn       *txn.Coordinator
+	TxnConfig txn.Config
 	// Limits bound the connections, their idle time, the time to send a request and the
 	// memory of requests being read (zero fields = defaults, see ConnLimits).
 	Limits ConnLimits
@@ -138,6 +144,12 @@ type Counters struct{ c *counters }
 // NewCounters returns zeroed counters (producer ids start at the wall clock, see newCounters).
 func NewCounters() *Counters { return &Counters{c: newCounters()} }
 
+// NextProducerID hands out the next producer id of the servers sharing these counters
+// (InitProducerId, idempotent and transactional alike).
+func (c *Counters) NextProducerID() int64 { return c.c.nextProducerID() }
+
+func (c *counters) nextProducerID() int64 { return c.producerID.Add(1) }
+
 // Snapshot returns the counters' current values.
 func (c *Counters) Snapshot() ServerStats { return c.c.snapshot() }
 
@@ -191,6 +203,7 @@ type Server struct {
 	ln     net.Listener
 	stats  *counters
 	groups *group.Coordinator // nil without a Broker and a Controller
+	txns   *txn.Coordinator   // nil without a Broker and a Controller
 
 	labelsProduce context.Context
 	labelsFetch   context.Context
@@ -255,6 +268,15 @@ func NewServer(cfg ServerConfig, ln net.Listener) *Server {
 		}
 		s.groups = group.NewCoordinator(gcfg, cfg.Broker, cfg.Controller, nil)
 		s.groups.Start()
+		s.txns = cfg.Txn
+		if s.txns == nil {
+			tcfg := cfg.TxnConfig
+			if tcfg.ProducerIDs == nil {
+				tcfg.ProducerIDs = s.stats.nextProducerID
+			}
+			s.txns = txn.NewCoordinator(tcfg, cfg.Broker, cfg.Controller, nil)
+			s.txns.Start()
+		}
 	}
 	s.mu.adm.perIP = map[netip.Addr]int{}
 	if ln != nil {
@@ -410,6 +432,9 @@ func (s *Server) Close() error {
 		s.mu.Unlock()
 		if s.groups != nil {
 			s.groups.Close() // answers parked JoinGroup/SyncGroup requests
+		}
+		if s.txns != nil {
+			s.txns.Close()
 		}
 	})
 	s.wg.Wait()

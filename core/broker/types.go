@@ -51,8 +51,8 @@ type FetchPartition struct {
 	// AbortedTransactions are the aborted transactions overlapping the records served to a
 	// read_committed consumer (IsolationLevel 1); reused between Fetch calls.
 	AbortedTransactions []partition.AbortedTxn
-	DivergingEpoch     int32 // always -1 (KIP-320 diverging epoch not used; followers use OffsetForLeaderEpoch)
-	DivergingEndOffset int64 // always -1
+	DivergingEpoch      int32 // always -1 (KIP-320 diverging epoch not used; followers use OffsetForLeaderEpoch)
+	DivergingEndOffset  int64 // always -1
 
 	hosted *hosted // the replica, looked up once per Fetch call (nil: not hosted here)
 }

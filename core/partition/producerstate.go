@@ -76,7 +76,7 @@ type producerEntry struct {
 	epoch      int16
 	coordEpoch int32 // coordinator epoch of the last marker (txnstate.go)
 	batches    [NumBatchesToRetain]batchMeta
-	head, n int
+	head, n    int
 }
 
 func (e *producerEntry) last() batchMeta {

@@ -1,0 +1,147 @@
+package netfetch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/cluster/clustertest"
+)
+
+func txnCluster(t *testing.T) *cluster.Cluster {
+	return clustertest.Start(t, 3, func(c *cluster.Config) {
+		c.Group.OffsetsTopicNumPartitions = 5
+		c.Txn.NumPartitions = 5
+	})
+}
+
+// txnRun runs one transaction of values on cl: commit or abort.
+func txnRun(t *testing.T, ctx context.Context, cl *kgo.Client, commit bool, values ...string) {
+	t.Helper()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range values {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatalf("produce %s: %v", v, err)
+		}
+	}
+	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		t.Fatalf("end transaction (commit %v): %v", commit, err)
+	}
+}
+
+// consumeUntil reads topic from the start with isolation level iso until it reads the value
+// last, and returns every value read before it.
+func consumeUntil(t *testing.T, c *cluster.Cluster, topic string, iso kgo.IsolationLevel, last string) []string {
+	t.Helper()
+	cl := clustertest.NewClient(t, c, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(iso),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var got []string
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consuming %s: %v after %v", topic, err, got)
+		}
+		done := false
+		fs.EachRecord(func(r *kgo.Record) {
+			if done {
+				return
+			}
+			if string(r.Value) == last {
+				done = true
+				return
+			}
+			got = append(got, string(r.Value))
+		})
+		if done {
+			return got
+		}
+	}
+}
+
+// TestTransactionsReadCommitted: a franz-go transactional producer commits some transactions
+// and aborts others; a read_committed consumer sees exactly the committed records, a
+// read_uncommitted one all of them; an open transaction holds the LSO (ListOffsets
+// read_committed) below the HW until it commits; a second producer with the same
+// transactional id fences the first.
+func TestTransactionsReadCommitted(t *testing.T) {
+	c := txnCluster(t)
+	const topic = "tx"
+	if err := c.CreateTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := clustertest.Context(t)
+	p1 := clustertest.NewClient(t, c, kgo.TransactionalID("tx-1"), kgo.DefaultProduceTopic(topic))
+	var committed, all []string
+	for i := 0; i < 6; i++ {
+		commit := i%2 == 0
+		vals := []string{fmt.Sprintf("t%d-a", i), fmt.Sprintf("t%d-b", i), fmt.Sprintf("t%d-c", i)}
+		txnRun(t, ctx, p1, commit, vals...)
+		all = append(all, vals...)
+		if commit {
+			committed = append(committed, vals...)
+		}
+	}
+	// An open transaction: the LSO stays at its first record.
+	if err := p1.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p1.ProduceSync(ctx, &kgo.Record{Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(clustertest.NewClient(t, c))
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw := ends[topic][0].Offset
+	lsos, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lso := lsos[topic][0].Offset; lso >= hw {
+		t.Fatalf("read_committed end offset %d, HW %d: want the LSO below the HW while a transaction is open", lso, hw)
+	}
+	if err := p1.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	committed, all = append(committed, "open"), append(all, "open")
+	txnRun(t, ctx, p1, true, "end")
+
+	if got := consumeUntil(t, c, topic, kgo.ReadCommitted(), "end"); !slices.Equal(got, committed) {
+		t.Fatalf("read_committed read %v, want %v", got, committed)
+	}
+	if got := consumeUntil(t, c, topic, kgo.ReadUncommitted(), "end"); !slices.Equal(got, all) {
+		t.Fatalf("read_uncommitted read %v, want %v", got, all)
+	}
+
+	// A zombie: a new producer with the same transactional id fences p1.
+	if err := p1.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p1.ProduceSync(ctx, &kgo.Record{Value: []byte("zombie")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	p2 := clustertest.NewClient(t, c, kgo.TransactionalID("tx-1"), kgo.DefaultProduceTopic(topic))
+	txnRun(t, ctx, p2, true, "after-fence")
+	err = p1.EndTransaction(ctx, kgo.TryCommit)
+	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) && !errors.Is(err, kerr.InvalidProducerIDMapping) {
+		t.Fatalf("zombie commit: %v, want PRODUCER_FENCED or INVALID_PRODUCER_EPOCH", err)
+	}
+	txnRun(t, ctx, p2, true, "end2")
+	got := consumeUntil(t, c, topic, kgo.ReadCommitted(), "end2")
+	if slices.Contains(got, "zombie") || !slices.Contains(got, "after-fence") {
+		t.Fatalf("after the fence read_committed read %v: want after-fence and no zombie record", got)
+	}
+}
