@@ -28,19 +28,17 @@ func (c *Cluster) newTxnCoordinator(b *broker.Broker) *txn.Coordinator {
 	return tc
 }
 
-// txnMarkers is the coordinators' MarkerWriter: broker leader's AppendTxnMarkers, waited
-// for acks=all (WriteTxnMarkers in process: every broker of the cluster runs here).
+// txnMarkers is the coordinators' MarkerWriter: the leader's server writes the markers
+// (Server.WriteTxnMarkers, WriteTxnMarkers in process: every broker of the cluster runs here).
 func (c *Cluster) txnMarkers(ctx context.Context, leader int32, m *broker.TxnMarker) error {
 	n := c.nodes[leader]
 	if n == nil || n.state.Load() != nodeRunning {
 		return fmt.Errorf("broker %d is not running: %w", leader, kerr.NotLeaderForPartition)
 	}
-	b := n.b.Load()
-	if b == nil {
+	srv := n.srv.Load()
+	if srv == nil {
 		return fmt.Errorf("broker %d is not running: %w", leader, kerr.NotLeaderForPartition)
 	}
-	for _, w := range b.AppendTxnMarkers([]broker.TxnMarker{*m}) {
-		w.Wait(ctx)
-	}
+	srv.WriteTxnMarkers(ctx, []broker.TxnMarker{*m})
 	return nil
 }

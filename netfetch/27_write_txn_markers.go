@@ -1,7 +1,6 @@
 package netfetch
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbench/isrbench/core/broker"
@@ -29,11 +28,7 @@ func (c *conn) handleWriteTxnMarkers(req *kmsg.WriteTxnMarkersRequest) (kmsg.Res
 		}
 		markers[i] = mk
 	}
-	if b := c.s.cfg.Broker; b != nil {
-		for _, w := range b.AppendTxnMarkers(markers) {
-			w.Wait(c.ctx)
-		}
-	}
+	c.s.WriteTxnMarkers(c.ctx, markers)
 	for i, m := range markers {
 		rm := kmsg.NewWriteTxnMarkersResponseMarker()
 		rm.ProducerID = m.ProducerID
@@ -44,11 +39,7 @@ func (c *conn) handleWriteTxnMarkers(req *kmsg.WriteTxnMarkersRequest) (kmsg.Res
 			for _, p := range t.Partitions {
 				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				rp.Partition = p
-				if c.s.cfg.Broker == nil {
-					rp.ErrorCode = kerr.NotLeaderForPartition.Code
-				} else {
-					rp.ErrorCode = errCode(m.Partitions[k].Err)
-				}
+				rp.ErrorCode = errCode(m.Partitions[k].Err)
 				k++
 				rt.Partitions = append(rt.Partitions, rp)
 			}

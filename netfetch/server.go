@@ -274,6 +274,9 @@ func NewServer(cfg ServerConfig, ln net.Listener) *Server {
 			if tcfg.ProducerIDs == nil {
 				tcfg.ProducerIDs = s.stats.nextProducerID
 			}
+			if tcfg.Markers == nil {
+				tcfg.Markers = s.localMarkers
+			}
 			s.txns = txn.NewCoordinator(tcfg, cfg.Broker, cfg.Controller, nil)
 			s.txns.Start()
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,5 +144,81 @@ func TestTransactionsReadCommitted(t *testing.T) {
 	got := consumeUntil(t, c, topic, kgo.ReadCommitted(), "end2")
 	if slices.Contains(got, "zombie") || !slices.Contains(got, "after-fence") {
 		t.Fatalf("after the fence read_committed read %v: want after-fence and no zombie record", got)
+	}
+}
+
+// TestGroupTransactSession: a consume-transform-produce loop with franz-go's
+// GroupTransactSession (AddOffsetsToTxn, TxnOffsetCommit with KIP-447's generation and
+// member): a first transaction is aborted (its output and its offsets vanish), the next ones
+// commit; the output holds exactly one transformed record per input record for a
+// read_committed reader, and the group's committed offset is the input's end.
+func TestGroupTransactSession(t *testing.T) {
+	c := txnCluster(t)
+	for _, topic := range []string{"in", "out"} {
+		if err := c.CreateTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := clustertest.Context(t)
+	src := clustertest.NewClient(t, c, kgo.DefaultProduceTopic("in"))
+	const n = 20
+	for i := 0; i < n; i++ {
+		if err := src.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sess, err := kgo.NewGroupTransactSession(
+		kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...), kgo.TransactionalID("etl-1"), kgo.DefaultProduceTopic("out"),
+		kgo.ConsumerGroup("etl"), kgo.ConsumeTopics("in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.RequireStableFetchOffsets(), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	seen, aborted := 0, false
+	for seen < n {
+		fs := sess.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("session: %v after %d records", err, seen)
+		}
+		if err := sess.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		k := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			sess.Produce(ctx, &kgo.Record{Value: append([]byte("x"), r.Value...)}, nil)
+			k++
+		})
+		commit := aborted || k == 0
+		t.Logf("poll: %d records, errors %v, commit %v", k, fs.Errors(), commit)
+		committed, err := sess.End(ctx, kgo.TransactionEndTry(commit))
+		if err != nil {
+			t.Fatalf("end (commit %v): %v", commit, err)
+		}
+		if k > 0 && !commit {
+			aborted = true // the session rewinds to the last committed offsets
+			continue
+		}
+		if committed {
+			seen += k
+		}
+	}
+	txnRun(t, ctx, clustertest.NewClient(t, c, kgo.TransactionalID("etl-end"), kgo.DefaultProduceTopic("out")), true, "end")
+	got := consumeUntil(t, c, "out", kgo.ReadCommitted(), "end")
+	want := make([]string, n)
+	for i := range want {
+		want[i] = fmt.Sprint("x", i)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("read_committed output %v, want %v", got, want)
+	}
+	offs, err := kadm.NewClient(clustertest.NewClient(t, c)).FetchOffsets(ctx, "etl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := offs.Lookup("in", 0); !ok || o.At != n {
+		t.Fatalf("committed offset of in-0: %+v (found %v), want %d", o, ok, n)
 	}
 }

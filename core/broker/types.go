@@ -16,6 +16,9 @@ type ProducePartition struct {
 	Topic     string
 	Partition int32
 	Records   []byte
+	// Coordinator marks a coordinator's transactional write (the group coordinator's
+	// TxnOffsetCommit): partition.AppendCoordinatorTxn, no sequence check.
+	Coordinator bool
 
 	Err             error // nil or a *kerr.Error-wrapping error
 	BaseOffset      int64 // first offset assigned (inclusive); -1 on error

@@ -346,16 +346,20 @@ func (ps *producerState) recordLocked(id int64, epoch int16, m batchMeta) {
 // recordHeaderLocked records h if it carries a producer id, and opens its transaction if it
 // is transactional (mu held). Control batches go to markerLocked.
 func (ps *producerState) recordHeaderLocked(h records.Header) {
-	if h.ProducerID < 0 || h.ProducerEpoch < 0 || h.BaseSequence < 0 || h.IsControl() {
+	if h.ProducerID < 0 || h.ProducerEpoch < 0 || h.IsControl() {
+		return
+	}
+	if h.IsTransactional() {
+		// also the group coordinator's transactional offset commits (no sequence)
+		ps.txn.beginLocked(h.ProducerID, h.BaseOffset)
+	}
+	if h.BaseSequence < 0 {
 		return
 	}
 	ps.recordLocked(h.ProducerID, h.ProducerEpoch, batchMeta{
 		firstSeq: h.BaseSequence, lastSeq: lastSequence(h.BaseSequence, h.LastOffsetDelta),
 		firstOffset: h.BaseOffset, lastOffset: h.LastOffset(), maxTimestamp: h.MaxTimestamp,
 	})
-	if h.IsTransactional() {
-		ps.txn.beginLocked(h.ProducerID, h.BaseOffset)
-	}
 }
 
 // applyFollower records the batches of blob (already appended by a

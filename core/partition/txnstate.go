@@ -257,3 +257,56 @@ func (r *Replica) readMarker(h records.Header) (records.Marker, error) {
 	}
 	return records.ParseMarker(buf)
 }
+
+// AppendCoordinatorTxn appends blob, one transactional batch a coordinator writes for a
+// producer (the group coordinator's TxnOffsetCommit records: Kafka's AppendOrigin.COORDINATOR),
+// as leader: no sequence check (its base sequence may be -1), the producer epoch must not be
+// older than the producer's (INVALID_PRODUCER_EPOCH), and the producer's transaction opens
+// here. acks=all's min.insync.replicas check applies with requiredAcks -1.
+func (r *Replica) AppendCoordinatorTxn(blob []byte, requiredAcks int16) (log.AppendInfo, error) {
+	s, ok := r.enterLeader()
+	if !ok {
+		return log.AppendInfo{}, r.errNotLeader(s)
+	}
+	defer s.exit()
+	if requiredAcks == -1 && len(s.st.ISR) < r.effectiveMinISR(s) {
+		return log.AppendInfo{}, fmt.Errorf("partition %s-%d: ISR %v has %d members, min.insync.replicas is %d: %w",
+			r.topic, r.partition, s.st.ISR, len(s.st.ISR), r.effectiveMinISR(s), kerr.NotEnoughReplicas)
+	}
+	h, err := records.ParseHeader(blob)
+	if err != nil {
+		return log.AppendInfo{}, fmt.Errorf("partition %s-%d: %w", r.topic, r.partition, err)
+	}
+	if h.Size() != len(blob) || !h.IsTransactional() || h.IsControl() || h.ProducerID < 0 || h.ProducerEpoch < 0 {
+		return log.AppendInfo{}, fmt.Errorf("partition %s-%d: a coordinator's transactional append must be one transactional data batch with a producer id and epoch: %w",
+			r.topic, r.partition, kerr.InvalidRecord)
+	}
+	ps := &r.producers
+	e := ps.appendLock(h.ProducerID)
+	defer e.appendMu.Unlock()
+	ps.mu.Lock()
+	switch {
+	case ps.producers[h.ProducerID] != e:
+		err = fmt.Errorf("producer state rebuilt during the append of producer id %d: %w", h.ProducerID, kerr.NotLeaderForPartition)
+	case h.ProducerEpoch < e.epoch:
+		err = fmt.Errorf("producer id %d epoch %d is older than the current epoch %d (fenced): %w", h.ProducerID, h.ProducerEpoch, e.epoch, kerr.InvalidProducerEpoch)
+	}
+	ps.mu.Unlock()
+	if err != nil {
+		return log.AppendInfo{}, fmt.Errorf("partition %s-%d: %w", r.topic, r.partition, err)
+	}
+	info, err := r.log.Append(blob, true, s.st.LeaderEpoch)
+	if err != nil {
+		return info, err
+	}
+	ps.mu.Lock()
+	if h.ProducerEpoch > e.epoch {
+		e.reset(h.ProducerEpoch)
+	}
+	ps.txn.beginLocked(h.ProducerID, info.FirstOffset)
+	ps.mu.Unlock()
+	info.LeaderEpoch = s.st.LeaderEpoch
+	r.leoSig.notify()
+	r.maybeAdvanceHW(s)
+	return info, nil
+}

@@ -117,3 +117,18 @@ func ParseMarker(batch []byte) (Marker, error) {
 	}
 	return m, nil
 }
+
+// AppendTxnBatch appends one uncompressed transactional data batch of producer id / epoch
+// with base sequence -1 (a coordinator's write for a producer: the group coordinator's
+// TxnOffsetCommit records).
+func AppendTxnBatch(dst []byte, producerID int64, producerEpoch int16, timestamp int64, recs []Record) []byte {
+	start := len(dst)
+	dst = AppendBatch(dst, 0, 0, timestamp, recs)
+	b := dst[start:]
+	be := binary.BigEndian
+	be.PutUint16(b[offAttributes:], uint16(TransactionalBit))
+	be.PutUint64(b[offProducerID:], uint64(producerID))
+	be.PutUint16(b[offProducerEpoch:], uint16(producerEpoch))
+	be.PutUint32(b[offCRC:], crc32.Checksum(b[crcStart:], castagnoli))
+	return dst
+}
