@@ -15,6 +15,7 @@ import (
 
 	"github.com/isrbench/isrbench/cluster"
 	"github.com/isrbench/isrbench/cluster/clustertest"
+	"github.com/isrbench/isrbench/core/txn"
 )
 
 func txnCluster(t *testing.T) *cluster.Cluster {
@@ -220,5 +221,160 @@ func TestGroupTransactSession(t *testing.T) {
 	}
 	if o, ok := offs.Lookup("in", 0); !ok || o.At != n {
 		t.Fatalf("committed offset of in-0: %+v (found %v), want %d", o, ok, n)
+	}
+}
+
+// waitFor polls cond until it holds or 30 s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		case <-tick.C:
+		}
+	}
+}
+
+// endOffsets returns the HW and the LSO of topic-0 (ListOffsets read_uncommitted and
+// read_committed).
+func endOffsets(t *testing.T, ctx context.Context, adm *kadm.Client, topic string) (hw, lso int64) {
+	t.Helper()
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lsos, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, l := ends[topic][0], lsos[topic][0]
+	if e.Err != nil || l.Err != nil {
+		return -1, -1
+	}
+	return e.Offset, l.Offset
+}
+
+// TestTransactionTimeoutAbort: a transaction open longer than transaction.timeout.ms is
+// aborted by the coordinator (the LSO moves up to the HW) and its producer is fenced.
+func TestTransactionTimeoutAbort(t *testing.T) {
+	c := clustertest.Start(t, 3, func(c *cluster.Config) {
+		c.Txn.NumPartitions = 3
+		c.Txn.AbortCheckIntervalMs = 50
+	})
+	if err := c.CreateTopic("slow", 1, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := clustertest.Context(t)
+	p := clustertest.NewClient(t, c, kgo.TransactionalID("slow-1"), kgo.DefaultProduceTopic("slow"), kgo.TransactionTimeout(300*time.Millisecond))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("late")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(clustertest.NewClient(t, c))
+	waitFor(t, "the coordinator to abort the expired transaction", func() bool {
+		hw, lso := endOffsets(t, ctx, adm, "slow")
+		return hw == 2 && lso == 2 // the record and the ABORT marker
+	})
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err == nil {
+		t.Fatal("commit of the aborted transaction succeeded")
+	}
+	dt, err := adm.DescribeTransactions(ctx, "slow-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := dt["slow-1"]; !ok || d.State != "CompleteAbort" {
+		t.Fatalf("describe: %+v", dt)
+	}
+}
+
+// TestTransactionLeaderFailover: the leader of a partition with an open transaction is
+// killed; the new leader, which rebuilt the producer state from what it replicated, holds the
+// LSO at the transaction's first record; the commit after the failover writes its marker
+// through the new leader and read_committed sees the transaction whole.
+func TestTransactionLeaderFailover(t *testing.T) {
+	c := txnCluster(t)
+	const topic = "fo"
+	if err := c.CreateTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := clustertest.Context(t)
+	p := clustertest.NewClient(t, c, kgo.TransactionalID("fo-1"), kgo.DefaultProduceTopic(topic))
+	txnRun(t, ctx, p, true, "c0")
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"o1", "o2"} {
+		if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adm := kadm.NewClient(clustertest.NewClient(t, c))
+	hw, lso := endOffsets(t, ctx, adm, topic)
+	if hw != 4 || lso != 2 {
+		t.Fatalf("before the failover: HW %d LSO %d, want 4 and 2", hw, lso)
+	}
+	st, _ := c.Controller().Partition(topic, 0)
+	if err := c.KillBroker(st.Leader); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a new leader", func() bool {
+		s, _ := c.Controller().Partition(topic, 0)
+		return s.Leader >= 0 && s.Leader != st.Leader
+	})
+	waitFor(t, "the new leader's LSO", func() bool {
+		hw, lso = endOffsets(t, ctx, adm, topic)
+		return hw == 4
+	})
+	if lso != 2 {
+		t.Fatalf("new leader: HW %d LSO %d, want the LSO at the open transaction's first offset 2", hw, lso)
+	}
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	txnRun(t, ctx, p, true, "end")
+	if got := consumeUntil(t, c, topic, kgo.ReadCommitted(), "end"); !slices.Equal(got, []string{"c0", "o1", "o2"}) {
+		t.Fatalf("read_committed after the failover: %v", got)
+	}
+}
+
+// TestTransactionCoordinatorMove: the broker coordinating a transactional id is killed while
+// its transaction is open; the new leader of its __transaction_state partition reloads the
+// state, and the producer commits through it.
+func TestTransactionCoordinatorMove(t *testing.T) {
+	c := txnCluster(t)
+	const topic = "mv"
+	if err := c.CreateTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := clustertest.Context(t)
+	p := clustertest.NewClient(t, c, kgo.TransactionalID("mv-1"), kgo.DefaultProduceTopic(topic))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"a", "b", "c", "d"} {
+		if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tp := txn.PartitionFor("mv-1", 5)
+	st, ok := c.Controller().Partition(txn.StateTopic, tp)
+	if !ok {
+		t.Fatalf("%s-%d unknown", txn.StateTopic, tp)
+	}
+	if err := c.KillBroker(st.Leader); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit through the new coordinator: %v", err)
+	}
+	txnRun(t, ctx, p, true, "end")
+	if got := consumeUntil(t, c, topic, kgo.ReadCommitted(), "end"); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+		t.Fatalf("read_committed after the coordinator move: %v", got)
 	}
 }
