@@ -155,3 +155,6 @@ func wallClockIDs() func() int64 {
 		return next
 	}
 }
+
+// WithDefaults returns c with Kafka's defaults in its zero fields.
+func (c Config) WithDefaults() Config { return c.withDefaults() }
