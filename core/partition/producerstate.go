@@ -145,6 +145,10 @@ type ProducerInfo struct {
 	ProducerID    int64
 	ProducerEpoch int16
 	Batches       []ProducerBatch // oldest first, at most NumBatchesToRetain
+	// CoordinatorEpoch is the transaction coordinator epoch of its last marker (-1: none);
+	// TxnStartOffset the first offset of its open transaction (-1: none).
+	CoordinatorEpoch int32
+	TxnStartOffset   int64
 }
 
 // Producer returns a copy of producer id's state on this replica (leader or
@@ -157,7 +161,10 @@ func (r *Replica) Producer(id int64) (ProducerInfo, bool) {
 	if !ok || e.n == 0 {
 		return ProducerInfo{ProducerID: id, ProducerEpoch: -1}, false
 	}
-	out := ProducerInfo{ProducerID: id, ProducerEpoch: e.epoch, Batches: make([]ProducerBatch, 0, e.n)}
+	out := ProducerInfo{ProducerID: id, ProducerEpoch: e.epoch, Batches: make([]ProducerBatch, 0, e.n), CoordinatorEpoch: e.coordEpoch, TxnStartOffset: -1}
+	if first, ok := ps.txn.ongoing[id]; ok {
+		out.TxnStartOffset = first
+	}
 	for i := 0; i < e.n; i++ {
 		m := e.batches[(e.head+i)%NumBatchesToRetain]
 		out.Batches = append(out.Batches, ProducerBatch{FirstSequence: m.firstSeq, LastSequence: m.lastSeq, FirstOffset: m.firstOffset, LastOffset: m.lastOffset, MaxTimestamp: m.maxTimestamp})
@@ -286,7 +293,7 @@ func (ps *producerState) appendLock(id int64) *producerEntry {
 		if ps.producers == nil {
 			ps.producers = make(map[int64]*producerEntry)
 		}
-		e = &producerEntry{epoch: -1}
+		e = &producerEntry{epoch: -1, coordEpoch: -1}
 		ps.producers[id] = e
 	}
 	ps.mu.Unlock()
@@ -331,7 +338,7 @@ func (ps *producerState) recordLocked(id int64, epoch int16, m batchMeta) {
 		if ps.producers == nil {
 			ps.producers = make(map[int64]*producerEntry)
 		}
-		e = &producerEntry{epoch: epoch}
+		e = &producerEntry{epoch: epoch, coordEpoch: -1}
 		ps.producers[id] = e
 	}
 	switch {

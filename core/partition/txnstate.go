@@ -179,7 +179,7 @@ func (ps *producerState) markerLocked(id int64, epoch int16, m records.Marker, o
 		if ps.producers == nil {
 			ps.producers = make(map[int64]*producerEntry)
 		}
-		e = &producerEntry{epoch: -1}
+		e = &producerEntry{epoch: -1, coordEpoch: -1}
 		ps.producers[id] = e
 	}
 	if epoch > e.epoch {
