@@ -408,11 +408,21 @@ func (r *Replica) rebuildProducers() error {
 	defer ps.mu.Unlock()
 	clear(ps.producers)
 	ps.txn.reset()
+	return r.replayLocked(r.log.LogStart())
+}
+
+// replayLocked applies every batch of the log from offset from (inclusive, a batch boundary)
+// to the LEO to the producer state (ps.mu held); on failure the state is emptied.
+func (r *Replica) replayLocked(from int64) error {
+	ps := &r.producers
 	sc, ok := r.log.(headerScanner)
 	if !ok {
 		return nil
 	}
-	err := sc.ForEachBatchHeader(r.log.LogStart(), func(h records.Header) error {
+	if ps.producers == nil {
+		ps.producers = make(map[int64]*producerEntry)
+	}
+	err := sc.ForEachBatchHeader(from, func(h records.Header) error {
 		if !h.IsControl() {
 			ps.recordHeaderLocked(h)
 			return nil
