@@ -149,7 +149,7 @@ func TestTransactionsPythonKcat(t *testing.T) {
 // TestTransactionsToDo marks the clients whose transactional producers the suite does not
 // drive yet, so that the table says so.
 func TestTransactionsToDo(t *testing.T) {
-	for _, c := range []string{"kafkajs", "sarama"} {
+	for _, c := range []string{"kafkajs"} {
 		for _, op := range txnOperations[:3] {
 			recordTxn(c, op, "to-do: not in the suite yet")
 		}

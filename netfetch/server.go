@@ -277,6 +277,9 @@ func NewServer(cfg ServerConfig, ln net.Listener) *Server {
 			if tcfg.Markers == nil {
 				tcfg.Markers = s.localMarkers
 			}
+			if tcfg.OffsetsTopicNumPartitions <= 0 {
+				tcfg.OffsetsTopicNumPartitions = cfg.Group.OffsetsTopicNumPartitions
+			}
 			s.txns = txn.NewCoordinator(tcfg, cfg.Broker, cfg.Controller, nil)
 			s.txns.Start()
 		}

@@ -291,6 +291,13 @@ func TestTransactionTimeoutAbort(t *testing.T) {
 	if d, ok := dt["slow-1"]; !ok || d.State != "CompleteAbort" {
 		t.Fatalf("describe: %+v", dt)
 	}
+	lt, err := adm.ListTransactions(ctx, nil, []string{"CompleteAbort"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := lt.TransactionalIDs(); !slices.Equal(ids, []string{"slow-1"}) {
+		t.Fatalf("list CompleteAbort: %v", ids)
+	}
 }
 
 // TestTransactionLeaderFailover: the leader of a partition with an open transaction is

@@ -59,8 +59,15 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 // of a topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION, and then nothing is added
 // (the others answer OPERATION_NOT_ATTEMPTED, which the wire layer fills in).
 func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, tps []TP) (map[TP]error, error) {
+	return c.addPartitions(ctx, id, pid, epoch, tps, true)
+}
+
+func (c *Coordinator) addPartitions(ctx context.Context, id string, pid int64, epoch int16, tps []TP, check bool) (map[TP]error, error) {
 	bad := map[TP]error{}
 	for _, tp := range tps {
+		if !check {
+			break
+		}
 		parts, ok := c.ctrl.Partitions(tp.Topic)
 		if !ok || tp.Partition < 0 || int(tp.Partition) >= len(parts) {
 			bad[tp] = fmt.Errorf("%s-%d does not exist: %w", tp.Topic, tp.Partition, kerr.UnknownTopicOrPartition)
@@ -81,11 +88,10 @@ func (c *Coordinator) AddOffsets(ctx context.Context, id string, pid int64, epoc
 	if group == "" {
 		return fmt.Errorf("group id is empty: %w", kerr.InvalidGroupID)
 	}
+	// __consumer_offsets may not exist yet: clients send AddOffsetsToTxn before they look
+	// up the group's coordinator, which creates it. Its marker is written once it exists.
 	p := broker.JavaAbs(broker.JavaStringHashCode(group)) % c.cfg.OffsetsTopicNumPartitions
-	bad, err := c.AddPartitions(ctx, id, pid, epoch, []TP{{OffsetsTopic, p}})
-	for _, e := range bad {
-		return e
-	}
+	_, err := c.addPartitions(ctx, id, pid, epoch, []TP{{OffsetsTopic, p}}, false)
 	return err
 }
 
