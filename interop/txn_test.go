@@ -1,12 +1,19 @@
 package interop
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Operations of the client x transaction table (TestMain prints it after the suite's).
@@ -146,12 +153,91 @@ func TestTransactionsPythonKcat(t *testing.T) {
 	})
 }
 
-// TestTransactionsToDo marks the clients whose transactional producers the suite does not
-// drive yet, so that the table says so.
-func TestTransactionsToDo(t *testing.T) {
-	for _, c := range []string{"kafkajs"} {
-		for _, op := range txnOperations[:3] {
-			recordTxn(c, op, "to-do: not in the suite yet")
-		}
+// TestTransactionsKafkajs: kafkajs transactions (commit, abort, sendOffsets) and a zombie
+// fenced by a second producer with the same transactional id; a franz-go read_committed reader
+// sees exactly the committed records.
+func TestTransactionsKafkajs(t *testing.T) {
+	const name = "kafkajs"
+	var err error
+	if _, lerr := exec.LookPath("node"); lerr != nil {
+		err = fmt.Errorf("node: %v", lerr)
+	} else if _, serr := os.Stat("js/node_modules/kafkajs/package.json"); serr != nil {
+		err = errors.New("js/node_modules/kafkajs is missing: run npm ci in interop/js")
 	}
+	if err != nil {
+		recordTxn(name, txnOperations[0], "missing: "+err.Error())
+	}
+	need(t, name, err)
+	c := startClusterWith(t, nil)
+	const topic = "interop-txn-kafkajs"
+	createTopic(t, c, topic, 1)
+	boot := c.Bootstrap()
+	js := func(args ...string) (string, error) {
+		return command(120*time.Second, "js", "node", append([]string{"client.js"}, args...)...)
+	}
+	step := func(op string, fn func() error) {
+		t.Helper()
+		start := time.Now()
+		if err := fn(); err != nil {
+			recordTxn(name, op, "error: "+oneLine(err.Error()))
+			t.Errorf("%s: %s: %v", name, op, err)
+			return
+		}
+		recordTxn(name, op, fmt.Sprintf("works (%.1f s)", time.Since(start).Seconds()))
+	}
+	step(txnOperations[0], func() error {
+		out, err := js("txn", boot, topic, "js-txn", "js-txn-group")
+		if err != nil {
+			return err
+		}
+		if _, err := js("txn", boot, topic+"-end", "js-txn-end", "js-txn-group-end"); err != nil {
+			return err
+		}
+		committed := lines(out)
+		if len(committed) != 6 {
+			return fmt.Errorf("%d committed values printed, want 6", len(committed))
+		}
+		p, err := command(60*time.Second, "js", "node", "client.js", "produce", boot, topic, "1000", "1")
+		if err != nil {
+			return fmt.Errorf("end marker: %v: %s", err, p)
+		}
+		if got := readCommitted(t, c, topic, "1000"); !slices.Equal(got, committed) {
+			return fmt.Errorf("read_committed read %v, want %v", got, committed)
+		}
+		return nil
+	})
+	step(txnOperations[1], func() error {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(boot, ",")...))
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		got, err := kadm.NewClient(cl).FetchOffsets(ctx, "js-txn-group")
+		if err != nil {
+			return err
+		}
+		if o, ok := got.Lookup(topic, 0); !ok || o.At != 3 {
+			return fmt.Errorf("group offset %+v (found %v), want 3", o, ok)
+		}
+		return nil
+	})
+	step(txnOperations[2], func() error {
+		out, err := js("zombie", boot, topic, "js-txn")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "fenced: ") {
+			return fmt.Errorf("the zombie's commit was not refused: %s", oneLine(out))
+		}
+		p, err := command(60*time.Second, "js", "node", "client.js", "produce", boot, topic, "2000", "1")
+		if err != nil {
+			return fmt.Errorf("end marker: %v: %s", err, p)
+		}
+		if got := readCommitted(t, c, topic, "2000"); slices.Contains(got, "zombie") || !slices.Contains(got, "after-zombie") {
+			return fmt.Errorf("read_committed after the fence: %v", got)
+		}
+		return nil
+	})
 }

@@ -1,6 +1,7 @@
 package netfetch
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -58,6 +59,7 @@ func (c *conn) handleTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) (kmsg.Res
 		if req.Version >= 3 {
 			tr.Generation, tr.MemberID, tr.InstanceID = req.Generation, req.MemberID, strOrEmpty(req.InstanceID)
 		}
+		c.awaitGroupLoad(coord, req.Group)
 		if err := coord.TxnCommit(c.ctx, tr, offs); err != nil {
 			for tp := range offs {
 				perPart[tp] = err
@@ -76,4 +78,34 @@ func (c *conn) handleTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) (kmsg.Res
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// groupLoadWait bounds how long a TxnOffsetCommit waits for this broker to load the group's
+// __consumer_offsets partition it leads.
+const groupLoadWait = 10 * time.Second
+
+// awaitGroupLoad waits (groupLoadWait at most) until the group coordinator serves groupID
+// when this broker leads its __consumer_offsets partition (or was elected its leader and has
+// not applied it yet): a producer commits its offsets
+// right after the topic was created by its FindCoordinator, and some clients (kafkajs) do not
+// retry a TxnOffsetCommit answered NOT_COORDINATOR while the partition loads.
+func (c *conn) awaitGroupLoad(coord *group.Coordinator, groupID string) {
+	b := c.s.cfg.Broker
+	if b == nil {
+		return
+	}
+	p := group.PartitionFor(groupID, coord.Config().OffsetsTopicNumPartitions)
+	r, ok := b.Replica(group.OffsetsTopic, p)
+	leads := ok && r.IsLeader()
+	if ctrl := c.s.cfg.Controller; !leads && ctrl != nil {
+		// elected here, not applied yet: FindCoordinator already named this broker
+		st, ok := ctrl.Partition(group.OffsetsTopic, p)
+		leads = ok && st.Leader == c.s.cfg.BrokerID
+	}
+	if !leads {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, groupLoadWait)
+	defer cancel()
+	_ = coord.WaitReady(ctx, groupID)
 }
