@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbench/isrbench/cluster"
 	"github.com/isrbench/isrbench/cluster/clustertest"
@@ -384,4 +385,73 @@ func TestTransactionCoordinatorMove(t *testing.T) {
 	if got := consumeUntil(t, c, topic, kgo.ReadCommitted(), "end"); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
 		t.Fatalf("read_committed after the coordinator move: %v", got)
 	}
+}
+
+// TestTxnOffsetsRequireStable: offsets committed in an open transaction are not visible to
+// OffsetFetch; with require_stable (KIP-447) their partitions answer UNSTABLE_OFFSET_COMMIT
+// until the transaction commits, then the committed offset.
+func TestTxnOffsetsRequireStable(t *testing.T) {
+	c := txnCluster(t)
+	if err := c.CreateTopic("st", 1, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := clustertest.Context(t)
+	p := clustertest.NewClient(t, c, kgo.TransactionalID("st-1"), kgo.DefaultProduceTopic("st"))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	pid, epoch, err := p.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ao := kmsg.NewPtrAddOffsetsToTxnRequest()
+	ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = "st-1", pid, epoch, "st-group"
+	if r, err := ao.RequestWith(ctx, p); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("AddOffsetsToTxn: %v code %d", err, r.ErrorCode)
+	}
+	tc := kmsg.NewPtrTxnOffsetCommitRequest()
+	tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch, tc.Generation = "st-1", "st-group", pid, epoch, -1
+	tt := kmsg.NewTxnOffsetCommitRequestTopic()
+	tt.Topic = "st"
+	tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	tp.Partition, tp.Offset = 0, 1
+	tt.Partitions = append(tt.Partitions, tp)
+	tc.Topics = append(tc.Topics, tt)
+	if r, err := tc.RequestWith(ctx, p); err != nil || r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("TxnOffsetCommit: %v %+v", err, r)
+	}
+	fetch := func(stable bool) (int64, int16) {
+		t.Helper()
+		of := kmsg.NewPtrOffsetFetchRequest()
+		of.Group, of.RequireStable = "st-group", stable
+		ot := kmsg.NewOffsetFetchRequestTopic()
+		ot.Topic, ot.Partitions = "st", []int32{0}
+		of.Topics = append(of.Topics, ot)
+		r, err := of.RequestWith(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Groups) > 0 { // v8+
+			rp := r.Groups[0].Topics[0].Partitions[0]
+			return rp.Offset, rp.ErrorCode
+		}
+		rp := r.Topics[0].Partitions[0]
+		return rp.Offset, rp.ErrorCode
+	}
+	if off, code := fetch(false); off != -1 || code != 0 {
+		t.Fatalf("before the commit: offset %d code %d, want -1 (not visible)", off, code)
+	}
+	if _, code := fetch(true); code != kerr.UnstableOffsetCommit.Code {
+		t.Fatalf("require_stable before the commit: code %d, want UNSTABLE_OFFSET_COMMIT", code)
+	}
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the committed offset", func() bool {
+		off, code := fetch(true)
+		return off == 1 && code == 0
+	})
 }

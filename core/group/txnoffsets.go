@@ -213,3 +213,24 @@ func (l *Loaded) applyMarker(pid int64, commit bool) {
 		}
 	}
 }
+
+// PendingTxnOffsets returns the partitions of groupID with offsets committed in a transaction
+// not decided yet (OffsetFetch require_stable answers them UNSTABLE_OFFSET_COMMIT).
+func (c *Coordinator) PendingTxnOffsets(groupID string) map[TP]bool {
+	var out map[TP]bool
+	c.call(func(m *Machine, _ int64) {
+		g := m.groups[groupID]
+		if g == nil {
+			return
+		}
+		for _, offs := range g.txnOffsets {
+			for tp := range offs {
+				if out == nil {
+					out = map[TP]bool{}
+				}
+				out[tp] = true
+			}
+		}
+	})
+	return out
+}
