@@ -43,6 +43,7 @@ var allowed = map[string][]string{
 	"internal/kafkatest": {"core/records"},
 	"core/broker":        {"core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},
 	"core/group":         {"core/group", "core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},
+	"core/txn":           {"core/txn", "core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},
 	"core/partition":     {"core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},
 	"core/config":        {"core/config"},
 	"core/controller":    {"core/controller", "core/vfs"},

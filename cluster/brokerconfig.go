@@ -149,6 +149,16 @@ var brokerConfigDefs = sortedDefs([]brokerConfigDef{
 		return decimal(c.Group.OffsetsTopicReplicationFactor)
 	}),
 	described("offsets.topic.segment.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.Group.OffsetsTopicSegmentBytes) }),
+	described("transaction.state.log.num.partitions", func(c *Config, _ int32, _ string) string { return decimal(c.Txn.WithDefaults().NumPartitions) }),
+	described("transaction.state.log.replication.factor", func(c *Config, _ int32, _ string) string {
+		return decimal(c.Txn.WithDefaults().ReplicationFactor)
+	}),
+	described("transaction.state.log.min.isr", func(c *Config, _ int32, _ string) string { return decimal(c.Txn.WithDefaults().MinISR) }),
+	described("transaction.state.log.segment.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.Txn.WithDefaults().SegmentBytes) }),
+	described("transaction.max.timeout.ms", func(c *Config, _ int32, _ string) string { return decimal(c.Txn.WithDefaults().MaxTimeoutMs) }),
+	described("transaction.abort.timed.out.transaction.cleanup.interval.ms", func(c *Config, _ int32, _ string) string {
+		return decimal(c.Txn.WithDefaults().AbortCheckIntervalMs)
+	}),
 	described("replica.fetch.backoff.ms", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.ReplicaFetchBackoffMs) }),
 	described("replica.fetch.max.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.ReplicaFetchMaxBytes) }),
 	described("replica.fetch.min.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.ReplicaFetchMinBytes) }),

@@ -17,6 +17,7 @@ import (
 	"github.com/isrbench/isrbench/core/broker"
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/group"
+	"github.com/isrbench/isrbench/core/txn"
 	"github.com/isrbench/isrbench/core/vfs"
 	"github.com/isrbench/isrbench/netfetch"
 )
@@ -74,6 +75,9 @@ type Config struct {
 	// Group is the group coordinator's config (group.* and offsets.*; DefaultConfig
 	// sets Kafka's defaults).
 	Group group.Config
+	// Txn is the transaction coordinator's config (transaction.* and
+	// transaction.state.log.*; zero fields take Kafka's defaults).
+	Txn txn.Config
 	// FS is the file system under every broker's data directory (each broker wraps it in
 	// its own vfs.PowerLossFS for the crash fault); nil = vfs.OS. Tests inject failures
 	// with a vfs.ErrorFS.
@@ -321,7 +325,7 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 		DefaultReplicationFactor: c.cfg.DefaultReplicationFactor,
 		SocketRequestMaxBytes:    c.cfg.SocketRequestMaxBytes, Logf: c.cfg.Logf,
 		BrokerConfigs: c.cfg.staticBrokerConfigs(n.id, n.dir), Counters: c.stats,
-		MessageMaxBytes: c.cfg.MessageMaxBytes, Groups: grp,
+		MessageMaxBytes: c.cfg.MessageMaxBytes, Groups: grp, Txn: c.newTxnCoordinator(b),
 		Limits:       c.cfg.Limits,
 		ListenerName: lname, Security: lsec, Listeners: extra,
 	}, ln)

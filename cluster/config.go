@@ -198,6 +198,13 @@ var setters = map[string]setter{
 	"auto.leader.rebalance.enable":                  boolSetter(func(c *Config, b bool) { c.AutoLeaderRebalanceEnable = b }),
 	"leader.replication.throttled.rate":             intSetter("leader.replication.throttled.rate", func(c *Config, n int64) { c.Broker.LeaderReplicationThrottledRate = n }),
 	"follower.replication.throttled.rate":           intSetter("follower.replication.throttled.rate", func(c *Config, n int64) { c.Broker.FollowerReplicationThrottledRate = n }),
+	"transaction.state.log.num.partitions":          intSetter("transaction.state.log.num.partitions", func(c *Config, n int64) { c.Txn.NumPartitions = int32(n) }),
+	"transaction.state.log.replication.factor":      intSetter("transaction.state.log.replication.factor", func(c *Config, n int64) { c.Txn.ReplicationFactor = int16(n) }),
+	"transaction.state.log.min.isr":                 intSetter("transaction.state.log.min.isr", func(c *Config, n int64) { c.Txn.MinISR = int(n) }),
+	"transaction.state.log.segment.bytes":           intSetter("transaction.state.log.segment.bytes", func(c *Config, n int64) { c.Txn.SegmentBytes = n }),
+	"transaction.max.timeout.ms":                    intSetter("transaction.max.timeout.ms", func(c *Config, n int64) { c.Txn.MaxTimeoutMs = int32(n) }),
+	"transaction.abort.timed.out.transaction.cleanup.interval.ms": intSetter("transaction.abort.timed.out.transaction.cleanup.interval.ms",
+		func(c *Config, n int64) { c.Txn.AbortCheckIntervalMs = n }),
 	"isrbench.io": modeSetter("isrbench.io", func(c *Config, v string) error {
 		w, err := log.NewWriter(v)
 		if err != nil {

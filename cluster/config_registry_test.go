@@ -97,6 +97,9 @@ var zeroIsDefault = []string{
 	"log.retention.check.interval.ms", "max.connections", "max.connections.per.ip", "message.max.bytes",
 	"num.partitions", "replica.high.watermark.checkpoint.interval.ms", "socket.request.max.bytes",
 	"isrbench.log.scrub.bytes.per.second", "isrbench.log.scrub.interval.ms",
+	// core/txn.Config: zero fields take Kafka's defaults
+	"transaction.state.log.num.partitions", "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
+	"transaction.max.timeout.ms", "transaction.abort.timed.out.transaction.cleanup.interval.ms",
 }
 
 // TestRegistryWalk walks every registry entry: its minimum, maximum and default (every mode,

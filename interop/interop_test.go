@@ -66,6 +66,7 @@ func TestMain(m *testing.M) {
 		}
 		fmt.Print(b.String())
 	}
+	fmt.Print(txnTableText())
 	timings.Lock()
 	for _, l := range timings.lines {
 		fmt.Println("rebalance, two-member group, " + l)

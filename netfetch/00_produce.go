@@ -47,8 +47,6 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	switch {
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		reqErr = fmt.Errorf("acks=%d (allowed: -1, 0, 1): %w", req.Acks, kerr.InvalidRequiredAcks)
-	case req.TransactionID != nil:
-		reqErr = fmt.Errorf("transactional produce (transactional.id %q) is not supported: %w", *req.TransactionID, kerr.TransactionalIDAuthorizationFailed)
 	}
 	n := 0
 	for i := range req.Topics {

@@ -265,10 +265,22 @@ func (e *fetchEncoder) encode(version int16, corr int32, topErr int16, sessionID
 			if version >= 5 {
 				b = kbin.AppendInt64(b, ls)
 			}
-			if flex { // aborted_transactions: null
-				b = append(b, 0)
-			} else {
-				b = kbin.AppendInt32(b, -1)
+			switch ab := p.AbortedTransactions; {
+			case len(ab) == 0 || p.Err != nil: // aborted_transactions: null
+				if flex {
+					b = append(b, 0)
+				} else {
+					b = kbin.AppendInt32(b, -1)
+				}
+			default:
+				b = appendArrayLen(b, len(ab), flex)
+				for _, a := range ab {
+					b = kbin.AppendInt64(b, a.ProducerID)
+					b = kbin.AppendInt64(b, a.FirstOffset)
+					if flex {
+						b = append(b, 0)
+					}
+				}
 			}
 			if version >= 11 {
 				b = kbin.AppendInt32(b, -1) // preferred_read_replica

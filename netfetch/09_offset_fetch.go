@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbench/isrbench/core/group"
@@ -40,7 +41,7 @@ func (c *conn) handleOffsetFetch(req *kmsg.OffsetFetchRequest) (kmsg.Response, e
 					topics = append(topics, kmsg.OffsetFetchRequestTopic{Topic: t.Topic, Partitions: t.Partitions})
 				}
 			}
-			byTopic, err := c.fetchOffsets(g.Group, topics)
+			byTopic, err := c.fetchOffsets(g.Group, topics, req.RequireStable)
 			rg.ErrorCode = errCode(err)
 			for _, t := range offsetTopics(byTopic) { // the same fields, batched by group
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -58,7 +59,7 @@ func (c *conn) handleOffsetFetch(req *kmsg.OffsetFetchRequest) (kmsg.Response, e
 	if req.Version < 2 && topics == nil {
 		topics = []kmsg.OffsetFetchRequestTopic{} // v0-v1 cannot ask for all
 	}
-	byTopic, err := c.fetchOffsets(req.Group, topics)
+	byTopic, err := c.fetchOffsets(req.Group, topics, req.Version >= 7 && req.RequireStable)
 	if err != nil && req.Version >= 2 {
 		resp.ErrorCode = errCode(err)
 	}
@@ -89,8 +90,9 @@ func offsetTopics(byTopic map[string][]fetchedPartition) []kmsg.OffsetFetchRespo
 
 // fetchOffsets looks up the committed offsets of topics (nil = all committed partitions).
 // A coordinator error is returned and also set on every asked partition (v0-v1 carry
-// errors per partition only).
-func (c *conn) fetchOffsets(groupID string, topics []kmsg.OffsetFetchRequestTopic) (map[string][]fetchedPartition, error) {
+// errors per partition only). With requireStable (v7+, KIP-447) a partition with offsets
+// committed in a transaction not decided yet answers UNSTABLE_OFFSET_COMMIT.
+func (c *conn) fetchOffsets(groupID string, topics []kmsg.OffsetFetchRequestTopic, requireStable bool) (map[string][]fetchedPartition, error) {
 	out := map[string][]fetchedPartition{}
 	var tps []group.TP
 	if topics != nil {
@@ -103,8 +105,12 @@ func (c *conn) fetchOffsets(groupID string, topics []kmsg.OffsetFetchRequestTopi
 	}
 	coord, err := c.coordinator()
 	var got map[group.TP]group.Committed
+	var unstable map[group.TP]bool
 	if err == nil {
 		got, err = coord.Committed(groupID, tps)
+		if err == nil && requireStable {
+			unstable = coord.PendingTxnOffsets(groupID)
+		}
 	}
 	if tps == nil {
 		for tp := range got {
@@ -116,7 +122,11 @@ func (c *conn) fetchOffsets(groupID string, topics []kmsg.OffsetFetchRequestTopi
 	}
 	for _, tp := range tps {
 		cm, ok := got[tp]
-		out[tp.Topic] = append(out[tp.Topic], fetchedPartition{p: tp.Partition, c: cm, ok: ok, err: err})
+		perr := err
+		if unstable[tp] {
+			perr = kerr.UnstableOffsetCommit
+		}
+		out[tp.Topic] = append(out[tp.Topic], fetchedPartition{p: tp.Partition, c: cm, ok: ok, err: perr})
 	}
 	return out, err
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbench/isrbench/core/group"
+	"github.com/isrbench/isrbench/core/txn"
 )
 
 func init() {
@@ -19,11 +20,9 @@ func init() {
 }
 
 // handleFindCoordinator answers FindCoordinator: for a group (key type 0), the leader of its
-// __consumer_offsets partition (the topic is created on first use; COORDINATOR_NOT_AVAILABLE
-// until it has a leader). Transactions are not supported: key type 1 is answered
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED with a message saying so, which librdkafka treats as
-// fatal and kgo as non-retriable, so a transactional producer fails at once instead of
-// retrying (COORDINATOR_NOT_AVAILABLE would be retried for ever).
+// __consumer_offsets partition; for a transactional id (key type 1), the leader of its
+// __transaction_state partition (each topic is created on first use;
+// COORDINATOR_NOT_AVAILABLE until the partition has a leader).
 func (c *conn) handleFindCoordinator(req *kmsg.FindCoordinatorRequest) (kmsg.Response, error) {
 	resp := kmsg.NewPtrFindCoordinatorResponse()
 	keys := req.CoordinatorKeys
@@ -38,8 +37,7 @@ func (c *conn) handleFindCoordinator(req *kmsg.FindCoordinatorRequest) (kmsg.Res
 		case 0:
 			err = c.locateGroup(key, &rc)
 		case 1:
-			err = fmt.Errorf("isrbench does not support transactions (transactional.id %q): unset transactional.id; an idempotent producer (enable.idempotence) is supported: %w",
-				key, kerr.TransactionalIDAuthorizationFailed)
+			err = c.locateTxn(key, &rc)
 		default:
 			err = fmt.Errorf("coordinator key type %d is not supported (0 = group, 1 = transaction): %w", req.CoordinatorType, kerr.InvalidRequest)
 		}
@@ -58,6 +56,31 @@ func (c *conn) handleFindCoordinator(req *kmsg.FindCoordinatorRequest) (kmsg.Res
 		resp.Coordinators = nil
 	}
 	return resp, nil
+}
+
+func (c *conn) locateTxn(key string, rc *kmsg.FindCoordinatorResponseCoordinator) error {
+	if key == "" {
+		return fmt.Errorf("transactional id is empty: %w", kerr.InvalidRequest)
+	}
+	ctrl := c.s.cfg.Controller
+	if ctrl == nil || c.s.txns == nil {
+		return kerr.CoordinatorNotAvailable
+	}
+	id, err := txn.Locate(ctrl, c.s.txns.Config(), key)
+	if err != nil {
+		return err
+	}
+	return c.coordinatorAddr(id, rc)
+}
+
+func (c *conn) coordinatorAddr(id int32, rc *kmsg.FindCoordinatorResponseCoordinator) error {
+	b, ok := c.s.cfg.Controller.Broker(id)
+	if !ok || !b.Alive {
+		return fmt.Errorf("coordinator broker %d is not alive: %w", id, kerr.CoordinatorNotAvailable)
+	}
+	rc.NodeID = b.ID
+	rc.Host, rc.Port = c.advertised(b.ID, b.Host, b.Port)
+	return nil
 }
 
 func (c *conn) locateGroup(key string, rc *kmsg.FindCoordinatorResponseCoordinator) error {

@@ -18,8 +18,9 @@ func init() {
 // handleDescribeProducers answers DescribeProducers (KIP-664, kafka-transactions.sh
 // describe-producers) from the idempotent producer state of this broker's replicas, leader or
 // follower (partition.Replica.ProducerStates, Kafka's UnifiedLog.activeProducers): per
-// producer id its epoch, the last sequence and max timestamp of its last batch, coordinator
-// epoch -1 and no open transaction (-1; isrbench has no transactions). Errors per partition:
+// producer id its epoch, the last sequence and max timestamp of its last batch, the
+// coordinator epoch of its last marker and the first offset of its open transaction (-1:
+// none). Errors per partition:
 // INVALID_TOPIC_EXCEPTION for a bad topic name, UNKNOWN_TOPIC_OR_PARTITION for a partition the
 // cluster does not have, NOT_LEADER_OR_FOLLOWER when this broker hosts no replica of it.
 func (c *conn) handleDescribeProducers(req *kmsg.DescribeProducersRequest) (kmsg.Response, error) {
@@ -47,7 +48,8 @@ func (c *conn) handleDescribeProducers(req *kmsg.DescribeProducersRequest) (kmsg
 				} else {
 					for _, info := range r.ProducerStates() {
 						ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
-						ap.ProducerID, ap.ProducerEpoch, ap.CoordinatorEpoch = info.ProducerID, int32(info.ProducerEpoch), -1
+						ap.ProducerID, ap.ProducerEpoch, ap.CoordinatorEpoch = info.ProducerID, int32(info.ProducerEpoch), info.CoordinatorEpoch
+						ap.CurrentTxnStartOffset = info.TxnStartOffset
 						if n := len(info.Batches); n > 0 {
 							last := info.Batches[n-1]
 							ap.LastSequence, ap.LastTimestamp = last.LastSequence, last.MaxTimestamp

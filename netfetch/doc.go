@@ -130,13 +130,18 @@
 // TopicIDIndex; its unknown ids stay out of fetch sessions and are answered on every request
 // that names them).
 //
+// # Transactions
+//
+// Transactions (core/txn) are served: FindCoordinator key type 1, InitProducerId with a
+// transactional id, AddPartitionsToTxn (v0-v3, the clients' versions; KIP-890's verification
+// is not), AddOffsetsToTxn, EndTxn (v0-v3), WriteTxnMarkers, TxnOffsetCommit (v0-v3),
+// DescribeTransactions, ListTransactions; read_committed fetches stop at the LSO and carry
+// the aborted transactions of their range.
+//
 // # Unsupported
 //
-// Transactions (FindCoordinator for a transactional id, InitProducerId and
-// Produce with one answer TRANSACTIONAL_ID_AUTHORIZATION_FAILED, with a
-// message saying so where the version carries one) are not implemented; nor are
-// config documentation in DescribeConfigs and BROKER_LOGGER / GROUP / CLIENT_METRICS
-// config resources (INVALID_REQUEST). An unsupported API key or version closes the
-// connection with a logged reason, except ApiVersions, which always answers
-// (UNSUPPORTED_VERSION with the ranges, as v0).
+// Config documentation in DescribeConfigs and BROKER_LOGGER / GROUP / CLIENT_METRICS config
+// resources (INVALID_REQUEST); an unsupported API key or version closes the connection with
+// a logged reason, except ApiVersions, which always answers (UNSUPPORTED_VERSION with the
+// ranges, as v0).
 package netfetch

@@ -83,7 +83,7 @@ type cachedPartition struct {
 	logStartOffset     int64
 	maxBytes           int32
 
-	hw, localLogStart int64
+	hw, lso, localLogStart int64
 }
 
 // Len is the number of sessions cached.
@@ -187,6 +187,9 @@ func (cp *cachedPartition) noteResponse(p *broker.FetchPartition) bool {
 	if cp.hw != p.HighWatermark {
 		cp.hw, must = p.HighWatermark, true
 	}
+	if cp.lso != p.LastStableOffset {
+		cp.lso, must = p.LastStableOffset, true
+	}
 	if cp.localLogStart != p.LogStartOffsetOut {
 		cp.localLogStart, must = p.LogStartOffsetOut, true
 	}
@@ -234,7 +237,7 @@ func (fs *fetchSessions) begin(r *kmsg.FetchRequest, req *broker.FetchRequest, s
 			continue
 		}
 		s.mu.index[k] = len(s.mu.parts)
-		cp := cachedPartition{topic: p.Topic, partition: p.Partition, hw: -1, localLogStart: -1}
+		cp := cachedPartition{topic: p.Topic, partition: p.Partition, hw: -1, lso: -1, localLogStart: -1}
 		cp.setRequest(p)
 		s.mu.parts = append(s.mu.parts, cp)
 	}

@@ -174,33 +174,6 @@ func TestGroupAdminListDescribeDelete(t *testing.T) {
 	}
 }
 
-func TestTransactionalProducerFailsFast(t *testing.T) {
-	c := groupCluster(t)
-	cl := clustertest.NewClient(t, c, kgo.TransactionalID("tx-1"), kgo.DefaultProduceTopic("tx"))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	start := time.Now()
-	err := cl.BeginTransaction() // kgo initializes the producer id here
-	if err == nil {
-		err = cl.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr()
-	}
-	if err == nil || !strings.Contains(err.Error(), "TRANSACTIONAL_ID_AUTHORIZATION_FAILED") {
-		t.Fatalf("transactional produce: %v, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", err)
-	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Fatalf("transactional produce took %v to fail, want it to fail fast", d)
-	}
-	rc := kafkatest.Dial(t, c.Addr(0))
-	req := kmsg.NewPtrFindCoordinatorRequest()
-	req.SetVersion(3)
-	req.CoordinatorKey, req.CoordinatorType = "tx-1", 1
-	resp := kmsg.NewPtrFindCoordinatorResponse()
-	rc.RoundTrip(req, resp)
-	if resp.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code || resp.ErrorMessage == nil || !strings.Contains(*resp.ErrorMessage, "does not support transactions") {
-		t.Fatalf("FindCoordinator(transaction): code %d message %v", resp.ErrorCode, resp.ErrorMessage)
-	}
-}
-
 func TestProduceLimitsAndOldFormats(t *testing.T) {
 	c := groupCluster(t)
 	if err := c.CreateTopic("big", 1, 3, map[string]string{"max.message.bytes": "2000"}); err != nil {

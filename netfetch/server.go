@@ -19,6 +19,7 @@ import (
 	"github.com/isrbench/isrbench/core/broker"
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/group"
+	"github.com/isrbench/isrbench/core/txn"
 )
 
 // DefaultSocketRequestMaxBytes is socket.request.max.bytes' default (100 MiB).
@@ -82,6 +83,11 @@ type ServerConfig struct {
 	// (the cluster); the server routes the group APIs to it. nil: those APIs answer
 	// COORDINATOR_NOT_AVAILABLE, and FindCoordinator locates groups with group.DefaultConfig.
 	Groups *group.Coordinator
+	// Txn is the transaction coordinator (core/txn) the server answers the transaction APIs
+	// with; the server closes it. Nil with a Broker and a Controller: the server builds one
+	// from TxnConfig that writes markers to partitions this broker leads only.
+	Txn       *txn.Coordinator
+	TxnConfig txn.Config
 	// Limits bound the connections, their idle time, the time to send a request and the
 	// memory of requests being read (zero fields = defaults, see ConnLimits).
 	Limits ConnLimits
@@ -139,6 +145,12 @@ type Counters struct{ c *counters }
 // NewCounters returns zeroed counters (producer ids start at the wall clock, see newCounters).
 func NewCounters() *Counters { return &Counters{c: newCounters()} }
 
+// NextProducerID hands out the next producer id of the servers sharing these counters
+// (InitProducerId, idempotent and transactional alike).
+func (c *Counters) NextProducerID() int64 { return c.c.nextProducerID() }
+
+func (c *counters) nextProducerID() int64 { return c.producerID.Add(1) }
+
 // Snapshot returns the counters' current values.
 func (c *Counters) Snapshot() ServerStats { return c.c.snapshot() }
 
@@ -192,6 +204,7 @@ type Server struct {
 	ln     net.Listener
 	stats  *counters
 	groups *group.Coordinator // ServerConfig.Groups: the caller's, nil without one
+	txns   *txn.Coordinator   // nil without a Broker and a Controller
 
 	labelsProduce context.Context
 	labelsFetch   context.Context
@@ -249,6 +262,23 @@ func NewServer(cfg ServerConfig, ln net.Listener) *Server {
 	s.labelsFetch = pprof.WithLabels(bg, pprof.Labels("broker", id, "role", "fetch-serve"))
 	s.labelsOther = pprof.WithLabels(bg, pprof.Labels("broker", id, "role", "admin"))
 	s.mu.conns = map[*conn]struct{}{}
+	if cfg.Broker != nil && cfg.Controller != nil {
+		s.txns = cfg.Txn
+		if s.txns == nil {
+			tcfg := cfg.TxnConfig
+			if tcfg.ProducerIDs == nil {
+				tcfg.ProducerIDs = s.stats.nextProducerID
+			}
+			if tcfg.Markers == nil {
+				tcfg.Markers = s.localMarkers
+			}
+			if tcfg.OffsetsTopicNumPartitions <= 0 {
+				tcfg.OffsetsTopicNumPartitions = s.groupConfig().OffsetsTopicNumPartitions
+			}
+			s.txns = txn.NewCoordinator(tcfg, cfg.Broker, cfg.Controller, nil)
+			s.txns.Start()
+		}
+	}
 	s.mu.adm.perIP = map[netip.Addr]int{}
 	if ln != nil {
 		s.register() // in the process's file-descriptor shares from now until Close
@@ -409,6 +439,9 @@ func (s *Server) Close() error {
 			c.nc.Close()
 		}
 		s.mu.Unlock()
+		if s.txns != nil {
+			s.txns.Close()
+		}
 	})
 	s.wg.Wait()
 	s.unregister()

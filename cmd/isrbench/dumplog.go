@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/isrbench/isrbench/core/log"
+	"github.com/isrbench/isrbench/core/records"
 )
 
 func init() {
@@ -81,6 +82,9 @@ func dumpSegment(path string, w io.Writer) error {
 		fmt.Fprintf(w, "baseOffset: %d lastOffset: %d count: %d baseSequence: %d lastSequence: %d producerId: %d producerEpoch: %d partitionLeaderEpoch: %d isTransactional: %t isControl: %t position: %d CreateTime: %d size: %d magic: %d compresscodec: %s crc: %d isvalid: %t\n",
 			h.BaseOffset, h.LastOffset(), h.RecordsCount, h.BaseSequence, lastSeq, h.ProducerID, h.ProducerEpoch, h.PartitionLeaderEpoch,
 			h.IsTransactional(), h.IsControl(), b.Position, h.MaxTimestamp, b.Size, h.Magic, codec, h.CRC, b.Err == nil)
+		if h.IsControl() && b.Err == nil {
+			printMarker(w, f, b)
+		}
 	}
 	var tail *log.CorruptTailError
 	if err := walk.Err(); errors.As(err, &tail) {
@@ -92,4 +96,21 @@ func dumpSegment(path string, w io.Writer) error {
 		return &exitError{code: 1, err: fmt.Errorf("dump-log: %s: %d invalid batch(es), recovery would truncate the log at the first: %w", path, invalid, firstBad)}
 	}
 	return nil
+}
+
+// printMarker prints a control batch's record as DumpLogSegments does with --deep-iteration:
+// its transaction marker (endTxnMarker: COMMIT or ABORT, and the coordinator epoch).
+func printMarker(w io.Writer, f *os.File, b log.SegmentBatch) {
+	buf := make([]byte, b.Size)
+	if _, err := f.ReadAt(buf, b.Position); err != nil {
+		fmt.Fprintf(w, "| offset: %d control record unreadable: %v\n", b.Header.BaseOffset, err)
+		return
+	}
+	m, err := records.ParseMarker(buf)
+	if err != nil {
+		fmt.Fprintf(w, "| offset: %d control record: %v\n", b.Header.BaseOffset, err)
+		return
+	}
+	fmt.Fprintf(w, "| offset: %d CreateTime: %d keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] endTxnMarker: %s coordinatorEpoch: %d\n",
+		b.Header.BaseOffset, b.Header.MaxTimestamp, m, m.CoordinatorEpoch)
 }

@@ -32,6 +32,24 @@ func dumpLogSegment() (seg []byte, pos []int) {
 	return seg, pos
 }
 
+// txnSegment is a transactional batch of producer 7 (offsets 0-1), its COMMIT marker (2), a
+// second transaction (3) and its ABORT marker (4), from coordinator epoch 3.
+func txnSegment() []byte {
+	recs := []records.Record{{Value: []byte("x")}, {Value: []byte("y")}}
+	seg := records.AppendTxnBatch(nil, 7, 1, 1700000000000, recs)
+	seg = records.AppendControlBatch(seg, 7, 1, 3, true, 1700000000001)
+	seg = records.AppendTxnBatch(seg, 7, 1, 1700000000002, recs[:1])
+	seg = records.AppendControlBatch(seg, 7, 1, 3, false, 1700000000003)
+	b, off := seg, int64(0)
+	for len(b) > 0 {
+		h, _ := records.ParseHeader(b)
+		records.SetBaseOffset(b, off)
+		off = h.LastOffset() - h.BaseOffset + off + 1
+		b = b[h.Size():]
+	}
+	return seg
+}
+
 // TestDumpLogGolden dumps a valid segment and damaged copies of it (a flipped record byte, a
 // torn tail, an offset gap, a file not named like a segment) against golden output, and checks
 // the exit status.
@@ -52,6 +70,7 @@ func TestDumpLogGolden(t *testing.T) {
 		{"base", "00000000000000000003.log", nil, 1},
 		{"unnamed", "copy.log", nil, 0},
 		{"bad-header", "00000000000000000000.log", func(b []byte) []byte { b[pos[1]+16] = 1; return b }, 1}, // magic 1
+		{"txn", "00000000000000000000.log", func(b []byte) []byte { return txnSegment() }, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

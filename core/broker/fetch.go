@@ -43,6 +43,7 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest) (parked time.Dura
 		p := &parts[i]
 		p.HighWatermark, p.LastStableOffset, p.LogStartOffsetOut = -1, -1, -1
 		p.DivergingEpoch, p.DivergingEndOffset = -1, -1
+		p.AbortedTransactions = p.AbortedTransactions[:0]
 		p.Err = nil
 	}
 	if err := b.usable(); err != nil {
@@ -254,8 +255,10 @@ func (b *Broker) readPartitions(req *FetchRequest, replica bool, waitChs []<-cha
 			ch = r.HWChanged()
 		}
 		hw, logStart, leo := r.HW(), r.LogStart(), r.LEO()
-		p.HighWatermark, p.LastStableOffset, p.LogStartOffsetOut = hw, hw, logStart
-		end := partition.FetchEnd(replica, hw, leo)
+		lso := r.LSO()
+		p.HighWatermark, p.LastStableOffset, p.LogStartOffsetOut = hw, lso, logStart
+		p.AbortedTransactions = p.AbortedTransactions[:0]
+		end := partition.FetchEnd(replica, req.IsolationLevel == 1, hw, lso, leo)
 		if p.FetchOffset < logStart || p.FetchOffset > leo {
 			p.Err = fmt.Errorf("%w: fetch offset %d outside [%d, %d] of %s-%d", kerr.OffsetOutOfRange, p.FetchOffset, logStart, leo, p.Topic, p.Partition)
 			anyErr = true
@@ -279,6 +282,9 @@ func (b *Broker) readPartitions(req *FetchRequest, replica bool, waitChs []<-cha
 			continue
 		}
 		p.Records = s
+		if s.Size > 0 && !replica && req.IsolationLevel == 1 {
+			p.AbortedTransactions = r.AppendAbortedTxns(p.AbortedTransactions, p.FetchOffset, s.NextOffset)
+		}
 		if s.Size > 0 {
 			minOne = false
 			budget -= s.Size

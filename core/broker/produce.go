@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/isrbench/isrbench/core/log"
 	"github.com/isrbench/isrbench/core/partition"
 )
 
@@ -104,7 +105,13 @@ func (b *Broker) produceAppend(acks int16, parts []ProducePartition, waits []pro
 			failProduce(p, fmt.Errorf("%w: %s-%d is not hosted on broker %d", kerr.UnknownTopicOrPartition, p.Topic, p.Partition, b.cfg.ID))
 			continue
 		}
-		info, err := h.r.AppendAsLeader(p.Records, acks)
+		var info log.AppendInfo
+		var err error
+		if p.Coordinator {
+			info, err = h.r.AppendCoordinatorTxn(p.Records, acks)
+		} else {
+			info, err = h.r.AppendAsLeader(p.Records, acks)
+		}
 		if err != nil {
 			failProduce(p, kerrOf(b.storageFailed(err)))
 			continue

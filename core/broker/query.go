@@ -37,7 +37,7 @@ const (
 // (-1 unchecked), as Kafka's KafkaApis.handleListOffsetRequest and
 // Partition.fetchOffsetForTimestamp do: timestamp -2 (EARLIEST) = log start offset
 // (inclusive); -1 (LATEST) = for a consumer (replicaID -1) the end of what it may read, the
-// HW (exclusive; the LSO for read_committed, the same without transactions), for any other
+// HW (exclusive; the LSO for read_committed), for any other
 // replicaID (a follower's id >= 0, the debugging id -2) the LEO (Kafka passes no isolation
 // level then); a timestamp >= 0 = the first offset below that end whose record timestamp is
 // >= it, or -1 when there is none (Kafka answers offset -1 then). Other negative timestamps
@@ -64,7 +64,7 @@ func (b *Broker) ListOffsetFor(replicaID int32, currentLeaderEpoch int32, topic 
 		return -1, -1, err
 	}
 	r := h.r
-	end := partition.FetchEnd(replicaID != consumerReplicaID, r.HW(), r.LEO())
+	end := partition.FetchEnd(replicaID != consumerReplicaID, isolation == 1, r.HW(), r.LSO(), r.LEO())
 	switch {
 	case timestamp == -2:
 		ls := r.LogStart()

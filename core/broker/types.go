@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/core/log"
+	"github.com/isrbench/isrbench/core/partition"
 )
 
 // ProducePartition is one partition of a produce request. Topic, Partition
@@ -15,6 +16,9 @@ type ProducePartition struct {
 	Topic     string
 	Partition int32
 	Records   []byte
+	// Coordinator marks a coordinator's transactional write (the group coordinator's
+	// TxnOffsetCommit): partition.AppendCoordinatorTxn, no sequence check.
+	Coordinator bool
 
 	Err             error // nil or a *kerr.Error-wrapping error
 	BaseOffset      int64 // first offset assigned (inclusive); -1 on error
@@ -35,7 +39,7 @@ type FetchPartition struct {
 
 	Err               error
 	HighWatermark     int64 // leader HW (exclusive end of the committed range)
-	LastStableOffset  int64 // = HighWatermark (no transactions)
+	LastStableOffset  int64 // LSO (exclusive): the end of what read_committed consumers read
 	LogStartOffsetOut int64 // leader log start (inclusive)
 	// Records holds whole batches in [FetchOffset rounded to its batch
 	// start, Records.NextOffset), as Broker.Fetch serves them: a slice of the
@@ -46,9 +50,12 @@ type FetchPartition struct {
 	// partition to a follower: aliasing the response read from the wire, or copied
 	// from the leader's Records in process (ReplicaServe). Valid until the next Fetch
 	// on the same connection; Records is then empty.
-	RecordBytes        []byte
-	DivergingEpoch     int32 // always -1 (KIP-320 diverging epoch not used; followers use OffsetForLeaderEpoch)
-	DivergingEndOffset int64 // always -1
+	RecordBytes []byte
+	// AbortedTransactions are the aborted transactions overlapping the records served to a
+	// read_committed consumer (IsolationLevel 1); reused between Fetch calls.
+	AbortedTransactions []partition.AbortedTxn
+	DivergingEpoch      int32 // always -1 (KIP-320 diverging epoch not used; followers use OffsetForLeaderEpoch)
+	DivergingEndOffset  int64 // always -1
 
 	hosted *hosted // the replica, looked up once per Fetch call (nil: not hosted here)
 }
@@ -64,7 +71,7 @@ type FetchRequest struct {
 	MaxWait        time.Duration // the wire carries whole milliseconds (max_wait_ms)
 	MinBytes       int32
 	MaxBytes       int32 // response limit (KIP-74: first batch returned even if larger)
-	IsolationLevel int8  // 0 read_uncommitted, 1 read_committed (same as 0: no transactions)
+	IsolationLevel int8  // 0 read_uncommitted (reads up to the HW), 1 read_committed (up to the LSO)
 	Partitions     []FetchPartition
 }
 

@@ -122,6 +122,14 @@ var entries = []Entry{
 	broker("offsets.retention.check.interval.ms", Long, "ms", "600000", 1, MaxMs, "how often the group coordinator expires committed offsets (ms)"),
 	broker("offset.metadata.max.bytes", Int, "bytes", "4096", 1, maxInt32, "largest metadata string of an offset commit"),
 
+	broker("transaction.state.log.num.partitions", Int, "", "50", 1, 100000, "partitions of __transaction_state"),
+	broker("transaction.state.log.replication.factor", Short, "", "3", 1, maxInt16, "replication factor of __transaction_state (capped by the alive brokers)"),
+	broker("transaction.state.log.min.isr", Int, "", "2", 1, maxInt32, "min.insync.replicas of __transaction_state (capped by its replication factor)"),
+	broker("transaction.state.log.segment.bytes", Int, "bytes", "104857600", 14, maxInt32, "segment size of __transaction_state"),
+	broker("transaction.max.timeout.ms", Int, "ms", "900000", 1, maxInt32, "largest transaction.timeout.ms a producer may ask for (ms)"),
+	broker("transaction.abort.timed.out.transaction.cleanup.interval.ms", Int, "ms", "10000", 1, maxInt32,
+		"how often the transaction coordinator aborts transactions open longer than their transaction.timeout.ms (ms)"),
+
 	// isrbench's own broker switches (set at start: isrbench serve --set).
 	flag("isrbench.zero.copy", "true", "sendfile fetch responses"),
 	broker("isrbench.zero.copy.min.bytes", Long, "bytes", "32768", 0, maxInt32,

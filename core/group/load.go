@@ -16,11 +16,14 @@ type Loaded struct {
 	// Records counts the records replayed; Skipped the records that could not be decoded
 	// (reported, not fatal: a coordinator must come up even if one record is bad).
 	Records, Skipped int
+	// TxnOffsets are the offsets of transactions still open at the end of the replay:
+	// group -> producer id -> offsets (TxnOffsetCommit records without their marker yet).
+	TxnOffsets map[string]map[int64]map[TP]Committed
 }
 
 // NewLoaded returns an empty Loaded.
 func NewLoaded() *Loaded {
-	return &Loaded{Groups: map[string]StoredGroup{}, Offsets: map[string]map[TP]Committed{}}
+	return &Loaded{Groups: map[string]StoredGroup{}, Offsets: map[string]map[TP]Committed{}, TxnOffsets: map[string]map[int64]map[TP]Committed{}}
 }
 
 // ApplyBatches replays the RecordBatch v2 bytes in b (whole batches, as read from the log) in
@@ -29,9 +32,18 @@ func NewLoaded() *Loaded {
 func (l *Loaded) ApplyBatches(b []byte) error {
 	return records.Split(b, func(batch []byte, h records.Header) error {
 		if h.IsControl() {
+			m, err := records.ParseMarker(batch)
+			if err != nil {
+				return fmt.Errorf("group: __consumer_offsets control batch at offset %d: %w", h.BaseOffset, err)
+			}
+			l.applyMarker(h.ProducerID, m.Commit())
 			return nil
 		}
 		err := records.ForEachRecord(batch, func(off, _ int64, key, value []byte) error {
+			if h.IsTransactional() {
+				l.applyTxn(h.ProducerID, off, key, value)
+				return nil
+			}
 			l.apply(off, key, value)
 			return nil
 		})

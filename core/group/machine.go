@@ -278,6 +278,17 @@ func (m *Machine) FinishLoad(now int64, p int32, l *Loaded) {
 			g.offsets[tp] = c
 		}
 	}
+	for id, byPID := range l.TxnOffsets { // open transactions' offsets (txnoffsets.go)
+		if PartitionFor(id, m.cfg.OffsetsTopicNumPartitions) != p || len(byPID) == 0 {
+			continue
+		}
+		g := m.groups[id]
+		if g == nil {
+			g = newGroup(id, p)
+			m.groups[id] = g
+		}
+		g.txnOffsets = byPID
+	}
 }
 
 // Unload drops every group of partition p (leadership moved): their parked requests are

@@ -240,6 +240,11 @@ type group struct {
 
 	rebalanceStart int64 // ms; 0 when not rebalancing
 	stats          Stats
+
+	// txnOffsets are the offsets committed in open transactions (TxnOffsetCommit), by
+	// producer id: applied to offsets by the transaction's COMMIT marker, dropped by its
+	// ABORT (txnoffsets.go).
+	txnOffsets map[int64]map[TP]Committed
 }
 
 func newGroup(id string, partition int32) *group {

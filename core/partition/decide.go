@@ -113,11 +113,14 @@ func FollowerHW(leaderHW, leo, logStart int64) int64 {
 
 // FetchEnd is the exclusive end of what a read may return (Kafka's FetchIsolation): a
 // replica (a follower's fetch, or ListOffsets from a replica or the debugging id) reads up
-// to the LEO, a consumer up to the HW. Without transactions the LSO equals the HW, so
-// read_committed and read_uncommitted consumers share the HW bound.
-func FetchEnd(replica bool, hw, leo int64) int64 {
-	if replica {
+// to the LEO; a read_uncommitted consumer up to the HW; a read_committed one up to the LSO
+// (the first offset of the earliest open transaction, at most the HW).
+func FetchEnd(replica, readCommitted bool, hw, lso, leo int64) int64 {
+	switch {
+	case replica:
 		return leo
+	case readCommitted:
+		return min(lso, hw)
 	}
 	return hw
 }

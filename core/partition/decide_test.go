@@ -176,10 +176,13 @@ func TestFollowerHW(t *testing.T) {
 }
 
 func TestFetchEnd(t *testing.T) {
-	if got := FetchEnd(false, 7, 10); got != 7 {
-		t.Errorf("consumer FetchEnd = %d, want the HW 7", got)
+	if got := FetchEnd(false, false, 7, 5, 10); got != 7 {
+		t.Errorf("read_uncommitted consumer FetchEnd = %d, want the HW 7", got)
 	}
-	if got := FetchEnd(true, 7, 10); got != 10 {
+	if got := FetchEnd(false, true, 7, 5, 10); got != 5 {
+		t.Errorf("read_committed consumer FetchEnd = %d, want the LSO 5", got)
+	}
+	if got := FetchEnd(true, true, 7, 5, 10); got != 10 {
 		t.Errorf("replica FetchEnd = %d, want the LEO 10", got)
 	}
 }

@@ -7,7 +7,9 @@
 //
 // LEO and HW are exclusive: the LEO is the next offset to be written, the HW
 // the first offset consumers cannot read (they read [logStart, HW); replica
-// fetches read up to the LEO). Log start offsets, fetch offsets and "last
+// fetches read up to the LEO). The LSO (last stable offset, txnstate.go) is exclusive too:
+// the first offset of the earliest open transaction, or the HW; read_committed consumers
+// read [logStart, LSO) and LSO <= HW. Log start offsets, fetch offsets and "last
 // offset" values are inclusive. A truncation offset is exclusive: the log
 // keeps [logStart, offset).
 //
@@ -114,7 +116,8 @@
 // path), the HW-lag ring's small mutex (only with Config.OnHWLag, after the
 // waiters are signalled) and, in the isrbench.hw.update=mutex ablation, Kafka's
 // leaderIsrUpdateLock as a read/write lock (HW advances read, snapshot changes
-// write). Batches of idempotent producers (producer id >= 0, producerstate.go)
+// write). Batches of idempotent and transactional producers (producer id >= 0,
+// producerstate.go, txnstate.go), and transaction markers (AppendMarkerAsLeader),
 // are the exception on the leader's append path: each producer id's check +
 // append + record runs under that producer's own mutex (and a short map
 // mutex), so retries are deduplicated exactly; batches without a producer id

@@ -13,8 +13,9 @@ import (
 )
 
 // This file is the idempotent-producer state of one partition replica: a
-// simplified version of Kafka's ProducerStateManager (no transactions, no
-// snapshots, no producer-id expiration).
+// simplified version of Kafka's ProducerStateManager (no snapshots, no producer-id
+// expiration). Transactions (open transactions, markers, the aborted list and the LSO) are
+// in txnstate.go.
 //
 // Per producer id it keeps the producer epoch and the metadata of the last
 // NumBatchesToRetain batches of that epoch (first/last sequence, first/last
@@ -72,9 +73,10 @@ type producerEntry struct {
 	appendMu sync.Mutex
 
 	// guarded by producerState.mu
-	epoch   int16
-	batches [NumBatchesToRetain]batchMeta
-	head, n int
+	epoch      int16
+	coordEpoch int32 // coordinator epoch of the last marker (txnstate.go)
+	batches    [NumBatchesToRetain]batchMeta
+	head, n    int
 }
 
 func (e *producerEntry) last() batchMeta {
@@ -109,6 +111,7 @@ func (e *producerEntry) findDuplicate(firstSeq, lastSeq int32) (batchMeta, bool)
 type producerState struct {
 	mu        sync.Mutex
 	producers map[int64]*producerEntry
+	txn       txnState // transactions (txnstate.go)
 }
 
 // lastSequence is the sequence of the batch's last record: baseSequence +
@@ -142,6 +145,10 @@ type ProducerInfo struct {
 	ProducerID    int64
 	ProducerEpoch int16
 	Batches       []ProducerBatch // oldest first, at most NumBatchesToRetain
+	// CoordinatorEpoch is the transaction coordinator epoch of its last marker (-1: none);
+	// TxnStartOffset the first offset of its open transaction (-1: none).
+	CoordinatorEpoch int32
+	TxnStartOffset   int64
 }
 
 // Producer returns a copy of producer id's state on this replica (leader or
@@ -154,7 +161,10 @@ func (r *Replica) Producer(id int64) (ProducerInfo, bool) {
 	if !ok || e.n == 0 {
 		return ProducerInfo{ProducerID: id, ProducerEpoch: -1}, false
 	}
-	out := ProducerInfo{ProducerID: id, ProducerEpoch: e.epoch, Batches: make([]ProducerBatch, 0, e.n)}
+	out := ProducerInfo{ProducerID: id, ProducerEpoch: e.epoch, Batches: make([]ProducerBatch, 0, e.n), CoordinatorEpoch: e.coordEpoch, TxnStartOffset: -1}
+	if first, ok := ps.txn.ongoing[id]; ok {
+		out.TxnStartOffset = first
+	}
 	for i := 0; i < e.n; i++ {
 		m := e.batches[(e.head+i)%NumBatchesToRetain]
 		out.Batches = append(out.Batches, ProducerBatch{FirstSequence: m.firstSeq, LastSequence: m.lastSeq, FirstOffset: m.firstOffset, LastOffset: m.lastOffset, MaxTimestamp: m.maxTimestamp})
@@ -184,7 +194,7 @@ func isIdempotentBlob(blob []byte) bool {
 	if err != nil {
 		return false
 	}
-	return h.ProducerID >= 0 || h.Size() < len(blob)
+	return h.ProducerID >= 0 || h.IsControl() || h.Size() < len(blob)
 }
 
 // appendIdempotent is AppendAsLeader's append for a blob that
@@ -204,6 +214,11 @@ func (r *Replica) appendIdempotent(blob []byte, leaderEpoch int32) (info log.App
 			h = bh
 		}
 		idempotent = idempotent || bh.ProducerID >= 0
+		if bh.IsControl() {
+			// Kafka's LogValidator: only the coordinator writes markers (WriteTxnMarkers).
+			return log.AppendInfo{}, false, fmt.Errorf("partition %s-%d: a produce request must not carry a control batch (offset delta %d): %w",
+				r.topic, r.partition, len(blob)-len(b), kerr.InvalidRecord)
+		}
 		b = b[bh.Size():]
 	}
 	if !idempotent {
@@ -234,6 +249,9 @@ func (r *Replica) appendIdempotent(blob []byte, leaderEpoch int32) (info log.App
 			r.topic, r.partition, h.ProducerID, kerr.NotLeaderForPartition)
 	}
 	err = e.check(h, firstSeq, lastSeq)
+	if _, open := ps.txn.ongoing[h.ProducerID]; err == nil && open && !h.IsTransactional() {
+		err = fmt.Errorf("producer id %d wrote a non-transactional batch while its transaction is open: %w", h.ProducerID, kerr.InvalidTxnState)
+	}
 	var m batchMeta
 	dup = err == nil && e.n > 0 && h.ProducerEpoch == e.epoch
 	if dup {
@@ -259,6 +277,9 @@ func (r *Replica) appendIdempotent(blob []byte, leaderEpoch int32) (info log.App
 	}
 	ps.mu.Lock()
 	ps.recordLocked(h.ProducerID, h.ProducerEpoch, batchMeta{firstSeq: firstSeq, lastSeq: lastSeq, firstOffset: info.FirstOffset, lastOffset: info.LastOffset, maxTimestamp: h.MaxTimestamp})
+	if h.IsTransactional() {
+		ps.txn.beginLocked(h.ProducerID, info.FirstOffset)
+	}
 	ps.mu.Unlock()
 	return info, false, nil
 }
@@ -272,7 +293,7 @@ func (ps *producerState) appendLock(id int64) *producerEntry {
 		if ps.producers == nil {
 			ps.producers = make(map[int64]*producerEntry)
 		}
-		e = &producerEntry{epoch: -1}
+		e = &producerEntry{epoch: -1, coordEpoch: -1}
 		ps.producers[id] = e
 	}
 	ps.mu.Unlock()
@@ -284,8 +305,8 @@ func (ps *producerState) appendLock(id int64) *producerEntry {
 // sequences [firstSeq, lastSeq] (ps.mu held). A duplicate passes the check;
 // the caller looks it up.
 func (e *producerEntry) check(h records.Header, firstSeq, lastSeq int32) error {
-	if e.n == 0 {
-		return nil // unknown producer: accepted (KIP-360)
+	if e.n == 0 && (e.epoch < 0 || h.ProducerEpoch >= e.epoch) {
+		return nil // unknown producer, or only a marker seen: accepted (KIP-360)
 	}
 	switch {
 	case h.ProducerEpoch < e.epoch:
@@ -317,7 +338,7 @@ func (ps *producerState) recordLocked(id int64, epoch int16, m batchMeta) {
 		if ps.producers == nil {
 			ps.producers = make(map[int64]*producerEntry)
 		}
-		e = &producerEntry{epoch: epoch}
+		e = &producerEntry{epoch: epoch, coordEpoch: -1}
 		ps.producers[id] = e
 	}
 	switch {
@@ -329,9 +350,17 @@ func (ps *producerState) recordLocked(id int64, epoch int16, m batchMeta) {
 	e.push(m)
 }
 
-// recordHeaderLocked records h if it carries a producer id (mu held).
+// recordHeaderLocked records h if it carries a producer id, and opens its transaction if it
+// is transactional (mu held). Control batches go to markerLocked.
 func (ps *producerState) recordHeaderLocked(h records.Header) {
-	if h.ProducerID < 0 || h.ProducerEpoch < 0 || h.BaseSequence < 0 || h.IsControl() {
+	if h.ProducerID < 0 || h.ProducerEpoch < 0 || h.IsControl() {
+		return
+	}
+	if h.IsTransactional() {
+		// also the group coordinator's transactional offset commits (no sequence)
+		ps.txn.beginLocked(h.ProducerID, h.BaseOffset)
+	}
+	if h.BaseSequence < 0 {
 		return
 	}
 	ps.recordLocked(h.ProducerID, h.ProducerEpoch, batchMeta{
@@ -351,7 +380,13 @@ func (r *Replica) applyFollowerProducers(blob []byte) {
 		if err != nil || h.Size() > len(b) {
 			return // cannot happen: the log validated blob
 		}
-		ps.recordHeaderLocked(h)
+		if h.IsControl() {
+			if m, err := records.ParseMarker(b[:h.Size()]); err == nil {
+				ps.markerLocked(h.ProducerID, h.ProducerEpoch, m, h.BaseOffset)
+			}
+		} else {
+			ps.recordHeaderLocked(h)
+		}
 		b = b[h.Size():]
 	}
 }
@@ -372,16 +407,36 @@ func (r *Replica) rebuildProducers() error {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	clear(ps.producers)
+	ps.txn.reset()
+	return r.replayLocked(r.log.LogStart())
+}
+
+// replayLocked applies every batch of the log from offset from (inclusive, a batch boundary)
+// to the LEO to the producer state (ps.mu held); on failure the state is emptied.
+func (r *Replica) replayLocked(from int64) error {
+	ps := &r.producers
 	sc, ok := r.log.(headerScanner)
 	if !ok {
 		return nil
 	}
-	err := sc.ForEachBatchHeader(r.log.LogStart(), func(h records.Header) error {
-		ps.recordHeaderLocked(h)
+	if ps.producers == nil {
+		ps.producers = make(map[int64]*producerEntry)
+	}
+	err := sc.ForEachBatchHeader(from, func(h records.Header) error {
+		if !h.IsControl() {
+			ps.recordHeaderLocked(h)
+			return nil
+		}
+		m, err := r.readMarker(h)
+		if err != nil {
+			return fmt.Errorf("control batch at offset %d: %w", h.BaseOffset, err)
+		}
+		ps.markerLocked(h.ProducerID, h.ProducerEpoch, m, h.BaseOffset)
 		return nil
 	})
 	if err != nil {
 		clear(ps.producers)
+		ps.txn.reset()
 		if errors.Is(err, log.ErrClosed) {
 			return err
 		}
@@ -394,5 +449,6 @@ func (r *Replica) rebuildProducers() error {
 func (r *Replica) clearProducers() {
 	r.producers.mu.Lock()
 	clear(r.producers.producers)
+	r.producers.txn.reset()
 	r.producers.mu.Unlock()
 }

@@ -200,8 +200,9 @@ func newReplica(topic string, partition int32, brokerID int32, l logStore, dir s
 		prevTerm:   termEnd{epoch: -1},
 	})
 	r.hw.Store(min(l.LogStart(), l.LEO()))
-	// Idempotent producers: rebuild their state from the recovered log.
-	if err := r.rebuildProducers(); err != nil {
+	// Idempotent and transactional producers: their state from the snapshot the last Close
+	// wrote plus the batches after it, else from the whole recovered log (snapshot.go).
+	if err := r.loadProducers(); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -322,6 +323,7 @@ func (r *Replica) ApplyRetention(nowMs int64) (int, error) {
 	if err != nil || n == 0 {
 		return n, err
 	}
+	r.pruneAborted(r.log.LogStart())
 	return n, r.epochs.TruncateFromStart(r.log.LogStart())
 }
 

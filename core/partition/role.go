@@ -203,6 +203,7 @@ func (r *Replica) Close() error {
 	r.install(&snapshot{st: s.st, closed: true, epochStart: -1, prevTerm: pt})
 	r.hwSig.notifyAll()
 	r.leoSig.notifyAll()
+	r.writeSnapshot() // producer state at the LEO, for the next open (snapshot.go)
 	return r.log.Close()
 }
 

@@ -477,7 +477,7 @@ func (s *scriptRun) query(f []string) (ans string, ok bool, err error) {
 		if err != nil {
 			return "", true, err
 		}
-		end := FetchEnd(false, lb.r.HW(), lb.r.LEO())
+		end := FetchEnd(false, false, lb.r.HW(), lb.r.LSO(), lb.r.LEO())
 		vals := values(lb)
 		start := lb.r.LogStart()
 		got := strings.Join(vals[start:end], " ")
