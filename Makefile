@@ -17,7 +17,7 @@ run: build
 
 ## test: vet, gofmt check, every test under the race detector, then the interop suite.
 test: vet fmt
-	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	$(MAKE) interop
 	$(MAKE) sim-ci
 
