@@ -68,8 +68,9 @@
 // fully replicated again after the run: leader, leader epoch, replicas, ISR, the leader's HW,
 // each running replica's LEO, under-replicated / under-min-ISR flags and the produce errors
 // by error name in that interval (ISR changes shorter than 100 ms can be missed there;
-// result.json isr counts every one: the brokers' IsrShrinks/IsrExpands counters plus the ISR
-// shrinks the controller makes when it fences a killed or timed-out broker). From it the
+// result.json isr counts every one until the ISRs are full again after the run: the brokers'
+// IsrShrinks/IsrExpands counters plus the ISR shrinks the controller makes when it fences a
+// killed or timed-out broker). From it the
 // summary lists the ISR shrinks and expands with their times, and per fault: the time from the
 // fault's start to the first ISR shrink, from its end to full ISRs again, the failed produces
 // and the partition-seconds without a leader meanwhile. These measurements go to faults.json

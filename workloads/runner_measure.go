@@ -175,17 +175,19 @@ func (r *rig) settle(ctx context.Context, m *measurement) (settled, error) {
 	}
 	cancelDrain()
 	unseen := r.finishObserver(ctx)
-	m.tlLoop.stop()
 	if ctx.Err() != nil {
+		m.tlLoop.stop()
 		return settled{}, ctx.Err()
 	}
 	if r.plan.faults {
 		// Give the healed cluster time to get every replica back in the ISR, so the replica
-		// logs can be compared; the partition timeline keeps recording meanwhile.
+		// logs can be compared; both timelines keep sampling meanwhile, so the ISR expansions
+		// that heal the faults are counted however long the rejoin takes on a loaded machine.
 		if _, err := target.EnsureTopic(ctx, r.adm, s, r.topicConfigs(), 30*time.Second); err != nil {
 			r.notef("after the faults: %v", err)
 		}
 	}
+	m.tlLoop.stop()
 	if ps := r.parts.Partitions; ps != nil {
 		if behind := waitReplicated(ctx, ps, s.Topic.Name, 30*time.Second); behind != "" {
 			r.notef("replication not caught up before the read-back: %s", behind)

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,13 +74,17 @@ func report(t *testing.T, res *results.Result) *FaultsReport {
 	return fr
 }
 
-// shrinkBound is the latest a follower that stops fetching can leave the ISR, as partitions.csv
-// sees it: replica.lag.time.max.ms, plus lag/2 (the ISR check runs every lag/2), plus one
-// 100 ms timeline sample, plus 250 ms for goroutine scheduling on a shared, loaded machine.
-// The exact timing of the rule is pinned by core/partition's clock-injected tests; here the
-// bound catches a follower that is dropped late or never.
-func shrinkBound(lag time.Duration) time.Duration {
-	return lag + lag/2 + 100*time.Millisecond + 250*time.Millisecond
+// shrankOut reports whether, after fault f started, an ISR shrink removed broker id (the
+// fault's target) from some partition. It checks why the ISR shrank, not how soon: when the
+// rule fires is pinned by core/partition's clock-injected tests, and on a loaded machine the
+// ISR check and the 100 ms samples can run late by any amount.
+func shrankOut(fr *FaultsReport, f FaultFigures, id int32) bool {
+	for _, e := range fr.ISREvents {
+		if e.T >= f.AtS && e.Kind == "shrink" && slices.Contains(e.From, id) && !slices.Contains(e.To, id) {
+			return true
+		}
+	}
+	return false
 }
 
 func skipShort(t *testing.T) {
@@ -88,8 +93,9 @@ func skipShort(t *testing.T) {
 	}
 }
 
-// TestScenarioFollowerPause: the ISR shrinks within lag + lag/2 of the pause, the follower
-// rejoins after the resume, acks=all keeps working and nothing acknowledged is lost.
+// TestScenarioFollowerPause: the paused follower leaves the ISR (how soon is core/partition's to
+// pin, not a loaded machine's), rejoins after the resume, acks=all keeps working and nothing
+// acknowledged is lost.
 func TestScenarioFollowerPause(t *testing.T) {
 	skipShort(t)
 	const lag = 1000 * time.Millisecond
@@ -103,17 +109,22 @@ func TestScenarioFollowerPause(t *testing.T) {
 	if len(fr.Faults) != 1 || fr.PartitionsCSV != "partitions.csv" {
 		t.Fatalf("report %+v", fr)
 	}
-	shrink := fr.Faults[0].TimeToShrinkS
-	// lag + lag/2 (Kafka checks every lag/2), plus one 100 ms timeline sample and the
-	// scheduling slack of a loaded machine.
-	if want := shrinkBound(lag); shrink < 0 || shrink > want.Seconds() {
-		t.Errorf("time to shrink %.2fs, want <= %.2fs", shrink, want.Seconds())
+	f := fr.Faults[0]
+	var paused int32
+	if _, err := fmt.Sscanf(f.Target, "broker=%d", &paused); err != nil {
+		t.Fatalf("fault target %q: %v", f.Target, err)
+	}
+	if f.TimeToShrinkS < 0 || !shrankOut(fr, f, paused) {
+		t.Errorf("time to shrink %.2fs, ISR events %+v: want broker %d dropped from an ISR after the pause", f.TimeToShrinkS, fr.ISREvents, paused)
 	}
 	if rejoin := fr.Faults[0].TimeToRejoinS; rejoin < 0 {
 		t.Errorf("follower never rejoined the ISR")
 	}
-	if res.ISR.Shrinks < 1 || res.ISR.Expands < 1 {
-		t.Errorf("isr %+v, want a shrink and an expand", res.ISR)
+	// The heal comes at the end of the short run, the rejoin after it: settle waits (with a
+	// deadline) for full ISRs before the timelines take their last samples, so both the
+	// brokers' counters and partitions.csv see the expansion however long the rejoin takes.
+	if res.ISR.Shrinks < 1 || res.ISR.Expands < 1 || fr.ISRShrinks < 1 || fr.ISRExpands < 1 {
+		t.Errorf("isr %+v, partitions.csv %d shrinks %d expands: want a shrink and an expand", res.ISR, fr.ISRShrinks, fr.ISRExpands)
 	}
 	d := res.Durability
 	if d.Acked == 0 || d.Lost != 0 || !d.ReplicasIdentical {
@@ -510,8 +521,10 @@ faults:
 	if len(fr.Faults) != 1 || fr.Faults[0].Target != "links=[0]<->[1 2]" {
 		t.Fatalf("faults %+v", fr.Faults)
 	}
-	if f := fr.Faults[0]; f.TimeToShrinkS < 0 || f.TimeToShrinkS > shrinkBound(500*time.Millisecond).Seconds() || f.TimeToRejoinS < 0 {
-		t.Errorf("fault figures %+v, want a shrink within %v and a rejoin", f, shrinkBound(500*time.Millisecond))
+	// Broker 0 cut off from 1 and 2: it leaves the ISRs that 1 or 2 lead (speed-independent:
+	// shrankOut).
+	if f := fr.Faults[0]; f.TimeToShrinkS < 0 || !shrankOut(fr, f, 0) || f.TimeToRejoinS < 0 {
+		t.Errorf("fault figures %+v, ISR events %+v: want broker 0 dropped from an ISR and a rejoin", f, fr.ISREvents)
 	}
 	if d := res.Durability; d.Acked == 0 || d.Lost != 0 || !d.ReplicasIdentical {
 		t.Errorf("durability %+v", d)

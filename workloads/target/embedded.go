@@ -33,8 +33,13 @@ type embedded struct {
 	closeMu sync.Once
 	err     error
 
-	mu          sync.Mutex // guards stopped, faultyLinks, rng
-	stopped     map[int32]bool
+	mu      sync.Mutex // guards stopped, stopGen, life, faultyLinks, rng
+	stopped map[int32]bool
+	// stopGen counts each broker's kills and restarts: a kill's heal restarts the broker only
+	// if nothing restarted or killed it since (a later fault owns it then).
+	stopGen map[int32]uint64
+	// life holds each broker's lifecycle lock (lifecycle).
+	life        map[int32]*sync.Mutex
 	faultyLinks [][2][]int32
 	rng         *rand.Rand
 
@@ -299,21 +304,32 @@ func (e *embedded) ApplyFault(_ context.Context, topic string, f spec.Fault) (st
 		}
 		// Marked first: a fault due meanwhile (a second kill 200 ms later, while this one
 		// waits for the controller to fence the broker) must not pick the same broker.
-		e.setStopped(id, true)
-		if err := stop(id); err != nil {
+		gen := e.setStopped(id, true)
+		life := e.lifecycle(id)
+		life.Lock()
+		if e.generation(id) != gen { // a restart that was under way ended meanwhile
+			gen = e.setStopped(id, true)
+		}
+		err := stop(id)
+		if err != nil {
 			e.setStopped(id, false)
+		}
+		life.Unlock()
+		if err != nil || f.Duration == 0 {
 			return desc, nil, err
 		}
-		if f.Duration == 0 {
-			return desc, nil, nil
-		}
 		return desc, func() error {
-			if !e.isStopped(id) {
-				return nil // a restart-broker fault restarted it already
+			life.Lock()
+			defer life.Unlock()
+			if e.generation(id) != gen {
+				return nil // a restart-broker fault restarted it already, or a later kill owns it
 			}
 			return e.restart(id)
 		}, nil
 	case "restart-broker":
+		life := e.lifecycle(id)
+		life.Lock()
+		defer life.Unlock()
 		return desc, nil, e.restart(id)
 	case "slow-link":
 		lf := netfetch.LinkFault{Latency: f.Latency, Jitter: f.Jitter, BandwidthBytesPerSec: f.Bandwidth}
@@ -366,13 +382,39 @@ func (e *embedded) setLinks(a, b []int32, lf netfetch.LinkFault) (string, func()
 	}, nil
 }
 
-func (e *embedded) setStopped(id int32, v bool) {
+// setStopped marks broker id stopped or running and returns its new stop generation.
+func (e *embedded) setStopped(id int32, v bool) uint64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.stopped == nil {
-		e.stopped = map[int32]bool{}
+		e.stopped, e.stopGen = map[int32]bool{}, map[int32]uint64{}
 	}
 	e.stopped[id] = v
+	e.stopGen[id]++
+	return e.stopGen[id]
+}
+
+func (e *embedded) generation(id int32) uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stopGen[id]
+}
+
+// lifecycle returns broker id's lifecycle lock: the kills and restarts of one broker (faults
+// that overlap, their heals, HealAll) run one at a time, each from the state the previous one
+// left, never a restart and a kill of the same broker at once.
+func (e *embedded) lifecycle(id int32) *sync.Mutex {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.life == nil {
+		e.life = map[int32]*sync.Mutex{}
+	}
+	m := e.life[id]
+	if m == nil {
+		m = new(sync.Mutex)
+		e.life[id] = m
+	}
+	return m
 }
 
 func (e *embedded) isStopped(id int32) bool {
@@ -396,6 +438,8 @@ func (e *embedded) HealAll() ([]int32, error) {
 	var restarted []int32
 	var firstErr error
 	for _, id := range e.c.BrokerIDs() {
+		life := e.lifecycle(id)
+		life.Lock()
 		if e.isStopped(id) {
 			if err := e.restart(id); err != nil && firstErr == nil {
 				firstErr = err
@@ -403,6 +447,7 @@ func (e *embedded) HealAll() ([]int32, error) {
 				restarted = append(restarted, id)
 			}
 		}
+		life.Unlock()
 	}
 	e.mu.Lock()
 	links := e.faultyLinks
