@@ -113,7 +113,7 @@ func TestMetricsAsKafka(t *testing.T) {
 	// after replica.lag.time.max.ms (AlterPartition), the controller does not. (A follower
 	// that stops while nothing is written stays caught up, in the ISR, as in Kafka.)
 	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	if _, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "follower.replication.throttled.rate", Value: kadm.StringPtr("1")}}); err != nil {
 		t.Fatal(err) // the cluster-wide default; only the replicas named below are throttled
