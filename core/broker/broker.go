@@ -75,6 +75,9 @@ const (
 // Broker is one broker's replica manager. All methods are safe for
 // concurrent use. See the package doc for the lock order.
 type Broker struct {
+	// parkedHook, set by benchmarks before any Fetch, is called each time a Fetch parks.
+	parkedHook func()
+
 	cfg       Config
 	fs        vfs.FS
 	ctrl      *controller.Controller

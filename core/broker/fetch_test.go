@@ -53,11 +53,10 @@ func TestLongPollWokenByAppend(t *testing.T) {
 	}
 }
 
-// TestLongPollManyPartitionsWokenByAppend covers both park paths of Fetch:
-// the allocation-free select (up to maxStaticWait partitions) and the
-// reflect.Select fallback, each woken by an append to the last partition.
+// TestLongPollManyPartitionsWokenByAppend: a fetch parked in the purgatory over few or many
+// partitions is woken by an append to the last one.
 func TestLongPollManyPartitionsWokenByAppend(t *testing.T) {
-	for _, n := range []int{2, maxStaticWait, maxStaticWait + 3} {
+	for _, n := range []int{2, 8, 40} {
 		t.Run(fmt.Sprintf("partitions=%d", n), func(t *testing.T) {
 			c := newTestCluster(t, 1, testConfig())
 			c.createTopic("t", int32(n), 1, nil)
@@ -95,6 +94,55 @@ func TestLongPollManyPartitionsWokenByAppend(t *testing.T) {
 				p.Records.Release()
 			}
 		})
+	}
+}
+
+// TestLongPollMinBytesAcrossPartitions: min.bytes is summed across partitions (Kafka's
+// DelayedFetch): a first append to one partition wakes the parked fetch without completing it,
+// a second append to another completes it, and the response holds both partitions' records
+// (the wake-up re-read only what changed; the response is read in full).
+func TestLongPollMinBytesAcrossPartitions(t *testing.T) {
+	const n = 50
+	c := newTestCluster(t, 1, testConfig())
+	c.createTopic("t", n, 1, nil)
+	l := c.leader("t", 0)
+	one := batch("m", 3)
+	req := &FetchRequest{ReplicaID: -1, MaxWait: time.Minute, MinBytes: int32(len(one) + 1), MaxBytes: 1 << 20}
+	for p := 0; p < n; p++ {
+		req.Partitions = append(req.Partitions, FetchPartition{Topic: "t", Partition: int32(p), CurrentLeaderEpoch: -1, MaxBytes: 1 << 20})
+	}
+	done := make(chan struct{})
+	go func() {
+		l.Fetch(context.Background(), req)
+		close(done)
+	}()
+	if res := produce(t, l, 1, "t", 7, batch("m", 3)); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	// The first append alone is below min.bytes: the fetch must still be parked.
+	select {
+	case <-done:
+		t.Fatal("fetch completed with one batch below min.bytes")
+	default:
+	}
+	if res := produce(t, l, 1, "t", 42, batch("m", 3)); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("fetch not completed once min.bytes were available across partitions")
+	}
+	for i := range req.Partitions {
+		p := &req.Partitions[i]
+		want := int64(0)
+		if p.Partition == 7 || p.Partition == 42 {
+			want = 3
+		}
+		if p.Err != nil || p.Records.NextOffset != want || p.HighWatermark != want {
+			t.Errorf("partition %d: err %v next %d HW %d, want %d", p.Partition, p.Err, p.Records.NextOffset, p.HighWatermark, want)
+		}
+		p.Records.Release()
 	}
 }
 
