@@ -144,6 +144,7 @@ type Broker struct {
 		hws     map[tp]int64 // HWs read from the checkpoint at New (restored on open)
 		missing bool         // no checkpoint file: a new or wiped log directory
 		err     error        // the checkpoint could not be read
+		written map[tp]int64 // what this incarnation last wrote (nil: nothing yet)
 	}
 
 	// ISR expansion proposals from the fetch path (partition -> followers).

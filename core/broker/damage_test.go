@@ -275,8 +275,14 @@ func TestNewReplicaNotDamaged(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(c.dirs[0], HWCheckpointFile), []byte("garbage\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The new leader of old-0 is paused while broker 0 starts, so that broker 0 cannot
+	// re-replicate (which clears the damage) before its report is checked.
+	l := c.leader("old", 0)
+	l.Pause()
 	c.start(0)
-	if d := c.ctrl.Damaged("old", 0); !slices.Equal(d, []int32{0}) {
+	d := c.ctrl.Damaged("old", 0)
+	l.Resume()
+	if !slices.Equal(d, []int32{0}) {
 		t.Fatalf("a replica held while the checkpoint became unreadable: Damaged %v, want [0]", d)
 	}
 	c.createTopic("new", 2, 3, nil)
