@@ -262,3 +262,67 @@ func (b *Broker) ListOffset(topic string, p int32, timestamp int64, isolation in
 	off, _, err := b.ListOffsetFor(-1, -1, topic, p, timestamp, isolation)
 	return off, err
 }
+
+// TestParkedFetchWakeDoesNotAllocate: a consumer fetch parked over many partitions, woken by
+// an append that leaves it below min.bytes, re-checks and parks again without allocating (the
+// purgatory's registrations and scratch are reused in steady state).
+func TestParkedFetchWakeDoesNotAllocate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts")
+	}
+	const n = 20
+	c := newTestCluster(t, 1, testConfig())
+	c.createTopic("t", n, 1, nil)
+	l := c.leader("t", 0)
+	tmpl := batch("a", 1)
+	blob := make([]byte, len(tmpl))
+	req := &FetchRequest{ReplicaID: -1, MaxWait: time.Minute, MinBytes: 1 << 30, MaxBytes: 1 << 20}
+	for p := 0; p < n; p++ {
+		req.Partitions = append(req.Partitions, FetchPartition{Topic: "t", Partition: int32(p), CurrentLeaderEpoch: -1, MaxBytes: 1 << 20})
+	}
+	parked := make(chan struct{}, 1)
+	l.parkedHook = func() {
+		select {
+		case parked <- struct{}{}:
+		default:
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		l.Fetch(ctx, req)
+		close(done)
+	}()
+	defer func() {
+		cancel()
+		<-done
+		for i := range req.Partitions {
+			req.Partitions[i].Records.Release()
+		}
+	}()
+	<-parked
+	pp := []ProducePartition{{Topic: "t"}}
+	i := 0
+	deadline := time.NewTimer(time.Minute) // one timer for the whole test: time.After allocates
+	defer deadline.Stop()
+	wake := func() {
+		copy(blob, tmpl)
+		pp[0].Partition, pp[0].Records = int32(i%n), blob
+		i++
+		l.Produce(context.Background(), 1, time.Second, pp)
+		if pp[0].Err != nil {
+			t.Fatal(pp[0].Err)
+		}
+		select {
+		case <-parked:
+		case <-deadline.C:
+			t.Fatal("the parked fetch did not park again after its wake-up")
+		}
+	}
+	for range 2 * n { // warm up: every partition's registration and log grown once
+		wake()
+	}
+	if allocs := testing.AllocsPerRun(100, wake); allocs > 0 {
+		t.Errorf("a parked fetch's wake-up allocates %.1f times per append", allocs)
+	}
+}
