@@ -2,22 +2,25 @@ package broker
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 )
 
-// fetchBenchMax bounds the partition counts of the fetch benchmarks: creating 10,000
-// partitions takes minutes on a loaded host, for each of the benchmark's rounds.
-var fetchBenchMax = flag.Int("fetchbench.max", 1000, "fetch benchmarks: the largest partition count run (10, 100, 1000, 10000)")
-
-// fetchBenchCounts are the partition counts of the fetch benchmarks up to -fetchbench.max: the
-// cost of a parked fetch's wake-up should not grow with them.
+// fetchBenchCounts are the partition counts of the fetch benchmarks, up to
+// $ISRBENCH_FETCHBENCH_MAX (default 1000: creating 10,000 partitions takes minutes on a loaded
+// host, for each of a benchmark's rounds): the cost of a parked fetch's wake-up should not
+// grow with them.
 func fetchBenchCounts() []int32 {
+	limit := 1000
+	if v, err := strconv.Atoi(os.Getenv("ISRBENCH_FETCHBENCH_MAX")); err == nil {
+		limit = v
+	}
 	var out []int32
 	for _, n := range []int32{10, 100, 1000, 10000} {
-		if int(n) <= *fetchBenchMax {
+		if int(n) <= limit {
 			out = append(out, n)
 		}
 	}
