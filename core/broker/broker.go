@@ -75,6 +75,9 @@ const (
 // Broker is one broker's replica manager. All methods are safe for
 // concurrent use. See the package doc for the lock order.
 type Broker struct {
+	// parkedHook, set by benchmarks before any Fetch, is called each time a Fetch parks.
+	parkedHook func()
+
 	cfg       Config
 	fs        vfs.FS
 	ctrl      *controller.Controller
@@ -141,6 +144,7 @@ type Broker struct {
 		hws     map[tp]int64 // HWs read from the checkpoint at New (restored on open)
 		missing bool         // no checkpoint file: a new or wiped log directory
 		err     error        // the checkpoint could not be read
+		written map[tp]int64 // what this incarnation last wrote (nil: nothing yet)
 	}
 
 	// ISR expansion proposals from the fetch path (partition -> followers).

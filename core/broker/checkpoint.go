@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -78,8 +79,9 @@ func readHWCheckpoint(fs vfs.FS, path string) (hws map[tp]int64, missing bool, e
 }
 
 // WriteHWCheckpoint writes every hosted replica's HW to
-// <DataDir>/replication-offset-checkpoint (periodically and on Close).
-// Entries read at startup for replicas not opened yet are kept.
+// <DataDir>/replication-offset-checkpoint (periodically and on Close), unless it would
+// rewrite what this incarnation last wrote unchanged. Entries read at startup for replicas
+// not opened yet are kept.
 func (b *Broker) WriteHWCheckpoint() error {
 	if err := b.LogDirOffline(); err != nil {
 		return err
@@ -93,10 +95,14 @@ func (b *Broker) WriteHWCheckpoint() error {
 	for _, h := range b.allReplicas() {
 		hws[h.key] = h.r.HW()
 	}
+	if b.ckpt.written != nil && maps.Equal(hws, b.ckpt.written) {
+		return nil // the file on disk (written and synced) holds exactly these: an idle broker rewrites nothing
+	}
 	path := filepath.Join(b.cfg.DataDir, HWCheckpointFile)
 	if err := log.WriteCheckpoint(b.fs, path, hwCheckpointVersion, encodeHWCheckpoint(hws)); err != nil {
 		return b.storageFailed(log.IOError("write HW checkpoint "+path, err))
 	}
 	b.ckpt.missing = false
+	b.ckpt.written = hws
 	return nil
 }

@@ -130,11 +130,17 @@ func (c *testCluster) start(id int32) *Broker {
 
 func (c *testCluster) createTopic(name string, parts int32, rf int16, configs map[string]string) {
 	c.t.Helper()
+	c.createTopicWithin(name, parts, rf, configs, 10*time.Second)
+}
+
+// createTopicWithin is createTopic with its own deadline (thousands of partitions).
+func (c *testCluster) createTopicWithin(name string, parts int32, rf int16, configs map[string]string, timeout time.Duration) {
+	c.t.Helper()
 	if _, err := c.ctrl.CreateTopic(name, parts, rf, configs); err != nil {
 		c.t.Fatalf("CreateTopic %s: %v", name, err)
 	}
 	// Wait until every replica exists and the leader serves.
-	c.waitFor(fmt.Sprintf("topic %s ready", name), 10*time.Second, func() bool {
+	c.waitFor(fmt.Sprintf("topic %s ready", name), timeout, func() bool {
 		for p := int32(0); p < parts; p++ {
 			st, ok := c.ctrl.Partition(name, p)
 			if !ok {

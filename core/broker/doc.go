@@ -7,7 +7,8 @@
 //     <DataDir>/<topic>-<partition>/ directory) and their lifecycle
 //     (open/recover, MakeLeader/MakeFollower on every controller change);
 //   - Produce (acks 0, 1, -1/all; min.insync.replicas), Fetch (consumer reads
-//     [FetchOffset, HW), replica reads [FetchOffset, LEO); long poll),
+//     [FetchOffset, HW), replica reads [FetchOffset, LEO); long poll parked in
+//     core/partition's purgatory, a wake-up re-reading only the partitions that changed),
 //     ListOffsetFor and EndOffsetForEpoch (OffsetForLeaderEpoch), DeleteRecords
 //     (the leader's log start moves, then the low watermark over the alive replicas
 //     is awaited: deleterecords.go) and LogDirReplicas (DescribeLogDirs) — the

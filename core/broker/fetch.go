@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"sync"
 	"time"
 
@@ -65,12 +64,15 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest) (parked time.Dura
 	}
 	var deadline time.Time
 	var timer *time.Timer
-	var cases []reflect.SelectCase
-	var chBuf [maxStaticWait]<-chan struct{}
+	var fw *fetchWait // the purgatory registration, taken on the first park
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 			timerPool.Put(timer)
+		}
+		if fw != nil {
+			fw.w.Unwatch()
+			fetchWaitPool.Put(fw)
 		}
 		if replica {
 			b.recordLeaderThrottled(parts)
@@ -79,70 +81,96 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest) (parked time.Dura
 			parts[i].hosted = nil // the caller reuses its partitions: keep no replica alive
 		}
 	}()
+	// The first pass reads every partition; while parked, a wake-up re-reads only the
+	// partitions whose signal fired (Kafka's DelayedFetch: the bytes available are summed
+	// per partition), and the response is read in full once, when the fetch completes.
+	total, anyErr := b.readPartitions(req, replica, nil)
 	for {
-		total, anyErr, waitChs := b.readPartitions(req, replica, chBuf[:0])
-		if anyErr || total >= int64(req.MinBytes) || req.MaxWait <= 0 || len(waitChs) == 0 || !b.running() || ctx.Err() != nil {
+		if anyErr || total >= int64(req.MinBytes) || req.MaxWait <= 0 || !b.running() || ctx.Err() != nil {
+			if fw != nil { // a wake-up read only what changed: read the response in full
+				b.readPartitions(req, replica, nil)
+			}
 			return
 		}
 		if timer == nil {
 			deadline = time.Now().Add(req.MaxWait)
 			timer = getTimer(req.MaxWait)
 		} else if !time.Now().Before(deadline) {
+			b.readPartitions(req, replica, nil)
 			return
 		}
-		// Nothing (enough) yet: drop what we read and park.
-		for i := range parts {
-			parts[i].Records.Release()
-			parts[i].Records = emptySlice
+		if fw == nil {
+			// Nothing (enough) yet: drop what we read, register with every partition
+			// (each with the signal's sequence seen before its read: no lost wake-up) and park.
+			fw = getFetchWait(len(parts))
+			watched := 0
+			for i := range parts {
+				p := &parts[i]
+				p.Records.Release()
+				p.Records = emptySlice
+				if p.Err != nil || p.hosted == nil {
+					continue
+				}
+				if replica {
+					p.hosted.r.WatchLEO(fw.w, int32(i), p.seq)
+				} else {
+					p.hosted.r.WatchHW(fw.w, int32(i), p.seq)
+				}
+				watched++
+			}
+			if watched == 0 {
+				return
+			}
+		}
+		if b.parkedHook != nil {
+			b.parkedHook()
 		}
 		p0 := time.Now()
-		chosen := 3 // 0 the max.wait.ms timer, 1 the request's ctx, 2 the broker closing, 3+ data
-		if len(waitChs) <= maxStaticWait {
-			// An allocation-free select over up to maxStaticWait channels (nil
-			// channels never fire); reflect.Select allocates on every call.
-			var w [maxStaticWait]<-chan struct{}
-			copy(w[:], waitChs)
-			select {
-			case <-w[0]:
-			case <-w[1]:
-			case <-w[2]:
-			case <-w[3]:
-			case <-w[4]:
-			case <-w[5]:
-			case <-w[6]:
-			case <-w[7]:
-			case <-timer.C:
-				chosen = 0
-			case <-ctx.Done():
-				chosen = 1
-			case <-b.ctx.Done():
-				chosen = 2
-			}
-		} else {
-			cases = cases[:0]
-			cases = append(cases,
-				reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
-				reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-				reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(b.ctx.Done())})
-			for _, ch := range waitChs {
-				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
-			}
-			chosen, _, _ = reflect.Select(cases)
+		select {
+		case <-fw.w.C:
+		case <-timer.C:
+			parked += time.Since(p0)
+			b.readPartitions(req, replica, nil)
+			return
+		case <-ctx.Done():
+			parked += time.Since(p0)
+			b.readPartitions(req, replica, nil)
+			return
+		case <-b.ctx.Done():
+			parked += time.Since(p0)
+			return
 		}
 		parked += time.Since(p0)
-		switch chosen {
-		case 0, 1:
-			b.readPartitions(req, replica, chBuf[:0])
-			return
-		case 2:
-			return
+		fw.dirty = fw.w.Dirty(fw.dirty[:0])
+		for _, i := range fw.dirty {
+			total -= parts[i].avail
+		}
+		var n int64
+		n, anyErr = b.readPartitions(req, replica, fw.dirty)
+		total += n
+		for _, i := range fw.dirty {
+			parts[i].Records.Release()
+			parts[i].Records = emptySlice
 		}
 	}
 }
 
-// maxStaticWait is the number of partition channels a parked Fetch waits on
-// with a plain select; more fall back to reflect.Select.
-const maxStaticWait = 8
+// fetchWait is a parked Fetch's purgatory registration and its scratch, pooled.
+type fetchWait struct {
+	w     *partition.Waiter
+	dirty []int32
+}
+
+var fetchWaitPool sync.Pool
+
+func getFetchWait(n int) *fetchWait {
+	fw, ok := fetchWaitPool.Get().(*fetchWait)
+	if !ok {
+		fw = &fetchWait{w: partition.NewWaiter()}
+	}
+	fw.w.Reset(n)
+	return fw
+}
 
 // timerPool recycles long-poll timers (a time.Timer per parked Fetch was a
 // steady source of garbage). Go 1.23+ timers: Stop + Reset leave no stale
@@ -222,21 +250,30 @@ func checkEpoch(r *partition.Replica, current int32) error {
 	return nil
 }
 
-// readPartitions reads every partition without an error yet (from a
-// previous pass) and returns the total bytes, whether any partition failed,
-// and the channels that signal new data (taken before reading, so nothing
-// is missed between the read and the park).
-func (b *Broker) readPartitions(req *FetchRequest, replica bool, waitChs []<-chan struct{}) (total int64, anyErr bool, _ []<-chan struct{}) {
-	waitChs = waitChs[:0]
+// readPartitions reads every partition (only nil) or the partitions of the indexes in only,
+// those without an error yet (from a previous pass), and returns the total bytes and whether
+// any partition failed. Each partition read keeps its bytes (avail) and the sequence of the
+// signal that announces its new data (seq, taken before reading: nothing is missed between
+// the read and the park).
+func (b *Broker) readPartitions(req *FetchRequest, replica bool, only []int32) (total int64, anyErr bool) {
 	budget := int64(req.MaxBytes)
 	if budget <= 0 {
 		budget = 1 // still returns the first batch (KIP-74)
 	}
 	minOne := true
-	for i := range req.Partitions {
+	n := len(req.Partitions)
+	if only != nil {
+		n = len(only)
+	}
+	for k := 0; k < n; k++ {
+		i := k
+		if only != nil {
+			i = int(only[k])
+		}
 		p := &req.Partitions[i]
 		p.Records.Release()
 		p.Records = emptySlice
+		p.avail = 0
 		if p.Err != nil { // from updateFollower
 			anyErr = true
 			continue
@@ -248,11 +285,10 @@ func (b *Broker) readPartitions(req *FetchRequest, replica bool, waitChs []<-cha
 			continue
 		}
 		r := h.r
-		var ch <-chan struct{}
 		if replica {
-			ch = r.LEOChanged()
+			p.seq = r.LEOSeq()
 		} else {
-			ch = r.HWChanged()
+			p.seq = r.HWSeq()
 		}
 		hw, logStart, leo := r.HW(), r.LogStart(), r.LEO()
 		lso := r.LSO()
@@ -264,7 +300,6 @@ func (b *Broker) readPartitions(req *FetchRequest, replica bool, waitChs []<-cha
 			anyErr = true
 			continue
 		}
-		waitChs = append(waitChs, ch)
 		if p.FetchOffset >= end {
 			continue
 		}
@@ -285,11 +320,12 @@ func (b *Broker) readPartitions(req *FetchRequest, replica bool, waitChs []<-cha
 		if s.Size > 0 && !replica && req.IsolationLevel == 1 {
 			p.AbortedTransactions = r.AppendAbortedTxns(p.AbortedTransactions, p.FetchOffset, s.NextOffset)
 		}
+		p.avail = s.Size
 		if s.Size > 0 {
 			minOne = false
 			budget -= s.Size
 			total += s.Size
 		}
 	}
-	return total, anyErr, waitChs
+	return total, anyErr
 }

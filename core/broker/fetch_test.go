@@ -53,11 +53,10 @@ func TestLongPollWokenByAppend(t *testing.T) {
 	}
 }
 
-// TestLongPollManyPartitionsWokenByAppend covers both park paths of Fetch:
-// the allocation-free select (up to maxStaticWait partitions) and the
-// reflect.Select fallback, each woken by an append to the last partition.
+// TestLongPollManyPartitionsWokenByAppend: a fetch parked in the purgatory over few or many
+// partitions is woken by an append to the last one.
 func TestLongPollManyPartitionsWokenByAppend(t *testing.T) {
-	for _, n := range []int{2, maxStaticWait, maxStaticWait + 3} {
+	for _, n := range []int{2, 8, 40} {
 		t.Run(fmt.Sprintf("partitions=%d", n), func(t *testing.T) {
 			c := newTestCluster(t, 1, testConfig())
 			c.createTopic("t", int32(n), 1, nil)
@@ -95,6 +94,55 @@ func TestLongPollManyPartitionsWokenByAppend(t *testing.T) {
 				p.Records.Release()
 			}
 		})
+	}
+}
+
+// TestLongPollMinBytesAcrossPartitions: min.bytes is summed across partitions (Kafka's
+// DelayedFetch): a first append to one partition wakes the parked fetch without completing it,
+// a second append to another completes it, and the response holds both partitions' records
+// (the wake-up re-read only what changed; the response is read in full).
+func TestLongPollMinBytesAcrossPartitions(t *testing.T) {
+	const n = 50
+	c := newTestCluster(t, 1, testConfig())
+	c.createTopic("t", n, 1, nil)
+	l := c.leader("t", 0)
+	one := batch("m", 3)
+	req := &FetchRequest{ReplicaID: -1, MaxWait: time.Minute, MinBytes: int32(len(one) + 1), MaxBytes: 1 << 20}
+	for p := 0; p < n; p++ {
+		req.Partitions = append(req.Partitions, FetchPartition{Topic: "t", Partition: int32(p), CurrentLeaderEpoch: -1, MaxBytes: 1 << 20})
+	}
+	done := make(chan struct{})
+	go func() {
+		l.Fetch(context.Background(), req)
+		close(done)
+	}()
+	if res := produce(t, l, 1, "t", 7, batch("m", 3)); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	// The first append alone is below min.bytes: the fetch must still be parked.
+	select {
+	case <-done:
+		t.Fatal("fetch completed with one batch below min.bytes")
+	default:
+	}
+	if res := produce(t, l, 1, "t", 42, batch("m", 3)); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("fetch not completed once min.bytes were available across partitions")
+	}
+	for i := range req.Partitions {
+		p := &req.Partitions[i]
+		want := int64(0)
+		if p.Partition == 7 || p.Partition == 42 {
+			want = 3
+		}
+		if p.Err != nil || p.Records.NextOffset != want || p.HighWatermark != want {
+			t.Errorf("partition %d: err %v next %d HW %d, want %d", p.Partition, p.Err, p.Records.NextOffset, p.HighWatermark, want)
+		}
+		p.Records.Release()
 	}
 }
 
@@ -213,4 +261,68 @@ func TestFetchErrorsAndLimits(t *testing.T) {
 func (b *Broker) ListOffset(topic string, p int32, timestamp int64, isolation int8) (int64, error) {
 	off, _, err := b.ListOffsetFor(-1, -1, topic, p, timestamp, isolation)
 	return off, err
+}
+
+// TestParkedFetchWakeDoesNotAllocate: a consumer fetch parked over many partitions, woken by
+// an append that leaves it below min.bytes, re-checks and parks again without allocating (the
+// purgatory's registrations and scratch are reused in steady state).
+func TestParkedFetchWakeDoesNotAllocate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts")
+	}
+	const n = 20
+	c := newTestCluster(t, 1, testConfig())
+	c.createTopic("t", n, 1, nil)
+	l := c.leader("t", 0)
+	tmpl := batch("a", 1)
+	blob := make([]byte, len(tmpl))
+	req := &FetchRequest{ReplicaID: -1, MaxWait: time.Minute, MinBytes: 1 << 30, MaxBytes: 1 << 20}
+	for p := 0; p < n; p++ {
+		req.Partitions = append(req.Partitions, FetchPartition{Topic: "t", Partition: int32(p), CurrentLeaderEpoch: -1, MaxBytes: 1 << 20})
+	}
+	parked := make(chan struct{}, 1)
+	l.parkedHook = func() {
+		select {
+		case parked <- struct{}{}:
+		default:
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		l.Fetch(ctx, req)
+		close(done)
+	}()
+	defer func() {
+		cancel()
+		<-done
+		for i := range req.Partitions {
+			req.Partitions[i].Records.Release()
+		}
+	}()
+	<-parked
+	pp := []ProducePartition{{Topic: "t"}}
+	i := 0
+	deadline := time.NewTimer(time.Minute) // one timer for the whole test: time.After allocates
+	defer deadline.Stop()
+	wake := func() {
+		copy(blob, tmpl)
+		pp[0].Partition, pp[0].Records = int32(i%n), blob
+		i++
+		l.Produce(context.Background(), 1, time.Second, pp)
+		if pp[0].Err != nil {
+			t.Fatal(pp[0].Err)
+		}
+		select {
+		case <-parked:
+		case <-deadline.C:
+			t.Fatal("the parked fetch did not park again after its wake-up")
+		}
+	}
+	for range 2 * n { // warm up: every partition's registration and log grown once
+		wake()
+	}
+	if allocs := testing.AllocsPerRun(100, wake); allocs > 0 {
+		t.Errorf("a parked fetch's wake-up allocates %.1f times per append", allocs)
+	}
 }

@@ -58,6 +58,8 @@ type FetchPartition struct {
 	DivergingEndOffset  int64 // always -1
 
 	hosted *hosted // the replica, looked up once per Fetch call (nil: not hosted here)
+	seq    uint64  // the replica's LEO (replica fetch) or HW signal sequence before the last read
+	avail  int64   // bytes the last read found (Broker.Fetch's long-poll sum)
 }
 
 // FetchRequest is a Fetch (consumer or replica). Broker.Fetch fills the partitions' outputs in

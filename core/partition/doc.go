@@ -79,6 +79,10 @@
 // an atomic.Pointer replaced on change (copy-on-write), and acks=all waiters
 // park on a channel that the HW advance closes and replaces only when
 // someone armed it (so the advance allocates nothing while nobody waits).
+// Long-poll fetches park in the purgatory keyed by partition (purgatory.go,
+// Kafka's DelayedOperationPurgatory): a Waiter registered on each watched
+// replica's LEO or HW signal, which marks only its own index, so a wake-up
+// costs the same whatever the number of partitions watched.
 //
 // # Why the lock-free HW is linearizable with ISR and role changes
 //

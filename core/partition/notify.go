@@ -1,6 +1,9 @@
 package partition
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // notifier is a broadcast "something changed" signal without a lock: the
 // current channel is closed and replaced on the next notify, but only when
@@ -13,9 +16,17 @@ import "sync/atomic"
 // the notifier's arm test comes after the waiter armed, so either it
 // replaces the channel itself or another notifier replaced it after the
 // waiter loaded it; both close the waiter's channel.
+//
+// It also carries the purgatory's registrations (purgatory.go): seq counts notifications, and
+// every Waiter registered on it is marked on each one.
 type notifier struct {
 	armed atomic.Bool
 	ch    atomic.Pointer[chan struct{}]
+
+	seq atomic.Uint64 // notifications so far
+	nw  atomic.Int32  // len(ws), read without wmu
+	wmu sync.Mutex
+	ws  []watcher // registered waiters
 }
 
 func (n *notifier) init() {
@@ -32,6 +43,8 @@ func (n *notifier) wait() <-chan struct{} {
 
 // notify wakes the current waiters, if any armed.
 func (n *notifier) notify() {
+	n.seq.Add(1)
+	n.wakeWatchers()
 	if !n.armed.Load() || !n.armed.Swap(false) {
 		return
 	}
@@ -41,6 +54,8 @@ func (n *notifier) notify() {
 // notifyAll wakes the current waiters unconditionally (rare state changes:
 // ISR, leadership, close).
 func (n *notifier) notifyAll() {
+	n.seq.Add(1)
+	n.wakeWatchers()
 	n.armed.Store(false)
 	n.replace()
 }

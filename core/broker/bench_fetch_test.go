@@ -1,0 +1,156 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// fetchBenchCounts are the partition counts of the fetch benchmarks, up to
+// $ISRBENCH_FETCHBENCH_MAX (default 1000: creating 10,000 partitions takes minutes on a loaded
+// host, for each of a benchmark's rounds): the cost of a parked fetch's wake-up should not
+// grow with them.
+func fetchBenchCounts() []int32 {
+	limit := 1000
+	if v, err := strconv.Atoi(os.Getenv("ISRBENCH_FETCHBENCH_MAX")); err == nil {
+		limit = v
+	}
+	var out []int32
+	for _, n := range []int32{10, 100, 1000, 10000} {
+		if int(n) <= limit {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// BenchmarkFetchParkedWake: one consumer fetch parked over every partition of an RF 1 topic
+// (min.bytes out of reach, max.wait long) while b.N one-record batches are produced, one
+// partition after another; each append wakes the parked fetch, which re-checks and parks
+// again before the next append. ns/op is one produce plus its wake-up and re-park: flat
+// across partition counts when a wake re-checks only the partition that changed.
+func BenchmarkFetchParkedWake(b *testing.B) {
+	for _, n := range fetchBenchCounts() {
+		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
+			_, l := fetchBenchCluster(b, n)
+			blob := batch("w", 1)
+			tmpl := append([]byte(nil), blob...)
+			req := fetchBenchRequest(n, 0)
+			req.MinBytes = int32(min(int64(b.N+1)*int64(len(tmpl)), 1<<30))
+			req.MaxWait = time.Minute
+			pp := []ProducePartition{{Topic: "t"}}
+			ctx := context.Background()
+			done := make(chan struct{})
+			parked := make(chan struct{}, 1)
+			l.parkedHook = func() {
+				select {
+				case parked <- struct{}{}:
+				default: // a spurious extra wake-up: never block the fetch
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			go func() {
+				defer close(done)
+				l.Fetch(ctx, req)
+			}()
+			for i := 0; i < b.N; i++ {
+				copy(blob, tmpl)
+				pp[0].Partition, pp[0].Records = int32(i)%n, blob
+				l.Produce(ctx, 1, time.Second, pp)
+				if pp[0].Err != nil {
+					b.Fatal(pp[0].Err)
+				}
+				<-parked // woken, re-checked, parked again
+			}
+			// One more, past min.bytes, completes the fetch.
+			copy(blob, tmpl)
+			pp[0].Partition, pp[0].Records = 0, blob
+			l.Produce(ctx, 1, time.Second, pp)
+			<-done
+			b.StopTimer()
+			releaseFetch(req)
+		})
+	}
+}
+
+// BenchmarkProduceRoundRobin is BenchmarkFetchParkedWake's produce loop with no fetch parked:
+// the difference of the two is the wake-up's cost.
+func BenchmarkProduceRoundRobin(b *testing.B) {
+	for _, n := range fetchBenchCounts() {
+		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
+			_, l := fetchBenchCluster(b, n)
+			blob := batch("w", 1)
+			tmpl := append([]byte(nil), blob...)
+			pp := []ProducePartition{{Topic: "t"}}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				copy(blob, tmpl)
+				pp[0].Partition, pp[0].Records = int32(i)%n, blob
+				l.Produce(ctx, 1, time.Second, pp)
+				if pp[0].Err != nil {
+					b.Fatal(pp[0].Err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkFetchServe serves a consumer fetch over every partition of an RF 1 topic, each
+// with one batch to return (no parking): the cost of a response grows with its partitions.
+func BenchmarkFetchServe(b *testing.B) {
+	for _, n := range fetchBenchCounts() {
+		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
+			_, l := fetchBenchCluster(b, n)
+			ctx := context.Background()
+			blob := batch("s", 1)
+			pp := []ProducePartition{{Topic: "t"}}
+			for p := int32(0); p < n; p++ {
+				pp[0].Partition, pp[0].Records = p, append([]byte(nil), blob...)
+				l.Produce(ctx, 1, time.Second, pp)
+				if pp[0].Err != nil {
+					b.Fatal(pp[0].Err)
+				}
+			}
+			req := fetchBenchRequest(n, 1)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				l.Fetch(ctx, req)
+				releaseFetch(req)
+			}
+		})
+	}
+}
+
+// fetchBenchCluster starts one broker leading every partition of topic "t" (RF 1).
+func fetchBenchCluster(b *testing.B, n int32) (*testCluster, *Broker) {
+	c := newTestCluster(b, 1, testConfig())
+	c.createTopicWithin("t", n, 1, nil, 10*time.Minute)
+	l := c.leader("t", n-1) // waits for the last partition to be led
+	return c, l
+}
+
+func fetchBenchRequest(n int32, maxWaitMs int) *FetchRequest {
+	req := &FetchRequest{ReplicaID: -1, MaxBytes: 64 << 20, MaxWait: time.Duration(maxWaitMs) * time.Millisecond}
+	req.Partitions = make([]FetchPartition, n)
+	for i := range req.Partitions {
+		req.Partitions[i] = FetchPartition{Topic: "t", Partition: int32(i), CurrentLeaderEpoch: -1, LogStartOffset: -1, MaxBytes: 1 << 20}
+	}
+	return req
+}
+
+func releaseFetch(req *FetchRequest) {
+	for i := range req.Partitions {
+		if err := req.Partitions[i].Err; err != nil {
+			panic(fmt.Sprintf("fetch %d: %v", i, err))
+		}
+		req.Partitions[i].Records.Release()
+		req.Partitions[i].Records = emptySlice
+	}
+}
