@@ -62,6 +62,9 @@ type Result struct {
 	// Notes are remarks about how to read this run ("hw_lag": "measured inside the embedded
 	// core only"), keyed by the field they concern. Not settings: compare ignores them.
 	Notes map[string]string `json:"notes,omitempty"`
+	// DamageFound counts the damaged batches the brokers found in their replicas during the
+	// run (embedded: reads, follower appends, scrubs); each is named in notes.damage.
+	DamageFound int64 `json:"damage_found,omitempty"`
 }
 
 // Note records a remark about field key (see Notes).

@@ -286,6 +286,9 @@ func PrintSummary(w io.Writer, r *Result) error {
 	if err := printCost(w, r.Cost); err != nil {
 		return err
 	}
+	if r.DamageFound > 0 {
+		fmt.Fprintf(w, "damage: %d damaged batches found by the brokers (notes.damage)\n", r.DamageFound)
+	}
 	fmt.Fprintf(w, "isr: %d shrinks, %d expands, under-replicated %ss\n",
 		r.ISR.Shrinks, r.ISR.Expands, strconv.FormatFloat(r.ISR.UnderReplicatedS, 'f', -1, 64))
 	if len(r.Produced.Errors) > 0 {

@@ -183,6 +183,7 @@ func (r *rig) result(id string, startedAt time.Time, tl *timeline, faults []resu
 		res.Note("hw_lag", "hw_lag is measured inside the embedded core only; empty for "+r.tgt.Name())
 	}
 	res.Faults = faults
+	r.damageFindings(res)
 	return res, runHists{ack, hw, e2e, sd}
 }
 

@@ -114,6 +114,7 @@ func openEmbedded(ctx context.Context, s *spec.Spec, o TargetOptions) (Target, e
 	cc.DataDir = dir
 	cc.FS = o.FS
 	cc.Broker.OnHWLag = o.OnHWLag
+	cc.Broker.OnDamage = o.OnDamage
 	logw := o.Log
 	if logw == nil {
 		logw = io.Discard

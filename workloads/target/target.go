@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/isrbench/isrbench/core/broker"
 	"io"
 	"sort"
 	"strings"
@@ -52,7 +53,10 @@ type Sample struct {
 type TargetOptions struct {
 	// OnHWLag receives the core's leader append -> HW lag (ns, records) (embedded only).
 	OnHWLag func(lagNs, records int64)
-	Log     io.Writer
+	// OnDamage receives every damaged batch a broker finds in its replicas (embedded only;
+	// the broker's Config.OnDamage: called on the goroutine that found it, must not block).
+	OnDamage func(broker.DamageReport)
+	Log      io.Writer
 	// Seed drives random fault targets (any-follower).
 	Seed uint64
 	// FS is the file system under the embedded brokers' data directories (tests inject
