@@ -289,8 +289,8 @@ func PrintSummary(w io.Writer, r *Result) error {
 	if r.DamageFound > 0 {
 		fmt.Fprintf(w, "damage: %d damaged batches found by the brokers (notes.damage)\n", r.DamageFound)
 	}
-	fmt.Fprintf(w, "isr: %d shrinks, %d expands, under-replicated %ss\n",
-		r.ISR.Shrinks, r.ISR.Expands, strconv.FormatFloat(r.ISR.UnderReplicatedS, 'f', -1, 64))
+	fmt.Fprintf(w, "isr: %d shrinks (leader-driven %d, controller-driven %d), %d expands (leader-driven), under-replicated %ss\n",
+		r.ISR.Shrinks, r.ISR.LeaderShrinks, r.ISR.ControllerShrinks, r.ISR.Expands, strconv.FormatFloat(r.ISR.UnderReplicatedS, 'f', -1, 64))
 	if len(r.Produced.Errors) > 0 {
 		codes := make([]string, 0, len(r.Produced.Errors))
 		for c := range r.Produced.Errors {

@@ -237,7 +237,8 @@ func (e *embedded) Sample(_ context.Context, topic string) (Sample, error) {
 	e.cntMu.Unlock()
 	// A killed or fenced follower leaves the ISR through the controller, not through its
 	// leader's IsrShrinksPerSec: both count.
-	s.Shrinks += e.c.Controller().Stats().ISRShrinks
+	s.ControllerShrinks = e.c.Controller().Stats().ISRShrinks
+	s.Shrinks += s.ControllerShrinks
 	if st, ok := e.c.Controller().Partitions(topic); ok {
 		for _, p := range st {
 			s.Leaders = append(s.Leaders, p.Leader)

@@ -38,12 +38,15 @@ type Target interface {
 
 // Sample is the replication state of the benchmark topic at one moment.
 type Sample struct {
-	ISRMin, ISRMax  int     // over the topic's partitions
-	UnderReplicated int     // partitions whose ISR is smaller than the replica set
-	UnderMinISR     int     // partitions whose ISR is below min.insync.replicas
-	Shrinks         int64   // cumulative ISR shrinks (IsrShrinksPerSec as a total, plus the controller's on fencing)
-	Expands         int64   // cumulative ISR expands
-	Leaders         []int32 // per partition, -1 if none
+	ISRMin, ISRMax  int   // over the topic's partitions
+	UnderReplicated int   // partitions whose ISR is smaller than the replica set
+	UnderMinISR     int   // partitions whose ISR is below min.insync.replicas
+	Shrinks         int64 // cumulative ISR shrinks (IsrShrinksPerSec as a total, plus the controller's on fencing)
+	Expands         int64 // cumulative ISR expands
+	// ControllerShrinks is the part of Shrinks the controller made itself (KRaft: a fenced
+	// broker removed from the ISRs); the rest are the leaders' AlterPartition shrinks.
+	ControllerShrinks int64
+	Leaders           []int32 // per partition, -1 if none
 	// HWTotal and LEOTotal sum the leaders' HW and LEO over the partitions (exclusive offsets);
 	// MaxLag is Kafka's MaxLag (records) over the leaders. Zero when the target cannot tell.
 	HWTotal, LEOTotal, MaxLag int64
