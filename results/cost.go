@@ -147,15 +147,16 @@ func printCost(w io.Writer, c *Cost) error {
 	if c == nil {
 		return nil
 	}
-	t := NewTable(w, "cost per record", "value", "detail")
+	var rows [][]string
+	add := func(cells ...string) { rows = append(rows, cells) }
 	cpuDetail := fmt.Sprintf("user %s + system %s µs; %s cores busy", fmtCost(c.CPUUserUsPerRecord), fmtCost(c.CPUSystemUsPerRecord), fmtCost(c.CPUCores))
-	t.Append("cpu µs", fmtCost(c.CPUUsPerRecord), cpuDetail)
+	add("cpu µs", fmtCost(c.CPUUsPerRecord), cpuDetail)
 	if c.ClusterKnown() {
-		t.Append("  per request µs", fmtCost(c.CPUUsPerRequest), fmt.Sprintf("per produce and fetch request the leaders handled; %s allocations, %s syscalls per request",
+		add("  per request µs", fmtCost(c.CPUUsPerRequest), fmt.Sprintf("per produce and fetch request the leaders handled; %s allocations, %s syscalls per request",
 			fmtCost(c.AllocsPerRequest), fmtCost(c.SyscallsPerRequest)))
 	}
 	if c.CPUClusterUsPerRecord != nil && c.CPUClientsUsPerRecord != nil && c.CPUOtherUsPerRecord != nil {
-		t.Append("  cluster / clients / other µs", fmtCost(*c.CPUClusterUsPerRecord)+" / "+fmtCost(*c.CPUClientsUsPerRecord)+" / "+fmtCost(*c.CPUOtherUsPerRecord),
+		add("  cluster / clients / other µs", fmtCost(*c.CPUClusterUsPerRecord)+" / "+fmtCost(*c.CPUClientsUsPerRecord)+" / "+fmtCost(*c.CPUOtherUsPerRecord),
 			fmt.Sprintf("by pprof labels, %d samples of the %s%s", c.CPUSplitSamples, orDash(c.CPUSplitSource), coverage(c.CPUProfileCoverage)))
 	}
 	if c.ClusterKnown() && c.RequestTimePerRecord != nil {
@@ -166,14 +167,14 @@ func printCost(w io.Writer, c *Cost) error {
 			}
 		}
 		kinds = append(kinds, "follower apply "+fmtCost(c.FollowerApplyUsPerRecord))
-		t.Append("local µs", fmtCost(c.LocalUsPerRecord), "request handlers working, not waiting (LocalTimeMs): "+strings.Join(kinds, ", "))
+		add("local µs", fmtCost(c.LocalUsPerRecord), "request handlers working, not waiting (LocalTimeMs): "+strings.Join(kinds, ", "))
 		if p, ok := c.RequestTimePerRecord["produce"]; ok {
-			t.Append("  remote / send µs", fmtCost(p.RemoteUs)+" / "+fmtCost(p.SendUs), "produce: waiting for the HW (RemoteTimeMs) / writing responses (ResponseSendTimeMs)")
+			add("  remote / send µs", fmtCost(p.RemoteUs)+" / "+fmtCost(p.SendUs), "produce: waiting for the HW (RemoteTimeMs) / writing responses (ResponseSendTimeMs)")
 		}
 	}
-	t.Append("allocations", fmtCost(c.AllocsPerRecord), fmtCost(c.AllocBytesPerRecord)+" bytes")
-	t.Append("gc cpu µs", fmtCost(c.GCCPUUsPerRecord), fmt.Sprintf("%d gc cycles in the window", c.GCCycles))
-	t.Append("context switches", fmtCost(c.VoluntaryCtxSwitchesPerRecord+c.InvoluntaryCtxSwitchesPerRecord),
+	add("allocations", fmtCost(c.AllocsPerRecord), fmtCost(c.AllocBytesPerRecord)+" bytes")
+	add("gc cpu µs", fmtCost(c.GCCPUUsPerRecord), fmt.Sprintf("%d gc cycles in the window", c.GCCycles))
+	add("context switches", fmtCost(c.VoluntaryCtxSwitchesPerRecord+c.InvoluntaryCtxSwitchesPerRecord),
 		"voluntary "+fmtCost(c.VoluntaryCtxSwitchesPerRecord)+", involuntary "+fmtCost(c.InvoluntaryCtxSwitchesPerRecord))
 	if c.ClusterKnown() {
 		var kinds []string
@@ -182,9 +183,9 @@ func printCost(w io.Writer, c *Cost) error {
 				kinds = append(kinds, k+" "+fmtCost(v))
 			}
 		}
-		t.Append("cluster syscalls", fmtCost(c.SyscallsTotal()), strings.Join(kinds, ", "))
-		t.Append("produce requests", fmtCost(c.ProduceRequestsPerRecord), "leader side")
-		t.Append("fetch requests", fmtCost(c.FetchRequestsPerRecord),
+		add("cluster syscalls", fmtCost(c.SyscallsTotal()), strings.Join(kinds, ", "))
+		add("produce requests", fmtCost(c.ProduceRequestsPerRecord), "leader side")
+		add("fetch requests", fmtCost(c.FetchRequestsPerRecord),
 			fmt.Sprintf("leader: %s replica, %s responses; follower: %s sent, %s responses", fmtCost(c.ReplicaFetchRequestsPerRecord),
 				fmtCost(c.FetchResponsesPerRecord), fmtCost(c.FollowerFetchRequestsPerRecord), fmtCost(c.FollowerFetchResponsesPerRecord)))
 		var paths []string
@@ -193,12 +194,17 @@ func printCost(w io.Writer, c *Cost) error {
 				paths = append(paths, strings.ReplaceAll(p, "_", " ")+" "+fmtCost(v))
 			}
 		}
-		t.Append("bytes copied", fmtCost(c.BytesCopiedPerRecord), strings.Join(paths, ", "))
+		add("bytes copied", fmtCost(c.BytesCopiedPerRecord), strings.Join(paths, ", "))
 		zc := "sendfile"
 		if c.BytesTLSCopyPerRecord > 0 {
 			zc = fmt.Sprintf("sendfile; %s fetch record bytes went over TLS, through the copy path (sendfile cannot write through TLS)", fmtCost(c.BytesTLSCopyPerRecord))
 		}
-		t.Append("bytes zero-copy", fmtCost(c.BytesZeroCopyPerRecord), zc)
+		add("bytes zero-copy", fmtCost(c.BytesZeroCopyPerRecord), zc)
+	}
+	// The detail column folds first: it is the widest.
+	t := newTable(w, 2, "cost per record", "value", "detail")
+	for _, r := range rows {
+		t.Append(toAny(r)...)
 	}
 	if err := t.Render(); err != nil {
 		return fmt.Errorf("results: cost table: %w", err)

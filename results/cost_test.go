@@ -162,7 +162,7 @@ func TestPrintSweepCost(t *testing.T) {
 	if err := PrintSweep(&buf, []*Result{a, b}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), "cpu µs/rec") || !strings.Contains(buf.String(), "312.5") || !strings.Contains(buf.String(), "28.00") {
+	if !strings.Contains(buf.String(), "µs/rec") || !strings.Contains(buf.String(), "312.5") || !strings.Contains(buf.String(), "28.00") {
 		t.Fatalf("sweep table without cost columns:\n%s", buf.String())
 	}
 }

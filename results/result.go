@@ -62,6 +62,9 @@ type Result struct {
 	// Notes are remarks about how to read this run ("hw_lag": "measured inside the embedded
 	// core only"), keyed by the field they concern. Not settings: compare ignores them.
 	Notes map[string]string `json:"notes,omitempty"`
+	// DamageFound counts the damaged batches the brokers found in their replicas during the
+	// run (embedded: reads, follower appends, scrubs); each is named in notes.damage.
+	DamageFound int64 `json:"damage_found,omitempty"`
 }
 
 // Note records a remark about field key (see Notes).
@@ -134,11 +137,18 @@ type Summary struct {
 
 // ISR counts ISR changes seen during the run (Kafka's IsrShrinksPerSec / IsrExpandsPerSec as
 // totals; on the embedded target shrinks also count the ISR removals the controller makes when
-// it fences a broker, which no leader's IsrShrinksPerSec sees).
+// it fences a broker, which no leader's IsrShrinksPerSec sees). Shrinks = LeaderShrinks +
+// ControllerShrinks; every expand is a leader's (AlterPartition).
 type ISR struct {
-	Shrinks          int64   `json:"shrinks"`
-	Expands          int64   `json:"expands"`
-	UnderReplicatedS float64 `json:"under_replicated_s"` // seconds with UnderReplicatedPartitions > 0
+	Shrinks int64 `json:"shrinks"`
+	Expands int64 `json:"expands"`
+	// LeaderShrinks are the leaders' AlterPartition shrinks (IsrShrinksPerSec: a follower
+	// past replica.lag.time.max.ms); ControllerShrinks the controller's own removals (KRaft:
+	// a fenced broker, an election leaving dead members out). A kafka:// target reports
+	// neither split: both 0 there.
+	LeaderShrinks     int64   `json:"leader_shrinks"`
+	ControllerShrinks int64   `json:"controller_shrinks"`
+	UnderReplicatedS  float64 `json:"under_replicated_s"` // seconds with UnderReplicatedPartitions > 0
 }
 
 // Durability is the verdict of the post-run checker on acknowledged records.

@@ -7,25 +7,181 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 )
 
+// DefaultTableWidth is the width (characters, not bytes) every table fits by default; a
+// table whose text would be wider folds its widest columns onto more lines (Table.Render).
+const DefaultTableWidth = 120
+
+// tableWidth is the width tables fit (SetTableWidth); 0 means DefaultTableWidth.
+var tableWidth atomic.Int32
+
+// SetTableWidth sets the width (characters) tables fit from now on: the terminal's when
+// standard output is one (cmd/isrbench), DefaultTableWidth when n is smaller or unknown
+// (<= 0). Safe for concurrent use.
+func SetTableWidth(n int) {
+	tableWidth.Store(int32(min(max(n, DefaultTableWidth), 1<<15)))
+}
+
+// TableWidth is the width tables fit now (characters).
+func TableWidth() int {
+	if n := tableWidth.Load(); n > 0 {
+		return int(n)
+	}
+	return DefaultTableWidth
+}
+
+// Table is an isrbench table: rows appended, then rendered to fit TableWidth characters. Not
+// safe for concurrent use.
+type Table struct {
+	w      io.Writer
+	header []string
+	rows   [][]string
+	left   int // a second left-aligned column (a detail column), or -1
+}
+
 // NewTable returns a table with the headers as given (no upper-casing), first column left-aligned
 // and the others right-aligned: the look of every isrbench table (results, gate).
-func NewTable(w io.Writer, header ...string) *tablewriter.Table {
-	align := make([]tw.Align, len(header))
+func NewTable(w io.Writer, header ...string) *Table {
+	return newTable(w, -1, header...)
+}
+
+// newTable is NewTable with column left (>= 0) left-aligned too (a detail column).
+func newTable(w io.Writer, left int, header ...string) *Table {
+	return &Table{w: w, header: header, left: left}
+}
+
+// Append adds a row (each cell formatted with fmt.Sprint).
+func (t *Table) Append(cells ...any) error {
+	row := make([]string, len(cells))
+	for i, c := range cells {
+		row[i] = fmt.Sprint(c)
+	}
+	t.rows = append(t.rows, row)
+	return nil
+}
+
+// Render writes the table. When its text would be wider than TableWidth characters, the
+// widest columns are folded at spaces (cells and headers onto more lines), widest first,
+// until it fits or no column folds further (a word is never split).
+func (t *Table) Render() error {
+	fitTable(t.header, t.rows, TableWidth())
+	align := make([]tw.Align, len(t.header))
 	for i := range align {
 		align[i] = tw.AlignRight
 	}
 	align[0] = tw.AlignLeft
-	t := tablewriter.NewTable(w,
+	if t.left >= 0 && t.left < len(align) {
+		align[t.left] = tw.AlignLeft
+	}
+	tt := tablewriter.NewTable(t.w,
 		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
 		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{Global: tw.AlignRight, PerColumn: align}),
 	)
-	t.Header(toAny(header)...)
-	return t
+	tt.Header(toAny(t.header)...)
+	for _, r := range t.rows {
+		if err := tt.Append(toAny(r)...); err != nil {
+			return err
+		}
+	}
+	return tt.Render()
+}
+
+// tableTextWidth is the width of a table with columns this wide: borders and one space of
+// padding each side.
+func tableTextWidth(widths []int) int {
+	n := 1
+	for _, w := range widths {
+		n += w + 3
+	}
+	return n
+}
+
+// fitTable folds the widest foldable column of header and rows, one character narrower at a
+// time, until the table fits width characters or nothing folds further.
+func fitTable(header []string, rows [][]string, width int) {
+	stuck := make([]bool, len(header))
+	for {
+		widths := make([]int, len(header))
+		for i := range header {
+			widths[i] = textWidth(header[i])
+			for _, r := range rows {
+				if i < len(r) {
+					widths[i] = max(widths[i], textWidth(r[i]))
+				}
+			}
+		}
+		if tableTextWidth(widths) <= width {
+			return
+		}
+		col := -1
+		for i, w := range widths {
+			if !stuck[i] && (col < 0 || w > widths[col]) {
+				col = i
+			}
+		}
+		if col < 0 {
+			return
+		}
+		target := max(widths[col]-1, 1)
+		// Fold to the target; a column whose longest word is wider folds to that word.
+		header[col] = wrapWords(header[col], target)
+		got := textWidth(header[col])
+		for _, r := range rows {
+			if col < len(r) {
+				r[col] = wrapWords(r[col], target)
+				got = max(got, textWidth(r[col]))
+			}
+		}
+		if got >= widths[col] {
+			stuck[col] = true
+		}
+	}
+}
+
+// textWidth is the width of s's longest line in characters.
+func textWidth(s string) int {
+	w := 0
+	for _, l := range strings.Split(s, "\n") {
+		w = max(w, utf8.RuneCountInString(l))
+	}
+	return w
+}
+
+// wrapWords breaks s at spaces into lines of at most width characters (a longer word stays
+// whole on its own line); existing line breaks are kept.
+func wrapWords(s string, width int) string {
+	lines := strings.Split(s, "\n")
+	for li, line := range lines {
+		if utf8.RuneCountInString(line) <= width {
+			continue
+		}
+		var b strings.Builder
+		n := 0
+		for i, word := range strings.Fields(line) {
+			wl := utf8.RuneCountInString(word)
+			switch {
+			case i == 0:
+			case n+1+wl > width:
+				b.WriteByte('\n')
+				n = 0
+			default:
+				b.WriteByte(' ')
+				n++
+			}
+			b.WriteString(word)
+			n += wl
+		}
+		lines[li] = b.String()
+	}
+	return strings.Join(lines, "\n")
 }
 
 func toAny(s []string) []any {
@@ -130,8 +286,11 @@ func PrintSummary(w io.Writer, r *Result) error {
 	if err := printCost(w, r.Cost); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "isr: %d shrinks, %d expands, under-replicated %ss\n",
-		r.ISR.Shrinks, r.ISR.Expands, strconv.FormatFloat(r.ISR.UnderReplicatedS, 'f', -1, 64))
+	if r.DamageFound > 0 {
+		fmt.Fprintf(w, "damage: %d damaged batches found by the brokers (notes.damage)\n", r.DamageFound)
+	}
+	fmt.Fprintf(w, "isr: %d shrinks (leader-driven %d, controller-driven %d), %d expands (leader-driven), under-replicated %ss\n",
+		r.ISR.Shrinks, r.ISR.LeaderShrinks, r.ISR.ControllerShrinks, r.ISR.Expands, strconv.FormatFloat(r.ISR.UnderReplicatedS, 'f', -1, 64))
 	if len(r.Produced.Errors) > 0 {
 		codes := make([]string, 0, len(r.Produced.Errors))
 		for c := range r.Produced.Errors {

@@ -88,10 +88,14 @@
 // Every record value starts with (producer id, seq) (see load.Header). After the run the
 // partitions are read back through a consumer from the leaders, from the offsets listed
 // before the load (inclusive) to the HW after it (exclusive): acknowledged / verified
-// (found) / lost / duplicated / out of order, per acks level. On the embedded target every
-// running replica's log is also read directly (batches parsed with core/records) over the
-// same range: replica logs must hold the leader's records at the same offsets
-// (durability.replicas_identical; details in faults.json replica_logs). A run with acks=all
+// (found) / lost / duplicated / out of order, per acks level. On every target the replicas
+// are compared batch by batch up to each replica's HW with internal/replicaverify (isrbench
+// verify-replicas): a divergence of an ISR member sets durability.replicas_identical false
+// and is named in the notes; stopped and out-of-sync replicas that cannot be read are
+// skipped (notes durability.replicas_checked). On the embedded target every running
+// replica's log is also read directly (batches parsed with core/records) over the same
+// range: replica logs must hold the leader's records at the same offsets (faults.json
+// replica_logs). A run with acks=all
 // producers that lost an acknowledged record fails (ErrDurability, exit 1) unless the spec
 // allows loss: unclean.leader.election.enable, isrbench.truncate.mode=hw, or crash-broker
 // without flush.messages=1 (result.json durability.loss_expected says which).

@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,8 +30,12 @@ func TestRunEmbedded(t *testing.T) {
 			t.Errorf("%s histogram: count %d, hdr %d bytes", name, sum.Count, len(sum.Hdr))
 		}
 	}
-	if res.Target != "embedded" || res.Durability.Acked == 0 || res.Durability.Lost != 0 {
-		t.Errorf("target %s durability %+v", res.Target, res.Durability)
+	if res.Target != "embedded" || res.Durability.Acked == 0 || res.Durability.Lost != 0 || !res.Durability.ReplicasIdentical {
+		t.Errorf("target %s durability %+v notes %v", res.Target, res.Durability, res.Notes)
+	}
+	// The replicas were compared over the wire (replicaverify), not assumed.
+	if c := res.Notes["durability.replicas_checked"]; !strings.HasPrefix(c, fmt.Sprintf("replicaverify: %d of %d partitions", s.Topic.Partitions, s.Topic.Partitions)) {
+		t.Errorf("replica check note %q", c)
 	}
 	// ack, hw lag, e2e and send delay; the client-observed HW lag's two are not measured on
 	// the embedded target by default (hw.lag.client=auto).

@@ -65,6 +65,12 @@ func TestRunKafkaTargetKfake(t *testing.T) {
 	if res.Durability.Acked == 0 || res.Durability.Lost != 0 || res.Durability.Verified != res.Durability.Acked {
 		t.Fatalf("durability %+v", res.Durability)
 	}
+	// A kafka:// cluster's replicas are compared with replicaverify too; kfake answers the
+	// debugging replica id on leaders only, so its followers are named as not compared.
+	if c := res.Notes["durability.replicas_checked"]; !strings.HasPrefix(c, "replicaverify: ") || res.Durability.ReplicasIdentical ||
+		!strings.Contains(res.Notes["durability.replicas"], "from leaders only") {
+		t.Fatalf("replica check: %q, identical %v, notes %v", c, res.Durability.ReplicasIdentical, res.Notes)
+	}
 	if res.Config["num.replica.fetchers"] != 1 {
 		t.Fatalf("config num.replica.fetchers = %v", res.Config["num.replica.fetchers"])
 	}

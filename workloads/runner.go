@@ -11,11 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/isrbench/isrbench/core/broker"
 	"github.com/isrbench/isrbench/core/vfs"
 	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/results"
@@ -182,6 +184,12 @@ type rig struct {
 	// runner only through sockets): published atomically.
 	hwWin atomic.Pointer[load.Window]
 	hwlag *results.Recorder // HW lag from the core, filtered to the window
+	// damage is what the brokers reported damaged (OnDamage, from broker goroutines).
+	damage struct {
+		sync.Mutex
+		n     int64
+		found []string // the first maxDamageFindings reports
+	}
 
 	prods []*load.Producer
 	cons  []*load.Consumer
@@ -270,6 +278,35 @@ func (r *rig) closeClients() {
 		c.Close()
 	}
 	r.prods, r.cons = r.prods[:len(r.prods):len(r.prods)], r.cons[:len(r.cons):len(r.cons)]
+}
+
+// maxDamageFindings bounds the damage reports kept for the notes (all are counted).
+const maxDamageFindings = 20
+
+// onDamage records a damaged batch a broker found (its goroutine: a short critical section,
+// never blocking on the runner).
+func (r *rig) onDamage(d broker.DamageReport) {
+	r.damage.Lock()
+	defer r.damage.Unlock()
+	r.damage.n++
+	if len(r.damage.found) < maxDamageFindings {
+		r.damage.found = append(r.damage.found, d.String())
+	}
+}
+
+// damageFindings records the damage reports in res (damage_found and notes.damage).
+func (r *rig) damageFindings(res *results.Result) {
+	r.damage.Lock()
+	defer r.damage.Unlock()
+	res.DamageFound = r.damage.n
+	if r.damage.n == 0 {
+		return
+	}
+	note := fmt.Sprintf("%d damaged batches found by the brokers: %s", r.damage.n, strings.Join(r.damage.found, "; "))
+	if more := r.damage.n - int64(len(r.damage.found)); more > 0 {
+		note += fmt.Sprintf("; and %d more", more)
+	}
+	res.Note("damage", note)
 }
 
 func (r *rig) onHWLag(lagNs, records int64) {

@@ -179,7 +179,6 @@ func (r *rig) externalResult(res *results.Result, measureStart time.Time, unseen
 		res.TargetConfig = r.targetSettings
 		res.Note("hw_lag", "hw_lag_us (leader append -> HW) is measured inside the embedded core only; hw_lag_client_us is this cluster's, observed by a client")
 		res.Note("partitions.leo", "partitions.csv: Kafka clients see each partition's leader, epoch, ISR (Metadata), HW and log start (ListOffsets), not a replica's LEO (n/a)")
-		res.Note("durability.replicas", "a client cannot read a follower's log: replicas_identical is not checked on this target")
 		if len(r.targetNotes) > 0 {
 			res.Note("target_config", strings.Join(r.targetNotes, "; "))
 		}

@@ -173,6 +173,9 @@ func (r *rig) result(id string, startedAt time.Time, tl *timeline, faults []resu
 		E2ELatencyUs: results.Summarize(e2e), SendDelayUs: results.Summarize(sd),
 		ISR: results.ISR{Shrinks: tl.shrinks(), Expands: tl.expands(), UnderReplicatedS: tl.underReplicatedS},
 	}
+	if r.parts.Replicas != nil { // embedded: the brokers' and the controller's counters
+		res.ISR.LeaderShrinks, res.ISR.ControllerShrinks = tl.shrinks()-tl.controllerShrinks(), tl.controllerShrinks()
+	}
 	res.Config["target"] = r.tgt.Name()
 	res.Durability.DurabilityCounts = dc
 	res.Durability.ByAcks = byAcks
@@ -183,6 +186,7 @@ func (r *rig) result(id string, startedAt time.Time, tl *timeline, faults []resu
 		res.Note("hw_lag", "hw_lag is measured inside the embedded core only; empty for "+r.tgt.Name())
 	}
 	res.Faults = faults
+	r.damageFindings(res)
 	return res, runHists{ack, hw, e2e, sd}
 }
 

@@ -53,7 +53,7 @@ func (r *rig) setup(ctx context.Context, id string, startedAt time.Time) error {
 	p := &r.plan
 	p.id, p.startedAt, p.faults = id, startedAt, len(s.Faults) > 0
 	// Cancellation (ctrl-C) must still clean up: the target is closed by loops.close.
-	tgt, err := target.OpenTarget(ctx, r.opts.Target, s, target.TargetOptions{OnHWLag: r.onHWLag, Log: r.opts.Stderr, Seed: rand.Uint64(), FS: r.opts.fs})
+	tgt, err := target.OpenTarget(ctx, r.opts.Target, s, target.TargetOptions{OnHWLag: r.onHWLag, OnDamage: r.onDamage, Log: r.opts.Stderr, Seed: rand.Uint64(), FS: r.opts.fs})
 	if err != nil {
 		return err
 	}

@@ -3,11 +3,15 @@ package workloads
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 
+	"github.com/isrbench/isrbench/internal/replicaverify"
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads/load"
 	"github.com/isrbench/isrbench/workloads/target"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // verdict is what verify found.
@@ -19,7 +23,7 @@ type verdict struct {
 	byAcks   map[string]results.DurabilityCounts
 	// err is set when the read-back could not finish (the counts are then incomplete).
 	err      error
-	replicas *replicaReport // nil: the target cannot read its replicas
+	replicas *replicaReport
 }
 
 // verify reads back every partition from the HW before the load to its end offset after it
@@ -54,63 +58,173 @@ func (r *rig) verify(ctx context.Context, st settled) (*verdict, error) {
 			}
 		}
 	}
-	v.replicas = r.checkReplicas(v.readFrom)
+	v.replicas = r.checkReplicas(ctx, v.readFrom)
 	return v, nil
 }
 
 // replicaReport is the verdict of the replica comparison after the run: the bytes (every ISR
-// member's log byte-identical to the leader's up to the HW: durability.replicas_identical)
-// and the records (every running replica holds the leader's records from the read-back's
-// start, none of the acknowledged ones missing: faults.json replica_logs).
+// member's log identical to the leader's up to the HW, batch by batch, compared over the wire
+// by internal/replicaverify as isrbench verify-replicas does: durability.replicas_identical)
+// and, where the target can read its replica logs directly (embedded), the records (every
+// running replica holds the leader's records from the read-back's start, none of the
+// acknowledged ones missing: faults.json replica_logs).
 type replicaReport struct {
 	bytesSame bool
-	bytesWhy  string
-	bytesErr  error
+	bytesWhy  string // the divergences (and ISR replicas that could not be read), "; "-joined
+	bytesErr  error  // the comparison could not run
+	checked   string // the range compared and the replicas skipped
 
+	records   bool // the records were compared (the target reads its replica logs)
 	identical bool
 	why       string
-	checked   int   // replica logs read
+	nlogs     int   // replica logs read
 	lost      int64 // acknowledged records below the HW missing from some running replica's log
 	err       error
 }
 
-// checkReplicas compares the replica logs of the topic where the target can read them (nil
-// when it cannot); the records from readFrom (the read-back's start).
-func (r *rig) checkReplicas(readFrom []int64) *replicaReport {
-	rr := r.parts.Replicas
-	if rr == nil {
-		return nil
-	}
+// checkReplicas compares the replicas of the topic: their bytes through replicaverify on
+// every target, their records where the target can read its replica logs; the records from
+// readFrom (the read-back's start).
+func (r *rig) checkReplicas(ctx context.Context, readFrom []int64) *replicaReport {
+	rep := &replicaReport{identical: true}
 	topic := r.spec.Topic.Name
-	same, why, err := rr.ReplicasIdentical(topic)
+	rr := r.parts.Replicas
+	r.verifyReplicaBytes(ctx, rep, rr)
 	switch {
-	case err != nil:
-		r.notef("replica comparison: %v", err)
-	case !same:
-		r.notef("replicas differ: %s", why)
+	case rep.bytesErr != nil:
+		r.notef("replica comparison: %v", rep.bytesErr)
+	case !rep.bytesSame:
+		r.notef("replicas differ: %s", rep.bytesWhy)
 	}
-	rep := checkReplicaLogs(rr, topic, readFrom, r.prods)
-	rep.bytesSame, rep.bytesWhy, rep.bytesErr = same, why, err
+	if rr == nil {
+		return rep
+	}
+	rep.records = true
+	checkReplicaLogs(rr, topic, readFrom, r.prods, rep)
 	if rep.err != nil {
 		r.notef("replica logs: %v", rep.err)
 	}
 	if !rep.identical {
 		r.notef("replica logs differ: %s", rep.why)
 	}
-	return &rep
+	return rep
 }
 
-// apply records the verdict in res and the faults report (nothing when rep is nil: the
-// target cannot read its replicas).
+// verifyReplicaBytes runs replicaverify over the topic (the debugging replica id -2 on every
+// replica). A replica it could not read is skipped when its broker is stopped (the fault
+// schedule's, as rr reports running replicas) or out of the ISR; an ISR member of a running
+// broker it could not read leaves the replicas unverified (replicas_identical false).
+func (r *rig) verifyReplicaBytes(ctx context.Context, rep *replicaReport, rr target.ReplicaReader) {
+	topic := r.spec.Topic.Name
+	cl, err := kgo.NewClient(r.plan.conn...)
+	if err != nil {
+		rep.bytesErr = fmt.Errorf("replica comparison: client: %w", err)
+		return
+	}
+	defer cl.Close()
+	vctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	vr, err := replicaverify.Verify(vctx, cl, replicaverify.Options{Topics: regexp.MustCompile("^" + regexp.QuoteMeta(topic) + "$")})
+	if err != nil {
+		rep.bytesErr = err
+		return
+	}
+	var why, skipped []string
+	from, verified, parts, notServed := int64(-1), int64(-1), 0, 0
+	for _, p := range vr.Partitions {
+		if d := p.Divergence; d != nil {
+			// replicas_identical speaks of the ISR: a replica out of it (a restarted broker
+			// not yet truncated after an unclean election) is reported, not counted.
+			if inISR(p, d.Replica) {
+				why = append(why, d.String())
+			} else {
+				skipped = append(skipped, d.String()+" (out of the ISR)")
+			}
+		}
+		var running map[int32]bool
+		if rr != nil {
+			if _, _, ids, err := rr.PartitionReplicas(p.Topic, p.Partition); err == nil {
+				running = map[int32]bool{}
+				for _, id := range ids {
+					running[id] = true
+				}
+			}
+		}
+		for _, rp := range p.Replicas {
+			if rp.Err == "" {
+				continue
+			}
+			desc := fmt.Sprintf("%s-%d replica %d", p.Topic, p.Partition, rp.Broker)
+			switch {
+			case running != nil && !running[rp.Broker]:
+				skipped = append(skipped, desc+" (broker stopped)")
+			case !rp.InISR:
+				skipped = append(skipped, desc+" (out of the ISR: "+rp.Err+")")
+			case strings.Contains(rp.Err, "NOT_LEADER_FOR_PARTITION"):
+				// The cluster serves the debugging replica id from leaders only (kfake).
+				notServed++
+			default:
+				why = append(why, desc+" (ISR member) not checked: "+rp.Err)
+			}
+		}
+		if p.From >= 0 && p.Verified >= 0 {
+			parts++
+			from, verified = minKnown(from, p.From), max(verified, p.Verified)
+		}
+	}
+	if notServed > 0 {
+		why = append(why, fmt.Sprintf("%d ISR replicas not compared: the cluster serves the debugging replica id (-2) from leaders only (NOT_LEADER_FOR_PARTITION)", notServed))
+	}
+	rep.bytesSame = len(why) == 0
+	rep.bytesWhy = strings.Join(why, "; ")
+	rep.checked = fmt.Sprintf("replicaverify: %d of %d partitions compared batch by batch up to each replica's HW, offsets within [%d, %d)",
+		parts, len(vr.Partitions), max(from, 0), max(verified, 0))
+	if len(skipped) > 0 {
+		rep.checked += "; not read: " + strings.Join(skipped, ", ")
+	}
+	if parts < len(vr.Partitions) && rep.bytesSame {
+		rep.bytesSame = false
+		rep.bytesWhy = fmt.Sprintf("%d of %d partitions could not be compared (no replica readable)", len(vr.Partitions)-parts, len(vr.Partitions))
+	}
+}
+
+// inISR reports whether broker id's replica of p is in the ISR.
+func inISR(p replicaverify.Partition, id int32) bool {
+	for _, rp := range p.Replicas {
+		if rp.Broker == id {
+			return rp.InISR
+		}
+	}
+	return false
+}
+
+// minKnown is min(a, b) where a < 0 means unknown.
+func minKnown(a, b int64) int64 {
+	if a < 0 {
+		return b
+	}
+	return min(a, b)
+}
+
+// apply records the verdict in res and the faults report.
 func (rep *replicaReport) apply(res *results.Result, fr *FaultsReport) {
 	if rep == nil {
 		return
 	}
-	if !rep.bytesSame && rep.bytesErr == nil {
+	switch {
+	case rep.bytesErr != nil:
+		res.Note("durability.replicas", "not compared: "+rep.bytesErr.Error())
+	case !rep.bytesSame:
 		res.Note("durability.replicas", rep.bytesWhy)
 	}
-	res.Durability.ReplicasIdentical = rep.bytesSame && rep.identical
-	fr.ReplicaLogs = &ReplicaLogs{Checked: rep.checked, Lost: rep.lost, Identical: rep.identical, Note: rep.why}
+	if rep.checked != "" {
+		res.Note("durability.replicas_checked", rep.checked)
+	}
+	res.Durability.ReplicasIdentical = rep.bytesErr == nil && rep.bytesSame && rep.identical
+	if !rep.records {
+		return
+	}
+	fr.ReplicaLogs = &ReplicaLogs{Checked: rep.nlogs, Lost: rep.lost, Identical: rep.identical, Note: rep.why}
 	if rep.err != nil {
 		fr.ReplicaLogs.Error = rep.err.Error()
 	}
@@ -124,8 +238,7 @@ func (rep *replicaReport) apply(res *results.Result, fr *FaultsReport) {
 // (exclusive) from the leader's log and from every running replica's log, parsing the
 // batches, and checks that each replica holds the same records (offset, producer id, seq) as
 // the leader, and that no acknowledged record of the leader's range is missing on a replica.
-func checkReplicaLogs(rr target.ReplicaReader, topic string, start []int64, prods []*load.Producer) replicaReport {
-	rep := replicaReport{identical: true}
+func checkReplicaLogs(rr target.ReplicaReader, topic string, start []int64, prods []*load.Producer, rep *replicaReport) {
 	type rec struct {
 		pid uint32
 		seq uint64
@@ -162,7 +275,7 @@ func checkReplicaLogs(rr target.ReplicaReader, topic string, start []int64, prod
 			h, _ := load.ParseHeader(v)
 			want[off] = rec{h.ProducerID, h.Seq}
 		})
-		rep.checked++
+		rep.nlogs++
 		if err != nil {
 			rep.err = err
 			continue
@@ -183,7 +296,7 @@ func checkReplicaLogs(rr target.ReplicaReader, topic string, start []int64, prod
 					}
 				}
 			})
-			rep.checked++
+			rep.nlogs++
 			if err != nil {
 				if rep.err == nil {
 					rep.err = err
@@ -213,5 +326,4 @@ func checkReplicaLogs(rr target.ReplicaReader, topic string, start []int64, prod
 			}
 		}
 	}
-	return rep
 }

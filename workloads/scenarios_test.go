@@ -153,6 +153,10 @@ func TestScenarioLeaderKill(t *testing.T) {
 	if fr := report(t, res); fr.Faults[0].TimeToShrinkS < 0 || fr.ReplicaLogs == nil || !fr.ReplicaLogs.Identical {
 		t.Errorf("the killed leader never left the ISR, or replica logs differ: %+v %+v", fr.Faults, fr.ReplicaLogs)
 	}
+	// The ISR changes split into the leaders' and the controller's (fencing), adding up.
+	if i := res.ISR; i.Shrinks == 0 || i.LeaderShrinks+i.ControllerShrinks != i.Shrinks || i.LeaderShrinks < 0 || i.ControllerShrinks < 0 {
+		t.Errorf("isr %+v", i)
+	}
 }
 
 // TestScenarioConsumerGroup: two group members read the load; the coordinator's broker is

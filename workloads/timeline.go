@@ -60,6 +60,14 @@ func (t *timeline) shrinks() int64 {
 	return t.last.Shrinks - t.base.Shrinks
 }
 
+// controllerShrinks is the part of shrinks the controller made (fencing), not a leader.
+func (t *timeline) controllerShrinks() int64 {
+	if !t.haveBase || !t.haveLast {
+		return 0
+	}
+	return t.last.ControllerShrinks - t.base.ControllerShrinks
+}
+
 func (t *timeline) expands() int64 {
 	if !t.haveBase || !t.haveLast {
 		return 0

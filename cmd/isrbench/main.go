@@ -14,6 +14,9 @@ import (
 	"runtime/debug"
 	"sort"
 	"syscall"
+
+	"github.com/isrbench/isrbench/results"
+	"golang.org/x/sys/unix"
 )
 
 // command is one subcommand: it parses args and does the work, writing to stdout/stderr.
@@ -64,6 +67,10 @@ const defaultGCPercent = 400
 func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(defaultGCPercent)
+	}
+	// Tables fit 120 characters, or the terminal's width when standard output is a wider one.
+	if ws, err := unix.IoctlGetWinsize(int(os.Stdout.Fd()), unix.TIOCGWINSZ); err == nil {
+		results.SetTableWidth(int(ws.Col))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := exitCode(run(ctx, os.Args[1:], os.Stdout, os.Stderr), os.Stderr)

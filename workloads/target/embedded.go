@@ -119,6 +119,7 @@ func openEmbedded(ctx context.Context, s *spec.Spec, o TargetOptions) (Target, e
 	cc.DataDir = dir
 	cc.FS = o.FS
 	cc.Broker.OnHWLag = o.OnHWLag
+	cc.Broker.OnDamage = o.OnDamage
 	logw := o.Log
 	if logw == nil {
 		logw = io.Discard
@@ -241,7 +242,8 @@ func (e *embedded) Sample(_ context.Context, topic string) (Sample, error) {
 	e.cntMu.Unlock()
 	// A killed or fenced follower leaves the ISR through the controller, not through its
 	// leader's IsrShrinksPerSec: both count.
-	s.Shrinks += e.c.Controller().Stats().ISRShrinks
+	s.ControllerShrinks = e.c.Controller().Stats().ISRShrinks
+	s.Shrinks += s.ControllerShrinks
 	if st, ok := e.c.Controller().Partitions(topic); ok {
 		for _, p := range st {
 			s.Leaders = append(s.Leaders, p.Leader)

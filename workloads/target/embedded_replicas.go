@@ -1,7 +1,6 @@
 package target
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/isrbench/isrbench/core/partition"
@@ -64,64 +63,6 @@ func (e *embedded) ReplicationReady(topic string) string {
 		}
 	}
 	return ""
-}
-
-// ReplicasIdentical compares, for every partition of topic, the bytes of each ISR member's log
-// with the leader's over [leader log start, leader HW) (start inclusive, HW exclusive); it
-// returns false and the first difference when they are not byte-identical.
-func (e *embedded) ReplicasIdentical(topic string) (bool, string, error) {
-	st, ok := e.c.Controller().Partitions(topic)
-	if !ok {
-		return false, "", fmt.Errorf("replica check: no topic %s", topic)
-	}
-	for _, ps := range st {
-		if ps.Leader < 0 {
-			return false, fmt.Sprintf("partition %d has no leader", ps.Partition), nil
-		}
-		lb := e.c.Broker(ps.Leader)
-		if lb == nil {
-			return false, "", fmt.Errorf("replica check: leader %d of partition %d not running", ps.Leader, ps.Partition)
-		}
-		lr, ok := lb.Replica(topic, ps.Partition)
-		if !ok {
-			return false, "", fmt.Errorf("replica check: leader %d does not host partition %d", ps.Leader, ps.Partition)
-		}
-		from, hw := lr.LogStart(), lr.HW()
-		var followers []*partition.Replica
-		var fids []int32
-		for _, id := range ps.ISR {
-			if id == ps.Leader {
-				continue
-			}
-			b := e.c.Broker(id)
-			if b == nil {
-				continue
-			}
-			fr, ok := b.Replica(topic, ps.Partition)
-			if !ok {
-				return false, fmt.Sprintf("partition %d: ISR member %d does not host it", ps.Partition, id), nil
-			}
-			followers = append(followers, fr)
-			fids = append(fids, id)
-		}
-		// Chunk by chunk (1 MiB of whole batches) so memory stays bounded.
-		var want, got []byte
-		for off := from; off < hw; {
-			next, err := readChunk(lr, off, hw, &want)
-			if err != nil {
-				return false, "", fmt.Errorf("replica check: leader %d partition %d: %w", ps.Leader, ps.Partition, err)
-			}
-			for i, fr := range followers {
-				fnext, err := readChunk(fr, off, next, &got)
-				if err != nil || fnext != next || !bytes.Equal(got, want) {
-					return false, fmt.Sprintf("partition %d: ISR member %d differs from leader %d in [%d, %d) (err %v)",
-						ps.Partition, fids[i], ps.Leader, off, next, err), nil
-				}
-			}
-			off = next
-		}
-	}
-	return true, "", nil
 }
 
 // readChunk reads the batches from off (inclusive) up to at most to (exclusive), 1 MiB or one

@@ -70,12 +70,9 @@ type OfflineLogDirs interface {
 	OfflineLogDir() (broker int32, err error, ok bool)
 }
 
-// ReplicaReader reads replica logs directly, for the replica-log comparison after the run.
+// ReplicaReader reads replica logs directly, for the replica-log comparison after the run
+// (the bytes of every replica are compared over the wire by internal/replicaverify).
 type ReplicaReader interface {
-	// ReplicasIdentical compares, for every partition of topic, the bytes of each ISR
-	// member's log with the leader's up to the HW: false and the first difference when they
-	// are not byte-identical.
-	ReplicasIdentical(topic string) (same bool, why string, err error)
 	// PartitionReplicas returns the partition's leader (-1 if none), HW (exclusive) and
 	// running replicas.
 	PartitionReplicas(topic string, p int32) (leader int32, hw int64, replicas []int32, err error)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/isrbench/isrbench/core/broker"
 	"io"
 	"sort"
 	"strings"
@@ -37,12 +38,15 @@ type Target interface {
 
 // Sample is the replication state of the benchmark topic at one moment.
 type Sample struct {
-	ISRMin, ISRMax  int     // over the topic's partitions
-	UnderReplicated int     // partitions whose ISR is smaller than the replica set
-	UnderMinISR     int     // partitions whose ISR is below min.insync.replicas
-	Shrinks         int64   // cumulative ISR shrinks (IsrShrinksPerSec as a total, plus the controller's on fencing)
-	Expands         int64   // cumulative ISR expands
-	Leaders         []int32 // per partition, -1 if none
+	ISRMin, ISRMax  int   // over the topic's partitions
+	UnderReplicated int   // partitions whose ISR is smaller than the replica set
+	UnderMinISR     int   // partitions whose ISR is below min.insync.replicas
+	Shrinks         int64 // cumulative ISR shrinks (IsrShrinksPerSec as a total, plus the controller's on fencing)
+	Expands         int64 // cumulative ISR expands
+	// ControllerShrinks is the part of Shrinks the controller made itself (KRaft: a fenced
+	// broker removed from the ISRs); the rest are the leaders' AlterPartition shrinks.
+	ControllerShrinks int64
+	Leaders           []int32 // per partition, -1 if none
 	// HWTotal and LEOTotal sum the leaders' HW and LEO over the partitions (exclusive offsets);
 	// MaxLag is Kafka's MaxLag (records) over the leaders. Zero when the target cannot tell.
 	HWTotal, LEOTotal, MaxLag int64
@@ -52,7 +56,10 @@ type Sample struct {
 type TargetOptions struct {
 	// OnHWLag receives the core's leader append -> HW lag (ns, records) (embedded only).
 	OnHWLag func(lagNs, records int64)
-	Log     io.Writer
+	// OnDamage receives every damaged batch a broker finds in its replicas (embedded only;
+	// the broker's Config.OnDamage: called on the goroutine that found it, must not block).
+	OnDamage func(broker.DamageReport)
+	Log      io.Writer
 	// Seed drives random fault targets (any-follower).
 	Seed uint64
 	// FS is the file system under the embedded brokers' data directories (tests inject
