@@ -79,10 +79,14 @@ func readHWCheckpoint(fs vfs.FS, path string) (hws map[tp]int64, missing bool, e
 }
 
 // WriteHWCheckpoint writes every hosted replica's HW to
-// <DataDir>/replication-offset-checkpoint (periodically and on Close), unless it would
-// rewrite what this incarnation last wrote unchanged. Entries read at startup for replicas
-// not opened yet are kept.
-func (b *Broker) WriteHWCheckpoint() error {
+// <DataDir>/replication-offset-checkpoint (periodically), unless it would rewrite what this
+// incarnation last wrote unchanged. Entries read at startup for replicas not opened yet are
+// kept.
+func (b *Broker) WriteHWCheckpoint() error { return b.writeHWCheckpoint(false) }
+
+// writeHWCheckpoint is WriteHWCheckpoint; force writes it even unchanged (a clean stop's
+// last write, which must report a data directory that is gone).
+func (b *Broker) writeHWCheckpoint(force bool) error {
 	if err := b.LogDirOffline(); err != nil {
 		return err
 	}
@@ -95,7 +99,7 @@ func (b *Broker) WriteHWCheckpoint() error {
 	for _, h := range b.allReplicas() {
 		hws[h.key] = h.r.HW()
 	}
-	if b.ckpt.written != nil && maps.Equal(hws, b.ckpt.written) {
+	if !force && b.ckpt.written != nil && maps.Equal(hws, b.ckpt.written) {
 		return nil // the file on disk (written and synced) holds exactly these: an idle broker rewrites nothing
 	}
 	path := filepath.Join(b.cfg.DataDir, HWCheckpointFile)

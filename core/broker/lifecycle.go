@@ -177,7 +177,7 @@ func (b *Broker) Close() error {
 	}
 	var errs []error
 	if b.offline.Load() == nil {
-		if err := b.WriteHWCheckpoint(); err != nil {
+		if err := b.writeHWCheckpoint(true); err != nil {
 			errs = append(errs, err)
 		}
 	}
