@@ -33,14 +33,9 @@ func (c *conn) handleOffsetCommit(req *kmsg.OffsetCommitRequest) (kmsg.Response,
 		for _, p := range t.Partitions {
 			tp := group.TP{Topic: t.Topic, Partition: p.Partition}
 			meta := strOrEmpty(p.Metadata)
-			switch {
-			case cerr != nil:
-				perPart[tp] = cerr
-			case !c.partitionExists(t.Topic, p.Partition):
-				perPart[tp] = kerr.UnknownTopicOrPartition
-			case len(meta) > maxMeta:
-				perPart[tp] = fmt.Errorf("metadata of %d bytes exceeds offset.metadata.max.bytes %d: %w", len(meta), maxMeta, kerr.OffsetMetadataTooLarge)
-			default:
+			if err := c.checkCommitted(cerr, tp, meta, maxMeta); err != nil {
+				perPart[tp] = err
+			} else {
 				ts := now
 				if req.Version == 1 && p.Timestamp >= 0 {
 					ts = p.Timestamp
@@ -85,4 +80,20 @@ func (c *conn) partitionExists(topic string, p int32) bool {
 	}
 	_, ok := c.s.cfg.Controller.Partition(topic, p)
 	return ok
+}
+
+// checkCommitted is what OffsetCommit and TxnOffsetCommit check of each partition before the
+// group does: the coordinator's error (cerr), an unknown topic or partition
+// (UNKNOWN_TOPIC_OR_PARTITION), metadata over offset.metadata.max.bytes
+// (OFFSET_METADATA_TOO_LARGE).
+func (c *conn) checkCommitted(cerr error, tp group.TP, meta string, maxMeta int) error {
+	switch {
+	case cerr != nil:
+		return cerr
+	case !c.partitionExists(tp.Topic, tp.Partition):
+		return kerr.UnknownTopicOrPartition
+	case len(meta) > maxMeta:
+		return fmt.Errorf("metadata of %d bytes exceeds offset.metadata.max.bytes %d: %w", len(meta), maxMeta, kerr.OffsetMetadataTooLarge)
+	}
+	return nil
 }

@@ -2,10 +2,8 @@ package netfetch
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbench/isrbench/core/group"
@@ -35,14 +33,9 @@ func (c *conn) handleTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) (kmsg.Res
 		for _, p := range t.Partitions {
 			tp := group.TP{Topic: t.Topic, Partition: p.Partition}
 			meta := strOrEmpty(p.Metadata)
-			switch {
-			case cerr != nil:
-				perPart[tp] = cerr
-			case !c.partitionExists(t.Topic, p.Partition):
-				perPart[tp] = kerr.UnknownTopicOrPartition
-			case len(meta) > maxMeta:
-				perPart[tp] = fmt.Errorf("metadata of %d bytes exceeds offset.metadata.max.bytes %d: %w", len(meta), maxMeta, kerr.OffsetMetadataTooLarge)
-			default:
+			if err := c.checkCommitted(cerr, tp, meta, maxMeta); err != nil {
+				perPart[tp] = err
+			} else {
 				epoch := int32(-1)
 				if req.Version >= 2 {
 					epoch = p.LeaderEpoch
