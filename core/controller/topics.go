@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -161,6 +162,19 @@ func ValidateTopicName(name string) error {
 		}
 	}
 	return nil
+}
+
+// EnsureTopic creates an internal topic (__consumer_offsets, __transaction_state) on its
+// first use, or returns its partitions when it exists already (created meanwhile by
+// another broker's first use).
+func (c *Controller) EnsureTopic(name string, partitions int32, rf int16, configs map[string]string) ([]PartitionState, error) {
+	parts, err := c.CreateTopic(name, partitions, rf, configs)
+	if errors.Is(err, kerr.TopicAlreadyExists) {
+		if parts, ok := c.Partitions(name); ok {
+			return parts, nil
+		}
+	}
+	return parts, err
 }
 
 // CreateTopic creates a topic with the given partition count, replication

@@ -91,12 +91,7 @@ func EnsureOffsetsTopic(ctrl *controller.Controller, cfg Config) ([]controller.P
 	if rf <= 0 {
 		return nil, fmt.Errorf("creating %s: no alive broker: %w", OffsetsTopic, kerr.CoordinatorNotAvailable)
 	}
-	parts, err := ctrl.CreateTopic(OffsetsTopic, cfg.OffsetsTopicNumPartitions, rf, OffsetsTopicConfigs(cfg, rf))
-	if errors.Is(err, kerr.TopicAlreadyExists) {
-		if parts, ok := ctrl.Partitions(OffsetsTopic); ok {
-			return parts, nil
-		}
-	}
+	parts, err := ctrl.EnsureTopic(OffsetsTopic, cfg.OffsetsTopicNumPartitions, rf, OffsetsTopicConfigs(cfg, rf))
 	if err != nil {
 		return nil, fmt.Errorf("creating %s: %v: %w", OffsetsTopic, err, kerr.CoordinatorNotAvailable)
 	}

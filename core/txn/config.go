@@ -1,7 +1,6 @@
 package txn
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/isrbench/isrbench/core/broker"
+	"github.com/isrbench/isrbench/core/config"
 	"github.com/isrbench/isrbench/core/controller"
 )
 
@@ -52,28 +52,28 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.NumPartitions <= 0 {
-		c.NumPartitions = 50
+		c.NumPartitions = int32(config.DefaultOf("transaction.state.log.num.partitions"))
 	}
 	if c.ReplicationFactor <= 0 {
-		c.ReplicationFactor = 3
+		c.ReplicationFactor = int16(config.DefaultOf("transaction.state.log.replication.factor"))
 	}
 	if c.MinISR <= 0 {
-		c.MinISR = 2
+		c.MinISR = int(config.DefaultOf("transaction.state.log.min.isr"))
 	}
 	if c.SegmentBytes <= 0 {
-		c.SegmentBytes = 104857600
+		c.SegmentBytes = config.DefaultOf("transaction.state.log.segment.bytes")
 	}
 	if c.MaxTimeoutMs <= 0 {
-		c.MaxTimeoutMs = 900000
+		c.MaxTimeoutMs = int32(config.DefaultOf("transaction.max.timeout.ms"))
 	}
 	if c.AbortCheckIntervalMs <= 0 {
-		c.AbortCheckIntervalMs = 10000
+		c.AbortCheckIntervalMs = config.DefaultOf("transaction.abort.timed.out.transaction.cleanup.interval.ms")
 	}
 	if c.WriteTimeoutMs <= 0 {
 		c.WriteTimeoutMs = 30000
 	}
 	if c.OffsetsTopicNumPartitions <= 0 {
-		c.OffsetsTopicNumPartitions = 50
+		c.OffsetsTopicNumPartitions = int32(config.DefaultOf("offsets.topic.num.partitions"))
 	}
 	if c.ProducerIDs == nil {
 		c.ProducerIDs = wallClockIDs()
@@ -115,12 +115,7 @@ func EnsureStateTopic(ctrl *controller.Controller, cfg Config) ([]controller.Par
 		controller.ConfigRetentionBytes:    "-1",
 		controller.ConfigSegmentBytes:      strconv.FormatInt(cfg.SegmentBytes, 10),
 	}
-	parts, err := ctrl.CreateTopic(StateTopic, cfg.NumPartitions, rf, configs)
-	if errors.Is(err, kerr.TopicAlreadyExists) {
-		if parts, ok := ctrl.Partitions(StateTopic); ok {
-			return parts, nil
-		}
-	}
+	parts, err := ctrl.EnsureTopic(StateTopic, cfg.NumPartitions, rf, configs)
 	if err != nil {
 		return nil, fmt.Errorf("creating %s: %v: %w", StateTopic, err, kerr.CoordinatorNotAvailable)
 	}
