@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/netfetch"
 )
 
 // The admin operations of the interop table beyond the suite's: a partition reassignment
@@ -294,17 +295,40 @@ func reassignStep(c *cluster.Cluster, cl adminOps, boot, topic string) error {
 		return fmt.Errorf("no partition %s-0", topic)
 	}
 	var target []int32
+	var added int32
 	for _, id := range c.BrokerIDs() {
 		if !slices.Contains(st.Replicas, id) {
-			target = []int32{id, st.Replicas[1]}
+			target, added = []int32{id, st.Replicas[1]}, id
 		}
 	}
+	// The new replica cannot fetch until its links heal, so the reassignment is still running
+	// when the client lists it (the client's own connections are not replica links).
+	for _, id := range c.BrokerIDs() {
+		if id != added {
+			c.SetLink(id, added, netfetch.LinkFault{Down: true})
+		}
+	}
+	healed := false
+	heal := func() {
+		if !healed {
+			healed = true
+			for _, id := range c.BrokerIDs() {
+				c.SetLink(id, added, netfetch.LinkFault{})
+			}
+		}
+	}
+	defer heal()
 	if err := cl.reassign(boot, topic, 0, target); err != nil {
 		return err
 	}
-	if _, err := cl.reassigning(boot, topic); err != nil {
+	ps, err := cl.reassigning(boot, topic)
+	if err != nil {
 		return fmt.Errorf("listing while it runs: %w", err)
 	}
+	if !slices.Equal(ps, []int32{0}) {
+		return fmt.Errorf("listing while it runs: the client lists partitions %v of %s, want [0]", ps, topic)
+	}
+	heal()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		now, _ := c.Controller().Partition(topic, 0)
@@ -316,7 +340,7 @@ func reassignStep(c *cluster.Cluster, cl adminOps, boot, topic string) error {
 		}
 		time.Sleep(20 * time.Millisecond) // the controller's state, polled with a deadline
 	}
-	ps, err := cl.reassigning(boot, topic)
+	ps, err = cl.reassigning(boot, topic)
 	if err != nil {
 		return fmt.Errorf("listing after it completed: %w", err)
 	}

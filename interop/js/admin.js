@@ -33,7 +33,7 @@ async function main() {
       const res = await admin.listPartitionReassignments({ topics: [{ topic: a, partitions: [0] }] });
       for (const t of res.topics) {
         for (const p of t.partitions) {
-          console.log(`${p.partitionIndex}: ${p.replicas.join(',')} ${p.addingReplicas.join(',')} ${p.removingReplicas.join(',')}`);
+          console.log(`${p.partition}: ${p.replicas.join(',')} ${p.addingReplicas.join(',')} ${p.removingReplicas.join(',')}`);
         }
       }
     } else if (op === 'describe-config') {
