@@ -114,7 +114,7 @@ func (s *Sim) txnStep(tp *tproducer, produce bool) {
 		}
 		s.txnSend(tp)
 	case tpEnding:
-		if produce && !tp.zombie && s.rng.IntN(20) == 0 {
+		if produce && !tp.zombie && s.rng.IntN(8) == 0 {
 			s.restartTxnProducer(tp) // before its EndTxn: the old process may still send it
 			return
 		}
@@ -122,10 +122,10 @@ func (s *Sim) txnStep(tp *tproducer, produce bool) {
 	}
 }
 
-// restartTxnProducer: the process of tp restarts with the same transactional id; one time in
-// two the old process goes on for a few requests (a zombie).
+// restartTxnProducer: the process of tp restarts with the same transactional id; during a
+// transaction, between batches, the old process goes on for a few requests (a zombie).
 func (s *Sim) restartTxnProducer(tp *tproducer) {
-	if tp.state >= tpAdding && len(tp.inflight) == 0 && s.rng.IntN(2) == 0 {
+	if tp.state >= tpAdding && len(tp.inflight) == 0 {
 		// (Between batches: a batch in flight stays the old process's, answered to it.)
 		z := *tp
 		z.zombie, z.life = true, 1+s.rng.IntN(4)

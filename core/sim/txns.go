@@ -54,8 +54,8 @@ const (
 	txnStatePartitions = 2
 	// txnTimeoutMs is the producers' transaction.timeout.ms; txnAbortCheckMs the
 	// coordinators' transaction.abort.timed.out.transaction.cleanup.interval.ms.
-	txnTimeoutMs    = 1500
-	txnAbortCheckMs = 500
+	txnTimeoutMs    = 1000
+	txnAbortCheckMs = 250
 	// txnRequestNs: a request without an answer for this long is given up.
 	txnRequestNs = int64(10 * time.Second)
 )
@@ -157,7 +157,7 @@ func (s *Sim) txnsInit() *txnSim {
 		Logf:                      func(f string, a ...any) { s.tracef(f, a...) },
 	}
 	ts.cfg = cfg.WithDefaults()
-	for i := range 2 {
+	for i := range 3 {
 		ts.producers = append(ts.producers, &tproducer{tid: "tx-" + strconv.Itoa(i), state: tpInit})
 	}
 	return ts
@@ -165,8 +165,8 @@ func (s *Sim) txnsInit() *txnSim {
 
 // txnWork is the work loop's part for transactions: it creates __transaction_state (that
 // takes the step's work: it reports true), keeps every running broker's coordinator current
-// (Scan, Tick, Poll), answers the markers whose wait is over and, one step in two, moves one
-// producer on.
+// (Scan, Tick, Poll), answers the markers whose wait is over and moves one producer on (every
+// producer while the faults heal).
 func (s *Sim) txnWork(produce bool) bool {
 	if s.txns == nil {
 		s.txns = s.txnsInit()
@@ -198,7 +198,7 @@ func (s *Sim) txnWork(produce bool) bool {
 		for _, tp := range slices.Clone(ts.producers) {
 			s.txnStep(tp, false)
 		}
-	case s.rng.IntN(2) == 0:
+	default:
 		s.txnStep(ts.producers[s.rng.IntN(len(ts.producers))], produce)
 	}
 	return false
@@ -380,8 +380,8 @@ func markerEntry(batch []byte, h records.Header) string {
 // checkLSO checks, after a step, LSO <= HW on every replica of the topic and that a leader's
 // LSO never goes back within its leadership.
 func (s *Sim) checkLSO() {
-	if s.txns == nil {
-		return
+	if s.txns == nil || len(s.txns.txns) == 0 {
+		return // (no transaction yet: the LSO is the HW, checked as such)
 	}
 	for p := int32(0); p < int32(s.nparts); p++ {
 		st, _ := s.ctrl.Partition(topic, p)

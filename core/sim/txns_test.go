@@ -9,7 +9,7 @@ import "testing"
 // the coordinator's timeout.
 func TestSimulationTxns(t *testing.T) {
 	var total TxnStats
-	for seed := uint64(1); seed <= 40; seed++ {
+	for seed := uint64(1); seed <= 60; seed++ {
 		res := Run(Options{Seed: seed})
 		if res.Err != nil {
 			t.Fatalf("seed %d: %v", seed, res.Err)
@@ -17,11 +17,11 @@ func TestSimulationTxns(t *testing.T) {
 		total.add(res.Stats.Txns)
 	}
 	if total.Committed == 0 || total.Aborted == 0 || total.Markers == 0 || total.RecordsRead == 0 {
-		t.Errorf("40 seeds: %d commits, %d aborts, %d markers, %d transactional records read_committed: want all kinds", total.Committed, total.Aborted, total.Markers, total.RecordsRead)
+		t.Errorf("60 seeds: %d commits, %d aborts, %d markers, %d transactional records read_committed: want all kinds", total.Committed, total.Aborted, total.Markers, total.RecordsRead)
 	}
 	if total.Loads < 80 || total.Zombies == 0 || total.Fenced == 0 || total.Abandoned == 0 || total.Restarts == 0 {
-		t.Errorf("40 seeds: %d coordinator loads, %d zombies, %d fenced, %d abandoned, %d restarts: want coordinator moves and every kind of producer change",
+		t.Errorf("60 seeds: %d coordinator loads, %d zombies, %d fenced, %d abandoned, %d restarts: want coordinator moves and every kind of producer change",
 			total.Loads, total.Zombies, total.Fenced, total.Abandoned, total.Restarts)
 	}
-	t.Logf("40 seeds: %+v", total)
+	t.Logf("60 seeds: %+v", total)
 }

@@ -59,6 +59,10 @@ type entry struct {
 	meta    Meta
 	exists  bool
 	pending bool
+	// offset is the offset of the id's latest record in __transaction_state (-1: none): a
+	// state loaded or written at or past the HW is not committed yet (a leader change may
+	// truncate it), so an answer that relies on it without a write writes it again first.
+	offset int64
 }
 
 // NewCoordinator returns the transaction coordinator of broker b (not started). now returns
@@ -189,6 +193,7 @@ func (c *Coordinator) load(p, epoch int32) {
 		return
 	}
 	txns := map[string]Meta{}
+	offsets := map[string]int64{}
 	end := r.LEO()
 	var buf []byte
 	bad := 0
@@ -206,7 +211,7 @@ func (c *Coordinator) load(p, epoch int32) {
 				if h.IsControl() {
 					return nil
 				}
-				return records.ForEachRecord(batch, func(_, _ int64, key, value []byte) error {
+				return records.ForEachRecord(batch, func(off, _ int64, key, value []byte) error {
 					id, err := DecodeKey(key)
 					if err != nil {
 						bad++
@@ -221,7 +226,7 @@ func (c *Coordinator) load(p, epoch int32) {
 						bad++
 						return nil
 					}
-					txns[id] = m
+					txns[id], offsets[id] = m, off
 					return nil
 				})
 			})
@@ -243,7 +248,7 @@ func (c *Coordinator) load(p, epoch int32) {
 		return
 	}
 	for id, m := range txns {
-		lp.txns[id] = &entry{meta: m, exists: true}
+		lp.txns[id] = &entry{meta: m, exists: true, offset: offsets[id]}
 		if m.State == PrepareCommit || m.State == PrepareAbort || m.State == PrepareEpochFence {
 			resume = append(resume, m)
 		}
@@ -300,6 +305,11 @@ func (c *Coordinator) updateAsync(id string, decide func(cur Meta, exists bool) 
 		cur = e.meta
 	}
 	next, write, err := decide(cur, e != nil && e.exists)
+	if err == nil && !write && e != nil && e.exists && e.offset >= c.hw(p) {
+		// The answer relies on a state not committed yet (loaded past the HW, or its write
+		// not acknowledged): it is written again, and answered once acknowledged.
+		next, write = cur, true
+	}
 	if err != nil || !write {
 		c.mu.Unlock()
 		done(next, lp.epoch, err)
@@ -313,11 +323,11 @@ func (c *Coordinator) updateAsync(id string, decide func(cur Meta, exists bool) 
 	epoch := lp.epoch
 	c.mu.Unlock()
 
-	c.writeAsync(p, epoch, next, func(err error) {
+	c.writeAsync(p, epoch, next, func(off int64, err error) {
 		c.mu.Lock()
 		e.pending = false
 		if err == nil && c.mu.parts[p] == lp {
-			e.meta, e.exists = next, true
+			e.meta, e.exists, e.offset = next, true, off
 			if next.State == Dead {
 				delete(lp.txns, id)
 			}
@@ -348,10 +358,10 @@ func (c *Coordinator) update(ctx context.Context, id string, decide func(cur Met
 // writeAsync appends m to __transaction_state-p as leader in leader epoch epoch and calls
 // done once acks=all is met or failed (Config.WriteTimeoutMs at most). A Dead state is
 // written as a tombstone (the id expired).
-func (c *Coordinator) writeAsync(p, epoch int32, m Meta, done func(error)) {
+func (c *Coordinator) writeAsync(p, epoch int32, m Meta, done func(int64, error)) {
 	r, ok := c.b.Replica(StateTopic, p)
 	if !ok || !r.IsLeader() || r.LeaderEpoch() != epoch {
-		done(fmt.Errorf("broker %d no longer leads %s-%d in leader epoch %d: %w", c.b.ID(), StateTopic, p, epoch, kerr.NotCoordinator))
+		done(-1, fmt.Errorf("broker %d no longer leads %s-%d in leader epoch %d: %w", c.b.ID(), StateTopic, p, epoch, kerr.NotCoordinator))
 		return
 	}
 	rec := records.Record{Key: Key(m.TransactionalID), Value: Value(m)}
@@ -362,10 +372,10 @@ func (c *Coordinator) writeAsync(p, epoch int32, m Meta, done func(error)) {
 	parts := []broker.ProducePartition{{Topic: StateTopic, Partition: p, Records: batch}}
 	result := func() {
 		if err := parts[0].Err; err != nil {
-			done(writeError(fmt.Errorf("writing transactional id %q to %s-%d: %w", m.TransactionalID, StateTopic, p, err)))
+			done(-1, writeError(fmt.Errorf("writing transactional id %q to %s-%d: %w", m.TransactionalID, StateTopic, p, err)))
 			return
 		}
-		done(nil)
+		done(parts[0].BaseOffset, nil)
 	}
 	w := c.b.ProduceAppend(-1, parts)
 	if w == nil {
@@ -373,6 +383,14 @@ func (c *Coordinator) writeAsync(p, epoch int32, m Meta, done func(error)) {
 		return
 	}
 	c.await(w, result)
+}
+
+// hw is the HW of __transaction_state-p on this broker (0 when it has no replica).
+func (c *Coordinator) hw(p int32) int64 {
+	if r, ok := c.b.Replica(StateTopic, p); ok {
+		return r.HW()
+	}
+	return 0
 }
 
 // writeError maps a failed __transaction_state write to what the request answers (Kafka's
