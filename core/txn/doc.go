@@ -20,7 +20,9 @@
 //     its log up to the log end (COORDINATOR_LOAD_IN_PROGRESS meanwhile) and finishes the
 //     transactions it finds prepared; a broker that stops leading a partition drops its ids
 //     (NOT_COORDINATOR). Every state change is written with acks=all before it is
-//     installed and answered; a request on an id with a write or markers in flight is
+//     installed and answered, and an answer that needs no change but relies on a state
+//     not yet below the HW (loaded past it) writes that state again first, since a leader
+//     change may truncate it; a request on an id with a write or markers in flight is
 //     CONCURRENT_TRANSACTIONS, as Kafka's pendingState. Markers go through a MarkerWriter
 //     to each partition's leader (broker.AppendTxnMarkers there), with the coordinator epoch
 //     = the leader epoch of the __transaction_state partition, retried until written.
