@@ -333,6 +333,13 @@ func (s *Sim) consume() {
 	}
 	nread := 0
 	err = records.Split(data, func(batch []byte, h records.Header) error {
+		if h.IsControl() {
+			if h.BaseOffset >= hw {
+				return fmt.Errorf("a consumer fetch of p%d at %d from broker %d returned a marker at offset %d, at or past the HW %d", p, fp.FetchOffset, n.id, h.BaseOffset, hw)
+			}
+			s.consumer[p] = max(s.consumer[p], h.NextOffset()) // (a consumer skips markers)
+			return nil
+		}
 		return records.ForEachRecord(batch, func(off, _ int64, _, v []byte) error {
 			if off >= hw {
 				return fmt.Errorf("a consumer fetch of p%d at %d from broker %d (leader epoch %d) returned record %s at offset %d, at or past the HW %d (LEO %d): consumers read only below the HW",

@@ -69,6 +69,18 @@
 // stale generations (and replaced static member ids) are refused, a generation has one
 // assignment.
 //
+// Transactions run in it too (txns.go): a core/txn Coordinator per broker incarnation on
+// __transaction_state, markers carried to the partitions' leaders over the simulated
+// network, and transactional producers that begin, write to several partitions, commit or
+// abort, restart with the same transactional id (the old process going on as a zombie until
+// fenced) or abandon a transaction to the coordinator's timeout. Its invariants: LSO <= HW on
+// every replica, the LSO never goes back within a leadership, a read_committed read never
+// returns an aborted or undecided record, a transaction is visible whole or not at all on
+// every partition it wrote to, and every transaction is decided once the faults heal
+// (liveness, with LSO = HW everywhere). After a failure that may have lost
+// __transaction_state writes, hanging transactions are aborted as an operator would
+// (txnoperator.go).
+//
 // Run: Run(Options{Seed: n}) returns the failure (nil if none) and the trace of every
 // step; the same seed gives the same trace. TestSimulation runs many seeds; -sim.seed=N
 // replays one and prints its trace.

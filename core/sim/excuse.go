@@ -88,6 +88,16 @@ func (s *Sim) excuse(what string, fail []int32) {
 				}
 			}
 		}
+		// Markers appended and waiting for acks=all, likewise.
+		if s.txns != nil {
+			for _, mw := range s.txns.markerWaits {
+				for i, mp := range mw.mk.Partitions {
+					if mp.Err == nil && mp.Topic == topic && mp.Partition == p && mw.nums[i] != 0 {
+						unheld(key{p, mp.BaseOffset}, entry{markerValue(mw.mk.ProducerID, mw.mk.ProducerEpoch, mw.mk.Commit), mw.nums[i]})
+					}
+				}
+			}
+		}
 		if k > 0 || len(held) == 0 {
 			s.lossy[p] = true
 			parts = append(parts, p)

@@ -359,7 +359,7 @@ func (s *Sim) restartCluster() {
 	}
 	s.failure("a cluster restart", all...)
 	s.tracef("cluster restart")
-	if s.fsyncAll && s.rng.IntN(2) == 0 {
+	if s.fsyncAll && s.rng.IntN(4) != 0 { // (three times in four: the rest are kill -9s)
 		s.crashAll()
 	}
 	for _, n := range s.nodes {

@@ -13,6 +13,7 @@ import (
 	"github.com/isrbench/isrbench/core/broker"
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/group"
+	"github.com/isrbench/isrbench/core/txn"
 )
 
 // The group coordinator in the simulation: every broker incarnation runs a core/group
@@ -283,28 +284,34 @@ func (s *Sim) noteLoads(n *node, c *group.Coordinator) {
 // all its replicas in the ISR (converged: also with every replica at the leader's LEO and
 // the leader's HW there).
 func (s *Sim) offsetsInSync(converged bool) bool {
+	return s.internalInSync(group.OffsetsTopic, offsetsPartitions, s.groups != nil && s.groups.created, converged)
+}
+
+// internalInSync is offsetsInSync for an internal topic t of parts partitions (created: it
+// exists yet).
+func (s *Sim) internalInSync(t string, parts int32, created, converged bool) bool {
 	for _, n := range s.nodes {
 		if !n.up() || n.paused || n.b.LogDirOffline() != nil {
 			return false
 		}
 	}
-	if s.groups == nil || !s.groups.created {
+	if !created {
 		return true
 	}
-	for p := int32(0); p < offsetsPartitions; p++ {
-		st, ok := s.ctrl.Partition(group.OffsetsTopic, p)
+	for p := int32(0); p < parts; p++ {
+		st, ok := s.ctrl.Partition(t, p)
 		if !ok || st.Leader == controller.NoLeader || len(st.ISR) != len(st.Replicas) {
 			return false
 		}
 		if !converged {
 			continue
 		}
-		lr, ok := s.nodes[st.Leader].b.Replica(group.OffsetsTopic, st.Partition)
+		lr, ok := s.nodes[st.Leader].b.Replica(t, st.Partition)
 		if !ok || !lr.IsLeader() || lr.HW() != lr.LEO() {
 			return false
 		}
 		for _, id := range st.Replicas {
-			if r, ok := s.nodes[id].b.Replica(group.OffsetsTopic, st.Partition); !ok || r.LEO() != lr.LEO() {
+			if r, ok := s.nodes[id].b.Replica(t, st.Partition); !ok || r.LEO() != lr.LEO() {
 				return false
 			}
 		}
@@ -351,25 +358,27 @@ func (s *Sim) noteFailures() {
 	}
 }
 
-// offsetsOperatorElections: a __consumer_offsets partition left offline because every ISR
+// offsetsOperatorElections: a __consumer_offsets or __transaction_state partition left offline because every ISR
 // member lost data (after an excused correlated failure) gets an unclean election, as an
 // operator would do; without an excuse that is a bug.
 func (s *Sim) offsetsOperatorElections() {
-	parts, _ := s.ctrl.Partitions(group.OffsetsTopic)
-	for _, st := range parts {
-		if st.Leader != controller.NoLeader {
-			continue
-		}
-		dmg := s.ctrl.Damaged(group.OffsetsTopic, st.Partition)
-		if slices.ContainsFunc(st.ISR, func(id int32) bool { return !slices.Contains(dmg, id) }) {
-			continue
-		}
-		if s.groups.lossUpTo == 0 && len(s.lossy) == 0 && len(s.excusedNums) == 0 {
-			s.fail("%s-%d is offline: every ISR member %v is damaged %v, without a correlated failure", group.OffsetsTopic, st.Partition, st.ISR, dmg)
-			return
-		}
-		if _, err := s.ctrl.ElectLeader(group.OffsetsTopic, st.Partition, true); err == nil {
-			s.tracef("operator: unclean election of %s-%d", group.OffsetsTopic, st.Partition)
+	for _, t := range []string{group.OffsetsTopic, txn.StateTopic} {
+		parts, _ := s.ctrl.Partitions(t)
+		for _, st := range parts {
+			if st.Leader != controller.NoLeader {
+				continue
+			}
+			dmg := s.ctrl.Damaged(t, st.Partition)
+			if slices.ContainsFunc(st.ISR, func(id int32) bool { return !slices.Contains(dmg, id) }) {
+				continue
+			}
+			if s.groups.lossUpTo == 0 && len(s.lossy) == 0 && len(s.excusedNums) == 0 && (s.txns == nil || !s.txns.loss.lost) {
+				s.fail("%s-%d is offline: every ISR member %v is damaged %v, without a correlated failure", t, st.Partition, st.ISR, dmg)
+				return
+			}
+			if _, err := s.ctrl.ElectLeader(t, st.Partition, true); err == nil {
+				s.tracef("operator: unclean election of %s-%d", t, st.Partition)
+			}
 		}
 	}
 }

@@ -76,6 +76,7 @@ func (s *Sim) converge() {
 		}
 		if s.now >= nextOperator {
 			s.operatorElections()
+			s.abortHanging()
 			nextOperator = s.now + operatorEveryNs
 		}
 	}
@@ -150,6 +151,7 @@ func (s *Sim) notLive() []string {
 	if b := s.idemInFlight(); b != "" {
 		out = append(out, "an idempotent batch is not acknowledged: "+b)
 	}
+	out = append(out, s.txnsNotLive()...)
 	return out
 }
 

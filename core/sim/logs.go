@@ -69,7 +69,8 @@ func rawLog(r reader, from, to int64) ([]byte, error) {
 	return raw, nil
 }
 
-// readLog returns the record values of r in [from, to) by offset.
+// readLog returns the record values of r in [from, to) by offset; a control batch's value
+// is its marker's (markerValue).
 func readLog(r reader, from, to int64) (map[int64]string, error) {
 	raw, err := rawLog(r, from, to)
 	if err != nil {
@@ -77,6 +78,10 @@ func readLog(r reader, from, to int64) (map[int64]string, error) {
 	}
 	out := map[int64]string{}
 	err = records.Split(raw, func(batch []byte, h records.Header) error {
+		if h.IsControl() {
+			out[h.BaseOffset] = markerEntry(batch, h)
+			return nil
+		}
 		return records.ForEachRecord(batch, func(o, _ int64, _, v []byte) error {
 			out[o] = string(v)
 			return nil

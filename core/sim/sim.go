@@ -85,6 +85,8 @@ type Stats struct {
 	RetentionOn, RetentionDeletes, ConsumerResets int
 	// Groups counts the group coordinator's work (groups.go).
 	Groups GroupStats
+	// Txns counts the transactions' work (txns.go).
+	Txns TxnStats
 }
 
 // maxPartitions bounds the partitions CreatePartitions faults add.
@@ -157,6 +159,11 @@ type Sim struct {
 	retention, retentionUsed bool
 	// groups: the group coordinators and their consumers (groups.go).
 	groups *groupSim
+	// comparedOK: the last byte-for-byte comparison of each ISR member that passed (check).
+	comparedOK map[syncKey]compared
+	// txns: the transaction coordinators, the transactional producers and their oracle
+	// (txns.go).
+	txns *txnSim
 }
 
 // entry is a record the oracle holds: its value and its number (the order it was produced in).
@@ -226,7 +233,7 @@ func Run(o Options) Result {
 	s := &Sim{o: o, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)), now: startNs,
 		cut: map[[2]int32]bool{}, slow: map[[2]int32]int64{}, acked: map[key]entry{}, acking: map[int]ackRef{}, consumed: map[key]entry{},
 		nparts: o.Partitions, consumer: make([]int64, o.Partitions), hwSeen: map[termKey]int64{}, synced: map[syncKey]int32{},
-		lastState: map[int32]string{}, excusedNums: map[int]bool{}, lossy: map[int32]bool{}}
+		lastState: map[int32]string{}, excusedNums: map[int]bool{}, lossy: map[int32]bool{}, comparedOK: map[syncKey]compared{}}
 	var seed [32]byte
 	binary.LittleEndian.PutUint64(seed[:], o.Seed)
 	s.ids = rand.NewChaCha8(seed)
@@ -378,7 +385,7 @@ func (s *Sim) heartbeats() {
 // ISR pass, a heartbeat, a metadata delivery, a session check, a checkpoint or a retention
 // pass.
 func (s *Sim) work(produce bool) {
-	if s.groupWork(produce) {
+	if s.groupWork(produce) || s.txnWork(produce) {
 		return
 	}
 	n := s.nodes[s.rng.IntN(len(s.nodes))]
@@ -392,7 +399,11 @@ func (s *Sim) work(produce bool) {
 			s.fetchRound(n)
 		}
 	case r < 62:
-		s.consume()
+		if s.rng.IntN(2) == 0 {
+			s.consume()
+		} else {
+			s.consumeCommitted()
+		}
 	case r < 72:
 		// A broker cut from the controller runs its ISR passes too: its AlterPartition
 		// requests are lost and sent again.

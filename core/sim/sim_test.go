@@ -90,6 +90,7 @@ func add(t *Stats, s Stats) {
 	t.RetentionDeletes += s.RetentionDeletes
 	t.ConsumerResets += s.ConsumerResets
 	t.Groups.add(s.Groups)
+	t.Txns.add(s.Txns)
 }
 
 // TestSimulationFaultMix: the seeds exercise the fault kinds that expose acks tied to the

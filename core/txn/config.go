@@ -17,6 +17,13 @@ import (
 // StateTopic is the internal topic of transaction state.
 const StateTopic = "__transaction_state"
 
+// Kafka's defaults of transactional.id.expiration.ms (7 days) and
+// transaction.remove.expired.transaction.cleanup.interval.ms (1 hour).
+const (
+	DefaultIDExpirationMs          = 7 * 24 * 3600 * 1000
+	DefaultRemoveExpiredIntervalMs = 3600 * 1000
+)
+
 // Config is the transaction coordinator's configuration, under Kafka's names. Zero fields
 // take Kafka's defaults.
 type Config struct {
@@ -35,6 +42,15 @@ type Config struct {
 	// AbortCheckIntervalMs is transaction.abort.timed.out.transaction.cleanup.interval.ms
 	// (10000): how often transactions open past their timeout are aborted.
 	AbortCheckIntervalMs int64
+	// IDExpirationMs is transactional.id.expiration.ms (604800000, 7 days): a transactional
+	// id with no transaction open (Empty, CompleteCommit, CompleteAbort) and no update for
+	// this long is expired: a tombstone is written to __transaction_state and the id
+	// forgotten, so its next InitProducerId gets a new producer id.
+	IDExpirationMs int64
+	// RemoveExpiredIntervalMs is
+	// transaction.remove.expired.transaction.cleanup.interval.ms (3600000): how often idle
+	// transactional ids are expired.
+	RemoveExpiredIntervalMs int64
 	// WriteTimeoutMs bounds the acks=all wait of a __transaction_state write and of a
 	// marker write (request.timeout.ms, 30000).
 	WriteTimeoutMs int64
@@ -46,6 +62,14 @@ type Config struct {
 	ProducerIDs func() int64
 	// Markers writes transaction markers through a partition's leader (nil: LocalMarkers).
 	Markers MarkerWriter
+	// Manual makes the Coordinator start no goroutine: the caller drives it (Scan after a
+	// leadership change, Tick at NextDeadline, Poll for the acks=all waits) and uses the
+	// Async methods, whose callbacks run on its goroutine; the deterministic simulator does.
+	Manual bool
+	// MarkersAsync writes markers with Manual: it calls done, on the caller's goroutine,
+	// once each partition's Err is final (nil: this broker writes the markers of the
+	// partitions it leads, and Poll ends their waits).
+	MarkersAsync func(leader int32, m *broker.TxnMarker, done func(error))
 	// Logf logs loads and marker retries (nil: silent).
 	Logf func(format string, args ...any)
 }
@@ -68,6 +92,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AbortCheckIntervalMs <= 0 {
 		c.AbortCheckIntervalMs = config.DefaultOf("transaction.abort.timed.out.transaction.cleanup.interval.ms")
+	}
+	if c.IDExpirationMs <= 0 {
+		c.IDExpirationMs = DefaultIDExpirationMs
+	}
+	if c.RemoveExpiredIntervalMs <= 0 {
+		c.RemoveExpiredIntervalMs = DefaultRemoveExpiredIntervalMs
 	}
 	if c.WriteTimeoutMs <= 0 {
 		c.WriteTimeoutMs = 30000

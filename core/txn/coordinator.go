@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -36,6 +37,11 @@ type Coordinator struct {
 		sync.Mutex
 		parts  map[int32]*loaded // __transaction_state partition -> what is loaded for it
 		closed bool
+		// With Config.Manual: the acks=all waits (Poll), the continuations due later and
+		// the time of the next periodic check (Tick).
+		writes                []*pendingWrite
+		timers                []timer
+		nextCheck, nextRemove int64
 	}
 }
 
@@ -53,6 +59,10 @@ type entry struct {
 	meta    Meta
 	exists  bool
 	pending bool
+	// offset is the offset of the id's latest record in __transaction_state (-1: none): a
+	// state loaded or written at or past the HW is not committed yet (a leader change may
+	// truncate it), so an answer that relies on it without a write writes it again first.
+	offset int64
 }
 
 // NewCoordinator returns the transaction coordinator of broker b (not started). now returns
@@ -92,21 +102,31 @@ func (c *Coordinator) logf(format string, args ...any) {
 	}
 }
 
-// Start starts the leadership watcher and the expiry timer.
+// Start starts the leadership watcher and the expiry timer (with Config.Manual, nothing: the
+// caller calls Scan, Tick and Poll).
 func (c *Coordinator) Start() {
+	if c.cfg.Manual {
+		c.mu.Lock()
+		c.mu.nextCheck = c.now() + c.cfg.AbortCheckIntervalMs
+		c.mu.nextRemove = c.now() + c.cfg.RemoveExpiredIntervalMs
+		c.mu.Unlock()
+		return
+	}
 	c.wg.Add(2)
 	go func() { defer c.wg.Done(); c.watch() }()
 	go func() { defer c.wg.Done(); c.expireLoop() }()
 }
 
 // Close stops the goroutines (transactions being completed are finished by the next
-// coordinator of their partition, which reloads them). Idempotent.
+// coordinator of their partition, which reloads them); requests in flight end with
+// NOT_COORDINATOR. Idempotent.
 func (c *Coordinator) Close() {
 	c.cancel()
 	c.mu.Lock()
 	c.mu.closed = true
 	c.mu.parts = map[int32]*loaded{}
 	c.mu.Unlock()
+	c.closeManual()
 	c.wg.Wait()
 }
 
@@ -148,9 +168,20 @@ func (c *Coordinator) Scan() {
 	}
 	c.mu.Unlock()
 	for _, l := range loads {
-		c.wg.Add(1)
-		go func() { defer c.wg.Done(); c.load(l.p, l.epoch) }()
+		c.spawn(func() { c.load(l.p, l.epoch) })
 	}
+}
+
+// LoadedEpoch returns the leader epoch __transaction_state partition p is loaded for, and
+// whether it is loaded (led here, its log read).
+func (c *Coordinator) LoadedEpoch(p int32) (int32, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lp := c.mu.parts[p]
+	if lp == nil || lp.loading {
+		return -1, false
+	}
+	return lp.epoch, true
 }
 
 // load replays partition p's log (to the log end, as the group coordinator does) and
@@ -162,6 +193,7 @@ func (c *Coordinator) load(p, epoch int32) {
 		return
 	}
 	txns := map[string]Meta{}
+	offsets := map[string]int64{}
 	end := r.LEO()
 	var buf []byte
 	bad := 0
@@ -179,7 +211,7 @@ func (c *Coordinator) load(p, epoch int32) {
 				if h.IsControl() {
 					return nil
 				}
-				return records.ForEachRecord(batch, func(_, _ int64, key, value []byte) error {
+				return records.ForEachRecord(batch, func(off, _ int64, key, value []byte) error {
 					id, err := DecodeKey(key)
 					if err != nil {
 						bad++
@@ -194,7 +226,7 @@ func (c *Coordinator) load(p, epoch int32) {
 						bad++
 						return nil
 					}
-					txns[id] = m
+					txns[id], offsets[id] = m, off
 					return nil
 				})
 			})
@@ -216,20 +248,20 @@ func (c *Coordinator) load(p, epoch int32) {
 		return
 	}
 	for id, m := range txns {
-		lp.txns[id] = &entry{meta: m, exists: true}
+		lp.txns[id] = &entry{meta: m, exists: true, offset: offsets[id]}
 		if m.State == PrepareCommit || m.State == PrepareAbort || m.State == PrepareEpochFence {
 			resume = append(resume, m)
 		}
 	}
 	lp.loading = false
 	c.mu.Unlock()
+	sort.Slice(resume, func(i, j int) bool { return resume[i].TransactionalID < resume[j].TransactionalID })
 	if len(txns) > 0 || bad > 0 {
 		c.logf("%s-%d: loaded %d transactional ids (%d undecodable records) up to offset %d, leader epoch %d; completing %d",
 			StateTopic, p, len(txns), bad, end, epoch, len(resume))
 	}
 	for _, m := range resume {
-		c.wg.Add(1)
-		go func() { defer c.wg.Done(); _ = c.complete(c.ctx, m) }()
+		c.completeAsync(m, func(error) {})
 	}
 }
 
@@ -250,29 +282,38 @@ func (c *Coordinator) partLocked(id string) (int32, *loaded, error) {
 	return p, lp, nil
 }
 
-// update runs decide on id's state under mu, writes what it returns (when write) to
-// __transaction_state with acks=all and installs it once acknowledged. It returns the state
-// decided (the current one when nothing is written) and the coordinator epoch.
-func (c *Coordinator) update(ctx context.Context, id string, decide func(cur Meta, exists bool) (Meta, bool, error)) (Meta, int32, error) {
+// updateAsync runs decide on id's state under mu, writes what it returns (when write) to
+// __transaction_state with acks=all and installs it once acknowledged; then done gets the
+// state decided (the current one when nothing is written), the coordinator epoch and the
+// outcome. done runs without mu held, at most once.
+func (c *Coordinator) updateAsync(id string, decide func(cur Meta, exists bool) (Meta, bool, error), done func(Meta, int32, error)) {
 	c.mu.Lock()
 	p, lp, err := c.partLocked(id)
 	if err != nil {
 		c.mu.Unlock()
-		return Meta{}, -1, err
+		done(Meta{}, -1, err)
+		return
 	}
 	e := lp.txns[id]
 	if e != nil && e.pending {
 		c.mu.Unlock()
-		return Meta{}, -1, fmt.Errorf("transactional id %q has a request in flight: %w", id, kerr.ConcurrentTransactions)
+		done(Meta{}, -1, fmt.Errorf("transactional id %q has a request in flight: %w", id, kerr.ConcurrentTransactions))
+		return
 	}
 	var cur Meta
 	if e != nil && e.exists {
 		cur = e.meta
 	}
 	next, write, err := decide(cur, e != nil && e.exists)
+	if err == nil && !write && e != nil && e.exists && e.offset >= c.hw(p) {
+		// The answer relies on a state not committed yet (loaded past the HW, or its write
+		// not acknowledged): it is written again, and answered once acknowledged.
+		next, write = cur, true
+	}
 	if err != nil || !write {
 		c.mu.Unlock()
-		return next, lp.epoch, err
+		done(next, lp.epoch, err)
+		return
 	}
 	if e == nil {
 		e = &entry{}
@@ -282,37 +323,74 @@ func (c *Coordinator) update(ctx context.Context, id string, decide func(cur Met
 	epoch := lp.epoch
 	c.mu.Unlock()
 
-	err = c.write(ctx, p, epoch, next)
-
-	c.mu.Lock()
-	e.pending = false
-	if err == nil && c.mu.parts[p] == lp {
-		e.meta, e.exists = next, true
-	} else if !e.exists && lp.txns[id] == e {
-		delete(lp.txns, id)
-	}
-	c.mu.Unlock()
-	return next, epoch, err
+	c.writeAsync(p, epoch, next, func(off int64, err error) {
+		c.mu.Lock()
+		e.pending = false
+		if err == nil && c.mu.parts[p] == lp {
+			e.meta, e.exists, e.offset = next, true, off
+			if next.State == Dead {
+				delete(lp.txns, id)
+			}
+		} else if !e.exists && lp.txns[id] == e {
+			delete(lp.txns, id)
+		}
+		c.mu.Unlock()
+		done(next, epoch, err)
+	})
 }
 
-// write appends m to __transaction_state-p as leader in leader epoch epoch and waits for
-// acks=all (Config.WriteTimeoutMs at most).
-func (c *Coordinator) write(ctx context.Context, p, epoch int32, m Meta) error {
+// update is updateAsync waiting for its outcome or ctx.
+func (c *Coordinator) update(ctx context.Context, id string, decide func(cur Meta, exists bool) (Meta, bool, error)) (Meta, int32, error) {
+	type result struct {
+		m     Meta
+		epoch int32
+		err   error
+	}
+	r, err := block(ctx, func(done func(result)) {
+		c.updateAsync(id, decide, func(m Meta, epoch int32, err error) { done(result{m, epoch, err}) })
+	})
+	if err != nil {
+		return Meta{}, -1, err
+	}
+	return r.m, r.epoch, r.err
+}
+
+// writeAsync appends m to __transaction_state-p as leader in leader epoch epoch and calls
+// done once acks=all is met or failed (Config.WriteTimeoutMs at most). A Dead state is
+// written as a tombstone (the id expired).
+func (c *Coordinator) writeAsync(p, epoch int32, m Meta, done func(int64, error)) {
 	r, ok := c.b.Replica(StateTopic, p)
 	if !ok || !r.IsLeader() || r.LeaderEpoch() != epoch {
-		return fmt.Errorf("broker %d no longer leads %s-%d in leader epoch %d: %w", c.b.ID(), StateTopic, p, epoch, kerr.NotCoordinator)
+		done(-1, fmt.Errorf("broker %d no longer leads %s-%d in leader epoch %d: %w", c.b.ID(), StateTopic, p, epoch, kerr.NotCoordinator))
+		return
 	}
-	batch := records.AppendBatch(nil, 0, 0, c.now(), []records.Record{{Key: Key(m.TransactionalID), Value: Value(m)}})
+	rec := records.Record{Key: Key(m.TransactionalID), Value: Value(m)}
+	if m.State == Dead {
+		rec.Value = nil
+	}
+	batch := records.AppendBatch(nil, 0, 0, c.now(), []records.Record{rec})
 	parts := []broker.ProducePartition{{Topic: StateTopic, Partition: p, Records: batch}}
-	if w := c.b.ProduceAppend(-1, parts); w != nil {
-		ctx, cancel := context.WithTimeout(ctx, time.Duration(c.cfg.WriteTimeoutMs)*time.Millisecond)
-		w.Wait(ctx)
-		cancel()
+	result := func() {
+		if err := parts[0].Err; err != nil {
+			done(-1, writeError(fmt.Errorf("writing transactional id %q to %s-%d: %w", m.TransactionalID, StateTopic, p, err)))
+			return
+		}
+		done(parts[0].BaseOffset, nil)
 	}
-	if err := parts[0].Err; err != nil {
-		return writeError(fmt.Errorf("writing transactional id %q to %s-%d: %w", m.TransactionalID, StateTopic, p, err))
+	w := c.b.ProduceAppend(-1, parts)
+	if w == nil {
+		result()
+		return
 	}
-	return nil
+	c.await(w, result)
+}
+
+// hw is the HW of __transaction_state-p on this broker (0 when it has no replica).
+func (c *Coordinator) hw(p int32) int64 {
+	if r, ok := c.b.Replica(StateTopic, p); ok {
+		return r.HW()
+	}
+	return 0
 }
 
 // writeError maps a failed __transaction_state write to what the request answers (Kafka's

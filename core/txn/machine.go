@@ -163,3 +163,46 @@ func Complete(cur Meta, now int64) Meta {
 func Expired(cur Meta, now int64) bool {
 	return cur.State == Ongoing && cur.StartMs >= 0 && now > cur.StartMs+int64(cur.TimeoutMs)
 }
+
+// IDExpired reports whether transactional id cur is idle past transactional.id.expiration.ms
+// (expirationMs) at now: no transaction open (Empty, CompleteCommit, CompleteAbort) and its
+// last update at or before now - expirationMs (Kafka's removeExpiredTransactionalIds). The
+// coordinator then writes its tombstone (the Dead state) and forgets it.
+func IDExpired(cur Meta, now, expirationMs int64) bool {
+	switch cur.State {
+	case Empty, CompleteCommit, CompleteAbort:
+		return cur.UpdateMs <= now-expirationMs
+	}
+	return false
+}
+
+// Verify decides the verify-only AddPartitionsToTxn of KIP-890 (version 4+, sent by a
+// partition leader before it appends a transactional batch; Kafka's
+// handleVerifyPartitionsInTransaction): nothing is written. The producer id and epoch must be
+// the transaction's current ones (INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED), a
+// transaction being completed answers CONCURRENT_TRANSACTIONS (retriable); otherwise each
+// partition answers nil when the transaction (Ongoing) holds it and INVALID_TXN_STATE when it
+// does not: the producer did not add it, or its transaction already ended (a late batch of
+// an ended transaction, which must not open a new one there).
+func Verify(cur Meta, exists bool, id string, pid int64, epoch int16, tps []TP) (map[TP]error, error) {
+	if !exists {
+		return nil, fmt.Errorf("transactional id %q unknown: %w", id, kerr.InvalidProducerIDMapping)
+	}
+	if err := checkProducer(cur, pid, epoch); err != nil {
+		return nil, err
+	}
+	switch cur.State {
+	case PrepareCommit, PrepareAbort, PrepareEpochFence:
+		return nil, concurrent(cur)
+	}
+	out := make(map[TP]error, len(tps))
+	for _, tp := range tps {
+		if cur.State == Ongoing && cur.has(tp) {
+			out[tp] = nil
+			continue
+		}
+		out[tp] = fmt.Errorf("transactional id %q (producer id %d epoch %d, %s) does not hold %s-%d in its transaction: %w",
+			id, pid, epoch, cur.State, tp.Topic, tp.Partition, kerr.InvalidTxnState)
+	}
+	return out, nil
+}

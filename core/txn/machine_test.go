@@ -168,3 +168,36 @@ func FuzzDecodeKey(f *testing.F) {
 	f.Add(Key("abc"))
 	f.Fuzz(func(t *testing.T, b []byte) { _, _ = DecodeKey(b) })
 }
+
+// TestVerify: KIP-890's verify-only AddPartitionsToTxn decision.
+func TestVerify(t *testing.T) {
+	a, b := TP{"t", 0}, TP{"t", 1}
+	ongoing := Meta{TransactionalID: "x", ProducerID: 7, ProducerEpoch: 3, State: Ongoing, Partitions: []TP{a}}
+	for _, tt := range []struct {
+		name   string
+		cur    Meta
+		exists bool
+		pid    int64
+		epoch  int16
+		want   map[TP]error // per partition (nil entry: held)
+		err    error
+	}{
+		{"held and not held", ongoing, true, 7, 3, map[TP]error{a: nil, b: kerr.InvalidTxnState}, nil},
+		{"unknown id", Meta{}, false, 7, 3, nil, kerr.InvalidProducerIDMapping},
+		{"other producer id", ongoing, true, 8, 3, nil, kerr.InvalidProducerIDMapping},
+		{"old epoch", ongoing, true, 7, 2, nil, kerr.ProducerFenced},
+		{"completing", func() Meta { m := ongoing; m.State = PrepareCommit; return m }(), true, 7, 3, nil, kerr.ConcurrentTransactions},
+		{"ended: a late batch", func() Meta { m := ongoing; m.State, m.Partitions = CompleteAbort, nil; return m }(), true, 7, 3, map[TP]error{a: kerr.InvalidTxnState, b: kerr.InvalidTxnState}, nil},
+	} {
+		got, err := Verify(tt.cur, tt.exists, "x", tt.pid, tt.epoch, []TP{a, b})
+		if !errors.Is(err, tt.err) || (err == nil) != (tt.err == nil) {
+			t.Errorf("%s: error %v, want %v", tt.name, err, tt.err)
+			continue
+		}
+		for tp, want := range tt.want {
+			if g := got[tp]; !errors.Is(g, want) || (g == nil) != (want == nil) {
+				t.Errorf("%s: %v answered %v, want %v", tt.name, tp, g, want)
+			}
+		}
+	}
+}
