@@ -47,7 +47,7 @@ func (e *Entry) parse(text string) (value, error) {
 	switch {
 	case e.Fixed:
 		if t != e.Default {
-			return value{}, fmt.Errorf("%s: %q is not allowed: isrbench implements only the default %q", e.Name, text, e.Default)
+			return value{}, fmt.Errorf("%s: %q is not allowed: isrbench supports only %q (%s)", e.Name, text, e.Default, e.Doc)
 		}
 		return value{text: t}, nil
 	case e.Type.Numeric():
@@ -60,7 +60,7 @@ func (e *Entry) parse(text string) (value, error) {
 		case "false":
 			return value{text: "false"}, nil
 		}
-		return value{}, fmt.Errorf("%s: %q is not allowed; allowed %s", e.Name, text, e.Range())
+		return value{}, fmt.Errorf("%s: %q is not true or false", e.Name, text)
 	case e.Type == Duration:
 		d, err := e.ParseDuration(t)
 		return value{text: d.String(), d: d}, err

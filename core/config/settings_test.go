@@ -55,10 +55,10 @@ func TestSettingsBadValues(t *testing.T) {
 	for _, c := range []struct{ name, v, want string }{
 		{"replica.fetch.min.bytes", "0", "1..2147483647"},
 		{"replica.fetch.min.bytes", "x", "not an integer"},
-		{"isrbench.zero.copy", "yes", "true|false"},
+		{"isrbench.zero.copy", "yes", "true or false"},
 		{"isrbench.hw.update", "spin", "atomic|mutex"},
 		{"isrbench.produce.delay", "2m", "0s..1m0s"},
-		{"log.cleanup.policy", "compact", "only the default"},
+		{"log.cleanup.policy", "compact", "supports only"},
 		{"no.such.setting", "1", "unknown setting"},
 	} {
 		err := s.Set(c.name, c.v)
