@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/core/broker"
+	"github.com/isrbench/isrbench/core/config"
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/group"
 	"github.com/isrbench/isrbench/core/txn"
@@ -93,8 +94,11 @@ type Config struct {
 	// Security is the listeners and their security (security.go); zero: one PLAINTEXT listener.
 	Security SecurityConfig
 
-	// explicit names the broker configs set through Set (reported as STATIC_BROKER_CONFIG).
-	explicit map[string]bool
+	// Settings are the broker settings given through Set (reported as STATIC_BROKER_CONFIG),
+	// by their registry names (core/config), else the registry's defaults. Every broker
+	// gets them unchanged (broker.Config.Settings); a setting with a typed field above is
+	// copied into it as well by Set.
+	Settings config.Settings
 }
 
 // DefaultLeaderImbalanceCheckIntervalSeconds is leader.imbalance.check.interval.seconds'
@@ -303,7 +307,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 // startNode creates and starts broker n on listener ln.
 func (c *Cluster) startNode(n *node, ln net.Listener) error {
 	bcfg := c.cfg.Broker
-	bcfg.ID, bcfg.DataDir, bcfg.FS = n.id, n.dir, n.fs
+	bcfg.ID, bcfg.DataDir, bcfg.FS, bcfg.Settings = n.id, n.dir, n.fs, c.cfg.Settings
 	bcfg.Addr = net.JoinHostPort(n.host, strconv.Itoa(n.port))
 	tr := netfetch.NewFaultyTransport(n.id, c.ctrl, &c.links, c.cfg.FetchSessions)
 	tr.SetSecurity(c.sec.client)

@@ -14,18 +14,19 @@ import (
 )
 
 // TestSettersCoverRegistry: Set accepts every registry entry that is not Fixed, under its
-// name, DescribeConfigs reports every entry with the registry's type and default, and the
-// registry's update mode agrees with the controller's dynamic broker configs.
+// name, and records it in Settings; the typed fields DescribeConfigs reads have the
+// registry's type and default, and the registry's update mode agrees with the controller's
+// dynamic broker configs.
 func TestSettersCoverRegistry(t *testing.T) {
 	for _, e := range config.Entries() {
-		if _, ok := setters[e.Name]; !ok && !e.Fixed {
-			t.Errorf("%s: in the registry, not settable (setters)", e.Name)
+		c := DefaultConfig()
+		if err := c.Set(e.Name, e.Default); (err != nil) != e.Fixed {
+			t.Errorf("%s=%s (Fixed %v): %v", e.Name, e.Default, e.Fixed, err)
 		}
-		d, ok := lookupBrokerConfig(e.Name)
-		switch {
-		case !ok:
-			t.Errorf("%s: in the registry, not in brokerConfigDefs", e.Name)
-		case d.typ != string(e.Type) || d.def != e.Default:
+		if !e.Fixed && (!c.Settings.IsSet(e.Name) || c.staticBrokerConfigs(0, "")[e.Name] == "" && e.Default != "") {
+			t.Errorf("%s: Set does not record it in Settings, or DescribeConfigs does not report it", e.Name)
+		}
+		if d, ok := lookupBrokerConfig(e.Name); ok && (d.typ != string(e.Type) || d.def != e.Default) {
 			t.Errorf("%s: brokerConfigDefs type %s default %q, registry %s %q", e.Name, d.typ, d.def, e.Type, e.Default)
 		}
 	}

@@ -29,6 +29,10 @@ type Config struct {
 	// cluster gives each broker a vfs.PowerLossFS (for the crash fault), the simulator a
 	// vfs.MemFS.
 	FS vfs.FS
+	// Settings are the broker settings by their registry names (core/config): those given,
+	// else the registry's (Kafka's) defaults. A setting without a typed field below is read
+	// from here by the code that uses it.
+	Settings config.Settings
 	// Manual starts no goroutine: no replica fetchers, ISR expiration, heartbeats,
 	// checkpoints or retention run by themselves. The caller drives them (Fetchers and
 	// their rounds, MaybeShrinkISRs, ApplyExpansions, Heartbeat, WriteHWCheckpoint,
@@ -181,6 +185,9 @@ func validateConfig(cfg *Config) error {
 	}
 	if cfg.DataDir == "" {
 		return errors.New("broker: log.dirs (Config.DataDir) must be set")
+	}
+	if err := cfg.Settings.Check(); err != nil {
+		return fmt.Errorf("broker %d: %w", cfg.ID, err)
 	}
 	if cfg.ReplicaHighWatermarkCheckpointIntervalMs <= 0 {
 		cfg.ReplicaHighWatermarkCheckpointIntervalMs = config.DefaultOf("replica.high.watermark.checkpoint.interval.ms")
