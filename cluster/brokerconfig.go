@@ -132,9 +132,6 @@ var brokerConfigDefs = sortedDefs([]brokerConfigDef{
 	fixedDef("log.roll.ms"),
 	described("log.segment.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.Log.SegmentBytes) }),
 	fixedDef("log.segment.delete.delay.ms"),
-	described("message.max.bytes", func(c *Config, _ int32, _ string) string {
-		return decimal(orDefault(c.MessageMaxBytes, netfetch.DefaultMessageMaxBytes))
-	}),
 	described("min.insync.replicas", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.MinInsyncReplicas) }),
 	described("num.partitions", func(c *Config, _ int32, _ string) string { return decimal(orDefault(c.NumPartitions, 1)) }),
 	described("num.replica.fetchers", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.NumReplicaFetchers) }),

@@ -71,8 +71,6 @@ type Config struct {
 	SessionCheckInterval time.Duration
 	// Logf receives connection-level logs of every server; nil = standard logger.
 	Logf func(format string, args ...any)
-	// MessageMaxBytes is message.max.bytes (default 1048588).
-	MessageMaxBytes int32
 	// Group is the group coordinator's config (group.* and offsets.*; DefaultConfig
 	// sets Kafka's defaults).
 	Group group.Config
@@ -120,7 +118,6 @@ func DefaultConfig() Config {
 		AutoCreateTopics:       true,
 		NumPartitions:          1,
 		SocketRequestMaxBytes:  netfetch.DefaultSocketRequestMaxBytes,
-		MessageMaxBytes:        netfetch.DefaultMessageMaxBytes,
 		Group:                  group.DefaultConfig(),
 		Limits:                 netfetch.DefaultConnLimits(),
 
@@ -329,7 +326,7 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 		DefaultReplicationFactor: c.cfg.DefaultReplicationFactor,
 		SocketRequestMaxBytes:    c.cfg.SocketRequestMaxBytes, Logf: c.cfg.Logf,
 		BrokerConfigs: c.cfg.staticBrokerConfigs(n.id, n.dir), Counters: c.stats,
-		MessageMaxBytes: c.cfg.MessageMaxBytes, Groups: grp, Txn: c.newTxnCoordinator(b),
+		Groups: grp, Txn: c.newTxnCoordinator(b),
 		Limits:       c.cfg.Limits,
 		ListenerName: lname, Security: lsec, Listeners: extra,
 	}, ln)

@@ -171,7 +171,6 @@ var setters = map[string]setter{
 	"num.partitions":                                intSetter("num.partitions", func(c *Config, n int64) { c.NumPartitions = int32(n) }),
 	"default.replication.factor":                    intSetter("default.replication.factor", func(c *Config, n int64) { c.DefaultReplicationFactor = int16(n) }),
 	"socket.request.max.bytes":                      intSetter("socket.request.max.bytes", func(c *Config, n int64) { c.SocketRequestMaxBytes = int32(n) }),
-	"message.max.bytes":                             intSetter("message.max.bytes", func(c *Config, n int64) { c.MessageMaxBytes = int32(n) }),
 	"group.initial.rebalance.delay.ms":              intSetter("group.initial.rebalance.delay.ms", func(c *Config, n int64) { c.Group.InitialRebalanceDelayMs = n }),
 	"group.min.session.timeout.ms":                  intSetter("group.min.session.timeout.ms", func(c *Config, n int64) { c.Group.MinSessionTimeoutMs = int32(n) }),
 	"group.max.session.timeout.ms":                  intSetter("group.max.session.timeout.ms", func(c *Config, n int64) { c.Group.MaxSessionTimeoutMs = int32(n) }),

@@ -134,8 +134,8 @@ func TestRegistryWalk(t *testing.T) {
 				if err := c.Check(); err != nil {
 					t.Fatalf("%s=%s: Check: %v", e.Name, v, err)
 				}
-				if d, _ := lookupBrokerConfig(e.Name); d.get(&c, 0, "") != v && !(v == "0" && slices.Contains(zeroIsDefault, e.Name)) {
-					t.Errorf("%s=%s: DescribeConfigs would report %s", e.Name, v, d.get(&c, 0, ""))
+				if got := c.staticBrokerConfigs(0, "")[e.Name]; got != v && !(v == "0" && slices.Contains(zeroIsDefault, e.Name)) {
+					t.Errorf("%s=%s: DescribeConfigs would report %s", e.Name, v, got)
 				}
 				if err := start(c); err != nil {
 					t.Fatalf("%s=%s: StartCluster: %v", e.Name, v, err)
@@ -217,7 +217,8 @@ func TestDynamicConfigsTakeRegistryRanges(t *testing.T) {
 }
 
 // TestBrokerConfigCatalogue: every broker config isrbench can set (serve --set), change at
-// run time, or names as a topic config's synonym is one DescribeConfigs reports.
+// run time, or names as a topic config's synonym is a registry entry (which DescribeConfigs
+// reports), with the registry's type in the controller.
 func TestBrokerConfigCatalogue(t *testing.T) {
 	var names []string
 	for _, k := range SettableKeys() {
@@ -230,14 +231,13 @@ func TestBrokerConfigCatalogue(t *testing.T) {
 		}
 	}
 	for _, n := range names {
-		if _, ok := lookupBrokerConfig(n); !ok {
-			t.Errorf("broker config %s is not in brokerConfigDefs", n)
+		if _, ok := config.Lookup(n); !ok {
+			t.Errorf("broker config %s is not in the registry", n)
 		}
 	}
 	for _, n := range controller.DynamicBrokerConfigNames() {
-		d, _ := lookupBrokerConfig(n)
-		if got := controller.BrokerConfigType(n); got != d.typ {
-			t.Errorf("%s: type %s in the controller, %s in brokerConfigDefs", n, got, d.typ)
+		if got, want := controller.BrokerConfigType(n), string(config.Get(n).Type); got != want {
+			t.Errorf("%s: type %s in the controller, %s in the registry", n, got, want)
 		}
 	}
 }
