@@ -306,7 +306,7 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 	bcfg := c.cfg.Broker
 	bcfg.ID, bcfg.DataDir, bcfg.FS, bcfg.Settings = n.id, n.dir, n.fs, c.cfg.Settings
 	bcfg.Addr = net.JoinHostPort(n.host, strconv.Itoa(n.port))
-	tr := netfetch.NewFaultyTransport(n.id, c.ctrl, &c.links, c.cfg.FetchSessions)
+	tr := netfetch.NewFaultyTransport(n.id, c.ctrl, &c.links, c.cfg.FetchSessions, c.cfg.Settings)
 	tr.SetSecurity(c.sec.client)
 	lname, lsec, extra := c.serverSecurity(n)
 	b, err := broker.New(bcfg, c.ctrl, tr)

@@ -60,7 +60,7 @@ func TestSettersCoverRegistry(t *testing.T) {
 
 // related sets the settings Kafka's rules tie to name=v so that a value the registry
 // accepts is tried with others that allow it: replica.fetch.wait.max.ms <=
-// replica.lag.time.max.ms (KafkaConfig), queued.max.request.bytes >=
+// replica.lag.time.max.ms and <= replica.socket.timeout.ms (KafkaConfig), queued.max.request.bytes >=
 // socket.request.max.bytes (SocketServer), group.min.session.timeout.ms <=
 // group.max.session.timeout.ms.
 func related(t *testing.T, c *Config, name string, n int64) {
@@ -71,10 +71,11 @@ func related(t *testing.T, c *Config, name string, n int64) {
 		}
 	}
 	switch name {
-	case "replica.lag.time.max.ms":
+	case "replica.lag.time.max.ms", "replica.socket.timeout.ms":
 		set("replica.fetch.wait.max.ms", min(n, int64(c.Broker.ReplicaFetchWaitMaxMs)))
 	case "replica.fetch.wait.max.ms":
 		set("replica.lag.time.max.ms", max(n, c.Broker.ReplicaLagTimeMaxMs))
+		set("replica.socket.timeout.ms", max(n, c.Settings.Int("replica.socket.timeout.ms")))
 	case "socket.request.max.bytes":
 		set("queued.max.request.bytes", -1)
 	case "queued.max.request.bytes":
@@ -90,12 +91,11 @@ func related(t *testing.T, c *Config, name string, n int64) {
 
 // zeroIsDefault lists the Config fields where 0 (or less) means "the default"
 // (documented on the fields): one below the minimum set in Go starts the cluster with the
-// default. message.max.bytes=0 is also Set's way to the default (Kafka's 0 refuses every
-// batch).
+// default.
 var zeroIsDefault = []string{
 	"broker.session.timeout.ms", "default.replication.factor", "leader.imbalance.check.interval.seconds",
 	"leader.replication.throttled.rate", "follower.replication.throttled.rate",
-	"log.retention.check.interval.ms", "max.connections", "max.connections.per.ip", "message.max.bytes",
+	"log.retention.check.interval.ms", "max.connections", "max.connections.per.ip",
 	"num.partitions", "replica.high.watermark.checkpoint.interval.ms", "socket.request.max.bytes",
 	"isrbench.log.scrub.bytes.per.second", "isrbench.log.scrub.interval.ms",
 	// core/txn.Config: zero fields take Kafka's defaults

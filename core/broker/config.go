@@ -229,6 +229,12 @@ func validateConfig(cfg *Config) error {
 		return fmt.Errorf("broker %d: replica.fetch.wait.max.ms (%d) must be <= replica.lag.time.max.ms (%d): a parked follower fetch would fall out of the ISR",
 			cfg.ID, cfg.ReplicaFetchWaitMaxMs, cfg.ReplicaLagTimeMaxMs)
 	}
+	// Nor with a replica request timeout shorter than the fetch wait: a parked fetch would be
+	// taken for a dead leader (KafkaConfig's requirement).
+	if timeout := cfg.Settings.Int("replica.socket.timeout.ms"); int64(cfg.ReplicaFetchWaitMaxMs) > timeout {
+		return fmt.Errorf("broker %d: replica.socket.timeout.ms (%d) must be >= replica.fetch.wait.max.ms (%d): a parked follower fetch would time out",
+			cfg.ID, timeout, cfg.ReplicaFetchWaitMaxMs)
+	}
 	if cfg.HeartbeatIntervalMs <= 0 {
 		cfg.HeartbeatIntervalMs = config.DefaultOf("broker.session.timeout.ms") / 3
 	}

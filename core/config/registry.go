@@ -57,6 +57,10 @@ var entries = []Entry{
 	broker("replica.fetch.min.bytes", Int, "bytes", "1", 1, maxInt32, "min bytes before a replica fetch returns"),
 	broker("replica.fetch.max.bytes", Int, "bytes", "1048576", 1, maxInt32, "max bytes per partition per replica fetch"),
 	broker("replica.fetch.response.max.bytes", Int, "bytes", "10485760", 1, maxInt32, "max bytes per replica fetch response"),
+	// replica.socket.timeout.ms: at least replica.fetch.wait.max.ms (KafkaConfig; checked by
+	// the broker), so that a parked fetch is not taken for a dead leader.
+	broker("replica.socket.timeout.ms", Int, "ms", "30000", 1, maxInt32,
+		"a follower's replica request (Fetch, ListOffsets, OffsetForLeaderEpoch) unanswered this long fails: the fetcher drops the connection and dials again after replica.fetch.backoff.ms"),
 	broker("replica.fetch.backoff.ms", Int, "ms", "1000", 0, maxInt32, "a follower's wait before it fetches a partition again after an error (ms)"),
 	// Min 2: ISR expiration runs every replica.lag.time.max.ms/2, which must be >= 1 ms.
 	broker("replica.lag.time.max.ms", Long, "ms", "30000", 2, MaxMs, "ISR lag time (ms): a follower not caught up for this long leaves the ISR"),

@@ -94,6 +94,12 @@ func ClusterConfig(s *spec.Spec) (cluster.Config, error) {
 	}
 	cc.Controller.UncleanLeaderElectionEnable = s.Broker.UncleanLeaderElectionEnable
 	cc.Controller.BrokerSessionTimeoutMs = s.Broker.BrokerSessionTimeoutMs
+	// The settings the spec keeps by their registry names, unchanged.
+	for _, name := range s.Settings.Given() {
+		if err := cc.Set(name, s.Settings.Text(name)); err != nil {
+			return cc, err
+		}
+	}
 	// broker.heartbeat.interval.ms: Kafka's 2000 against its 9000 ms session, scaled down for
 	// shorter sessions (a heartbeat every session/3 would let one late tick fence a broker).
 	b.HeartbeatIntervalMs = min(2000, max(10, s.Broker.BrokerSessionTimeoutMs/4))
