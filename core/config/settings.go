@@ -175,7 +175,11 @@ func (s Settings) Check() error {
 			continue
 		}
 		if v < other {
-			return fmt.Errorf("%s: %d is less than %s (%d); allowed -1 or at least %d", e.Name, v, e.AtLeast, other, other)
+			never := ""
+			if e.Never {
+				never = "-1 or "
+			}
+			return fmt.Errorf("%s: %d is less than %s (%d); allowed %sat least %d", e.Name, v, e.AtLeast, other, never, other)
 		}
 	}
 	return nil
