@@ -46,7 +46,7 @@ var allowed = map[string][]string{
 	"core/txn":           {"core/txn", "core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},
 	"core/partition":     {"core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},
 	"core/config":        {"core/config"},
-	"core/controller":    {"core/controller", "core/vfs"},
+	"core/controller":    {"core/controller", "core/vfs", "core/config"},
 	"core/log":           {"core/log", "core/records", "core/vfs", "iouring"},
 	"core/vfs":           {"core/vfs"},
 	"core/records":       {"core/records"},

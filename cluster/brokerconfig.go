@@ -48,8 +48,8 @@ func fixedDef(name string) brokerConfigDef {
 	return described(name, constant(config.Get(name).Default))
 }
 
-// brokerConfigDefs lists the broker configs isrbench has, sorted by name: every registry
-// entry (TestSettersCoverRegistry). The defaults are Kafka's; isrbench's own defaults are the
+// brokerConfigDefs lists the broker configs that have a typed field, sorted by name (every
+// other one is read from Config.Settings). The defaults are Kafka's; isrbench's own defaults are the
 // same except default.replication.factor (min(3, brokers)).
 var brokerConfigDefs = sortedDefs([]brokerConfigDef{
 	described("auto.create.topics.enable", func(c *Config, _ int32, _ string) string { return btoa(c.AutoCreateTopics) }),
@@ -132,9 +132,6 @@ var brokerConfigDefs = sortedDefs([]brokerConfigDef{
 	fixedDef("log.roll.ms"),
 	described("log.segment.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.Log.SegmentBytes) }),
 	fixedDef("log.segment.delete.delay.ms"),
-	described("message.max.bytes", func(c *Config, _ int32, _ string) string {
-		return decimal(orDefault(c.MessageMaxBytes, netfetch.DefaultMessageMaxBytes))
-	}),
 	described("min.insync.replicas", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.MinInsyncReplicas) }),
 	described("num.partitions", func(c *Config, _ int32, _ string) string { return decimal(orDefault(c.NumPartitions, 1)) }),
 	described("num.replica.fetchers", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.NumReplicaFetchers) }),
@@ -234,13 +231,17 @@ func lookupBrokerConfig(name string) (brokerConfigDef, bool) {
 }
 
 // staticBrokerConfigs is broker id's STATIC_BROKER_CONFIG values: the broker configs set
-// explicitly (Config.Set) or differing from Kafka's default.
+// explicitly (Config.Set) or differing from Kafka's default. A setting with a typed field
+// reads it (brokerConfigDefs), any other its value in Config.Settings.
 func (c *Config) staticBrokerConfigs(id int32, dir string) map[string]string {
 	out := map[string]string{}
-	for _, d := range brokerConfigDefs {
-		v := d.get(c, id, dir)
-		if c.explicit[d.name] || v != d.def {
-			out[d.name] = v
+	for _, e := range config.Entries() {
+		v := c.Settings.Text(e.Name)
+		if d, ok := lookupBrokerConfig(e.Name); ok {
+			v = d.get(c, id, dir)
+		}
+		if c.Settings.IsSet(e.Name) || v != e.Default {
+			out[e.Name] = v
 		}
 	}
 	return out

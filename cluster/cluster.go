@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/core/broker"
+	"github.com/isrbench/isrbench/core/config"
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/group"
 	"github.com/isrbench/isrbench/core/txn"
@@ -70,8 +71,6 @@ type Config struct {
 	SessionCheckInterval time.Duration
 	// Logf receives connection-level logs of every server; nil = standard logger.
 	Logf func(format string, args ...any)
-	// MessageMaxBytes is message.max.bytes (default 1048588).
-	MessageMaxBytes int32
 	// Group is the group coordinator's config (group.* and offsets.*; DefaultConfig
 	// sets Kafka's defaults).
 	Group group.Config
@@ -93,8 +92,11 @@ type Config struct {
 	// Security is the listeners and their security (security.go); zero: one PLAINTEXT listener.
 	Security SecurityConfig
 
-	// explicit names the broker configs set through Set (reported as STATIC_BROKER_CONFIG).
-	explicit map[string]bool
+	// Settings are the broker settings given through Set (reported as STATIC_BROKER_CONFIG),
+	// by their registry names (core/config), else the registry's defaults. Every broker
+	// gets them unchanged (broker.Config.Settings); a setting with a typed field above is
+	// copied into it as well by Set.
+	Settings config.Settings
 }
 
 // DefaultLeaderImbalanceCheckIntervalSeconds is leader.imbalance.check.interval.seconds'
@@ -116,7 +118,6 @@ func DefaultConfig() Config {
 		AutoCreateTopics:       true,
 		NumPartitions:          1,
 		SocketRequestMaxBytes:  netfetch.DefaultSocketRequestMaxBytes,
-		MessageMaxBytes:        netfetch.DefaultMessageMaxBytes,
 		Group:                  group.DefaultConfig(),
 		Limits:                 netfetch.DefaultConnLimits(),
 
@@ -303,9 +304,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 // startNode creates and starts broker n on listener ln.
 func (c *Cluster) startNode(n *node, ln net.Listener) error {
 	bcfg := c.cfg.Broker
-	bcfg.ID, bcfg.DataDir, bcfg.FS = n.id, n.dir, n.fs
+	bcfg.ID, bcfg.DataDir, bcfg.FS, bcfg.Settings = n.id, n.dir, n.fs, c.cfg.Settings
 	bcfg.Addr = net.JoinHostPort(n.host, strconv.Itoa(n.port))
-	tr := netfetch.NewFaultyTransport(n.id, c.ctrl, &c.links, c.cfg.FetchSessions)
+	tr := netfetch.NewFaultyTransport(n.id, c.ctrl, &c.links, c.cfg.FetchSessions, c.cfg.Settings)
 	tr.SetSecurity(c.sec.client)
 	lname, lsec, extra := c.serverSecurity(n)
 	b, err := broker.New(bcfg, c.ctrl, tr)
@@ -325,7 +326,7 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 		DefaultReplicationFactor: c.cfg.DefaultReplicationFactor,
 		SocketRequestMaxBytes:    c.cfg.SocketRequestMaxBytes, Logf: c.cfg.Logf,
 		BrokerConfigs: c.cfg.staticBrokerConfigs(n.id, n.dir), Counters: c.stats,
-		MessageMaxBytes: c.cfg.MessageMaxBytes, Groups: grp, Txn: c.newTxnCoordinator(b),
+		Groups: grp, Txn: c.newTxnCoordinator(b),
 		Limits:       c.cfg.Limits,
 		ListenerName: lname, Security: lsec, Listeners: extra,
 	}, ln)

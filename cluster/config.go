@@ -11,11 +11,15 @@ import (
 	"github.com/isrbench/isrbench/core/log"
 )
 
-// SettableKeys lists the keys Set accepts (Kafka config names and isrbench.* switches).
+// SettableKeys lists the keys Set accepts (Kafka config names and isrbench.* switches): every
+// registry entry that is not Fixed, and flush.messages / flush.ms, the topic-level names of
+// log.flush.interval.messages / .ms.
 func SettableKeys() []string {
-	keys := make([]string, 0, len(setters))
-	for k := range setters {
-		keys = append(keys, k)
+	keys := []string{"flush.messages", "flush.ms"}
+	for _, e := range config.Entries() {
+		if !e.Fixed {
+			keys = append(keys, e.Name)
+		}
 	}
 	slices.Sort(keys)
 	return keys
@@ -138,10 +142,10 @@ func queuedMaxRequestBytesSetter(c *Config, v string) error {
 	return nil
 }
 
-// setters are the keys Set accepts: every registry entry that is not Fixed, under its name,
-// and flush.messages / flush.ms, the topic-level names of log.flush.interval.messages / .ms.
-// Type, range and allowed modes are the registry's (core/config); TestSettersCoverRegistry
-// keeps the two in step.
+// setters copy the settings that have a typed field in the cluster's, a broker's or a
+// coordinator's Config into it (type, range and allowed modes are the registry's,
+// core/config). A setting without one is read from Config.Settings by the code that uses it,
+// and needs no setter.
 var setters = map[string]setter{
 	"num.replica.fetchers":                          intSetter("num.replica.fetchers", func(c *Config, n int64) { c.Broker.NumReplicaFetchers = int(n) }),
 	"replica.fetch.wait.max.ms":                     intSetter("replica.fetch.wait.max.ms", func(c *Config, n int64) { c.Broker.ReplicaFetchWaitMaxMs = int32(n) }),
@@ -167,7 +171,6 @@ var setters = map[string]setter{
 	"num.partitions":                                intSetter("num.partitions", func(c *Config, n int64) { c.NumPartitions = int32(n) }),
 	"default.replication.factor":                    intSetter("default.replication.factor", func(c *Config, n int64) { c.DefaultReplicationFactor = int16(n) }),
 	"socket.request.max.bytes":                      intSetter("socket.request.max.bytes", func(c *Config, n int64) { c.SocketRequestMaxBytes = int32(n) }),
-	"message.max.bytes":                             intSetter("message.max.bytes", func(c *Config, n int64) { c.MessageMaxBytes = int32(n) }),
 	"group.initial.rebalance.delay.ms":              intSetter("group.initial.rebalance.delay.ms", func(c *Config, n int64) { c.Group.InitialRebalanceDelayMs = n }),
 	"group.min.session.timeout.ms":                  intSetter("group.min.session.timeout.ms", func(c *Config, n int64) { c.Group.MinSessionTimeoutMs = int32(n) }),
 	"group.max.session.timeout.ms":                  intSetter("group.max.session.timeout.ms", func(c *Config, n int64) { c.Group.MaxSessionTimeoutMs = int32(n) }),
@@ -220,8 +223,8 @@ var setters = map[string]setter{
 }
 
 // Set applies one "key=value" setting under its Kafka name (or isrbench.*
-// switch) to the cluster config; an unknown key or bad value is an error
-// naming the key and the allowed values.
+// switch) to the cluster config: to Settings, and to the typed field it has, if any; an
+// unknown key or bad value is an error naming the key and the allowed values.
 func (c *Config) Set(key, value string) error {
 	if ok, err := c.setSecurity(key, value); ok { // listeners and their security (security.go)
 		if err != nil {
@@ -229,17 +232,20 @@ func (c *Config) Set(key, value string) error {
 		}
 		return nil
 	}
-	s, ok := setters[key]
-	if !ok {
+	name := brokerConfigName(key)
+	if e, ok := config.Lookup(name); !ok || e.Fixed {
 		return fmt.Errorf("unknown setting %q (known: %s, and the security settings %s)", key, strings.Join(SettableKeys(), ", "), strings.Join(securityKeys, ", "))
 	}
-	if err := s(c, value); err != nil {
+	next := *c
+	if s, ok := setters[key]; ok {
+		if err := s(&next, value); err != nil {
+			return fmt.Errorf("setting %s: %w", key, err)
+		}
+	}
+	if err := next.Settings.Set(name, value); err != nil {
 		return fmt.Errorf("setting %s: %w", key, err)
 	}
-	if c.explicit == nil {
-		c.explicit = map[string]bool{}
-	}
-	c.explicit[brokerConfigName(key)] = true
+	*c = next
 	return nil
 }
 

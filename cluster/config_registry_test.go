@@ -14,18 +14,19 @@ import (
 )
 
 // TestSettersCoverRegistry: Set accepts every registry entry that is not Fixed, under its
-// name, DescribeConfigs reports every entry with the registry's type and default, and the
-// registry's update mode agrees with the controller's dynamic broker configs.
+// name, and records it in Settings; the typed fields DescribeConfigs reads have the
+// registry's type and default, and the registry's update mode agrees with the controller's
+// dynamic broker configs.
 func TestSettersCoverRegistry(t *testing.T) {
 	for _, e := range config.Entries() {
-		if _, ok := setters[e.Name]; !ok && !e.Fixed {
-			t.Errorf("%s: in the registry, not settable (setters)", e.Name)
+		c := DefaultConfig()
+		if err := c.Set(e.Name, e.Default); (err != nil) != e.Fixed {
+			t.Errorf("%s=%s (Fixed %v): %v", e.Name, e.Default, e.Fixed, err)
 		}
-		d, ok := lookupBrokerConfig(e.Name)
-		switch {
-		case !ok:
-			t.Errorf("%s: in the registry, not in brokerConfigDefs", e.Name)
-		case d.typ != string(e.Type) || d.def != e.Default:
+		if !e.Fixed && (!c.Settings.IsSet(e.Name) || c.staticBrokerConfigs(0, "")[e.Name] == "" && e.Default != "") {
+			t.Errorf("%s: Set does not record it in Settings, or DescribeConfigs does not report it", e.Name)
+		}
+		if d, ok := lookupBrokerConfig(e.Name); ok && (d.typ != string(e.Type) || d.def != e.Default) {
 			t.Errorf("%s: brokerConfigDefs type %s default %q, registry %s %q", e.Name, d.typ, d.def, e.Type, e.Default)
 		}
 	}
@@ -59,7 +60,7 @@ func TestSettersCoverRegistry(t *testing.T) {
 
 // related sets the settings Kafka's rules tie to name=v so that a value the registry
 // accepts is tried with others that allow it: replica.fetch.wait.max.ms <=
-// replica.lag.time.max.ms (KafkaConfig), queued.max.request.bytes >=
+// replica.lag.time.max.ms and <= replica.socket.timeout.ms (KafkaConfig), queued.max.request.bytes >=
 // socket.request.max.bytes (SocketServer), group.min.session.timeout.ms <=
 // group.max.session.timeout.ms.
 func related(t *testing.T, c *Config, name string, n int64) {
@@ -70,10 +71,11 @@ func related(t *testing.T, c *Config, name string, n int64) {
 		}
 	}
 	switch name {
-	case "replica.lag.time.max.ms":
+	case "replica.lag.time.max.ms", "replica.socket.timeout.ms":
 		set("replica.fetch.wait.max.ms", min(n, int64(c.Broker.ReplicaFetchWaitMaxMs)))
 	case "replica.fetch.wait.max.ms":
 		set("replica.lag.time.max.ms", max(n, c.Broker.ReplicaLagTimeMaxMs))
+		set("replica.socket.timeout.ms", max(n, c.Settings.Int("replica.socket.timeout.ms")))
 	case "socket.request.max.bytes":
 		set("queued.max.request.bytes", -1)
 	case "queued.max.request.bytes":
@@ -89,12 +91,11 @@ func related(t *testing.T, c *Config, name string, n int64) {
 
 // zeroIsDefault lists the Config fields where 0 (or less) means "the default"
 // (documented on the fields): one below the minimum set in Go starts the cluster with the
-// default. message.max.bytes=0 is also Set's way to the default (Kafka's 0 refuses every
-// batch).
+// default.
 var zeroIsDefault = []string{
 	"broker.session.timeout.ms", "default.replication.factor", "leader.imbalance.check.interval.seconds",
 	"leader.replication.throttled.rate", "follower.replication.throttled.rate",
-	"log.retention.check.interval.ms", "max.connections", "max.connections.per.ip", "message.max.bytes",
+	"log.retention.check.interval.ms", "max.connections", "max.connections.per.ip",
 	"num.partitions", "replica.high.watermark.checkpoint.interval.ms", "socket.request.max.bytes",
 	"isrbench.log.scrub.bytes.per.second", "isrbench.log.scrub.interval.ms",
 	// core/txn.Config: zero fields take Kafka's defaults
@@ -133,8 +134,8 @@ func TestRegistryWalk(t *testing.T) {
 				if err := c.Check(); err != nil {
 					t.Fatalf("%s=%s: Check: %v", e.Name, v, err)
 				}
-				if d, _ := lookupBrokerConfig(e.Name); d.get(&c, 0, "") != v && !(v == "0" && slices.Contains(zeroIsDefault, e.Name)) {
-					t.Errorf("%s=%s: DescribeConfigs would report %s", e.Name, v, d.get(&c, 0, ""))
+				if got := c.staticBrokerConfigs(0, "")[e.Name]; got != v && !(v == "0" && slices.Contains(zeroIsDefault, e.Name)) {
+					t.Errorf("%s=%s: DescribeConfigs would report %s", e.Name, v, got)
 				}
 				if err := start(c); err != nil {
 					t.Fatalf("%s=%s: StartCluster: %v", e.Name, v, err)
@@ -216,7 +217,8 @@ func TestDynamicConfigsTakeRegistryRanges(t *testing.T) {
 }
 
 // TestBrokerConfigCatalogue: every broker config isrbench can set (serve --set), change at
-// run time, or names as a topic config's synonym is one DescribeConfigs reports.
+// run time, or names as a topic config's synonym is a registry entry (which DescribeConfigs
+// reports), with the registry's type in the controller.
 func TestBrokerConfigCatalogue(t *testing.T) {
 	var names []string
 	for _, k := range SettableKeys() {
@@ -229,14 +231,13 @@ func TestBrokerConfigCatalogue(t *testing.T) {
 		}
 	}
 	for _, n := range names {
-		if _, ok := lookupBrokerConfig(n); !ok {
-			t.Errorf("broker config %s is not in brokerConfigDefs", n)
+		if _, ok := config.Lookup(n); !ok {
+			t.Errorf("broker config %s is not in the registry", n)
 		}
 	}
 	for _, n := range controller.DynamicBrokerConfigNames() {
-		d, _ := lookupBrokerConfig(n)
-		if got := controller.BrokerConfigType(n); got != d.typ {
-			t.Errorf("%s: type %s in the controller, %s in brokerConfigDefs", n, got, d.typ)
+		if got, want := controller.BrokerConfigType(n), string(config.Get(n).Type); got != want {
+			t.Errorf("%s: type %s in the controller, %s in the registry", n, got, want)
 		}
 	}
 }

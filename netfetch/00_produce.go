@@ -1,18 +1,14 @@
 package netfetch
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbench/isrbench/core/broker"
-	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/group"
 	"github.com/isrbench/isrbench/core/records"
 )
@@ -144,101 +140,16 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	return resp, nil
 }
 
-// Byte positions in a RecordBatch v2 header (also the magic of a v0/v1 message set).
-const (
-	batchLengthAt   = 8
-	magicAt         = 16
-	attributesAt    = 21
-	compressionZstd = 4
-)
-
-// checkProduce refuses what Kafka refuses before appending one partition's records:
-// appends to internal topics (INVALID_TOPIC_EXCEPTION); message sets of magic 0/1, which
-// Produce v0-v2 carry (UNSUPPORTED_FOR_MESSAGE_FORMAT: isrbench stores RecordBatch v2 only)
-// or any magic but 2 from v3 on (INVALID_RECORD); zstd before Produce v7
-// (UNSUPPORTED_COMPRESSION_TYPE); a batch larger than max.message.bytes (the topic's, else
-// the broker's message.max.bytes: MESSAGE_TOO_LARGE); records larger than a segment
-// (segment.bytes / log.segment.bytes: RECORD_LIST_TOO_LARGE).
+// checkProduce refuses what Kafka refuses of one partition's records before the broker
+// appends them: appends to internal topics (INVALID_TOPIC_EXCEPTION), and a format the
+// request's version may not carry (records.CheckProduceFormat). The broker checks the sizes
+// (max.message.bytes, the segment size) when it appends.
 func (c *conn) checkProduce(version int16, topic string, partition int32, recs []byte) error {
 	if topic == group.OffsetsTopic {
 		return fmt.Errorf("cannot append to internal topic %s: %w", topic, kerr.InvalidTopicException)
 	}
-	if len(recs) <= magicAt {
-		return nil // too short for a batch: the log refuses it as corrupt
-	}
-	if magic := recs[magicAt]; magic != 2 {
-		if version < 3 {
-			return fmt.Errorf("%s-%d: message format v%d (Produce v%d) is not supported: isrbench stores RecordBatch v2 (message format 2, Produce v3 and later) only: %w",
-				topic, partition, magic, version, kerr.UnsupportedForMessageFormat)
-		}
-		return fmt.Errorf("%s-%d: Produce v%d may only carry record batches with magic 2, got magic %d: %w", topic, partition, version, magic, kerr.InvalidRecord)
-	}
-	if version < 7 && len(recs) > attributesAt+1 && recs[attributesAt+1]&records.CompressionMask == compressionZstd {
-		return fmt.Errorf("%s-%d: zstd needs Produce v7 or later, got v%d: %w", topic, partition, version, kerr.UnsupportedCompressionType)
-	}
-	lim := c.limitsFor(topic)
-	if int64(len(recs)) <= int64(lim.maxMessage) {
-		return nil // no batch can be larger
-	}
-	if int64(len(recs)) > lim.segment {
-		return fmt.Errorf("%s-%d: %d bytes of records exceed the segment size %d: %w", topic, partition, len(recs), lim.segment, kerr.RecordListTooLarge)
-	}
-	for pos := 0; pos+batchLengthAt+4 <= len(recs); {
-		size := 12 + int64(binary.BigEndian.Uint32(recs[pos+batchLengthAt:]))
-		if size > int64(lim.maxMessage) {
-			return fmt.Errorf("%s-%d: the record batch is %d bytes, more than max.message.bytes %d: %w", topic, partition, size, lim.maxMessage, kerr.MessageTooLarge)
-		}
-		pos += int(size)
+	if err := records.CheckProduceFormat(version, recs); err != nil {
+		return fmt.Errorf("%s-%d: %w", topic, partition, err)
 	}
 	return nil
-}
-
-// topicLimits are a topic's effective max.message.bytes and segment size.
-type topicLimits struct {
-	maxMessage int32
-	segment    int64
-}
-
-// limitsCacheTTL bounds how long a connection uses a topic's cached limits before it reads
-// the topic config again (a config change applies within it).
-const limitsCacheTTL = time.Second
-
-// limitsFor returns topic's limits from the connection's cache (refreshed every
-// limitsCacheTTL): no controller lookup and no allocation per produce.
-func (c *conn) limitsFor(topic string) topicLimits {
-	now := time.Now()
-	if c.limits == nil || now.Sub(c.limitsAt) > limitsCacheTTL {
-		clear(c.limits)
-		if c.limits == nil {
-			c.limits = map[string]topicLimits{}
-		}
-		c.limitsAt = now
-	}
-	if l, ok := c.limits[topic]; ok {
-		return l
-	}
-	l := topicLimits{maxMessage: c.s.cfg.MessageMaxBytes, segment: math.MaxInt64}
-	if b := c.s.cfg.Broker; b != nil && b.Config().Log.SegmentBytes > 0 {
-		l.segment = b.Config().Log.SegmentBytes
-	}
-	if ctrl := c.s.cfg.Controller; ctrl != nil {
-		// The dynamic broker configs (this broker's, else the cluster-wide default), then
-		// the topic's overrides.
-		dyn := ctrl.EffectiveBrokerConfigs(c.s.cfg.BrokerID)
-		if v, err := strconv.ParseInt(dyn["message.max.bytes"], 10, 32); err == nil {
-			l.maxMessage = int32(v)
-		}
-		if v, err := strconv.ParseInt(dyn["log.segment.bytes"], 10, 64); err == nil && v > 0 {
-			l.segment = v
-		}
-		tc := ctrl.TopicConfig(topic)
-		if v, err := strconv.ParseInt(tc[controller.ConfigMaxMessageBytes], 10, 32); err == nil {
-			l.maxMessage = int32(v)
-		}
-		if v, err := strconv.ParseInt(tc[controller.ConfigSegmentBytes], 10, 64); err == nil && v > 0 {
-			l.segment = v
-		}
-	}
-	c.limits[topic] = l
-	return l
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbench/isrbench/core/config"
 	"github.com/isrbench/isrbench/core/controller"
 )
 
@@ -19,7 +20,7 @@ func init() {
 // handleDescribeConfigs answers as Kafka's ConfigHelper: a TOPIC resource gets every topic
 // config (controller.TopicConfigDefs) with its value and source (TOPIC_CONFIG for an
 // override, else its broker synonym's source); BROKER "<this broker's id>" every broker
-// config (brokerConfigDefs) with its source and read_only (not dynamic in Kafka); BROKER ""
+// config (the registry, core/config) with its source and read_only (not dynamic in Kafka); BROKER ""
 // the cluster-wide dynamic defaults only (DYNAMIC_DEFAULT_BROKER_CONFIG). Synonyms (v1+,
 // include_synonyms) list every source that is set, in precedence order; config types are
 // sent from v3; documentation is not (null). v0 has is_default instead of a source.
@@ -81,25 +82,26 @@ func (c *conn) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) (kmsg.Res
 			if err = c.brokerResourceID(r.ResourceName, true); err != nil {
 				break
 			}
-			for _, d := range brokerConfigDefs {
-				dynamic := controller.BrokerConfigType(d.name) != ""
-				if !want(d.name) {
+			for _, e := range config.Entries() {
+				name, typ := e.Name, string(e.Type)
+				dynamic := controller.BrokerConfigType(name) != ""
+				if !want(name) {
 					continue
 				}
 				if r.ResourceName == "" {
-					if v, ok := defaults[d.name]; ok {
-						add(d.name, d.typ, false, []synonym{{d.name, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig}})
+					if v, ok := defaults[name]; ok {
+						add(name, typ, false, []synonym{{name, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig}})
 					}
 					continue
 				}
-				syns := c.brokerSynonyms(d.name, perBroker, defaults)
+				syns := c.brokerSynonyms(name, perBroker, defaults)
 				if len(syns) == 0 {
-					syns = []synonym{{d.name, "", kmsg.ConfigSourceDefaultConfig}}
+					syns = []synonym{{name, "", kmsg.ConfigSourceDefaultConfig}}
 				}
 				if syns[0].value == "" && syns[0].source == kmsg.ConfigSourceDefaultConfig {
 					syns = nil // no value (Kafka's null)
 				}
-				add(d.name, d.typ, !dynamic, syns)
+				add(name, typ, !dynamic, syns)
 			}
 		default:
 			err = fmt.Errorf("resource type %v is not supported (TOPIC and BROKER are): %w", r.ResourceType, kerr.InvalidRequest)

@@ -384,7 +384,10 @@ func TestAlterConfigsAPI(t *testing.T) {
 	if err := one(adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "message.max.bytes", Value: v("2000")}, {Name: "unclean.leader.election.enable", Value: v("true")}})); err != nil {
 		t.Fatal(err)
 	}
-	// message.max.bytes applies to the next produce (a new connection: no cached limits).
+	// message.max.bytes applies to the next produce once the brokers have applied it.
+	if err := c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
 	payload := make([]byte, 3000)
 	for i := range payload {
 		payload[i] = byte(i*7919>>3) ^ byte(i) // does not compress below 2000 bytes

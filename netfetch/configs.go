@@ -47,8 +47,8 @@ func (c *conn) brokerSynonyms(name string, perBroker, defaults map[string]string
 	if v, ok := c.s.cfg.BrokerConfigs[name]; ok {
 		out = append(out, synonym{name, v, kmsg.ConfigSourceStaticBrokerConfig})
 	}
-	if d, ok := lookupBrokerConfig(name); ok && d.def != "" {
-		out = append(out, synonym{name, d.def, kmsg.ConfigSourceDefaultConfig})
+	if e, ok := config.Lookup(name); ok && e.Default != "" {
+		out = append(out, synonym{name, e.Default, kmsg.ConfigSourceDefaultConfig})
 	}
 	return out
 }
@@ -113,7 +113,7 @@ func (c *conn) checkBrokerConfigChange(resource string, names []string, set map[
 	for _, n := range names {
 		switch {
 		case controller.BrokerConfigType(n) != "":
-		case func() bool { _, ok := lookupBrokerConfig(n); return ok }():
+		case func() bool { _, ok := config.Lookup(n); return ok }():
 			static = append(static, n)
 		default:
 			unknown = append(unknown, n)

@@ -56,9 +56,6 @@ type conn struct {
 	produceParts []broker.ProducePartition
 	producePre   []error // per request partition: refused before the append (00_produce.go)
 	produceResp  *kmsg.ProduceResponse
-	// limits caches topics' max.message.bytes and segment size (00_produce.go limitsFor).
-	limits   map[string]topicLimits
-	limitsAt time.Time
 
 	// The request being handled, for the request-time counters (cost.go countReqTime): its
 	// kind (a Fetch sets replica or consumer), the time its handler waited (Broker.Produce's

@@ -118,9 +118,8 @@
 // Fetch v10. Produce v0-v2 carry message sets of magic 0/1, which are
 // answered UNSUPPORTED_FOR_MESSAGE_FORMAT per partition (isrbench stores
 // RecordBatch v2 only); magic != 2 from v3 on is INVALID_RECORD, zstd before
-// v7 UNSUPPORTED_COMPRESSION_TYPE. A batch larger than max.message.bytes
-// (the topic's, else message.max.bytes, default 1048588) is
-// MESSAGE_TOO_LARGE, records larger than the segment RECORD_LIST_TOO_LARGE.
+// v7 UNSUPPORTED_COMPRESSION_TYPE (records.CheckProduceFormat). The broker
+// checks the sizes (max.message.bytes, the segment size) when it appends.
 // Metadata is served from v0 (kafka-python's version probe sends it).
 //
 // Topic ids (KIP-516): every topic has a random UUID made at creation and kept in the

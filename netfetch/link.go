@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/isrbench/isrbench/core/config"
 	"github.com/isrbench/isrbench/core/controller"
 )
 
@@ -125,9 +126,10 @@ func (f *LinkFaults) Faulty() []FaultyLink {
 
 // NewFaultyTransport returns a transport for broker self whose replica links take their
 // faults from f; sessions false turns incremental fetch sessions off
-// (isrbench.fetch.sessions=false: every replica fetch names every partition).
-func NewFaultyTransport(self int32, ctrl *controller.Controller, f *LinkFaults, sessions bool) *Transport {
-	return &Transport{self: self, ctrl: ctrl, links: &f.ls, noSessions: !sessions}
+// (isrbench.fetch.sessions=false: every replica fetch names every partition). Each replica
+// request waits for its answer up to replica.socket.timeout.ms of s.
+func NewFaultyTransport(self int32, ctrl *controller.Controller, f *LinkFaults, sessions bool, s config.Settings) *Transport {
+	return &Transport{self: self, ctrl: ctrl, links: &f.ls, noSessions: !sessions, timeout: s.Ms("replica.socket.timeout.ms")}
 }
 
 // faultConn delays, throttles or fails I/O of a replica fetch connection

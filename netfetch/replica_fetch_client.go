@@ -33,6 +33,9 @@ type Transport struct {
 	noSessions bool
 	// sec is the inter-broker listener's client security (replica_fetch_security.go).
 	sec ClientSecurity
+	// timeout is replica.socket.timeout.ms: how long a replica request may wait for its
+	// answer (0: unbounded, NewTransport's).
+	timeout time.Duration
 }
 
 // NewTransport returns a transport for broker self without fault injection
@@ -74,6 +77,7 @@ func (t *Transport) Dial(ctx context.Context, source int32, fetcherIndex int) (b
 		clientID: fmt.Sprintf("isrbench-replica-fetcher-%d-%d-%d", t.self, source, fetcherIndex),
 		l:        l,
 		sess:     sessionClient{enabled: !t.noSessions},
+		timeout:  t.timeout,
 	}
 	fc.nc = nc
 	if l != nil {
@@ -114,6 +118,7 @@ type fetchConn struct {
 	ctx          context.Context
 	ctxStop      func() bool
 	sess         sessionClient // the connection's fetch session (KIP-227)
+	timeout      time.Duration // replica.socket.timeout.ms, 0: unbounded
 }
 
 var _ broker.FetchConn = (*fetchConn)(nil)
@@ -151,11 +156,15 @@ func (c *fetchConn) roundTrip(ctx context.Context, req kmsg.Request, resp kmsg.R
 // roundTripBody writes req and returns its response body after the
 // response header (aliasing c.rbuf until the next call).
 func (c *fetchConn) roundTripBody(ctx context.Context, req kmsg.Request) ([]byte, error) {
-	if dl, ok := ctx.Deadline(); ok {
-		c.nc.SetDeadline(dl)
-	} else {
-		c.nc.SetDeadline(time.Time{})
+	// The request's deadline: replica.socket.timeout.ms from now, or the context's if sooner.
+	var dl time.Time
+	if c.timeout > 0 {
+		dl = time.Now().Add(c.timeout)
 	}
+	if cdl, ok := ctx.Deadline(); ok && (dl.IsZero() || cdl.Before(dl)) {
+		dl = cdl
+	}
+	c.nc.SetDeadline(dl)
 	if ctx != c.ctx {
 		// One AfterFunc per context, not per call (the fetcher passes the
 		// same context every time): cancellation breaks any blocked I/O.

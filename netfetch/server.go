@@ -25,9 +25,6 @@ import (
 // DefaultSocketRequestMaxBytes is socket.request.max.bytes' default (100 MiB).
 const DefaultSocketRequestMaxBytes = 100 << 20
 
-// DefaultMessageMaxBytes is message.max.bytes' default (1 MiB + 12 bytes of batch overhead).
-const DefaultMessageMaxBytes = 1048588
-
 // DefaultZeroCopyMinBytes is isrbench.zero.copy.min.bytes' default: record
 // slices below it are copied into the response rather than sent with
 // sendfile (see BenchmarkFetchSmall for where the two cross).
@@ -76,9 +73,6 @@ type ServerConfig struct {
 	// STATIC_BROKER_CONFIG; the others are Kafka's defaults (DEFAULT_CONFIG) unless a
 	// dynamic config overrides them.
 	BrokerConfigs map[string]string
-	// MessageMaxBytes is message.max.bytes (default 1048588): the largest record batch a
-	// Produce may carry (MESSAGE_TOO_LARGE); a topic's max.message.bytes overrides it.
-	MessageMaxBytes int32
 	// Groups is this broker's group coordinator, built, started and closed by the caller
 	// (the cluster); the server routes the group APIs to it. nil: those APIs answer
 	// COORDINATOR_NOT_AVAILABLE, and FindCoordinator locates groups with group.DefaultConfig.
@@ -238,9 +232,6 @@ func NewServer(cfg ServerConfig, ln net.Listener) *Server {
 	}
 	if cfg.NumPartitions <= 0 {
 		cfg.NumPartitions = 1
-	}
-	if cfg.MessageMaxBytes <= 0 {
-		cfg.MessageMaxBytes = DefaultMessageMaxBytes
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = stdlog.Printf

@@ -194,8 +194,8 @@ func parsePartitionMetadata(data []byte) (controller.TopicID, bool) {
 
 // applyBrokerConfigsLocked applies the broker's dynamic configs (controller
 // BrokerConfigUpdate; a key absent takes the static Config): num.replica.fetchers resizes the
-// fetcher pools; min.insync.replicas and the log.* defaults reconfigure every replica
-// without a topic override. Other keys (message.max.bytes, unclean.leader.election.enable,
+// fetcher pools; min.insync.replicas, message.max.bytes and the log.* defaults reconfigure
+// every replica without a topic override. Other keys (unclean.leader.election.enable,
 // the ones that accept only Kafka's default) are applied elsewhere or change nothing here.
 // b.apply held.
 func (b *Broker) applyBrokerConfigsLocked(configs map[string]string) {
@@ -224,8 +224,9 @@ func (b *Broker) applyBrokerConfigsLocked(configs map[string]string) {
 	lc.FlushMessages = num("log.flush.interval.messages", lc.FlushMessages)
 	lc.FlushMs = num("log.flush.interval.ms", lc.FlushMs)
 	minISR := int(num("min.insync.replicas", int64(b.cfg.MinInsyncReplicas)))
-	if !sameLogDefaults(lc, b.apply.dyn.log) || minISR != b.apply.dyn.minISR {
-		b.apply.dyn.log, b.apply.dyn.minISR = lc, minISR
+	maxMessage := num("message.max.bytes", b.cfg.Settings.Int("message.max.bytes"))
+	if !sameLogDefaults(lc, b.apply.dyn.log) || minISR != b.apply.dyn.minISR || maxMessage != b.apply.dyn.maxMessage {
+		b.apply.dyn.log, b.apply.dyn.minISR, b.apply.dyn.maxMessage = lc, minISR, maxMessage
 		for _, h := range b.allReplicas() {
 			b.reconfigureReplicaLocked(h)
 		}

@@ -54,6 +54,9 @@ type hosted struct {
 	// throttle is which replication quotas apply to this replica (throttleLeader,
 	// throttleFollower bits), from topicConfigs; read lock-free on the fetch paths.
 	throttle atomic.Uint32
+	// maxMessage is max.message.bytes in effect: the topic's, else the broker's dynamic
+	// message.max.bytes, else its static one; read lock-free by Produce.
+	maxMessage atomic.Int64
 
 	dmg damageState // damage found and not healed yet (damage.go)
 	// lostHW is the HW the HW checkpoint held for a replica whose log recovery found ending
@@ -135,6 +138,7 @@ type Broker struct {
 			numFetchers int               // num.replica.fetchers
 			minISR      int               // min.insync.replicas
 			log         log.Config        // the log.* broker defaults of every replica
+			maxMessage  int64             // message.max.bytes
 		}
 	}
 	numFetchers atomic.Int32 // apply.dyn.numFetchers, read lock-free
@@ -208,6 +212,7 @@ func New(cfg Config, ctrl *controller.Controller, transport Transport) (*Broker,
 	b := &Broker{cfg: cfg, fs: fs, ctrl: ctrl, transport: transport, now: now, ctx: ctx, cancel: cancel}
 	b.epoch.Store(-1)
 	b.apply.dyn.numFetchers, b.apply.dyn.minISR, b.apply.dyn.log = cfg.NumReplicaFetchers, cfg.MinInsyncReplicas, cfg.Log
+	b.apply.dyn.maxMessage = cfg.Settings.Int("message.max.bytes")
 	b.numFetchers.Store(int32(cfg.NumReplicaFetchers))
 	b.mu.replicas = make(map[tp]*hosted)
 	b.apply.retry = make(map[tp]bool)

@@ -29,6 +29,10 @@ type Config struct {
 	// cluster gives each broker a vfs.PowerLossFS (for the crash fault), the simulator a
 	// vfs.MemFS.
 	FS vfs.FS
+	// Settings are the broker settings by their registry names (core/config): those given,
+	// else the registry's (Kafka's) defaults. A setting without a typed field below is read
+	// from here by the code that uses it.
+	Settings config.Settings
 	// Manual starts no goroutine: no replica fetchers, ISR expiration, heartbeats,
 	// checkpoints or retention run by themselves. The caller drives them (Fetchers and
 	// their rounds, MaybeShrinkISRs, ApplyExpansions, Heartbeat, WriteHWCheckpoint,
@@ -182,6 +186,9 @@ func validateConfig(cfg *Config) error {
 	if cfg.DataDir == "" {
 		return errors.New("broker: log.dirs (Config.DataDir) must be set")
 	}
+	if err := cfg.Settings.Check(); err != nil {
+		return fmt.Errorf("broker %d: %w", cfg.ID, err)
+	}
 	if cfg.ReplicaHighWatermarkCheckpointIntervalMs <= 0 {
 		cfg.ReplicaHighWatermarkCheckpointIntervalMs = config.DefaultOf("replica.high.watermark.checkpoint.interval.ms")
 	}
@@ -221,6 +228,12 @@ func validateConfig(cfg *Config) error {
 	if int64(cfg.ReplicaFetchWaitMaxMs) > cfg.ReplicaLagTimeMaxMs {
 		return fmt.Errorf("broker %d: replica.fetch.wait.max.ms (%d) must be <= replica.lag.time.max.ms (%d): a parked follower fetch would fall out of the ISR",
 			cfg.ID, cfg.ReplicaFetchWaitMaxMs, cfg.ReplicaLagTimeMaxMs)
+	}
+	// Nor with a replica request timeout shorter than the fetch wait: a parked fetch would be
+	// taken for a dead leader (KafkaConfig's requirement).
+	if timeout := cfg.Settings.Int("replica.socket.timeout.ms"); int64(cfg.ReplicaFetchWaitMaxMs) > timeout {
+		return fmt.Errorf("broker %d: replica.socket.timeout.ms (%d) must be >= replica.fetch.wait.max.ms (%d): a parked follower fetch would time out",
+			cfg.ID, timeout, cfg.ReplicaFetchWaitMaxMs)
 	}
 	if cfg.HeartbeatIntervalMs <= 0 {
 		cfg.HeartbeatIntervalMs = config.DefaultOf("broker.session.timeout.ms") / 3

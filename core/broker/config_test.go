@@ -42,6 +42,7 @@ func TestValidateConfigRegistry(t *testing.T) {
 			}
 			if name == "replica.fetch.wait.max.ms" {
 				c.ReplicaLagTimeMaxMs = max(n, c.ReplicaLagTimeMaxMs)
+				c.Settings, _ = c.Settings.With("replica.socket.timeout.ms", strconv.FormatInt(n, 10))
 			}
 			if err := validateConfig(&c); err != nil {
 				t.Errorf("%s=%d (registry %s): %v", name, n, e.Range(), err)

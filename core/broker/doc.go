@@ -67,7 +67,9 @@
 //
 // Topic configs: a topic config change reaches the broker as a controller update;
 // it reconfigures its replicas (retention, segment size, index interval, flush
-// policy, min.insync.replicas, which replication throttles apply).
+// policy, min.insync.replicas, max.message.bytes, which replication throttles apply).
+// A produce is held to max.message.bytes (MESSAGE_TOO_LARGE) and, when larger than
+// that, to one segment (RECORD_LIST_TOO_LARGE) before it appends.
 //
 // Reassignment (controller.AlterPartitionReassignments): a broker a reassignment adds
 // hears of a state naming it, opens an empty replica and follows the leader like any

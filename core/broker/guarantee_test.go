@@ -30,6 +30,28 @@ func TestFetchWaitAboveLagRefused(t *testing.T) {
 	}
 }
 
+// TestFetchWaitAboveSocketTimeoutRefused: Kafka refuses to start with replica.fetch.wait.max.ms
+// above replica.socket.timeout.ms (a parked fetch would be taken for a dead leader); the
+// timeout is read from the broker's Settings.
+func TestFetchWaitAboveSocketTimeoutRefused(t *testing.T) {
+	cfg := testConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.ReplicaFetchWaitMaxMs = 500
+	if err := cfg.Settings.Set("replica.socket.timeout.ms", "400"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(cfg, controller.New(controller.Config{}), NewLocalTransport(func(int32) *Broker { return nil }))
+	if err == nil || !strings.Contains(err.Error(), "replica.socket.timeout.ms (400) must be >= replica.fetch.wait.max.ms (500)") {
+		t.Fatalf("New: %v", err)
+	}
+	cfg.Settings, _ = cfg.Settings.With("replica.socket.timeout.ms", "500")
+	b, err := New(cfg, controller.New(controller.Config{}), NewLocalTransport(func(int32) *Broker { return nil }))
+	if err != nil {
+		t.Fatalf("replica.socket.timeout.ms = replica.fetch.wait.max.ms: %v", err)
+	}
+	b.Close()
+}
+
 // TestTopicConfigsApplied: topic configs are applied to every replica when the topic is
 // created and when they change at run time; configs of features isrbench does not have are
 // refused instead of accepted and ignored.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/isrbench/isrbench/core/log"
 	"github.com/isrbench/isrbench/core/partition"
+	"github.com/isrbench/isrbench/core/records"
 )
 
 // Produce appends each partition's records as leader and fills its outputs
@@ -105,6 +106,10 @@ func (b *Broker) produceAppend(acks int16, parts []ProducePartition, waits []pro
 			failProduce(p, fmt.Errorf("%w: %s-%d is not hosted on broker %d", kerr.UnknownTopicOrPartition, p.Topic, p.Partition, b.cfg.ID))
 			continue
 		}
+		if err := checkProduceSizes(p.Records, h.maxMessage.Load(), h.l.SegmentBytes()); err != nil {
+			failProduce(p, fmt.Errorf("%s-%d: %w", p.Topic, p.Partition, err))
+			continue
+		}
 		var info log.AppendInfo
 		var err error
 		if p.Coordinator {
@@ -125,6 +130,21 @@ func (b *Broker) produceAppend(acks int16, parts []ProducePartition, waits []pro
 		}
 	}
 	return waits
+}
+
+// checkProduceSizes applies the size rules to one partition's produced records before the
+// append: a record set larger than max.message.bytes (the topic's, else the broker's) must
+// fit in one segment (RECORD_LIST_TOO_LARGE, as Kafka's UnifiedLog.append) and none of its
+// batches may be larger than max.message.bytes (MESSAGE_TOO_LARGE, as Kafka's
+// LogValidator). The log itself refuses a batch larger than a segment.
+func checkProduceSizes(recs []byte, maxMessage, segment int64) error {
+	if int64(len(recs)) <= maxMessage {
+		return nil // no batch can be larger
+	}
+	if int64(len(recs)) > segment {
+		return fmt.Errorf("%d bytes of records exceed the segment size %d: %w", len(recs), segment, kerr.RecordListTooLarge)
+	}
+	return records.CheckBatchSizes(recs, maxMessage)
 }
 
 // Check fills the outputs of the partitions whose wait is over and reports whether all are.

@@ -103,6 +103,7 @@ func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
 		}
 	}
 	h = &hosted{key: key, r: r, l: l, topicID: topicID, topicConfigs: configs}
+	h.maxMessage.Store(topicMaxMessage(b.apply.dyn.maxMessage, configs))
 	if ok && hw > r.LEO() {
 		h.lostHW = hw
 	}
@@ -118,6 +119,17 @@ func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
 func topicMinISR(broker int, configs map[string]string) int {
 	if v, ok := configs[controller.ConfigMinInsyncReplicas]; ok {
 		if n, err := strconv.Atoi(v); err == nil && n >= 1 {
+			return n
+		}
+	}
+	return broker
+}
+
+// topicMaxMessage is the topic's max.message.bytes override (validated by the controller),
+// else the broker's message.max.bytes.
+func topicMaxMessage(broker int64, configs map[string]string) int64 {
+	if v, ok := configs[controller.ConfigMaxMessageBytes]; ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 			return n
 		}
 	}
@@ -161,7 +173,8 @@ func topicLogConfig(base log.Config, configs map[string]string) (log.Config, err
 }
 
 // applyTopicConfigsLocked applies a topic config change to a hosted replica: its log
-// (retention, segment size, index interval, flush policy) and min.insync.replicas
+// (retention, segment size, index interval, flush policy), min.insync.replicas and
+// max.message.bytes
 // (b.apply held).
 func (b *Broker) applyTopicConfigsLocked(h *hosted, configs map[string]string) {
 	if maps.Equal(configs, h.topicConfigs) {
@@ -184,4 +197,5 @@ func (b *Broker) reconfigureReplicaLocked(h *hosted) {
 		b.logf("broker %d: %s: applying topic configs %v: %v", b.cfg.ID, h.key, h.topicConfigs, err)
 	}
 	h.r.SetMinInsyncReplicas(topicMinISR(b.apply.dyn.minISR, h.topicConfigs))
+	h.maxMessage.Store(topicMaxMessage(b.apply.dyn.maxMessage, h.topicConfigs))
 }

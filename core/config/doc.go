@@ -5,17 +5,20 @@
 // own string switches (isrbench.io, isrbench.hw.update, isrbench.truncate.mode) live here
 // too, each with its String and Parse.
 //
-// Every user derives from this registry instead of restating it: the broker and partition
-// configs take their defaults and lower bounds from it, netfetch its `serve --set` setters
-// and the DescribeConfigs definitions, workloads the ranges and help of its broker keys and
-// how a kafka:// cluster is given each one. So a value the registry accepts is accepted
-// everywhere, and one it refuses is refused everywhere with an error naming the key and the
-// range.
+// Settings is one value of those settings (the ones given, else the defaults), parsed and
+// range-checked once: a spec or `--set` builds it, and the cluster, the brokers and the
+// controller read each setting from it by its Kafka name (Int, Bool, Duration, Text). Every
+// user derives from this registry instead of restating it, so a value the registry accepts
+// is accepted everywhere, and one it refuses is refused everywhere with an error naming the
+// key and the range.
 //
-// Adding a broker setting: add its Entry to the registry (registry.go), bind it to a field in
-// netfetch (config.go's bindings) and, when a workload may set it, add its key to
-// workloads/spec_params.go with brokerP; the tests that walk the registry then check the new
-// entry's minimum, maximum and default end to end.
+// Adding a broker setting: add its Entry to the registry (registry.go), read it from the
+// Settings where it is used (a broker's Config.Settings, the cluster's) and, when a workload
+// may set it, give it a key with settingB in workloads/spec/params.go; `serve --set`, the
+// spec's `--set`, DescribeConfigs and the embedded target then take it with no other change,
+// and the tests that walk the registry check its minimum, maximum and default end to end.
+// Older settings still have typed fields (broker.Config, cluster.Config, spec.BrokerSpec)
+// that cluster.Config.Set fills besides the Settings.
 //
 // The package imports nothing of the module (a leaf under core/), so core, netfetch and
 // workloads may all import it. Everything in it is immutable after init and safe for

@@ -36,9 +36,10 @@ func dur(name string, lo, hi time.Duration, doc string) Entry {
 	return Entry{Name: name, Type: Duration, Default: "0s", Min: int64(lo), Max: int64(hi), Side: SideBroker, Update: ReadOnly, Doc: doc}
 }
 
-// fixed returns a broker config isrbench implements at Kafka's default only.
-func fixed(name string, t Type, def string, topic string) Entry {
-	return Entry{Name: name, Type: t, Default: def, Side: SideBroker, Update: ClusterWide, TopicConfig: topic, Fixed: true}
+// fixed returns a broker config isrbench implements at Kafka's default only; why says what
+// isrbench lacks (the error that refuses another value gives it).
+func fixed(name string, t Type, def string, topic string, why string) Entry {
+	return Entry{Name: name, Type: t, Default: def, Side: SideBroker, Update: ClusterWide, TopicConfig: topic, Fixed: true, Doc: why}
 }
 
 func (e Entry) dynamic(u Update) Entry     { e.Update = u; return e }
@@ -56,6 +57,10 @@ var entries = []Entry{
 	broker("replica.fetch.min.bytes", Int, "bytes", "1", 1, maxInt32, "min bytes before a replica fetch returns"),
 	broker("replica.fetch.max.bytes", Int, "bytes", "1048576", 1, maxInt32, "max bytes per partition per replica fetch"),
 	broker("replica.fetch.response.max.bytes", Int, "bytes", "10485760", 1, maxInt32, "max bytes per replica fetch response"),
+	// replica.socket.timeout.ms: at least replica.fetch.wait.max.ms (KafkaConfig; checked by
+	// the broker), so that a parked fetch is not taken for a dead leader.
+	broker("replica.socket.timeout.ms", Int, "ms", "30000", 1, maxInt32,
+		"a follower's replica request (Fetch, ListOffsets, OffsetForLeaderEpoch) unanswered this long fails: the fetcher drops the connection and dials again after replica.fetch.backoff.ms"),
 	broker("replica.fetch.backoff.ms", Int, "ms", "1000", 0, maxInt32, "a follower's wait before it fetches a partition again after an error (ms)"),
 	// Min 2: ISR expiration runs every replica.lag.time.max.ms/2, which must be >= 1 ms.
 	broker("replica.lag.time.max.ms", Long, "ms", "30000", 2, MaxMs, "ISR lag time (ms): a follower not caught up for this long leaves the ISR"),
@@ -90,13 +95,13 @@ var entries = []Entry{
 	broker("log.flush.interval.messages", Long, "messages", never, 1, maxInt64, "fsync every N messages").dynamic(ClusterWide).topic("flush.messages"),
 	broker("log.flush.interval.ms", Long, "ms", never, 0, maxInt64, "fsync every N ms").dynamic(ClusterWide).topic("flush.ms"),
 	broker("message.max.bytes", Int, "bytes", "1048588", 0, maxInt32, "largest record batch a produce may carry").dynamic(ClusterWide).topic("max.message.bytes"),
-	fixed("log.cleanup.policy", List, "delete", "cleanup.policy"),
-	fixed("compression.type", String, "producer", "compression.type"),
-	fixed("log.index.size.max.bytes", Int, "10485760", "segment.index.bytes"),
-	fixed("log.message.timestamp.type", String, "CreateTime", "message.timestamp.type"),
-	fixed("log.preallocate", Boolean, "false", "preallocate"),
-	fixed("log.roll.ms", Long, "604800000", "segment.ms"),
-	fixed("log.segment.delete.delay.ms", Long, "60000", "file.delete.delay.ms"),
+	fixed("log.cleanup.policy", List, "delete", "cleanup.policy", "log compaction is not implemented"),
+	fixed("compression.type", String, "producer", "compression.type", "the broker keeps the producer's compression; recompression is not implemented"),
+	fixed("log.index.size.max.bytes", Int, "10485760", "segment.index.bytes", "the offset index has no size limit"),
+	fixed("log.message.timestamp.type", String, "CreateTime", "message.timestamp.type", "LogAppendTime (broker-assigned timestamps) is not implemented"),
+	fixed("log.preallocate", Boolean, "false", "preallocate", "segment preallocation is not implemented"),
+	fixed("log.roll.ms", Long, "604800000", "segment.ms", "time-based segment rolling is not implemented"),
+	fixed("log.segment.delete.delay.ms", Long, "60000", "file.delete.delay.ms", "segments are deleted at once"),
 	{Name: "broker.id", Type: Int, Default: "-1", Side: SideBroker, Update: ReadOnly, Fixed: true, Doc: "the broker's id (set per broker)"},
 	{Name: "log.dirs", Type: String, Side: SideBroker, Update: ReadOnly, Fixed: true, Doc: "the broker's data directory (set per broker)"},
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/isrbench/isrbench/core/config"
 )
 
 // Config types, as Kafka's ConfigDef types (DescribeConfigs' config_type).
@@ -22,7 +24,8 @@ const (
 
 // TopicConfigDef describes one topic config: its type, the broker config that gives its
 // default when the topic has no override (Kafka's ServerTopicConfigSynonyms; "" for the
-// throttled replicas lists, which have none) and Kafka's default of both.
+// throttled replicas lists, which have none) and Kafka's default of both. Type and default
+// are the registry's (core/config).
 type TopicConfigDef struct {
 	Name          string
 	Type          string
@@ -31,27 +34,20 @@ type TopicConfigDef struct {
 }
 
 // topicConfigDefs lists every topic config CreateTopic accepts (topicConfigs' keys), sorted
-// by name.
-var topicConfigDefs = []TopicConfigDef{
-	{ConfigCleanupPolicy, TypeList, "log.cleanup.policy", "delete"},
-	{ConfigCompressionType, TypeString, "compression.type", "producer"},
-	{ConfigFileDeleteDelayMs, TypeLong, "log.segment.delete.delay.ms", "60000"},
-	{ConfigFlushMessages, TypeLong, "log.flush.interval.messages", "9223372036854775807"},
-	{ConfigFlushMs, TypeLong, "log.flush.interval.ms", "9223372036854775807"},
-	{ConfigFollowerThrottledReplicas, TypeList, "", ""},
-	{ConfigIndexIntervalBytes, TypeInt, "log.index.interval.bytes", "4096"},
-	{ConfigLeaderThrottledReplicas, TypeList, "", ""},
-	{ConfigMaxMessageBytes, TypeInt, "message.max.bytes", "1048588"},
-	{ConfigMessageTimestampType, TypeString, "log.message.timestamp.type", "CreateTime"},
-	{ConfigMinInsyncReplicas, TypeInt, "min.insync.replicas", "1"},
-	{ConfigPreallocate, TypeBoolean, "log.preallocate", "false"},
-	{ConfigRetentionBytes, TypeLong, "log.retention.bytes", "-1"},
-	{ConfigRetentionMs, TypeLong, "log.retention.ms", "604800000"},
-	{ConfigSegmentBytes, TypeInt, "log.segment.bytes", "1073741824"},
-	{ConfigSegmentIndexBytes, TypeInt, "log.index.size.max.bytes", "10485760"},
-	{ConfigSegmentMs, TypeLong, "log.roll.ms", "604800000"},
-	{ConfigUncleanLeaderElectionEnable, TypeBoolean, "unclean.leader.election.enable", "false"},
-}
+// by name: the registry's topic synonyms and the throttled replicas lists.
+var topicConfigDefs = func() []TopicConfigDef {
+	defs := []TopicConfigDef{
+		{Name: ConfigLeaderThrottledReplicas, Type: TypeList},
+		{Name: ConfigFollowerThrottledReplicas, Type: TypeList},
+	}
+	for _, e := range config.Entries() {
+		if e.TopicConfig != "" {
+			defs = append(defs, TopicConfigDef{Name: e.TopicConfig, Type: string(e.Type), BrokerSynonym: e.Name, Default: e.Default})
+		}
+	}
+	slices.SortFunc(defs, func(a, b TopicConfigDef) int { return strings.Compare(a.Name, b.Name) })
+	return defs
+}()
 
 // TopicConfigDefs returns the definitions of every supported topic config, sorted by name.
 func TopicConfigDefs() []TopicConfigDef { return slices.Clone(topicConfigDefs) }
@@ -66,60 +62,35 @@ type ConfigChange struct {
 	ValidateOnly bool
 }
 
-// Update modes of broker configs (Kafka's "Dynamic Update Mode" of each broker config).
-const (
-	// ModeReadOnly: set at start only (server.properties; isrbench serve --set).
-	ModeReadOnly = "read-only"
-	// ModeClusterWide: may be changed at run time as the cluster-wide default (resource "")
-	// and, as Kafka allows for testing, per broker.
-	ModeClusterWide = "cluster-wide"
-)
-
-// brokerConfigDef is a broker config that may be changed at run time.
-type brokerConfigDef struct {
-	typ   string
-	check func(v string) (string, error)
-	// clusterOnly: only the cluster-wide default may be set (the controller reads it, and
-	// isrbench's controller is no broker whose own config could apply).
-	clusterOnly bool
-}
-
 // dynamicBrokerConfigs are the broker configs Kafka updates at run time (DynamicBrokerConfig:
-// DynamicThreadPool's num.replica.fetchers and DynamicLogConfig's broker synonyms of topic
-// configs, all cluster-wide) that isrbench applies: the brokers resize their fetcher pools
-// and reconfigure their logs and replicas; the controller applies
+// DynamicThreadPool's num.replica.fetchers, DynamicLogConfig's broker synonyms of topic
+// configs, the replication quotas) that isrbench applies: the brokers resize their fetcher
+// pools, reconfigure their logs and replicas and their throttles; the controller applies
 // unclean.leader.election.enable; message.max.bytes applies to the next produce. The
-// synonyms of topic configs whose feature isrbench lacks accept only Kafka's default.
-var dynamicBrokerConfigs = map[string]brokerConfigDef{
-	"num.replica.fetchers": {TypeInt, func(v string) (string, error) {
-		return intIn(v, 1, MaxReplicaFetchers, "an integer in [1, %d]", MaxReplicaFetchers)
-	}, false},
-	"min.insync.replicas":            {TypeInt, func(v string) (string, error) { return intIn(v, 1, 1<<31-1, "an integer >= 1") }, false},
-	"unclean.leader.election.enable": {TypeBoolean, func(v string) (string, error) { return boolean(v, 0) }, true},
-	"message.max.bytes":              {TypeInt, func(v string) (string, error) { return intIn(v, 0, 1<<31-1, "an integer in [0, 2147483647] bytes") }, false},
-	"log.segment.bytes":              {TypeInt, func(v string) (string, error) { return intIn(v, 14, 1<<31-1, "an integer in [14, 2147483647] bytes") }, false},
-	"log.index.interval.bytes":       {TypeInt, func(v string) (string, error) { return intIn(v, 0, 1<<31-1, "an integer in [0, 2147483647] bytes") }, false},
-	"log.retention.bytes":            {TypeLong, broker(longAtLeast(-1, "-1 means unlimited")), false},
-	"log.retention.ms":               {TypeLong, broker(longAtLeast(-1, "-1 means unlimited")), false},
-	"log.flush.interval.messages":    {TypeLong, broker(longAtLeast(1, "messages")), false},
-	"log.flush.interval.ms":          {TypeLong, broker(longAtLeast(0, "milliseconds")), false},
-	"log.cleanup.policy":             {TypeList, broker(onlyDefault("delete", "log compaction is not implemented")), false},
-	"compression.type":               {TypeString, broker(onlyDefault("producer", "the broker keeps the producer's compression; recompression is not implemented")), false},
-	"log.message.timestamp.type":     {TypeString, broker(onlyDefault("CreateTime", "LogAppendTime (broker-assigned timestamps) is not implemented")), false},
-	"log.roll.ms":                    {TypeLong, broker(onlyDefault("604800000", "time-based segment rolling is not implemented")), false},
-	"log.index.size.max.bytes":       {TypeInt, broker(onlyDefault("10485760", "the offset index has no size limit")), false},
-	"log.segment.delete.delay.ms":    {TypeLong, broker(onlyDefault("60000", "segments are deleted at once")), false},
-	"log.preallocate":                {TypeBoolean, broker(onlyDefault("false", "segment preallocation is not implemented")), false},
-	// Kafka's QuotaConfig: per broker or the cluster-wide default (bytes/s).
-	"leader.replication.throttled.rate":   {TypeLong, broker(longAtLeast(0, "bytes per second")), false},
-	"follower.replication.throttled.rate": {TypeLong, broker(longAtLeast(0, "bytes per second")), false},
-}
-
-// MaxReplicaFetchers bounds num.replica.fetchers (an isrbench limit; Kafka has none).
-const MaxReplicaFetchers = 64
-
-func broker(c configCheck) func(string) (string, error) {
-	return func(v string) (string, error) { return c(v, 0) }
+// synonyms of topic configs whose feature isrbench lacks accept only Kafka's default (the
+// registry's Fixed entries). Type, range and default are the registry's (core/config); the
+// value is whether only the cluster-wide default may be set (the controller reads it, and
+// isrbench's controller is no broker whose own config could apply).
+var dynamicBrokerConfigs = map[string]bool{
+	"num.replica.fetchers":                false,
+	"min.insync.replicas":                 false,
+	"unclean.leader.election.enable":      true,
+	"message.max.bytes":                   false,
+	"log.segment.bytes":                   false,
+	"log.index.interval.bytes":            false,
+	"log.retention.bytes":                 false,
+	"log.retention.ms":                    false,
+	"log.flush.interval.messages":         false,
+	"log.flush.interval.ms":               false,
+	"log.cleanup.policy":                  false,
+	"compression.type":                    false,
+	"log.message.timestamp.type":          false,
+	"log.roll.ms":                         false,
+	"log.index.size.max.bytes":            false,
+	"log.segment.delete.delay.ms":         false,
+	"log.preallocate":                     false,
+	"leader.replication.throttled.rate":   false,
+	"follower.replication.throttled.rate": false,
 }
 
 // DynamicBrokerConfigNames returns the broker configs that may be changed at run time
@@ -127,18 +98,22 @@ func broker(c configCheck) func(string) (string, error) {
 func DynamicBrokerConfigNames() []string { return slices.Sorted(maps.Keys(dynamicBrokerConfigs)) }
 
 // BrokerConfigType returns the type of a dynamic broker config ("" if it is not one).
-func BrokerConfigType(name string) string { return dynamicBrokerConfigs[name].typ }
+func BrokerConfigType(name string) string {
+	if _, ok := dynamicBrokerConfigs[name]; !ok {
+		return ""
+	}
+	return string(config.Get(name).Type)
+}
 
 // ValidateBrokerConfig checks a value of the dynamic broker config name and returns it
 // normalized. Errors wrap kerr.InvalidRequest (Kafka's broker-side validation of broker
 // configs) and name the key and the allowed values.
 func ValidateBrokerConfig(name, value string) (string, error) {
-	d, ok := dynamicBrokerConfigs[name]
-	if !ok {
+	if _, ok := dynamicBrokerConfigs[name]; !ok {
 		return "", fmt.Errorf("cannot update broker config %s dynamically (the dynamic ones: %s): %w",
 			name, strings.Join(DynamicBrokerConfigNames(), ", "), kerr.InvalidRequest)
 	}
-	norm, err := d.check(value)
+	norm, err := config.Parse(name, value)
 	if err != nil {
 		return "", fmt.Errorf("broker config %s=%q: %w: %w", name, value, err, kerr.InvalidRequest)
 	}
@@ -248,7 +223,7 @@ func (c *Controller) ChangeBrokerConfig(resource string, ch ConfigChange) (err e
 		}
 	}
 	check := func(k, v string) (string, error) {
-		if resource != "" && dynamicBrokerConfigs[k].clusterOnly {
+		if resource != "" && dynamicBrokerConfigs[k] {
 			return "", fmt.Errorf("broker config %s may only be set as the cluster-wide default (resource \"\"), not for broker %s: %w", k, resource, kerr.InvalidRequest)
 		}
 		return ValidateBrokerConfig(k, v)

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/isrbench/isrbench/core/config"
 )
 
 // MaxTopicNameLength is Kafka's limit on topic name length.
@@ -44,50 +46,39 @@ const (
 
 type configCheck func(v string, rf int16) (string, error)
 
-// topicConfigs maps each supported key to its validator, which returns the
-// normalized value. Ranges are Kafka's (LogConfig's ConfigDef). Every accepted value
-// is applied: the brokers reconfigure their replicas on a change (min.insync.replicas,
-// retention, segment size, index interval, flush policy, max.message.bytes), the
-// controller applies unclean.leader.election.enable; the keys of features isrbench does
-// not implement accept only Kafka's default value, so nothing is accepted and ignored.
-var topicConfigs = map[string]configCheck{
-	ConfigMinInsyncReplicas: func(v string, rf int16) (string, error) {
-		return intIn(v, 1, int64(rf), "an integer in [1, replication factor %d]", rf)
-	},
-	ConfigUncleanLeaderElectionEnable: boolean,
-	ConfigRetentionMs:                 longAtLeast(-1, "-1 means unlimited"),
-	ConfigRetentionBytes:              longAtLeast(-1, "-1 means unlimited"),
-	ConfigSegmentBytes: func(v string, _ int16) (string, error) {
-		return intIn(v, 14, 1<<31-1, "an integer in [14, 2147483647] bytes")
-	},
-	ConfigIndexIntervalBytes: func(v string, _ int16) (string, error) {
-		return intIn(v, 0, 1<<31-1, "an integer in [0, 2147483647] bytes")
-	},
-	ConfigLeaderThrottledReplicas:   throttledReplicas,
-	ConfigFollowerThrottledReplicas: throttledReplicas,
-	ConfigFlushMessages:             longAtLeast(1, "messages"),
-	ConfigFlushMs:                   longAtLeast(0, "milliseconds"),
-	ConfigMaxMessageBytes: func(v string, _ int16) (string, error) {
-		return intIn(v, 0, 1<<31-1, "an integer in [0, 2147483647] bytes")
-	},
-	// Features isrbench does not implement: only Kafka's default is accepted.
-	ConfigCleanupPolicy:        onlyDefault("delete", "log compaction is not implemented"),
-	ConfigMessageTimestampType: onlyDefault("CreateTime", "LogAppendTime (broker-assigned timestamps) is not implemented"),
-	ConfigCompressionType:      onlyDefault("producer", "the broker keeps the producer's compression; recompression is not implemented"),
-	ConfigSegmentMs:            onlyDefault("604800000", "time-based segment rolling is not implemented"),
-	ConfigSegmentIndexBytes:    onlyDefault("10485760", "the offset index has no size limit"),
-	ConfigFileDeleteDelayMs:    onlyDefault("60000", "segments are deleted at once"),
-	ConfigPreallocate:          onlyDefault("false", "segment preallocation is not implemented"),
-}
-
-// onlyDefault accepts Kafka's default value only, saying why no other is.
-func onlyDefault(def, why string) configCheck {
-	return func(v string, _ int16) (string, error) {
-		if strings.TrimSpace(v) == def {
-			return def, nil
-		}
-		return "", fmt.Errorf("isrbench supports only %s (%s)", def, why)
+// topicConfigs maps each supported key to its validator, which returns the normalized value:
+// the registry's check of its broker synonym (core/config: Kafka's ranges, and for the
+// features isrbench does not implement only Kafka's default, so nothing is accepted and
+// ignored), min.insync.replicas at most the replication factor, and the throttled replicas
+// lists. Every accepted value is applied: the brokers reconfigure their replicas on a change
+// (min.insync.replicas, retention, segment size, index interval, flush policy,
+// max.message.bytes), the controller applies unclean.leader.election.enable.
+var topicConfigs = func() map[string]configCheck {
+	m := map[string]configCheck{
+		ConfigLeaderThrottledReplicas:   throttledReplicas,
+		ConfigFollowerThrottledReplicas: throttledReplicas,
 	}
+	for _, e := range config.Entries() {
+		if e.TopicConfig != "" {
+			m[e.TopicConfig] = registryCheck(e.Name)
+		}
+	}
+	minISR := m[ConfigMinInsyncReplicas]
+	m[ConfigMinInsyncReplicas] = func(v string, rf int16) (string, error) {
+		norm, err := minISR(v, rf)
+		if err == nil && len(norm) > 0 {
+			if n, _ := strconv.ParseInt(norm, 10, 64); n > int64(rf) {
+				return "", fmt.Errorf("%d is more than the replication factor %d; allowed 1..%d", n, rf, rf)
+			}
+		}
+		return norm, err
+	}
+	return m
+}()
+
+// registryCheck checks a topic config by the registry entry of its broker synonym.
+func registryCheck(name string) configCheck {
+	return func(v string, _ int16) (string, error) { return config.Parse(name, v) }
 }
 
 // SupportedTopicConfigs returns the topic config names CreateTopic accepts,
@@ -110,34 +101,6 @@ func ValidateTopicConfig(key, value string, rf int16) (string, error) {
 		return "", fmt.Errorf("config %s=%q: %w: %w", key, value, err, kerr.InvalidConfig)
 	}
 	return norm, nil
-}
-
-func intIn(v string, lo, hi int64, format string, args ...any) (string, error) {
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	if err != nil || n < lo || n > hi {
-		return "", fmt.Errorf("must be "+format, args...)
-	}
-	return strconv.FormatInt(n, 10), nil
-}
-
-func longAtLeast(lo int64, what string) configCheck {
-	return func(v string, _ int16) (string, error) {
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		if err != nil || n < lo {
-			return "", fmt.Errorf("must be a long >= %d (%s)", lo, what)
-		}
-		return strconv.FormatInt(n, 10), nil
-	}
-}
-
-func boolean(v string, _ int16) (string, error) {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "true":
-		return "true", nil
-	case "false":
-		return "false", nil
-	}
-	return "", fmt.Errorf("must be true or false")
 }
 
 // ValidateTopicName checks name against Kafka's topic name rules: 1 to 249

@@ -159,6 +159,9 @@ func (l *Log) poison(op string, err error) error {
 	return perr
 }
 
+// SegmentBytes is the segment size in effect (segment.bytes / log.segment.bytes). Lock-free.
+func (l *Log) SegmentBytes() int64 { return l.segBytes.Load() }
+
 // Reconfigure applies a topic config change: segment.bytes (from the next roll; a batch
 // larger than it is refused), retention.bytes and retention.ms (from the next
 // ApplyRetention), index.interval.bytes and flush.messages / flush.ms (from the next

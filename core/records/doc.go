@@ -37,5 +37,7 @@
 // Errors wrap kerr.CorruptMessage (CRC mismatch, torn or truncated bytes, a length pointing
 // past the data) or kerr.InvalidRecord (bad magic or an impossible field value) and name the
 // field at fault, so callers test them with errors.Is and map them to Kafka error codes.
+// The checks of a produced record set before its append (CheckProduceFormat, CheckBatchSizes)
+// wrap the Kafka error their rule gives (UNSUPPORTED_FOR_MESSAGE_FORMAT, MESSAGE_TOO_LARGE, ...).
 // Nothing here panics on malformed input.
 package records

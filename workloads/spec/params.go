@@ -39,6 +39,10 @@ func (s *Spec) Validate() error {
 		return fmt.Errorf("replica.fetch.wait.max.ms: %d is more than replica.lag.time.max.ms (%d), which Kafka requires; allowed 0..%d",
 			s.Broker.ReplicaFetchWaitMaxMs, s.Broker.ReplicaLagTimeMaxMs, s.Broker.ReplicaLagTimeMaxMs)
 	}
+	if t := s.Settings.Int("replica.socket.timeout.ms"); int64(s.Broker.ReplicaFetchWaitMaxMs) > t {
+		return fmt.Errorf("replica.fetch.wait.max.ms: %d is more than replica.socket.timeout.ms (%d), which Kafka requires; allowed 0..%d",
+			s.Broker.ReplicaFetchWaitMaxMs, t, t)
+	}
 	if s.Consumers.Count == 0 && !slices.ContainsFunc(s.ProducerGroups(), func(g ProducerSpec) bool { return g.Count > 0 }) {
 		return errors.New("producers.count and consumers.count are both 0: nothing to run or measure; allowed at least one producer or consumer")
 	}
@@ -303,6 +307,26 @@ func brokerHelp(e *config.Entry, note string) string {
 	return h + ", default " + def
 }
 
+// settingB is a broker setting kept in Spec.Settings under its registry name: its type,
+// range, default, help and the check of a value are all the registry's (core/config).
+func settingB(name string) Param {
+	e := config.Get(name)
+	return Param{Key: name, Aliases: []string{"broker." + name}, entry: name,
+		Help: fmt.Sprintf("%s (%s %s)", brokerHelp(e, ""), e.Type, e.Range()),
+		set:  func(s *Spec, v string) error { return s.Settings.Set(name, v) },
+		get: func(s *Spec) any {
+			switch {
+			case e.Type.Numeric():
+				return s.Settings.Int(name)
+			case e.Type == config.Boolean:
+				return s.Settings.Bool(name)
+			case e.Type == config.Duration:
+				return s.Settings.Duration(name)
+			}
+			return s.Settings.Text(name)
+		}}
+}
+
 func intB[T int | int64](key, entry string, aliases []string, note string, f func(*Spec) *T) Param {
 	e := config.Get(entry)
 	p := intP(key, aliases, e.Min, e.Max, brokerHelp(e, note), f)
@@ -428,6 +452,7 @@ var params = []Param{
 	intB("replica.fetch.min.bytes", "replica.fetch.min.bytes", []string{"broker.replica.fetch.min.bytes"}, "", func(s *Spec) *int { return &s.Broker.ReplicaFetchMinBytes }),
 	intB("replica.fetch.max.bytes", "replica.fetch.max.bytes", []string{"broker.replica.fetch.max.bytes"}, "", func(s *Spec) *int { return &s.Broker.ReplicaFetchMaxBytes }),
 	intB("replica.fetch.response.max.bytes", "replica.fetch.response.max.bytes", []string{"broker.replica.fetch.response.max.bytes"}, "", func(s *Spec) *int { return &s.Broker.ReplicaFetchResponseMaxBytes }),
+	settingB("replica.socket.timeout.ms"),
 	intB("replica.lag.time.max.ms", "replica.lag.time.max.ms", []string{"broker.replica.lag.time.max.ms"}, "", func(s *Spec) *int64 { return &s.Broker.ReplicaLagTimeMaxMs }),
 	boolB("unclean.leader.election.enable", []string{"broker.unclean.leader.election.enable"}, func(s *Spec) *bool { return &s.Broker.UncleanLeaderElectionEnable }),
 	intB("broker.session.timeout.ms", "broker.session.timeout.ms", []string{"broker.broker.session.timeout.ms"}, "", func(s *Spec) *int64 { return &s.Broker.BrokerSessionTimeoutMs }),

@@ -36,6 +36,10 @@ type Spec struct {
 	Brokers int
 	Topic   TopicSpec
 	Broker  BrokerSpec
+	// Settings holds the broker settings without a field of their own in BrokerSpec (keys
+	// made with settingB), by their registry names (core/config): those given, else Kafka's
+	// defaults. The embedded target hands the given ones to the cluster unchanged.
+	Settings config.Settings
 	// Producers is the first producer group (the flat keys producers.* and their aliases set
 	// it); MoreProducers are further groups, given in YAML as a list under producers:
 	// (producers: [{count: 1, acks: all}, {count: 1, acks: 1}]). See ProducerGroups.

@@ -49,54 +49,33 @@ type embedded struct {
 	shrinks, expands int64
 }
 
-// ClusterConfig maps the spec onto an embedded cluster configuration.
+// ClusterConfig maps the spec onto an embedded cluster configuration: every spec key of a
+// registry setting is given to the cluster by its registry name (cluster.Config.Set, the same
+// path as serve --set), so a setting needs no mapping of its own here.
 func ClusterConfig(s *spec.Spec) (cluster.Config, error) {
 	cc := cluster.DefaultConfig()
 	cc.Brokers = s.Brokers
 	cc.AutoCreateTopics = false
-	cc.ZeroCopy = s.Broker.ZeroCopy
-	cc.ZeroCopyMinBytes = s.Broker.ZeroCopyMinBytes
-	cc.FetchSessions = s.Broker.FetchSessions
-	cc.FetchSessionCacheSlots = s.Broker.FetchSessionCacheSlots
-	b := &cc.Broker
-	b.NumReplicaFetchers = s.Broker.NumReplicaFetchers
-	b.ReplicaFetchWaitMaxMs = int32(s.Broker.ReplicaFetchWaitMaxMs)
-	b.ReplicaFetchBackoffMs = int32(s.Broker.ReplicaFetchBackoffMs)
-	b.ReplicaFetchMinBytes = int32(s.Broker.ReplicaFetchMinBytes)
-	b.ReplicaFetchMaxBytes = int32(s.Broker.ReplicaFetchMaxBytes)
-	b.ReplicaFetchResponseMaxBytes = int32(s.Broker.ReplicaFetchResponseMaxBytes)
-	b.ReplicaLagTimeMaxMs = s.Broker.ReplicaLagTimeMaxMs
-	b.MinInsyncReplicas = s.Topic.MinInsyncReplicas
-	b.Log.SegmentBytes = s.Broker.LogSegmentBytes
-	b.Log.RetentionBytes = s.Broker.LogRetentionBytes
-	b.Log.RetentionMs = s.Broker.LogRetentionMs
-	b.LogRetentionCheckIntervalMs = s.Broker.LogRetentionCheckIntervalMs
-	b.Log.FlushMessages = s.Broker.FlushMessages
-	b.Log.FlushMs = s.Broker.FlushMs
-	b.HWUpdate = s.Broker.HWUpdate
-	b.TruncateMode = s.Broker.TruncateMode
-	b.ProduceDelay = s.Broker.ProduceDelay
-	b.ProduceSpin = s.Broker.ProduceSpin
-	b.ReplicaHighWatermarkCheckpointIntervalMs = s.Broker.HWCheckpointIntervalMs
-	w, err := log.NewWriter(s.Broker.IO)
-	if err != nil {
-		return cc, fmt.Errorf("isrbench.io: %w", err)
+	for _, p := range spec.Params() {
+		if p.Entry() == "" {
+			continue
+		}
+		v, err := s.Get(p.Key)
+		if err != nil {
+			return cc, err
+		}
+		text := fmt.Sprint(v)
+		if d, ok := v.(time.Duration); ok {
+			text = d.String()
+		}
+		if err := cc.Set(p.Entry(), text); err != nil {
+			return cc, err
+		}
 	}
-	b.Log.Writer = w
-	cc.Group.InitialRebalanceDelayMs = int64(s.Broker.GroupInitialRebalanceDelayMs)
-	cc.Group.OffsetsTopicNumPartitions = int32(s.Broker.OffsetsTopicNumPartitions)
-	cc.Limits = netfetch.ConnLimits{
-		MaxConnections:        s.Broker.MaxConnections,
-		MaxConnectionsPerIP:   s.Broker.MaxConnectionsPerIP,
-		ConnectionsMaxIdle:    time.Duration(s.Broker.ConnectionsMaxIdleMs) * time.Millisecond,
-		RequestReadTimeout:    time.Duration(s.Broker.RequestReadTimeoutMs) * time.Millisecond,
-		QueuedMaxRequestBytes: s.Broker.QueuedMaxRequestBytes,
-	}
-	cc.Controller.UncleanLeaderElectionEnable = s.Broker.UncleanLeaderElectionEnable
-	cc.Controller.BrokerSessionTimeoutMs = s.Broker.BrokerSessionTimeoutMs
+	cc.Broker.MinInsyncReplicas = s.Topic.MinInsyncReplicas
 	// broker.heartbeat.interval.ms: Kafka's 2000 against its 9000 ms session, scaled down for
 	// shorter sessions (a heartbeat every session/3 would let one late tick fence a broker).
-	b.HeartbeatIntervalMs = min(2000, max(10, s.Broker.BrokerSessionTimeoutMs/4))
+	cc.Broker.HeartbeatIntervalMs = min(2000, max(10, s.Broker.BrokerSessionTimeoutMs/4))
 	return cc, nil
 }
 

@@ -41,13 +41,15 @@ func TestSpecRegistryWalk(t *testing.T) {
 			for _, v := range samples(e) {
 				s := spec.DefaultSpec()
 				s.Brokers, s.Topic.ReplicationFactor, s.Topic.MinInsyncReplicas = 1, 1, 1
-				// Kafka's rule replica.fetch.wait.max.ms <= replica.lag.time.max.ms.
+				// Kafka's rules replica.fetch.wait.max.ms <= replica.lag.time.max.ms and
+				// <= replica.socket.timeout.ms.
 				if x, err := strconv.ParseInt(v, 10, 64); err == nil {
 					switch p.Key {
-					case "replica.lag.time.max.ms":
+					case "replica.lag.time.max.ms", "replica.socket.timeout.ms":
 						s.Broker.ReplicaFetchWaitMaxMs = int(min(x, int64(s.Broker.ReplicaFetchWaitMaxMs)))
 					case "replica.fetch.wait.max.ms":
 						s.Broker.ReplicaLagTimeMaxMs = max(x, s.Broker.ReplicaLagTimeMaxMs)
+						s.Settings, _ = s.Settings.With("replica.socket.timeout.ms", strconv.FormatInt(max(x, s.Settings.Int("replica.socket.timeout.ms")), 10))
 					}
 				}
 				if err := s.Set(p.Key, v); err != nil {
@@ -97,7 +99,31 @@ func TestSpecRegistryWalk(t *testing.T) {
 			}
 		})
 	}
-	if n < 30 {
+	if n < 31 {
 		t.Errorf("%d spec keys of registry entries; want every broker key of the registry", n)
+	}
+}
+
+// TestSpecSettingsReachCluster: a broker setting the spec keeps by its registry name
+// (replica.socket.timeout.ms) reaches the cluster's Settings unchanged, and Kafka's rule
+// replica.fetch.wait.max.ms <= replica.socket.timeout.ms is checked by Validate.
+func TestSpecSettingsReachCluster(t *testing.T) {
+	s := spec.DefaultSpec()
+	if err := s.ApplySets([]string{"broker.replica.socket.timeout.ms=1234"}); err != nil {
+		t.Fatal(err)
+	}
+	cc, err := ClusterConfig(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cc.Settings.Int("replica.socket.timeout.ms"); got != 1234 || !cc.Settings.IsSet("replica.socket.timeout.ms") {
+		t.Errorf("cluster replica.socket.timeout.ms = %d (set %v), want 1234", got, cc.Settings.IsSet("replica.socket.timeout.ms"))
+	}
+	if got, _ := s.Get("replica.socket.timeout.ms"); got != int64(1234) {
+		t.Errorf("spec Get = %v", got)
+	}
+	err = spec.DefaultSpec().ApplySets([]string{"replica.socket.timeout.ms=400", "replica.fetch.wait.max.ms=500"})
+	if err == nil || !strings.Contains(err.Error(), "replica.socket.timeout.ms (400)") {
+		t.Errorf("replica.fetch.wait.max.ms 500 > replica.socket.timeout.ms 400: %v", err)
 	}
 }
