@@ -20,6 +20,12 @@ func (c *Cluster) newTxnCoordinator(b *broker.Broker) *txn.Coordinator {
 	if cfg.OffsetsTopicNumPartitions <= 0 {
 		cfg.OffsetsTopicNumPartitions = c.cfg.Group.OffsetsTopicNumPartitions
 	}
+	if cfg.IDExpirationMs <= 0 {
+		cfg.IDExpirationMs = c.cfg.Settings.Int("transactional.id.expiration.ms")
+	}
+	if cfg.RemoveExpiredIntervalMs <= 0 {
+		cfg.RemoveExpiredIntervalMs = c.cfg.Settings.Int("transaction.remove.expired.transaction.cleanup.interval.ms")
+	}
 	if cfg.Logf == nil {
 		cfg.Logf = c.logf
 	}

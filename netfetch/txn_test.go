@@ -455,3 +455,53 @@ func TestTxnOffsetsRequireStable(t *testing.T) {
 		return off == 1 && code == 0
 	})
 }
+
+// TestTransactionalIDExpiration: transactional.id.expiration.ms and
+// transaction.remove.expired.transaction.cleanup.interval.ms, given as settings by name (as
+// `serve --set` gives them), reach the coordinator: a transactional id idle past its
+// expiration is forgotten (DescribeTransactions: TRANSACTIONAL_ID_NOT_FOUND) and its next
+// InitProducerId gets a new producer id.
+func TestTransactionalIDExpiration(t *testing.T) {
+	c := clustertest.Start(t, 3, func(c *cluster.Config) {
+		c.Txn.NumPartitions = 3
+		for k, v := range map[string]string{
+			"transactional.id.expiration.ms":                            "200",
+			"transaction.remove.expired.transaction.cleanup.interval.ms": "50",
+		} {
+			if err := c.Set(k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if err := c.CreateTopic("idle", 1, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := clustertest.Context(t)
+	p := clustertest.NewClient(t, c, kgo.TransactionalID("idle-1"), kgo.DefaultProduceTopic("idle"))
+	txnRun(t, ctx, p, true, "a")
+	adm := kadm.NewClient(clustertest.NewClient(t, c))
+	dt, err := adm.DescribeTransactions(ctx, "idle-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := dt["idle-1"].ProducerID
+	p.Close()
+	waitFor(t, "idle-1 to expire (DescribeTransactions: TRANSACTIONAL_ID_NOT_FOUND)", func() bool {
+		dt, err := adm.DescribeTransactions(ctx, "idle-1")
+		var ke *kerr.Error
+		if err == nil {
+			d, ok := dt["idle-1"]
+			return ok && errors.As(d.Err, &ke) && ke == kerr.TransactionalIDNotFound
+		}
+		return errors.As(err, &ke) && ke == kerr.TransactionalIDNotFound
+	})
+	p2 := clustertest.NewClient(t, c, kgo.TransactionalID("idle-1"), kgo.DefaultProduceTopic("idle"))
+	txnRun(t, ctx, p2, true, "b")
+	dt, err = adm.DescribeTransactions(ctx, "idle-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dt["idle-1"].ProducerID; got == first {
+		t.Fatalf("after expiry idle-1 kept producer id %d", got)
+	}
+}

@@ -17,13 +17,6 @@ import (
 // StateTopic is the internal topic of transaction state.
 const StateTopic = "__transaction_state"
 
-// Kafka's defaults of transactional.id.expiration.ms (7 days) and
-// transaction.remove.expired.transaction.cleanup.interval.ms (1 hour).
-const (
-	DefaultIDExpirationMs          = 7 * 24 * 3600 * 1000
-	DefaultRemoveExpiredIntervalMs = 3600 * 1000
-)
-
 // Config is the transaction coordinator's configuration, under Kafka's names. Zero fields
 // take Kafka's defaults.
 type Config struct {
@@ -94,10 +87,10 @@ func (c Config) withDefaults() Config {
 		c.AbortCheckIntervalMs = config.DefaultOf("transaction.abort.timed.out.transaction.cleanup.interval.ms")
 	}
 	if c.IDExpirationMs <= 0 {
-		c.IDExpirationMs = DefaultIDExpirationMs
+		c.IDExpirationMs = config.DefaultOf("transactional.id.expiration.ms")
 	}
 	if c.RemoveExpiredIntervalMs <= 0 {
-		c.RemoveExpiredIntervalMs = DefaultRemoveExpiredIntervalMs
+		c.RemoveExpiredIntervalMs = config.DefaultOf("transaction.remove.expired.transaction.cleanup.interval.ms")
 	}
 	if c.WriteTimeoutMs <= 0 {
 		c.WriteTimeoutMs = 30000
