@@ -17,6 +17,9 @@ type Transactions struct {
 	// CommittedRecords and AbortedRecords are the records of those transactions.
 	CommittedRecords int64 `json:"committed_records"`
 	AbortedRecords   int64 `json:"aborted_records"`
+	// Errors counts the transaction calls' errors by call and Kafka error name
+	// ("END_TXN:CONCURRENT_TRANSACTIONS"); the records' own are in produced.errors.
+	Errors map[string]int64 `json:"errors,omitempty"`
 	// LSOLagResolutionUs is the LSO observer's poll interval (ListOffsets LATEST, both
 	// isolation levels): lso_lag_us is measured to within it.
 	LSOLagResolutionUs float64 `json:"lso_lag_resolution_us,omitempty"`
