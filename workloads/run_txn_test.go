@@ -3,6 +3,7 @@ package workloads
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,4 +163,27 @@ func TestRunTransactionsLeaderKill(t *testing.T) {
 	if res.Durability.Lost != 0 {
 		t.Errorf("durability %+v", res.Durability)
 	}
+}
+
+// TestRunTransactionsCoordinatorKill: the broker of producer 0's transaction coordinator
+// (the leader of its __transaction_state partition) killed while the producers commit every
+// 20 records: the coordinator moves, reloads the transactions from the log, and the
+// read_committed read-back still finds every committed transaction whole, no aborted record.
+func TestRunTransactionsCoordinatorKill(t *testing.T) {
+	skipShort(t)
+	s := txnSpec(t, "duration=4s", "warmup=500ms", "producers.rate=400", "replica.lag.time.max.ms=3000", "broker.session.timeout.ms=3000")
+	coord := fmt.Sprintf("leader-of:%s-%d", spec.TxnStateTopic, spec.TxnStatePartition(spec.TransactionalID(s.Producers.Txn.ID, 0)))
+	s.Faults = []spec.Fault{{At: time.Second, Duration: time.Second, Kind: "kill-broker", Target: coord}}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := runTxn(t, s, "embedded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Faults) != 1 || res.Faults[0].Error != "" {
+		t.Fatalf("faults %+v", res.Faults)
+	}
+	checkTxnResult(t, res)
+	t.Logf("transactions %+v (fault at %.1fs: %s)", *res.Transactions, res.Faults[0].AtS, res.Faults[0].Target)
 }

@@ -78,3 +78,22 @@ pipeline: {enabled: true, output.topic: out, count: 2}
 		t.Fatalf("unknown pipeline key: %v", err)
 	}
 }
+
+// TestTxnStatePartition: Kafka's Utils.abs(id.hashCode) % 50 (values from Java's
+// String.hashCode), and a fault may target the coordinator's broker.
+func TestTxnStatePartition(t *testing.T) {
+	for id, want := range map[string]int{"isrbench-txn-0": 24, "isrbench-txn-1": 25, "a": 47} {
+		if got := TxnStatePartition(id); got != want {
+			t.Errorf("TxnStatePartition(%q) = %d, want %d", id, got, want)
+		}
+	}
+	s := DefaultSpec()
+	s.Faults = []Fault{{At: 0, Duration: 0, Kind: "kill-broker", Target: "leader-of:__transaction_state-24"}}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s.Faults[0].Target = "leader-of:__transaction_state-50"
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "has 50 partitions") {
+		t.Fatalf("partition 50 of __transaction_state: %v", err)
+	}
+}
