@@ -359,7 +359,8 @@ func PrintSummary(w io.Writer, r *Result) error {
 
 // PrintSweep prints one row per sweep point: the keys that vary between the results as columns,
 // then records/s, MB/s, ack p50/p99/p99.9, HW-lag p99 (and the client-observed HW-lag p99 when
-// a result has it), e2e p99, ISR shrinks, errors, lost, and when any result measured cost, CPU µs
+// a result has it), e2e p99 (and commit p50/p99, LSO-lag p99 and read_committed e2e p99 when a
+// result is transactional), ISR shrinks, errors, lost, and when any result measured cost, CPU µs
 // and cluster system calls per record.
 func PrintSweep(w io.Writer, rows []*Result) error {
 	if len(rows) == 0 {
@@ -382,7 +383,7 @@ func PrintSweep(w io.Writer, rows []*Result) error {
 		txn = txn || r.CommitLatencyUs != nil || r.LSOLagUs != nil
 	}
 	if txn {
-		header = append(header, "commit p50", "commit p99", "lso-lag p99")
+		header = append(header, "commit p50", "commit p99", "lso-lag p99", "e2e-rc p99")
 	}
 	header = append(header, "isr shrinks", "errors", "lost")
 	withCost := false
@@ -418,7 +419,7 @@ func PrintSweep(w io.Writer, rows []*Result) error {
 		}
 		cells = append(cells, sumCell(r.E2ELatencyUs, r.E2ELatencyUs.P99))
 		if txn {
-			cells = append(cells, optCell(r.CommitLatencyUs, 50), optCell(r.CommitLatencyUs, 99), optCell(r.LSOLagUs, 99))
+			cells = append(cells, optCell(r.CommitLatencyUs, 50), optCell(r.CommitLatencyUs, 99), optCell(r.LSOLagUs, 99), optCell(r.E2EReadCommittedUs, 99))
 		}
 		cells = append(cells, strconv.FormatInt(r.ISR.Shrinks, 10), strconv.FormatInt(errs, 10), strconv.FormatInt(r.Durability.Lost, 10))
 		if withCost {

@@ -37,7 +37,7 @@ func TestTransactionalRunOutputs(t *testing.T) {
 	if err := PrintSweep(&sw, []*Result{txnResult(10, 500, 900), r}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(sw.String(), "commit") || !strings.Contains(sw.String(), "lso-lag") {
+	if !strings.Contains(sw.String(), "commit") || !strings.Contains(sw.String(), "lso-lag") || !strings.Contains(sw.String(), "e2e-rc") {
 		t.Errorf("sweep table lacks the transaction columns:\n%s", sw.String())
 	}
 	var bench bytes.Buffer
