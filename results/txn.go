@@ -113,3 +113,57 @@ var TxnHists = []struct {
 	{"lsolag", "lso_lag_us", "lso lag", func(r *Result) *Summary { return r.LSOLagUs }},
 	{"e2erc", "e2e_read_committed_us", "e2e read_committed", func(r *Result) *Summary { return r.E2EReadCommittedUs }},
 }
+
+// txnHgrms are a transactional run's histogram names in a merge (files <name>.hgrm).
+var txnHgrms = []string{"commit_latency", "lso_lag", "e2e_read_committed"}
+
+// optSum summarizes the merged histogram name, nil when no worker had it.
+func optSum(hists map[string]*Histogram, name string) *Summary {
+	h := hists[name]
+	if h == nil {
+		return nil
+	}
+	s := Summarize(h)
+	return &s
+}
+
+// mergeTransactions adds worker w's transactions to m (each worker checked its own producers'
+// transactions; the pipeline's figures are the first worker's that has them).
+func mergeTransactions(m, w *Transactions) *Transactions {
+	if w == nil {
+		return m
+	}
+	if m == nil {
+		c := *w
+		c.Errors = nil
+		m = &c
+		m.Committed, m.Aborted, m.Unknown, m.CommittedRecords, m.AbortedRecords = 0, 0, 0, 0, 0
+		m.Verify = TxnVerify{Error: w.Verify.Error}
+	}
+	m.Committed += w.Committed
+	m.Aborted += w.Aborted
+	m.Unknown += w.Unknown
+	m.CommittedRecords += w.CommittedRecords
+	m.AbortedRecords += w.AbortedRecords
+	for k, v := range w.Errors {
+		if m.Errors == nil {
+			m.Errors = map[string]int64{}
+		}
+		m.Errors[k] += v
+	}
+	v := &m.Verify
+	v.Whole += w.Verify.Whole
+	v.Visible += w.Verify.Visible
+	v.Partial += w.Verify.Partial
+	v.MissingRecords += w.Verify.MissingRecords
+	v.AbortedSeen += w.Verify.AbortedSeen
+	v.Duplicated += w.Verify.Duplicated
+	v.Anomalies += w.Verify.Anomalies
+	if v.Error == "" {
+		v.Error = w.Verify.Error
+	}
+	if m.Pipeline == nil {
+		m.Pipeline = w.Pipeline
+	}
+	return m
+}

@@ -79,3 +79,20 @@ func TestOrdinarySummaryHasNoTransactionRows(t *testing.T) {
 		t.Errorf("an ordinary run's summary mentions transactions:\n%s", s)
 	}
 }
+
+func TestMergeTransactions(t *testing.T) {
+	a := txnResult(100, 2000, 9000).Transactions
+	b := *a
+	b.Verify.AbortedSeen, b.Verify.Anomalies = 1, 1
+	b.Errors = map[string]int64{"END_TXN:CONCURRENT_TRANSACTIONS": 2}
+	var m *Transactions
+	for _, w := range []*Transactions{a, nil, &b} {
+		m = mergeTransactions(m, w)
+	}
+	if m.Committed != 36 || m.CommittedRecords != 3600 || m.Verify.Whole != 36 || m.Verify.Anomalies != 1 || m.Errors["END_TXN:CONCURRENT_TRANSACTIONS"] != 2 {
+		t.Fatalf("merged %+v", m)
+	}
+	if a.Committed != 18 || a.Errors != nil {
+		t.Fatalf("merge changed a worker's figures: %+v", a)
+	}
+}
