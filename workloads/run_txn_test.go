@@ -97,6 +97,9 @@ func checkTxnResult(t *testing.T, res *results.Result) {
 	if err != nil || !strings.Contains(string(bench), "p99-commit-µs") || !strings.Contains(string(bench), "p99-lsolag-µs") {
 		t.Errorf("bench.txt: %v %s", err, bench)
 	}
+	if page, err := os.ReadFile(filepath.Join(dir, "report.html")); err != nil || !strings.Contains(string(page), "lso lag") || !strings.Contains(string(page), "e2e read_committed") {
+		t.Errorf("report.html lacks the transactional histograms (%v)", err)
+	}
 	for _, f := range []string{"commit_latency.hgrm", "lso_lag.hgrm", "e2e_read_committed.hgrm"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("%s: %v", f, err)
