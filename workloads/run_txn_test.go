@@ -146,11 +146,11 @@ func TestRunPipelineKfake(t *testing.T) {
 }
 
 // TestRunTransactionsLeaderKill: the leader of a partition killed in the middle of a
-// transactional run; the read_committed read-back finds every committed transaction whole and
-// no aborted record.
+// transactional run with the pipeline; the read_committed read-back finds every committed
+// transaction whole and no aborted record, and the pipeline's output one record per input.
 func TestRunTransactionsLeaderKill(t *testing.T) {
 	skipShort(t)
-	s := txnSpec(t, "duration=4s", "warmup=500ms", "producers.rate=400", "replica.lag.time.max.ms=3000", "broker.session.timeout.ms=3000")
+	s := txnSpec(t, "duration=4s", "warmup=500ms", "producers.rate=400", "replica.lag.time.max.ms=3000", "broker.session.timeout.ms=3000", "pipeline.enabled=true")
 	s.Faults = []spec.Fault{{At: time.Second, Duration: time.Second, Kind: "kill-broker", Target: "leader-of:isrbench-0"}}
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
@@ -165,6 +165,9 @@ func TestRunTransactionsLeaderKill(t *testing.T) {
 	checkTxnResult(t, res)
 	if res.Durability.Lost != 0 {
 		t.Errorf("durability %+v", res.Durability)
+	}
+	if p := res.Transactions.Pipeline; p == nil || p.Error != "" || p.Inputs != res.Transactions.CommittedRecords || p.Outputs != p.Inputs || p.Anomalies() != 0 {
+		t.Errorf("pipeline %+v", p)
 	}
 }
 

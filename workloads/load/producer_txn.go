@@ -126,6 +126,12 @@ func (p *Producer) endTxn(ctx context.Context, end uint64) error {
 			p.Commit.RecordNs(time.Now().UnixNano() - t.firstInt)
 		}
 	case err == nil:
+	case errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch):
+		// Another producer initialised the same transactional.id: its InitProducerId
+		// aborted this transaction, and this producer can send no more.
+		p.countTxnErr("END_TXN", err)
+		p.noteTxn(t.first, end, txnAborted, "", nil)
+		return fmt.Errorf("transactional.id %s: fenced by another producer with the same id (%w): give each run its own producers.transactional.id", t.id, err)
 	default:
 		p.countTxnErr("END_TXN", err)
 		unconfirmed := commit && !errors.Is(err, kerr.OperationNotAttempted) && !errors.Is(err, kerr.TransactionAbortable)
