@@ -3,6 +3,8 @@ package results
 import (
 	"fmt"
 	"io"
+	"sort"
+	"strings"
 )
 
 // Transactions is result.json transactions: what the transactional producers and the
@@ -81,6 +83,17 @@ func printTransactions(w io.Writer, t *Transactions) {
 	v := t.Verify
 	fmt.Fprintf(w, "transactions: %d committed (%d records), %d aborted (%d records), %d unknown; read_committed read-back: %d whole, %d partial, %d committed records missing, %d aborted records seen, %d duplicated: %d anomalies\n",
 		t.Committed, t.CommittedRecords, t.Aborted, t.AbortedRecords, t.Unknown, v.Whole, v.Partial, v.MissingRecords, v.AbortedSeen, v.Duplicated, v.Anomalies)
+	if len(t.Errors) > 0 {
+		names := make([]string, 0, len(t.Errors))
+		for k := range t.Errors {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for i, k := range names {
+			names[i] = fmt.Sprintf("%s=%d", k, t.Errors[k])
+		}
+		fmt.Fprintf(w, "transaction errors: %s\n", strings.Join(names, " "))
+	}
 	if p := t.Pipeline; p != nil {
 		fmt.Fprintf(w, "pipeline -> %s: %d transactions committed, %d aborted; %d inputs, %d outputs, %d missing, %d duplicated, %d malformed\n",
 			p.OutputTopic, p.Committed, p.Aborted, p.Inputs, p.Outputs, p.Missing, p.Duplicated, p.Malformed)

@@ -24,11 +24,12 @@ func txnResult(records float64, commitP50, commitP99 float64) *Result {
 
 func TestTransactionalRunOutputs(t *testing.T) {
 	r := txnResult(100, 2000, 9000)
+	r.Transactions.Errors = map[string]int64{"END_TXN:CONCURRENT_TRANSACTIONS": 2}
 	var sum bytes.Buffer
 	if err := PrintSummary(&sum, r); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"commit", "lso lag", "e2e read_committed", "transactions: 18 committed (1800 records), 2 aborted (200 records)", "0 anomalies"} {
+	for _, want := range []string{"commit", "lso lag", "e2e read_committed", "transactions: 18 committed (1800 records), 2 aborted (200 records)", "0 anomalies", "transaction errors: END_TXN:CONCURRENT_TRANSACTIONS=2"} {
 		if !strings.Contains(sum.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, sum.String())
 		}

@@ -262,35 +262,25 @@ func (r *rig) txnResult(res *results.Result, tx *results.Transactions, e2e *resu
 }
 
 // txnFailure is the error of a transactional run whose read_committed checks found anomalies
-// (nil without).
+// or could not finish (nil without).
 func txnFailure(tx *results.Transactions) error {
 	if tx == nil {
 		return nil
 	}
-	if n := tx.Verify.Anomalies + tx.Pipeline.Anomalies(); n > 0 {
+	var pipe results.PipelineRun
+	if tx.Pipeline != nil {
+		pipe = *tx.Pipeline
+	}
+	if n := tx.Verify.Anomalies + pipe.Anomalies(); n > 0 {
 		return fmt.Errorf("%w: transactions: %d anomalies (read_committed: %d partial transactions, %d committed records missing, %d aborted records seen, %d duplicated; pipeline: %d inputs without output, %d duplicated, %d malformed)",
 			ErrDurability, n, tx.Verify.Partial, tx.Verify.MissingRecords, tx.Verify.AbortedSeen, tx.Verify.Duplicated,
-			tx.Pipeline.Anomalies()-pipeMalformed(tx.Pipeline)-pipeDup(tx.Pipeline), pipeDup(tx.Pipeline), pipeMalformed(tx.Pipeline))
+			pipe.Missing, pipe.Duplicated, pipe.Malformed)
 	}
 	if tx.Verify.Error != "" {
 		return fmt.Errorf("transactions: read_committed check incomplete: %s", tx.Verify.Error)
 	}
-	if tx.Pipeline != nil && tx.Pipeline.Error != "" {
-		return fmt.Errorf("pipeline: output check incomplete: %s", tx.Pipeline.Error)
+	if pipe.Error != "" {
+		return fmt.Errorf("pipeline: output check incomplete: %s", pipe.Error)
 	}
 	return nil
-}
-
-func pipeDup(p *results.PipelineRun) int64 {
-	if p == nil {
-		return 0
-	}
-	return p.Duplicated
-}
-
-func pipeMalformed(p *results.PipelineRun) int64 {
-	if p == nil {
-		return 0
-	}
-	return p.Malformed
 }
