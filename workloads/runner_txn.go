@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/isrbench/isrbench/results"
@@ -100,6 +101,15 @@ func (r *rig) startTxn(ctx context.Context) error {
 	}
 	if t.outStart, err = target.ListOffsets(ctx, r.adm, t.outSpec.Topic.Name, s.Topic.Partitions, true); err != nil {
 		return err
+	}
+	// The group starts at the HW before the load: its offsets are committed before any
+	// member joins (a reset by timestamp could land past a transaction still open then).
+	offs := kadm.Offsets{}
+	for p, o := range r.plan.startOffs {
+		offs.AddOffset(s.Topic.Name, int32(p), o, -1)
+	}
+	if err := r.adm.CommitAllOffsets(ctx, s.Pipeline.GroupID, offs); err != nil {
+		return fmt.Errorf("pipeline.group.id %s: committing the start offsets: %w", s.Pipeline.GroupID, err)
 	}
 	r.loops.onClose(func() {
 		for _, p := range t.pipes {

@@ -40,14 +40,15 @@ type Pipeline struct {
 }
 
 // NewPipeline creates member n of the pipeline ps reading topic (partitions partitions). The
-// group starts at the records written after it was created (the load's).
+// group starts at its committed offsets (the runner commits the HW before the load), else at
+// the end of each partition.
 func NewPipeline(conn []kgo.Opt, topic string, partitions int, ps spec.PipelineSpec, out string, n int, txnTimeout time.Duration) (*Pipeline, error) {
 	sess, err := kgo.NewGroupTransactSession(append(append(conn[:len(conn):len(conn)],
 		kgo.TransactionalID(spec.TransactionalID(ps.TxnID, n)),
 		kgo.TransactionTimeout(txnTimeout),
 		kgo.ConsumerGroup(ps.GroupID), kgo.ConsumeTopics(topic),
 		kgo.RequireStableFetchOffsets(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AfterMilli(time.Now().UnixMilli())),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()),
 		kgo.DefaultProduceTopic(out),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.FetchMaxWait(100*time.Millisecond),
