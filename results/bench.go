@@ -25,7 +25,8 @@ var DefaultBenchKeys = []string{"acks", "replication.factor", "partitions", "num
 //
 // The key=value parts are DefaultBenchKeys present in the configs plus every key whose value
 // differs between the results, sorted. Units: records/s, MB/s, p50-ack-µs, p99-ack-µs,
-// p999-ack-µs, p99-hwlag-µs, p99-e2e-µs (a latency whose histogram is empty is left out), then
+// p999-ack-µs, p99-hwlag-µs, p99-e2e-µs, in a transactional run p50-commit-µs, p99-commit-µs,
+// p99-lsolag-µs and p99-e2erc-µs (a latency whose histogram is empty is left out), then
 // with a cost object cpu-µs/record, cpu-cluster-µs/record, cpu-clients-µs/record,
 // allocs/record, alloc-B/record, gc-cpu-µs/record, vcsw/record, ivcsw/record and, where the
 // cluster's side was counted, syscalls/record, sys-<kind>/record per kind, produce-reqs/record,
@@ -59,6 +60,15 @@ func WriteBench(w io.Writer, results ...*Result) error {
 		}
 		if r.E2ELatencyUs.Count > 0 {
 			fmt.Fprintf(bw, " %s p99-e2e-µs", fmtBenchVal(r.E2ELatencyUs.P99))
+		}
+		if c := r.CommitLatencyUs; c != nil && c.Count > 0 {
+			fmt.Fprintf(bw, " %s p50-commit-µs %s p99-commit-µs", fmtBenchVal(c.P50), fmtBenchVal(c.P99))
+		}
+		if l := r.LSOLagUs; l != nil && l.Count > 0 {
+			fmt.Fprintf(bw, " %s p99-lsolag-µs", fmtBenchVal(l.P99))
+		}
+		if e := r.E2EReadCommittedUs; e != nil && e.Count > 0 {
+			fmt.Fprintf(bw, " %s p99-e2erc-µs", fmtBenchVal(e.P99))
 		}
 		var cost strings.Builder
 		benchCost(&cost, r.Cost)

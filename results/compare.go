@@ -26,10 +26,12 @@ type Metric struct {
 // per request the leaders handled, which stay steadier between identical runs than per record
 // (a loaded machine makes the producers batch more records per request).
 var DefaultMetrics = []string{"records/s", "MB/s", "p50-ack", "p99-ack", "p999-ack", "p99-hwlag", "p99-e2e",
+	"p50-commit", "p99-commit", "p99-lsolag", "p99-e2erc",
 	"cpu/rec", "local/rec", "cpu/req", "allocs/req", "syscalls/req"}
 
 // Metrics lists every known metric by name: records/s, MB/s, <stat>-<hist> for stat in mean,
-// p50, p90, p99, p999, p9999, max and hist in ack, hwlag, e2e, senddelay, and the cost per
+// p50, p90, p99, p999, p9999, max and hist in ack, hwlag, e2e, senddelay and a transactional
+// run's commit, lsolag, e2erc (TxnHists), and the cost per
 // record (result.json cost): cpu/rec, cpu-user/rec, cpu-sys/rec, cpu-cluster/rec,
 // cpu-clients/rec, gc-cpu/rec, local/rec, produce-local/rec (µs), allocs/rec, alloc-bytes/rec,
 // ctxsw/rec, syscalls/rec,
@@ -52,6 +54,18 @@ func Metrics() map[string]Metric {
 		{"hwlag", func(r *Result) *Summary { return &r.HWLagUs }},
 		{"e2e", func(r *Result) *Summary { return &r.E2ELatencyUs }},
 		{"senddelay", func(r *Result) *Summary { return &r.SendDelayUs }},
+	}
+	for _, h := range TxnHists { // a transactional run's: absent elsewhere (not a sample)
+		get := h.Get
+		hists = append(hists, struct {
+			name string
+			get  func(*Result) *Summary
+		}{h.Metric, func(r *Result) *Summary {
+			if s := get(r); s != nil {
+				return s
+			}
+			return &Summary{}
+		}})
 	}
 	stats := []struct {
 		name string

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -107,7 +108,8 @@ func MergeRuns(dirs []string, outDir string) (*Result, error) {
 	hists := map[string]*Histogram{}
 	summaries := func(r *Result) map[string]*Summary {
 		return map[string]*Summary{"ack_latency": &r.AckLatencyUs, "hw_lag": &r.HWLagUs, "e2e_latency": &r.E2ELatencyUs,
-			"send_delay": &r.SendDelayUs, "hw_lag_client": r.HWLagClientUs, "hw_lag_client_send": r.HWLagClientSendUs}
+			"send_delay": &r.SendDelayUs, "hw_lag_client": r.HWLagClientUs, "hw_lag_client_send": r.HWLagClientSendUs,
+			"commit_latency": r.CommitLatencyUs, "lso_lag": r.LSOLagUs, "e2e_read_committed": r.E2EReadCommittedUs}
 	}
 	info := &MergeInfo{}
 	for _, w := range ws {
@@ -137,6 +139,7 @@ func MergeRuns(dirs []string, outDir string) (*Result, error) {
 			}
 			m.Durability.ByAcks[k] = sumCounts(m.Durability.ByAcks[k], c)
 		}
+		m.Transactions = mergeTransactions(m.Transactions, r.Transactions)
 		info.Workers = append(info.Workers, MergedWorker{Index: r.Worker.Index, Dir: w.dir, ID: r.ID,
 			Records: r.Produced.Records, Durability: r.Durability.DurabilityCounts})
 	}
@@ -162,6 +165,7 @@ func MergeRuns(dirs []string, outDir string) (*Result, error) {
 		a, s := sum("hw_lag_client"), sum("hw_lag_client_send")
 		m.HWLagClientUs, m.HWLagClientSendUs = &a, &s
 	}
+	m.CommitLatencyUs, m.LSOLagUs, m.E2EReadCommittedUs = optSum(hists, "commit_latency"), optSum(hists, "lso_lag"), optSum(hists, "e2e_read_committed")
 	offsets := clockOffsets(ws[0].r.Worker, func(k int) *WorkerInfo { return ws[k-1].r.Worker })
 	for i := range info.Workers {
 		if o, ok := offsets[info.Workers[i].Index]; ok {
@@ -176,10 +180,10 @@ func MergeRuns(dirs []string, outDir string) (*Result, error) {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, fmt.Errorf("results: merge: %w", err)
 	}
-	for _, name := range []string{"ack_latency", "hw_lag", "e2e_latency", "send_delay", "hw_lag_client", "hw_lag_client_send"} {
+	for _, name := range []string{"ack_latency", "hw_lag", "e2e_latency", "send_delay", "hw_lag_client", "hw_lag_client_send", "commit_latency", "lso_lag", "e2e_read_committed"} {
 		h := hists[name]
 		if h == nil {
-			if !strings.HasPrefix(name, "hw_lag_client") {
+			if !strings.HasPrefix(name, "hw_lag_client") && !slices.Contains(txnHgrms, name) {
 				h = NewHistogram()
 			} else {
 				continue

@@ -44,6 +44,14 @@ type Result struct {
 	HWLagClientUs     *Summary    `json:"hw_lag_client_us,omitempty"`
 	HWLagClientSendUs *Summary    `json:"hw_lag_client_send_us,omitempty"`
 	HWObserver        *HWObserver `json:"hw_observer,omitempty"`
+	// The histograms of a transactional run (nil otherwise, see txn.go): commit latency
+	// (a transaction's first send -> EndTxn answered), LSO lag (the HW past a record -> the
+	// LSO past it, weighted by record) and the read_committed consumers' e2e latency;
+	// Transactions counts the transactions and holds the read_committed verdict.
+	CommitLatencyUs    *Summary      `json:"commit_latency_us,omitempty"`
+	LSOLagUs           *Summary      `json:"lso_lag_us,omitempty"`
+	E2EReadCommittedUs *Summary      `json:"e2e_read_committed_us,omitempty"`
+	Transactions       *Transactions `json:"transactions,omitempty"`
 
 	ISR        ISR        `json:"isr"`
 	Durability Durability `json:"durability"`

@@ -254,7 +254,11 @@ func PrintSummary(w io.Writer, r *Result) error {
 	if r.HWLagClientUs != nil && r.HWLagClientSendUs != nil {
 		rows = append(rows, row{"hw lag client", *r.HWLagClientUs}, row{"hw lag client from send", *r.HWLagClientSendUs})
 	}
-	rows = append(rows, row{"e2e", r.E2ELatencyUs}, row{"send delay", r.SendDelayUs})
+	rows = append(rows, row{"e2e", r.E2ELatencyUs})
+	for _, h := range txnRows(r) {
+		rows = append(rows, row{h.name, *h.s})
+	}
+	rows = append(rows, row{"send delay", r.SendDelayUs})
 	for _, h := range rows {
 		s := h.s
 		if s.Count == 0 {
@@ -270,6 +274,7 @@ func PrintSummary(w io.Writer, r *Result) error {
 		fmt.Fprintf(w, "hw lag client: resolution %s µs (p99 window; fetch.max.wait.ms %d, %d responses, %d showed an advance), %d records seen before their ack, %d unseen\n",
 			FormatValue(o.ResolutionUs), o.FetchMaxWaitMs, o.Responses, o.Advances, o.SeenBeforeAck, o.Unseen)
 	}
+	printTransactions(w, r.Transactions)
 	if len(r.TargetConfig) > 0 {
 		counts := map[string]int{}
 		for _, ts := range r.TargetConfig {
@@ -354,7 +359,8 @@ func PrintSummary(w io.Writer, r *Result) error {
 
 // PrintSweep prints one row per sweep point: the keys that vary between the results as columns,
 // then records/s, MB/s, ack p50/p99/p99.9, HW-lag p99 (and the client-observed HW-lag p99 when
-// a result has it), e2e p99, ISR shrinks, errors, lost, and when any result measured cost, CPU µs
+// a result has it), e2e p99 (and commit p50/p99, LSO-lag p99 and read_committed e2e p99 when a
+// result is transactional), ISR shrinks, errors, lost, and when any result measured cost, CPU µs
 // and cluster system calls per record.
 func PrintSweep(w io.Writer, rows []*Result) error {
 	if len(rows) == 0 {
@@ -371,7 +377,15 @@ func PrintSweep(w io.Writer, rows []*Result) error {
 	if client {
 		header = append(header, "hw-lag client p99")
 	}
-	header = append(header, "e2e p99", "isr shrinks", "errors", "lost")
+	header = append(header, "e2e p99")
+	txn := false // commit latency and LSO lag columns when some run is transactional
+	for _, r := range rows {
+		txn = txn || r.CommitLatencyUs != nil || r.LSOLagUs != nil
+	}
+	if txn {
+		header = append(header, "commit p50", "commit p99", "lso-lag p99", "e2e-rc p99")
+	}
+	header = append(header, "isr shrinks", "errors", "lost")
 	withCost := false
 	for _, r := range rows {
 		withCost = withCost || r.Cost != nil
@@ -403,8 +417,11 @@ func PrintSweep(w io.Writer, rows []*Result) error {
 				cells = append(cells, "-")
 			}
 		}
-		cells = append(cells, sumCell(r.E2ELatencyUs, r.E2ELatencyUs.P99),
-			strconv.FormatInt(r.ISR.Shrinks, 10), strconv.FormatInt(errs, 10), strconv.FormatInt(r.Durability.Lost, 10))
+		cells = append(cells, sumCell(r.E2ELatencyUs, r.E2ELatencyUs.P99))
+		if txn {
+			cells = append(cells, optCell(r.CommitLatencyUs, 50), optCell(r.CommitLatencyUs, 99), optCell(r.LSOLagUs, 99), optCell(r.E2EReadCommittedUs, 99))
+		}
+		cells = append(cells, strconv.FormatInt(r.ISR.Shrinks, 10), strconv.FormatInt(errs, 10), strconv.FormatInt(r.Durability.Lost, 10))
 		if withCost {
 			cpu, sys := "-", "-"
 			if r.Cost != nil {
@@ -422,6 +439,17 @@ func PrintSweep(w io.Writer, rows []*Result) error {
 	}
 	_, err := fmt.Fprintln(w, "latencies in µs")
 	return err
+}
+
+// optCell is the p50 or p99 of an optional histogram, "-" when absent or empty.
+func optCell(s *Summary, q int) string {
+	if s == nil {
+		return "-"
+	}
+	if q == 50 {
+		return sumCell(*s, s.P50)
+	}
+	return sumCell(*s, s.P99)
 }
 
 func sumCell(s Summary, v float64) string {

@@ -140,6 +140,17 @@
 // acknowledgement (hw_lag_client_us) and from the intended send (hw_lag_client_send_us),
 // with the observer's resolution in result.json hw_observer.
 //
+// # Transactions
+//
+// A transactional spec (spec.Spec.Transactional: producers.transactional.id, or the pipeline)
+// adds the parts of runner_txn.go: load.LSOObserver polls ListOffsets LATEST at both isolation
+// levels for the LSO lag (lso_lag_us), the producers record their commit latency
+// (commit_latency_us), read_committed consumers their e2e as e2e_read_committed_us, and the
+// pipeline members (load.Pipeline) run alongside the consumers. settle waits for the LSO to
+// reach the HW and the pipeline to commit every input; verify reads the topics back
+// read_committed (load.CheckTransactions, load.CheckPipeline) into result.json transactions,
+// and anomalies fail the run with ErrDurability.
+//
 // # External clusters and workers
 //
 // On a kafka:// target the spec's settings are applied the way Kafka lets a client change

@@ -55,6 +55,9 @@ func TestRunKafkaTargetKfake(t *testing.T) {
 	if res.HWLagUs.Count != 0 {
 		t.Fatalf("hw lag count %d for a kafka:// target", res.HWLagUs.Count)
 	}
+	if res.Transactions != nil || res.CommitLatencyUs != nil || res.LSOLagUs != nil || res.E2EReadCommittedUs != nil {
+		t.Fatalf("an ordinary run has transactional figures: %+v", res.Transactions)
+	}
 	// The client-observed HW lag works on any cluster (kfake: Fetch by topic ID, v13+).
 	if c, o := res.HWLagClientUs, res.HWObserver; c == nil || c.Count < 500 || o == nil || o.Unseen != 0 || o.Responses == 0 {
 		t.Fatalf("client HW lag %+v, observer %+v", c, o)

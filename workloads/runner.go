@@ -200,6 +200,7 @@ type rig struct {
 	targetSettings []results.TargetSetting
 	targetNotes    []string
 	obs            *load.HWObserver // client-observed HW lag; nil without acknowledged producers
+	txn            *txnRig          // a transactional run's parts (runner_txn.go); nil otherwise
 	obsStop        func()
 
 	// What setup fixed and opened (runner_setup.go): the plan, the admin client, the disk

@@ -175,6 +175,7 @@ func (r *rig) settle(ctx context.Context, m *measurement) (settled, error) {
 	}
 	cancelDrain()
 	unseen := r.finishObserver(ctx)
+	r.settleTxn(ctx)
 	if ctx.Err() != nil {
 		m.tlLoop.stop()
 		return settled{}, ctx.Err()

@@ -22,6 +22,10 @@ func (r *rig) report(m *measurement, st settled, v *verdict) (*results.Result, e
 	if err != nil {
 		return res, err
 	}
+	clientHgrms = append(clientHgrms, r.txnResult(res, v.txn, hists.e2e)...)
+	if res.E2EReadCommittedUs != nil {
+		hists.e2e = results.NewHistogram() // read_committed consumers: e2e_read_committed.hgrm
+	}
 	if m.gp != nil {
 		m.gpLoop.wait()
 		res.Group = m.gp.result(r.cons, p.measureStart, p.measureEnd)
@@ -74,6 +78,9 @@ func (r *rig) report(m *measurement, st settled, v *verdict) (*results.Result, e
 	}
 	if v.err != nil {
 		return res, fmt.Errorf("durability check incomplete: %w", v.err)
+	}
+	if err := txnFailure(v.txn); err != nil {
+		return res, err
 	}
 	if all := v.byAcks["all"]; all.Lost > 0 && lossExpected(s) == "" {
 		return res, fmt.Errorf("%w: %d of %d acks=all records lost with clean elections only", ErrDurability, all.Lost, all.Acked)

@@ -113,6 +113,9 @@ func (r *rig) setup(ctx context.Context, id string, startedAt time.Time) error {
 		return err
 	}
 	r.loops.onClose(r.stopObserver)
+	if err := r.startTxn(ctx); err != nil {
+		return err
+	}
 	return r.newClients()
 }
 
@@ -170,7 +173,7 @@ func (r *rig) newClients() error {
 			if g.Count > 0 {
 				rate = g.Rate / float64(g.Count)
 			}
-			pr, err := load.NewProducer(p.base+uint32(global), p.conn, g, s.Topic.Name, rate, r.win, r.opts.WaitMode)
+			pr, err := load.NewProducer(p.base+uint32(global), p.conn, g, s.Topic.Name, rate, r.win, r.opts.WaitMode, txnIDOf(g, global))
 			if err != nil {
 				return err // closeClients (in loops) closes what was opened
 			}
@@ -192,7 +195,7 @@ func (r *rig) newClients() error {
 		return nil
 	}
 	for i := 0; i < s.Consumers.Count; i++ {
-		c, err := load.NewConsumer(p.conn, s.Topic.Name, p.startOffs, r.win, ours)
+		c, err := load.NewConsumer(p.conn, s.Topic.Name, p.startOffs, r.win, ours, load.IsolationOpts(s.Consumers.IsolationLevel)...)
 		if err != nil {
 			return err
 		}

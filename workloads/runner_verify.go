@@ -24,6 +24,8 @@ type verdict struct {
 	// err is set when the read-back could not finish (the counts are then incomplete).
 	err      error
 	replicas *replicaReport
+	// txn is the read_committed verdict of a transactional run (nil otherwise).
+	txn *results.Transactions
 }
 
 // verify reads back every partition from the HW before the load to its end offset after it
@@ -58,6 +60,7 @@ func (r *rig) verify(ctx context.Context, st settled) (*verdict, error) {
 			}
 		}
 	}
+	v.txn = r.verifyTxn(ctx, v.readFrom, st.endOffs)
 	v.replicas = r.checkReplicas(ctx, v.readFrom)
 	return v, nil
 }

@@ -22,17 +22,37 @@ const (
 	maxLaneSegments = 2000
 )
 
-// hists are the four histograms of a result, in table order.
-var hists = []struct {
-	Name   string // legend
-	Metric string // results metric suffix
-	Field  string // result.json field
-	get    func(*results.Result) *results.Summary
-}{
-	{"ack", "ack", "ack_latency_us", func(r *results.Result) *results.Summary { return &r.AckLatencyUs }},
-	{"hw lag", "hwlag", "hw_lag_us", func(r *results.Result) *results.Summary { return &r.HWLagUs }},
-	{"e2e", "e2e", "e2e_latency_us", func(r *results.Result) *results.Summary { return &r.E2ELatencyUs }},
-	{"send delay", "senddelay", "send_delay_us", func(r *results.Result) *results.Summary { return &r.SendDelayUs }},
+// histDef is one latency histogram of a result; an optional one (a transactional run's) gets
+// no table row where the result has none.
+type histDef struct {
+	Name     string // legend
+	Metric   string // results metric suffix
+	Field    string // result.json field
+	get      func(*results.Result) *results.Summary
+	optional bool
+}
+
+// hists are the histograms of a result, in table order: the four of every run, then a
+// transactional run's (results.TxnHists).
+var hists = append([]histDef{
+	{"ack", "ack", "ack_latency_us", func(r *results.Result) *results.Summary { return &r.AckLatencyUs }, false},
+	{"hw lag", "hwlag", "hw_lag_us", func(r *results.Result) *results.Summary { return &r.HWLagUs }, false},
+	{"e2e", "e2e", "e2e_latency_us", func(r *results.Result) *results.Summary { return &r.E2ELatencyUs }, false},
+	{"send delay", "senddelay", "send_delay_us", func(r *results.Result) *results.Summary { return &r.SendDelayUs }, false},
+}, txnHists()...)
+
+func txnHists() []histDef {
+	var out []histDef
+	for _, h := range results.TxnHists {
+		get := h.Get
+		out = append(out, histDef{h.Name, h.Metric, h.Field, func(r *results.Result) *results.Summary {
+			if s := get(r); s != nil {
+				return s
+			}
+			return &results.Summary{}
+		}, true})
+	}
+	return out
 }
 
 // percentileSeries is h's percentile distribution as HdrHistogram's plotter draws it: the

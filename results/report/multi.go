@@ -273,7 +273,9 @@ func multiData(kind, title string, pts []pointRuns, axes []Axis, metrics []strin
 				acc.Merge(hh)
 				n++
 			}
-			pt.Hist[h.Metric] = n
+			if n > 0 || !h.optional {
+				pt.Hist[h.Metric] = n
+			}
 			merged[i][hi] = acc
 		}
 		m.Points = append(m.Points, pt)

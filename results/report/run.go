@@ -75,6 +75,9 @@ func runData(r *runDir, o Options, pageDir string) (*RunData, []Chart, error) {
 	}
 	for _, h := range hists {
 		s := h.get(res)
+		if h.optional && s.Count == 0 {
+			continue
+		}
 		rd.Latency = append(rd.Latency, LatencyRow{Name: h.Name, Field: h.Field, Count: s.Count, Mean: s.Mean,
 			P50: s.P50, P90: s.P90, P99: s.P99, P999: s.P999, P9999: s.P9999, Max: s.Max})
 	}
@@ -219,7 +222,8 @@ func latencySeries(r *runDir) ([]Series, string) {
 
 // hgrmNames are the runner's .hgrm file names by result.json field.
 var hgrmNames = map[string]string{"ack_latency_us": "ack_latency.hgrm", "hw_lag_us": "hw_lag.hgrm",
-	"e2e_latency_us": "e2e_latency.hgrm", "send_delay_us": "send_delay.hgrm"}
+	"e2e_latency_us": "e2e_latency.hgrm", "send_delay_us": "send_delay.hgrm",
+	"commit_latency_us": "commit_latency.hgrm", "lso_lag_us": "lso_lag.hgrm", "e2e_read_committed_us": "e2e_read_committed.hgrm"}
 
 func (r *runDir) hgrm(field string) *results.Hgrm {
 	name := hgrmNames[field]

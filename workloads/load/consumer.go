@@ -125,7 +125,10 @@ func CheckDurability(ctx context.Context, conn []kgo.Opt, topic string, loadStar
 	if remaining > 0 {
 		cl, err := kgo.NewClient(append(conn[:len(conn):len(conn)],
 			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}),
-			kgo.FetchMaxWait(200*time.Millisecond))...)
+			kgo.FetchMaxWait(200*time.Millisecond),
+			// A transactional run's partitions end with a commit or abort marker: kept, so
+			// that the read reaches the end offset (a marker is no producer's record).
+			kgo.KeepControlRecords())...)
 		if err != nil {
 			countAcked(dcs, prods)
 			tot, by, _ := sumCounts(dcs, prods)

@@ -31,6 +31,15 @@
 // spin is the most precise but burns a core the embedded cluster needs on a 2-core machine,
 // so timerfd is the default; Options.WaitMode selects another.
 //
+// # Transactions
+//
+// A producer with a transactional.id (NewProducer's txnID) sends its records in transactions
+// of transaction.records records and commits or aborts each (producer_txn.go); its
+// transactions' ranges and outcomes feed CheckTransactions, a read_committed read-back.
+// LSOObserver measures the LSO lag, Pipeline is a member of the exactly-once pipeline and
+// CheckPipeline its output check. Consumers keep control records (IsolationOpts) so that
+// their position passes the commit markers.
+//
 // # Concurrency
 //
 // A Producer's histograms are recorded from kgo's promise goroutines through

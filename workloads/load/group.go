@@ -76,7 +76,7 @@ func NewGroupConsumer(conn []kgo.Opt, topic string, partitions int, spec spec.Co
 		default:
 		}
 	}
-	cl, err = kgo.NewClient(append(conn[:len(conn):len(conn)],
+	cl, err = kgo.NewClient(append(append(conn[:len(conn):len(conn)],
 		kgo.ConsumerGroup(spec.GroupID), kgo.ConsumeTopics(topic), kgo.Balancers(bal),
 		kgo.AutoCommitInterval(time.Duration(spec.AutoCommitIntervalMs)*time.Millisecond),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AfterMilli(time.Now().UnixMilli())),
@@ -85,7 +85,7 @@ func NewGroupConsumer(conn []kgo.Opt, topic string, partitions int, spec spec.Co
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { update(ps, true) }),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { update(ps, false) }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { update(ps, false) }),
-	)...)
+	), IsolationOpts(spec.IsolationLevel)...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -45,14 +45,20 @@ type Producer struct {
 
 	SendDelay *results.Histogram // producer goroutine only
 	Ack       *results.Recorder  // promise goroutines; the timeline takes intervals
+	// txn is the transaction state of a transactional producer (producer_txn.go), nil
+	// otherwise; Commit its commit latency (first intended send -> EndTxn answered).
+	txn    *txnProducer
+	Commit *results.Recorder
 
-	mu        sync.Mutex // guards acked, ackPart, ackTop, errs, partErrs, failTimes
+	mu        sync.Mutex // guards acked, ackPart, ackTop, errs, partErrs, failTimes, txns, txnErrs
 	acked     bitset     // seq -> acknowledged (whole run, for the durability check)
 	ackPart   partLog    // seq -> partition of the acknowledged record (to tell expired from lost)
 	ackTop    []int64    // partition -> highest acknowledged offset + 1, 0 for none (see noteTop)
 	errs      map[string]int64
 	partErrs  map[int32]map[string]int64 // partition -> error name -> failed records (whole run)
 	failTimes []int64                    // intended send times (unix ns) of failed records
+	txns      []txnRange                 // a transactional producer's ended transactions
+	txnErrs   map[string]int64           // its transaction calls' errors ("END_TXN:<name>")
 	NAcked    atomic.Int64               // acknowledged in the window
 	NBytes    atomic.Int64               // acknowledged bytes in the window
 	NErrs     atomic.Int64               // failed records (whole run)
@@ -108,8 +114,13 @@ func producerOpts(p spec.ProducerSpec, topic string) []kgo.Opt {
 	return opts
 }
 
-func NewProducer(id uint32, conn []kgo.Opt, spec spec.ProducerSpec, topic string, rate float64, win Window, mode WaitMode) (*Producer, error) {
+// NewProducer creates producer id of group spec; txnID is its transactional.id ("" for a
+// producer that is not transactional, see spec.TransactionalID).
+func NewProducer(id uint32, conn []kgo.Opt, spec spec.ProducerSpec, topic string, rate float64, win Window, mode WaitMode, txnID string) (*Producer, error) {
 	opts := append(conn[:len(conn):len(conn)], producerOpts(spec, topic)...)
+	if txnID != "" {
+		opts = append(opts, txnOpts(spec, txnID)...)
+	}
 	if l := clientLogger(); l != nil {
 		opts = append(opts, kgo.WithLogger(l))
 	}
@@ -120,6 +131,9 @@ func NewProducer(id uint32, conn []kgo.Opt, spec spec.ProducerSpec, topic string
 	p := &Producer{ID: id, spec: spec, topic: topic, cl: cl, rate: rate, Win: win, mode: mode,
 		keyRng:    rand.New(rand.NewPCG(uint64(id), uint64(time.Now().UnixNano()))),
 		SendDelay: results.NewHistogram(), Ack: results.NewRecorder(), errs: map[string]int64{}}
+	if txnID != "" {
+		p.txn, p.Commit = newTxnProducer(txnID, spec.Txn), results.NewRecorder()
+	}
 	size := spec.MessageSize
 	p.pool.New = func() any { return &kgo.Record{Value: make([]byte, size)} }
 	return p, nil
@@ -150,9 +164,12 @@ func (p *Producer) loop(ctx context.Context, start, end time.Time) error {
 	for {
 		intended, actual, ok := pc.Next(ctx)
 		if !ok {
-			return nil
+			return p.endTxn(ctx, seq) // a transactional producer's last transaction
 		}
 		in := intended.UnixNano()
+		if err := p.beginTxn(seq, in); err != nil {
+			return err
+		}
 		if p.Win.In(in) {
 			if p.rate > 0 {
 				p.SendDelay.RecordNs(actual.Sub(intended).Nanoseconds())
@@ -174,6 +191,11 @@ func (p *Producer) loop(ctx context.Context, start, end time.Time) error {
 		seq++
 		p.inFl.Add(1)
 		p.cl.Produce(ctx, r, p.promise)
+		if p.txnFull(seq) {
+			if err := p.endTxn(ctx, seq); err != nil {
+				return err
+			}
+		}
 	}
 }
 

@@ -31,6 +31,11 @@
 // a list of groups ({count, acks, rate, ...} each, rate per group); the flat producers.* keys
 // set the first group (ProducerGroups).
 //
+// Transactions (txn.go): producers.transactional.id (a prefix, producer n uses <prefix>-n),
+// producers.transaction.records, producers.transaction.abort.ratio,
+// consumers.isolation.level and the exactly-once pipeline (pipeline: {enabled, output.topic,
+// ...}); a transactional id needs acks=all and idempotence, as Kafka's producer requires.
+//
 // faults is a schedule of {at, duration, kind, target, partition, fence, latency, jitter,
 // bandwidth, command, undo, timeout, to, add}; at is relative to the start of measurement.
 // Kinds are FaultKinds (pause, kill, restart, crash are accepted as aliases); a kafka://

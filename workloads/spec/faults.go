@@ -133,6 +133,8 @@ func ParseFaultTarget(field string, f Fault, brokers int, topic string, partitio
 		case topic:
 		case OffsetsTopic:
 			n = offsetsPartitions
+		case TxnStateTopic: // the transaction coordinators' (txn.go)
+			n = TxnStatePartitions
 		default:
 			return bad(fmt.Sprintf("names topic %q, which the spec does not have (its topic is %s: %s-0..%s-%d; or %s-0..%s-%d)",
 				t, topic, topic, topic, partitions-1, OffsetsTopic, OffsetsTopic, offsetsPartitions-1))

@@ -52,7 +52,7 @@ func (s *Spec) Validate() error {
 	if err := s.validateFaults(); err != nil {
 		return err
 	}
-	return nil
+	return s.validateTxn()
 }
 
 // Set overrides one setting by flat key (full path or short name, see Keys) from its text form.

@@ -46,6 +46,8 @@ type Spec struct {
 	Producers     ProducerSpec
 	MoreProducers []ProducerSpec
 	Consumers     ConsumerSpec
+	// Pipeline is the exactly-once consume-transform-produce stage (pipeline.*, see txn.go).
+	Pipeline PipelineSpec
 	// Duration is the measurement window, after Warmup. Default 20s.
 	Duration time.Duration
 	// Warmup runs the full load before measurement; its samples are discarded. Default 5s.
@@ -173,6 +175,8 @@ type ProducerSpec struct {
 	// EnableIdempotence is enable.idempotence (default true); it applies to acks=all only
 	// (with acks 1 or 0 the producers are never idempotent, as in Kafka).
 	EnableIdempotence bool
+	// Txn holds the transactional producer settings (producers.transactional.id, ...: see txn.go).
+	Txn ProducerTxn
 }
 
 // ConsumerSpec describes the end-to-end consumers: Count kgo clients, each reading every
@@ -188,6 +192,9 @@ type ConsumerSpec struct {
 	// AutoCommitIntervalMs is consumers.auto.commit.interval.ms (auto.commit.interval.ms),
 	// default 5000.
 	AutoCommitIntervalMs int
+	// IsolationLevel is consumers.isolation.level (Kafka's isolation.level): read_uncommitted
+	// (default) or read_committed.
+	IsolationLevel string
 }
 
 // Fault is one entry of the fault schedule.
@@ -273,8 +280,9 @@ func DefaultSpec() *Spec {
 			QueuedMaxRequestBytes:        104857600,
 		},
 		Producers: ProducerSpec{Count: 2, Acks: "all", MessageSize: 1024, Rate: 5000, BatchSize: 16384,
-			Keys: "none", MaxBufferedRecords: 10000, DeliveryTimeoutMs: 120000, RequestTimeoutMs: 10000, EnableIdempotence: true, Retries: math.MaxInt32},
-		Consumers: ConsumerSpec{Count: 1, GroupBalancer: "range", AutoCommitIntervalMs: 5000},
+			Keys: "none", MaxBufferedRecords: 10000, DeliveryTimeoutMs: 120000, RequestTimeoutMs: 10000, EnableIdempotence: true, Retries: math.MaxInt32, Txn: DefaultProducerTxn},
+		Consumers: ConsumerSpec{Count: 1, GroupBalancer: "range", AutoCommitIntervalMs: 5000, IsolationLevel: ReadUncommitted},
+		Pipeline:  DefaultPipeline,
 		Duration:  20 * time.Second,
 		Warmup:    5 * time.Second,
 	}
