@@ -139,6 +139,7 @@ type Cluster struct {
 	root       string
 	removeRoot bool
 	stats      *netfetch.Counters
+	costs      *counters // with stats, the cost counters (cost.go)
 	links      netfetch.LinkFaults
 	sec        *clusterSecurity // the listeners and their security (security.go)
 	nodes      map[int32]*node  // fixed after Start
@@ -200,7 +201,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	c := &Cluster{cfg: cfg, stats: netfetch.NewCounters(), nodes: map[int32]*node{}, sec: sec}
+	c := &Cluster{cfg: cfg, stats: netfetch.NewCounters(), costs: new(counters), nodes: map[int32]*node{}, sec: sec}
+	fs := cfg.FS // the brokers' disk: vfs.OS counted in the cluster's counters
+	if fs == nil {
+		fs = vfs.NewOS(&c.costs.vfs)
+	}
 	if cfg.DataDir == "" {
 		dir, err := os.MkdirTemp("", "isrbench-cluster-")
 		if err != nil {
@@ -215,6 +220,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	ccfg := cfg.Controller
 	ccfg.Dir = filepath.Join(c.root, MetadataDir)
+	if ccfg.FS == nil {
+		ccfg.FS = vfs.NewOS(&c.costs.vfs) // as vfs.OS, counted
+	}
 	if ccfg.Logf == nil {
 		ccfg.Logf = cfg.Logf
 	}
@@ -242,7 +250,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	// leaders' brokers whether they lead yet (pending), and c.nodes is then read unlocked.
 	for i := 0; i < cfg.Brokers; i++ {
 		id := int32(i)
-		c.nodes[id] = &node{id: id, host: cfg.Host, dir: filepath.Join(c.root, "broker-"+strconv.Itoa(i)), fs: vfs.NewPowerLossFS(cfg.FS)}
+		c.nodes[id] = &node{id: id, host: cfg.Host, dir: filepath.Join(c.root, "broker-"+strconv.Itoa(i)), fs: vfs.NewPowerLossFS(fs)}
 		c.ids = append(c.ids, id)
 	}
 	for i, id := range c.ids {
@@ -303,9 +311,10 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 // startNode creates and starts broker n on listener ln.
 func (c *Cluster) startNode(n *node, ln net.Listener) error {
 	bcfg := c.cfg.Broker
-	bcfg.ID, bcfg.DataDir, bcfg.FS = n.id, n.dir, n.fs
+	bcfg.ID, bcfg.DataDir, bcfg.FS, bcfg.Counters = n.id, n.dir, n.fs, &c.costs.broker
 	bcfg.Addr = net.JoinHostPort(n.host, strconv.Itoa(n.port))
 	tr := netfetch.NewFaultyTransport(n.id, c.ctrl, &c.links, c.cfg.FetchSessions)
+	tr.SetCounters(c.stats)
 	tr.SetSecurity(c.sec.client)
 	lname, lsec, extra := c.serverSecurity(n)
 	b, err := broker.New(bcfg, c.ctrl, tr)

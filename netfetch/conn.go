@@ -60,7 +60,7 @@ type conn struct {
 	limits   map[string]topicLimits
 	limitsAt time.Time
 
-	// The request being handled, for the request-time counters (cost.go countReqTime): its
+	// The request being handled, for the request-time counters (cost.go costCounters.countReqTime): its
 	// kind (a Fetch sets replica or consumer), the time its handler waited (Broker.Produce's
 	// and Broker.Fetch's result) and when its response started to be written (zero: not yet).
 	kind   reqKind
@@ -73,7 +73,7 @@ func newConn(s *Server, tc *net.TCPConn, ip netip.Addr, lis *listener) (*conn, e
 	if err != nil {
 		return nil, fmt.Errorf("syscall conn: %w", err)
 	}
-	return &conn{s: s, nc: tc, raw: raw, br: bufio.NewReaderSize(newSockReader(tc), readBufferSize), ip: ip, lis: lis}, nil
+	return &conn{s: s, nc: tc, raw: raw, br: bufio.NewReaderSize(newSockReader(tc, &s.stats.cost), readBufferSize), ip: ip, lis: lis}, nil
 }
 
 // reqHeader is a decoded request header (v1 or v2).
@@ -229,7 +229,7 @@ func (c *conn) handle(body []byte) error {
 	if !c.sendAt.IsZero() {
 		send = end.Sub(c.sendAt)
 	}
-	countReqTime(c.kind, end.Sub(start), c.waited, send)
+	c.s.stats.cost.countReqTime(c.kind, end.Sub(start), c.waited, send)
 	return err
 }
 
@@ -299,7 +299,7 @@ func (c *conn) writeResponse(h reqHeader, resp kmsg.Response) error {
 	if cap(c.out) > 8<<20 {
 		c.out = nil
 	}
-	countSocketWrite(len(buf))
+	c.s.stats.cost.countSocketWrite(len(buf))
 	if _, err := c.nc.Write(buf); err != nil {
 		return fmt.Errorf("writing %s response: %w", kmsg.NameForKey(h.key), err)
 	}

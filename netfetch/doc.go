@@ -69,7 +69,8 @@
 // (closes the listener and every connection). Pause freezes the server like
 // SIGSTOP: it handles no further request and writes no response
 // (connections stay open) until Resume. Servers may share Counters
-// (ServerConfig.Counters), as an embedded cluster's brokers do.
+// (ServerConfig.Counters), as an embedded cluster's brokers do, with their replica-fetch
+// Transports (SetCounters); Counters.Cost is the cost accounting's share of them.
 //
 // # Buffers
 //

@@ -127,7 +127,7 @@ func (f *LinkFaults) Faulty() []FaultyLink {
 // faults from f; sessions false turns incremental fetch sessions off
 // (isrbench.fetch.sessions=false: every replica fetch names every partition).
 func NewFaultyTransport(self int32, ctrl *controller.Controller, f *LinkFaults, sessions bool) *Transport {
-	return &Transport{self: self, ctrl: ctrl, links: &f.ls, noSessions: !sessions}
+	return &Transport{self: self, ctrl: ctrl, links: &f.ls, noSessions: !sessions, costs: new(costCounters)}
 }
 
 // faultConn delays, throttles or fails I/O of a replica fetch connection

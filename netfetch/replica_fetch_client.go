@@ -33,13 +33,21 @@ type Transport struct {
 	noSessions bool
 	// sec is the inter-broker listener's client security (replica_fetch_security.go).
 	sec ClientSecurity
+	// costs count the fetchers' socket calls and replica fetches (SetCounters; its own until
+	// then).
+	costs *costCounters
 }
 
 // NewTransport returns a transport for broker self without fault injection
 // (a Cluster builds its transports with its links), using fetch sessions.
 func NewTransport(self int32, ctrl *controller.Controller) *Transport {
-	return &Transport{self: self, ctrl: ctrl}
+	return &Transport{self: self, ctrl: ctrl, costs: new(costCounters)}
 }
+
+// SetCounters makes the connections the transport dials from now on count their socket calls
+// and replica fetches in c (Counters.Cost): a cluster gives its brokers' transports the
+// Counters of its wire servers. Call it before the broker starts.
+func (t *Transport) SetCounters(c *Counters) { t.costs = &c.c.cost }
 
 var _ broker.Transport = (*Transport)(nil)
 
@@ -74,6 +82,7 @@ func (t *Transport) Dial(ctx context.Context, source int32, fetcherIndex int) (b
 		clientID: fmt.Sprintf("isrbench-replica-fetcher-%d-%d-%d", t.self, source, fetcherIndex),
 		l:        l,
 		sess:     sessionClient{enabled: !t.noSessions},
+		costs:    t.costs,
 	}
 	fc.nc = nc
 	if l != nil {
@@ -84,7 +93,7 @@ func (t *Transport) Dial(ctx context.Context, source int32, fetcherIndex int) (b
 		l.conns[fc] = struct{}{}
 		l.mu.Unlock()
 	}
-	fc.br = bufio.NewReaderSize(newSockReader(fc.nc), 64<<10)
+	fc.br = bufio.NewReaderSize(newSockReader(fc.nc, fc.costs), 64<<10)
 	if err := t.secureReplicaConn(ctx, fc, hostOf(addr)); err != nil {
 		fc.Close()
 		return nil, err
@@ -99,6 +108,7 @@ type fetchConn struct {
 	clientID     string
 	nc           net.Conn
 	br           *bufio.Reader
+	costs        *costCounters // the Transport's
 	l            *link
 	corr         int32
 	wbuf         []byte
@@ -184,7 +194,7 @@ func (c *fetchConn) roundTripBody(ctx context.Context, req kmsg.Request) ([]byte
 	b = req.AppendTo(b)
 	binary.BigEndian.PutUint32(b[:4], uint32(len(b)-4))
 	c.wbuf = b
-	countSocketWrite(len(b))
+	c.costs.countSocketWrite(len(b))
 	if _, err := c.nc.Write(b); err != nil {
 		return nil, c.ioErr(ctx, "writing", req, err)
 	}
@@ -284,7 +294,7 @@ func (c *fetchConn) fetchOnce(ctx context.Context, rf *broker.FetchRequest) ([]b
 		forgotten = c.sess.appendForgotten(forgotten)
 	}
 	req.ForgottenTopics = forgotten
-	costs.followerFetch.Add(1)
+	c.costs.followerFetch.Add(1)
 	body, err := c.roundTripBody(ctx, req)
 	if err != nil {
 		return nil, err
@@ -295,7 +305,7 @@ func (c *fetchConn) fetchOnce(ctx context.Context, rf *broker.FetchRequest) ([]b
 		return nil, fmt.Errorf("replica fetcher %d->%d: %w", c.self, c.source, err)
 	}
 	c.sess.answered(req, responseSessionID(body))
-	costs.followerFetched.Add(1)
+	c.costs.followerFetched.Add(1)
 	return out, nil
 }
 

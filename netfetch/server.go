@@ -136,6 +136,7 @@ type counters struct {
 	omitted       atomic.Int64
 	requests      [maxAPIKey]atomic.Int64
 	producerID    atomic.Int64 // last producer id handed out by InitProducerId
+	cost          costCounters // Cost's (cost.go)
 }
 
 // Counters are wire-server counters that servers given them in ServerConfig.Counters add

@@ -29,6 +29,10 @@ type Config struct {
 	// cluster gives each broker a vfs.PowerLossFS (for the crash fault), the simulator a
 	// vfs.MemFS.
 	FS vfs.FS
+	// Counters are the cost counters this broker adds to (its log writers' system calls, the
+	// time its fetchers spend applying responses); several brokers (a cluster's) may share
+	// them. nil = the broker's own.
+	Counters *Counters
 	// Manual starts no goroutine: no replica fetchers, ISR expiration, heartbeats,
 	// checkpoints or retention run by themselves. The caller drives them (Fetchers and
 	// their rounds, MaybeShrinkISRs, ApplyExpansions, Heartbeat, WriteHWCheckpoint,
