@@ -52,6 +52,10 @@ type Config struct {
 	// FetchSessions is isrbench.fetch.sessions (default true): the replica fetchers use
 	// incremental fetch sessions; false sends every partition in every replica fetch.
 	FetchSessions bool
+	// ReadWhenReady is isrbench.socket.read.when.ready (default true): the wire servers and
+	// replica fetchers wait for readability at once after a read that emptied a plaintext
+	// socket; false reads it empty (EAGAIN) before every wait.
+	ReadWhenReady bool
 	// AutoCreateTopics is auto.create.topics.enable (default true).
 	AutoCreateTopics bool
 	// NumPartitions is num.partitions for auto-created topics (default 1).
@@ -113,6 +117,7 @@ func DefaultConfig() Config {
 		ZeroCopyMinBytes:       netfetch.DefaultZeroCopyMinBytes,
 		FetchSessionCacheSlots: 1000,
 		FetchSessions:          true,
+		ReadWhenReady:          true,
 		AutoCreateTopics:       true,
 		NumPartitions:          1,
 		SocketRequestMaxBytes:  netfetch.DefaultSocketRequestMaxBytes,
@@ -315,6 +320,7 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 	bcfg.Addr = net.JoinHostPort(n.host, strconv.Itoa(n.port))
 	tr := netfetch.NewFaultyTransport(n.id, c.ctrl, &c.links, c.cfg.FetchSessions)
 	tr.SetCounters(c.stats)
+	tr.SetReadWhenReady(c.cfg.ReadWhenReady)
 	tr.SetSecurity(c.sec.client)
 	lname, lsec, extra := c.serverSecurity(n)
 	b, err := broker.New(bcfg, c.ctrl, tr)
@@ -335,7 +341,7 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 		SocketRequestMaxBytes:    c.cfg.SocketRequestMaxBytes, Logf: c.cfg.Logf,
 		BrokerConfigs: c.cfg.staticBrokerConfigs(n.id, n.dir), Counters: c.stats,
 		MessageMaxBytes: c.cfg.MessageMaxBytes, Groups: grp, Txn: c.newTxnCoordinator(b),
-		Limits:       c.cfg.Limits,
+		Limits: c.cfg.Limits, ReadBeforeWait: !c.cfg.ReadWhenReady,
 		ListenerName: lname, Security: lsec, Listeners: extra,
 	}, ln)
 	n.b.Store(b)

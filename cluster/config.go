@@ -188,6 +188,7 @@ var setters = map[string]setter{
 	"isrbench.zero.copy.min.bytes":                  intSetter("isrbench.zero.copy.min.bytes", func(c *Config, n int64) { c.ZeroCopyMinBytes = n }),
 	"max.incremental.fetch.session.cache.slots":     intSetter("max.incremental.fetch.session.cache.slots", func(c *Config, n int64) { c.FetchSessionCacheSlots = int(n) }),
 	"isrbench.fetch.sessions":                       boolSetter(func(c *Config, b bool) { c.FetchSessions = b }),
+	"isrbench.socket.read.when.ready":               boolSetter(func(c *Config, b bool) { c.ReadWhenReady = b }),
 	"isrbench.log.scrub.enable":                     boolSetter(func(c *Config, b bool) { c.Broker.ScrubEnable = b }),
 	"isrbench.log.scrub.bytes.per.second":           intSetter("isrbench.log.scrub.bytes.per.second", func(c *Config, n int64) { c.Broker.ScrubBytesPerSecond = n }),
 	"isrbench.log.scrub.interval.ms":                intSetter("isrbench.log.scrub.interval.ms", func(c *Config, n int64) { c.Broker.ScrubIntervalMs = n }),

@@ -173,6 +173,11 @@ type sockReader struct {
 	p     []byte
 	n     int
 	err   error
+	// inRaw: Read is called inside a RawConn.Read callback on fd, and reads with readNow
+	// (readready.go); drained: the last read there emptied the socket.
+	inRaw   bool
+	fd      int
+	drained bool
 }
 
 // newSockReader returns a reader of nc counted in costs: a sockReader for a TCP connection,
@@ -194,6 +199,9 @@ func newSockReader(nc net.Conn, costs *costCounters) io.Reader {
 func (r *sockReader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if r.inRaw {
+		return r.readNow(p)
 	}
 	r.p, r.n, r.err = p, 0, nil
 	err := r.raw.Read(r.fn)

@@ -45,6 +45,7 @@ func (t *Transport) secureReplicaConn(ctx context.Context, fc *fetchConn, host s
 		}
 		fc.nc = tc
 		fc.br = bufio.NewReaderSize(countedReader{tc, fc.costs}, 64<<10) // reads through TLS from now on
+		fc.sr, fc.raw = nil, nil
 	}
 	if t.sec.SASL != nil {
 		if err := fc.authenticate(ctx, t.sec.SASL, host); err != nil {

@@ -152,6 +152,7 @@ func (c *conn) startTLS() error {
 	c.nc = tc
 	c.rdl = time.Time{}
 	c.br = bufio.NewReaderSize(countedReader{tc, &c.s.stats.cost}, readBufferSize)
+	c.sr = nil // br reads through TLS now
 	return nil
 }
 

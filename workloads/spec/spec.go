@@ -115,11 +115,15 @@ type BrokerSpec struct {
 	// max.incremental.fetch.session.cache.slots, default 1000 (0: no sessions).
 	FetchSessions          bool
 	FetchSessionCacheSlots int
-	IO                     string        // isrbench.io: pwritev|uring|write, default pwritev
-	HWUpdate               string        // isrbench.hw.update: atomic|mutex, default atomic
-	TruncateMode           string        // isrbench.truncate.mode: epoch|hw, default epoch (hw is an ablation that can lose data)
-	ProduceDelay           time.Duration // isrbench.produce.delay: artificial delay per produce (gate tests), default 0
-	ProduceSpin            time.Duration // isrbench.produce.spin: artificial CPU work per produce (gate tests), default 0
+	// ReadWhenReady is isrbench.socket.read.when.ready, default true: the brokers' plaintext
+	// connections wait for readability at once after a read that emptied the socket (false:
+	// a read finds it empty before every wait, the ablation).
+	ReadWhenReady bool
+	IO            string        // isrbench.io: pwritev|uring|write, default pwritev
+	HWUpdate      string        // isrbench.hw.update: atomic|mutex, default atomic
+	TruncateMode  string        // isrbench.truncate.mode: epoch|hw, default epoch (hw is an ablation that can lose data)
+	ProduceDelay  time.Duration // isrbench.produce.delay: artificial delay per produce (gate tests), default 0
+	ProduceSpin   time.Duration // isrbench.produce.spin: artificial CPU work per produce (gate tests), default 0
 	// HWCheckpointIntervalMs is replica.high.watermark.checkpoint.interval.ms, default 5000.
 	HWCheckpointIntervalMs int64
 	// GroupInitialRebalanceDelayMs is group.initial.rebalance.delay.ms, harness default
@@ -255,6 +259,7 @@ func DefaultSpec() *Spec {
 			InterBrokerProtocol:          "PLAINTEXT",
 			ZeroCopyMinBytes:             config.DefaultOf("isrbench.zero.copy.min.bytes"),
 			FetchSessions:                true,
+			ReadWhenReady:                true,
 			FetchSessionCacheSlots:       int(config.DefaultOf("max.incremental.fetch.session.cache.slots")),
 			IO:                           config.IOPwritev.String(),
 			HWUpdate:                     config.HWUpdateAtomic.String(),

@@ -57,6 +57,7 @@ func ClusterConfig(s *spec.Spec) (cluster.Config, error) {
 	cc.ZeroCopy = s.Broker.ZeroCopy
 	cc.ZeroCopyMinBytes = s.Broker.ZeroCopyMinBytes
 	cc.FetchSessions = s.Broker.FetchSessions
+	cc.ReadWhenReady = s.Broker.ReadWhenReady
 	cc.FetchSessionCacheSlots = s.Broker.FetchSessionCacheSlots
 	b := &cc.Broker
 	b.NumReplicaFetchers = s.Broker.NumReplicaFetchers
