@@ -132,6 +132,7 @@ var brokerConfigDefs = sortedDefs([]brokerConfigDef{
 	described("log.retention.ms", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.Log.RetentionMs) }),
 	fixedDef("log.roll.ms"),
 	described("log.segment.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.Log.SegmentBytes) }),
+	described("isrbench.log.tail.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.Log.TailBytes) }),
 	fixedDef("log.segment.delete.delay.ms"),
 	described("message.max.bytes", func(c *Config, _ int32, _ string) string {
 		return decimal(orDefault(c.MessageMaxBytes, netfetch.DefaultMessageMaxBytes))

@@ -154,6 +154,7 @@ var setters = map[string]setter{
 	"min.insync.replicas":                           intSetter("min.insync.replicas", func(c *Config, n int64) { c.Broker.MinInsyncReplicas = int(n) }),
 	"log.segment.bytes":                             intSetter("log.segment.bytes", func(c *Config, n int64) { c.Broker.Log.SegmentBytes = n }),
 	"log.index.interval.bytes":                      intSetter("log.index.interval.bytes", func(c *Config, n int64) { c.Broker.Log.IndexIntervalBytes = int(n) }),
+	"isrbench.log.tail.bytes":                       intSetter("isrbench.log.tail.bytes", func(c *Config, n int64) { c.Broker.Log.TailBytes = n }),
 	"log.retention.bytes":                           intSetter("log.retention.bytes", func(c *Config, n int64) { c.Broker.Log.RetentionBytes = n }),
 	"log.retention.ms":                              intSetter("log.retention.ms", func(c *Config, n int64) { c.Broker.Log.RetentionMs = n }),
 	"log.retention.check.interval.ms":               intSetter("log.retention.check.interval.ms", func(c *Config, n int64) { c.Broker.LogRetentionCheckIntervalMs = n }),

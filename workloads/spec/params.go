@@ -454,6 +454,7 @@ var params = []Param{
 	boolB("isrbench.fetch.sessions", []string{"broker.isrbench.fetch.sessions"}, func(s *Spec) *bool { return &s.Broker.FetchSessions }),
 	boolB("isrbench.socket.read.when.ready", []string{"broker.isrbench.socket.read.when.ready"}, func(s *Spec) *bool { return &s.Broker.ReadWhenReady }),
 	intB("max.incremental.fetch.session.cache.slots", "max.incremental.fetch.session.cache.slots", []string{"broker.max.incremental.fetch.session.cache.slots"}, "", func(s *Spec) *int { return &s.Broker.FetchSessionCacheSlots }),
+	intB("isrbench.log.tail.bytes", "isrbench.log.tail.bytes", []string{"broker.isrbench.log.tail.bytes"}, "", func(s *Spec) *int64 { return &s.Broker.LogTailBytes }),
 	intB("isrbench.zero.copy.min.bytes", "isrbench.zero.copy.min.bytes", []string{"broker.isrbench.zero.copy.min.bytes"}, "", func(s *Spec) *int64 { return &s.Broker.ZeroCopyMinBytes }),
 	modeB("isrbench.io", []string{"broker.isrbench.io"}, func(s *Spec) *string { return &s.Broker.IO }),
 	modeB("isrbench.hw.update", []string{"broker.isrbench.hw.update"}, func(s *Spec) *string { return &s.Broker.HWUpdate }),

@@ -90,6 +90,7 @@ type BrokerSpec struct {
 	UncleanLeaderElectionEnable  bool  // unclean.leader.election.enable, default false
 	BrokerSessionTimeoutMs       int64 // broker.session.timeout.ms, default 9000
 	LogSegmentBytes              int64 // log.segment.bytes, harness default 67108864 (Kafka: 1073741824), see DefaultLogSegmentBytes
+	LogTailBytes                 int64 // isrbench.log.tail.bytes: newest bytes of each active segment kept in memory for fetches, default 1048576, 0 = off
 	// LogRetentionBytes is log.retention.bytes per partition replica, harness default
 	// DefaultLogRetentionBytes (Kafka: -1, unlimited); -1 = unlimited.
 	LogRetentionBytes int64
@@ -249,6 +250,7 @@ func DefaultSpec() *Spec {
 			ReplicaLagTimeMaxMs:          config.DefaultOf("replica.lag.time.max.ms"),
 			BrokerSessionTimeoutMs:       config.DefaultOf("broker.session.timeout.ms"),
 			LogSegmentBytes:              DefaultLogSegmentBytes,
+			LogTailBytes:                 config.DefaultOf("isrbench.log.tail.bytes"),
 			LogRetentionBytes:            DefaultLogRetentionBytes,
 			LogRetentionMs:               config.DefaultOf("log.retention.ms"),
 			LogRetentionCheckIntervalMs:  1000,

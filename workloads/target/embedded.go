@@ -69,6 +69,7 @@ func ClusterConfig(s *spec.Spec) (cluster.Config, error) {
 	b.ReplicaLagTimeMaxMs = s.Broker.ReplicaLagTimeMaxMs
 	b.MinInsyncReplicas = s.Topic.MinInsyncReplicas
 	b.Log.SegmentBytes = s.Broker.LogSegmentBytes
+	b.Log.TailBytes = s.Broker.LogTailBytes
 	b.Log.RetentionBytes = s.Broker.LogRetentionBytes
 	b.Log.RetentionMs = s.Broker.LogRetentionMs
 	b.LogRetentionCheckIntervalMs = s.Broker.LogRetentionCheckIntervalMs
