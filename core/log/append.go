@@ -283,7 +283,7 @@ func (l *Log) rollTo(old, ns *segment) {
 	h := old.file.Load()
 	h.refs.Add(1) // the flush's; the active segment's hold is never dropped while active
 	old.w = nil
-	old.tail.drop()
+	old.tail.drop(&ns.tail)
 	old.seal()
 	l.mu.Lock()
 	l.mu.segs = append(l.mu.segs, ns)

@@ -14,17 +14,23 @@ import "sync/atomic"
 // that fall out of the bound leave in a new snapshot; a reader holding the old one still reads
 // valid bytes. No lock on either side.
 
+// A tail is kept only once it is wanted: a ReadAll of the segment that the tail could not
+// serve asks for it, so a follower's replica (which nobody fetches from) copies nothing, and
+// the next segment of a wanted one is wanted from its start.
+//
 // Chunk sizes: a tail starts with a small chunk, so that a partition written once costs
-// little, and doubles up to the largest.
+// little, and doubles up to the largest, which stays within the heap's small size classes
+// (allocated from and freed to the per-P caches, not the page heap).
 const (
 	minTailChunk = 4 << 10
-	maxTailChunk = 64 << 10
+	maxTailChunk = 32 << 10
 )
 
-// tail is a segment's in-memory tail. snap is nil while the tail holds nothing (off, never
-// written, sealed, or dropped).
+// tail is a segment's in-memory tail. snap is nil while the tail holds nothing (off, not
+// wanted yet, never written, sealed, or dropped).
 type tail struct {
-	snap atomic.Pointer[tailSnap]
+	snap   atomic.Pointer[tailSnap]
+	wanted atomic.Bool
 }
 
 // tailSnap is one run of contiguous bytes of the segment: chunks[0][0] is at position start.
@@ -44,7 +50,7 @@ func (t *tail) write(off int64, bufs [][]byte, limit int64) {
 	for _, b := range bufs {
 		total += int64(len(b))
 	}
-	if total == 0 {
+	if total == 0 || !t.wanted.Load() {
 		return
 	}
 	s := t.snap.Load()
@@ -105,11 +111,28 @@ func tailChunkMax(limit int64) int {
 	return int(max(minTailChunk, min(maxTailChunk, limit)))
 }
 
-// drop empties the tail (the segment was sealed).
-func (t *tail) drop() { t.snap.Store(nil) }
+// drop empties the tail (the segment was sealed) and passes on whether it was wanted to next,
+// the new active segment.
+func (t *tail) drop(next *tail) {
+	next.wanted.Store(t.wanted.Load())
+	t.snap.Store(nil)
+}
 
-// load returns the current snapshot (nil: none) for a Slice to read from later.
+// load returns the current snapshot (nil: none).
 func (t *tail) load() *tailSnap { return t.snap.Load() }
+
+// appendTo appends the n bytes at segment position pos to dst from the current snapshot when
+// it holds them all; when it does not, the tail is wanted from now on.
+func (t *tail) appendTo(dst []byte, pos, n int64) ([]byte, bool) {
+	if t == nil {
+		return dst, false
+	}
+	b, ok := t.load().appendTo(dst, pos, n)
+	if !ok && !t.wanted.Load() {
+		t.wanted.Store(true)
+	}
+	return b, ok
+}
 
 // appendTo appends the n bytes at segment position pos to dst when the snapshot holds all of
 // them, and reports whether it did (dst is unchanged when not).

@@ -15,6 +15,13 @@ import (
 func TestTailWrite(t *testing.T) {
 	const limit = 10000
 	var tl tail
+	tl.write(0, [][]byte{[]byte("not wanted yet")}, limit)
+	if tl.load() != nil {
+		t.Fatal("a tail no read asked for was kept")
+	}
+	if _, ok := tl.appendTo(nil, 0, 1); ok || !tl.wanted.Load() {
+		t.Fatal("a read the tail could not serve did not ask for it")
+	}
 	var file []byte // what the segment holds
 	rng := rand.New(rand.NewPCG(1, 2))
 	write := func(off int64, n int) {
@@ -83,9 +90,9 @@ func TestTailWrite(t *testing.T) {
 	}
 }
 
-// TestReadAllFromTail: a Log's recent batches are copied from the in-memory tail (no pread),
-// older ones are read from the file, and both give the file's bytes; across segment rolls and a
-// truncation. With isrbench.log.tail.bytes 0 every ReadAll reads the file.
+// TestReadAllFromTail: once a read asked for the tail, a Log's recent batches are copied from
+// it (no pread), older ones are read from the file, and both give the file's bytes; across
+// segment rolls and a truncation. With isrbench.log.tail.bytes 0 every ReadAll reads the file.
 func TestReadAllFromTail(t *testing.T) {
 	for _, tailBytes := range []int64{2048, 0} {
 		t.Run(fmt.Sprintf("tail.bytes=%d", tailBytes), func(t *testing.T) {
@@ -119,6 +126,7 @@ func TestReadAllFromTail(t *testing.T) {
 					t.Fatalf("offset %d: %d preads (from the tail: %v)", offset, preads, wantMem)
 				}
 			}
+			check(mustAppend(t, l, batch(2, 100, "first", 1000)).FirstOffset, false) // asks for the tail
 			for i := 0; i < 40; i++ {
 				info := mustAppend(t, l, batch(2, 100, fmt.Sprintf("b%d", i), 1000))
 				check(info.FirstOffset, tailBytes > 0)

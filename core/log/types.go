@@ -20,7 +20,7 @@ type Config struct {
 	FlushMs            int64  // flush.ms: fsync (checked at append) when this long passed since the last fsync; default math.MaxInt64, >= 0
 	Writer             Writer // isrbench.io: the write path; nil = pwritev (one pwritev per Append call)
 	// TailBytes is isrbench.log.tail.bytes: the newest bytes of the active segment kept in
-	// memory (up to two 64 KiB chunks more), from which Slice.ReadAll copies instead of
+	// memory (up to two 32 KiB chunks more) once a read asks for them, from which Slice.ReadAll copies instead of
 	// reading the file (tail.go); default 1 MiB, 0 = off (pread always).
 	TailBytes int64
 	FS        vfs.FS // the file system; nil = vfs.OS (tests and the simulator use a vfs.MemFS)
@@ -125,7 +125,7 @@ type Slice struct {
 	NextOffset  int64 // offset after the last batch, exclusive
 
 	h   *segFile
-	mem *tailSnap // the segment's in-memory tail when Read made the Slice (nil: none)
+	mem *tail // the segment's in-memory tail (nil: none)
 }
 
 // Release drops the Slice's reference on its segment file.
