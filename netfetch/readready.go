@@ -1,10 +1,13 @@
 package netfetch
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"golang.org/x/sys/unix"
 )
@@ -135,4 +138,47 @@ func (c *conn) waitErr(err error) error {
 		return fmt.Errorf("request size not received within isrbench.request.read.timeout.ms (%d ms): %w", c.s.cfg.Limits.RequestReadTimeout.Milliseconds(), err)
 	}
 	return fmt.Errorf("%d-byte request not received within isrbench.request.read.timeout.ms (%d ms): %w", c.waitFor, c.s.cfg.Limits.RequestReadTimeout.Milliseconds(), err)
+}
+
+// roundTripReady writes the request frame b and reads its response inside one raw.Read
+// (readready.go): no read finds the socket empty before the wait for the response when the
+// previous response's last read had emptied it.
+func (c *fetchConn) roundTripReady(ctx context.Context, req kmsg.Request, b []byte) ([]byte, error) {
+	c.rtOut, c.rtWritten, c.rtSize, c.rtHave, c.rtBody, c.rtErr, c.rtReq = b, false, -1, 0, nil, nil, req
+	c.sr.inRaw = true
+	err := c.raw.Read(c.rtFn)
+	c.sr.inRaw = false
+	body, rerr := c.rtBody, c.rtErr
+	c.rtOut, c.rtBody, c.rtErr, c.rtReq = nil, nil, nil, nil
+	switch {
+	case err != nil: // the wait failed: the deadline (the context) or a close
+		return nil, c.ioErr(ctx, "reading", req, err)
+	case rerr != nil:
+		return nil, rerr
+	}
+	return body, nil
+}
+
+// roundTripStep runs in raw.Read: the first call writes the request, every call reads what
+// the socket holds of the response; false waits for readability.
+func (c *fetchConn) roundTripStep(fd uintptr) bool {
+	c.sr.fd = int(fd)
+	if !c.rtWritten {
+		c.rtWritten = true
+		c.costs.countSocketWrite(len(c.rtOut))
+		if _, err := c.nc.Write(c.rtOut); err != nil {
+			c.rtErr = c.ioErr(c.ctx, "writing", c.rtReq, err)
+			return true
+		}
+		// sr.drained is still what the previous response's last read found: nothing is
+		// sent to a fetcher between its round trips, so an empty socket then is one now.
+	} else {
+		c.sr.drained = false // woken: the socket may hold bytes
+	}
+	body, err := c.readFrame(c.rtReq)
+	if err == errWouldBlock {
+		return false
+	}
+	c.rtBody, c.rtErr = body, err
+	return true
 }
