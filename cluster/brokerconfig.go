@@ -81,6 +81,7 @@ var brokerConfigDefs = sortedDefs([]brokerConfigDef{
 	described("isrbench.zero.copy", func(c *Config, _ int32, _ string) string { return btoa(c.ZeroCopy) }),
 	described("isrbench.zero.copy.min.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.ZeroCopyMinBytes) }),
 	described("isrbench.fetch.sessions", func(c *Config, _ int32, _ string) string { return btoa(c.FetchSessions) }),
+	described("isrbench.socket.read.when.ready", func(c *Config, _ int32, _ string) string { return btoa(c.ReadWhenReady) }),
 	described("isrbench.log.scrub.enable", func(c *Config, _ int32, _ string) string { return btoa(c.Broker.ScrubEnable) }),
 	described("isrbench.log.scrub.bytes.per.second", func(c *Config, _ int32, _ string) string {
 		return decimal(orDefault(c.Broker.ScrubBytesPerSecond, config.DefaultOf("isrbench.log.scrub.bytes.per.second")))
@@ -131,6 +132,7 @@ var brokerConfigDefs = sortedDefs([]brokerConfigDef{
 	described("log.retention.ms", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.Log.RetentionMs) }),
 	fixedDef("log.roll.ms"),
 	described("log.segment.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.Log.SegmentBytes) }),
+	described("isrbench.log.tail.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.Log.TailBytes) }),
 	fixedDef("log.segment.delete.delay.ms"),
 	described("min.insync.replicas", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.MinInsyncReplicas) }),
 	described("num.partitions", func(c *Config, _ int32, _ string) string { return decimal(orDefault(c.NumPartitions, 1)) }),

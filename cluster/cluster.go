@@ -53,6 +53,10 @@ type Config struct {
 	// FetchSessions is isrbench.fetch.sessions (default true): the replica fetchers use
 	// incremental fetch sessions; false sends every partition in every replica fetch.
 	FetchSessions bool
+	// ReadWhenReady is isrbench.socket.read.when.ready (default true): the wire servers and
+	// replica fetchers wait for readability at once after a read that emptied a plaintext
+	// socket; false reads it empty (EAGAIN) before every wait.
+	ReadWhenReady bool
 	// AutoCreateTopics is auto.create.topics.enable (default true).
 	AutoCreateTopics bool
 	// NumPartitions is num.partitions for auto-created topics (default 1).
@@ -115,6 +119,7 @@ func DefaultConfig() Config {
 		ZeroCopyMinBytes:       netfetch.DefaultZeroCopyMinBytes,
 		FetchSessionCacheSlots: 1000,
 		FetchSessions:          true,
+		ReadWhenReady:          true,
 		AutoCreateTopics:       true,
 		NumPartitions:          1,
 		SocketRequestMaxBytes:  netfetch.DefaultSocketRequestMaxBytes,
@@ -140,6 +145,7 @@ type Cluster struct {
 	root       string
 	removeRoot bool
 	stats      *netfetch.Counters
+	costs      *counters // with stats, the cost counters (cost.go)
 	links      netfetch.LinkFaults
 	sec        *clusterSecurity // the listeners and their security (security.go)
 	nodes      map[int32]*node  // fixed after Start
@@ -201,7 +207,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	c := &Cluster{cfg: cfg, stats: netfetch.NewCounters(), nodes: map[int32]*node{}, sec: sec}
+	c := &Cluster{cfg: cfg, stats: netfetch.NewCounters(), costs: new(counters), nodes: map[int32]*node{}, sec: sec}
+	fs := cfg.FS // the brokers' disk: vfs.OS counted in the cluster's counters
+	if fs == nil {
+		fs = vfs.NewOS(&c.costs.vfs)
+	}
 	if cfg.DataDir == "" {
 		dir, err := os.MkdirTemp("", "isrbench-cluster-")
 		if err != nil {
@@ -216,6 +226,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	ccfg := cfg.Controller
 	ccfg.Dir = filepath.Join(c.root, MetadataDir)
+	if ccfg.FS == nil {
+		ccfg.FS = vfs.NewOS(&c.costs.vfs) // as vfs.OS, counted
+	}
 	if ccfg.Logf == nil {
 		ccfg.Logf = cfg.Logf
 	}
@@ -243,7 +256,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	// leaders' brokers whether they lead yet (pending), and c.nodes is then read unlocked.
 	for i := 0; i < cfg.Brokers; i++ {
 		id := int32(i)
-		c.nodes[id] = &node{id: id, host: cfg.Host, dir: filepath.Join(c.root, "broker-"+strconv.Itoa(i)), fs: vfs.NewPowerLossFS(cfg.FS)}
+		c.nodes[id] = &node{id: id, host: cfg.Host, dir: filepath.Join(c.root, "broker-"+strconv.Itoa(i)), fs: vfs.NewPowerLossFS(fs)}
 		c.ids = append(c.ids, id)
 	}
 	for i, id := range c.ids {
@@ -304,9 +317,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 // startNode creates and starts broker n on listener ln.
 func (c *Cluster) startNode(n *node, ln net.Listener) error {
 	bcfg := c.cfg.Broker
-	bcfg.ID, bcfg.DataDir, bcfg.FS, bcfg.Settings = n.id, n.dir, n.fs, c.cfg.Settings
+	bcfg.ID, bcfg.DataDir, bcfg.FS, bcfg.Settings, bcfg.Counters = n.id, n.dir, n.fs, c.cfg.Settings, &c.costs.broker
 	bcfg.Addr = net.JoinHostPort(n.host, strconv.Itoa(n.port))
 	tr := netfetch.NewFaultyTransport(n.id, c.ctrl, &c.links, c.cfg.FetchSessions, c.cfg.Settings)
+	tr.SetCounters(c.stats)
+	tr.SetReadWhenReady(c.cfg.ReadWhenReady)
 	tr.SetSecurity(c.sec.client)
 	lname, lsec, extra := c.serverSecurity(n)
 	b, err := broker.New(bcfg, c.ctrl, tr)
@@ -327,7 +342,7 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 		SocketRequestMaxBytes:    c.cfg.SocketRequestMaxBytes, Logf: c.cfg.Logf,
 		BrokerConfigs: c.cfg.staticBrokerConfigs(n.id, n.dir), Counters: c.stats,
 		Groups: grp, Txn: c.newTxnCoordinator(b),
-		Limits:       c.cfg.Limits,
+		Limits: c.cfg.Limits, ReadBeforeWait: !c.cfg.ReadWhenReady,
 		ListenerName: lname, Security: lsec, Listeners: extra,
 	}, ln)
 	n.b.Store(b)

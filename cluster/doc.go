@@ -31,7 +31,10 @@
 //
 // Start -> CreateTopic/clients -> faults -> Close (removes a temporary data dir). Brokers
 // keep their ids, data directories and ports across restarts; the wire-server counters
-// (Stats) are summed over all brokers and kept across restarts.
+// (Stats) and the cost counters (Cost, cost.go: file, log-writer and socket calls, requests,
+// request times) are summed over all brokers and kept across restarts. The cost counters
+// belong to the Cluster, handed down to its file system, brokers, servers and replica
+// fetchers, so two clusters in one process count apart.
 //
 // # Pause and kill
 //

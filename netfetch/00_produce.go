@@ -37,7 +37,7 @@ func (c *conn) produceRequest() kmsg.Request {
 // acks=0 requests get no response (nil, nil), and close the connection if
 // a partition failed.
 func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
-	costs.produce.Add(1)
+	c.s.stats.cost.produce.Add(1)
 	c.kind = kindProduce
 	var reqErr error
 	switch {

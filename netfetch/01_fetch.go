@@ -73,7 +73,7 @@ type topicSpan struct {
 // is released before returning. A v13 request's topic ids are resolved to names first
 // (resolveTopicIDs); the rest runs by name.
 func (c *conn) handleFetch(h reqHeader, r *kmsg.FetchRequest) error {
-	countFetch(r.ReplicaID >= 0)
+	c.s.stats.cost.countFetch(r.ReplicaID >= 0)
 	c.kind = kindConsumerFetch
 	if r.ReplicaID >= 0 {
 		c.kind = kindReplicaFetch
@@ -151,7 +151,7 @@ func (c *conn) handleFetch(h reqHeader, r *kmsg.FetchRequest) error {
 	if !c.s.waitUnpaused() {
 		return net.ErrClosed
 	}
-	return countFetchResponse(c.sendFetch(parts))
+	return c.s.stats.cost.countFetchResponse(c.sendFetch(parts))
 }
 
 // resolveTopicIDs names the topics and forgotten topics of a v13+ Fetch by their ids, from
@@ -365,14 +365,14 @@ func (c *conn) sendFetch(parts []broker.FetchPartition) error {
 		if cap(out) > 64<<20 {
 			c.fetch.copy = nil
 		}
-		countSocketWrite(len(out))
+		c.s.stats.cost.countSocketWrite(len(out))
 		if _, err := c.nc.Write(out); err != nil {
 			return fmt.Errorf("writing fetch response: %w", err)
 		}
 		c.s.stats.copyBytes.Add(copied)
 		if c.tls != nil {
 			c.s.stats.tlsCopyBytes.Add(copied)
-			costs.tlsCopyBytes.Add(copied)
+			c.s.stats.cost.tlsCopyBytes.Add(copied)
 		}
 		return nil
 	}
@@ -492,11 +492,11 @@ func (z *zcWriter) write(fd uintptr) bool {
 			}
 			if z.idx < len(z.segs)-1 {
 				n, err = unix.SendmsgN(sock, sg.b, nil, nil, unix.MSG_MORE)
-				costs.sendmsg.Add(1)
-				costs.writeBytes.Add(int64(max(n, 0)))
+				z.stats.cost.sendmsg.Add(1)
+				z.stats.cost.writeBytes.Add(int64(max(n, 0)))
 			} else {
 				n, err = unix.Write(sock, sg.b)
-				countSocketWrite(max(n, 0))
+				z.stats.cost.countSocketWrite(max(n, 0))
 			}
 			if n > 0 {
 				sg.b = sg.b[n:]
@@ -507,12 +507,12 @@ func (z *zcWriter) write(fd uintptr) bool {
 				continue
 			}
 			n, err = unix.Sendfile(sock, sg.file, &sg.off, int(min(sg.n, 1<<30)))
-			costs.sendfile.Add(1)
+			z.stats.cost.sendfile.Add(1)
 			if n > 0 {
 				sg.n -= int64(n)
 				z.stats.sendfileBytes.Add(int64(n))
 				z.stats.sendfileCalls.Add(1)
-				costs.sendfileBytes.Add(int64(n))
+				z.stats.cost.sendfileBytes.Add(int64(n))
 			} else if err == nil {
 				z.err = fmt.Errorf("%w: %d bytes missing at position %d", errShortFile, sg.n, sg.off)
 				return true

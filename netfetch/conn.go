@@ -32,11 +32,23 @@ type conn struct {
 	tls  *tls.Conn
 	sasl saslState
 	br   *bufio.Reader
-	ctx  context.Context // canceled when the connection ends
-	ip   netip.Addr      // the client's address (max.connections.per.ip)
+	// sr is br's socket reader while br reads the bare TCP socket (nil after a TLS
+	// handshake): it can read from inside RawConn.Read (readready.go).
+	sr  *sockReader
+	ctx context.Context // canceled when the connection ends
+	ip  netip.Addr      // the client's address (max.connections.per.ip)
 
 	// rdl is the read deadline set on nc now (zero = none).
 	rdl time.Time
+	// reqStart is when the first byte of the request being read arrived (zero: none yet):
+	// isrbench.request.read.timeout.ms counts from it. waitFor is what readRequest waits
+	// for: waitIdle (the next request, under connections.max.idle.ms), waitSize (its size
+	// prefix) or the byte count of the request.
+	reqStart time.Time
+	waitFor  int
+	// rawEnd is set by readyStep when the connection is to end (the reason logged).
+	rawEnd  bool
+	readyFn func(fd uintptr) bool // readyStep, bound once
 	// peeked is the size of the request read in place in br (size prefix
 	// included), discarded once it is handled; 0 when it was read into req.
 	peeked int
@@ -57,7 +69,7 @@ type conn struct {
 	producePre   []error // per request partition: refused before the append (00_produce.go)
 	produceResp  *kmsg.ProduceResponse
 
-	// The request being handled, for the request-time counters (cost.go countReqTime): its
+	// The request being handled, for the request-time counters (cost.go costCounters.countReqTime): its
 	// kind (a Fetch sets replica or consumer), the time its handler waited (Broker.Produce's
 	// and Broker.Fetch's result) and when its response started to be written (zero: not yet).
 	kind   reqKind
@@ -70,7 +82,11 @@ func newConn(s *Server, tc *net.TCPConn, ip netip.Addr, lis *listener) (*conn, e
 	if err != nil {
 		return nil, fmt.Errorf("syscall conn: %w", err)
 	}
-	return &conn{s: s, nc: tc, raw: raw, br: bufio.NewReaderSize(newSockReader(tc), readBufferSize), ip: ip, lis: lis}, nil
+	c := &conn{s: s, nc: tc, raw: raw, ip: ip, lis: lis}
+	rd := newSockReader(tc, &s.stats.cost)
+	c.sr, _ = rd.(*sockReader)
+	c.br = bufio.NewReaderSize(rd, readBufferSize)
+	return c, nil
 }
 
 // reqHeader is a decoded request header (v1 or v2).
@@ -131,43 +147,63 @@ func (c *conn) serve() {
 		}
 		return
 	}
+	if c.sr != nil && c.tls == nil && !s.cfg.ReadBeforeWait {
+		c.serveWhenReady()
+		return
+	}
 	for {
 		body, err := c.readRequest()
 		if err != nil {
-			if errors.Is(err, errIdle) {
-				s.idleClosed.Add(1) // normal: a client that stopped using its connection
-				return
-			}
-			var me *errMemory
-			if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &me) {
-				s.readTimeouts.Add(1)
-			}
-			if !peerGone(err) {
-				s.cfg.Logf("netfetch: broker %d: closing connection from %s: %v", s.cfg.BrokerID, c.nc.RemoteAddr(), err)
-			}
+			c.readFailed(err)
 			return
 		}
-		if !s.waitUnpaused() {
+		if !c.serveOne(body) {
 			return
-		}
-		if err := c.handle(body); err != nil {
-			// Every reason is logged (a bad request, a response that could not be built or
-			// read from the log) except the peer or the server going away.
-			if !peerGone(err) {
-				s.cfg.Logf("netfetch: broker %d: closing connection from %s: %v", s.cfg.BrokerID, c.nc.RemoteAddr(), err)
-			}
-			return
-		}
-		if c.peeked > 0 {
-			c.br.Discard(c.peeked)
-			c.peeked = 0
-		} else if _, _, held := s.mem.usage(); c.held > maxRetainedRequestBuffer || held > s.mem.limit/2 {
-			// Do not pin a large buffer after one large request, nor keep one while
-			// requests being read need the pool (the reused produce objects go too:
-			// their records alias it).
-			c.dropReq()
 		}
 	}
+}
+
+// readFailed counts and logs why reading a request ended the connection.
+func (c *conn) readFailed(err error) {
+	s := c.s
+	if errors.Is(err, errIdle) {
+		s.idleClosed.Add(1) // normal: a client that stopped using its connection
+		return
+	}
+	var me *errMemory
+	if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &me) {
+		s.readTimeouts.Add(1)
+	}
+	if !peerGone(err) {
+		s.cfg.Logf("netfetch: broker %d: closing connection from %s: %v", s.cfg.BrokerID, c.nc.RemoteAddr(), err)
+	}
+}
+
+// serveOne answers the request body (read by readRequest) and releases its buffer; false
+// ends the connection (the reason logged).
+func (c *conn) serveOne(body []byte) bool {
+	s := c.s
+	if !s.waitUnpaused() {
+		return false
+	}
+	if err := c.handle(body); err != nil {
+		// Every reason is logged (a bad request, a response that could not be built or
+		// read from the log) except the peer or the server going away.
+		if !peerGone(err) {
+			s.cfg.Logf("netfetch: broker %d: closing connection from %s: %v", s.cfg.BrokerID, c.nc.RemoteAddr(), err)
+		}
+		return false
+	}
+	if c.peeked > 0 {
+		c.br.Discard(c.peeked)
+		c.peeked = 0
+	} else if _, _, held := s.mem.usage(); c.held > maxRetainedRequestBuffer || held > s.mem.limit/2 {
+		// Do not pin a large buffer after one large request, nor keep one while
+		// requests being read need the pool (the reused produce objects go too:
+		// their records alias it).
+		c.dropReq()
+	}
+	return true
 }
 
 // maxRetainedRequestBuffer is the largest request buffer a connection keeps
@@ -226,7 +262,7 @@ func (c *conn) handle(body []byte) error {
 	if !c.sendAt.IsZero() {
 		send = end.Sub(c.sendAt)
 	}
-	countReqTime(c.kind, end.Sub(start), c.waited, send)
+	c.s.stats.cost.countReqTime(c.kind, end.Sub(start), c.waited, send)
 	return err
 }
 
@@ -296,7 +332,7 @@ func (c *conn) writeResponse(h reqHeader, resp kmsg.Response) error {
 	if cap(c.out) > 8<<20 {
 		c.out = nil
 	}
-	countSocketWrite(len(buf))
+	c.s.stats.cost.countSocketWrite(len(buf))
 	if _, err := c.nc.Write(buf); err != nil {
 		return fmt.Errorf("writing %s response: %w", kmsg.NameForKey(h.key), err)
 	}

@@ -11,10 +11,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Cost counts the socket system calls, the bytes and the requests of every wire server and
-// replica fetcher in this process since it started, for the harness's cost accounting per
-// record (take two snapshots and subtract). Connections of clients (franz-go) are not counted:
-// they are not this package's. A snapshot value.
+// Cost counts the socket system calls, the bytes and the requests of the wire servers and
+// replica fetchers that count in one Counters (ServerConfig.Counters, Transport.SetCounters:
+// an embedded cluster's), for the harness's cost accounting per record (take two snapshots and
+// subtract; Counters.Cost). Connections of clients (franz-go) are not counted: they are not
+// this package's. A snapshot value.
 type Cost struct {
 	// System calls on sockets, counted where this package issues them: Read is every read(2),
 	// also one that found nothing yet (EAGAIN) before the poller waited; Write counts write(2)
@@ -74,15 +75,24 @@ const (
 	numReqKinds
 )
 
-// reqTimes are the request-time counters, one set per kind (nanoseconds).
-var reqTimes [numReqKinds]struct {
-	requests, local, remote, send atomic.Int64
+// costCounters are the counters behind Cost, a part of a Counters: one atomic add per event
+// (and one for its bytes), no lock, no allocation.
+type costCounters struct {
+	read, write, sendfile, sendmsg        atomic.Int64
+	readBytes, writeBytes, sendfileBytes  atomic.Int64
+	tlsCopyBytes                          atomic.Int64
+	produce, fetch, replicaFetch, fetched atomic.Int64
+	followerFetch, followerFetched        atomic.Int64
+	// reqTimes are the request-time counters, one set per kind (nanoseconds).
+	reqTimes [numReqKinds]struct {
+		requests, local, remote, send atomic.Int64
+	}
 }
 
 // countReqTime adds one request of kind that took total, of which remote waiting and send
 // writing the response.
-func countReqTime(k reqKind, total, remote, send time.Duration) {
-	t := &reqTimes[k]
+func (c *costCounters) countReqTime(k reqKind, total, remote, send time.Duration) {
+	t := &c.reqTimes[k]
 	t.requests.Add(1)
 	local := total - remote - send
 	if local < 0 {
@@ -93,8 +103,8 @@ func countReqTime(k reqKind, total, remote, send time.Duration) {
 	t.send.Add(int64(send))
 }
 
-func readReqTime(k reqKind) ReqTime {
-	t := &reqTimes[k]
+func (c *costCounters) readReqTime(k reqKind) ReqTime {
+	t := &c.reqTimes[k]
 	return ReqTime{Requests: t.requests.Load(), Local: time.Duration(t.local.Load()), Remote: time.Duration(t.remote.Load()), Send: time.Duration(t.send.Load())}
 }
 
@@ -113,18 +123,11 @@ func (c Cost) Sub(o Cost) Cost {
 	}
 }
 
-// costs are the process-wide counters behind ReadCost: one atomic add per event (and one for
-// its bytes), no lock, no allocation.
-var costs struct {
-	read, write, sendfile, sendmsg        atomic.Int64
-	readBytes, writeBytes, sendfileBytes  atomic.Int64
-	tlsCopyBytes                          atomic.Int64
-	produce, fetch, replicaFetch, fetched atomic.Int64
-	followerFetch, followerFetched        atomic.Int64
-}
+// Cost returns the cost counters of the servers and fetchers counting in c so far. Safe for
+// concurrent use.
+func (c *Counters) Cost() Cost { return c.c.cost.snapshot() }
 
-// ReadCost returns the counters so far. Safe for concurrent use.
-func ReadCost() Cost {
+func (costs *costCounters) snapshot() Cost {
 	return Cost{
 		Read: costs.read.Load(), Write: costs.write.Load(), Sendfile: costs.sendfile.Load(), Sendmsg: costs.sendmsg.Load(),
 		ReadBytes: costs.readBytes.Load(), WriteBytes: costs.writeBytes.Load(), SendfileBytes: costs.sendfileBytes.Load(),
@@ -132,19 +135,19 @@ func ReadCost() Cost {
 		ProduceRequests: costs.produce.Load(), FetchRequests: costs.fetch.Load(), ReplicaFetchRequests: costs.replicaFetch.Load(),
 		FetchResponses: costs.fetched.Load(), FollowerFetchRequests: costs.followerFetch.Load(),
 		FollowerFetchResponses: costs.followerFetched.Load(),
-		Produce:                readReqTime(kindProduce), ReplicaFetch: readReqTime(kindReplicaFetch),
-		ConsumerFetch: readReqTime(kindConsumerFetch), Other: readReqTime(kindOther),
+		Produce:                costs.readReqTime(kindProduce), ReplicaFetch: costs.readReqTime(kindReplicaFetch),
+		ConsumerFetch: costs.readReqTime(kindConsumerFetch), Other: costs.readReqTime(kindOther),
 	}
 }
 
 // countSocketWrite counts one write(2) of n bytes to a socket.
-func countSocketWrite(n int) {
+func (costs *costCounters) countSocketWrite(n int) {
 	costs.write.Add(1)
 	costs.writeBytes.Add(int64(n))
 }
 
 // countFetch counts a Fetch request received by a leader (replica: from a follower).
-func countFetch(replica bool) {
+func (costs *costCounters) countFetch(replica bool) {
 	costs.fetch.Add(1)
 	if replica {
 		costs.replicaFetch.Add(1)
@@ -152,7 +155,7 @@ func countFetch(replica bool) {
 }
 
 // countFetchResponse counts a Fetch response written when err is nil, and returns err.
-func countFetchResponse(err error) error {
+func (costs *costCounters) countFetchResponse(err error) error {
 	if err == nil {
 		costs.fetched.Add(1)
 	}
@@ -160,29 +163,35 @@ func countFetchResponse(err error) error {
 }
 
 // sockReader reads a TCP connection with read(2) inside RawConn.Read, so that every read system
-// call is counted, including one that finds nothing yet (EAGAIN) before the runtime poller waits
+// call is counted (in costs), including one that finds nothing yet (EAGAIN) before the runtime poller waits
 // for readability. Deadlines and Close apply as to the connection's Read. Owned by the goroutine
 // reading the connection.
 type sockReader struct {
-	raw syscall.RawConn
-	fn  func(fd uintptr) bool // read, bound once: no closure per call
-	p   []byte
-	n   int
-	err error
+	raw   syscall.RawConn
+	costs *costCounters
+	fn    func(fd uintptr) bool // read, bound once: no closure per call
+	p     []byte
+	n     int
+	err   error
+	// inRaw: Read is called inside a RawConn.Read callback on fd, and reads with readNow
+	// (readready.go); drained: the last read there emptied the socket.
+	inRaw   bool
+	fd      int
+	drained bool
 }
 
-// newSockReader returns a counted reader of nc: a sockReader for a TCP connection, else (a
-// fault-injecting wrapper) a reader that counts each Read as one call.
-func newSockReader(nc net.Conn) io.Reader {
+// newSockReader returns a reader of nc counted in costs: a sockReader for a TCP connection,
+// else (a fault-injecting wrapper) a reader that counts each Read as one call.
+func newSockReader(nc net.Conn, costs *costCounters) io.Reader {
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
-		return countedReader{nc}
+		return countedReader{nc, costs}
 	}
 	raw, err := tc.SyscallConn()
 	if err != nil {
-		return countedReader{nc}
+		return countedReader{nc, costs}
 	}
-	r := &sockReader{raw: raw}
+	r := &sockReader{raw: raw, costs: costs}
 	r.fn = r.read
 	return r
 }
@@ -190,6 +199,9 @@ func newSockReader(nc net.Conn) io.Reader {
 func (r *sockReader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if r.inRaw {
+		return r.readNow(p)
 	}
 	r.p, r.n, r.err = p, 0, nil
 	err := r.raw.Read(r.fn)
@@ -208,11 +220,11 @@ func (r *sockReader) Read(p []byte) (int, error) {
 func (r *sockReader) read(fd uintptr) bool {
 	for {
 		n, err := unix.Read(int(fd), r.p)
-		costs.read.Add(1)
+		r.costs.read.Add(1)
 		switch err {
 		case nil:
 			r.n = n
-			costs.readBytes.Add(int64(n))
+			r.costs.readBytes.Add(int64(n))
 			return true
 		case unix.EINTR:
 			continue
@@ -224,12 +236,15 @@ func (r *sockReader) read(fd uintptr) bool {
 	}
 }
 
-// countedReader counts each Read of a connection that is not a bare TCP connection.
-type countedReader struct{ r io.Reader }
+// countedReader counts each Read of a connection that is not a bare TCP connection in costs.
+type countedReader struct {
+	r     io.Reader
+	costs *costCounters
+}
 
 func (c countedReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
-	costs.read.Add(1)
-	costs.readBytes.Add(int64(n))
+	c.costs.read.Add(1)
+	c.costs.readBytes.Add(int64(n))
 	return n, err
 }

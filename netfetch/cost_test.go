@@ -15,11 +15,12 @@ import (
 // allocates nothing.
 func TestSockReaderCountsEveryRead(t *testing.T) {
 	server, client := tcpPair(t)
-	r := newSockReader(server)
+	var costs costCounters
+	r := newSockReader(server, &costs)
 	if _, ok := r.(*sockReader); !ok {
 		t.Fatalf("a TCP connection got a %T", r)
 	}
-	before := ReadCost()
+	before := costs.snapshot()
 	got := make(chan string, 1)
 	go func() {
 		buf := make([]byte, 16)
@@ -32,7 +33,7 @@ func TestSockReaderCountsEveryRead(t *testing.T) {
 	}()
 	// Wait (no sleep) until the reader has found the socket empty, then send.
 	deadline := time.Now().Add(10 * time.Second)
-	for ReadCost().Read == before.Read {
+	for costs.snapshot().Read == before.Read {
 		if time.Now().After(deadline) {
 			t.Fatal("the reader never tried to read")
 		}
@@ -44,7 +45,7 @@ func TestSockReaderCountsEveryRead(t *testing.T) {
 	if s := <-got; s != "hello" {
 		t.Fatalf("read %q", s)
 	}
-	d := ReadCost().Sub(before)
+	d := costs.snapshot().Sub(before)
 	if d.Read < 2 || d.ReadBytes != 5 {
 		t.Fatalf("counted %d reads, %d bytes; want >= 2 (EAGAIN, data) and 5", d.Read, d.ReadBytes)
 	}
@@ -80,17 +81,18 @@ func TestSockReaderCountsEveryRead(t *testing.T) {
 // A wrapped connection (link faults) is counted per Read call.
 func TestCountedReaderForWrappedConn(t *testing.T) {
 	server, client := tcpPair(t)
-	r := newSockReader(struct{ net.Conn }{server})
+	var costs costCounters
+	r := newSockReader(struct{ net.Conn }{server}, &costs)
 	if _, ok := r.(countedReader); !ok {
 		t.Fatalf("a wrapped connection got a %T", r)
 	}
-	before := ReadCost()
+	before := costs.snapshot()
 	client.Write([]byte("abc"))
 	buf := make([]byte, 3)
 	if _, err := io.ReadFull(r, buf); err != nil {
 		t.Fatal(err)
 	}
-	if d := ReadCost().Sub(before); d.Read < 1 || d.ReadBytes != 3 {
+	if d := costs.snapshot().Sub(before); d.Read < 1 || d.ReadBytes != 3 {
 		t.Fatalf("counted %+v", d)
 	}
 }

@@ -9,7 +9,11 @@
 //     connection loop): one TCP listener per broker. Kafka framing (int32 size,
 //     request header v1/v2, response header v0/v1), one goroutine per
 //     connection that reads a request, handles it and writes its response
-//     before reading the next (responses in request order). One file per
+//     before reading the next (responses in request order). On a plaintext
+//     connection the loop runs inside one RawConn.Read and waits for
+//     readability right after a read that emptied the socket, with no read
+//     that finds it empty (isrbench.socket.read.when.ready, readready.go; the
+//     replica fetchers do the same per round trip). One file per
 //     API key, NN_name.go (00_produce.go, 01_fetch.go, ...). Each registers its key,
 //     version range and handler from its own init (registry.go); ApiVersions
 //     advertises what is registered, so adding an API is adding its file. Requests are decoded with kmsg;
@@ -69,7 +73,8 @@
 // (closes the listener and every connection). Pause freezes the server like
 // SIGSTOP: it handles no further request and writes no response
 // (connections stay open) until Resume. Servers may share Counters
-// (ServerConfig.Counters), as an embedded cluster's brokers do.
+// (ServerConfig.Counters), as an embedded cluster's brokers do, with their replica-fetch
+// Transports (SetCounters); Counters.Cost is the cost accounting's share of them.
 //
 // # Buffers
 //

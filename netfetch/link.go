@@ -129,7 +129,7 @@ func (f *LinkFaults) Faulty() []FaultyLink {
 // (isrbench.fetch.sessions=false: every replica fetch names every partition). Each replica
 // request waits for its answer up to replica.socket.timeout.ms of s.
 func NewFaultyTransport(self int32, ctrl *controller.Controller, f *LinkFaults, sessions bool, s config.Settings) *Transport {
-	return &Transport{self: self, ctrl: ctrl, links: &f.ls, noSessions: !sessions, timeout: s.Ms("replica.socket.timeout.ms")}
+	return &Transport{self: self, ctrl: ctrl, links: &f.ls, noSessions: !sessions, timeout: s.Ms("replica.socket.timeout.ms"), costs: new(costCounters)}
 }
 
 // faultConn delays, throttles or fails I/O of a replica fetch connection

@@ -91,7 +91,7 @@ func TestTransportDialUnknownBroker(t *testing.T) {
 func TestFetchConnCanceledContextDoesNotBlock(t *testing.T) {
 	a, b := tcpPair(t)
 	go io.Copy(io.Discard, b) // a peer that reads requests and never answers
-	fc := &fetchConn{self: 1, source: 2, clientID: "t", nc: a, br: bufio.NewReader(a)}
+	fc := &fetchConn{self: 1, source: 2, clientID: "t", nc: a, br: bufio.NewReader(a), costs: new(costCounters)}
 	defer fc.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	rf := &broker.FetchRequest{ReplicaID: 1, MaxWait: 10 * time.Millisecond, MinBytes: 1, MaxBytes: 1 << 20}

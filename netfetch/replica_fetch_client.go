@@ -10,6 +10,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -31,18 +32,35 @@ type Transport struct {
 	// noSessions turns incremental fetch sessions off (isrbench.fetch.sessions=false):
 	// every replica fetch names every partition.
 	noSessions bool
+	// readBeforeWait is isrbench.socket.read.when.ready=false (SetReadWhenReady): every
+	// response is waited for with a read that finds the socket empty first.
+	readBeforeWait bool
 	// sec is the inter-broker listener's client security (replica_fetch_security.go).
 	sec ClientSecurity
 	// timeout is replica.socket.timeout.ms: how long a replica request may wait for its
 	// answer (0: unbounded, NewTransport's).
 	timeout time.Duration
+	// costs count the fetchers' socket calls and replica fetches (SetCounters; its own until
+	// then).
+	costs *costCounters
 }
 
 // NewTransport returns a transport for broker self without fault injection
 // (a Cluster builds its transports with its links), using fetch sessions.
 func NewTransport(self int32, ctrl *controller.Controller) *Transport {
-	return &Transport{self: self, ctrl: ctrl}
+	return &Transport{self: self, ctrl: ctrl, costs: new(costCounters)}
 }
+
+// SetCounters makes the connections the transport dials from now on count their socket calls
+// and replica fetches in c (Counters.Cost): a cluster gives its brokers' transports the
+// Counters of its wire servers. Call it before the broker starts.
+func (t *Transport) SetCounters(c *Counters) { t.costs = &c.c.cost }
+
+// SetReadWhenReady is isrbench.socket.read.when.ready (default true): a connection the
+// transport dials from now on writes each request and waits for its response inside one
+// RawConn.Read (readready.go); false reads the socket before every wait. Call it before the
+// broker starts.
+func (t *Transport) SetReadWhenReady(on bool) { t.readBeforeWait = !on }
 
 var _ broker.Transport = (*Transport)(nil)
 
@@ -78,6 +96,7 @@ func (t *Transport) Dial(ctx context.Context, source int32, fetcherIndex int) (b
 		l:        l,
 		sess:     sessionClient{enabled: !t.noSessions},
 		timeout:  t.timeout,
+		costs:    t.costs,
 	}
 	fc.nc = nc
 	if l != nil {
@@ -88,7 +107,12 @@ func (t *Transport) Dial(ctx context.Context, source int32, fetcherIndex int) (b
 		l.conns[fc] = struct{}{}
 		l.mu.Unlock()
 	}
-	fc.br = bufio.NewReaderSize(newSockReader(fc.nc), 64<<10)
+	rd := newSockReader(fc.nc, fc.costs)
+	fc.br = bufio.NewReaderSize(rd, 64<<10)
+	if sr, ok := rd.(*sockReader); ok && !t.readBeforeWait {
+		fc.sr, fc.raw = sr, sr.raw
+		fc.rtFn = fc.roundTripStep
+	}
 	if err := t.secureReplicaConn(ctx, fc, hostOf(addr)); err != nil {
 		fc.Close()
 		return nil, err
@@ -103,11 +127,27 @@ type fetchConn struct {
 	clientID     string
 	nc           net.Conn
 	br           *bufio.Reader
-	l            *link
-	corr         int32
-	wbuf         []byte
-	rbuf         []byte // response body; Records alias it until the next call
-	closeOnce    sync.Once
+	costs        *costCounters // the Transport's
+	// sr and raw: br reads the bare TCP socket through sr, and round trips run inside
+	// raw.Read (roundTripReady); nil: the classic reads (TLS, a faulty link, the ablation).
+	sr   *sockReader
+	raw  syscall.RawConn
+	rtFn func(fd uintptr) bool // roundTripStep, bound once
+	// The round trip in progress inside raw.Read: its request frame (written on the first
+	// call), the response size (-1 until its prefix is read), the body bytes read so far, and
+	// the result.
+	rtOut     []byte
+	rtWritten bool
+	rtSize    int32
+	rtHave    int
+	rtBody    []byte
+	rtErr     error
+	rtReq     kmsg.Request
+	l         *link
+	corr      int32
+	wbuf      []byte
+	rbuf      []byte // response body; Records alias it until the next call
+	closeOnce sync.Once
 
 	// Reused per call (owned by the fetcher goroutine): the Fetch request and
 	// response objects, the returned response, and the context whose
@@ -193,24 +233,22 @@ func (c *fetchConn) roundTripBody(ctx context.Context, req kmsg.Request) ([]byte
 	b = req.AppendTo(b)
 	binary.BigEndian.PutUint32(b[:4], uint32(len(b)-4))
 	c.wbuf = b
-	countSocketWrite(len(b))
-	if _, err := c.nc.Write(b); err != nil {
-		return nil, c.ioErr(ctx, "writing", req, err)
-	}
-	var szb [4]byte
-	if _, err := io.ReadFull(c.br, szb[:]); err != nil {
-		return nil, c.ioErr(ctx, "reading", req, err)
-	}
-	size := int32(binary.BigEndian.Uint32(szb[:]))
-	if size < 4 || size > maxReplicaResponseBytes {
-		return nil, fmt.Errorf("replica fetcher %d->%d: %s response size %d out of range [4, %d]", c.self, c.source, kmsg.NameForKey(req.Key()), size, maxReplicaResponseBytes)
-	}
-	if cap(c.rbuf) < int(size) {
-		c.rbuf = make([]byte, size)
-	}
-	body := c.rbuf[:size]
-	if _, err := io.ReadFull(c.br, body); err != nil {
-		return nil, c.ioErr(ctx, "reading", req, err)
+	var body []byte
+	if c.sr != nil {
+		var err error
+		if body, err = c.roundTripReady(ctx, req, b); err != nil {
+			return nil, err
+		}
+	} else {
+		c.costs.countSocketWrite(len(b))
+		if _, err := c.nc.Write(b); err != nil {
+			return nil, c.ioErr(ctx, "writing", req, err)
+		}
+		c.rtSize, c.rtHave = -1, 0
+		var err error
+		if body, err = c.readFrame(req); err != nil {
+			return nil, err
+		}
 	}
 	if corr := int32(binary.BigEndian.Uint32(body)); corr != c.corr {
 		return nil, fmt.Errorf("replica fetcher %d->%d: response correlation id %d, want %d", c.self, c.source, corr, c.corr)
@@ -223,6 +261,47 @@ func (c *fetchConn) roundTripBody(ctx context.Context, req kmsg.Request) ([]byte
 		return nil, fmt.Errorf("replica fetcher %d->%d: %s response header: %w", c.self, c.source, kmsg.NameForKey(req.Key()), err)
 	}
 	return r.Src, nil
+}
+
+// readFrame reads one size-prefixed response into c.rbuf, resuming at c.rtSize/c.rtHave
+// (reset them first): restartable after errWouldBlock (returned bare) inside raw.Read.
+func (c *fetchConn) readFrame(req kmsg.Request) ([]byte, error) {
+	if c.rtSize < 0 {
+		szb, err := c.br.Peek(4)
+		if err == errWouldBlock {
+			return nil, err
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(szb) > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, c.ioErr(c.ctx, "reading", req, err)
+		}
+		size := int32(binary.BigEndian.Uint32(szb))
+		if size < 4 || size > maxReplicaResponseBytes {
+			return nil, fmt.Errorf("replica fetcher %d->%d: %s response size %d out of range [4, %d]", c.self, c.source, kmsg.NameForKey(req.Key()), size, maxReplicaResponseBytes)
+		}
+		c.br.Discard(4)
+		c.rtSize, c.rtHave = size, 0
+		if cap(c.rbuf) < int(size) {
+			c.rbuf = make([]byte, size)
+		}
+	}
+	body := c.rbuf[:c.rtSize]
+	for c.rtHave < len(body) {
+		n, err := c.br.Read(body[c.rtHave:])
+		c.rtHave += n
+		if err == errWouldBlock {
+			return nil, err
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, c.ioErr(c.ctx, "reading", req, err)
+		}
+	}
+	return body, nil
 }
 
 func (c *fetchConn) ioErr(ctx context.Context, what string, req kmsg.Request, err error) error {
@@ -293,7 +372,7 @@ func (c *fetchConn) fetchOnce(ctx context.Context, rf *broker.FetchRequest) ([]b
 		forgotten = c.sess.appendForgotten(forgotten)
 	}
 	req.ForgottenTopics = forgotten
-	costs.followerFetch.Add(1)
+	c.costs.followerFetch.Add(1)
 	body, err := c.roundTripBody(ctx, req)
 	if err != nil {
 		return nil, err
@@ -304,7 +383,7 @@ func (c *fetchConn) fetchOnce(ctx context.Context, rf *broker.FetchRequest) ([]b
 		return nil, fmt.Errorf("replica fetcher %d->%d: %w", c.self, c.source, err)
 	}
 	c.sess.answered(req, responseSessionID(body))
-	costs.followerFetched.Add(1)
+	c.costs.followerFetched.Add(1)
 	return out, nil
 }
 

@@ -44,7 +44,8 @@ func (t *Transport) secureReplicaConn(ctx context.Context, fc *fetchConn, host s
 			return fmt.Errorf("replica fetcher %d->%d: TLS handshake: %w", t.self, fc.source, err)
 		}
 		fc.nc = tc
-		fc.br = bufio.NewReaderSize(countedReader{tc}, 64<<10) // reads through TLS from now on
+		fc.br = bufio.NewReaderSize(countedReader{tc, fc.costs}, 64<<10) // reads through TLS from now on
+		fc.sr, fc.raw = nil, nil
 	}
 	if t.sec.SASL != nil {
 		if err := fc.authenticate(ctx, t.sec.SASL, host); err != nil {

@@ -36,8 +36,14 @@ func (c *conn) setReadDeadline(t time.Time) error {
 // actually arrive (a lying size prefix cannot make it allocate more than was
 // sent, plus 1 MiB) and only with memory reserved from the server's pool
 // (queued.max.request.bytes), waiting for it if the pool is spent.
+//
+// Inside serveWhenReady's read callback a read that would block returns errWouldBlock, with
+// the bytes read so far kept in br and c.waitFor saying what the wait is for, and a request
+// larger than br returns errLargeRequest before any of it is consumed: readRequest is called
+// again from the start once the socket is readable, or outside the callback.
 func (c *conn) readRequest() ([]byte, error) {
 	lim := &c.s.cfg.Limits
+	c.waitFor = waitIdle
 	if c.br.Buffered() == 0 {
 		var idle time.Time
 		if lim.ConnectionsMaxIdle > 0 {
@@ -55,7 +61,10 @@ func (c *conn) readRequest() ([]byte, error) {
 	}
 	var deadline time.Time // of this request, once its first byte is here
 	if lim.RequestReadTimeout > 0 {
-		deadline = time.Now().Add(lim.RequestReadTimeout)
+		if c.reqStart.IsZero() {
+			c.reqStart = time.Now()
+		}
+		deadline = c.reqStart.Add(lim.RequestReadTimeout)
 	}
 	timedOut := func(err error, what string) error {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -68,6 +77,7 @@ func (c *conn) readRequest() ([]byte, error) {
 			return nil, err
 		}
 	}
+	c.waitFor = waitSize
 	szb, err := c.br.Peek(4)
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -83,6 +93,7 @@ func (c *conn) readRequest() ([]byte, error) {
 		return nil, closef("request size %d exceeds socket.request.max.bytes %d", size, c.s.cfg.SocketRequestMaxBytes)
 	}
 	n := int(size)
+	c.waitFor = n
 	if 4+n <= c.br.Size() { // in place, no pool memory
 		if c.br.Buffered() < 4+n {
 			if err := c.setReadDeadline(deadline); err != nil {
@@ -97,7 +108,11 @@ func (c *conn) readRequest() ([]byte, error) {
 			return nil, timedOut(err, fmt.Sprintf("%d-byte request", n))
 		}
 		c.peeked = 4 + n
+		c.reqStart = time.Time{}
 		return b[4:], nil
+	}
+	if c.sr != nil && c.sr.inRaw {
+		return nil, errLargeRequest
 	}
 	if int64(n) > c.s.mem.limit {
 		return nil, closef("request size %d exceeds queued.max.request.bytes %d", n, c.s.mem.limit)
@@ -134,5 +149,6 @@ func (c *conn) readRequest() ([]byte, error) {
 		}
 	}
 	c.req = buf
+	c.reqStart = time.Time{}
 	return buf, nil
 }

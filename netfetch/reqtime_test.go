@@ -27,13 +27,13 @@ func TestRequestTimeLocalRemoteSend(t *testing.T) {
 	}
 	rc := kafkatest.Dial(t, c.Addr(0))
 
-	before := netfetch.ReadCost()
+	before := c.Cost().Net
 	pr := kafkatest.NewProduceResp()
 	rc.RoundTrip(kafkatest.NewProduce("rt", -1, kafkatest.Batch(0)), pr)
 	if e := pr.Topics[0].Partitions[0]; e.ErrorCode != 0 {
 		t.Fatalf("produce: %+v", e)
 	}
-	d := costAfter(t, before, func(c netfetch.Cost) int64 { return c.Produce.Requests })
+	d := costAfter(t, c, before, func(c netfetch.Cost) int64 { return c.Produce.Requests })
 	if d.Produce.Requests != 1 || d.ConsumerFetch.Requests != 0 || d.ReplicaFetch.Requests != 0 {
 		t.Fatalf("counted %+v, want one produce request", d)
 	}
@@ -46,7 +46,7 @@ func TestRequestTimeLocalRemoteSend(t *testing.T) {
 	}
 
 	// A consumer Fetch at the end of the log: it parks for max.wait.ms, then answers empty.
-	before = netfetch.ReadCost()
+	before = c.Cost().Net
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(12)
 	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = -1, maxWait, 1, 1<<20, -1
@@ -61,7 +61,7 @@ func TestRequestTimeLocalRemoteSend(t *testing.T) {
 	if len(fr.Topics) != 1 || fr.Topics[0].Partitions[0].ErrorCode != 0 || len(fr.Topics[0].Partitions[0].RecordBatches) != 0 {
 		t.Fatalf("fetch at the end of the log: %+v", fr.Topics)
 	}
-	d = costAfter(t, before, func(c netfetch.Cost) int64 { return c.ConsumerFetch.Requests })
+	d = costAfter(t, c, before, func(c netfetch.Cost) int64 { return c.ConsumerFetch.Requests })
 	if d.ConsumerFetch.Requests != 1 || d.Produce.Requests != 0 {
 		t.Fatalf("counted %+v, want one consumer fetch", d)
 	}
@@ -75,8 +75,8 @@ func TestRequestTimeLocalRemoteSend(t *testing.T) {
 
 // costAfter returns the counters since before once count of them is past 0: a request is
 // counted right after its response is written, so just after the client has read it.
-func costAfter(t *testing.T, before netfetch.Cost, count func(netfetch.Cost) int64) netfetch.Cost {
+func costAfter(t *testing.T, c *cluster.Cluster, before netfetch.Cost, count func(netfetch.Cost) int64) netfetch.Cost {
 	t.Helper()
-	kafkatest.WaitFor(t, 10*time.Second, "the request to be counted", func() bool { return count(netfetch.ReadCost().Sub(before)) > 0 })
-	return netfetch.ReadCost().Sub(before)
+	kafkatest.WaitFor(t, 10*time.Second, "the request to be counted", func() bool { return count(c.Cost().Net.Sub(before)) > 0 })
+	return c.Cost().Net.Sub(before)
 }

@@ -151,7 +151,8 @@ func (c *conn) startTLS() error {
 	c.tls = tc
 	c.nc = tc
 	c.rdl = time.Time{}
-	c.br = bufio.NewReaderSize(countedReader{tc}, readBufferSize)
+	c.br = bufio.NewReaderSize(countedReader{tc, &c.s.stats.cost}, readBufferSize)
+	c.sr = nil // br reads through TLS now
 	return nil
 }
 
@@ -205,7 +206,7 @@ func (c *conn) answerRawToken(body []byte) error {
 	buf := append(c.out[:0], byte(len(out)>>24), byte(len(out)>>16), byte(len(out)>>8), byte(len(out)))
 	buf = append(buf, out...)
 	c.out = buf
-	countSocketWrite(len(buf))
+	c.s.stats.cost.countSocketWrite(len(buf))
 	_, err = c.nc.Write(buf)
 	return err
 }

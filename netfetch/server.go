@@ -52,6 +52,11 @@ type ServerConfig struct {
 	// instead (pread), which costs less than a sendfile call below a few
 	// pages; 0 sends every slice with sendfile.
 	ZeroCopyMinBytes int64
+	// ReadBeforeWait is isrbench.socket.read.when.ready=false (the ablation): every wait
+	// for a request is preceded by a read(2) that finds the socket empty (EAGAIN), as Go's
+	// net.Conn reads. The default (false) waits for readability at once after a read that
+	// emptied the socket (readready.go).
+	ReadBeforeWait bool
 	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots: how many
 	// incremental fetch sessions (KIP-227) the broker keeps; 0 = none, every fetch is full.
 	FetchSessionCacheSlots int
@@ -130,6 +135,7 @@ type counters struct {
 	omitted       atomic.Int64
 	requests      [maxAPIKey]atomic.Int64
 	producerID    atomic.Int64 // last producer id handed out by InitProducerId
+	cost          costCounters // Cost's (cost.go)
 }
 
 // Counters are wire-server counters that servers given them in ServerConfig.Counters add

@@ -12,12 +12,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/isrbench/isrbench/core/broker"
-	"github.com/isrbench/isrbench/core/log"
-	"github.com/isrbench/isrbench/core/vfs"
+	"github.com/isrbench/isrbench/cluster"
 	"github.com/isrbench/isrbench/netfetch"
 	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // The cost accounting of a run (result.json "cost"): the process's and the core's counters are
@@ -35,8 +34,13 @@ import (
 //     "isrbench profile top --by role" shows the same split; otherwise the meter takes its own
 //     profile in memory (cost about 0.5% CPU at 100 Hz).
 //   - Allocations, allocated bytes, GC cycles and GC CPU: runtime/metrics.
-//   - System calls, requests and bytes of the cluster: the counters of core/vfs, core/log (and
-//     iouring through it) and netfetch, one atomic add at each call site.
+//   - System calls, requests and bytes of the cluster: the cluster's own counters
+//     (cluster.Cost: its file system, its brokers' log writers, its wire servers and replica
+//     fetchers; one atomic add at each call site), read through the target, so another cluster
+//     in the same process does not add to them. The io_uring figures are the process's: one
+//     ring serves every log of the process. getrusage, runtime/metrics and the CPU profile are
+//     per process by nature: they measure the process's threads, heap and GC, which the
+//     clusters and clients of the process share.
 
 // minProfileCoverage is the smallest part of the window's CPU time (getrusage) a CPU profile
 // must hold for its label shares to give the split. Go's profiler asks the kernel for a SIGPROF
@@ -66,11 +70,8 @@ type costSample struct {
 	utime, stime                time.Duration
 	nvcsw, nivcsw               int64
 	allocs, allocBytes, gcCount uint64
-	gcCPU                       float64 // seconds (runtime/metrics estimate, updated per GC cycle)
-	vfs                         vfs.SyscallCounts
-	log                         log.SyscallCounts
-	net                         netfetch.Cost
-	applyTime                   time.Duration // the followers applying replica fetch responses
+	gcCPU                       float64      // seconds (runtime/metrics estimate, updated per GC cycle)
+	cluster                     cluster.Cost // the in-process cluster's (zero without one)
 }
 
 var costMetricNames = []string{
@@ -78,7 +79,8 @@ var costMetricNames = []string{
 	"/gc/cycles/total:gc-cycles", "/cpu/classes/gc/total:cpu-seconds",
 }
 
-func readCostSample() costSample {
+// readCostSample reads the process's counters and, when cc is not nil, its cluster's.
+func readCostSample(cc target.CostCounter) costSample {
 	s := costSample{at: time.Now()}
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
@@ -101,8 +103,9 @@ func readCostSample() costSample {
 	if ms[4].Value.Kind() == metrics.KindFloat64 {
 		s.gcCPU = ms[4].Value.Float64()
 	}
-	s.vfs, s.log, s.net = vfs.Syscalls(), log.Syscalls(), netfetch.ReadCost()
-	s.applyTime = broker.ApplyTime()
+	if cc != nil {
+		s.cluster = cc.Cost()
+	}
 	return s
 }
 
@@ -117,14 +120,16 @@ type costMeter struct {
 		profiling        bool
 		profErr          error
 	}
-	ownProfile bool          // take a CPU profile for the split (no --profile cpu)
-	quit       chan struct{} // closed by stop: a window not started yet never starts
+	ownProfile bool               // take a CPU profile for the split (no --profile cpu)
+	quit       chan struct{}      // closed by stop: a window not started yet never starts
+	cluster    target.CostCounter // the target's cluster counters, nil when not in this process
 }
 
 // startCostAt starts the meter at the window start (at) on its own goroutine and returns it;
 // stop ends it (idempotent, also when the window never started).
 func (r *rig) startCostAt(ctx context.Context, at time.Time) *costMeter {
 	m := &costMeter{ownProfile: !slices.Contains(r.opts.Profile, "cpu"), quit: make(chan struct{})}
+	m.cluster, _ = r.tgt.(target.CostCounter)
 	go func() {
 		t := time.NewTimer(time.Until(at))
 		defer t.Stop()
@@ -148,7 +153,7 @@ func (r *rig) startCostAt(ctx context.Context, at time.Time) *costMeter {
 			}
 		}
 		m.mu.started = true
-		m.mu.start = readCostSample()
+		m.mu.start = readCostSample(m.cluster)
 	}()
 	return m
 }
@@ -165,7 +170,7 @@ func (m *costMeter) stop() {
 	if !m.mu.started {
 		return
 	}
-	m.mu.end = readCostSample()
+	m.mu.end = readCostSample(m.cluster)
 	if m.mu.profiling {
 		pprof.StopCPUProfile()
 		m.mu.profiling = false
@@ -243,7 +248,8 @@ func (m *costMeter) cost(records int64, clusterInProcess bool, cpuProfile string
 	}
 
 	if clusterInProcess {
-		v, l, n := b.vfs.Sub(a.vfs), b.log.Sub(a.log), b.net.Sub(a.net)
+		d := b.cluster.Sub(a.cluster)
+		v, l, n := d.VFS, d.Log, d.Net
 		kinds := map[string]int64{
 			"read": n.Read, "write": n.Write + v.Write, "sendfile": n.Sendfile, "sendmsg": n.Sendmsg,
 			"pread": v.Pread, "pwrite": v.Pwrite + l.Pwrite, "pwritev": l.Pwritev, "fsync": v.Fsync,
@@ -266,7 +272,7 @@ func (m *costMeter) cost(records int64, clusterInProcess bool, cpuProfile string
 		reqTime := func(t netfetch.ReqTime) results.RequestTime {
 			return results.RequestTime{Requests: per(float64(t.Requests)), LocalUs: per(us(t.Local)), RemoteUs: per(us(t.Remote)), SendUs: per(us(t.Send))}
 		}
-		c.FollowerApplyUsPerRecord = per(us(b.applyTime - a.applyTime))
+		c.FollowerApplyUsPerRecord = per(us(d.ApplyTime))
 		c.LocalUsPerRecord = c.FollowerApplyUsPerRecord
 		c.RequestTimePerRecord = make(map[string]results.RequestTime, len(results.RequestKinds))
 		for i, t := range []netfetch.ReqTime{n.Produce, n.ReplicaFetch, n.ConsumerFetch, n.Other} { // RequestKinds' order

@@ -62,6 +62,9 @@ type Options struct {
 	statFS func(path string) (free, total uint64, err error)
 	// fs is the embedded brokers' file system (tests fill it).
 	fs vfs.FS
+	// beforeClose, when set, is called with the target just before it is closed (tests read
+	// the embedded cluster's whole-run cost counters).
+	beforeClose func(target.Target)
 }
 
 // ErrDurability is wrapped by Run's error when acknowledged records were lost although only

@@ -59,6 +59,9 @@ func (r *rig) setup(ctx context.Context, id string, startedAt time.Time) error {
 	}
 	r.tgt, r.parts = tgt, target.Inspect(tgt)
 	r.loops.onClose(func() {
+		if r.opts.beforeClose != nil {
+			r.opts.beforeClose(tgt)
+		}
 		if cerr := tgt.Close(); cerr != nil {
 			r.notef("closing target: %v", cerr)
 		}

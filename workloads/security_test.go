@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/netfetch"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // TestRunEmbeddedSecured: the embedded cluster replicating over SSL with its clients on
@@ -24,11 +25,20 @@ func TestRunEmbeddedSecured(t *testing.T) {
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	before := netfetch.ReadCost()
-	res, err := Run(ctx, s, Options{OutDir: out, Quiet: true})
-	run := netfetch.ReadCost().Sub(before)
+	// The embedded cluster's own counters start at zero: read just before it closes, they
+	// cover the whole run.
+	var run netfetch.Cost
+	counted := false
+	res, err := Run(ctx, s, Options{OutDir: out, Quiet: true, beforeClose: func(tgt target.Target) {
+		if cc, ok := tgt.(target.CostCounter); ok {
+			run, counted = cc.Cost().Net, true
+		}
+	}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !counted {
+		t.Fatal("the embedded target has no cost counters")
 	}
 	if res.Durability.Acked == 0 || res.Durability.Lost != 0 {
 		t.Fatalf("durability %+v", res.Durability)

@@ -199,6 +199,10 @@ func New(cfg Config, ctrl *controller.Controller, transport Transport) (*Broker,
 		now = func() int64 { return time.Now().UnixNano() }
 	}
 	cfg.Log.FS = fs
+	if cfg.Counters == nil {
+		cfg.Counters = new(Counters)
+	}
+	cfg.Log.Writer = log.CountedWriter(cfg.Log.Writer, &cfg.Counters.Log)
 	if cfg.Log.RollFlush == nil && !cfg.Manual {
 		// Rolled segments are flushed on background goroutines, as Kafka's scheduler does,
 		// so that no produce waits for the fsync of a whole segment (Manual brokers, the

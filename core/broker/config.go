@@ -33,6 +33,10 @@ type Config struct {
 	// else the registry's (Kafka's) defaults. A setting without a typed field below is read
 	// from here by the code that uses it.
 	Settings config.Settings
+	// Counters are the cost counters this broker adds to (its log writers' system calls, the
+	// time its fetchers spend applying responses); several brokers (a cluster's) may share
+	// them. nil = the broker's own.
+	Counters *Counters
 	// Manual starts no goroutine: no replica fetchers, ISR expiration, heartbeats,
 	// checkpoints or retention run by themselves. The caller drives them (Fetchers and
 	// their rounds, MaybeShrinkISRs, ApplyExpansions, Heartbeat, WriteHWCheckpoint,

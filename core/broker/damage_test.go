@@ -33,6 +33,9 @@ func newDamageCluster(t *testing.T) *damageCluster {
 	cfg := testConfig()
 	cfg.Log.SegmentBytes = 2048
 	cfg.ScrubEnable = false // the tests call Scrub themselves
+	// The tests damage segment files behind the brokers' backs; a leader's in-memory tail
+	// (isrbench.log.tail.bytes) would serve the bytes it wrote instead of the damaged ones.
+	cfg.Log.TailBytes = 0
 	cfg.ReplicaHighWatermarkCheckpointIntervalMs = 50
 	cfg.OnDamage = func(r DamageReport) {
 		dc.mu.Lock()

@@ -214,7 +214,7 @@ func (f *Fetcher) run(ctx context.Context) {
 				}
 				t0 := time.Now()
 				f.ApplyFetch(r, resp)
-				countApply(time.Since(t0))
+				b.cfg.Counters.countApply(time.Since(t0))
 			}
 		}
 		if err != nil {

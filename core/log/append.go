@@ -283,6 +283,7 @@ func (l *Log) rollTo(old, ns *segment) {
 	h := old.file.Load()
 	h.refs.Add(1) // the flush's; the active segment's hold is never dropped while active
 	old.w = nil
+	old.tail.drop(&ns.tail)
 	old.seal()
 	l.mu.Lock()
 	l.mu.segs = append(l.mu.segs, ns)
@@ -300,6 +301,9 @@ func (l *Log) writeSeg(seg *segment, off int64, bufs [][]byte) error {
 	}
 	if err := l.writeAt(seg.w, off, bufs); err != nil {
 		return l.poison("write", err)
+	}
+	if l.cfg.TailBytes > 0 {
+		seg.tail.write(off, bufs, l.cfg.TailBytes)
 	}
 	return nil
 }

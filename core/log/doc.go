@@ -111,7 +111,9 @@
 // Readers (Read, LEO, LogStart, Size, Segments, Bytes) never wait for a write syscall: LEO is a
 // lock-free atomic and Read takes a read lock only for the in-memory lookup. A Slice holds a
 // reference on its segment file; retention and truncation unlink files immediately but the file
-// descriptor stays open until the last Slice on it is released.
+// descriptor stays open until the last Slice on it is released. Slice.ReadAll copies recent
+// bytes from the active segment's in-memory tail (isrbench.log.tail.bytes, tail.go; kept once a
+// read asks for it) and reads older ones with pread.
 //
 // Open files: the active segment's .log stays open; a sealed segment's is opened when a read,
 // scan, flush or truncation needs it and kept open only while used or while the process-wide

@@ -37,7 +37,7 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOneBatch bool) (Sli
 		}
 		return Slice{}, l.ioError("read", err)
 	}
-	s.File, s.h = h.f, h
+	s.File, s.h, s.mem = h.f, h, &seg.tail
 	if err := l.checkSlice(&s, seg); err != nil {
 		s.Release()
 		return Slice{}, err

@@ -65,6 +65,10 @@ type segment struct {
 	idxWritten    int          // entries of index written to the .index file
 	idxSynced     int          // entries of index known fsynced
 	bytesSinceIdx int64        // bytes appended since the last index entry (Kafka's bytesSinceLastIndexEntry)
+
+	// tail is the newest bytes written, in memory (tail.go): written under Log.wmu, read
+	// lock-free; dropped when the segment is sealed.
+	tail tail
 }
 
 func segmentName(base int64, ext string) string { return fmt.Sprintf("%020d%s", base, ext) }

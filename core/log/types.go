@@ -19,7 +19,11 @@ type Config struct {
 	FlushMessages      int64  // flush.messages: fsync after this many unflushed records; default math.MaxInt64 (never on count), >= 1
 	FlushMs            int64  // flush.ms: fsync (checked at append) when this long passed since the last fsync; default math.MaxInt64, >= 0
 	Writer             Writer // isrbench.io: the write path; nil = pwritev (one pwritev per Append call)
-	FS                 vfs.FS // the file system; nil = vfs.OS (tests and the simulator use a vfs.MemFS)
+	// TailBytes is isrbench.log.tail.bytes: the newest bytes of the active segment kept in
+	// memory (up to two 32 KiB chunks more) once a read asks for them, from which Slice.ReadAll copies instead of
+	// reading the file (tail.go); default 1 MiB, 0 = off (pread always).
+	TailBytes int64
+	FS        vfs.FS // the file system; nil = vfs.OS (tests and the simulator use a vfs.MemFS)
 
 	// NowMs is the wall clock in ms used for flush.ms; nil = time.Now().UnixMilli(). Tests inject it.
 	NowMs func() int64
@@ -48,8 +52,12 @@ func DefaultConfig() Config {
 		RetentionMs:        604800000,
 		FlushMessages:      math.MaxInt64,
 		FlushMs:            math.MaxInt64,
+		TailBytes:          DefaultTailBytes,
 	}
 }
+
+// DefaultTailBytes is isrbench.log.tail.bytes' default (Config.TailBytes).
+const DefaultTailBytes = 1 << 20
 
 // minSegmentBytes is Kafka's lower bound for log.segment.bytes (LegacyRecord.RECORD_OVERHEAD_V0).
 const minSegmentBytes = 14
@@ -68,6 +76,8 @@ func (c Config) validate() error {
 		return configErrorf("flush.messages %d must be >= 1", c.FlushMessages)
 	case c.FlushMs < 0:
 		return configErrorf("flush.ms %d must be >= 0", c.FlushMs)
+	case c.TailBytes < 0 || c.TailBytes > math.MaxInt32:
+		return configErrorf("isrbench.log.tail.bytes %d out of range [0, %d] (0 = off)", c.TailBytes, math.MaxInt32)
 	}
 	return nil
 }
@@ -114,7 +124,8 @@ type Slice struct {
 	FirstOffset int64 // base offset of the first batch, inclusive
 	NextOffset  int64 // offset after the last batch, exclusive
 
-	h *segFile
+	h   *segFile
+	mem *tail // the segment's in-memory tail (nil: none)
 }
 
 // Release drops the Slice's reference on its segment file.
@@ -124,11 +135,16 @@ func (s Slice) Release() {
 	}
 }
 
-// ReadAll appends the Slice's bytes to dst with pread (the copy path; tests, tools) and returns
-// the extended slice. A short read is an error wrapping io.ErrUnexpectedEOF.
+// ReadAll appends the Slice's bytes to dst (the copy path: small fetch slices, tests, tools)
+// and returns the extended slice: from the segment's in-memory tail when it holds them
+// (isrbench.log.tail.bytes), else with pread. A short read is an error wrapping
+// io.ErrUnexpectedEOF.
 func (s Slice) ReadAll(dst []byte) ([]byte, error) {
 	if s.Size == 0 {
 		return dst, nil
+	}
+	if b, ok := s.mem.appendTo(dst, s.Pos, s.Size); ok {
+		return b, nil
 	}
 	start := len(dst)
 	need := start + int(s.Size)

@@ -43,13 +43,15 @@ func WriterFallbackReason(name string) string {
 
 // PwritevWriter writes all buffers with one pwritev(2) per WriteAt (more only on a short write
 // or beyond IOV_MAX buffers). It allocates nothing for up to 64 buffers. Safe for concurrent use.
-type PwritevWriter struct{}
+type PwritevWriter struct {
+	Counters *Counters // counts the pwritev(2) calls and their bytes; nil: not counted
+}
 
 // Name returns "pwritev".
 func (PwritevWriter) Name() string { return "pwritev" }
 
 // WriteAt writes bufs contiguously at off in f.
-func (PwritevWriter) WriteAt(f *os.File, off int64, bufs [][]byte) error {
+func (w PwritevWriter) WriteAt(f *os.File, off int64, bufs [][]byte) error {
 	var stack [64]unix.Iovec
 	iov := stack[:0]
 	if len(bufs) > len(stack) {
@@ -70,7 +72,9 @@ func (PwritevWriter) WriteAt(f *os.File, off int64, bufs [][]byte) error {
 		n := min(len(iov), iovMax)
 		r, _, errno := unix.Syscall6(unix.SYS_PWRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(n),
 			uintptr(off), uintptr(uint64(off)>>32), 0)
-		countWrite(&writerCalls.pwritev, int(r))
+		if w.Counters != nil {
+			w.Counters.countWrite(&w.Counters.pwritev, int(r))
+		}
 		if errno == unix.EINTR {
 			continue
 		}
@@ -91,16 +95,20 @@ func (PwritevWriter) WriteAt(f *os.File, off int64, bufs [][]byte) error {
 }
 
 // WriteWriter is the naive path: one pwrite(2) per buffer. Safe for concurrent use.
-type WriteWriter struct{}
+type WriteWriter struct {
+	Counters *Counters // counts the pwrite(2) calls and their bytes; nil: not counted
+}
 
 // Name returns "write".
 func (WriteWriter) Name() string { return "write" }
 
 // WriteAt writes each buffer with its own pwrite.
-func (WriteWriter) WriteAt(f *os.File, off int64, bufs [][]byte) error {
+func (w WriteWriter) WriteAt(f *os.File, off int64, bufs [][]byte) error {
 	for _, b := range bufs {
 		n, err := f.WriteAt(b, off)
-		countWrite(&writerCalls.pwrite, n)
+		if w.Counters != nil {
+			w.Counters.countWrite(&w.Counters.pwrite, n)
+		}
 		if err != nil {
 			return fmt.Errorf("log: write %s at %d: %w", f.Name(), off, err)
 		}

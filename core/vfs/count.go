@@ -2,9 +2,9 @@ package vfs
 
 import "sync/atomic"
 
-// SyscallCounts are the file system calls made through OS since the process started, for the
-// harness's cost accounting (take two snapshots and subtract). MemFS files issue none and are not
-// counted. A snapshot value.
+// SyscallCounts are the file system calls counted by a Counters, for the harness's cost
+// accounting (take two snapshots and subtract). MemFS files issue none and are not counted. A
+// snapshot value.
 type SyscallCounts struct {
 	Pread  int64 // ReadAt calls: pread(2) (one per call; a short read that ReadAt retries adds one more)
 	Pwrite int64 // WriteAt calls: pwrite(2)
@@ -21,46 +21,62 @@ func (c SyscallCounts) Sub(o SyscallCounts) SyscallCounts {
 		Fsync: c.Fsync - o.Fsync, ReadBytes: c.ReadBytes - o.ReadBytes, WriteBytes: c.WriteBytes - o.WriteBytes}
 }
 
-// osCalls are the process-wide counters of OS's files: one atomic add per call and one per
-// call's bytes, no allocation.
-var osCalls struct {
+// Counters count the file system calls made through the files of the FS NewOS returns: one
+// atomic add per call and one per call's bytes, no allocation. Whoever owns the file system (an
+// embedded cluster) owns its Counters, so two of them in one process count apart. The zero
+// value is ready; safe for concurrent use.
+type Counters struct {
 	pread, pwrite, write, fsync atomic.Int64
 	readBytes, writeBytes       atomic.Int64
 }
 
-// Syscalls returns the counters of the file system calls made through OS so far. Safe for
-// concurrent use.
-func Syscalls() SyscallCounts {
-	return SyscallCounts{Pread: osCalls.pread.Load(), Pwrite: osCalls.pwrite.Load(), Write: osCalls.write.Load(),
-		Fsync: osCalls.fsync.Load(), ReadBytes: osCalls.readBytes.Load(), WriteBytes: osCalls.writeBytes.Load()}
+// Syscalls returns the counts so far (zero for a nil c).
+func (c *Counters) Syscalls() SyscallCounts {
+	if c == nil {
+		return SyscallCounts{}
+	}
+	return SyscallCounts{Pread: c.pread.Load(), Pwrite: c.pwrite.Load(), Write: c.write.Load(),
+		Fsync: c.fsync.Load(), ReadBytes: c.readBytes.Load(), WriteBytes: c.writeBytes.Load()}
 }
+
+// NewOS returns the operating system's file system with its calls counted in c (nil: not
+// counted, as OS).
+func NewOS(c *Counters) FS { return osFS{c: c} }
 
 // ReadAt is (*os.File).ReadAt, counted.
 func (f osFile) ReadAt(b []byte, off int64) (int, error) {
-	osCalls.pread.Add(1)
 	n, err := f.File.ReadAt(b, off)
-	osCalls.readBytes.Add(int64(n))
+	if f.c != nil {
+		f.c.pread.Add(1)
+		f.c.readBytes.Add(int64(n))
+	}
 	return n, err
 }
 
 // WriteAt is (*os.File).WriteAt, counted.
 func (f osFile) WriteAt(b []byte, off int64) (int, error) {
-	osCalls.pwrite.Add(1)
 	n, err := f.File.WriteAt(b, off)
-	osCalls.writeBytes.Add(int64(n))
+	if f.c != nil {
+		f.c.pwrite.Add(1)
+		f.c.writeBytes.Add(int64(n))
+	}
 	return n, err
 }
 
 // Write is (*os.File).Write, counted.
 func (f osFile) Write(b []byte) (int, error) {
-	osCalls.write.Add(1)
 	n, err := f.File.Write(b)
-	osCalls.writeBytes.Add(int64(n))
+	if f.c != nil {
+		f.c.write.Add(1)
+		f.c.writeBytes.Add(int64(n))
+	}
 	return n, err
 }
 
 // Sync is (*os.File).Sync, counted.
 func (f osFile) Sync() error {
-	osCalls.fsync.Add(1)
+	if f.c != nil {
+		f.c.fsync.Add(1)
+	}
 	return f.File.Sync()
 }

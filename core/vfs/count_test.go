@@ -6,11 +6,15 @@ import (
 	"testing"
 )
 
-// TestOSCountsSyscalls: every file call through OS is counted with its bytes; MemFS is not.
+// TestOSCountsSyscalls: every file call through NewOS is counted with its bytes in its own
+// Counters; OS and MemFS count nothing.
 func TestOSCountsSyscalls(t *testing.T) {
 	dir := t.TempDir()
-	before := Syscalls()
-	f, err := OS.OpenFile(filepath.Join(dir, "f"), os.O_RDWR|os.O_CREATE, 0o644)
+	var c, other Counters
+	fs := NewOS(&c)
+	NewOS(&other) // another owner's: stays at zero
+	before := c.Syscalls()
+	f, err := fs.OpenFile(filepath.Join(dir, "f"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,11 +32,10 @@ func TestOSCountsSyscalls(t *testing.T) {
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if err := OS.SyncDir(dir); err != nil {
+	if err := fs.SyncDir(dir); err != nil {
 		t.Fatal(err)
 	}
-	d := Syscalls().Sub(before)
-	// Other tests of the package may run meanwhile; none runs in parallel with this one.
+	d := c.Syscalls().Sub(before)
 	if d != (SyscallCounts{Pread: 1, Pwrite: 1, Write: 1, Fsync: 2, ReadBytes: 5, WriteBytes: 7}) {
 		t.Fatalf("counted %+v", d)
 	}
@@ -41,11 +44,17 @@ func TestOSCountsSyscalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before = Syscalls()
+	before = c.Syscalls()
 	mf.Write([]byte("abc"))
 	mf.Sync()
-	if d := Syscalls().Sub(before); d != (SyscallCounts{}) {
-		t.Fatalf("MemFS counted %+v", d)
+	if err := OS.SyncDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if d := c.Syscalls().Sub(before); d != (SyscallCounts{}) {
+		t.Fatalf("MemFS or OS counted %+v", d)
+	}
+	if o := other.Syscalls(); o != (SyscallCounts{}) {
+		t.Fatalf("another file system's counters counted %+v", o)
 	}
 	if n := testing.AllocsPerRun(100, func() { _, _ = f.ReadAt(buf[:1], 0) }); n != 0 {
 		t.Fatalf("a counted ReadAt allocates %v times", n)

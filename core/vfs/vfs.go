@@ -55,7 +55,7 @@ type FS interface {
 	SyncDir(dir string) error
 }
 
-// OS is the operating system's file system.
+// OS is the operating system's file system, its calls not counted (NewOS counts them).
 var OS FS = osFS{}
 
 // Or returns fs, or OS when fs is nil.
@@ -137,14 +137,16 @@ func MkdirAllDurable(fs FS, dir string) error {
 	return nil
 }
 
-type osFS struct{}
+// osFS is the operating system's file system; its files count their calls in c (nil: not
+// counted).
+type osFS struct{ c *Counters }
 
-func (osFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+func (fs osFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 	f, err := os.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
 	}
-	return osFile{f}, nil
+	return osFile{f, fs.c}, nil
 }
 
 func (osFS) Remove(name string) error                  { return os.Remove(name) }
@@ -154,12 +156,14 @@ func (osFS) MkdirAll(dir string, p os.FileMode) error  { return os.MkdirAll(dir,
 func (osFS) ReadDir(dir string) ([]os.DirEntry, error) { return os.ReadDir(dir) }
 func (osFS) Stat(name string) (os.FileInfo, error)     { return os.Stat(name) }
 
-func (osFS) SyncDir(dir string) error {
+func (fs osFS) SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
-	osCalls.fsync.Add(1)
+	if fs.c != nil {
+		fs.c.fsync.Add(1)
+	}
 	err = d.Sync()
 	if cerr := d.Close(); err == nil {
 		err = cerr
@@ -167,10 +171,13 @@ func (osFS) SyncDir(dir string) error {
 	return err
 }
 
-// osFile is a File over *os.File.
-type osFile struct{ *os.File }
+// osFile is a File over *os.File, its calls counted in c (nil: not counted).
+type osFile struct {
+	*os.File
+	c *Counters
+}
 
 func (f osFile) OS() *os.File { return f.File }
 
-// WrapOS returns f as a File.
-func WrapOS(f *os.File) File { return osFile{f} }
+// WrapOS returns f as a File, its calls not counted.
+func WrapOS(f *os.File) File { return osFile{File: f} }

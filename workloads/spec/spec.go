@@ -96,6 +96,7 @@ type BrokerSpec struct {
 	UncleanLeaderElectionEnable  bool  // unclean.leader.election.enable, default false
 	BrokerSessionTimeoutMs       int64 // broker.session.timeout.ms, default 9000
 	LogSegmentBytes              int64 // log.segment.bytes, harness default 67108864 (Kafka: 1073741824), see DefaultLogSegmentBytes
+	LogTailBytes                 int64 // isrbench.log.tail.bytes: newest bytes of each active segment kept in memory for fetches, default 1048576, 0 = off
 	// LogRetentionBytes is log.retention.bytes per partition replica, harness default
 	// DefaultLogRetentionBytes (Kafka: -1, unlimited); -1 = unlimited.
 	LogRetentionBytes int64
@@ -121,11 +122,15 @@ type BrokerSpec struct {
 	// max.incremental.fetch.session.cache.slots, default 1000 (0: no sessions).
 	FetchSessions          bool
 	FetchSessionCacheSlots int
-	IO                     string        // isrbench.io: pwritev|uring|write, default pwritev
-	HWUpdate               string        // isrbench.hw.update: atomic|mutex, default atomic
-	TruncateMode           string        // isrbench.truncate.mode: epoch|hw, default epoch (hw is an ablation that can lose data)
-	ProduceDelay           time.Duration // isrbench.produce.delay: artificial delay per produce (gate tests), default 0
-	ProduceSpin            time.Duration // isrbench.produce.spin: artificial CPU work per produce (gate tests), default 0
+	// ReadWhenReady is isrbench.socket.read.when.ready, default true: the brokers' plaintext
+	// connections wait for readability at once after a read that emptied the socket (false:
+	// a read finds it empty before every wait, the ablation).
+	ReadWhenReady bool
+	IO            string        // isrbench.io: pwritev|uring|write, default pwritev
+	HWUpdate      string        // isrbench.hw.update: atomic|mutex, default atomic
+	TruncateMode  string        // isrbench.truncate.mode: epoch|hw, default epoch (hw is an ablation that can lose data)
+	ProduceDelay  time.Duration // isrbench.produce.delay: artificial delay per produce (gate tests), default 0
+	ProduceSpin   time.Duration // isrbench.produce.spin: artificial CPU work per produce (gate tests), default 0
 	// HWCheckpointIntervalMs is replica.high.watermark.checkpoint.interval.ms, default 5000.
 	HWCheckpointIntervalMs int64
 	// GroupInitialRebalanceDelayMs is group.initial.rebalance.delay.ms, harness default
@@ -256,6 +261,7 @@ func DefaultSpec() *Spec {
 			ReplicaLagTimeMaxMs:          config.DefaultOf("replica.lag.time.max.ms"),
 			BrokerSessionTimeoutMs:       config.DefaultOf("broker.session.timeout.ms"),
 			LogSegmentBytes:              DefaultLogSegmentBytes,
+			LogTailBytes:                 config.DefaultOf("isrbench.log.tail.bytes"),
 			LogRetentionBytes:            DefaultLogRetentionBytes,
 			LogRetentionMs:               config.DefaultOf("log.retention.ms"),
 			LogRetentionCheckIntervalMs:  1000,
@@ -266,6 +272,7 @@ func DefaultSpec() *Spec {
 			InterBrokerProtocol:          "PLAINTEXT",
 			ZeroCopyMinBytes:             config.DefaultOf("isrbench.zero.copy.min.bytes"),
 			FetchSessions:                true,
+			ReadWhenReady:                true,
 			FetchSessionCacheSlots:       int(config.DefaultOf("max.incremental.fetch.session.cache.slots")),
 			IO:                           config.IOPwritev.String(),
 			HWUpdate:                     config.HWUpdateAtomic.String(),
