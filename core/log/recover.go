@@ -107,7 +107,7 @@ func (l *Log) recover() (Recovery, error) {
 	l.wmu.logStartCkpt = ckptStart
 
 	if len(bases) == 0 {
-		s, err := createSegment(l.fs, l.cache, l.dir, 0)
+		s, err := l.createSegment(0)
 		if err != nil {
 			return rec, storageErrorf("%w", err)
 		}
@@ -158,7 +158,7 @@ func (l *Log) recover() (Recovery, error) {
 			}
 			continue
 		}
-		s := newSegment(l.fs, l.cache, l.dir, base)
+		s := l.newSegment(base)
 		_, statErr := l.fs.Stat(idxPath)
 		idxMissing := errors.Is(statErr, os.ErrNotExist)
 		f, err := l.fs.OpenFile(logPath, os.O_RDWR, 0)
