@@ -9,17 +9,35 @@ import (
 	"github.com/isrbench/isrbench/core/log"
 )
 
-// onUpdate applies one controller change (the subscription callback). States older than
-// the last applied one are ignored.
-func (b *Broker) onUpdate(u controller.Update) {
+// onUpdates applies a batch of controller changes in order (the subscription callback).
+// States older than the last applied one are ignored. A run of changes that each create a
+// replica this broker does not have yet (no directory) is applied together: see
+// createReplicasLocked.
+func (b *Broker) onUpdates(us []controller.Update) {
 	if !b.running() {
 		return
 	}
 	b.apply.Lock()
 	defer b.apply.Unlock()
-	if !b.running() {
-		return
+	for i := 0; i < len(us); {
+		if !b.running() {
+			return
+		}
+		if n := b.newReplicasAt(us[i:]); n > 0 {
+			b.createReplicasLocked(us[i : i+n])
+			i += n
+			continue
+		}
+		b.applyUpdateLocked(us[i])
+		i++
 	}
+}
+
+// onUpdate applies one controller change.
+func (b *Broker) onUpdate(u controller.Update) { b.onUpdates([]controller.Update{u}) }
+
+// applyUpdateLocked applies one controller change (b.apply held).
+func (b *Broker) applyUpdateLocked(u controller.Update) {
 	switch {
 	case u.Partition != nil:
 		if err := b.applyLocked(*u.Partition); err != nil {
@@ -84,8 +102,14 @@ func newer(st, old controller.PartitionState) bool {
 }
 
 func (b *Broker) applyLocked(st controller.PartitionState) error {
+	return b.applyStateLocked(st, b.lookup(st.Topic, st.Partition), nil)
+}
+
+// applyStateLocked applies st to h (nil: the replica is opened, created if new). With a
+// creation batch, h is a replica of the batch, not hosted yet: a follower's fetching and the
+// change notification are left to the batch (see createReplicasLocked).
+func (b *Broker) applyStateLocked(st controller.PartitionState, h *hosted, batch *createBatch) error {
 	key := tp{st.Topic, st.Partition}
-	h := b.lookup(st.Topic, st.Partition)
 	if !slices.Contains(st.Replicas, b.cfg.ID) {
 		if h != nil {
 			b.removeReassignedLocked(h, st)
@@ -120,6 +144,12 @@ func (b *Broker) applyLocked(st controller.PartitionState) error {
 		if err := h.r.MakeFollower(st); err != nil {
 			return fmt.Errorf("MakeFollower: %w", b.storageFailed(err))
 		}
+		if batch != nil {
+			if st.Leader != controller.NoLeader {
+				batch.fetch = append(batch.fetch, h)
+			}
+			break
+		}
 		b.truncateDamagedLocked(h) // a damaged leader demoted: below its damage first
 		if st.Leader != controller.NoLeader {
 			b.addToFetcher(h, st.Leader, st.LeaderEpoch)
@@ -128,6 +158,8 @@ func (b *Broker) applyLocked(st controller.PartitionState) error {
 		h.r.ApplyISR(st) // follower: ISR bookkeeping only
 	}
 	h.applied = st
-	b.notifyChanged()
+	if batch == nil {
+		b.notifyChanged()
+	}
 	return nil
 }
