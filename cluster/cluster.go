@@ -219,9 +219,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		ccfg.Logf = cfg.Logf
 	}
 	if ccfg.ReplicaCapacity == nil {
-		// Every replica keeps its active segment file open: refuse the topics and
-		// partitions the brokers of this process could not host under its file limit (as
-		// it is when asked: `isrbench serve` raises it to the hard limit first).
+		// Refuse the topics and partitions the brokers of this process could not host
+		// under its file limit as it is when asked (when too low for the logs' open
+		// segment files; `isrbench serve` raises it to the hard limit first).
 		brokers := cfg.Brokers
 		ccfg.ReplicaCapacity = func() (int64, string) { return netfetch.ReplicaCapacity(brokers) }
 	}
