@@ -2,6 +2,7 @@ package log
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -94,8 +95,8 @@ func (s *segment) hold(f vfs.File) {
 }
 
 // createSegment creates (or truncates a stale) empty segment at base in l's directory, as
-// the active segment (its .log open). On failure nothing is left open and the files it
-// created are removed.
+// the active segment (its .log open; its .index is created when first written). On failure
+// nothing is left open and the files it created are removed.
 func (l *Log) createSegment(base int64) (*segment, error) {
 	fs := l.fs
 	s := l.newSegment(base)
@@ -103,14 +104,12 @@ func (l *Log) createSegment(base int64) (*segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log: create segment %s: %w", s.logPath, err)
 	}
-	idx, err := fs.OpenFile(s.idxPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err == nil {
-		err = idx.Close()
-	}
-	if err != nil {
+	// The .index is created by its first write (withIndex): an empty segment needs none,
+	// and a new replica is one file creation cheaper. A stale one goes.
+	if err := fs.Remove(s.idxPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		f.Close()
 		fs.Remove(s.logPath) // best effort: recovery would take an empty last segment anyway
-		return nil, fmt.Errorf("log: create index %s: %w", s.idxPath, err)
+		return nil, fmt.Errorf("log: remove stale index %s: %w", s.idxPath, err)
 	}
 	s.hold(f)
 	return s, nil
