@@ -145,10 +145,7 @@ func (b *Broker) applyStateLocked(st controller.PartitionState, h *hosted, batch
 			return fmt.Errorf("MakeFollower: %w", b.storageFailed(err))
 		}
 		if batch != nil {
-			if st.Leader != controller.NoLeader {
-				batch.fetch = append(batch.fetch, h)
-			}
-			break
+			break // fetching starts once the batch is durable
 		}
 		b.truncateDamagedLocked(h) // a damaged leader demoted: below its damage first
 		if st.Leader != controller.NoLeader {

@@ -12,13 +12,13 @@ import (
 
 // createBatch is a run of new replicas created together (createReplicasLocked).
 type createBatch struct {
-	fs    *vfs.DeferFS
-	fetch []*hosted // followers to add to their fetchers once the batch is durable
+	fs *vfs.DeferFS
 }
 
-// newReplicasAt returns how many changes at the head of us each create a replica of this
-// broker that it neither hosts nor has a directory for (a new topic's or partition's, a
-// reassignment's), for different partitions (b.apply held).
+// newReplicasAt returns how many changes at the head of us create a replica of this broker
+// that it neither hosts nor has a directory for (a new topic's or partition's, a
+// reassignment's), or change one created by an earlier change of the run (a creation's
+// first election) (b.apply held).
 func (b *Broker) newReplicasAt(us []controller.Update) int {
 	seen := map[tp]bool{}
 	n := 0
@@ -28,11 +28,13 @@ func (b *Broker) newReplicasAt(us []controller.Update) int {
 			break
 		}
 		key := tp{st.Topic, st.Partition}
-		if seen[key] || b.lookup(key.topic, key.partition) != nil {
-			break
-		}
-		if _, err := b.fs.Stat(filepath.Join(b.cfg.DataDir, key.String())); !errors.Is(err, fs.ErrNotExist) {
-			break
+		if !seen[key] {
+			if b.lookup(key.topic, key.partition) != nil {
+				break
+			}
+			if _, err := b.fs.Stat(filepath.Join(b.cfg.DataDir, key.String())); !errors.Is(err, fs.ErrNotExist) {
+				break
+			}
 		}
 		seen[key] = true
 		n++
@@ -62,43 +64,48 @@ func containsID(ids []int32, id int32) bool {
 // failed fsync does, and hosts none of them (b.apply held).
 func (b *Broker) createReplicasLocked(us []controller.Update) {
 	batch := &createBatch{fs: vfs.NewDeferFS(b.fs, b.cfg.DataDir)}
-	type made struct {
-		h  *hosted
-		st controller.PartitionState
-	}
-	var ok []made
+	made := map[tp]*hosted{}
+	var order []*hosted
 	for _, u := range us {
 		st := *u.Partition
 		key := tp{st.Topic, st.Partition}
-		h, damage, err := b.openReplicaOn(key, batch.fs, false)
-		if err == nil {
+		h, ok := made[key]
+		if !ok {
+			var damage string
+			var err error
+			if h, damage, err = b.openReplicaOn(key, batch.fs, false); err != nil {
+				b.applyFailedLocked(key, err)
+				b.logf("broker %d: %s-%d: applying %v: %v", b.cfg.ID, st.Topic, st.Partition, st, err)
+				continue
+			}
 			if damage != "" {
 				b.logf("broker %d: %s: replica opened after start is damaged: %s", b.cfg.ID, key, damage)
 			}
-			err = b.applyStateLocked(st, h, batch)
+			made[key] = h
+			order = append(order, h)
+		} else if h.applied.Topic != "" && !newer(st, h.applied) {
+			continue
 		}
-		if err != nil {
+		if err := b.applyStateLocked(st, h, batch); err != nil {
 			b.applyFailedLocked(key, err)
 			b.logf("broker %d: %s-%d: applying %v: %v", b.cfg.ID, st.Topic, st.Partition, st, err)
-			if h == nil {
-				continue
-			}
 		}
-		ok = append(ok, made{h, st})
 	}
 	if err := batch.fs.Commit(); err != nil {
 		err = b.storageFailed(log.IOError("create replicas", err))
-		b.logf("broker %d: creating %d replicas: %v", b.cfg.ID, len(ok), err)
-		for _, m := range ok {
-			_ = m.h.l.Close()
+		b.logf("broker %d: creating %d replicas: %v", b.cfg.ID, len(order), err)
+		for _, h := range order {
+			_ = h.l.Close()
 		}
 		return
 	}
-	for _, m := range ok {
-		b.registerLocked(m.h)
+	for _, h := range order {
+		b.registerLocked(h)
 	}
-	for _, h := range batch.fetch {
-		b.addToFetcher(h, h.applied.Leader, h.applied.LeaderEpoch)
+	for _, h := range order {
+		if st := h.applied; st.Topic != "" && st.Leader != b.cfg.ID && st.Leader != controller.NoLeader {
+			b.addToFetcher(h, st.Leader, st.LeaderEpoch)
+		}
 	}
 	b.notifyChanged()
 }
