@@ -23,6 +23,7 @@ var (
 	idleProfile    = flag.String("idle.profile", "", "TestIdleCPU: write the idle CPU profile here")
 	idleSeconds    = flag.Int("idle.seconds", 10, "TestIdleCPU: seconds measured")
 	idleProduce    = flag.Bool("idle.produce", false, "TestIdleCPU: then produce one record to each partition (acks=all) and read every one back")
+	idleLog        = flag.Bool("idle.log", false, "TestIdleCPU: print the cluster's log lines")
 )
 
 // TestIdleCPU measures what an embedded 3-broker cluster with one RF 3 topic of
@@ -37,12 +38,16 @@ func TestIdleCPU(t *testing.T) {
 		t.Skip("-idle.partitions not set")
 	}
 	n := int32(*idlePartitions)
-	c := clustertest.Start(t, 3, func(cfg *cluster.Config) { cfg.Logf = func(string, ...any) {} })
-	start := time.Now()
+	c := clustertest.Start(t, 3, func(cfg *cluster.Config) {
+		if !*idleLog {
+			cfg.Logf = func(string, ...any) {}
+		}
+	})
+	start, cpuStart := time.Now(), cpuTime(t)
 	if err := c.CreateTopic("idle", n, 3, nil); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("CreateTopic of %d partitions RF 3 returned in %v", n, time.Since(start).Round(time.Millisecond))
+	t.Logf("CreateTopic of %d partitions RF 3 returned in %v (%v CPU)", n, time.Since(start).Round(time.Millisecond), (cpuTime(t) - cpuStart).Round(time.Millisecond))
 	deadline := time.Now().Add(10 * time.Minute)
 	for p := int32(0); p < n; {
 		st, ok := c.Controller().Partition("idle", p)
@@ -55,7 +60,7 @@ func TestIdleCPU(t *testing.T) {
 		}
 		<-time.After(20 * time.Millisecond) // poll the controller's state with a deadline
 	}
-	t.Logf("created %d partitions RF 3, all in sync, in %v", n, time.Since(start).Round(time.Millisecond))
+	t.Logf("created %d partitions RF 3, all in sync, in %v (%v CPU)", n, time.Since(start).Round(time.Millisecond), (cpuTime(t) - cpuStart).Round(time.Millisecond))
 	<-time.After(2 * time.Second) // let the creation's aftermath (checkpoints, first fetches) pass
 	if *idleProfile != "" {
 		f, err := os.Create(*idleProfile)
