@@ -14,23 +14,33 @@ import (
 // replica this broker does not have yet (no directory) is applied together: see
 // createReplicasLocked.
 func (b *Broker) onUpdates(us []controller.Update) {
+	for i := 0; i < len(us); {
+		i += b.applySomeLocked(us[i:])
+	}
+}
+
+// createChunk is the most changes a creation batch applies with b.apply held: one syncfs
+// per createChunk new replicas, and what waits for b.apply (an ISR change, a retry) waits
+// for one chunk, not for a whole 10,000-partition topic.
+const createChunk = 1000
+
+// applySomeLocked applies the first change of us, or the run of creations it starts (at most
+// createChunk), under b.apply, and returns how many it consumed (all when the broker stops).
+func (b *Broker) applySomeLocked(us []controller.Update) int {
 	if !b.running() {
-		return
+		return len(us)
 	}
 	b.apply.Lock()
 	defer b.apply.Unlock()
-	for i := 0; i < len(us); {
-		if !b.running() {
-			return
-		}
-		if n := b.newReplicasAt(us[i:]); n > 0 {
-			b.createReplicasLocked(us[i : i+n])
-			i += n
-			continue
-		}
-		b.applyUpdateLocked(us[i])
-		i++
+	if !b.running() {
+		return len(us)
 	}
+	if n := b.newReplicasAt(us[:min(len(us), createChunk)]); n > 0 {
+		b.createReplicasLocked(us[:n])
+		return n
+	}
+	b.applyUpdateLocked(us[0])
+	return 1
 }
 
 // onUpdate applies one controller change.
@@ -73,6 +83,21 @@ func (b *Broker) applyFailedLocked(key tp, err error) {
 func (b *Broker) RetryResourceFailures() int {
 	b.apply.Lock()
 	defer b.apply.Unlock()
+	return b.retryResourceFailuresLocked()
+}
+
+// retryResourceFailuresIfIdle is RetryResourceFailures unless controller changes are being
+// applied (a batch creating thousands of replicas holds b.apply for seconds): the
+// housekeeping goroutine, which also sends the heartbeats, must not wait for them.
+func (b *Broker) retryResourceFailuresIfIdle() {
+	if !b.apply.TryLock() {
+		return // the next HW checkpoint interval tries again
+	}
+	defer b.apply.Unlock()
+	b.retryResourceFailuresLocked()
+}
+
+func (b *Broker) retryResourceFailuresLocked() int {
 	if !b.running() {
 		return len(b.apply.retry)
 	}
