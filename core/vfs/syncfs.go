@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"sync/atomic"
-
-	"golang.org/x/sys/unix"
 )
 
 // FSSyncer is implemented by a file system that can make everything written to it durable
@@ -24,7 +22,7 @@ func (osFS) SyncFS(dir string) error {
 		return err
 	}
 	osCalls.fsync.Add(1)
-	err = unix.Syncfs(int(d.Fd()))
+	err = syncfs(d.Fd())
 	if err != nil {
 		err = &os.PathError{Op: "syncfs", Path: dir, Err: err}
 	}
