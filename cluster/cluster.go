@@ -233,9 +233,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		ccfg.Logf = cfg.Logf
 	}
 	if ccfg.ReplicaCapacity == nil {
-		// Every replica keeps its active segment file open: refuse the topics and
-		// partitions the brokers of this process could not host under its file limit (as
-		// it is when asked: `isrbench serve` raises it to the hard limit first).
+		// Refuse the topics and partitions the brokers of this process could not host
+		// under its file limit as it is when asked (when too low for the logs' open
+		// segment files; `isrbench serve` raises it to the hard limit first).
 		brokers := cfg.Brokers
 		ccfg.ReplicaCapacity = func() (int64, string) { return netfetch.ReplicaCapacity(brokers) }
 	}
@@ -487,9 +487,9 @@ func (c *Cluster) CreateTopic(name string, partitions int32, rf int16, configs m
 }
 
 // ApplyAllowance is the time a wait for brokers to apply a new topic allows per replica:
-// creating a replica creates its directory, segment and index files and fsyncs the
-// directory, a few milliseconds on a slow disk, so a topic of 10,000 partitions with RF 3
-// takes a while to appear on every broker.
+// creating a replica creates its directory and files (made durable by one syncfs per batch
+// of new replicas), about a millisecond of a loaded machine, so a topic of 10,000
+// partitions with RF 3 takes a while to appear on every broker.
 const ApplyAllowance = 5 * time.Millisecond
 
 func (c *Cluster) node(id int32) (*node, error) {

@@ -97,8 +97,9 @@
 // read timeout passes). The brokers of a process share its RLIMIT_NOFILE:
 // each keeps a guaranteed FDShare of it for client connections and may use a
 // shared part besides, so one broker's clients cannot take the descriptors
-// the others need. The shared part also bounds the partition replicas the
-// process hosts (ReplicaCapacity: one open segment file each), which the
+// the others need. The shared part also holds the logs' open segment files
+// (at most LogFiles, however many replicas); a limit too low for them bounds
+// the partition replicas the process hosts (ReplicaCapacity), which the
 // embedded cluster's controller enforces on CreateTopics and CreatePartitions.
 //
 // # Tests

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/isrbench/isrbench/core/log"
 )
 
 // Connection bounds of the wire server. Every broker's Server applies them to the clients
@@ -125,9 +127,8 @@ var process struct {
 // the metadata log, index and checkpoint files open for a moment, the cache of sealed
 // segment files). Half of the rest is split evenly between the serving Servers as their
 // guaranteed share for client connections; the other half is shared, first come first
-// served, by the connections beyond a broker's guaranteed share and by the partition
-// replicas the process hosts (one descriptor each, its active segment's file: see
-// ReplicaCapacity). A broker may accept a connection while it holds less than its
+// served, by the connections beyond a broker's guaranteed share and by the segment files
+// of the partition replicas the process hosts (at most LogFiles: see ReplicaCapacity). A broker may accept a connection while it holds less than its
 // guaranteed share, or while the shared half has room: one broker's clients can take at
 // most Guaranteed + Shared descriptors, and every other broker keeps its guaranteed share
 // for its own.
@@ -139,19 +140,29 @@ type FDShare struct {
 	Shared     int64 // NoFile - Headroom - Servers*Guaranteed: first come first served
 }
 
-// ReplicaCapacity is the most partition replicas the brokers of the process may host: the
-// shared part (a replica keeps one descriptor, its active segment's file, open; the
+// LogFiles is the most segment files the logs of the process keep open at once, whatever
+// the replicas it hosts: its caches of active and sealed segments' files (core/log).
+const LogFiles = log.ActiveFileCacheSize + log.SealedFileCacheSize
+
+// ReplicaCapacity is the most partition replicas the brokers of the process may host (the
 // controller refuses topics and partitions beyond it), so that hosting them never takes a
-// broker's guaranteed connections.
-func (f FDShare) ReplicaCapacity() int64 { return f.Shared }
+// broker's guaranteed connections: unbounded (math.MaxInt64) when the shared part holds
+// the logs' open files (LogFiles; a replica keeps no descriptor of its own beyond them), else
+// the shared part (each replica may then hold one, its active segment's file).
+func (f FDShare) ReplicaCapacity() int64 {
+	if f.Shared >= LogFiles {
+		return math.MaxInt64
+	}
+	return f.Shared
+}
 
 // ReplicaCapacity returns how many partition replicas the given number of brokers of this
 // process may host under its RLIMIT_NOFILE now (FDShare.ReplicaCapacity), and what bounds it,
 // for an error message. For controller.Config.ReplicaCapacity.
 func ReplicaCapacity(brokers int) (max int64, limit string) {
 	share := fdShareOf(noFile(), int64(brokers))
-	return share.ReplicaCapacity(), fmt.Sprintf("the file limit of this process (RLIMIT_NOFILE %d, shared by %d brokers: %d kept for sockets, checkpoints and indexes, %d for client connections)",
-		share.NoFile, share.Servers, share.Headroom, share.Servers*share.Guaranteed)
+	return share.ReplicaCapacity(), fmt.Sprintf("the file limit of this process (RLIMIT_NOFILE %d, shared by %d brokers: %d kept for sockets, checkpoints and indexes, %d for client connections, %d shared by client connections and segment files, which need %d to host any number of replicas)",
+		share.NoFile, share.Servers, share.Headroom, share.Servers*share.Guaranteed, share.Shared, LogFiles)
 }
 
 // FilesForReplicas returns the smallest RLIMIT_NOFILE with which the given number of brokers
@@ -160,6 +171,7 @@ func FilesForReplicas(replicas, brokers int64) uint64 {
 	if replicas <= 0 {
 		return 0
 	}
+	replicas = min(replicas, LogFiles) // past LogFiles, replicas share the logs' open files
 	// ReplicaCapacity is about (NoFile - NoFile/4) / 2 = 3/8 NoFile past 1024 files.
 	n := max(1024, replicas*8/3)
 	for fdShareOf(n, brokers).ReplicaCapacity() < replicas {

@@ -2,6 +2,7 @@ package netfetch
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -18,16 +19,20 @@ type FileLimit struct {
 }
 
 func (f FileLimit) String() string {
-	if f.To > f.From {
-		return fmt.Sprintf("file limit raised from %d to %d (hard limit %d); this process can host about %d partition replicas (%d brokers)", f.From, f.To, f.Hard, f.Replicas, f.Brokers)
+	hosts := fmt.Sprintf("this process can host about %d partition replicas (%d brokers)", f.Replicas, f.Brokers)
+	if f.Replicas == math.MaxInt64 {
+		hosts = fmt.Sprintf("its logs keep at most %d segment files open, so it does not bound the partition replicas this process can host (%d brokers)", LogFiles, f.Brokers)
 	}
-	return fmt.Sprintf("file limit %d (hard limit %d); this process can host about %d partition replicas (%d brokers)", f.To, f.Hard, f.Replicas, f.Brokers)
+	if f.To > f.From {
+		return fmt.Sprintf("file limit raised from %d to %d (hard limit %d); %s", f.From, f.To, f.Hard, hosts)
+	}
+	return fmt.Sprintf("file limit %d (hard limit %d); %s", f.To, f.Hard, hosts)
 }
 
 // RaiseFileLimit raises RLIMIT_NOFILE for a process that hosts brokers brokers, and says what
 // it can host with it. A privileged process (CAP_SYS_RESOURCE, as root) raises the hard limit
 // too, to PrivilegedFileLimit or the kernel's fs.nr_open if lower: Kafka's brokers are run with
-// such limits (each partition replica keeps its active segment file open). Otherwise the soft
+// such limits (each partition replica keeps its segment files open). Otherwise the soft
 // limit is raised to the hard limit, all an unprivileged process may do (Go's runtime does so
 // at start on Linux; this restores it when something lowered it since). A hard limit of
 // "unlimited" is capped by fs.nr_open.
@@ -113,6 +118,6 @@ func EnsureOpenFiles(need uint64) (uint64, error) {
 			lim.Cur = lim.Max
 		}
 	}
-	return lim.Cur, fmt.Errorf("this process needs about %d open files (each partition replica keeps its active segment file open, besides the client connections) but may hold only %d (RLIMIT_NOFILE, hard limit %d) and cannot raise it: raise it (ulimit -n %d, or LimitNOFILE= for a service) or use fewer partitions",
+	return lim.Cur, fmt.Errorf("this process needs about %d open files (for the client connections and the segment files of the partition replicas) but may hold only %d (RLIMIT_NOFILE, hard limit %d) and cannot raise it: raise it (ulimit -n %d, or LimitNOFILE= for a service) or use fewer partitions",
 		need, lim.Cur, lim.Max, need)
 }

@@ -152,6 +152,9 @@ func TestServeRefusesWhatItsFileLimitCannotHost(t *testing.T) {
 	bin := buildIsrbench(t)
 	sp := startServeProc(t, bin, "--brokers", "1")
 	var capacity int64
+	if strings.HasPrefix(sp.files, "file limit ") && strings.Contains(sp.files, "does not bound the partition replicas") {
+		t.Skipf("serve's file limit holds its logs' open files (%s): no topic is refused for it", sp.files)
+	}
 	if i := strings.Index(sp.files, "can host about "); i < 0 || !strings.HasPrefix(sp.files, "file limit ") {
 		t.Fatalf("serve's files line %q", sp.files)
 	} else if _, err := fmt.Sscan(sp.files[i+len("can host about "):], &capacity); err != nil || capacity <= 0 {

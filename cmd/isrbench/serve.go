@@ -88,8 +88,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stderr, "isrbench serve: warning: the admin API on %s is reachable from other machines without a token: anyone who reaches it can stop brokers (give --admin-token-file FILE)\n", adminLn.Addr())
 		}
 	}
-	// Each partition replica keeps its active segment file open: take all the file limit
-	// the process may have (the controller refuses the topics it cannot host).
+	// Client connections and segment files (at most netfetch.LogFiles): take all the file
+	// limit the process may have (the controller refuses the topics it cannot host).
 	files, err := netfetch.RaiseFileLimit(cfg.Brokers)
 	if err != nil {
 		fmt.Fprintf(stderr, "isrbench serve: %v\n", err)

@@ -138,13 +138,13 @@ func (b *Broker) setAside(key tp, why string) {
 // written before topic ids) gets it, and so does one holding the topic's legacy id (its
 // creation number, written before ids were random: controller.LegacyTopicID). Zero ids are
 // not checked.
-func (b *Broker) checkTopicIDLocked(key tp, id controller.TopicID) error {
+func (b *Broker) checkTopicIDLocked(fsys vfs.FS, key tp, id controller.TopicID) error {
 	if id == (controller.TopicID{}) {
 		return nil
 	}
 	dir := filepath.Join(b.cfg.DataDir, key.String())
 	path := filepath.Join(dir, PartitionMetadataFile)
-	data, err := vfs.ReadFile(b.fs, path)
+	data, err := vfs.ReadFile(fsys, path)
 	switch {
 	case err == nil:
 		got, ok := parsePartitionMetadata(data)
@@ -163,10 +163,10 @@ func (b *Broker) checkTopicIDLocked(key tp, id controller.TopicID) error {
 	default:
 		return log.IOError("read "+path, err)
 	}
-	if err := b.fs.MkdirAll(dir, 0o755); err != nil {
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return log.IOError("replica dir "+dir, err)
 	}
-	if err := vfs.WriteFileAtomic(b.fs, path, []byte("version: 0\ntopic_id: "+id.String()+"\n")); err != nil {
+	if err := vfs.WriteFileAtomic(fsys, path, []byte("version: 0\ntopic_id: "+id.String()+"\n")); err != nil {
 		return log.IOError("write "+path, err)
 	}
 	return nil

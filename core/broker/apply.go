@@ -9,17 +9,45 @@ import (
 	"github.com/isrbench/isrbench/core/log"
 )
 
-// onUpdate applies one controller change (the subscription callback). States older than
-// the last applied one are ignored.
-func (b *Broker) onUpdate(u controller.Update) {
+// onUpdates applies a batch of controller changes in order (the subscription callback).
+// States older than the last applied one are ignored. A run of changes that each create a
+// replica this broker does not have yet (no directory) is applied together: see
+// createReplicasLocked.
+func (b *Broker) onUpdates(us []controller.Update) {
+	for i := 0; i < len(us); {
+		i += b.applySomeLocked(us[i:])
+	}
+}
+
+// createChunk is the most changes a creation batch applies with b.apply held: one syncfs
+// per createChunk new replicas, and what waits for b.apply (an ISR change, a retry) waits
+// for one chunk, not for a whole 10,000-partition topic.
+const createChunk = 1000
+
+// applySomeLocked applies the first change of us, or the run of creations it starts (at most
+// createChunk), under b.apply, and returns how many it consumed (all when the broker stops).
+func (b *Broker) applySomeLocked(us []controller.Update) int {
 	if !b.running() {
-		return
+		return len(us)
 	}
 	b.apply.Lock()
 	defer b.apply.Unlock()
 	if !b.running() {
-		return
+		return len(us)
 	}
+	if n := b.newReplicasAt(us[:min(len(us), createChunk)]); n > 0 {
+		b.createReplicasLocked(us[:n])
+		return n
+	}
+	b.applyUpdateLocked(us[0])
+	return 1
+}
+
+// onUpdate applies one controller change.
+func (b *Broker) onUpdate(u controller.Update) { b.onUpdates([]controller.Update{u}) }
+
+// applyUpdateLocked applies one controller change (b.apply held).
+func (b *Broker) applyUpdateLocked(u controller.Update) {
 	switch {
 	case u.Partition != nil:
 		if err := b.applyLocked(*u.Partition); err != nil {
@@ -55,6 +83,21 @@ func (b *Broker) applyFailedLocked(key tp, err error) {
 func (b *Broker) RetryResourceFailures() int {
 	b.apply.Lock()
 	defer b.apply.Unlock()
+	return b.retryResourceFailuresLocked()
+}
+
+// retryResourceFailuresIfIdle is RetryResourceFailures unless controller changes are being
+// applied (a batch creating thousands of replicas holds b.apply for seconds): the
+// housekeeping goroutine, which also sends the heartbeats, must not wait for them.
+func (b *Broker) retryResourceFailuresIfIdle() {
+	if !b.apply.TryLock() {
+		return // the next HW checkpoint interval tries again
+	}
+	defer b.apply.Unlock()
+	b.retryResourceFailuresLocked()
+}
+
+func (b *Broker) retryResourceFailuresLocked() int {
 	if !b.running() {
 		return len(b.apply.retry)
 	}
@@ -84,8 +127,14 @@ func newer(st, old controller.PartitionState) bool {
 }
 
 func (b *Broker) applyLocked(st controller.PartitionState) error {
+	return b.applyStateLocked(st, b.lookup(st.Topic, st.Partition), nil)
+}
+
+// applyStateLocked applies st to h (nil: the replica is opened, created if new). With a
+// creation batch, h is a replica of the batch, not hosted yet: a follower's fetching and the
+// change notification are left to the batch (see createReplicasLocked).
+func (b *Broker) applyStateLocked(st controller.PartitionState, h *hosted, batch *createBatch) error {
 	key := tp{st.Topic, st.Partition}
-	h := b.lookup(st.Topic, st.Partition)
 	if !slices.Contains(st.Replicas, b.cfg.ID) {
 		if h != nil {
 			b.removeReassignedLocked(h, st)
@@ -120,6 +169,9 @@ func (b *Broker) applyLocked(st controller.PartitionState) error {
 		if err := h.r.MakeFollower(st); err != nil {
 			return fmt.Errorf("MakeFollower: %w", b.storageFailed(err))
 		}
+		if batch != nil {
+			break // fetching starts once the batch is durable
+		}
 		b.truncateDamagedLocked(h) // a damaged leader demoted: below its damage first
 		if st.Leader != controller.NoLeader {
 			b.addToFetcher(h, st.Leader, st.LeaderEpoch)
@@ -128,6 +180,8 @@ func (b *Broker) applyLocked(st controller.PartitionState) error {
 		h.r.ApplyISR(st) // follower: ISR bookkeeping only
 	}
 	h.applied = st
-	b.notifyChanged()
+	if batch == nil {
+		b.notifyChanged()
+	}
 	return nil
 }

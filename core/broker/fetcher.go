@@ -350,13 +350,15 @@ func (f *Fetcher) Failed(r *Round) {
 	now := f.b.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	inRound := map[uint64]bool{}
 	for _, gens := range [][]uint64{r.epochGens, r.offsetGens, r.fetchGens} {
 		for _, g := range gens {
-			for _, fp := range f.mu.parts {
-				if fp.gen == g {
-					fp.fs.DelayedUntil = now + f.backoffNs()
-				}
-			}
+			inRound[g] = true
+		}
+	}
+	for _, fp := range f.mu.parts {
+		if inRound[fp.gen] {
+			fp.fs.DelayedUntil = now + f.backoffNs()
 		}
 	}
 }
@@ -366,9 +368,25 @@ func (f *Fetcher) ApplyEpochs(r *Round, answers []EpochAnswer) {
 	now := f.b.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	var byKey map[tp]int // built when the answers do not come in the queries' order
 	for i := range answers {
 		a := &answers[i]
-		qi := slices.IndexFunc(r.Epochs, func(q EpochQuery) bool { return q.Topic == a.Topic && q.Partition == a.Partition })
+		qi := -1
+		if i < len(r.Epochs) && r.Epochs[i].Topic == a.Topic && r.Epochs[i].Partition == a.Partition {
+			qi = i
+		} else {
+			if byKey == nil {
+				byKey = make(map[tp]int, len(r.Epochs))
+				for j, q := range r.Epochs {
+					if _, dup := byKey[tp{q.Topic, q.Partition}]; !dup {
+						byKey[tp{q.Topic, q.Partition}] = j
+					}
+				}
+			}
+			if j, ok := byKey[tp{a.Topic, a.Partition}]; ok {
+				qi = j
+			}
+		}
 		if qi < 0 {
 			continue // not asked for (peer bug)
 		}
@@ -389,6 +407,7 @@ func (f *Fetcher) ApplyOffsets(r *Round, answers []OffsetAnswer) {
 	now := f.b.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	var byKey map[tp][]int // answers by partition, in order
 	for i, gen := range r.offsetGens {
 		q := r.Offsets[2*i]
 		fp := f.current(q.Topic, q.Partition, gen)
@@ -397,11 +416,15 @@ func (f *Fetcher) ApplyOffsets(r *Round, answers []OffsetAnswer) {
 		}
 		start, end := int64(-1), int64(-1)
 		var err error
-		for j := range answers {
-			a := &answers[j]
-			if a.Topic != q.Topic || a.Partition != q.Partition {
-				continue
+		if byKey == nil {
+			byKey = make(map[tp][]int, len(answers))
+			for j := range answers {
+				k := tp{answers[j].Topic, answers[j].Partition}
+				byKey[k] = append(byKey[k], j)
 			}
+		}
+		for _, j := range byKey[tp{q.Topic, q.Partition}] {
+			a := &answers[j]
 			if a.Err != nil {
 				err = a.Err
 			}
@@ -431,9 +454,14 @@ func (f *Fetcher) ApplyFetch(r *Round, resp []FetchPartition) {
 		res := &resp[i]
 		idx := next
 		if idx >= len(asked) || asked[idx].Topic != res.Topic || asked[idx].Partition != res.Partition {
-			idx = slices.IndexFunc(asked, func(p FetchPartition) bool {
-				return p.Topic == res.Topic && p.Partition == res.Partition
-			})
+			// A response holding some of the partitions (a fetch session's) still comes in
+			// request order: look ahead first, so that one response costs O(asked).
+			match := func(p FetchPartition) bool { return p.Topic == res.Topic && p.Partition == res.Partition }
+			if j := slices.IndexFunc(asked[min(next, len(asked)):], match); j >= 0 {
+				idx = next + j
+			} else {
+				idx = slices.IndexFunc(asked, match)
+			}
 		}
 		if idx < 0 {
 			continue // not asked for (peer bug) — ignore

@@ -31,7 +31,7 @@ func (b *Broker) housekeepingLoop(ctx context.Context) {
 			if err := b.WriteHWCheckpoint(); err != nil {
 				b.logf("broker %d: %v", b.cfg.ID, err)
 			}
-			b.RetryResourceFailures()
+			b.retryResourceFailuresIfIdle()
 		}
 	}
 }

@@ -65,7 +65,7 @@ func (b *Broker) Start() error {
 	if err := b.WriteHWCheckpoint(); err != nil {
 		b.logf("broker %d: %v", b.cfg.ID, err)
 	}
-	b.unsub = b.ctrl.Subscribe(b.cfg.ID, b.onUpdate)
+	b.unsub = b.ctrl.SubscribeBatch(b.cfg.ID, b.onUpdates)
 	if !b.cfg.Manual {
 		b.goLabeled("isr-expiration", b.isrLoop)
 		b.goLabeled("housekeeping", b.housekeepingLoop)

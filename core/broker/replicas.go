@@ -11,6 +11,7 @@ import (
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/log"
 	"github.com/isrbench/isrbench/core/partition"
+	"github.com/isrbench/isrbench/core/vfs"
 )
 
 // openReplica opens (creating if needed) the replica directory, reports the log recovery,
@@ -20,12 +21,19 @@ import (
 // the HW it checkpointed (a deleted segment or directory, unsynced bytes below the HW lost
 // in a power loss), or the checkpoint that would tell is missing or unreadable.
 func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
+	return b.openReplicaOn(key, b.fs, true)
+}
+
+// openReplicaOn is openReplica through fsys (a vfs.DeferFS for the new replicas of a batch,
+// see createReplicasLocked); unless register is set, the replica is not hosted yet (the
+// caller registers it).
+func (b *Broker) openReplicaOn(key tp, fsys vfs.FS, register bool) (h *hosted, damage string, err error) {
 	dir := filepath.Join(b.cfg.DataDir, key.String())
-	_, statErr := b.fs.Stat(dir)
+	_, statErr := fsys.Stat(dir)
 	dirMissing := statErr != nil
 	topicID, ok := b.ctrl.TopicID(key.topic)
 	if ok {
-		if err := b.checkTopicIDLocked(key, topicID); err != nil {
+		if err := b.checkTopicIDLocked(fsys, key, topicID); err != nil {
 			return nil, "", fmt.Errorf("replica %s: %w", key, b.storageFailed(err))
 		}
 	}
@@ -35,6 +43,7 @@ func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
 		b.logf("broker %d: %s: topic configs: %v (using the broker's)", b.cfg.ID, key, err)
 		lcfg = b.apply.dyn.log
 	}
+	lcfg.FS = fsys
 	var cell *hosted // the replica, once opened: its log reports damage to it
 	lcfg.OnDamage = func(d log.DamageError) {
 		if cell != nil {
@@ -47,7 +56,7 @@ func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
 	}
 	if dirMissing {
 		// The new replica directory's entry durable, or a crash loses the replica whole.
-		if err := b.fs.SyncDir(b.cfg.DataDir); err != nil {
+		if err := fsys.SyncDir(b.cfg.DataDir); err != nil {
 			_ = l.Close()
 			return nil, "", fmt.Errorf("replica %s: fsync %s: %w", key, b.cfg.DataDir, b.storageFailed(fmt.Errorf("%w: %w", err, kerr.KafkaStorageError)))
 		}
@@ -65,7 +74,7 @@ func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
 		Now:                 b.now,
 		BrokerEpoch:         b.ctrl.BrokerEpoch,
 		OnHWLag:             b.cfg.OnHWLag,
-		FS:                  b.fs,
+		FS:                  fsys,
 	})
 	if err != nil {
 		_ = l.Close()
@@ -108,11 +117,19 @@ func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
 		h.lostHW = hw
 	}
 	cell = h
+	if register {
+		b.registerLocked(h)
+	}
+	return h, damage, nil
+}
+
+// registerLocked makes h a hosted replica: produce, fetch and the checkpoints see it from
+// now on (b.apply held).
+func (b *Broker) registerLocked(h *hosted) {
 	b.applyThrottledLocked(h)
 	b.mu.Lock()
-	b.mu.replicas[key] = h
+	b.mu.replicas[h.key] = h
 	b.mu.Unlock()
-	return h, damage, nil
 }
 
 // topicMinISR is the topic's min.insync.replicas override, else the broker's.

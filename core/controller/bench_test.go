@@ -55,3 +55,26 @@ func BenchmarkHeartbeat(b *testing.B) {
 		c.Heartbeat(int32(i%3)+1, -1)
 	}
 }
+
+// BenchmarkCreateTopic10000: creating a 10,000-partition RF 3 topic on a controller with a
+// durable metadata log (the time its lock is held, which heartbeats wait for).
+func BenchmarkCreateTopic10000(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		c, _, err := Open(Config{Dir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for id := int32(1); id <= 3; id++ {
+			c.RegisterBroker(Registration{ID: id, Host: "127.0.0.1", Port: 9090 + id})
+		}
+		for id := int32(1); id <= 3; id++ {
+			defer c.SubscribeBatch(id, func([]Update) {})()
+		}
+		b.StartTimer()
+		if _, err := c.CreateTopic("bench", 10000, 3, nil); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		c.Close()
+	}
+}

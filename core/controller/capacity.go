@@ -7,8 +7,8 @@ import (
 )
 
 // checkCapacityLocked refuses adding partition replicas beyond Config.ReplicaCapacity: what
-// the file limit of the brokers' process can host (each replica keeps its active segment's
-// file open), so that a request the brokers cannot host is refused up front instead of
+// the file limit of the brokers' process can host (when it is too low for the logs' caches
+// of open segment files, each replica may hold one), so that a request the brokers cannot host is refused up front instead of
 // leaving them out of file descriptors. what names the request in the error ("create topic
 // \"t\""), which wraps kerr.PolicyViolation (Kafka's answer for a request its broker-side
 // policy does not allow: not retriable, and clients show its message) and names the bound,
@@ -22,7 +22,7 @@ func (c *Controller) checkCapacityLocked(what string, adding int64) error {
 	if hosted+adding <= limit {
 		return nil
 	}
-	return fmt.Errorf("%s: %d more partition replicas would make %d, but %s lets its brokers host at most %d (each replica keeps its active segment file open) and they host %d already: raise the file limit (ulimit -n) or ask for fewer partitions: %w",
+	return fmt.Errorf("%s: %d more partition replicas would make %d, but %s lets its brokers host at most %d and they host %d already: raise the file limit (ulimit -n) or ask for fewer partitions: %w",
 		what, adding, hosted+adding, why, limit, hosted, kerr.PolicyViolation)
 }
 

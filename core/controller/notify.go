@@ -49,7 +49,8 @@ type subscriber struct {
 	c      *Controller
 	broker int32
 	fn     func(Update)
-	wake   chan struct{} // capacity 1: "queue non-empty or stopped"
+	batch  func([]Update) // SubscribeBatch's callback (fn is then nil)
+	wake   chan struct{}  // capacity 1: "queue non-empty or stopped"
 
 	mu struct {
 		sync.Mutex
@@ -87,7 +88,20 @@ type syncWaiter struct {
 // fn may call it; use Sync to wait for that. cancel is idempotent and safe
 // for concurrent use.
 func (c *Controller) Subscribe(broker int32, fn func(Update)) (cancel func()) {
-	s := &subscriber{c: c, broker: broker, fn: fn, wake: make(chan struct{}, 1)}
+	return c.subscribe(&subscriber{c: c, broker: broker, fn: fn, wake: make(chan struct{}, 1)})
+}
+
+// SubscribeBatch is Subscribe with the changes delivered in batches: fn gets every change
+// queued when it is called (at least one, in change order; with Config.ManualDelivery one
+// at a time), so that a broker can apply the thousands of changes of one large topic
+// creation together (one fsync of its new replicas instead of several each). The slice is
+// fn's to keep. cancel does not stop a batch already being delivered.
+func (c *Controller) SubscribeBatch(broker int32, fn func([]Update)) (cancel func()) {
+	return c.subscribe(&subscriber{c: c, broker: broker, batch: fn, wake: make(chan struct{}, 1)})
+}
+
+func (c *Controller) subscribe(s *subscriber) (cancel func()) {
+	broker := s.broker
 	c.mu.Lock()
 	if c.mu.closed {
 		c.mu.Unlock()
@@ -198,11 +212,40 @@ func (s *subscriber) takeLocked() (Update, bool) {
 // deliver calls fn with u (no lock held), then counts u delivered, releasing the Sync
 // waiters that reached it.
 func (s *subscriber) deliver(u Update) {
+	if s.batch != nil {
+		s.deliverBatch([]Update{u})
+		return
+	}
 	s.fn(u)
 	s.mu.Lock()
 	s.mu.done++
 	s.releaseLocked()
 	s.mu.Unlock()
+}
+
+// deliverBatch calls the batch callback with us (no lock held), then counts them delivered.
+func (s *subscriber) deliverBatch(us []Update) {
+	s.batch(us)
+	s.mu.Lock()
+	s.mu.done += uint64(len(us))
+	s.releaseLocked()
+	s.mu.Unlock()
+}
+
+// takeAllLocked is takeLocked for every queued change (at least one when ok).
+func (s *subscriber) takeAllLocked() ([]Update, bool) {
+	if s.mu.stopped || s.mu.head == len(s.mu.queue) {
+		u, ok := s.takeLocked()
+		if !ok {
+			return nil, false
+		}
+		return []Update{u}, true
+	}
+	us := slices.Clone(s.mu.queue[s.mu.head:])
+	clear(s.mu.queue)
+	s.mu.queue, s.mu.head = s.mu.queue[:0], 0
+	s.mu.Unlock()
+	return us, true
 }
 
 // Sync waits until every state enqueued so far for broker's subscribers
@@ -332,6 +375,14 @@ func (s *subscriber) run() {
 			s.mu.Unlock()
 			<-s.wake
 			s.mu.Lock()
+		}
+		if s.batch != nil {
+			us, ok := s.takeAllLocked()
+			if !ok {
+				return
+			}
+			s.deliverBatch(us)
+			continue
 		}
 		u, ok := s.takeLocked() // a change is queued, or the subscription stopped
 		if !ok {

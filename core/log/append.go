@@ -144,6 +144,15 @@ func (l *Log) commit(group []*appendReq) {
 		return
 	}
 	seg := l.mu.segs[len(l.mu.segs)-1]
+	if _, err := seg.writable(); err != nil {
+		// Closed by the cache of active files and no descriptor to reopen it: nothing is
+		// written, the Log stays usable.
+		err = l.fail("open segment to write", err)
+		for _, r := range group {
+			r.err = err
+		}
+		return
+	}
 	leo := l.leo.Load()
 	writeStart := seg.size
 	pos := seg.size
@@ -257,7 +266,7 @@ func (l *Log) createAhead(dst []*segment, base, pos, leo int64, rest []byte) ([]
 		h, _ := records.ParseHeader(rest[p:])
 		size := int64(h.Size())
 		if l.rollsAt(base, pos, size, leo, h.LastOffsetDelta) {
-			s, err := createSegment(l.fs, l.cache, l.dir, leo)
+			s, err := l.createSegment(leo)
 			if err != nil {
 				for _, c := range dst[first:] {
 					c.retire()

@@ -115,11 +115,12 @@
 // bytes from the active segment's in-memory tail (isrbench.log.tail.bytes, tail.go; kept once a
 // read asks for it) and reads older ones with pread.
 //
-// Open files: the active segment's .log stays open; a sealed segment's is opened when a read,
-// scan, flush or truncation needs it and kept open only while used or while the process-wide
-// cache of SealedFileCacheSize sealed files keeps it (see files.go). A process thus holds
-// about one descriptor per hosted replica, however many segments each has; .index files are
-// open only while read or written.
+// Open files: a segment's .log is opened when a write, read, scan, flush or truncation needs
+// it and kept open only while used or while one of two process-wide caches keeps it: of
+// ActiveFileCacheSize active segments, of SealedFileCacheSize sealed ones (see files.go). A
+// process thus holds a bounded number of descriptors for its logs, however many replicas and
+// segments it hosts; .index files are created by their first write and open only while read
+// or written.
 //
 // fsync follows flush.messages / flush.ms (checked at append; default: never, as Kafka),
 // covering every segment with unsynced bytes. Whatever they say, a segment is flushed when it

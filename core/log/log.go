@@ -29,8 +29,9 @@ type Log struct {
 	w      Writer
 	syncer Syncer // nil: File.Sync
 	nowMs  func() int64
-	flushT bool // flush.ms is finite
-	cache  *fileCache
+	flushT bool       // flush.ms is finite
+	cache  *fileCache // of sealed segments' files
+	active *fileCache // of active segments' files
 
 	segBytes atomic.Int64 // cfg.SegmentBytes, read lock-free by Append's validation
 	leo      atomic.Int64 // exclusive; published after the write
@@ -90,6 +91,10 @@ func Open(dir string, cfg Config) (*Log, Recovery, error) {
 	}
 	if l.cache == nil {
 		l.cache = sealedFiles
+	}
+	l.active = cfg.active
+	if l.active == nil {
+		l.active = activeFiles
 	}
 	if l.w == nil {
 		l.w = PwritevWriter{}

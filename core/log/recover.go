@@ -107,7 +107,7 @@ func (l *Log) recover() (Recovery, error) {
 	l.wmu.logStartCkpt = ckptStart
 
 	if len(bases) == 0 {
-		s, err := createSegment(l.fs, l.cache, l.dir, 0)
+		s, err := l.createSegment(0)
 		if err != nil {
 			return rec, storageErrorf("%w", err)
 		}
@@ -158,7 +158,7 @@ func (l *Log) recover() (Recovery, error) {
 			}
 			continue
 		}
-		s := newSegment(l.fs, l.cache, l.dir, base)
+		s := l.newSegment(base)
 		_, statErr := l.fs.Stat(idxPath)
 		idxMissing := errors.Is(statErr, os.ErrNotExist)
 		f, err := l.fs.OpenFile(logPath, os.O_RDWR, 0)
@@ -191,8 +191,16 @@ func (l *Log) recover() (Recovery, error) {
 			cut = true
 		}
 		why := ""
-		if idxMissing && len(s.entries) > 0 {
-			why = fmt.Sprintf("index %s missing", filepath.Base(idxPath))
+		if idxMissing {
+			// Created with its first entry (createSegment): none is due yet when the sparse
+			// rule gives none for these batches, else the index is rebuilt.
+			s.index, s.bytesSinceIdx = s.index[:0], 0
+			for i, e := range s.entries {
+				s.addIndex(e, s.endAt(i)-int64(e.pos), l.cfg.IndexIntervalBytes)
+			}
+			if len(s.index) > 0 {
+				why = fmt.Sprintf("index %s missing", filepath.Base(idxPath))
+			}
 		} else if why, err = s.loadIndex(); err != nil {
 			return rec, storageErrorf("%w", err)
 		}

@@ -2,6 +2,7 @@ package log
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,8 +29,10 @@ const indexEntrySize = 8
 // Log.wmu; the file fields are described in files.go.
 type segment struct {
 	base    int64
-	fs      vfs.FS // opens the .log (when sealed and closed) and the .index (see withIndex)
-	cache   *fileCache
+	fs      vfs.FS      // opens the .log (when closed) and the .index (see withIndex)
+	cache   *fileCache  // of sealed files
+	active  *fileCache  // of active files
+	wmu     *sync.Mutex // its Log's writer lock: an active segment's file is closed under it
 	logPath string
 	idxPath string
 
@@ -40,7 +43,11 @@ type segment struct {
 	sealed   atomic.Bool // no longer the active segment: its file may be closed when unused
 	used     atomic.Bool // read since the cache's clock hand last passed (CLOCK's reference bit)
 	cacheIdx int         // index in cache's ring, -1 when not cached (guarded by cache.mu)
-	fmu      struct {
+	// index in active's ring, -1 when not cached (guarded by active.mu); activeCached
+	// mirrors activeIdx >= 0 for the writer's lock-free check
+	activeIdx    int
+	activeCached atomic.Bool
+	fmu          struct {
 		sync.Mutex
 		gone bool // removed, or its Log closed: the file is never opened again
 	}
@@ -58,7 +65,7 @@ type segment struct {
 	ours, checked atomic.Int64
 
 	// writer-only (Log.wmu)
-	w             vfs.File     // the open .log file while this is the active segment (the hold's), else nil
+	w             vfs.File     // the open .log file of the active segment (the hold's), else nil: see writable
 	gen           atomic.Int64 // bumped (under Log.wmu) by every truncation into the segment and its removal; read by the roll flush
 	synced        int64        // bytes known fsynced
 	index         []entry      // sparse index entries (written and pending)
@@ -73,38 +80,40 @@ type segment struct {
 
 func segmentName(base int64, ext string) string { return fmt.Sprintf("%020d%s", base, ext) }
 
-// newSegment returns the segment at base in dir, with no file open.
-func newSegment(fs vfs.FS, cache *fileCache, dir string, base int64) *segment {
-	return &segment{base: base, next: base, maxTs: -1, fs: fs, cache: cache, cacheIdx: -1,
-		logPath: filepath.Join(dir, segmentName(base, ".log")),
-		idxPath: filepath.Join(dir, segmentName(base, ".index"))}
+// newSegment returns l's segment at base, with no file open.
+func (l *Log) newSegment(base int64) *segment {
+	return &segment{base: base, next: base, maxTs: -1, fs: l.fs, cache: l.cache, active: l.active,
+		wmu: &l.wmu.Mutex, cacheIdx: -1, activeIdx: -1,
+		logPath: filepath.Join(l.dir, segmentName(base, ".log")),
+		idxPath: filepath.Join(l.dir, segmentName(base, ".index"))}
 }
 
-// hold installs f, the segment's open .log file, as the active segment's hold.
+// hold installs f, the segment's open .log file, as the active segment's hold, kept open by
+// the cache of active files.
 func (s *segment) hold(f vfs.File) {
 	h := &segFile{f: f}
 	h.refs.Store(1)
 	s.file.Store(h)
 	s.w = f
+	s.cacheActive()
 }
 
-// createSegment creates (or truncates a stale) empty segment at base in dir, as the active
-// segment (its .log open). On failure nothing is left open and the files it created are
-// removed.
-func createSegment(fs vfs.FS, cache *fileCache, dir string, base int64) (*segment, error) {
-	s := newSegment(fs, cache, dir, base)
+// createSegment creates (or truncates a stale) empty segment at base in l's directory, as
+// the active segment (its .log open; its .index is created when first written). On failure
+// nothing is left open and the files it created are removed.
+func (l *Log) createSegment(base int64) (*segment, error) {
+	fs := l.fs
+	s := l.newSegment(base)
 	f, err := fs.OpenFile(s.logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("log: create segment %s: %w", s.logPath, err)
 	}
-	idx, err := fs.OpenFile(s.idxPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err == nil {
-		err = idx.Close()
-	}
-	if err != nil {
+	// The .index is created by its first write (withIndex): an empty segment needs none,
+	// and a new replica is one file creation cheaper. A stale one goes.
+	if err := fs.Remove(s.idxPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		f.Close()
 		fs.Remove(s.logPath) // best effort: recovery would take an empty last segment anyway
-		return nil, fmt.Errorf("log: create index %s: %w", s.idxPath, err)
+		return nil, fmt.Errorf("log: remove stale index %s: %w", s.idxPath, err)
 	}
 	s.hold(f)
 	return s, nil

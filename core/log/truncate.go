@@ -176,7 +176,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 			return l.poison("truncate fully", err)
 		}
 	}
-	ns, err := createSegment(l.fs, l.cache, l.dir, offset)
+	ns, err := l.createSegment(offset)
 	if err != nil {
 		if aside != nil {
 			if rerr := l.renameSegment(aside, deletedSuffix, ""); rerr != nil {

@@ -40,7 +40,8 @@ type Config struct {
 	// not reported (Read still refuses to serve it).
 	OnDamage func(DamageError)
 
-	cache *fileCache // the cache of open sealed segment files; nil = the process's (tests set their own)
+	cache  *fileCache // the cache of open sealed segment files; nil = the process's (tests set their own)
+	active *fileCache // the cache of open active segment files; nil = the process's (tests set their own)
 }
 
 // DefaultConfig returns Kafka's defaults.

@@ -50,7 +50,10 @@ func (p *PowerLossFS) state(name string, size int64) *plState {
 
 // OpenFile implements FS.
 func (p *PowerLossFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
-	_, statErr := p.FS.Stat(name)
+	var statErr error // whether O_CREATE made the file: asked only when O_TRUNC does not say
+	if flag&os.O_CREATE != 0 && flag&os.O_TRUNC == 0 {
+		_, statErr = p.FS.Stat(name)
+	}
 	f, err := p.FS.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err

@@ -87,7 +87,15 @@ func ReadFile(fs FS, name string) ([]byte, error) {
 
 // WriteFileAtomic replaces name with data durably: it writes name+".tmp", fsyncs it, renames
 // it over name and fsyncs the directory, so a crash leaves the old or the new file.
+//
+// Through a DeferFS that defers (a batch of new replicas being created), the file is
+// written in place: nothing written through it is relied on before its Commit, so there is
+// no old file to keep, and a crash before the Commit may leave it empty or missing (its
+// readers rewrite or rebuild such a file).
 func WriteFileAtomic(fs FS, name string, data []byte) error {
+	if d, ok := fs.(*DeferFS); ok && d.Deferring() {
+		return writeFileInPlace(d, name, data)
+	}
 	tmp := name + ".tmp"
 	f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -108,6 +116,22 @@ func WriteFileAtomic(fs FS, name string, data []byte) error {
 		return err
 	}
 	return fs.SyncDir(filepath.Dir(name))
+}
+
+// writeFileInPlace writes data as name's whole contents (no fsync: d defers it).
+func writeFileInPlace(d *DeferFS, name string, data []byte) error {
+	f, err := d.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", name, err)
+	}
+	return nil
 }
 
 // MkdirAllDurable creates dir and any missing parents, as MkdirAll does, and makes the new

@@ -1,0 +1,3 @@
+package vfs
+
+const sysSyncfs = 267 // syncfs(2) on linux/arm64

@@ -1,0 +1,102 @@
+package vfs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestDeferFS: on a strict MemFS, what is created and "synced" through a DeferFS is lost by
+// a crash before Commit and kept by one after it; after Commit syncs go through again.
+func TestDeferFS(t *testing.T) {
+	create := func(fs FS, dir string) {
+		t.Helper()
+		if err := MkdirAllDurable(fs, dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteFileAtomic(fs, filepath.Join(dir, "meta"), []byte("topic_id: x\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := NewStrictMemFS(nil)
+	if err := m.MkdirAll("/data", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SyncDir("/"); err != nil {
+		t.Fatal(err)
+	}
+	d := NewDeferFS(m, "/data")
+	if !d.Deferring() {
+		t.Fatal("a DeferFS over a MemFS does not defer")
+	}
+	create(d, "/data/t-0")
+	create(d, "/data/t-1")
+	if _, err := m.CrashClone().Stat("/data/t-0"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("before Commit a crash keeps /data/t-0 (%v): the syncs were not deferred", err)
+	}
+	if err := d.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	c := m.CrashClone()
+	for _, p := range []string{"/data/t-0/meta", "/data/t-1/meta"} {
+		if b, err := ReadFile(c, p); err != nil || string(b) != "topic_id: x\n" {
+			t.Fatalf("after Commit a crash leaves %s as %q, %v", p, b, err)
+		}
+	}
+	// After Commit, syncs are real: a file written and synced now survives a crash.
+	create(d, "/data/t-2")
+	if b, err := ReadFile(m.CrashClone(), "/data/t-2/meta"); err != nil || len(b) == 0 {
+		t.Fatalf("after Commit, a synced file is lost by a crash: %q, %v", b, err)
+	}
+}
+
+// TestDeferFSCommitError: a failing syncfs is Commit's error, naming the directory.
+func TestDeferFSCommitError(t *testing.T) {
+	m := NewMemFS(nil)
+	if err := m.MkdirAll("/data", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := NewErrorFS(m)
+	eio := errors.New("input/output error")
+	e.SetInjector(func(op Op, path string) error {
+		if op == OpSync {
+			return eio
+		}
+		return nil
+	})
+	d := NewDeferFS(e, "/data")
+	if err := d.SyncDir("/data"); err != nil {
+		t.Fatalf("deferred SyncDir: %v", err)
+	}
+	if err := d.Commit(); !errors.Is(err, eio) {
+		t.Fatalf("Commit = %v, want the injected error", err)
+	}
+	if d.Deferring() {
+		t.Fatal("still deferring after a failed Commit")
+	}
+}
+
+// TestDeferFSOnOS: over the operating system's file system Commit is one syncfs(2).
+func TestDeferFSOnOS(t *testing.T) {
+	dir := t.TempDir()
+	d := NewDeferFS(OS, dir)
+	before := Syscalls().Fsync
+	for _, name := range []string{"a", "b", "c"} {
+		if err := WriteFileAtomic(d, filepath.Join(dir, name), []byte(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := Syscalls().Fsync - before; n != 0 {
+		t.Fatalf("%d fsyncs while deferring", n)
+	}
+	if err := d.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n := Syscalls().Fsync - before; n != 1 {
+		t.Fatalf("Commit made %d fsync calls, want 1 syncfs", n)
+	}
+	if b, err := ReadFile(OS, filepath.Join(dir, "b")); err != nil || string(b) != "b" {
+		t.Fatalf("read back: %q %v", b, err)
+	}
+}
