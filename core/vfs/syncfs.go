@@ -16,12 +16,14 @@ type FSSyncer interface {
 }
 
 // SyncFS implements FSSyncer with syncfs(2) on dir's file system (counted as one fsync).
-func (osFS) SyncFS(dir string) error {
+func (o osFS) SyncFS(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
-	osCalls.fsync.Add(1)
+	if o.c != nil {
+		o.c.fsync.Add(1)
+	}
 	err = syncfs(d.Fd())
 	if err != nil {
 		err = &os.PathError{Op: "syncfs", Path: dir, Err: err}

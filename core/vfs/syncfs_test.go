@@ -80,20 +80,22 @@ func TestDeferFSCommitError(t *testing.T) {
 // TestDeferFSOnOS: over the operating system's file system Commit is one syncfs(2).
 func TestDeferFSOnOS(t *testing.T) {
 	dir := t.TempDir()
-	d := NewDeferFS(OS, dir)
-	before := Syscalls().Fsync
+	var c Counters
+	fs := NewOS(&c)
+	d := NewDeferFS(fs, dir)
+	before := c.Syscalls().Fsync
 	for _, name := range []string{"a", "b", "c"} {
 		if err := WriteFileAtomic(d, filepath.Join(dir, name), []byte(name)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := Syscalls().Fsync - before; n != 0 {
+	if n := c.Syscalls().Fsync - before; n != 0 {
 		t.Fatalf("%d fsyncs while deferring", n)
 	}
 	if err := d.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if n := Syscalls().Fsync - before; n != 1 {
+	if n := c.Syscalls().Fsync - before; n != 1 {
 		t.Fatalf("Commit made %d fsync calls, want 1 syncfs", n)
 	}
 	if b, err := ReadFile(OS, filepath.Join(dir, "b")); err != nil || string(b) != "b" {
