@@ -465,7 +465,7 @@ func TestTransactionalIDExpiration(t *testing.T) {
 	c := clustertest.Start(t, 3, func(c *cluster.Config) {
 		c.Txn.NumPartitions = 3
 		for k, v := range map[string]string{
-			"transactional.id.expiration.ms":                            "200",
+			"transactional.id.expiration.ms":                             "200",
 			"transaction.remove.expired.transaction.cleanup.interval.ms": "50",
 		} {
 			if err := c.Set(k, v); err != nil {
