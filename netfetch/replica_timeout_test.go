@@ -34,7 +34,7 @@ func TestReplicaSocketTimeout(t *testing.T) {
 
 	a, b := tcpPair(t)
 	go io.Copy(io.Discard, b) // a leader that reads requests and never answers
-	fc := &fetchConn{self: 1, source: 2, clientID: "t", nc: a, br: bufio.NewReader(a), timeout: tr.timeout}
+	fc := &fetchConn{self: 1, source: 2, clientID: "t", nc: a, br: bufio.NewReader(a), timeout: tr.timeout, costs: tr.costs}
 	defer fc.Close()
 	rf := &broker.FetchRequest{ReplicaID: 1, MaxWait: 10 * time.Millisecond, MinBytes: 1, MaxBytes: 1 << 20}
 	done := make(chan error, 1)
