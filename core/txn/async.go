@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -213,8 +214,11 @@ func (c *Coordinator) closeManual() {
 }
 
 // block runs an Async method and waits for its answer or ctx (the answer then comes later
-// and is dropped; what it started goes on). Not for Config.Manual, where nothing answers
-// by itself.
+// and is dropped; what it started goes on). A request whose context ends first (its
+// connection or its broker's server closing) is answered NOT_COORDINATOR, as a coordinator
+// that stops leading answers: the client finds the coordinator again and retries, and the
+// retry finds what the dropped answer would have said. Not for Config.Manual, where nothing
+// answers by itself.
 func block[T any](ctx context.Context, start func(done func(T))) (T, error) {
 	ch := make(chan T, 1)
 	start(func(v T) { ch <- v })
@@ -223,6 +227,6 @@ func block[T any](ctx context.Context, start func(done func(T))) (T, error) {
 		return v, nil
 	case <-ctx.Done():
 		var zero T
-		return zero, ctx.Err()
+		return zero, fmt.Errorf("%w: the request ended before its answer: %w", kerr.NotCoordinator, ctx.Err())
 	}
 }

@@ -287,3 +287,20 @@ func TestVerifyPartitions(t *testing.T) {
 		t.Fatalf("verify after the transaction ended: %v, %v; want INVALID_TXN_STATE", got, err)
 	}
 }
+
+// TestBlockedRequestEndsNotCoordinator: a request whose context ends before its answer (the
+// broker's server stopping under it) is answered NOT_COORDINATOR, which the client retries
+// at the coordinator it finds again, never UNKNOWN_SERVER_ERROR, which fails a
+// transactional producer for good.
+func TestBlockedRequestEndsNotCoordinator(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := block(ctx, func(done func(error)) {})
+	if !errors.Is(err, kerr.NotCoordinator) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("block with an ended context: %v, want NOT_COORDINATOR (context canceled)", err)
+	}
+	v, err := block(context.Background(), func(done func(int)) { done(7) })
+	if err != nil || v != 7 {
+		t.Fatalf("block answered: %v %v, want 7", v, err)
+	}
+}
