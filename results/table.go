@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,6 +109,13 @@ func tableTextWidth(widths []int) int {
 // time, until the table fits width characters or nothing folds further.
 func fitTable(header []string, rows [][]string, width int) {
 	stuck := make([]bool, len(header))
+	// Each fold starts again from the text as given, so a column folded twice flows its words
+	// into full lines instead of leaving the words pushed off one line each on their own.
+	origHeader := slices.Clone(header)
+	origRows := make([][]string, len(rows))
+	for i, r := range rows {
+		origRows[i] = slices.Clone(r)
+	}
 	for {
 		widths := make([]int, len(header))
 		for i := range header {
@@ -132,11 +140,11 @@ func fitTable(header []string, rows [][]string, width int) {
 		}
 		target := max(widths[col]-1, 1)
 		// Fold to the target; a column whose longest word is wider folds to that word.
-		header[col] = wrapWords(header[col], target)
+		header[col] = wrapWords(origHeader[col], target)
 		got := textWidth(header[col])
-		for _, r := range rows {
+		for ri, r := range rows {
 			if col < len(r) {
-				r[col] = wrapWords(r[col], target)
+				r[col] = wrapWords(origRows[ri][col], target)
 				got = max(got, textWidth(r[col]))
 			}
 		}

@@ -73,3 +73,27 @@ func TestTableFolds(t *testing.T) {
 		t.Fatalf("the wider table is not shorter:\n%s\n%s", wider, out)
 	}
 }
+
+// TestFoldFillsLines: a column folded several times flows its words into full lines: no
+// line of a folded cell could have taken the first word of the line after it (the words
+// pushed off a line by each narrower fold are not left one per line).
+func TestFoldFillsLines(t *testing.T) {
+	detail := "request handlers working, not waiting (LocalTimeMs): produce 87.36, replica fetch 14.95, consumer fetch 4.551, follower apply 72.22"
+	header := []string{"cost per acked record", "value", "detail"}
+	rows := [][]string{{"local µs", "179.1", detail}, {"cluster syscalls", "4.050", "read 1.370, write 1.531, sendfile 0.002"}}
+	fitTable(header, rows, 120)
+	lines := strings.Split(rows[0][2], "\n")
+	if len(lines) < 2 {
+		t.Fatalf("not folded: %q", rows[0][2])
+	}
+	w := textWidth(rows[0][2])
+	for i := 0; i+1 < len(lines); i++ {
+		next := strings.Fields(lines[i+1])[0]
+		if utf8.RuneCountInString(lines[i])+1+utf8.RuneCountInString(next) <= w {
+			t.Errorf("line %q could take %q (column width %d): %q", lines[i], next, w, rows[0][2])
+		}
+	}
+	if strings.Join(strings.Fields(rows[0][2]), " ") != detail {
+		t.Errorf("folding changed the words: %q", rows[0][2])
+	}
+}
