@@ -1,0 +1,91 @@
+package netfetch
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/isrbench/isrbench/core/records"
+	"github.com/isrbench/isrbench/core/txn"
+)
+
+// TxnVerifier answers KIP-890's question for a partition leader: does the ongoing transaction
+// of transactional id (producer id pid, epoch) hold each of tps? It is the id's coordinator's
+// txn.Coordinator.VerifyPartitions: per partition nil or INVALID_TXN_STATE, or an error for
+// the whole transaction (PRODUCER_FENCED, CONCURRENT_TRANSACTIONS, NOT_COORDINATOR, ...).
+// Called from connection goroutines concurrently.
+type TxnVerifier func(id string, pid int64, epoch int16, tps []txn.TP) (map[txn.TP]error, error)
+
+// VerifyTxnPartitions answers a verification with this server's transaction coordinator:
+// NOT_COORDINATOR when it has none or does not own id's __transaction_state partition.
+// Safe for concurrent use.
+func (s *Server) VerifyTxnPartitions(id string, pid int64, epoch int16, tps []txn.TP) (map[txn.TP]error, error) {
+	if s.txns == nil {
+		return nil, fmt.Errorf("broker %d has no transaction coordinator: %w", s.cfg.BrokerID, kerr.NotCoordinator)
+	}
+	return s.txns.VerifyPartitions(id, pid, epoch, tps)
+}
+
+// checkTxnVerified is the leader's half of KIP-890 part 1 (Kafka's
+// ReplicaManager.maybeStartTransactionVerificationForPartition), with
+// transaction.partition.verification.enable on: a transactional batch of a producer that has
+// no ongoing transaction on the partition yet (in its epoch) would open one, so the
+// producer's transaction coordinator must first confirm the partition is in the transaction.
+// Without this, a batch that arrives after its transaction was aborted (a retry delayed in
+// the network) opens a transaction no coordinator knows of, and the partition's LSO stays
+// stuck on it until the partition is deleted.
+//
+// The answer, as Kafka's ReplicaManager gives it to the producer: INVALID_TXN_STATE for a
+// partition not in the transaction; NOT_ENOUGH_REPLICAS (retriable for every client) when
+// the coordinator cannot answer now (CONCURRENT_TRANSACTIONS, NOT_COORDINATOR,
+// COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS); INVALID_PRODUCER_EPOCH for a
+// fenced producer. A partition this broker does not lead, or a batch that does not parse,
+// is left to the append, which refuses it with its own error.
+func (c *conn) checkTxnVerified(txnID *string, topic string, partition int32, recs []byte) error {
+	if !c.s.txnVerify || c.s.cfg.Broker == nil || len(recs) == 0 {
+		return nil
+	}
+	h, err := records.ParseHeader(recs)
+	if err != nil || !h.IsTransactional() || h.IsControl() {
+		return nil
+	}
+	r, ok := c.s.cfg.Broker.Replica(topic, partition)
+	if !ok || !r.IsLeader() {
+		return nil
+	}
+	if p, ok := r.Producer(h.ProducerID); ok && p.TxnStartOffset >= 0 && p.ProducerEpoch == h.ProducerEpoch {
+		return nil // the transaction is open here already: verified when it began
+	}
+	if txnID == nil || *txnID == "" {
+		return fmt.Errorf("%s-%d: a transactional batch of producer id %d without a transactional id cannot be verified: %w",
+			topic, partition, h.ProducerID, kerr.TransactionalIDAuthorizationFailed)
+	}
+	tp := txn.TP{Topic: topic, Partition: partition}
+	per, err := c.s.verifyTxn(*txnID, h.ProducerID, h.ProducerEpoch, []txn.TP{tp})
+	if err == nil {
+		err = per[tp]
+		if _, listed := per[tp]; !listed {
+			err = fmt.Errorf("the coordinator did not answer for %s-%d: %w", topic, partition, kerr.InvalidTxnState)
+		}
+	}
+	return verifyErrForProduce(*txnID, topic, partition, err)
+}
+
+// verifyErrForProduce translates a coordinator's verification error to the produce error
+// Kafka's ReplicaManager answers (see checkTxnVerified).
+func verifyErrForProduce(id, topic string, partition int32, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, kerr.InvalidTxnState):
+		return fmt.Errorf("%s-%d was not added to the transaction of transactional id %q: %w", topic, partition, id, err)
+	case errors.Is(err, kerr.ConcurrentTransactions), errors.Is(err, kerr.NotCoordinator),
+		errors.Is(err, kerr.CoordinatorNotAvailable), errors.Is(err, kerr.CoordinatorLoadInProgress):
+		return fmt.Errorf("%s-%d: unable to verify the partition has been added to the transaction of %q (%v): %w",
+			topic, partition, id, err, kerr.NotEnoughReplicas)
+	case errors.Is(err, kerr.ProducerFenced):
+		return fmt.Errorf("%s-%d: %v: %w", topic, partition, err, kerr.InvalidProducerEpoch)
+	}
+	return fmt.Errorf("%s-%d: verifying the transaction of %q: %w", topic, partition, id, err)
+}
