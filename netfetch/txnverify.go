@@ -85,7 +85,7 @@ func verifyErrForProduce(id, topic string, partition int32, err error) error {
 		return fmt.Errorf("%s-%d: unable to verify the partition has been added to the transaction of %q (%v): %w",
 			topic, partition, id, err, kerr.NotEnoughReplicas)
 	case errors.Is(err, kerr.ProducerFenced):
-		return fmt.Errorf("%s-%d: %v: %w", topic, partition, err, kerr.InvalidProducerEpoch)
+		return fmt.Errorf("%s-%d: the transaction of %q: %v: %w", topic, partition, id, err, kerr.InvalidProducerEpoch)
 	}
 	return fmt.Errorf("%s-%d: verifying the transaction of %q: %w", topic, partition, id, err)
 }
