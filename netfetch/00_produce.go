@@ -53,13 +53,14 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	// (format, size, internal topic); those partitions are not in parts.
 	pre := slices.Grow(c.producePre[:0], n)[:n]
 	clear(pre)
+	c.txnVerified = c.txnVerified[:0]
 	if reqErr == nil {
 		i := 0
 		for ti := range req.Topics {
 			t := &req.Topics[ti]
 			for j := range t.Partitions {
 				p := &t.Partitions[j]
-				if pre[i] = c.checkProduce(req, t.Topic, p.Partition, p.Records); pre[i] == nil {
+				if pre[i] = c.checkProduce(req, i, t.Topic, p.Partition, p.Records); pre[i] == nil {
 					parts = append(parts, broker.ProducePartition{Topic: t.Topic, Partition: p.Partition, Records: p.Records})
 				}
 				i++
@@ -69,7 +70,10 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
 		if timeout <= 0 {
 			timeout = 30 * time.Second // request.timeout.ms default, for a client sending 0
 		}
-		if len(parts) > 0 {
+		switch {
+		case len(c.txnVerified) > 0:
+			parts, c.waited = c.produceVerified(req.Acks, timeout, parts, pre)
+		case len(parts) > 0:
 			c.waited = c.s.cfg.Broker.Produce(c.ctx, req.Acks, timeout, parts)
 		}
 	}
@@ -146,12 +150,12 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
 // that would open a transaction its coordinator does not hold the partition in (KIP-890,
 // checkTxnVerified). The broker checks the sizes (max.message.bytes, the segment size) when
 // it appends.
-func (c *conn) checkProduce(req *kmsg.ProduceRequest, topic string, partition int32, recs []byte) error {
+func (c *conn) checkProduce(req *kmsg.ProduceRequest, i int, topic string, partition int32, recs []byte) error {
 	if topic == group.OffsetsTopic {
 		return fmt.Errorf("cannot append to internal topic %s: %w", topic, kerr.InvalidTopicException)
 	}
 	if err := records.CheckProduceFormat(req.Version, recs); err != nil {
 		return fmt.Errorf("%s-%d: %w", topic, partition, err)
 	}
-	return c.checkTxnVerified(req.TransactionID, topic, partition, recs)
+	return c.checkTxnVerified(req.TransactionID, i, topic, partition, recs)
 }

@@ -1,11 +1,15 @@
 package netfetch
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/isrbench/isrbench/core/broker"
 	"github.com/isrbench/isrbench/core/records"
 	"github.com/isrbench/isrbench/core/txn"
 )
@@ -42,7 +46,12 @@ func (s *Server) VerifyTxnPartitions(id string, pid int64, epoch int16, tps []tx
 // COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS); INVALID_PRODUCER_EPOCH for a
 // fenced producer. A partition this broker does not lead, or a batch that does not parse,
 // is left to the append, which refuses it with its own error.
-func (c *conn) checkTxnVerified(txnID *string, topic string, partition int32, recs []byte) error {
+//
+// A marker written between the verification and the append would let the batch open the
+// transaction anyway (Kafka closes this with its VerificationGuard): the partition's marker
+// generation (txnGuard) is read before the verification, and produceVerified appends only if
+// no marker came meanwhile. i is the partition's index in the request.
+func (c *conn) checkTxnVerified(txnID *string, i int, topic string, partition int32, recs []byte) error {
 	if !c.s.txnVerify || c.s.cfg.Broker == nil || len(recs) == 0 {
 		return nil
 	}
@@ -62,6 +71,7 @@ func (c *conn) checkTxnVerified(txnID *string, topic string, partition int32, re
 			topic, partition, h.ProducerID, kerr.TransactionalIDAuthorizationFailed)
 	}
 	tp := txn.TP{Topic: topic, Partition: partition}
+	gen := c.s.txnGuard.generation(tp)
 	per, err := c.s.verifyTxn(*txnID, h.ProducerID, h.ProducerEpoch, []txn.TP{tp})
 	if err == nil {
 		err = per[tp]
@@ -69,7 +79,109 @@ func (c *conn) checkTxnVerified(txnID *string, topic string, partition int32, re
 			err = fmt.Errorf("the coordinator did not answer for %s-%d: %w", topic, partition, kerr.InvalidTxnState)
 		}
 	}
+	if h := c.s.onTxnVerified.Load(); err == nil && h != nil {
+		(*h)(tp)
+	}
+	if err == nil {
+		c.txnVerified = append(c.txnVerified, verifiedPart{i: i, tp: tp, gen: gen, id: *txnID})
+	}
 	return verifyErrForProduce(*txnID, topic, partition, err)
+}
+
+// txnGuard orders the transaction markers written through this server against the appends
+// of verified batches: a marker bumps its partition's generation and is appended under mu,
+// and a verified batch is appended under mu only if its partition's generation is the one
+// read before its verification. mu is held for appends only, never for a wait or a call to
+// a coordinator. Safe for concurrent use.
+type txnGuard struct {
+	mu  sync.Mutex
+	gen map[txn.TP]uint64 // markers written per partition; bounded by the partitions led here
+}
+
+func (g *txnGuard) generation(tp txn.TP) uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.gen[tp]
+}
+
+// verifiedPart is a request partition that passed its verification (checkTxnVerified).
+type verifiedPart struct {
+	i   int // index in the request (pre)
+	tp  txn.TP
+	gen uint64
+	id  string
+}
+
+// appendTxnMarkers appends ms's markers (broker.AppendTxnMarkers) after bumping the marker
+// generation of each of their partitions, under the guard, and returns their acks=all waits.
+func (s *Server) appendTxnMarkers(ms []broker.TxnMarker) []*broker.ProduceWait {
+	g := &s.txnGuard
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s.txnVerify {
+		if g.gen == nil {
+			g.gen = map[txn.TP]uint64{}
+		}
+		for _, m := range ms {
+			for _, p := range m.Partitions {
+				g.gen[txn.TP{Topic: p.Topic, Partition: p.Partition}]++
+			}
+		}
+	}
+	return s.cfg.Broker.AppendTxnMarkers(ms)
+}
+
+// produceVerified is broker.Produce for a request with verified partitions
+// (c.txnVerified): under the guard, a verified partition a marker reached since its
+// verification is refused (pre, INVALID_TXN_STATE, as Kafka's failed VerificationGuard), the
+// others are appended (broker.ProduceAppend); then acks=all waits up to timeout, outside the
+// guard. It returns the partitions appended (parts without the refused ones, in order) and
+// how long it waited. The ProduceDelay / ProduceSpin ablations do not apply to it.
+func (c *conn) produceVerified(acks int16, timeout time.Duration, parts []broker.ProducePartition, pre []error) ([]broker.ProducePartition, time.Duration) {
+	g := &c.s.txnGuard
+	g.mu.Lock()
+	stale := false
+	for _, v := range c.txnVerified {
+		if g.gen[v.tp] != v.gen {
+			stale = true
+			break
+		}
+	}
+	if stale {
+		kept, k := parts[:0], 0
+		for i := range pre {
+			if pre[i] != nil {
+				continue
+			}
+			p := parts[k]
+			k++
+			refused := false
+			for _, v := range c.txnVerified {
+				if v.i == i && g.gen[v.tp] != v.gen {
+					pre[i] = fmt.Errorf("%s-%d: a transaction marker was written while the partition was being verified in the transaction of %q: %w",
+						v.tp.Topic, v.tp.Partition, v.id, kerr.InvalidTxnState)
+					refused = true
+				}
+			}
+			if !refused {
+				kept = append(kept, p)
+			}
+		}
+		parts = kept
+	}
+	var w *broker.ProduceWait
+	if len(parts) > 0 {
+		w = c.s.cfg.Broker.ProduceAppend(acks, parts)
+	}
+	g.mu.Unlock()
+	if w == nil {
+		return parts, 0
+	}
+	t0 := time.Now()
+	ctx, cancel := context.WithTimeout(c.ctx, timeout)
+	defer cancel()
+	w.Wait(ctx)
+	return parts, time.Since(t0)
 }
 
 // verifyErrForProduce translates a coordinator's verification error to the produce error

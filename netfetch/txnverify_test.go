@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"hash/crc32"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/isrbench/isrbench/cluster"
 	"github.com/isrbench/isrbench/cluster/clustertest"
 	"github.com/isrbench/isrbench/core/records"
+	"github.com/isrbench/isrbench/netfetch"
 )
 
 // verifyCluster starts 3 brokers with transaction.partition.verification.enable = enable.
@@ -33,21 +35,30 @@ func verifyCluster(t *testing.T, enable string) *cluster.Cluster {
 // transaction ended would arrive, and returns the partition's answer.
 func lateProduce(t *testing.T, ctx context.Context, c *cluster.Cluster, id string, pid int64, epoch int16, topic, value string) kmsg.ProduceResponseTopicPartition {
 	t.Helper()
+	// The batch follows the producer's last one on the partition: base sequence 1 (the
+	// aborted transaction's record had 0), so that the log takes it if nothing else stops it.
+	return rawTxnProduce(t, ctx, c, id, pid, epoch, topic, 0, 1, value)
+}
+
+// rawTxnProduce sends, straight to the leader of topic-partition, one transactional batch of
+// producer pid / epoch (transactional id id) with base sequence seq holding value, and
+// returns the partition's answer.
+func rawTxnProduce(t *testing.T, ctx context.Context, c *cluster.Cluster, id string, pid int64, epoch int16, topic string, partition, seq int32, value string) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
 	cl := clustertest.NewClient(t, c)
 	md, err := kadm.NewClient(cl).Metadata(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	leader := md.Topics[topic].Partitions[0].Leader
+	leader := md.Topics[topic].Partitions[partition].Leader
 	req := kmsg.NewPtrProduceRequest()
 	req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 10000
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewProduceRequestTopicPartition()
-	// The batch follows the producer's last one on the partition: base sequence 1 (the
-	// aborted transaction's record had 0), so that the log takes it if nothing else stops it.
+	rp.Partition = partition
 	b := records.AppendTxnBatch(nil, pid, epoch, time.Now().UnixMilli(), []records.Record{{Value: []byte(value)}})
-	binary.BigEndian.PutUint32(b[53:], 1) // baseSequence (RecordBatch v2), inside the CRC
+	binary.BigEndian.PutUint32(b[53:], uint32(seq)) // baseSequence (RecordBatch v2), inside the CRC
 	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
 	rp.Records = b
 	rt.Partitions = append(rt.Partitions, rp)
@@ -249,5 +260,76 @@ func TestAddPartitionsToTxnVerifyOnly(t *testing.T) {
 	want(got, 2, nil)
 	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestVerifiedProduceRacesMarker: a batch passes its verification (the partition is in the
+// ongoing transaction), then, before its append, the transaction is aborted and its markers
+// written: the batch must not open a transaction after the abort (Kafka's VerificationGuard).
+// The produce answers INVALID_TXN_STATE, nothing is appended, and the LSO is the HW.
+func TestVerifiedProduceRacesMarker(t *testing.T) {
+	c := verifyCluster(t, "true")
+	if err := c.CreateTopic("race", 2, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := clustertest.Context(t)
+	p := clustertest.NewClient(t, c, kgo.TransactionalID("race-1"), kgo.DefaultProduceTopic("race"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("a"), Partition: 0}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	pid, epoch, err := p.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// race-1 enters the transaction (v3, as a client adds it); nothing is written there yet.
+	admin := clustertest.NewClient(t, c)
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch = "race-1", pid, epoch
+	at := kmsg.NewAddPartitionsToTxnRequestTopic()
+	at.Topic, at.Partitions = "race", []int32{1}
+	add.Topics = append(add.Topics, at)
+	aresp, err := add.RequestWith(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := aresp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("AddPartitionsToTxn race-1: %v", kerr.ErrorForCode(code))
+	}
+	md, err := kadm.NewClient(admin).Metadata(ctx, "race")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	aborted := make(chan error, 1)
+	netfetch.OnTxnVerified(c.Server(md.Topics["race"].Partitions[1].Leader), func(topic string, partition int32) {
+		if topic != "race" || partition != 1 {
+			return
+		}
+		// Verified; now the transaction ends (EndTxn answers once its markers are written).
+		once.Do(func() { aborted <- p.EndTransaction(ctx, kgo.TryAbort) })
+	})
+	rp := rawTxnProduce(t, ctx, c, "race-1", pid, epoch, "race", 1, 0, "after the abort")
+	if err := <-aborted; err != nil {
+		t.Fatalf("abort: %v", err)
+	}
+	if err := kerr.ErrorForCode(rp.ErrorCode); err != kerr.InvalidTxnState {
+		t.Fatalf("produce verified before the abort's marker: %v (base offset %d), want INVALID_TXN_STATE", err, rp.BaseOffset)
+	}
+	adm := kadm.NewClient(admin)
+	ends, err := adm.ListEndOffsets(ctx, "race")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lsos, err := adm.ListCommittedOffsets(ctx, "race")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw, lso := ends["race"][1], lsos["race"][1]
+	if hw.Err != nil || lso.Err != nil || hw.Offset != 1 || lso.Offset != 1 {
+		t.Fatalf("race-1 after the abort: HW %d (%v) LSO %d (%v), want 1 and 1 (the ABORT marker only)", hw.Offset, hw.Err, lso.Offset, lso.Err)
 	}
 }
