@@ -145,7 +145,8 @@
 // With transaction.partition.verification.enable (default true; KIP-890 part 1,
 // txnverify.go), a leader asks the producer's coordinator (ServerConfig.VerifyTxn) before a
 // transactional batch opens a transaction on a partition; one not in the transaction is
-// refused with INVALID_TXN_STATE and not appended.
+// refused with INVALID_TXN_STATE and not appended, as is one a marker reached between its
+// verification and its append (Kafka's VerificationGuard).
 //
 // # Unsupported
 //
