@@ -341,7 +341,7 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 		DefaultReplicationFactor: c.cfg.DefaultReplicationFactor,
 		SocketRequestMaxBytes:    c.cfg.SocketRequestMaxBytes, Logf: c.cfg.Logf,
 		BrokerConfigs: c.cfg.staticBrokerConfigs(n.id, n.dir), Counters: c.stats,
-		Groups: grp, Txn: c.newTxnCoordinator(b),
+		Groups: grp, Txn: c.newTxnCoordinator(b), VerifyTxn: c.verifyTxn,
 		Limits: c.cfg.Limits, ReadBeforeWait: !c.cfg.ReadWhenReady,
 		ListenerName: lname, Security: lsec, Listeners: extra,
 	}, ln)

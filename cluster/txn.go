@@ -48,3 +48,22 @@ func (c *Cluster) txnMarkers(ctx context.Context, leader int32, m *broker.TxnMar
 	srv.WriteTxnMarkers(ctx, []broker.TxnMarker{*m})
 	return nil
 }
+
+// verifyTxn is the brokers' netfetch.TxnVerifier (KIP-890): the question goes to the
+// coordinator of the transactional id, the server of the leader of its __transaction_state
+// partition (in process: every broker of the cluster runs here).
+func (c *Cluster) verifyTxn(id string, pid int64, epoch int16, tps []txn.TP) (map[txn.TP]error, error) {
+	leader, err := txn.Locate(c.ctrl, c.cfg.Txn, id)
+	if err != nil {
+		return nil, err
+	}
+	n := c.nodes[leader]
+	if n == nil || n.state.Load() != nodeRunning {
+		return nil, fmt.Errorf("the coordinator of %q, broker %d, is not running: %w", id, leader, kerr.NotCoordinator)
+	}
+	srv := n.srv.Load()
+	if srv == nil {
+		return nil, fmt.Errorf("the coordinator of %q, broker %d, is not running: %w", id, leader, kerr.NotCoordinator)
+	}
+	return srv.VerifyTxnPartitions(id, pid, epoch, tps)
+}

@@ -53,13 +53,14 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	// (format, size, internal topic); those partitions are not in parts.
 	pre := slices.Grow(c.producePre[:0], n)[:n]
 	clear(pre)
+	c.txnVerified = c.txnVerified[:0]
 	if reqErr == nil {
 		i := 0
 		for ti := range req.Topics {
 			t := &req.Topics[ti]
 			for j := range t.Partitions {
 				p := &t.Partitions[j]
-				if pre[i] = c.checkProduce(req.Version, t.Topic, p.Partition, p.Records); pre[i] == nil {
+				if pre[i] = c.checkProduce(req, i, t.Topic, p.Partition, p.Records); pre[i] == nil {
 					parts = append(parts, broker.ProducePartition{Topic: t.Topic, Partition: p.Partition, Records: p.Records})
 				}
 				i++
@@ -69,7 +70,10 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
 		if timeout <= 0 {
 			timeout = 30 * time.Second // request.timeout.ms default, for a client sending 0
 		}
-		if len(parts) > 0 {
+		switch {
+		case len(c.txnVerified) > 0:
+			parts, c.waited = c.produceVerified(req.Acks, timeout, parts, pre)
+		case len(parts) > 0:
 			c.waited = c.s.cfg.Broker.Produce(c.ctx, req.Acks, timeout, parts)
 		}
 	}
@@ -142,14 +146,16 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
 
 // checkProduce refuses what Kafka refuses of one partition's records before the broker
 // appends them: appends to internal topics (INVALID_TOPIC_EXCEPTION), and a format the
-// request's version may not carry (records.CheckProduceFormat). The broker checks the sizes
-// (max.message.bytes, the segment size) when it appends.
-func (c *conn) checkProduce(version int16, topic string, partition int32, recs []byte) error {
+// request's version may not carry (records.CheckProduceFormat), and a transactional batch
+// that would open a transaction its coordinator does not hold the partition in (KIP-890,
+// checkTxnVerified). The broker checks the sizes (max.message.bytes, the segment size) when
+// it appends.
+func (c *conn) checkProduce(req *kmsg.ProduceRequest, i int, topic string, partition int32, recs []byte) error {
 	if topic == group.OffsetsTopic {
 		return fmt.Errorf("cannot append to internal topic %s: %w", topic, kerr.InvalidTopicException)
 	}
-	if err := records.CheckProduceFormat(version, recs); err != nil {
+	if err := records.CheckProduceFormat(req.Version, recs); err != nil {
 		return fmt.Errorf("%s-%d: %w", topic, partition, err)
 	}
-	return nil
+	return c.checkTxnVerified(req.TransactionID, i, topic, partition, recs)
 }

@@ -8,9 +8,16 @@ import (
 )
 
 func init() {
-	// v0-v3 are the clients' versions; v4+ (KIP-890's broker-to-broker verification) is not
-	// advertised.
-	register(api{key: 24, min: 0, max: 3, handle: func(c *conn, h reqHeader, req kmsg.Request) (kmsg.Response, error) {
+	// v0-v3 are the clients' versions (franz-go pins its own requests to v3, librdkafka,
+	// sarama, kafkajs and the Java client send v3 or below). v4 is KIP-890's batched form:
+	// several transactions per request, each either added or, with VerifyOnly, verified
+	// (the broker-to-broker side; Kafka serves it to any caller its authorizer lets through,
+	// and isrbench has no authorizer). v5 (KIP-890 part 2's TRANSACTION_ABORTABLE) is not
+	// served.
+	register(api{key: 24, min: 0, max: 4, handle: func(c *conn, h reqHeader, req kmsg.Request) (kmsg.Response, error) {
+		if req.GetVersion() >= 4 {
+			return c.handleAddPartitionsToTxnBatched(req.(*kmsg.AddPartitionsToTxnRequest))
+		}
 		return c.handleAddPartitionsToTxn(h, req.(*kmsg.AddPartitionsToTxnRequest))
 	}})
 }
@@ -47,6 +54,56 @@ func (c *conn) handleAddPartitionsToTxn(h reqHeader, req *kmsg.AddPartitionsToTx
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
+
+// handleAddPartitionsToTxnBatched answers v4+: per transaction, a VerifyOnly one is verified
+// (txn.Coordinator.VerifyPartitions: each partition nil when the ongoing transaction holds
+// it, else INVALID_TXN_STATE; a whole-transaction error such as PRODUCER_FENCED or
+// CONCURRENT_TRANSACTIONS on every partition), any other is added as a v3 request is.
+// Kafka's top-level error stays 0: it is only for an unauthorized request.
+func (c *conn) handleAddPartitionsToTxnBatched(req *kmsg.AddPartitionsToTxnRequest) (kmsg.Response, error) {
+	resp := kmsg.NewPtrAddPartitionsToTxnResponse()
+	tc, cerr := c.txnCoordinator()
+	for _, t := range req.Transactions {
+		var tps []txn.TP
+		for _, rt := range t.Topics {
+			for _, p := range rt.Partitions {
+				tps = append(tps, txn.TP{Topic: rt.Topic, Partition: p})
+			}
+		}
+		per, err := map[txn.TP]error(nil), cerr
+		if err == nil {
+			if t.VerifyOnly {
+				per, err = tc.VerifyPartitions(t.TransactionalID, t.ProducerID, t.ProducerEpoch, tps)
+			} else {
+				per, err = tc.AddPartitions(c.ctx, t.TransactionalID, t.ProducerID, t.ProducerEpoch, tps)
+			}
+		}
+		code := errCode(err)
+		rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
+		rtx.TransactionalID = t.TransactionalID
+		for _, rt := range t.Topics {
+			out := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+			out.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+				rp.Partition, rp.ErrorCode = p, code
+				if err == nil && len(per) > 0 {
+					e, listed := per[txn.TP{Topic: rt.Topic, Partition: p}]
+					switch {
+					case e != nil:
+						rp.ErrorCode = errCode(e)
+					case !listed && !t.VerifyOnly:
+						rp.ErrorCode = kerr.OperationNotAttempted.Code // an add that failed elsewhere
+					}
+				}
+				out.Partitions = append(out.Partitions, rp)
+			}
+			rtx.Topics = append(rtx.Topics, out)
+		}
+		resp.Transactions = append(resp.Transactions, rtx)
 	}
 	return resp, nil
 }

@@ -67,7 +67,10 @@ type conn struct {
 	// request (its entries alias req like produceReq does) and response.
 	produceParts []broker.ProducePartition
 	producePre   []error // per request partition: refused before the append (00_produce.go)
-	produceResp  *kmsg.ProduceResponse
+	// txnVerified lists the request partitions verified with their transaction coordinator
+	// (txnverify.go), with the marker generation each had before its verification.
+	txnVerified []verifiedPart
+	produceResp *kmsg.ProduceResponse
 
 	// The request being handled, for the request-time counters (cost.go costCounters.countReqTime): its
 	// kind (a Fetch sets replica or consumer), the time its handler waited (Broker.Produce's

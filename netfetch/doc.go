@@ -138,10 +138,15 @@
 // # Transactions
 //
 // Transactions (core/txn) are served: FindCoordinator key type 1, InitProducerId with a
-// transactional id, AddPartitionsToTxn (v0-v3, the clients' versions; KIP-890's verification
-// is not), AddOffsetsToTxn, EndTxn (v0-v3), WriteTxnMarkers, TxnOffsetCommit (v0-v3),
-// DescribeTransactions, ListTransactions; read_committed fetches stop at the LSO and carry
-// the aborted transactions of their range.
+// transactional id, AddPartitionsToTxn (v0-v3, the clients' versions, and v4: KIP-890's
+// batched form, VerifyOnly transactions verified), AddOffsetsToTxn, EndTxn (v0-v3),
+// WriteTxnMarkers, TxnOffsetCommit (v0-v3), DescribeTransactions, ListTransactions;
+// read_committed fetches stop at the LSO and carry the aborted transactions of their range.
+// With transaction.partition.verification.enable (default true; KIP-890 part 1,
+// txnverify.go), a leader asks the producer's coordinator (ServerConfig.VerifyTxn) before a
+// transactional batch opens a transaction on a partition; one not in the transaction is
+// refused with INVALID_TXN_STATE and not appended, as is one a marker reached between its
+// verification and its append (Kafka's VerificationGuard).
 //
 // # Unsupported
 //

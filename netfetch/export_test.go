@@ -1,5 +1,7 @@
 package netfetch
 
+import "github.com/isrbench/isrbench/core/txn"
+
 // Hooks for the external tests (package netfetch_test, which run the wire server inside an
 // embedded cluster): the internals they check against.
 
@@ -15,3 +17,10 @@ var (
 	FDShareOf = fdShareOf
 	NoFile    = noFile
 )
+
+// OnTxnVerified makes s call f after a produce's partition passed its transaction
+// verification, before its append.
+func OnTxnVerified(s *Server, f func(topic string, partition int32)) {
+	h := func(tp txn.TP) { f(tp.Topic, tp.Partition) }
+	s.onTxnVerified.Store(&h)
+}

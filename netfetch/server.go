@@ -87,6 +87,11 @@ type ServerConfig struct {
 	// from TxnConfig that writes markers to partitions this broker leads only.
 	Txn       *txn.Coordinator
 	TxnConfig txn.Config
+	// VerifyTxn routes KIP-890's produce-side verification to a transactional id's
+	// coordinator (the embedded cluster: the leader of its __transaction_state partition);
+	// nil: this server's own coordinator (VerifyTxnPartitions). Used only while the Broker's
+	// transaction.partition.verification.enable is true (Kafka's default).
+	VerifyTxn TxnVerifier
 	// Limits bound the connections, their idle time, the time to send a request and the
 	// memory of requests being read (zero fields = defaults, see ConnLimits).
 	Limits ConnLimits
@@ -205,6 +210,14 @@ type Server struct {
 	stats  *counters
 	groups *group.Coordinator // ServerConfig.Groups: the caller's, nil without one
 	txns   *txn.Coordinator   // nil without a Broker and a Controller
+	// txnVerify is transaction.partition.verification.enable (read at NewServer);
+	// verifyTxn asks the coordinator (ServerConfig.VerifyTxn or VerifyTxnPartitions).
+	txnVerify bool
+	verifyTxn TxnVerifier
+	txnGuard  txnGuard
+	// onTxnVerified, if set, is called after a produce's partition passed its verification,
+	// before its append (tests: a marker in between).
+	onTxnVerified atomic.Pointer[func(txn.TP)]
 
 	labelsProduce context.Context
 	labelsFetch   context.Context
@@ -275,6 +288,13 @@ func NewServer(cfg ServerConfig, ln net.Listener) *Server {
 			s.txns = txn.NewCoordinator(tcfg, cfg.Broker, cfg.Controller, nil)
 			s.txns.Start()
 		}
+	}
+	if cfg.Broker != nil {
+		s.txnVerify = cfg.Broker.Config().Settings.Bool("transaction.partition.verification.enable")
+	}
+	s.verifyTxn = cfg.VerifyTxn
+	if s.verifyTxn == nil {
+		s.verifyTxn = s.VerifyTxnPartitions
 	}
 	s.mu.adm.perIP = map[netip.Addr]int{}
 	if ln != nil {

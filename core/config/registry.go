@@ -134,6 +134,8 @@ var entries = []Entry{
 	broker("transaction.max.timeout.ms", Int, "ms", "900000", 1, maxInt32, "largest transaction.timeout.ms a producer may ask for (ms)"),
 	broker("transaction.abort.timed.out.transaction.cleanup.interval.ms", Int, "ms", "10000", 1, maxInt32,
 		"how often the transaction coordinator aborts transactions open longer than their transaction.timeout.ms (ms)"),
+	flag("transaction.partition.verification.enable", "true",
+		"KIP-890: a partition leader asks the transaction coordinator that a transactional batch's partition is in the producer's transaction before the batch opens a transaction there (else INVALID_TXN_STATE)"),
 	broker("transactional.id.expiration.ms", Int, "ms", "604800000", 1, maxInt32,
 		"a transactional id with no transaction open and no update for this long is expired: tombstoned in __transaction_state and forgotten (ms)"),
 	broker("transaction.remove.expired.transaction.cleanup.interval.ms", Int, "ms", "3600000", 1, maxInt32,
