@@ -32,7 +32,7 @@ func (c *Cluster) listen(n *node, port int) (net.Listener, error) {
 			_, ps, _ := net.SplitHostPort(prev)
 			p, _ = strconv.Atoi(ps)
 		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(p)))
+		ln, err := listenTCP(l.Host, p)
 		if err != nil {
 			if primary != nil {
 				primary.Close()
