@@ -103,7 +103,12 @@ func openEmbedded(ctx context.Context, s *spec.Spec, o TargetOptions) (Target, e
 	if logw == nil {
 		logw = io.Discard
 	}
-	cc.Logf = func(format string, args ...any) { fmt.Fprintf(logw, format+"\n", args...) }
+	var logMu sync.Mutex // the cluster logs from many goroutines; o.Log need not be safe for that
+	cc.Logf = func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		fmt.Fprintf(logw, format+"\n", args...)
+	}
 	clientListener, sec, err := embeddedSecurity(s, &cc, dir) // embedded_security.go
 	if err != nil {
 		os.RemoveAll(dir)
