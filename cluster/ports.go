@@ -29,6 +29,9 @@ func listenTCP(host string, port int) (net.Listener, error) {
 	if hi := ephemeralLow(); hi > lowPortMin {
 		for range 64 {
 			p := lowPortMin + rand.IntN(hi-lowPortMin)
+			if p%10000 >= 9000 {
+				continue // 19092, 29092 ...: where Kafka listeners are usually put by hand
+			}
 			ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
 			if err == nil {
 				return ln, nil
