@@ -102,6 +102,7 @@ func Run(ctx context.Context, s *spec.Spec, o Options) (res *results.Result, err
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
 	}
+	o.lockWriters()
 	if o.OutDir == "" {
 		o.OutDir = filepath.Join("results", "runs")
 	}
