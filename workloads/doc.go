@@ -20,8 +20,8 @@
 // The spec's fault schedule (spec.Fault) runs alongside the load: at is relative to the start
 // of measurement, and each fault is healed duration after it was applied, at the latest when
 // the measurement ends.
-// Every kind but exec acts on the embedded cluster's brokers from inside the process (a
-// kafka:// target takes exec only). Kinds (FaultKinds; pause, kill, restart, crash are
+// Every kind but exec and restart-producer acts on the embedded cluster's brokers from
+// inside the process (a kafka:// target takes those two only). Kinds (FaultKinds; pause, kill, restart, crash are
 // accepted as aliases):
 //
 //   - pause-broker: PauseBroker, like SIGSTOP or a long GC pause (the broker stops fetching,
@@ -45,6 +45,11 @@
 //     (docker compose stop, kubectl, tc, isrbench broker/link against isrbench serve); the
 //     target resolved to a broker whose id and address replace {broker}, {host}, {port}; the
 //     output saved in the run directory, the exit statuses in result.json (faultexec.go).
+//   - reassign: the target's replicas moved under load (faultreassign.go); a target
+//     leader-of: an internal topic partition moves that partition alone (a coordinator move).
+//   - restart-producer: transactional producer N (the target) killed half-way through a
+//     transaction and restarted with the same transactional.id: the zombie is fenced and
+//     must not commit (faultproducer.go, load/producer_restart.go); no duration.
 //
 // target is a broker id, leader-of:TOPIC-PARTITION, follower-of:TOPIC-PARTITION (the first
 // running ISR follower), any-follower (a random running follower of faults[].partition), or

@@ -20,7 +20,9 @@ import (
 // replica replaced by one on broker To, or with Add one more on To) through the controller's
 // AlterPartitionReassignments, throttled by reassign.throttle when set. The new replicas
 // catch up as followers outside the ISR and join it; the reassignment of a partition
-// completes when they have. The fault's end_s is when the last one completed, its detail
+// completes when they have. A target leader-of: or follower-of: a partition of an internal
+// topic (__transaction_state-N, __consumer_offsets-N) moves that partition alone: moving its
+// leader's replica moves its transaction or group coordinator. The fault's end_s is when the last one completed, its detail
 // the catch-up time of each partition (start to ISR join), so the run's timeline and
 // latency histograms show what the move cost the load. Only the embedded target can run it.
 

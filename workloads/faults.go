@@ -39,6 +39,9 @@ func (r *rig) runFault(ctx context.Context, log *faultLog, i int, f spec.Fault, 
 	case "reassign":
 		r.runReassignFault(ctx, log, i, f, measureStart)
 		return
+	case "restart-producer":
+		r.runProducerRestart(ctx, log, i, f, measureStart, measureEnd)
+		return
 	}
 	if !poll.At(ctx, measureStart.Add(f.At)) {
 		return

@@ -166,8 +166,12 @@ func TestRunTransactionsLeaderKill(t *testing.T) {
 	if res.Durability.Lost != 0 {
 		t.Errorf("durability %+v", res.Durability)
 	}
-	if p := res.Transactions.Pipeline; p == nil || p.Error != "" || p.Inputs != res.Transactions.CommittedRecords || p.Outputs != p.Inputs || p.Anomalies() != 0 {
-		t.Errorf("pipeline %+v", p)
+	// A transaction whose EndTxn went unanswered in the failover (unknown outcome) may have
+	// committed: its records are then inputs too.
+	tx := res.Transactions
+	maxInputs := tx.CommittedRecords + tx.Unknown*int64(s.Producers.Txn.Records)
+	if p := tx.Pipeline; p == nil || p.Error != "" || p.Inputs < tx.CommittedRecords || p.Inputs > maxInputs || p.Outputs != p.Inputs || p.Anomalies() != 0 {
+		t.Errorf("pipeline %+v; transactions %+v", p, tx)
 	}
 }
 

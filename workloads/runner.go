@@ -102,7 +102,7 @@ func Run(ctx context.Context, s *spec.Spec, o Options) (res *results.Result, err
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
 	}
-	o.Stderr = newLockedWriter(o.Stderr) // the progress line, faults, the timeline and the cluster's logs write from their own goroutines
+	o.lockWriters()
 	if o.OutDir == "" {
 		o.OutDir = filepath.Join("results", "runs")
 	}

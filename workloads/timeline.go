@@ -45,7 +45,7 @@ func newTimeline(r *rig, path string, start, end time.Time) (*timeline, error) {
 		return nil, err
 	}
 	t := &timeline{r: r, path: path, f: f, tl: tl, start: start, end: end, interval: r.opts.TimelineInterval}
-	if sf, ok := underlying(r.opts.Stderr).(*os.File); ok {
+	if sf, ok := r.opts.Stderr.(*os.File); ok {
 		if st, err := sf.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 			t.tty = true
 		}

@@ -50,10 +50,12 @@ type Producer struct {
 	txn    *txnProducer
 	Commit *results.Recorder
 
-	mu        sync.Mutex // guards acked, ackPart, ackTop, errs, partErrs, failTimes, txns, txnErrs
-	acked     bitset     // seq -> acknowledged (whole run, for the durability check)
-	ackPart   partLog    // seq -> partition of the acknowledged record (to tell expired from lost)
-	ackTop    []int64    // partition -> highest acknowledged offset + 1, 0 for none (see noteTop)
+	opts      []kgo.Opt       // the client's options (a restarted producer's new client takes them)
+	restart   chan restartReq // restart-producer requests (producer_restart.go)
+	mu        sync.Mutex      // guards cl's replacement, acked, ackPart, ackTop, errs, partErrs, failTimes, txns, txnErrs
+	acked     bitset          // seq -> acknowledged (whole run, for the durability check)
+	ackPart   partLog         // seq -> partition of the acknowledged record (to tell expired from lost)
+	ackTop    []int64         // partition -> highest acknowledged offset + 1, 0 for none (see noteTop)
 	errs      map[string]int64
 	partErrs  map[int32]map[string]int64 // partition -> error name -> failed records (whole run)
 	failTimes []int64                    // intended send times (unix ns) of failed records
@@ -128,7 +130,7 @@ func NewProducer(id uint32, conn []kgo.Opt, spec spec.ProducerSpec, topic string
 	if err != nil {
 		return nil, err
 	}
-	p := &Producer{ID: id, spec: spec, topic: topic, cl: cl, rate: rate, Win: win, mode: mode,
+	p := &Producer{ID: id, spec: spec, topic: topic, cl: cl, opts: opts, restart: make(chan restartReq, 1), rate: rate, Win: win, mode: mode,
 		keyRng:    rand.New(rand.NewPCG(uint64(id), uint64(time.Now().UnixNano()))),
 		SendDelay: results.NewHistogram(), Ack: results.NewRecorder(), errs: map[string]int64{}}
 	if txnID != "" {
@@ -191,6 +193,13 @@ func (p *Producer) loop(ctx context.Context, start, end time.Time) error {
 		seq++
 		p.inFl.Add(1)
 		p.cl.Produce(ctx, r, p.promise)
+		if p.txn != nil && p.txn.open && seq-p.txn.first >= max(1, uint64(p.txn.records)/2) {
+			select {
+			case req := <-p.restart: // half-way through a transaction: kill the producer in it
+				req.done <- p.restartTxn(ctx, seq)
+			default:
+			}
+		}
 		if p.txnFull(seq) {
 			if err := p.endTxn(ctx, seq); err != nil {
 				return err
@@ -264,7 +273,7 @@ func (p *Producer) noteTop(part int32, off int64) {
 func (p *Producer) Drain(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
-		_ = p.cl.Flush(ctx)
+		_ = p.client().Flush(ctx)
 		p.inFl.Wait()
 		close(done)
 	}()
@@ -272,7 +281,7 @@ func (p *Producer) Drain(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		p.cl.Close() // aborts buffered records: their promises run with an error
+		p.client().Close() // aborts buffered records: their promises run with an error
 		<-done
 		return ctx.Err()
 	}

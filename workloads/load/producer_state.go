@@ -1,5 +1,7 @@
 package load
 
+import "github.com/twmb/franz-go/pkg/kgo"
+
 // The producers' whole-run state, read by the runner after (or, for the timeline, during) the
 // load under each producer's lock.
 
@@ -54,7 +56,15 @@ func (p *Producer) HasAcked(seq uint64) bool {
 }
 
 // Close closes p's client; records still buffered are aborted.
-func (p *Producer) Close() { p.cl.Close() }
+func (p *Producer) Close() { p.client().Close() }
+
+// client is p's current client (a restart-producer fault replaces it): the producer goroutine
+// reads p.cl directly, the others through client.
+func (p *Producer) client() *kgo.Client {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cl
+}
 
 // Min is the least (receive - intended send) in ns of worker k's records (index K-1) that its
 // Consumer read, math.MaxInt64 when none. Read it after the consumer stopped.

@@ -41,7 +41,8 @@
 // Kinds are FaultKinds (pause, kill, restart, crash are accepted as aliases); a kafka://
 // target takes ExternalFaultKinds only (CheckTarget). A fault's target is a broker id,
 // leader-of:TOPIC-PARTITION, follower-of:TOPIC-PARTITION, any-follower, leader or follower
-// (ParseFaultTarget); roles are resolved by the target when the fault starts.
+// (ParseFaultTarget); roles are resolved by the target when the fault starts. A
+// restart-producer fault's target is a transactional producer's number (ParseProducerTarget).
 //
 // A Spec is a plain value, not safe for concurrent mutation; a validated Spec may be read from
 // any goroutine.

@@ -9,11 +9,12 @@ import (
 )
 
 // FaultKinds lists the fault kinds (canonical names).
-var FaultKinds = []string{"pause-broker", "kill-broker", "restart-broker", "crash-broker", "slow-link", "partition", "exec", "reassign"}
+var FaultKinds = []string{"pause-broker", "kill-broker", "restart-broker", "crash-broker", "slow-link", "partition", "exec", "reassign", "restart-producer"}
 
 // ExternalFaultKinds are the kinds a kafka:// target can apply (the others act on the
-// embedded cluster's brokers from inside the process).
-var ExternalFaultKinds = []string{"exec"}
+// embedded cluster's brokers from inside the process; restart-producer acts on the harness's
+// own producer, whatever the target).
+var ExternalFaultKinds = []string{"exec", "restart-producer"}
 
 // faultKindAliases are the short names accepted for compatibility with older specs.
 var faultKindAliases = map[string]string{
@@ -165,6 +166,12 @@ func (s *Spec) validateFaults() error {
 			return fmt.Errorf("faults[%d].partition: %d, topic has %d partitions; allowed 0..%d",
 				i, f.Partition, s.Topic.Partitions, s.Topic.Partitions-1)
 		}
+		if f.Kind == "restart-producer" {
+			if err := s.validateProducerRestart(i, f); err != nil {
+				return err
+			}
+			continue
+		}
 		if _, err := ParseFaultTarget(fmt.Sprintf("faults[%d].target", i), f, s.Brokers, s.Topic.Name, s.Topic.Partitions, s.Broker.OffsetsTopicNumPartitions); err != nil {
 			return err
 		}
@@ -192,6 +199,55 @@ func (s *Spec) validateFaults() error {
 		if err := s.validateReassignFault(i, f); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// A restart-producer fault kills transactional producer N (its target: the producer's number
+// over every group, from 0, as in its transactional.id PREFIX-N) in the middle of a
+// transaction and starts it again with the same transactional.id, as a producer process
+// crashing and coming back does:
+//
+//	faults:
+//	  - {at: 2s, kind: restart-producer, target: 0}
+//
+// The new instance's InitProducerId bumps the producer epoch, which fences the old instance
+// (a zombie) and aborts its open transaction; the zombie then tries to commit it and must be
+// refused. It is instantaneous (no duration) and runs against every target.
+
+// ParseProducerTarget parses a restart-producer fault's target: a producer number
+// 0..producers-1.
+func ParseProducerTarget(field, v string, producers int) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 || n >= producers {
+		return 0, fmt.Errorf("%s: %q is not a producer; allowed a transactional producer's number 0..%d (its transactional.id is PREFIX-N)", field, v, producers-1)
+	}
+	return n, nil
+}
+
+// validateProducerRestart checks restart-producer fault i: an instantaneous fault whose
+// target is a transactional producer of the spec.
+func (s *Spec) validateProducerRestart(i int, f Fault) error {
+	if f.Duration != 0 {
+		return fmt.Errorf("faults[%d].duration: %s; restart-producer is instantaneous, allowed 0s", i, f.Duration)
+	}
+	total := 0
+	for _, g := range s.ProducerGroups() {
+		total += g.Count
+	}
+	n, err := ParseProducerTarget(fmt.Sprintf("faults[%d].target", i), f.Target, total)
+	if err != nil {
+		return err
+	}
+	global := 0
+	for _, g := range s.ProducerGroups() {
+		if n < global+g.Count {
+			if g.Txn.ID == "" {
+				return fmt.Errorf("faults[%d].target: producer %d is not transactional; restart-producer needs producers.transactional.id", i, n)
+			}
+			return nil
+		}
+		global += g.Count
 	}
 	return nil
 }

@@ -211,11 +211,13 @@ type Fault struct {
 	// or the end of the measurement; restart-broker takes no duration.
 	Duration time.Duration
 	// Kind is one of FaultKinds (pause-broker, kill-broker, restart-broker, crash-broker,
-	// slow-link, partition); the short names pause, kill, restart, crash are accepted.
+	// slow-link, partition, exec, reassign, restart-producer); the short names pause, kill,
+	// restart, crash are accepted.
 	Kind string
 	// Target names the broker(s), see ParseFaultTarget: a broker id,
 	// leader-of:TOPIC-PARTITION, follower-of:TOPIC-PARTITION, any-follower, leader, follower;
-	// for partition also two groups "0|1,2". Default "leader".
+	// for partition also two groups "0|1,2"; for restart-producer a producer number
+	// (ParseProducerTarget). Default "leader".
 	Target string
 	// Partition of the benchmark topic that leader, follower and any-follower refer to; default 0.
 	Partition int

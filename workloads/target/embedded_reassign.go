@@ -16,7 +16,8 @@ import (
 
 // Reassign starts reassign fault f on the embedded cluster (see faultreassign.go): one
 // AlterPartitionReassignments of every partition of topic hosted by the fault's target
-// broker, after the throttle configs when throttle > 0 (as kafka-reassign-partitions.sh
+// broker (of the internal topic partition alone when the target is leader-of: or
+// follower-of: one), after the throttle configs when throttle > 0 (as kafka-reassign-partitions.sh
 // --throttle: leader.replication.throttled.replicas on each moving partition's current
 // replicas, follower.replication.throttled.replicas on its new ones, both rates on every
 // broker involved). The returned wait follows the controller's changes until every moved
@@ -33,6 +34,13 @@ func (e *embedded) Reassign(ctx context.Context, topic string, f spec.Fault, thr
 	if err != nil {
 		return "", nil, err
 	}
+	// leader-of:/follower-of: a partition of an internal topic moves that partition alone:
+	// __transaction_state-N's leader replica moved off is a transaction coordinator move,
+	// __consumer_offsets-N's a group coordinator move.
+	only := int32(-1)
+	if r := pt.Ref; (r.Role == "leader" || r.Role == "follower") && (r.Topic == spec.TxnStateTopic || r.Topic == spec.OffsetsTopic) {
+		topic, only = r.Topic, int32(r.Partition)
+	}
 	ctrl := e.c.Controller()
 	parts, ok := ctrl.Partitions(topic)
 	if !ok {
@@ -42,7 +50,7 @@ func (e *embedded) Reassign(ctx context.Context, topic string, f spec.Fault, thr
 	var reqs []controller.Reassignment
 	var cur [][]int32
 	for _, st := range parts {
-		if !slices.Contains(st.Replicas, from) || st.Reassigning() {
+		if !slices.Contains(st.Replicas, from) || st.Reassigning() || (only >= 0 && st.Partition != only) {
 			continue
 		}
 		to := f.To

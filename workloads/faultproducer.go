@@ -1,0 +1,69 @@
+package workloads
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/internal/poll"
+	"github.com/isrbench/isrbench/workloads/load"
+	"github.com/isrbench/isrbench/workloads/spec"
+)
+
+// runProducerRestart applies restart-producer fault i (spec/faults.go): at its time it kills
+// the target transactional producer in its next open transaction and restarts it with the
+// same transactional.id (load.Producer.Restart); the fault's detail says what the new
+// instance got and how the zombie's commit was refused. It acts on the harness's own
+// producer, so every target runs it.
+func (r *rig) runProducerRestart(ctx context.Context, log *faultLog, i int, f spec.Fault, measureStart, measureEnd time.Time) {
+	if !poll.At(ctx, measureStart.Add(f.At)) {
+		return
+	}
+	applied := time.Now()
+	rf := results.Fault{AtS: applied.Sub(measureStart).Seconds(), Time: applied.UTC(), Kind: f.Kind,
+		Detail: fmt.Sprintf("faults[%d]: restart-producer %s", i, f.Target)}
+	defer func() { log.add(i, rf) }()
+	total := 0
+	for _, g := range r.spec.ProducerGroups() {
+		total += g.Count
+	}
+	n, err := spec.ParseProducerTarget("target", f.Target, total)
+	if err != nil {
+		rf.Error = err.Error()
+		return
+	}
+	rf.Target = fmt.Sprintf("producer=%d", n)
+	pr := r.producerByNumber(n)
+	if pr == nil {
+		rf.Error = fmt.Sprintf("producer %d does not run in this worker", n)
+		return
+	}
+	// The restart waits for the producer's next open transaction, at the latest until the
+	// end of the measurement.
+	rctx, cancel := context.WithDeadline(ctx, measureEnd)
+	defer cancel()
+	rep := pr.Restart(rctx)
+	rf.EndS = time.Since(measureStart).Seconds()
+	if rep.TxnID != "" {
+		rf.Target += " transactional.id=" + rep.TxnID
+	}
+	if rep.Err != nil {
+		rf.Error = rep.Err.Error()
+		r.notef("fault %d restart-producer %s: %v", i, f.Target, rep.Err)
+		return
+	}
+	rf.Detail += fmt.Sprintf(": killed in a transaction of %d records; the new instance got producer id %d epoch %d; the zombie's commit was refused with %s",
+		rep.Killed, rep.ProducerID, rep.Epoch, rep.ZombieErr)
+}
+
+// producerByNumber is producer n (counted over every group from 0) of this worker, nil if
+// another worker runs it.
+func (r *rig) producerByNumber(n int) *load.Producer {
+	for _, p := range r.prods {
+		if p.ID == r.plan.base+uint32(n) {
+			return p
+		}
+	}
+	return nil
+}
