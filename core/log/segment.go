@@ -38,13 +38,14 @@ type segment struct {
 	txnPath string
 
 	// The .txnindex (txnindex.go), guarded by txnMu (its Log's txnMu): the entries in the
-	// file, the last one's marker offset (-1: none), whether the segment was deleted, and
+	// file, those fsynced, the last one's marker offset (-1: none), whether the segment was deleted, and
 	// (written by Open only) whether Open saw a transactional batch in it.
-	txnMu   *sync.Mutex
-	txnN    int
-	txnLast int64
-	txnGone bool
-	txnSeen bool
+	txnMu     *sync.Mutex
+	txnN      int
+	txnSynced int // entries known fsynced
+	txnLast   int64
+	txnGone   bool
+	txnSeen   bool
 
 	// The .log file: the segment's hold on it (nil while a sealed segment's file is
 	// closed; swapped under fmu), read lock-free by acquire. The active segment always

@@ -115,7 +115,7 @@ func (s *segment) writeTxnFile(fs vfs.FS, ents []AbortedTxn) error {
 		if err := fs.Remove(s.txnPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("log: delete txnindex %s: %w", s.txnPath, err)
 		}
-		s.txnN, s.txnLast = 0, -1
+		s.txnN, s.txnSynced, s.txnLast = 0, 0, -1
 		return nil
 	}
 	var b []byte
@@ -136,7 +136,31 @@ func (s *segment) writeTxnFile(fs vfs.FS, ents []AbortedTxn) error {
 	if err != nil {
 		return fmt.Errorf("log: write txnindex %s: %w", s.txnPath, err)
 	}
-	s.txnN, s.txnLast = len(ents), ents[len(ents)-1].LastOffset
+	s.txnN, s.txnSynced, s.txnLast = len(ents), len(ents), ents[len(ents)-1].LastOffset
+	return nil
+}
+
+// syncTxnIndex fsyncs the segment's .txnindex when it holds entries not known synced: the
+// roll flush, Flush and Close do, so the index is as durable as its segment. A resource error
+// fails the flush, another poisons the Log.
+func (l *Log) syncTxnIndex(s *segment) error {
+	l.txnMu.Lock()
+	defer l.txnMu.Unlock()
+	if s.txnGone || s.txnSynced >= s.txnN {
+		return nil
+	}
+	f, err := l.fs.OpenFile(s.txnPath, os.O_RDWR, 0)
+	if err != nil {
+		return l.fail("fsync txnindex", fmt.Errorf("log: open txnindex %s: %w", s.txnPath, err))
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return l.poison("fsync txnindex", fmt.Errorf("log: fsync txnindex %s: %w", s.txnPath, err))
+	}
+	s.txnSynced = s.txnN
 	return nil
 }
 
@@ -256,7 +280,7 @@ func (s *segment) removeTxnIndex(fs vfs.FS) error {
 	s.txnMu.Lock()
 	defer s.txnMu.Unlock()
 	s.txnGone = true
-	s.txnN, s.txnLast = 0, -1
+	s.txnN, s.txnSynced, s.txnLast = 0, 0, -1
 	if err := fs.Remove(s.txnPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("log: delete txnindex %s: %w", s.txnPath, err)
 	}
@@ -343,7 +367,7 @@ func (l *Log) checkTxnIndexes(files map[int64]bool) (rebuilt int, reasons []stri
 			}
 		}
 		if why == "" {
-			s.txnN, s.txnLast = len(have), -1
+			s.txnN, s.txnSynced, s.txnLast = len(have), len(have), -1
 			if len(have) > 0 {
 				s.txnLast = have[len(have)-1].LastOffset
 			}
