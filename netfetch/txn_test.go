@@ -505,3 +505,164 @@ func TestTransactionalIDExpiration(t *testing.T) {
 		t.Fatalf("after expiry idle-1 kept producer id %d", got)
 	}
 }
+
+// TestReadCommittedAcrossSegments: two transactional producers interleave, one aborting
+// while the other's transaction is open, on a topic whose segments hold a few batches, so
+// aborted transactions start in one segment and end in another (their .txnindex entries live
+// with the ABORT markers). read_committed consumers fetching a little at a time see exactly
+// the committed records; every Fetch answer lists the aborted transactions of its range
+// (marker at or past the fetch offset, first record below its end) and, over the whole log,
+// every aborted producer's transactions.
+func TestReadCommittedAcrossSegments(t *testing.T) {
+	c := txnCluster(t)
+	const topic = "txseg"
+	if err := c.CreateTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2", "segment.bytes": "1024"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := clustertest.Context(t)
+	p1 := clustertest.NewClient(t, c, kgo.TransactionalID("seg-1"), kgo.DefaultProduceTopic(topic))
+	p2 := clustertest.NewClient(t, c, kgo.TransactionalID("seg-2"), kgo.DefaultProduceTopic(topic))
+	produce := func(cl *kgo.Client, v string) {
+		t.Helper()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v + strings.Repeat(".", 200))}).FirstErr(); err != nil {
+			t.Fatalf("produce %s: %v", v, err)
+		}
+	}
+	var committed []string
+	aborts := 0
+	for round := 0; round < 6; round++ {
+		if err := p1.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p2.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		var v1, v2 []string
+		for i := 0; i < 4; i++ {
+			a, b := fmt.Sprintf("p1-%d-%d", round, i), fmt.Sprintf("p2-%d-%d", round, i)
+			produce(p1, a)
+			produce(p2, b)
+			v1, v2 = append(v1, a), append(v2, b)
+		}
+		c1, c2 := round%2 == 0, round%3 == 0
+		if err := p1.EndTransaction(ctx, kgo.TransactionEndTry(c1)); err != nil {
+			t.Fatal(err)
+		}
+		if err := p2.EndTransaction(ctx, kgo.TransactionEndTry(c2)); err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range []struct {
+			commit bool
+			vals   []string
+		}{{c1, v1}, {c2, v2}} {
+			if x.commit {
+				committed = append(committed, x.vals...)
+			} else {
+				aborts++
+			}
+		}
+	}
+	// committed in offset order: both producers' records interleave
+	var want []string
+	for round := 0; round < 6; round++ {
+		for i := 0; i < 4; i++ {
+			for _, p := range []string{"p1", "p2"} {
+				v := fmt.Sprintf("%s-%d-%d", p, round, i)
+				if slices.Contains(committed, v) {
+					want = append(want, v)
+				}
+			}
+		}
+	}
+	txnRun(t, ctx, p1, true, "end")
+	trim := func(vs []string) []string {
+		out := make([]string, len(vs))
+		for i, v := range vs {
+			out[i] = strings.TrimRight(v, ".")
+		}
+		return out
+	}
+	cl := clustertest.NewClient(t, c, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxPartitionBytes(700), kgo.FetchMaxBytes(700))
+	var got []string
+	for !slices.Contains(got, "end") {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consuming: %v after %v", err, got)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, strings.TrimRight(string(r.Value), ".")) })
+	}
+	if got = got[:len(got)-1]; !slices.Equal(got, want) {
+		t.Fatalf("read_committed read %v, want %v", got, want)
+	}
+	if gotU := trim(consumeUntil(t, c, topic, kgo.ReadUncommitted(), "end")); len(gotU) != 48 {
+		t.Fatalf("read_uncommitted read %d records, want 48", len(gotU))
+	}
+
+	// Raw Fetches at read_committed, one small range at a time.
+	st, _ := c.Controller().Partition(topic, 0)
+	raw := clustertest.NewClient(t, c)
+	tds, err := kadm.NewClient(raw).ListTopics(ctx, topic) // learns the brokers too
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[[2]int64]bool{} // (producer id, first offset) of every aborted transaction listed
+	for off := int64(0); ; {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version = 11
+		req.ReplicaID = -1
+		req.MaxBytes = 600
+		req.IsolationLevel = 1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = topic, tds[topic].ID
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.FetchOffset = off
+		rp.PartitionMaxBytes = 600
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, raw.Broker(int(st.Leader)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+			t.Fatalf("fetch at %d: %v", off, err)
+		}
+		end := batchesEnd(t, p.RecordBatches)
+		if end <= off {
+			if off < p.LastStableOffset {
+				t.Fatalf("fetch at %d returned nothing below the LSO %d", off, p.LastStableOffset)
+			}
+			break
+		}
+		for _, a := range p.AbortedTransactions {
+			if a.FirstOffset >= end {
+				t.Fatalf("fetch [%d, %d) lists an aborted transaction starting at %d", off, end, a.FirstOffset)
+			}
+			seen[[2]int64{a.ProducerID, a.FirstOffset}] = true
+		}
+		off = end
+	}
+	if len(seen) != aborts {
+		t.Fatalf("the Fetch answers listed %d aborted transactions %v, want %d", len(seen), seen, aborts)
+	}
+}
+
+// batchesEnd returns the offset after the last whole batch of b (0 when none).
+func batchesEnd(t *testing.T, b []byte) int64 {
+	t.Helper()
+	var end int64
+	for len(b) >= 61 {
+		var rb kmsg.RecordBatch
+		n := 12 + int(int32(uint32(b[8])<<24|uint32(b[9])<<16|uint32(b[10])<<8|uint32(b[11])))
+		if n > len(b) {
+			break
+		}
+		if err := rb.ReadFrom(b[:n]); err != nil {
+			t.Fatalf("batch: %v", err)
+		}
+		end = rb.FirstOffset + int64(rb.LastOffsetDelta) + 1
+		b = b[n:]
+	}
+	return end
+}

@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	register("dump-log", "print every batch of a segment file (kafka-dump-log.sh / DumpLogSegments)", cmdDumpLog)
+	register("dump-log", "print every batch of a segment file, or the entries of a .txnindex (kafka-dump-log.sh / DumpLogSegments)", cmdDumpLog)
 }
 
 var codecNames = map[int8]string{0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
@@ -25,16 +25,38 @@ var codecNames = map[int8]string{0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4:
 // batch recovery would truncate at (CRC mismatch, offsets not contiguous from
 // the file name's base offset) is printed with isvalid: false and makes the
 // command exit 1; a batch that cannot be parsed or is cut short stops the dump
-// with an error naming its position.
+// with an error naming its position. A .txnindex file (the aborted-transactions index)
+// is printed one entry a line, as Kafka prints it; a damaged one is an error naming the entry.
 func cmdDumpLog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("dump-log", "dump-log PATH.log", stderr)
+	fs := newFlags("dump-log", "dump-log PATH.log|PATH.txnindex", stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usagef("dump-log: exactly one segment file path is required")
 	}
+	if strings.HasSuffix(fs.Arg(0), ".txnindex") {
+		return dumpTxnIndex(fs.Arg(0), stdout)
+	}
 	return dumpSegment(fs.Arg(0), stdout)
+}
+
+// dumpTxnIndex prints the entries of a .txnindex file as Kafka's DumpLogSegments does.
+func dumpTxnIndex(path string, w io.Writer) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "Dumping %s\n", path)
+	ents, err := log.DecodeTxnIndex(b)
+	if err != nil {
+		return fmt.Errorf("dump-log: %s: %w", path, err)
+	}
+	for _, a := range ents {
+		fmt.Fprintf(w, "version: 0 producerId: %d firstOffset: %d lastOffset: %d lastStableOffset: %d\n",
+			a.ProducerID, a.FirstOffset, a.LastOffset, a.LastStableOffset)
+	}
+	return nil
 }
 
 func dumpSegment(path string, w io.Writer) error {

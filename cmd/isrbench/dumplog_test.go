@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/isrbench/isrbench/core/log"
 	"github.com/isrbench/isrbench/core/records"
 )
 
@@ -53,6 +54,12 @@ func txnSegment() []byte {
 // TestDumpLogGolden dumps a valid segment and damaged copies of it (a flipped record byte, a
 // torn tail, an offset gap, a file not named like a segment) against golden output, and checks
 // the exit status.
+// txnIndexFile is a .txnindex of two aborted transactions.
+func txnIndexFile() []byte {
+	b := log.AppendTxnIndexEntry(nil, log.AbortedTxn{ProducerID: 7, FirstOffset: 2, LastOffset: 9, LastStableOffset: 4})
+	return log.AppendTxnIndexEntry(b, log.AbortedTxn{ProducerID: 4, FirstOffset: 4, LastOffset: 12, LastStableOffset: 13})
+}
+
 func TestDumpLogGolden(t *testing.T) {
 	seg, pos := dumpLogSegment()
 	dir := t.TempDir()
@@ -71,6 +78,8 @@ func TestDumpLogGolden(t *testing.T) {
 		{"unnamed", "copy.log", nil, 0},
 		{"bad-header", "00000000000000000000.log", func(b []byte) []byte { b[pos[1]+16] = 1; return b }, 1}, // magic 1
 		{"txn", "00000000000000000000.log", func(b []byte) []byte { return txnSegment() }, 0},
+		{"txnindex", "00000000000000000000.txnindex", func([]byte) []byte { return txnIndexFile() }, 0},
+		{"txnindex-torn", "00000000000000000000.txnindex", func([]byte) []byte { b := txnIndexFile(); return b[:len(b)-3] }, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -318,7 +318,14 @@ func (b *Broker) readPartitions(req *FetchRequest, replica bool, only []int32) (
 		}
 		p.Records = s
 		if s.Size > 0 && !replica && req.IsolationLevel == 1 {
-			p.AbortedTransactions = r.AppendAbortedTxns(p.AbortedTransactions, p.FetchOffset, s.NextOffset)
+			var err error
+			if p.AbortedTransactions, err = r.AppendAbortedTxns(p.AbortedTransactions, p.FetchOffset, s.NextOffset); err != nil {
+				s.Release()
+				p.Records = log.Slice{}
+				p.Err = kerrOf(b.storageFailed(err))
+				anyErr = true
+				continue
+			}
 		}
 		p.avail = s.Size
 		if s.Size > 0 {

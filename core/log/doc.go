@@ -12,6 +12,8 @@
 //
 //	<dir>/NNNNNNNNNNNNNNNNNNNN.log    segment: batches back to back, named by its base offset (%020d)
 //	<dir>/NNNNNNNNNNNNNNNNNNNN.index  sparse offset index of that segment
+//	<dir>/NNNNNNNNNNNNNNNNNNNN.txnindex  aborted transactions whose ABORT marker is in that
+//	                                  segment (txnindex.go); only segments with such markers have one
 //	<dir>/recovery-point              checkpoint: offset below which every batch was fsynced
 //	<dir>/log-start-offset            checkpoint: the log start, only while it lies inside the
 //	                                  first segment (IncrementLogStart: a follower's log start
@@ -38,6 +40,18 @@
 //	       position of that batch in the .log. One entry each time more than
 //	       log.index.interval.bytes were appended since the previous entry (Kafka's rule;
 //	       the first batch at position 0 is implicit). Entries strictly increase.
+//
+//	.txnindex +---------+-------------+--------------+-------------+-------------------+---
+//	          | version | producerId  | firstOffset  | lastOffset  | lastStableOffset  | ...
+//	          | int16=0 | int64       | int64        | int64       | int64             |
+//	          +---------+-------------+--------------+-------------+-------------------+---
+//	          34 bytes per entry, big-endian, in marker (lastOffset) order (Kafka's
+//	          TransactionIndex). lastOffset is the ABORT marker's offset; lastStableOffset is
+//	          the LSO right after it (exclusive, <= lastOffset+1): a read of [from, upTo) stops
+//	          at an entry whose lastStableOffset >= upTo. Appended by AppendAbortedTxn (the
+//	          partition, when it applies an ABORT), cut by TruncateTo, deleted with its segment,
+//	          fsynced when its segment is; Open checks it against the segment's control batches
+//	          and rewrites a missing, stale or corrupt one (Recovery.TxnIndexesRebuilt).
 //
 //	recovery-point (WriteCheckpoint format):
 //	       0\n          version
@@ -119,8 +133,8 @@
 // it and kept open only while used or while one of two process-wide caches keeps it: of
 // ActiveFileCacheSize active segments, of SealedFileCacheSize sealed ones (see files.go). A
 // process thus holds a bounded number of descriptors for its logs, however many replicas and
-// segments it hosts; .index files are created by their first write and open only while read
-// or written.
+// segments it hosts; .index and .txnindex files are created by their first write and open
+// only while read or written.
 //
 // fsync follows flush.messages / flush.ms (checked at append; default: never, as Kafka),
 // covering every segment with unsynced bytes. Whatever they say, a segment is flushed when it

@@ -122,6 +122,10 @@ func (l *Log) flushRolled() error {
 		if ferr != nil {
 			break
 		}
+		if err := l.syncTxnIndex(j.s); err != nil && !IsResourceError(err) {
+			ferr = err
+			break
+		}
 	}
 	dirOK := false
 	if ferr == nil {
@@ -247,6 +251,9 @@ func (l *Log) flushLocked() error {
 		var err error
 		if l.wmu.idxScratch, err = s.writeIndex(l.wmu.idxScratch, true); err != nil {
 			return l.fail("index write", err)
+		}
+		if err := l.syncTxnIndex(s); err != nil {
+			return err
 		}
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {

@@ -70,6 +70,10 @@ type Log struct {
 	// holders of wmu (flush, truncation) take it after wmu.
 	idxMu sync.Mutex
 
+	// txnMu guards the segments' .txnindex files and fields (txnindex.go). Lock order:
+	// wmu, then txnMu, then mu.
+	txnMu sync.Mutex
+
 	gc committer[*appendReq] // the group commit of Append (commit: l.commit)
 }
 

@@ -28,6 +28,9 @@ func scanSegment(s *segment, f vfs.File, fileSize, checkFrom int64, w *SegmentWa
 		}
 		s.entries = append(s.entries, entry{rel: uint32(b.Header.BaseOffset - s.base), pos: uint32(b.Position)})
 		s.maxTs = max(s.maxTs, b.Header.MaxTimestamp)
+		if b.Header.IsTransactional() || b.Header.IsControl() {
+			s.txnSeen = true
+		}
 		end, next = w.End(), w.NextOffset()
 	}
 	var tail *CorruptTailError
@@ -65,6 +68,7 @@ func (l *Log) recover() (Recovery, error) {
 	var bases []int64
 	logs := map[int64]bool{}
 	var indexes []int64
+	txnFiles := map[int64]bool{}
 	for _, e := range ents {
 		if strings.HasSuffix(e.Name(), deletedSuffix) {
 			// Moved aside by a TruncateFullyAndStartAt that did not finish.
@@ -78,6 +82,15 @@ func (l *Log) recover() (Recovery, error) {
 			logs[b] = true
 		} else if b, ok := parseSegmentName(e.Name(), ".index"); ok {
 			indexes = append(indexes, b)
+		} else if b, ok := parseSegmentName(e.Name(), txnIndexExt); ok {
+			txnFiles[b] = true
+		}
+	}
+	for b := range txnFiles {
+		if !logs[b] {
+			if err := l.fs.Remove(filepath.Join(l.dir, segmentName(b, txnIndexExt))); err != nil {
+				return rec, storageErrorf("remove orphan txnindex: %w", err)
+			}
 		}
 	}
 	for _, b := range indexes {
@@ -155,6 +168,9 @@ func (l *Log) recover() (Recovery, error) {
 			}
 			if err := l.fs.Remove(idxPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return rec, storageErrorf("delete index after corruption: %w", err)
+			}
+			if err := l.fs.Remove(filepath.Join(l.dir, segmentName(base, txnIndexExt))); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return rec, storageErrorf("delete txnindex after corruption: %w", err)
 			}
 			continue
 		}
@@ -244,5 +260,17 @@ func (l *Log) recover() (Recovery, error) {
 		rec.Reason = strings.Join(reasons, "; ")
 		rec.Segments = len(l.mu.segs)
 	}
-	return rec, err
+	if err != nil {
+		return rec, err
+	}
+	n, whys, err := l.checkTxnIndexes(txnFiles)
+	if n > 0 {
+		rec.TxnIndexesRebuilt = n
+		reasons = append(reasons, whys...)
+		rec.Reason = strings.Join(reasons, "; ")
+	}
+	if err != nil {
+		return rec, storageErrorf("check txnindex: %w", err)
+	}
+	return rec, nil
 }

@@ -35,6 +35,17 @@ type segment struct {
 	wmu     *sync.Mutex // its Log's writer lock: an active segment's file is closed under it
 	logPath string
 	idxPath string
+	txnPath string
+
+	// The .txnindex (txnindex.go), guarded by txnMu (its Log's txnMu): the entries in the
+	// file, those fsynced, the last one's marker offset (-1: none), whether the segment was deleted, and
+	// (written by Open only) whether Open saw a transactional batch in it.
+	txnMu     *sync.Mutex
+	txnN      int
+	txnSynced int // entries known fsynced
+	txnLast   int64
+	txnGone   bool
+	txnSeen   bool
 
 	// The .log file: the segment's hold on it (nil while a sealed segment's file is
 	// closed; swapped under fmu), read lock-free by acquire. The active segment always
@@ -83,9 +94,10 @@ func segmentName(base int64, ext string) string { return fmt.Sprintf("%020d%s", 
 // newSegment returns l's segment at base, with no file open.
 func (l *Log) newSegment(base int64) *segment {
 	return &segment{base: base, next: base, maxTs: -1, fs: l.fs, cache: l.cache, active: l.active,
-		wmu: &l.wmu.Mutex, cacheIdx: -1, activeIdx: -1,
+		wmu: &l.wmu.Mutex, cacheIdx: -1, activeIdx: -1, txnMu: &l.txnMu, txnLast: -1,
 		logPath: filepath.Join(l.dir, segmentName(base, ".log")),
-		idxPath: filepath.Join(l.dir, segmentName(base, ".index"))}
+		idxPath: filepath.Join(l.dir, segmentName(base, ".index")),
+		txnPath: filepath.Join(l.dir, segmentName(base, txnIndexExt))}
 }
 
 // hold installs f, the segment's open .log file, as the active segment's hold, kept open by
@@ -311,11 +323,12 @@ func (s *segment) remove(fs vfs.FS) error {
 	s.w = nil
 	err1 := fs.Remove(s.logPath)
 	err2 := fs.Remove(s.idxPath)
+	err3 := s.removeTxnIndex(fs)
 	if err1 != nil && !os.IsNotExist(err1) {
 		return fmt.Errorf("log: delete segment: %w", err1)
 	}
 	if err2 != nil && !os.IsNotExist(err2) {
 		return fmt.Errorf("log: delete index: %w", err2)
 	}
-	return nil
+	return err3
 }

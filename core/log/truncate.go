@@ -99,6 +99,12 @@ func (l *Log) TruncateTo(offset int64) error {
 	if err != nil {
 		return l.poison("truncate", err)
 	}
+	l.txnMu.Lock()
+	err = seg.truncateTxns(l.fs, bound)
+	l.txnMu.Unlock()
+	if err != nil {
+		return l.poison("truncate", err)
+	}
 	var rmErr error
 	for _, s := range removed {
 		if err := s.remove(l.fs); err != nil && rmErr == nil {
@@ -201,6 +207,10 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 				if err := l.fs.Remove(p); err != nil && !os.IsNotExist(err) && rmErr == nil {
 					rmErr = err
 				}
+			}
+			// Its .txnindex kept its name; the new segment has none yet.
+			if err := s.removeTxnIndex(l.fs); err != nil && rmErr == nil {
+				rmErr = err
 			}
 			continue
 		}

@@ -173,6 +173,7 @@ type Recovery struct {
 	TruncatedAtOffset int64  // first offset dropped (the LEO after the cut, exclusive end of what was kept); -1 if nothing was dropped
 	Reason            string // why bytes were dropped or files repaired, "" if the log was clean
 	IndexesRebuilt    int    // .index files rebuilt because they were missing or damaged
+	TxnIndexesRebuilt int    // .txnindex files rewritten or deleted because they were missing, stale or corrupt
 }
 
 func (r Recovery) String() string {
@@ -182,6 +183,9 @@ func (r Recovery) String() string {
 	}
 	if r.IndexesRebuilt > 0 {
 		s += fmt.Sprintf(", rebuilt %d indexes", r.IndexesRebuilt)
+	}
+	if r.TxnIndexesRebuilt > 0 {
+		s += fmt.Sprintf(", rebuilt %d transaction indexes", r.TxnIndexesRebuilt)
 	}
 	if r.Reason != "" {
 		s += ": " + r.Reason

@@ -33,6 +33,10 @@ func (b *benchLog) ForEachBatchHeader(int64, func(records.Header) error) error {
 func (b *benchLog) Read(int64, int64, int, bool) (log.Slice, error) {
 	return log.Slice{}, nil
 }
+func (b *benchLog) AppendAbortedTxn(log.AbortedTxn) error { return nil }
+func (b *benchLog) AppendAbortedTxns(dst []log.AbortedTxn, _, _ int64) ([]log.AbortedTxn, error) {
+	return dst, nil
+}
 
 func benchLeader(b *testing.B, rf int, mode string) (*Replica, *benchLog) {
 	l := &benchLog{}

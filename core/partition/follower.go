@@ -66,8 +66,11 @@ func (r *Replica) AppendAsFollower(blob []byte, leaderHW int64) (log.AppendInfo,
 		if err != nil {
 			return info, undo(err)
 		}
-		r.applyFollowerProducers(blob) // hook: idempotent producer state (producerstate.go)
+		perr := r.applyFollowerProducers(blob) // hook: idempotent producer state (producerstate.go)
 		r.leoSig.notify()
+		if perr != nil {
+			return info, perr
+		}
 	}
 	if leaderHW >= 0 {
 		// Kafka's UnifiedLog.updateHighWatermark: the leader's HW, at most the LEO and

@@ -371,24 +371,30 @@ func (ps *producerState) recordHeaderLocked(h records.Header) {
 
 // applyFollower records the batches of blob (already appended by a
 // follower, offsets as on the leader). Called under roleMu.
-func (r *Replica) applyFollowerProducers(blob []byte) {
+// An ABORT marker's entry goes to the log's .txnindex; failing to write it is a storage
+// error (the log is poisoned).
+func (r *Replica) applyFollowerProducers(blob []byte) error {
 	ps := &r.producers
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
+	var ierr error
 	for b := blob; len(b) > 0; {
 		h, err := records.ParseHeader(b)
 		if err != nil || h.Size() > len(b) {
-			return // cannot happen: the log validated blob
+			return ierr // cannot happen: the log validated blob
 		}
 		if h.IsControl() {
 			if m, err := records.ParseMarker(b[:h.Size()]); err == nil {
-				ps.markerLocked(h.ProducerID, h.ProducerEpoch, m, h.BaseOffset)
+				if err := ps.markerLocked(h.ProducerID, h.ProducerEpoch, m, h.BaseOffset, r.log); err != nil && ierr == nil {
+					ierr = fmt.Errorf("partition %s-%d: %w", r.topic, r.partition, err)
+				}
 			}
 		} else {
 			ps.recordHeaderLocked(h)
 		}
 		b = b[h.Size():]
 	}
+	return ierr
 }
 
 // headerScanner is implemented by *log.Log (the in-memory test log lacks it:
@@ -431,7 +437,7 @@ func (r *Replica) replayLocked(from int64) error {
 		if err != nil {
 			return fmt.Errorf("control batch at offset %d: %w", h.BaseOffset, err)
 		}
-		ps.markerLocked(h.ProducerID, h.ProducerEpoch, m, h.BaseOffset)
+		_ = ps.markerLocked(h.ProducerID, h.ProducerEpoch, m, h.BaseOffset, nil) // the log's .txnindex has it
 		return nil
 	})
 	if err != nil {

@@ -25,6 +25,7 @@ type logStore interface {
 	ApplyRetention(nowMs int64, maxDeletableOffset int64) (deletedSegments int, err error)
 	IncrementLogStart(offset int64) (deletedSegments int, err error)
 	ForEachBatchHeader(from int64, fn func(h records.Header) error) error
+	abortIndex
 	Close() error
 }
 
@@ -323,7 +324,6 @@ func (r *Replica) ApplyRetention(nowMs int64) (int, error) {
 	if err != nil || n == 0 {
 		return n, err
 	}
-	r.pruneAborted(r.log.LogStart())
 	return n, r.epochs.TruncateFromStart(r.log.LogStart())
 }
 

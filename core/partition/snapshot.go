@@ -26,7 +26,8 @@ import (
 //	                    batches int32 × { first_seq int32 | last_seq int32 | first_offset int64 |
 //	                                      last_offset int64 | max_timestamp int64 } } |
 //	unreplicated int32 × { first int64 | marker int64 } |
-//	aborted int32 × { producer_id int64 | first int64 | last int64 }
+//	aborted int32 × { producer_id int64 | first int64 | last int64 }   (written as 0 entries and
+//	                  ignored when read: the aborted transactions live in the log's .txnindex files)
 
 const snapshotSuffix = ".snapshot"
 
@@ -38,7 +39,6 @@ type producerSnapshot struct {
 	entries      map[int64]*producerEntry
 	ongoing      map[int64]int64
 	unreplicated []txnSpan
-	aborted      []AbortedTxn
 }
 
 // encodeSnapshotLocked encodes the state at offset (ps.mu held).
@@ -80,12 +80,7 @@ func (ps *producerState) encodeSnapshotLocked(offset int64) []byte {
 		b = be.AppendUint64(b, uint64(s.first))
 		b = be.AppendUint64(b, uint64(s.marker))
 	}
-	b = be.AppendUint32(b, uint32(len(ps.txn.aborted)))
-	for _, a := range ps.txn.aborted {
-		b = be.AppendUint64(b, uint64(a.ProducerID))
-		b = be.AppendUint64(b, uint64(a.FirstOffset))
-		b = be.AppendUint64(b, uint64(a.LastOffset))
-	}
+	b = be.AppendUint32(b, 0) // aborted transactions: in the log's .txnindex files now
 	be.PutUint32(b[2:], crc32.Checksum(b[6:], crcTable))
 	return b
 }
@@ -180,7 +175,9 @@ func decodeSnapshot(b []byte) (*producerSnapshot, error) {
 	}
 	n = r.count(24, "aborted transactions")
 	for i := 0; i < n; i++ {
-		s.aborted = append(s.aborted, AbortedTxn{ProducerID: r.i64("producer id"), FirstOffset: r.i64("first"), LastOffset: r.i64("last")})
+		r.i64("producer id") // older snapshots' aborted list: the .txnindex files have it
+		r.i64("first")
+		r.i64("last")
 	}
 	if r.err != nil {
 		return nil, r.err
@@ -269,12 +266,6 @@ func (r *Replica) loadProducers() error {
 	defer ps.mu.Unlock()
 	ps.producers = snap.entries
 	ps.txn.ongoing, ps.txn.unreplicated = snap.ongoing, snap.unreplicated
-	logStart := r.log.LogStart()
-	for _, a := range snap.aborted {
-		if a.LastOffset >= logStart {
-			ps.txn.aborted = append(ps.txn.aborted, a)
-		}
-	}
 	ps.txn.count()
 	return r.replayLocked(snap.offset)
 }

@@ -13,10 +13,16 @@ type txnView struct {
 	Producers []ProducerInfo
 	Open      map[int64]int64
 	Aborted   []AbortedTxn
+	AbortErr  string // reading the aborted transactions failed
 }
 
 func viewOf(r *Replica) txnView {
-	return txnView{Producers: r.ProducerStates(), Open: r.OpenTxns(), Aborted: r.AppendAbortedTxns(nil, 0, 1<<62)}
+	v := txnView{Producers: r.ProducerStates(), Open: r.OpenTxns()}
+	var err error
+	if v.Aborted, err = r.AppendAbortedTxns(nil, 0, 1<<62); err != nil {
+		v.AbortErr = err.Error()
+	}
+	return v
 }
 
 // TestProducerSnapshot: Close writes a snapshot that the next open loads (and removes); an
@@ -104,7 +110,7 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	ps := &producerState{producers: map[int64]*producerEntry{1: {epoch: 2, coordEpoch: 3}}}
 	ps.producers[1].push(batchMeta{firstSeq: 0, lastSeq: 4, firstOffset: 10, lastOffset: 14})
 	ps.txn.beginLocked(1, 10)
-	ps.txn.endLocked(1, false, 15)
+	_ = ps.txn.endLocked(1, false, 15, nil)
 	f.Add(ps.encodeSnapshotLocked(16))
 	f.Add([]byte{0, 1, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {

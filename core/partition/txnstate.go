@@ -2,7 +2,6 @@ package partition
 
 import (
 	"fmt"
-	"sort"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -17,7 +16,8 @@ import (
 //   - a transactional data batch of a producer with no open transaction opens one at the
 //     batch's first offset;
 //   - a control batch (COMMIT or ABORT marker, records/control.go) closes it; an ABORT adds
-//     (producer id, first offset, marker offset) to the aborted list, in marker order;
+//     (producer id, first offset, marker offset, LSO) to the .txnindex of the marker's
+//     segment (core/log), before the transaction closes;
 //   - a closed transaction stays "unreplicated" until the HW passes its marker;
 //   - LSO = min(HW, first offset of every open or unreplicated transaction): the first
 //     offset read_committed consumers cannot read (exclusive, like the HW). LSO <= HW; on a
@@ -27,10 +27,17 @@ import (
 // The leader applies it at append time (appendIdempotent, AppendMarkerAsLeader), followers
 // from the batches they append, and every replica rebuilds it from the log when it is opened
 // and after a truncation (rebuildProducers: the log is the durable copy; markers are read
-// back from their batches), so a new leader's LSO and aborted list are its predecessor's.
+// back from their batches), so a new leader's LSO is its predecessor's; the .txnindex files
+// are the log's (rebuilt by its Open, cut by its truncation), so its aborted list is too.
 // Markers carry the producer epoch they end the transaction in (a bump on re-initialisation
 // fences the zombie's later batches: INVALID_PRODUCER_EPOCH) and the coordinator epoch
 // (a marker from an older coordinator is TRANSACTION_COORDINATOR_FENCED).
+
+// abortIndex is where the aborted transactions go: the log's .txnindex files (*log.Log).
+type abortIndex interface {
+	AppendAbortedTxn(a log.AbortedTxn) error
+	AppendAbortedTxns(dst []log.AbortedTxn, from, upTo int64) ([]log.AbortedTxn, error)
+}
 
 // AbortedTxn is one aborted transaction of a partition: its producer id, the offset of its
 // first record and the offset of its ABORT marker (both inclusive), as Fetch's
@@ -48,7 +55,6 @@ type txnSpan struct{ first, marker int64 }
 type txnState struct {
 	ongoing      map[int64]int64 // producer id -> first offset (inclusive) of its open transaction
 	unreplicated []txnSpan       // ascending marker offset
-	aborted      []AbortedTxn    // ascending LastOffset
 	unstable     atomic.Int32    // len(ongoing) + len(unreplicated)
 }
 
@@ -59,7 +65,6 @@ func (t *txnState) count() {
 func (t *txnState) reset() {
 	clear(t.ongoing)
 	t.unreplicated = nil
-	t.aborted = nil
 	t.count()
 }
 
@@ -76,17 +81,26 @@ func (t *txnState) beginLocked(id, first int64) {
 }
 
 // endLocked closes producer id's open transaction (if any) with the marker at offset marker.
-func (t *txnState) endLocked(id int64, commit bool, marker int64) {
+// An ABORT is first written to idx (the log's .txnindex; nil when replaying the log, whose
+// index has it already), so that the transaction's records never reach the LSO before the
+// index lists them; the transaction closes even when that write fails (the log is poisoned).
+func (t *txnState) endLocked(id int64, commit bool, marker int64, idx abortIndex) error {
 	first, ok := t.ongoing[id]
 	if !ok {
-		return // a marker for a transaction with no data here
+		return nil // a marker for a transaction with no data here
 	}
 	delete(t.ongoing, id)
-	if !commit {
-		t.aborted = append(t.aborted, AbortedTxn{ProducerID: id, FirstOffset: first, LastOffset: marker})
+	var err error
+	if !commit && idx != nil {
+		lso := marker + 1 // Kafka's lastStableOffset(completedTxn): the earliest other open transaction
+		for _, f := range t.ongoing {
+			lso = min(lso, f)
+		}
+		err = idx.AppendAbortedTxn(log.AbortedTxn{ProducerID: id, FirstOffset: first, LastOffset: marker, LastStableOffset: lso})
 	}
 	t.unreplicated = append(t.unreplicated, txnSpan{first: first, marker: marker})
 	t.count()
+	return err
 }
 
 // lsoLocked drops the closed transactions the HW passed and returns the LSO for hw.
@@ -125,20 +139,17 @@ func (r *Replica) LSO() int64 {
 
 // AppendAbortedTxns appends to dst the aborted transactions a read_committed fetch of
 // [from, upTo) must know: those whose marker is at or past from and whose first offset is
-// below upTo (Kafka's collectAbortedTxns). Allocates only when there are some. Safe for
-// concurrent use.
-func (r *Replica) AppendAbortedTxns(dst []AbortedTxn, from, upTo int64) []AbortedTxn {
-	ps := &r.producers
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	ab := ps.txn.aborted
-	i := sort.Search(len(ab), func(i int) bool { return ab[i].LastOffset >= from })
-	for _, a := range ab[i:] {
-		if a.FirstOffset < upTo {
-			dst = append(dst, a)
-		}
+// below upTo (Kafka's collectAbortedTransactions), read from the log's .txnindex files.
+// Reads and allocates only when the log has some past from. Safe for concurrent use.
+func (r *Replica) AppendAbortedTxns(dst []AbortedTxn, from, upTo int64) ([]AbortedTxn, error) {
+	ab, err := r.log.AppendAbortedTxns(nil, from, upTo)
+	if err != nil {
+		return dst, fmt.Errorf("partition %s-%d: aborted transactions of [%d, %d): %w", r.topic, r.partition, from, upTo, err)
 	}
-	return dst
+	for _, a := range ab {
+		dst = append(dst, AbortedTxn{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset, LastOffset: a.LastOffset})
+	}
+	return dst, nil
 }
 
 // OpenTxns returns producer id -> first offset of its open transaction on this replica
@@ -154,25 +165,12 @@ func (r *Replica) OpenTxns() map[int64]int64 {
 	return out
 }
 
-// pruneAborted forgets the aborted transactions whose marker is below logStart (retention
-// or DeleteRecords removed them from the log).
-func (r *Replica) pruneAborted(logStart int64) {
-	ps := &r.producers
-	ps.mu.Lock()
-	ab := ps.txn.aborted
-	i := sort.Search(len(ab), func(i int) bool { return ab[i].LastOffset >= logStart })
-	if i > 0 {
-		ps.txn.aborted = append(ab[:0], ab[i:]...)
-	}
-	ps.mu.Unlock()
-}
-
 // markerLocked applies a marker of producer id at offset: the epoch moves up (a bump
 // forgets the retained batches: the next epoch starts at sequence 0), the coordinator epoch
-// is recorded and the open transaction closes (mu held).
-func (ps *producerState) markerLocked(id int64, epoch int16, m records.Marker, offset int64) {
+// is recorded and the open transaction closes (mu held). An ABORT goes to idx (see endLocked).
+func (ps *producerState) markerLocked(id int64, epoch int16, m records.Marker, offset int64, idx abortIndex) error {
 	if id < 0 {
-		return
+		return nil
 	}
 	e := ps.producers[id]
 	if e == nil {
@@ -186,7 +184,7 @@ func (ps *producerState) markerLocked(id int64, epoch int16, m records.Marker, o
 		e.reset(epoch)
 	}
 	e.coordEpoch = max(e.coordEpoch, m.CoordinatorEpoch)
-	ps.txn.endLocked(id, m.Commit(), offset)
+	return ps.txn.endLocked(id, m.Commit(), offset, idx)
 }
 
 // AppendMarkerAsLeader appends a COMMIT (commit) or ABORT marker of producer id / epoch
@@ -236,10 +234,13 @@ func (r *Replica) AppendMarkerAsLeader(id int64, epoch int16, coordinatorEpoch i
 		typ = records.ControlCommit
 	}
 	ps.mu.Lock()
-	ps.markerLocked(id, epoch, records.Marker{Type: typ, CoordinatorEpoch: coordinatorEpoch}, info.FirstOffset)
+	err = ps.markerLocked(id, epoch, records.Marker{Type: typ, CoordinatorEpoch: coordinatorEpoch}, info.FirstOffset, r.log)
 	ps.mu.Unlock()
 	info.LeaderEpoch = s.st.LeaderEpoch
 	r.leoSig.notify()
+	if err != nil {
+		return info, fmt.Errorf("partition %s-%d: %w", r.topic, r.partition, err)
+	}
 	r.maybeAdvanceHW(s)
 	return info, nil
 }

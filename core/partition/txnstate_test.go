@@ -99,7 +99,7 @@ func TestTxnLSOAndAbortedIndex(t *testing.T) {
 	}{
 		{0, 8, want}, {6, 8, want}, {0, 2, want}, {0, 1, nil}, {7, 8, nil},
 	} {
-		if got := r0.AppendAbortedTxns(nil, c.from, c.upTo); !slices.Equal(got, c.want) {
+		if got := abortedOf(t, r0, c.from, c.upTo); !slices.Equal(got, c.want) {
 			t.Fatalf("aborted [%d, %d): %v, want %v", c.from, c.upTo, got, c.want)
 		}
 	}
@@ -109,7 +109,7 @@ func TestTxnLSOAndAbortedIndex(t *testing.T) {
 	replicate(t, r0, r1)
 	wantLSO(t, r0, first3)
 	for _, r := range []*Replica{r0, r1} {
-		if got := r.AppendAbortedTxns(nil, 0, 100); !slices.Equal(got, want) {
+		if got := abortedOf(t, r, 0, 100); !slices.Equal(got, want) {
 			t.Fatalf("broker %d aborted %v, want %v", r.BrokerID(), got, want)
 		}
 		if got := r.OpenTxns(); len(got) != 1 || got[3] != first3 {
@@ -128,7 +128,7 @@ func TestTxnLSOAndAbortedIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	r0 = realReplica(t, dir0, 0)
-	if got := r0.AppendAbortedTxns(nil, 0, 100); !slices.Equal(got, want) {
+	if got := abortedOf(t, r0, 0, 100); !slices.Equal(got, want) {
 		t.Fatalf("reopened: aborted %v, want %v", got, want)
 	}
 	if got := r0.OpenTxns(); len(got) != 1 || got[3] != first3 {
@@ -170,4 +170,14 @@ func TestTxnFencingAndMarkers(t *testing.T) {
 	if got := r.OpenTxns(); len(got) != 1 {
 		t.Fatalf("open %v", got)
 	}
+}
+
+// abortedOf returns r's aborted transactions of [from, upTo), failing t on an error.
+func abortedOf(t *testing.T, r *Replica, from, upTo int64) []AbortedTxn {
+	t.Helper()
+	got, err := r.AppendAbortedTxns(nil, from, upTo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
