@@ -28,6 +28,11 @@ func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
 // see createReplicasLocked); unless register is set, the replica is not hosted yet (the
 // caller registers it).
 func (b *Broker) openReplicaOn(key tp, fsys vfs.FS, register bool) (h *hosted, damage string, err error) {
+	if err := b.LogDirOffline(); err != nil {
+		// Nothing is opened in an offline log directory: what a failed fsync left there (a
+		// batch of new replicas whose syncfs failed) was never durable.
+		return nil, "", fmt.Errorf("replica %s: the log directory is offline: %w", key, err)
+	}
 	dir := filepath.Join(b.cfg.DataDir, key.String())
 	_, statErr := fsys.Stat(dir)
 	dirMissing := statErr != nil
