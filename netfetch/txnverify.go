@@ -71,7 +71,8 @@ func (c *conn) checkTxnVerified(txnID *string, i int, topic string, partition in
 			topic, partition, h.ProducerID, kerr.TransactionalIDAuthorizationFailed)
 	}
 	tp := txn.TP{Topic: topic, Partition: partition}
-	gen := c.s.txnGuard.generation(tp)
+	key := guardKey{tp: tp, pid: h.ProducerID}
+	start := c.s.txnGuard.begin()
 	per, err := c.s.verifyTxn(*txnID, h.ProducerID, h.ProducerEpoch, []txn.TP{tp})
 	if err == nil {
 		err = per[tp]
@@ -83,33 +84,93 @@ func (c *conn) checkTxnVerified(txnID *string, i int, topic string, partition in
 		(*h)(tp)
 	}
 	if err == nil {
-		c.txnVerified = append(c.txnVerified, verifiedPart{i: i, tp: tp, gen: gen, id: *txnID})
+		c.txnVerified = append(c.txnVerified, verifiedPart{i: i, key: key, start: start, id: *txnID})
+	} else {
+		c.s.txnGuard.end(start)
 	}
 	return verifyErrForProduce(*txnID, topic, partition, err)
 }
 
 // txnGuard orders the transaction markers written through this server against the appends
-// of verified batches: a marker bumps its partition's generation and is appended under mu,
-// and a verified batch is appended under mu only if its partition's generation is the one
-// read before its verification. mu is held for appends only, never for a wait or a call to
-// a coordinator. Safe for concurrent use.
+// of verified batches, per producer as Kafka's VerificationGuard (a marker of another
+// producer's transaction on the partition does not concern a batch): a marker is appended
+// under mu after recording, for its partition and producer, the next value of a sequence;
+// a verified batch is appended under mu only if no marker of its producer reached its
+// partition after its verification began (the sequence then). mu is held for appends
+// only, never for a wait or a call to a coordinator. Entries no verification in flight can
+// need are dropped, so the map stays bounded by the markers of the verifications in
+// flight. Safe for concurrent use.
 type txnGuard struct {
-	mu  sync.Mutex
-	gen map[txn.TP]uint64 // markers written per partition; bounded by the partitions led here
+	mu       sync.Mutex
+	seq      uint64              // markers written
+	last     map[guardKey]uint64 // the seq of the last marker per partition and producer
+	inflight map[uint64]int      // verifications begun and not ended, by their start seq
+	pruneAt  int
 }
 
-func (g *txnGuard) generation(tp txn.TP) uint64 {
+type guardKey struct {
+	tp  txn.TP
+	pid int64
+}
+
+// begin starts a verification: its start, to be given to end once its batch is appended
+// or refused.
+func (g *txnGuard) begin() uint64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.gen[tp]
+	if g.inflight == nil {
+		g.inflight = map[uint64]int{}
+	}
+	g.inflight[g.seq]++
+	return g.seq
+}
+
+// end ends the verification begun at start (g.mu not held).
+func (g *txnGuard) end(start uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.endLocked(start)
+}
+
+func (g *txnGuard) endLocked(start uint64) {
+	if g.inflight[start]--; g.inflight[start] <= 0 {
+		delete(g.inflight, start)
+	}
+}
+
+// staleLocked reports whether a marker of key's producer reached its partition after a
+// verification begun at start.
+func (g *txnGuard) staleLocked(key guardKey, start uint64) bool { return g.last[key] > start }
+
+// markedLocked records a marker of key's producer on its partition.
+func (g *txnGuard) markedLocked(key guardKey) {
+	if g.last == nil {
+		g.last = map[guardKey]uint64{}
+	}
+	g.seq++
+	g.last[key] = g.seq
+	if len(g.last) <= max(g.pruneAt, 1024) {
+		return
+	}
+	// An entry matters only to a verification begun before it: drop the others.
+	oldest := g.seq
+	for s := range g.inflight {
+		oldest = min(oldest, s)
+	}
+	for k, v := range g.last {
+		if v <= oldest {
+			delete(g.last, k)
+		}
+	}
+	g.pruneAt = 2 * len(g.last)
 }
 
 // verifiedPart is a request partition that passed its verification (checkTxnVerified).
 type verifiedPart struct {
-	i   int // index in the request (pre)
-	tp  txn.TP
-	gen uint64
-	id  string
+	i     int // index in the request (pre)
+	key   guardKey
+	start uint64 // txnGuard.begin's
+	id    string
 }
 
 // appendTxnMarkers appends ms's markers (broker.AppendTxnMarkers) after bumping the marker
@@ -119,12 +180,9 @@ func (s *Server) appendTxnMarkers(ms []broker.TxnMarker) []*broker.ProduceWait {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if s.txnVerify {
-		if g.gen == nil {
-			g.gen = map[txn.TP]uint64{}
-		}
 		for _, m := range ms {
 			for _, p := range m.Partitions {
-				g.gen[txn.TP{Topic: p.Topic, Partition: p.Partition}]++
+				g.markedLocked(guardKey{tp: txn.TP{Topic: p.Topic, Partition: p.Partition}, pid: m.ProducerID})
 			}
 		}
 	}
@@ -142,7 +200,7 @@ func (c *conn) produceVerified(acks int16, timeout time.Duration, parts []broker
 	g.mu.Lock()
 	stale := false
 	for _, v := range c.txnVerified {
-		if g.gen[v.tp] != v.gen {
+		if g.staleLocked(v.key, v.start) {
 			stale = true
 			break
 		}
@@ -157,9 +215,9 @@ func (c *conn) produceVerified(acks int16, timeout time.Duration, parts []broker
 			k++
 			refused := false
 			for _, v := range c.txnVerified {
-				if v.i == i && g.gen[v.tp] != v.gen {
-					pre[i] = fmt.Errorf("%s-%d: a transaction marker was written while the partition was being verified in the transaction of %q: %w",
-						v.tp.Topic, v.tp.Partition, v.id, kerr.InvalidTxnState)
+				if v.i == i && g.staleLocked(v.key, v.start) {
+					pre[i] = fmt.Errorf("%s-%d: a transaction marker of producer id %d was written while the partition was being verified in the transaction of %q: %w",
+						v.key.tp.Topic, v.key.tp.Partition, v.key.pid, v.id, kerr.InvalidTxnState)
 					refused = true
 				}
 			}
@@ -172,6 +230,9 @@ func (c *conn) produceVerified(acks int16, timeout time.Duration, parts []broker
 	var w *broker.ProduceWait
 	if len(parts) > 0 {
 		w = c.s.cfg.Broker.ProduceAppend(acks, parts)
+	}
+	for _, v := range c.txnVerified {
+		g.endLocked(v.start)
 	}
 	g.mu.Unlock()
 	if w == nil {
