@@ -215,6 +215,9 @@ func (p *Producer) promise(r *kgo.Record, err error) {
 		panic("BUG: producer record without its header")
 	}
 	if err != nil {
+		if p.txn != nil {
+			p.txn.sendFailed.Store(true)
+		}
 		p.NErrs.Add(1)
 		name := errorName(err)
 		p.mu.Lock()
@@ -311,6 +314,8 @@ func errorName(err error) string {
 		return "ABORTED" // still buffered when the run stopped
 	case errors.Is(err, kgo.ErrMaxBuffered):
 		return "MAX_BUFFERED"
+	case errors.Is(err, errSendFailed):
+		return "SEND_FAILED"
 	}
 	return kerr.UnknownServerError.Message
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -33,6 +34,10 @@ const (
 	txnUnknown
 )
 
+// errSendFailed counts a commit turned into an abort because a record of the transaction
+// failed (TxnErrors "COMMIT:SEND_FAILED").
+var errSendFailed = errors.New("SEND_FAILED")
+
 // txnRange is one transaction of a producer: its records are seqs [first, end).
 type txnRange struct {
 	first, end uint64
@@ -50,6 +55,10 @@ type txnProducer struct {
 	index    uint64 // transactions begun so far
 	first    uint64 // first seq of the open transaction
 	firstInt int64  // its first record's intended send time, unix ns
+	// sendFailed is set by a record of the open transaction that failed (the promise, on a
+	// client goroutine): the transaction is then aborted, never committed, as the Java
+	// producer's commitTransaction refuses after a failed send.
+	sendFailed atomic.Bool
 }
 
 func newTxnProducer(id string, t spec.ProducerTxn) *txnProducer {
@@ -117,6 +126,10 @@ func (p *Producer) endTxn(ctx context.Context, end uint64) error {
 	if err := p.cl.Flush(ctx); err != nil {
 		p.noteTxn(t.first, end, txnUnknown, "FLUSH", err)
 		return nil // ctx ended: the run is stopping
+	}
+	if t.sendFailed.Swap(false) && commit {
+		commit = false // a record of it failed: committing would make a partial transaction visible
+		p.countTxnErr("COMMIT", errSendFailed)
 	}
 	err := p.cl.EndTransaction(ctx, kgo.TransactionEndTry(commit))
 	switch {
