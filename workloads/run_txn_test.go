@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/isrbench/isrbench/core/txn"
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads/spec"
 )
@@ -182,7 +183,7 @@ func TestRunTransactionsLeaderKill(t *testing.T) {
 func TestRunTransactionsCoordinatorKill(t *testing.T) {
 	skipShort(t)
 	s := txnSpec(t, "duration=4s", "warmup=500ms", "producers.rate=400", "replica.lag.time.max.ms=3000", "broker.session.timeout.ms=3000")
-	coord := fmt.Sprintf("leader-of:%s-%d", spec.TxnStateTopic, spec.TxnStatePartition(spec.TransactionalID(s.Producers.Txn.ID, 0)))
+	coord := fmt.Sprintf("leader-of:%s-%d", spec.TxnStateTopic, txn.PartitionFor(spec.TransactionalID(s.Producers.Txn.ID, 0), int32(spec.TxnStatePartitions)))
 	s.Faults = []spec.Fault{{At: time.Second, Duration: time.Second, Kind: "kill-broker", Target: coord}}
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/core/txn"
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads/spec"
 )
@@ -81,7 +82,7 @@ func TestRunTransactionsProducerRestartKfake(t *testing.T) {
 func TestRunTransactionsCoordinatorMove(t *testing.T) {
 	skipShort(t)
 	s := txnSpec(t, "brokers=4", "duration=3s", "warmup=300ms", "producers.rate=400")
-	coord := fmt.Sprintf("leader-of:%s-%d", spec.TxnStateTopic, spec.TxnStatePartition(spec.TransactionalID(s.Producers.Txn.ID, 0)))
+	coord := fmt.Sprintf("leader-of:%s-%d", spec.TxnStateTopic, txn.PartitionFor(spec.TransactionalID(s.Producers.Txn.ID, 0), int32(spec.TxnStatePartitions)))
 	s.Faults = []spec.Fault{{At: 500 * time.Millisecond, Kind: "reassign", Target: coord, To: -1}}
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)

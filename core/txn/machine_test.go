@@ -201,3 +201,13 @@ func TestVerify(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitionForMatchesKafka: Utils.abs(transactionalId.hashCode) % 50, the values Java's
+// String.hashCode gives.
+func TestPartitionForMatchesKafka(t *testing.T) {
+	for id, want := range map[string]int32{"isrbench-txn-0": 24, "isrbench-txn-1": 25, "a": 47} {
+		if got := PartitionFor(id, 50); got != want {
+			t.Errorf("PartitionFor(%q, 50) = %d, want %d", id, got, want)
+		}
+	}
+}

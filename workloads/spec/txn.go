@@ -5,7 +5,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf16"
 
 	"github.com/isrbench/isrbench/core/config"
 )
@@ -18,30 +17,13 @@ import (
 //	pipeline:  {enabled: true, output.topic: isrbench-out}
 
 // TxnStateTopic is Kafka's internal topic of transaction state: the leader of its partition
-// TxnStatePartition(id) is the coordinator of transactional id id, which a fault can target
-// (leader-of:__transaction_state-N). TxnStatePartitions is its partition count, the embedded
+// for a transactional id (core/txn's PartitionFor) is the id's coordinator, which a fault can
+// target (leader-of:__transaction_state-N). TxnStatePartitions is its partition count, the embedded
 // cluster's transaction.state.log.num.partitions (Kafka's default, 50).
 const TxnStateTopic = "__transaction_state"
 
 // TxnStatePartitions is the partition count of TxnStateTopic.
 var TxnStatePartitions = int(config.DefaultOf("transaction.state.log.num.partitions"))
-
-// TxnStatePartition is the __transaction_state partition of transactional id id, as Kafka
-// computes it: Utils.abs(id.hashCode) % transaction.state.log.num.partitions, hashCode being
-// Java's String.hashCode.
-func TxnStatePartition(id string) int {
-	var h int32
-	for _, c := range utf16.Encode([]rune(id)) {
-		h = 31*h + int32(c)
-	}
-	if h == math.MinInt32 {
-		return 0 // Kafka's Utils.abs maps MinValue to 0
-	}
-	if h < 0 {
-		h = -h
-	}
-	return int(h) % TxnStatePartitions
-}
 
 // Isolation levels of consumers.isolation.level (Kafka's isolation.level values).
 const (
