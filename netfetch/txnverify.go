@@ -63,7 +63,7 @@ func (c *conn) checkTxnVerified(txnID *string, i int, topic string, partition in
 	if !ok || !r.IsLeader() {
 		return nil
 	}
-	if p, ok := r.Producer(h.ProducerID); ok && p.TxnStartOffset >= 0 && p.ProducerEpoch == h.ProducerEpoch {
+	if epoch, open := r.OpenTxn(h.ProducerID); open && epoch == h.ProducerEpoch {
 		return nil // the transaction is open here already: verified when it began
 	}
 	if txnID == nil || *txnID == "" {

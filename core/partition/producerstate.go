@@ -172,6 +172,21 @@ func (r *Replica) Producer(id int64) (ProducerInfo, bool) {
 	return out, true
 }
 
+// OpenTxn returns producer id's epoch on this replica and whether it has a transaction open
+// here: Producer's answer without copying the batches (the leader asks it for every
+// transactional batch). Safe for concurrent use.
+func (r *Replica) OpenTxn(id int64) (epoch int16, open bool) {
+	ps := &r.producers
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	e, ok := ps.producers[id]
+	if !ok || e.n == 0 {
+		return -1, false
+	}
+	_, open = ps.txn.ongoing[id]
+	return e.epoch, open
+}
+
 // Producers returns how many producer ids this replica tracks.
 func (r *Replica) Producers() int {
 	r.producers.mu.Lock()
