@@ -423,6 +423,21 @@ func (b *Broker) Changed() <-chan struct{} {
 	return b.changed.ch
 }
 
+// OnChanges calls f now and after every change Changed reports, until ctx ends (a
+// coordinator following the leadership of its internal topic's partitions). It returns when
+// ctx ends; f runs on the caller's goroutine.
+func (b *Broker) OnChanges(ctx context.Context, f func()) {
+	for {
+		ch := b.Changed()
+		f()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 func (b *Broker) notifyChanged() {
 	b.changed.Lock()
 	close(b.changed.ch)

@@ -136,17 +136,7 @@ func (c *Coordinator) logf(format string, args ...any) {
 }
 
 // watch follows the leadership of the __consumer_offsets partitions hosted here.
-func (c *Coordinator) watch() {
-	for {
-		ch := c.b.Changed()
-		c.Scan()
-		select {
-		case <-ch:
-		case <-c.ctx.Done():
-			return
-		}
-	}
-}
+func (c *Coordinator) watch() { c.b.OnChanges(c.ctx, c.Scan) }
 
 // Scan compares each hosted __consumer_offsets replica's leadership with what is loaded:
 // a new leadership (or a new leader epoch) starts a load, a lost one unloads. The watcher

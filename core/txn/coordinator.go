@@ -130,17 +130,7 @@ func (c *Coordinator) Close() {
 	c.wg.Wait()
 }
 
-func (c *Coordinator) watch() {
-	for {
-		ch := c.b.Changed()
-		c.Scan()
-		select {
-		case <-ch:
-		case <-c.ctx.Done():
-			return
-		}
-	}
-}
+func (c *Coordinator) watch() { c.b.OnChanges(c.ctx, c.Scan) }
 
 // Scan compares each hosted __transaction_state replica's leadership with what is loaded: a
 // new leadership (or leader epoch) loads the partition, a lost one drops it.
