@@ -17,29 +17,10 @@ import (
 )
 
 // Command is one side run as a subprocess: Bin with Spec's arguments, once per repetition.
-// Interleave resolves an empty Bin: Revision built from git (BuildRevision) when set, else
-// this process's own executable. A plain value.
-type Command struct {
-	Bin      string
-	Revision string
-	Spec     RunSpec
-}
-
-// Interleaved is a gate whose two sides are commands, run in rounds on the same machine. A
-// plain value: Interleave does not keep it.
-type Interleaved struct {
-	Dir       string // gate directory: runs land in Dir/base and Dir/new
-	Rounds    int    // runs per side
-	Order     Order
-	Seed      uint64 // OrderRandom's seed; 0 = a random one (logged)
-	Base, New Command
-	Log       io.Writer // progress lines ("gate: run 2/6 new (...)"); nil = discard
-}
-
 // Interleave resolves the two binaries (CheckBinary, BuildRevision: its worktree is removed
 // before Interleave returns), runs the schedule and loads both sides' results back from their
-// run directories. A failed run ends the gate with an error naming the side, the run, the exit
-// status and the tail of its stderr.
+// run directories, each side in round order. A failed run ends the gate with an error naming
+// the side, the run, the exit status and the tail of its stderr.
 func Interleave(ctx context.Context, p Interleaved) (base, nw []*results.Result, err error) {
 	log := p.Log
 	if log == nil {
@@ -87,6 +68,10 @@ func Interleave(ctx context.Context, p Interleaved) (base, nw []*results.Result,
 	}
 	if len(base) != p.Rounds || len(nw) != p.Rounds {
 		return nil, nil, fmt.Errorf("gate: want %d results per side, found base %d, new %d in %s", p.Rounds, len(base), len(nw), p.Dir)
+	}
+	// Round order on both sides: base[i] and new[i] are round i+1's runs.
+	for _, rs := range [][]*results.Result{base, nw} {
+		slices.SortStableFunc(rs, func(a, b *results.Result) int { return a.StartedAt.Compare(b.StartedAt) })
 	}
 	return base, nw, nil
 }
