@@ -17,6 +17,25 @@ import (
 )
 
 // Command is one side run as a subprocess: Bin with Spec's arguments, once per repetition.
+// Interleave resolves an empty Bin: Revision built from git (BuildRevision) when set, else
+// this process's own executable. A plain value.
+type Command struct {
+	Bin      string
+	Revision string
+	Spec     RunSpec
+}
+
+// Interleaved is a gate whose two sides are commands, run in rounds on the same machine. A
+// plain value: Interleave does not keep it.
+type Interleaved struct {
+	Dir       string // gate directory: runs land in Dir/base and Dir/new
+	Rounds    int    // runs per side
+	Order     Order
+	Seed      uint64 // OrderRandom's seed; 0 = a random one (logged)
+	Base, New Command
+	Log       io.Writer // progress lines ("gate: run 2/6 new (...)"); nil = discard
+}
+
 // Interleave resolves the two binaries (CheckBinary, BuildRevision: its worktree is removed
 // before Interleave returns), runs the schedule and loads both sides' results back from their
 // run directories, each side in round order. A failed run ends the gate with an error naming
