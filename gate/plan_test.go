@@ -30,8 +30,21 @@ func TestSchedule(t *testing.T) {
 			newFirst++
 		}
 	}
-	if newFirst == 0 || newFirst == 40 {
-		t.Fatalf("random order put new first in %d of 40 rounds", newFirst)
+	if newFirst != 20 {
+		t.Fatalf("random order put new first in %d of 40 rounds, want 20 (balanced)", newFirst)
+	}
+	// An odd count: the sides' first places differ by one at most, over many seeds.
+	for seed := uint64(1); seed <= 200; seed++ {
+		s := Schedule(7, OrderRandom, seed)
+		first := 0
+		for i := 0; i < len(s); i += 2 {
+			if s[i].Side == New {
+				first++
+			}
+		}
+		if first != 3 && first != 4 {
+			t.Fatalf("seed %d: new first in %d of 7 rounds, want 3 or 4", seed, first)
+		}
 	}
 	if slices.Equal(r1, Schedule(40, OrderRandom, 43)) {
 		t.Fatal("seeds 42 and 43 gave the same order")

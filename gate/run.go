@@ -38,8 +38,8 @@ type Interleaved struct {
 
 // Interleave resolves the two binaries (CheckBinary, BuildRevision: its worktree is removed
 // before Interleave returns), runs the schedule and loads both sides' results back from their
-// run directories. A failed run ends the gate with an error naming the side, the run, the exit
-// status and the tail of its stderr.
+// run directories, each side in round order. A failed run ends the gate with an error naming
+// the side, the run, the exit status and the tail of its stderr.
 func Interleave(ctx context.Context, p Interleaved) (base, nw []*results.Result, err error) {
 	log := p.Log
 	if log == nil {
@@ -87,6 +87,10 @@ func Interleave(ctx context.Context, p Interleaved) (base, nw []*results.Result,
 	}
 	if len(base) != p.Rounds || len(nw) != p.Rounds {
 		return nil, nil, fmt.Errorf("gate: want %d results per side, found base %d, new %d in %s", p.Rounds, len(base), len(nw), p.Dir)
+	}
+	// Round order on both sides: base[i] and new[i] are round i+1's runs.
+	for _, rs := range [][]*results.Result{base, nw} {
+		slices.SortStableFunc(rs, func(a, b *results.Result) int { return a.StartedAt.Compare(b.StartedAt) })
 	}
 	return base, nw, nil
 }
