@@ -21,6 +21,7 @@ import (
 var (
 	idlePartitions = flag.Int("idle.partitions", 0, "TestIdleCPU: partitions of the RF 3 topic (0 skips the test)")
 	idleProfile    = flag.String("idle.profile", "", "TestIdleCPU: write the idle CPU profile here")
+	idleCreateProf = flag.String("idle.create.profile", "", "TestIdleCPU: write the CPU profile of the creation (until every ISR is full) here")
 	idleSeconds    = flag.Int("idle.seconds", 10, "TestIdleCPU: seconds measured")
 	idleProduce    = flag.Bool("idle.produce", false, "TestIdleCPU: then produce one record to each partition (acks=all) and read every one back")
 	idleLog        = flag.Bool("idle.log", false, "TestIdleCPU: print the cluster's log lines")
@@ -43,6 +44,7 @@ func TestIdleCPU(t *testing.T) {
 			cfg.Logf = func(string, ...any) {}
 		}
 	})
+	stopCreateProfile := startProfile(t, *idleCreateProf)
 	start, cpuStart := time.Now(), cpuTime(t)
 	if err := c.CreateTopic("idle", n, 3, nil); err != nil {
 		t.Fatal(err)
@@ -60,22 +62,14 @@ func TestIdleCPU(t *testing.T) {
 		}
 		<-time.After(20 * time.Millisecond) // poll the controller's state with a deadline
 	}
-	t.Logf("created %d partitions RF 3, all in sync, in %v (%v CPU)", n, time.Since(start).Round(time.Millisecond), (cpuTime(t) - cpuStart).Round(time.Millisecond))
+	t.Logf("created %d partitions RF 3, all in sync, in %v (%v CPU), %d files open", n, time.Since(start).Round(time.Millisecond), (cpuTime(t) - cpuStart).Round(time.Millisecond), openFiles(t))
+	stopCreateProfile()
 	<-time.After(2 * time.Second) // let the creation's aftermath (checkpoints, first fetches) pass
-	if *idleProfile != "" {
-		f, err := os.Create(*idleProfile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			t.Fatal(err)
-		}
-		defer pprof.StopCPUProfile()
-	}
+	stopIdleProfile := startProfile(t, *idleProfile)
 	cpu0, wall0 := cpuTime(t), time.Now()
 	<-time.After(time.Duration(*idleSeconds) * time.Second)
 	cpu, wall := cpuTime(t)-cpu0, time.Since(wall0)
+	stopIdleProfile()
 	t.Logf("idle %d partitions RF 3: %.1f%% of one core (%v CPU over %v), %d files open", n, 100*cpu.Seconds()/wall.Seconds(), cpu.Round(time.Millisecond), wall.Round(time.Millisecond), openFiles(t))
 	if !*idleProduce {
 		return
@@ -111,6 +105,27 @@ func TestIdleCPU(t *testing.T) {
 		}
 	}
 	t.Logf("read back in %v, %d files open", time.Since(start).Round(time.Millisecond), openFiles(t))
+}
+
+// startProfile starts a CPU profile written to path ("" = none) and returns what stops it.
+func startProfile(t *testing.T, path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			t.Errorf("CPU profile %s: %v", path, err)
+		}
+	}
 }
 
 // openFiles counts the process's open file descriptors.

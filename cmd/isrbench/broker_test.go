@@ -202,6 +202,51 @@ func TestServeWarnsOnExposedAdminWithoutToken(t *testing.T) {
 	}
 }
 
+// TestServePprof: --pprof serves Go's profiles (the index and a CPU profile) while serve runs.
+func TestServePprof(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	var errb bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--brokers", "1", "--port", "0", "--admin", "off", "--data-dir", t.TempDir(), "--pprof", "127.0.0.1:0"}, pw, &errb)
+		pw.Close()
+	}()
+	var base string
+	sc := bufio.NewScanner(pr)
+	for base == "" && sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "pprof: "); ok {
+			base, _, _ = strings.Cut(rest, " ")
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Errorf("serve did not stop")
+		}
+	}()
+	if base == "" {
+		t.Fatal("serve printed no pprof address")
+	}
+	for _, path := range []string{"", "profile?seconds=1"} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || len(body) == 0 {
+			t.Fatalf("GET %s%s: %s, %d bytes", base, path, resp.Status, len(body))
+		}
+	}
+}
+
 // TestServeBrokerUsage: bad serve and broker flags are usage errors (exit 2) before anything
 // listens or dials.
 func TestServeBrokerUsage(t *testing.T) {
@@ -222,6 +267,7 @@ func TestServeBrokerUsage(t *testing.T) {
 		{[]string{"serve", "--admin-token-file", filepath.Join(dir, "missing")}, "no such file"},
 		{[]string{"serve", "--admin-token-file", empty}, "is empty"},
 		{[]string{"serve", "--admin", "off", "--admin-token-file", empty}, "no admin API to protect"},
+		{[]string{"serve", "--admin", "off", "--pprof", "6060"}, `--pprof "6060"`},
 		{[]string{"serve", "--set", "queued.max.request.bytes=1048576"}, "queued.max.request.bytes 1048576 is smaller than socket.request.max.bytes 104857600"},
 		{[]string{"serve", "--set", "connections.max.idle.ms=0"}, "allowed -1 (never) or 1.."},
 		{[]string{"broker", "list", "--admin", ""}, "want HOST:PORT or http://HOST:PORT"},

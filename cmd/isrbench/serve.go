@@ -22,12 +22,13 @@ func init() {
 // is done (SIGINT/SIGTERM), then shuts down cleanly (a temporary data dir
 // is removed).
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", "serve --brokers 3 --port 9092 [--host H] [--data-dir DIR] [--admin HOST:PORT|off] [--admin-token-file F] [--set key=value ...] [--generate-tls DIR] [--add-scram 'SCRAM-SHA-512=[name=U,password=P]' ...]", stderr)
+	fs := newFlags("serve", "serve --brokers 3 --port 9092 [--host H] [--data-dir DIR] [--admin HOST:PORT|off] [--pprof HOST:PORT] [--admin-token-file F] [--set key=value ...] [--generate-tls DIR] [--add-scram 'SCRAM-SHA-512=[name=U,password=P]' ...]", stderr)
 	brokers := fs.Int("brokers", 3, "number of brokers (ids 0..N-1)")
 	port := fs.Int("port", 9092, "port of broker 0; broker i listens on port+i (0 = ephemeral)")
 	host := fs.String("host", "127.0.0.1", "host (address) the brokers listen on; 0.0.0.0 = every interface")
 	dataDir := fs.String("data-dir", "", "data directory (<dir>/broker-<id>); empty = temporary, removed on exit")
 	admin := fs.String("admin", "", "admin HTTP address HOST:PORT (GET /brokers, /metrics; POST /brokers/<id>/<action>); empty = loopback (--host if it is a loopback address, else 127.0.0.1) and --port+1000 (ephemeral with --port 0), off = none")
+	pprofAddr := fs.String("pprof", "", "serve Go's pprof endpoints (/debug/pprof/) on HOST:PORT, e.g. 127.0.0.1:6060; empty = none")
 	tokenFile := fs.String("admin-token-file", "", "file holding a bearer token the admin API then requires on every request (isrbench broker --admin-token-file reads the same file)")
 	var sets, addScram multiFlag
 	fs.Var(&sets, "set", "broker/cluster setting key=value under its Kafka name (repeatable), e.g. min.insync.replicas=2")
@@ -88,6 +89,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stderr, "isrbench serve: warning: the admin API on %s is reachable from other machines without a token: anyone who reaches it can stop brokers (give --admin-token-file FILE)\n", adminLn.Addr())
 		}
 	}
+	stopPprof, err := servePprof(*pprofAddr, stdout, stderr)
+	if err != nil {
+		if adminLn != nil {
+			adminLn.Close()
+		}
+		return err
+	}
+	defer stopPprof()
 	// Client connections and segment files (at most netfetch.LogFiles): take all the file
 	// limit the process may have (the controller refuses the topics it cannot host).
 	files, err := netfetch.RaiseFileLimit(cfg.Brokers)

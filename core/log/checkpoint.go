@@ -24,6 +24,18 @@ import (
 // overwritten. Lines must not contain a newline. Safe for concurrent use on different paths;
 // callers serialise writes to one path.
 func WriteCheckpoint(fs vfs.FS, path string, version int, lines []string) error {
+	return writeCheckpoint(fs, path, version, lines, true)
+}
+
+// WriteCheckpointNoSync is WriteCheckpoint without fsync (vfs.WriteFileReplace): readers see
+// the old or the new file whole, but a crash may leave the old file, or an empty or short
+// one. Only for checkpoints whose readers repair them from the log (the leader-epoch
+// checkpoint).
+func WriteCheckpointNoSync(fs vfs.FS, path string, version int, lines []string) error {
+	return writeCheckpoint(fs, path, version, lines, false)
+}
+
+func writeCheckpoint(fs vfs.FS, path string, version int, lines []string, durable bool) error {
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "%d\n%d\n", version, len(lines))
 	for i, l := range lines {
@@ -33,7 +45,11 @@ func WriteCheckpoint(fs vfs.FS, path string, version int, lines []string) error 
 		buf.WriteString(l)
 		buf.WriteByte('\n')
 	}
-	if err := vfs.WriteFileAtomic(vfs.Or(fs), path, buf.Bytes()); err != nil {
+	write := vfs.WriteFileAtomic
+	if !durable {
+		write = vfs.WriteFileReplace
+	}
+	if err := write(vfs.Or(fs), path, buf.Bytes()); err != nil {
 		return fmt.Errorf("log: checkpoint %s: %w", path, err)
 	}
 	return nil

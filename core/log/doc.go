@@ -69,7 +69,8 @@
 // `isrbench dump-log` uses too, so both judge a batch alike) to rebuild the in-memory table, CRC-checks every batch ending past the recovery point (all of them when the checkpoint
 // is missing), truncates a torn or corrupt batch and everything after it in that segment,
 // deletes the segments after a truncated one (and any segment that does not start where its
-// predecessor ends), rebuilds a missing or damaged .index, fsyncs what it verified, moves the
+// predecessor ends), rebuilds a missing or damaged .index, notes where the batches'
+// partitionLeaderEpoch rises (EpochStartsAtOpen, for the leader epoch cache), fsyncs what it verified, moves the
 // recovery point to the LEO, restores a log start inside the first segment from its
 // checkpoint (one past the recovered LEO restarts the log empty there, as Kafka's LogLoader
 // does) and reports all of it in Recovery. Then Append, Read, TruncateTo,

@@ -3,6 +3,7 @@ package log
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,6 +76,11 @@ type Log struct {
 	txnMu sync.Mutex
 
 	gc committer[*appendReq] // the group commit of Append (commit: l.commit)
+
+	// openEpochs: where the batches' partitionLeaderEpoch rose, in the log Open recovered,
+	// cut by later truncations (EpochStartsAtOpen); written by Open and, under wmu, the
+	// truncations.
+	openEpochs []EpochStart
 }
 
 // Open opens (creating if needed) the log in dir, recovering it: batches from the recovery
@@ -208,6 +214,25 @@ func (l *Log) Dir() string { return l.dir }
 // LEO returns the log end offset: the offset the next appended record gets (exclusive end).
 // Lock-free; published after the bytes below it are written.
 func (l *Log) LEO() int64 { return l.leo.Load() }
+
+// EpochStart says that the batch at StartOffset (inclusive) is the first of the log whose
+// partitionLeaderEpoch is Epoch or more.
+type EpochStart struct {
+	Epoch       int32
+	StartOffset int64
+}
+
+// EpochStartsAtOpen returns where the batches' partitionLeaderEpoch rose in the log as Open
+// recovered it (every batch header is read then): for each batch whose epoch exceeds every
+// earlier batch's, its epoch and base offset, ascending in both; batches of epoch -1 are
+// skipped. Later truncations drop the rises of the batches they remove; later appends add
+// none. The leader epoch cache repairs itself from it when its checkpoint lags the log
+// (core/partition). Safe for concurrent use; the result is the caller's.
+func (l *Log) EpochStartsAtOpen() []EpochStart {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	return slices.Clone(l.openEpochs)
+}
 
 // LogStart returns the first offset in the log (inclusive).
 func (l *Log) LogStart() int64 { return l.logStart.Load() }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -1209,4 +1210,45 @@ func TestAbandon(t *testing.T) {
 		t.Fatalf("reopened: LEO %d want %d, recovered from %d want 0 (recovery point not moved)", l.LEO(), leo, rec.RecoveredFrom)
 	}
 	checkContiguous(t, allRecords(t, l), 0, leo)
+}
+
+// TestEpochStartsAtOpen: reopening a log reports where its batches' partitionLeaderEpoch rose,
+// across segments, from the headers recovery reads anyway; a truncation cuts them.
+func TestEpochStartsAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig()
+	cfg.SegmentBytes = 300 // a few batches per segment
+	l, _ := mustOpen(t, dir, cfg)
+	if got := l.EpochStartsAtOpen(); len(got) != 0 {
+		t.Fatalf("a new log reports %v", got)
+	}
+	var want []EpochStart
+	for i, epoch := range []int32{2, 2, 5, 5, 5, 7, 7} {
+		info, err := l.Append(batch(2, 40, fmt.Sprint(i), 1), true, epoch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(want); n == 0 || want[n-1].Epoch < epoch {
+			want = append(want, EpochStart{Epoch: epoch, StartOffset: info.FirstOffset})
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(segFiles(t, dir, ".log")); n < 2 {
+		t.Fatalf("%d segments; the test wants several", n)
+	}
+	l, _ = mustOpen(t, dir, cfg)
+	defer l.Close()
+	if got := l.EpochStartsAtOpen(); !slices.Equal(got, want) {
+		t.Fatalf("EpochStartsAtOpen %v, want %v", got, want)
+	}
+	// A truncation drops the rises of the batches it removes.
+	last := want[len(want)-1]
+	if err := l.TruncateTo(last.StartOffset); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.EpochStartsAtOpen(); !slices.Equal(got, want[:len(want)-1]) {
+		t.Fatalf("after TruncateTo(%d): %v, want %v", last.StartOffset, got, want[:len(want)-1])
+	}
 }

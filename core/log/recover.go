@@ -16,7 +16,7 @@ import (
 // at or below checkFrom, header and CRC for the others. It stops at the first torn, corrupt or
 // non-contiguous batch and returns why it stopped ("" at a clean end); s.size is then the
 // byte position of the valid end.
-func scanSegment(s *segment, f vfs.File, fileSize, checkFrom int64, w *SegmentWalker) (reason string, err error) {
+func scanSegment(s *segment, f vfs.File, fileSize, checkFrom int64, w *SegmentWalker, rises *[]EpochStart) (reason string, err error) {
 	w.reset(f, filepath.Base(s.logPath), fileSize, s.base)
 	w.SkipCRCBelow(checkFrom)
 	end, next := int64(0), s.base
@@ -27,6 +27,9 @@ func scanSegment(s *segment, f vfs.File, fileSize, checkFrom int64, w *SegmentWa
 			break
 		}
 		s.entries = append(s.entries, entry{rel: uint32(b.Header.BaseOffset - s.base), pos: uint32(b.Position)})
+		if e := b.Header.PartitionLeaderEpoch; e >= 0 && (len(*rises) == 0 || e > (*rises)[len(*rises)-1].Epoch) {
+			*rises = append(*rises, EpochStart{Epoch: e, StartOffset: b.Header.BaseOffset})
+		}
 		s.maxTs = max(s.maxTs, b.Header.MaxTimestamp)
 		if b.Header.IsTransactional() || b.Header.IsControl() {
 			s.txnSeen = true
@@ -193,7 +196,7 @@ func (l *Log) recover() (Recovery, error) {
 			return rec, storageErrorf("stat segment: %w", err)
 		}
 		fileSize := st.Size()
-		reason, err := scanSegment(s, f, fileSize, checkFrom, sc)
+		reason, err := scanSegment(s, f, fileSize, checkFrom, sc, &l.openEpochs)
 		if err != nil {
 			return rec, err
 		}

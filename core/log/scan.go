@@ -70,6 +70,9 @@ func (l *Log) ForEachBatchHeader(from int64, fn func(h records.Header) error) er
 		views = append(views, segView{seg: s, entries: append([]entry(nil), s.entries[i:]...), size: s.size})
 	}
 	l.mu.RUnlock()
+	if len(views) == 0 {
+		return nil // an empty log (every new replica's): no scan buffer to allocate
+	}
 	buf := make([]byte, headerScanChunk)
 	for _, v := range views {
 		// One segment file open at a time, not all of them.

@@ -33,6 +33,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	if err != nil {
 		return err
 	}
+	l.cutOpenEpochsLocked(bound)
 	si := l.findSegment(bound)
 	seg := l.mu.segs[si]
 	var cut int64 // byte position of bound in seg
@@ -156,6 +157,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 const deletedSuffix = ".deleted"
 
 func (l *Log) truncateFullyLocked(offset int64) error {
+	l.cutOpenEpochsLocked(-1)
 	if offset < 0 {
 		offset = 0
 	}
@@ -251,4 +253,14 @@ func (l *Log) renameSegment(s *segment, from, to string) error {
 		return fmt.Errorf("log: rename %s: %w", s.idxPath+from, err)
 	}
 	return nil
+}
+
+// cutOpenEpochsLocked drops the epoch rises of EpochStartsAtOpen at or past offset (exclusive
+// end of what a truncation keeps; -1: all), whose batches are gone (wmu held).
+func (l *Log) cutOpenEpochsLocked(offset int64) {
+	n := len(l.openEpochs)
+	for n > 0 && l.openEpochs[n-1].StartOffset >= offset {
+		n--
+	}
+	l.openEpochs = l.openEpochs[:n:n]
 }

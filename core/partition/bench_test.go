@@ -27,6 +27,7 @@ func (b *benchLog) TruncateFullyAndStartAt(int64) error      { return nil }
 func (b *benchLog) ApplyRetention(int64, int64) (int, error) { return 0, nil }
 func (b *benchLog) IncrementLogStart(int64) (int, error)     { return 0, nil }
 func (b *benchLog) Close() error                             { return nil }
+func (b *benchLog) EpochStartsAtOpen() []log.EpochStart      { return nil }
 func (b *benchLog) ForEachBatchHeader(int64, func(records.Header) error) error {
 	return nil
 }

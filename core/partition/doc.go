@@ -29,7 +29,9 @@
 // out-of-range offset with ListOffsets, awaiting a new assignment), pure as
 // well; the broker's fetchers run it and carry out its actions. EpochCache is Kafka's LeaderEpochFileCache,
 // persisted to <replica dir>/leader-epoch-checkpoint through
-// core/log.WriteCheckpoint:
+// core/log.WriteCheckpoint (truncations, fsynced) and WriteCheckpointNoSync (new epochs;
+// an entry a crash loses is restored from the recovered log's batch epochs when the replica
+// is opened: see EpochCache):
 //
 //	0            <- version
 //	2            <- number of entries

@@ -38,15 +38,28 @@ type EpochEntry struct {
 // All methods are safe for concurrent use (one mutex: the cache is touched on
 // leader changes, on follower appends that carry a new epoch, on truncation
 // and on OffsetForLeaderEpoch requests, never on the produce/ack path).
-// A cache with a non-empty path writes its checkpoint file on every change.
+//
+// A cache with a non-empty path writes its checkpoint file on every change, in two ways
+// (Kafka 3.7's LeaderEpochFileCache, KAFKA-15046, likewise keeps the fsync off the append
+// path):
+//   - Assign (a new epoch: a leader's election, a follower's first batch of an epoch) replaces
+//     the file without fsync: a follower's first append to each of thousands of new
+//     partitions would otherwise cost two fsyncs each. A crash may lose such a write; the
+//     entries it held are restored when the replica is opened, from where the batches'
+//     partitionLeaderEpoch rises in the recovered log (repairFromLog), as Kafka's log
+//     recovery reassigns each recovered batch's epoch.
+//   - the truncations (TruncateFromEnd, TruncateFromStart, Clear) replace it durably (fsync,
+//     rename, directory fsync) before they return: an entry a lost truncation left behind
+//     could not be told from a true one, whereas Assign only ever appends entries at or
+//     past the last one, which the log's batches can restore.
 type EpochCache struct {
 	mu      sync.Mutex
 	fs      vfs.FS
 	path    string // "" = in memory only
 	entries []EpochEntry
 	// stale: the last checkpoint write failed (a resource error: no descriptor left), so the
-	// file lags entries; the next call that could change it writes it even if it changes
-	// nothing.
+	// file lags entries; the next call that could change it writes it (durably) even if it
+	// changes nothing.
 	stale bool
 }
 
@@ -161,10 +174,18 @@ func (c *EpochCache) Assign(epoch int32, startOffset int64) (bool, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.assignLocked(epoch, startOffset) {
+		return false, c.flushStaleLocked()
+	}
+	return true, c.flushLocked(false)
+}
+
+// assignLocked is Assign in memory: it reports whether the entries changed (c.mu held).
+func (c *EpochCache) assignLocked(epoch int32, startOffset int64) bool {
 	if n := len(c.entries); n > 0 {
 		last := c.entries[n-1]
 		if epoch < last.Epoch || (epoch == last.Epoch && startOffset >= last.StartOffset) {
-			return false, c.flushStaleLocked()
+			return false
 		}
 	}
 	for n := len(c.entries); n > 0; n-- {
@@ -175,7 +196,37 @@ func (c *EpochCache) Assign(epoch int32, startOffset int64) (bool, error) {
 		c.entries = c.entries[:n-1]
 	}
 	c.entries = append(c.entries, EpochEntry{Epoch: epoch, StartOffset: startOffset})
-	return true, c.flushLocked()
+	return true
+}
+
+// repairFromLog restores what a lost Assign write took from the loaded checkpoint: it replays
+// rises (where the recovered log's batch epochs rise, log.Log.EpochStartsAtOpen) as a
+// follower's appends would have assigned them, each at no lower offset than from, the start
+// of the last loaded entry (or logStart when the cache is empty). Every write lost in a crash
+// was an Assign, made after the loaded version of the file, of an entry at or past its last
+// one, so nothing below from is touched; an epoch that began below the log start (an empty
+// cache) gets an entry at the log start, as Kafka's truncateFromStart leaves it. Call it
+// after TruncateFromEnd(LEO) has dropped the entries of records the crash lost. It returns
+// how many entries it added or moved (0: the checkpoint was up to date) and the error of
+// writing the repaired checkpoint (without fsync: a crash before it is flushed repairs it
+// again).
+func (c *EpochCache) repairFromLog(rises []log.EpochStart, logStart int64) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	from := logStart
+	if n := len(c.entries); n > 0 {
+		from = c.entries[n-1].StartOffset
+	}
+	changed := 0
+	for _, r := range rises {
+		if r.Epoch >= 0 && c.assignLocked(r.Epoch, max(r.StartOffset, from)) {
+			changed++
+		}
+	}
+	if changed == 0 {
+		return 0, nil
+	}
+	return changed, c.flushLocked(false)
 }
 
 // EndOffsetFor answers OffsetForLeaderEpoch for requested, given the log end
@@ -229,7 +280,7 @@ func (c *EpochCache) TruncateFromEnd(offset int64) error {
 		return c.flushStaleLocked()
 	}
 	c.entries = c.entries[:n]
-	return c.flushLocked()
+	return c.flushLocked(true)
 }
 
 // TruncateFromStart drops the epochs wholly below the new log start offset
@@ -247,7 +298,7 @@ func (c *EpochCache) TruncateFromStart(offset int64) error {
 	}
 	kept := EpochEntry{Epoch: c.entries[i-1].Epoch, StartOffset: offset}
 	c.entries = append([]EpochEntry{kept}, c.entries[i:]...)
-	return c.flushLocked()
+	return c.flushLocked(true)
 }
 
 // Clear removes every entry (a follower that starts over from the leader's
@@ -259,21 +310,22 @@ func (c *EpochCache) Clear() error {
 		return c.flushStaleLocked()
 	}
 	c.entries = nil
-	return c.flushLocked()
+	return c.flushLocked(true)
 }
 
-// flushStaleLocked writes the checkpoint when an earlier write failed.
+// flushStaleLocked writes the checkpoint (durably) when an earlier write failed.
 func (c *EpochCache) flushStaleLocked() error {
 	if !c.stale {
 		return nil
 	}
-	return c.flushLocked()
+	return c.flushLocked(true)
 }
 
-// flushLocked writes the checkpoint. A failure for want of a descriptor is a resource error
-// (log.IsResourceError, the log directory stays online); any other wraps
+// flushLocked writes the checkpoint: durable (fsynced, see log.WriteCheckpoint) or not
+// (log.WriteCheckpointNoSync, for Assign; see EpochCache). A failure for want of a descriptor
+// is a resource error (log.IsResourceError, the log directory stays online); any other wraps
 // kerr.KafkaStorageError.
-func (c *EpochCache) flushLocked() error {
+func (c *EpochCache) flushLocked(durable bool) error {
 	if c.path == "" {
 		return nil
 	}
@@ -281,7 +333,11 @@ func (c *EpochCache) flushLocked() error {
 	for i, e := range c.entries {
 		lines[i] = strconv.FormatInt(int64(e.Epoch), 10) + " " + strconv.FormatInt(e.StartOffset, 10)
 	}
-	if err := log.WriteCheckpoint(c.fs, c.path, epochCheckpointVersion, lines); err != nil {
+	write := log.WriteCheckpoint
+	if !durable {
+		write = log.WriteCheckpointNoSync
+	}
+	if err := write(c.fs, c.path, epochCheckpointVersion, lines); err != nil {
 		c.stale = true
 		return log.IOError("leader epoch checkpoint "+c.path, err)
 	}

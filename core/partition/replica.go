@@ -25,6 +25,7 @@ type logStore interface {
 	ApplyRetention(nowMs int64, maxDeletableOffset int64) (deletedSegments int, err error)
 	IncrementLogStart(offset int64) (deletedSegments int, err error)
 	ForEachBatchHeader(from int64, fn func(h records.Header) error) error
+	EpochStartsAtOpen() []log.EpochStart
 	abortIndex
 	Close() error
 }
@@ -192,6 +193,17 @@ func newReplica(topic string, partition int32, brokerID int32, l logStore, dir s
 	if err := r.epochs.TruncateFromEnd(l.LEO()); err != nil {
 		return nil, fmt.Errorf("partition %s-%d: %w", topic, partition, err)
 	}
+	// Entries of the log's batches whose checkpoint write a crash lost (Assign does not
+	// fsync it): restored from where the recovered batches' epochs rise.
+	if r.epochRebuilt == "" {
+		n, err := r.epochs.repairFromLog(l.EpochStartsAtOpen(), l.LogStart())
+		if err != nil {
+			return nil, fmt.Errorf("partition %s-%d: %w", topic, partition, err)
+		}
+		if n > 0 {
+			r.epochRebuilt = fmt.Sprintf("leader epoch checkpoint behind the log (a write lost in a crash): %d entries restored from the batches' epochs", n)
+		}
+	}
 	r.hwSig.init()
 	r.leoSig.init()
 	r.lwSig.init()
@@ -225,7 +237,7 @@ func (r *Replica) rebuildEpochCache(fs vfs.FS, dir string, cause error) (*EpochC
 		return nil, fmt.Errorf("partition %s-%d: rebuilding the leader epoch cache after %v: %w", r.topic, r.partition, cause, err)
 	}
 	c.mu.Lock()
-	err = c.flushLocked()
+	err = c.flushLocked(false) // rebuilt again if a crash loses it
 	c.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("partition %s-%d: %w", r.topic, r.partition, err)
@@ -234,8 +246,8 @@ func (r *Replica) rebuildEpochCache(fs vfs.FS, dir string, cause error) (*EpochC
 	return c, nil
 }
 
-// EpochCacheRebuilt reports why the leader-epoch checkpoint was rebuilt from the log when the
-// replica was opened, or "" when it loaded cleanly.
+// EpochCacheRebuilt reports why the leader-epoch checkpoint was rebuilt or repaired from the
+// log when the replica was opened, or "" when it loaded up to date.
 func (r *Replica) EpochCacheRebuilt() string { return r.epochRebuilt }
 
 // Topic returns the topic name.

@@ -155,6 +155,40 @@ func TestWriteFileAtomicOS(t *testing.T) {
 	}
 }
 
+// TestWriteFileReplace: the new contents replace the old whole and no .tmp is left, without
+// fsync: after a crash a strict file system still holds the old file, a journaling one the
+// renamed file without its unsynced data.
+func TestWriteFileReplace(t *testing.T) {
+	for _, strict := range []bool{true, false} {
+		m := NewMemFS(nil)
+		if strict {
+			m = NewStrictMemFS(nil)
+		}
+		if err := MkdirAllDurable(m, "/d"); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteFileAtomic(m, "/d/f", []byte("v1")); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteFileReplace(m, "/d/f", []byte("v2")); err != nil {
+			t.Fatal(err)
+		}
+		if got := contents(t, m, "/d/f"); got != "v2" {
+			t.Fatalf("strict=%v: got %q, want v2", strict, got)
+		}
+		if _, err := m.Stat("/d/f.tmp"); err == nil {
+			t.Fatalf("strict=%v: the .tmp file is left", strict)
+		}
+		want := ""
+		if strict {
+			want = "v1"
+		}
+		if got := contents(t, m.CrashClone(), "/d/f"); got != want {
+			t.Fatalf("strict=%v: after a crash %q, want %q (nothing was fsynced)", strict, got, want)
+		}
+	}
+}
+
 // TestMemFSRenameDir: a directory moves with its files (a stray replica directory is set
 // aside so); it cannot replace an existing name.
 func TestMemFSRenameDir(t *testing.T) {

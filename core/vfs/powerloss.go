@@ -29,6 +29,13 @@ type PowerLossFS struct {
 
 type plState struct {
 	durable int64
+	// writers counts the open handles that may write the file (opened O_WRONLY or O_RDWR:
+	// writes may also bypass the wrapper through File.OS); size is the file's size when the
+	// last of them closed, -1 unknown. A file with no writer and a known size needs no stat
+	// to be made durable by SyncFS: with thousands of replicas, one SyncFS stats only the
+	// files still open for writing (the active segments), not every file ever written.
+	writers int
+	size    int64
 }
 
 // NewPowerLossFS returns a PowerLossFS over base (nil: OS).
@@ -42,7 +49,7 @@ func (p *PowerLossFS) state(name string, size int64) *plState {
 	k := filepath.Clean(name)
 	st := p.mu.files[k]
 	if st == nil {
-		st = &plState{durable: size}
+		st = &plState{durable: size, size: -1}
 		p.mu.files[k] = st
 	}
 	return st
@@ -58,18 +65,24 @@ func (p *PowerLossFS) OpenFile(name string, flag int, perm os.FileMode) (File, e
 	if err != nil {
 		return nil, err
 	}
+	writable := flag&(os.O_WRONLY|os.O_RDWR) != 0
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	var st *plState
 	switch {
 	case errors.Is(statErr, fs.ErrNotExist), flag&os.O_TRUNC != 0:
-		st := p.state(name, 0)
+		st = p.state(name, 0)
 		st.durable = 0 // a new or truncated file: nothing of it is durable yet
 	default:
 		if fi, err := f.Stat(); err == nil {
-			p.state(name, fi.Size())
+			st = p.state(name, fi.Size())
 		}
 	}
-	return &plFile{File: f, p: p, name: filepath.Clean(name)}, nil
+	if writable && st != nil {
+		st.writers++
+		st.size = -1
+	}
+	return &plFile{File: f, p: p, name: filepath.Clean(name), writer: writable && st != nil}, nil
 }
 
 // Remove implements FS.
@@ -153,8 +166,30 @@ func (p *PowerLossFS) Crash() error {
 
 type plFile struct {
 	File
-	p    *PowerLossFS
-	name string
+	p      *PowerLossFS
+	name   string
+	writer bool // counted in its plState's writers until Close
+	closed bool
+}
+
+// Close records, for the last writer of the file, its size (see plState), then closes it.
+func (f *plFile) Close() error {
+	if f.writer && !f.closed {
+		f.closed = true
+		size := int64(-1)
+		if fi, err := f.File.Stat(); err == nil {
+			size = fi.Size()
+		}
+		f.p.mu.Lock()
+		if st := f.p.mu.files[f.name]; st != nil && st.writers > 0 {
+			st.writers--
+			if st.writers == 0 {
+				st.size = size
+			}
+		}
+		f.p.mu.Unlock()
+	}
+	return f.File.Close()
 }
 
 func (f *plFile) Truncate(size int64) error {

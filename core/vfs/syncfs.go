@@ -80,6 +80,10 @@ func (p *PowerLossFS) SyncFS(dir string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for name, st := range p.mu.files {
+		if st.writers == 0 && st.size >= 0 {
+			st.durable = st.size // unchanged since its last writer closed it
+			continue
+		}
 		if fi, err := p.FS.Stat(name); err == nil {
 			st.durable = fi.Size()
 		}

@@ -118,6 +118,31 @@ func WriteFileAtomic(fs FS, name string, data []byte) error {
 	return fs.SyncDir(filepath.Dir(name))
 }
 
+// WriteFileReplace replaces name with data without fsync: it writes name+".tmp" and renames
+// it over name, so a reader sees the old or the new file whole. A crash may leave the old
+// file or, where the rename reached the disk before the data, an empty or short one: only
+// for files whose readers can repair them from other durable state (the leader-epoch
+// checkpoint, rebuilt from the log's batches). Through a DeferFS that defers it writes in
+// place, as WriteFileAtomic.
+func WriteFileReplace(fs FS, name string, data []byte) error {
+	if d, ok := fs.(*DeferFS); ok && d.Deferring() {
+		return writeFileInPlace(d, name, data)
+	}
+	tmp := name + ".tmp"
+	f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	return fs.Rename(tmp, name)
+}
+
 // writeFileInPlace writes data as name's whole contents (no fsync: d defers it).
 func writeFileInPlace(d *DeferFS, name string, data []byte) error {
 	f, err := d.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
