@@ -41,6 +41,7 @@ type FetchSession struct {
 	dirty   []int32 // scratch
 	quiet   []bool  // scratch: parallel to visit, the follower is quiet
 	closed  bool
+	level   int8 // the isolation level of the last fetch (-1 none): quiet depends on it
 }
 
 // sessionSlot is one partition of a session.
@@ -61,7 +62,7 @@ type sessionSlot struct {
 // NewFetchSession returns an empty session for a follower's replica fetches (replica) or a
 // consumer's fetches.
 func (b *Broker) NewFetchSession(replica bool) *FetchSession {
-	return &FetchSession{b: b, replica: replica, replicaID: -1, w: partition.NewWaiter(), index: map[tp]int32{}}
+	return &FetchSession{b: b, replica: replica, replicaID: -1, level: -1, w: partition.NewWaiter(), index: map[tp]int32{}}
 }
 
 // Len is the number of partitions in the session.
@@ -185,7 +186,10 @@ func (b *Broker) SessionFetch(ctx context.Context, s *FetchSession, req *FetchRe
 	s.visit = s.visit[:0]
 	startNs := b.now()
 	uerr := b.usable()
-	if uerr != nil { // every partition answers the broker's error
+	if uerr != nil || req.IsolationLevel != s.level {
+		// Every partition answers the broker's error; or a new isolation level reads up to
+		// another end (the HW or the LSO): what was quiet may not be.
+		s.level = req.IsolationLevel
 		for i := range s.slots {
 			if s.slots[i].live {
 				s.markPending(int32(i))
