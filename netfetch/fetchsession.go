@@ -127,7 +127,7 @@ func (fs *fetchSessions) create(follower bool, parts []broker.FetchPartition) *f
 	}
 	fs.mu.Unlock()
 	if victim != nil {
-		victim.bs.Close()
+		go victim.bs.Close() // waits for a fetch parked on it: not this request's business
 	}
 	if !ok {
 		s.bs.Close()
