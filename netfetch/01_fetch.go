@@ -43,10 +43,6 @@ func (c *conn) fetchRequest() kmsg.Request {
 type fetchState struct {
 	req   broker.FetchRequest
 	spans []topicSpan
-	// respParts and respSpans are an incremental session response: the partitions of req
-	// the client must hear about (copies; their Records are req's, released with it).
-	respParts []broker.FetchPartition
-	respSpans []topicSpan
 	// unknownParts and unknownSpans are the partitions of a v13+ request whose topic id no
 	// topic has: answered UNKNOWN_TOPIC_ID after the others.
 	unknownParts []broker.FetchPartition
@@ -114,7 +110,7 @@ func (c *conn) handleFetch(h reqHeader, r *kmsg.FetchRequest) error {
 		}
 		st.spans = append(st.spans, topicSpan{topic: t.Topic, id: t.TopicID, start: start, end: len(req.Partitions)})
 	}
-	sf := c.s.sessions.begin(r, req, st)
+	sf := c.s.sessions.begin(r, req)
 	if sf.errCode != 0 {
 		if err := st.enc.encode(r.Version, h.corr, sf.errCode, 0, nil, nil); err != nil {
 			return err
@@ -125,21 +121,25 @@ func (c *conn) handleFetch(h reqHeader, r *kmsg.FetchRequest) error {
 		}
 		return c.sendFetch(nil)
 	}
-	c.waited = c.s.cfg.Broker.Fetch(c.ctx, req)
+	if sf.session != nil {
+		// Incremental: the session visits what changed and leaves in req.Partitions, sorted,
+		// the partitions the client must hear about.
+		c.waited = c.s.cfg.Broker.SessionFetch(c.ctx, sf.session.bs, req)
+		st.spans = spansOf(st.spans[:0], req.Partitions)
+		c.s.stats.incremental.Add(1)
+		c.s.stats.omitted.Add(int64(max(sf.session.bs.Len()-len(req.Partitions), 0)))
+	} else {
+		c.waited = c.s.cfg.Broker.Fetch(c.ctx, req)
+	}
 	defer func() {
 		for i := range req.Partitions {
 			req.Partitions[i].Records.Release()
 			req.Partitions[i].Records = log.Slice{}
 		}
-		clear(st.respParts) // copies of req's partitions: drop their references
 	}()
 	parts, spans := req.Partitions, st.spans
-	if c.s.sessions != nil {
-		parts, spans = c.s.sessions.finish(&sf, st, req.ReplicaID >= 0, parts, spans)
-		if sf.session != nil {
-			c.s.stats.incremental.Add(1)
-			c.s.stats.omitted.Add(int64(len(req.Partitions) - len(parts)))
-		}
+	if c.s.sessions != nil && sf.session == nil {
+		c.s.sessions.finish(&sf, req.ReplicaID >= 0, parts)
 	}
 	if r.Version >= 13 {
 		parts, spans = st.withTopicIDs(ix, parts, spans)
@@ -152,6 +152,17 @@ func (c *conn) handleFetch(h reqHeader, r *kmsg.FetchRequest) error {
 		return net.ErrClosed
 	}
 	return c.s.stats.cost.countFetchResponse(c.sendFetch(parts))
+}
+
+// spansOf appends to dst the topic spans of parts (sorted by topic: one span per topic).
+func spansOf(dst []topicSpan, parts []broker.FetchPartition) []topicSpan {
+	for i := range parts {
+		if n := len(dst); n == 0 || dst[n-1].topic != parts[i].Topic {
+			dst = append(dst, topicSpan{topic: parts[i].Topic, start: i})
+		}
+		dst[len(dst)-1].end = i + 1
+	}
+	return dst
 }
 
 // resolveTopicIDs names the topics and forgotten topics of a v13+ Fetch by their ids, from

@@ -16,10 +16,11 @@ import (
 // once (a full fetch with session epoch 0); the broker keeps them in a session and answers
 // with its id. Later requests (epoch 1, 2, ...) name only the partitions whose fetch
 // position or limits changed and the ones to forget, and the response carries only the
-// partitions with records, a new high watermark or log start, or an error. The broker still
-// runs the fetch over every partition of the session (a follower's fetch records its
-// position on the leader for each of them, which the ISR rules need), but neither side
-// encodes or decodes the unchanged ones. Rules follow Kafka's FetchSession.scala:
+// partitions with records, a new high watermark, LSO or log start, or an error. The
+// session's partitions live in a broker.FetchSession, which visits only the partitions that
+// changed (it subscribes to each replica's changes), so an idle session costs the same at
+// 10 partitions as at 10,000; the follower's position on the leader stays recorded for every
+// partition (see broker.FetchSession). Rules follow Kafka's FetchSession.scala:
 //
 //   - epoch -1 (FINAL): close the named session, if any; the request is full and sessionless.
 //   - epoch 0 (INITIAL): close the named session, if any; the request is full and a new
@@ -41,29 +42,30 @@ const fetchSessionEvictAfter = 120 * time.Second
 type fetchSessions struct {
 	slots int
 	now   func() time.Time
+	open  func(follower bool) *broker.FetchSession
 	mu    struct {
 		sync.Mutex
 		byID map[int32]*fetchSession
 	}
 }
 
-func newFetchSessions(slots int, now func() time.Time) *fetchSessions {
-	fs := &fetchSessions{slots: slots, now: now}
+// newFetchSessions returns a cache of slots sessions whose partitions open makes.
+func newFetchSessions(slots int, now func() time.Time, open func(follower bool) *broker.FetchSession) *fetchSessions {
+	fs := &fetchSessions{slots: slots, now: now, open: open}
 	fs.mu.byID = map[int32]*fetchSession{}
 	return fs
 }
 
-// fetchSession is one session's partitions in the order they were added. Guarded by mu: a
-// request updates it under mu before its fetch runs and records the response under mu after.
+// fetchSession is one session: its id, the epoch its next request must carry, and its
+// partitions (bs, which serialises the session's fetches).
 type fetchSession struct {
 	id       int32
 	follower bool
+	bs       *broker.FetchSession
 
 	mu struct {
 		sync.Mutex
 		epoch    int32 // the epoch the next request must carry
-		parts    []cachedPartition
-		index    map[tpKey]int
 		lastUsed time.Time
 	}
 }
@@ -71,19 +73,6 @@ type fetchSession struct {
 type tpKey struct {
 	topic     string
 	partition int32
-}
-
-// cachedPartition is a session partition: the request fields the client last sent and the
-// response fields the broker last sent (hw -1 after an error, so the partition is sent again).
-type cachedPartition struct {
-	topic              string
-	partition          int32
-	fetchOffset        int64
-	currentLeaderEpoch int32
-	logStartOffset     int64
-	maxBytes           int32
-
-	hw, lso, localLogStart int64
 }
 
 // Len is the number of sessions cached.
@@ -98,8 +87,12 @@ func (fs *fetchSessions) remove(id int32) {
 		return
 	}
 	fs.mu.Lock()
+	s := fs.mu.byID[id]
 	delete(fs.mu.byID, id)
 	fs.mu.Unlock()
+	if s != nil {
+		s.bs.Close()
+	}
 }
 
 func (fs *fetchSessions) get(id int32) *fetchSession {
@@ -108,49 +101,48 @@ func (fs *fetchSessions) get(id int32) *fetchSession {
 	return fs.mu.byID[id]
 }
 
-// create makes a session of parts (their responses already recorded) if a slot is free or
-// can be freed, else returns nil.
+// create makes a session of parts (their responses, as the client heard them in a full
+// response) if a slot is free or can be freed, else returns nil.
 func (fs *fetchSessions) create(follower bool, parts []broker.FetchPartition) *fetchSession {
 	if fs.slots <= 0 || len(parts) == 0 {
 		return nil
 	}
+	s := &fetchSession{follower: follower, bs: fs.open(follower)}
+	for i := range parts {
+		s.bs.Set(&parts[i], true)
+	}
 	now := fs.now()
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	if len(fs.mu.byID) >= fs.slots && !fs.evictLocked(follower, now) {
-		return nil
-	}
-	s := &fetchSession{follower: follower}
-	for {
-		s.id = rand.Int32N(math.MaxInt32) + 1
-		if fs.mu.byID[s.id] == nil {
-			break
-		}
-	}
 	s.mu.epoch = 1
 	s.mu.lastUsed = now
-	s.mu.index = make(map[tpKey]int, len(parts))
-	s.mu.parts = make([]cachedPartition, 0, len(parts))
-	for i := range parts {
-		p := &parts[i]
-		k := tpKey{p.Topic, p.Partition}
-		if _, dup := s.mu.index[k]; dup {
-			continue
+	fs.mu.Lock()
+	victim, ok := fs.evictLocked(follower, now)
+	if ok {
+		for {
+			s.id = rand.Int32N(math.MaxInt32) + 1
+			if fs.mu.byID[s.id] == nil {
+				break
+			}
 		}
-		s.mu.index[k] = len(s.mu.parts)
-		cp := cachedPartition{topic: p.Topic, partition: p.Partition}
-		cp.setRequest(p)
-		cp.noteResponse(p)
-		s.mu.parts = append(s.mu.parts, cp)
+		fs.mu.byID[s.id] = s
 	}
-	fs.mu.byID[s.id] = s
+	fs.mu.Unlock()
+	if victim != nil {
+		go victim.bs.Close() // waits for a fetch parked on it: not this request's business
+	}
+	if !ok {
+		s.bs.Close()
+		return nil
+	}
 	return s
 }
 
-// evictLocked frees one slot: a session unused for fetchSessionEvictAfter, or for a
-// follower the least recently used consumer session.
-func (fs *fetchSessions) evictLocked(follower bool, now time.Time) bool {
-	var victim *fetchSession
+// evictLocked makes room for one session: ok when a slot is free or was freed (victim,
+// removed from the cache, then to be closed by the caller outside fs.mu): a session unused
+// for fetchSessionEvictAfter, or for a follower the least recently used consumer session.
+func (fs *fetchSessions) evictLocked(follower bool, now time.Time) (victim *fetchSession, ok bool) {
+	if len(fs.mu.byID) < fs.slots {
+		return nil, true
+	}
 	var victimUsed time.Time
 	for _, s := range fs.mu.byID {
 		s.mu.Lock()
@@ -165,35 +157,10 @@ func (fs *fetchSessions) evictLocked(follower bool, now time.Time) bool {
 		}
 	}
 	if victim == nil {
-		return false
+		return nil, false
 	}
 	delete(fs.mu.byID, victim.id)
-	return true
-}
-
-func (cp *cachedPartition) setRequest(p *broker.FetchPartition) {
-	cp.fetchOffset, cp.currentLeaderEpoch = p.FetchOffset, p.CurrentLeaderEpoch
-	cp.logStartOffset, cp.maxBytes = p.LogStartOffset, p.MaxBytes
-}
-
-// noteResponse records what the response tells the client about p and reports whether an
-// incremental response must carry it (Kafka's CachedPartition.maybeUpdateResponseData).
-func (cp *cachedPartition) noteResponse(p *broker.FetchPartition) bool {
-	if p.Err != nil {
-		cp.hw = -1 // sent again once the error is gone
-		return true
-	}
-	must := p.Records.Size > 0
-	if cp.hw != p.HighWatermark {
-		cp.hw, must = p.HighWatermark, true
-	}
-	if cp.lso != p.LastStableOffset {
-		cp.lso, must = p.LastStableOffset, true
-	}
-	if cp.localLogStart != p.LogStartOffsetOut {
-		cp.localLogStart, must = p.LogStartOffsetOut, true
-	}
-	return must
+	return victim, true
 }
 
 // sessionFetch is what handleFetch does with a Fetch's session fields: run it sessionless,
@@ -205,10 +172,10 @@ type sessionFetch struct {
 	respID  int32         // the response's session_id
 }
 
-// begin applies r's session fields. For an incremental request it updates the session with
-// the request's partitions and forgotten topics, advances the epoch and replaces
-// req.Partitions and spans by the session's partitions (with their cached fetch positions).
-func (fs *fetchSessions) begin(r *kmsg.FetchRequest, req *broker.FetchRequest, st *fetchState) sessionFetch {
+// begin applies r's session fields. For an incremental request it checks and advances the
+// epoch and applies the request's partitions (req.Partitions) and forgotten topics to the
+// session; the fetch then runs on the session (broker.Broker.SessionFetch).
+func (fs *fetchSessions) begin(r *kmsg.FetchRequest, req *broker.FetchRequest) sessionFetch {
 	if r.Version < 7 || fs == nil {
 		return sessionFetch{}
 	}
@@ -225,100 +192,36 @@ func (fs *fetchSessions) begin(r *kmsg.FetchRequest, req *broker.FetchRequest, s
 		return sessionFetch{errCode: kerr.FetchSessionIDNotFound.Code}
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.mu.epoch != r.SessionEpoch {
+		s.mu.Unlock()
 		return sessionFetch{errCode: kerr.InvalidFetchSessionEpoch.Code}
-	}
-	for i := range req.Partitions {
-		p := &req.Partitions[i]
-		k := tpKey{p.Topic, p.Partition}
-		if j, ok := s.mu.index[k]; ok {
-			s.mu.parts[j].setRequest(p)
-			continue
-		}
-		s.mu.index[k] = len(s.mu.parts)
-		cp := cachedPartition{topic: p.Topic, partition: p.Partition, hw: -1, lso: -1, localLogStart: -1}
-		cp.setRequest(p)
-		s.mu.parts = append(s.mu.parts, cp)
-	}
-	forgot := false
-	for _, ft := range r.ForgottenTopics {
-		for _, part := range ft.Partitions {
-			k := tpKey{ft.Topic, part}
-			if j, ok := s.mu.index[k]; ok {
-				s.mu.parts[j].topic = "" // compacted below
-				delete(s.mu.index, k)
-				forgot = true
-			}
-		}
-	}
-	if forgot {
-		kept := s.mu.parts[:0]
-		for _, cp := range s.mu.parts {
-			if cp.topic != "" {
-				s.mu.index[tpKey{cp.topic, cp.partition}] = len(kept)
-				kept = append(kept, cp)
-			}
-		}
-		clear(s.mu.parts[len(kept):])
-		s.mu.parts = kept
-	}
-	if len(s.mu.parts) == 0 {
-		fs.remove(s.id)
-		req.Partitions, st.spans = req.Partitions[:0], st.spans[:0]
-		return sessionFetch{}
 	}
 	s.mu.epoch = nextFetchEpoch(s.mu.epoch)
 	s.mu.lastUsed = fs.now()
-	// The fetch runs over every session partition, in session order.
-	req.Partitions = req.Partitions[:0]
-	st.spans = st.spans[:0]
-	for _, cp := range s.mu.parts {
-		if n := len(st.spans); n == 0 || st.spans[n-1].topic != cp.topic {
-			st.spans = append(st.spans, topicSpan{topic: cp.topic, start: len(req.Partitions)})
+	s.mu.Unlock()
+	for i := range req.Partitions {
+		s.bs.Set(&req.Partitions[i], false)
+	}
+	for _, ft := range r.ForgottenTopics {
+		for _, part := range ft.Partitions {
+			s.bs.Forget(ft.Topic, part)
 		}
-		req.Partitions = append(req.Partitions, broker.FetchPartition{
-			Topic: cp.topic, Partition: cp.partition, FetchOffset: cp.fetchOffset,
-			CurrentLeaderEpoch: cp.currentLeaderEpoch, LogStartOffset: cp.logStartOffset, MaxBytes: cp.maxBytes,
-			DivergingEpoch: -1, DivergingEndOffset: -1,
-		})
-		st.spans[len(st.spans)-1].end = len(req.Partitions)
+	}
+	if s.bs.Len() == 0 {
+		fs.remove(s.id)
+		return sessionFetch{}
 	}
 	return sessionFetch{session: s, respID: s.id}
 }
 
-// finish records the fetch's results: a full request with create set opens a session
-// (respID is its id, 0 if the cache had no slot); an incremental one keeps, in st's
-// response buffers, only the partitions the client must hear about. It reports the
-// partitions and spans to encode.
-func (fs *fetchSessions) finish(sf *sessionFetch, st *fetchState, follower bool, parts []broker.FetchPartition, spans []topicSpan) ([]broker.FetchPartition, []topicSpan) {
-	switch {
-	case sf.create:
+// finish records a full fetch's results: with create set it opens a session of parts
+// (respID is its id, 0 if the cache had no slot).
+func (fs *fetchSessions) finish(sf *sessionFetch, follower bool, parts []broker.FetchPartition) {
+	if sf.create {
 		if s := fs.create(follower, parts); s != nil {
 			sf.respID = s.id
 		}
-		return parts, spans
-	case sf.session == nil:
-		return parts, spans
 	}
-	s := sf.session
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	resp, rspans := st.respParts[:0], st.respSpans[:0]
-	for i := range parts {
-		p := &parts[i]
-		j, ok := s.mu.index[tpKey{p.Topic, p.Partition}]
-		if ok && !s.mu.parts[j].noteResponse(p) {
-			continue // unchanged: left out
-		}
-		if n := len(rspans); n == 0 || rspans[n-1].topic != p.Topic {
-			rspans = append(rspans, topicSpan{topic: p.Topic, start: len(resp)})
-		}
-		resp = append(resp, *p)
-		rspans[len(rspans)-1].end = len(resp)
-	}
-	st.respParts, st.respSpans = resp, rspans
-	return resp, rspans
 }
 
 // nextFetchEpoch is the epoch after e: 1..MaxInt32, wrapping to 1 (Kafka's FetchMetadata.nextEpoch).

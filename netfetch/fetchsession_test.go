@@ -50,107 +50,70 @@ func toBroker(r *kmsg.FetchRequest, st *fetchState) *broker.FetchRequest {
 	return req
 }
 
-// answer fills the fetch outputs as Broker.Fetch would: hw per partition.
-func answer(req *broker.FetchRequest, hw map[int32]int64) {
-	for i := range req.Partitions {
-		p := &req.Partitions[i]
-		p.HighWatermark, p.LogStartOffsetOut, p.Err = hw[p.Partition], 0, nil
-	}
-}
-
-func partitionsOf(parts []broker.FetchPartition) []int32 {
-	var out []int32
-	for _, p := range parts {
-		out = append(out, p.Partition)
-	}
-	return out
+// noBroker opens sessions whose partitions are never fetched (the rules below need no broker).
+func noBroker(follower bool) *broker.FetchSession {
+	return (*broker.Broker)(nil).NewFetchSession(follower)
 }
 
 // TestFetchSessionRules pins KIP-227's session rules as Kafka's FetchSession.scala has them:
-// epoch 0 opens a session, later epochs must follow it, an incremental request runs over
-// every session partition and its response leaves out the unchanged ones, forgotten
-// partitions leave the session, epoch -1 closes it, and unknown ids and wrong epochs are
-// errors.
+// epoch 0 opens a session, later epochs must follow it, forgotten partitions leave the
+// session, a session left empty closes, epoch -1 closes it, and unknown ids and wrong epochs
+// are errors. (What an incremental response carries is broker.FetchSession's, tested there
+// and end to end in fetchsession_cluster_test.go.)
 func TestFetchSessionRules(t *testing.T) {
 	now := time.Unix(1000, 0)
-	fs := newFetchSessions(10, func() time.Time { return now })
+	fs := newFetchSessions(10, func() time.Time { return now }, noBroker)
 	st := &fetchState{}
 
-	// Full request, epoch 0: a session opens with the three partitions, all in the response.
+	// Full request, epoch 0: a session opens with the three partitions.
 	r := sessionRequest(0, 0, []int32{0, 1, 2}, nil)
 	req := toBroker(r, st)
-	sf := fs.begin(r, req, st)
-	answer(req, map[int32]int64{0: 5, 1: 7, 2: 0})
-	parts, _ := fs.finish(&sf, st, false, req.Partitions, st.spans)
-	if sf.respID == 0 || len(parts) != 3 || fs.Len() != 1 {
-		t.Fatalf("full fetch: session %d, %d partitions answered, %d sessions; want a session and 3", sf.respID, len(parts), fs.Len())
+	sf := fs.begin(r, req)
+	if !sf.create || sf.session != nil {
+		t.Fatalf("epoch 0: create %v session %v; want a full fetch that opens one", sf.create, sf.session)
+	}
+	fs.finish(&sf, false, req.Partitions)
+	if sf.respID == 0 || fs.Len() != 1 {
+		t.Fatalf("full fetch: session %d, %d sessions; want one", sf.respID, fs.Len())
 	}
 	id := sf.respID
+	if n := fs.get(id).bs.Len(); n != 3 {
+		t.Fatalf("session holds %d partitions, want 3", n)
+	}
 
-	// Incremental, epoch 1, naming nothing: the fetch still covers every partition; only
-	// partition 1, whose HW moved, is answered.
+	// Incremental, epoch 1, naming nothing: it runs on the session.
 	r = sessionRequest(id, 1, nil, nil)
-	req = toBroker(r, st)
-	sf = fs.begin(r, req, st)
-	if sf.errCode != 0 || fmt.Sprint(partitionsOf(req.Partitions)) != "[0 1 2]" {
-		t.Fatalf("incremental: error %d, fetch over %v; want the session's [0 1 2]", sf.errCode, partitionsOf(req.Partitions))
-	}
-	answer(req, map[int32]int64{0: 5, 1: 9, 2: 0})
-	parts, spans := fs.finish(&sf, st, false, req.Partitions, st.spans)
-	if fmt.Sprint(partitionsOf(parts)) != "[1]" || len(spans) != 1 || sf.respID != id {
-		t.Fatalf("incremental response %v (spans %v, session %d); want only [1] on session %d", partitionsOf(parts), spans, sf.respID, id)
+	if sf = fs.begin(r, toBroker(r, st)); sf.errCode != 0 || sf.session == nil || sf.respID != id {
+		t.Fatalf("incremental: error %d, session %v, response id %d; want session %d", sf.errCode, sf.session, sf.respID, id)
 	}
 
-	// An error is always answered, and the partition again once the error is gone.
-	r = sessionRequest(id, 2, nil, nil)
-	req = toBroker(r, st)
-	sf = fs.begin(r, req, st)
-	answer(req, map[int32]int64{0: 5, 1: 9, 2: 0})
-	req.Partitions[2].Err = kerr.NotLeaderForPartition
-	if parts, _ = fs.finish(&sf, st, false, req.Partitions, st.spans); fmt.Sprint(partitionsOf(parts)) != "[2]" {
-		t.Fatalf("with an error on 2: answered %v, want [2]", partitionsOf(parts))
-	}
-	r = sessionRequest(id, 3, nil, nil)
-	req = toBroker(r, st)
-	sf = fs.begin(r, req, st)
-	answer(req, map[int32]int64{0: 5, 1: 9, 2: 0})
-	if parts, _ = fs.finish(&sf, st, false, req.Partitions, st.spans); fmt.Sprint(partitionsOf(parts)) != "[2]" {
-		t.Fatalf("after the error: answered %v, want [2] again", partitionsOf(parts))
-	}
-
-	// The epoch must follow: a replay of epoch 3 and an unknown id are errors.
-	if sf := fs.begin(sessionRequest(id, 3, nil, nil), toBroker(sessionRequest(id, 3, nil, nil), st), st); sf.errCode != kerr.InvalidFetchSessionEpoch.Code {
+	// The epoch must follow: a replay of epoch 1 and an unknown id are errors.
+	if sf := fs.begin(r, toBroker(r, st)); sf.errCode != kerr.InvalidFetchSessionEpoch.Code {
 		t.Errorf("stale epoch: error %d, want INVALID_FETCH_SESSION_EPOCH", sf.errCode)
 	}
-	if sf := fs.begin(sessionRequest(id+1, 1, nil, nil), toBroker(sessionRequest(id+1, 1, nil, nil), st), st); sf.errCode != kerr.FetchSessionIDNotFound.Code {
+	r = sessionRequest(id+1, 1, nil, nil)
+	if sf := fs.begin(r, toBroker(r, st)); sf.errCode != kerr.FetchSessionIDNotFound.Code {
 		t.Errorf("unknown session: error %d, want FETCH_SESSION_ID_NOT_FOUND", sf.errCode)
 	}
 
 	// Forgetting 0 and adding 3: the session is [1 2 3].
-	r = sessionRequest(id, 4, []int32{3}, []int32{0})
-	req = toBroker(r, st)
-	sf = fs.begin(r, req, st)
-	if got := fmt.Sprint(partitionsOf(req.Partitions)); got != "[1 2 3]" {
-		t.Fatalf("after forget 0, add 3: fetch over %s, want [1 2 3]", got)
-	}
-	answer(req, map[int32]int64{1: 9, 2: 0, 3: 0})
-	if parts, _ = fs.finish(&sf, st, false, req.Partitions, st.spans); fmt.Sprint(partitionsOf(parts)) != "[3]" {
-		t.Fatalf("new partition 3 answered %v, want [3] (its first answer)", partitionsOf(parts))
+	r = sessionRequest(id, 2, []int32{3}, []int32{0})
+	if sf = fs.begin(r, toBroker(r, st)); sf.session == nil || sf.session.bs.Len() != 3 {
+		t.Fatalf("after forget 0, add 3: session %v; want 3 partitions", sf.session)
 	}
 
 	// Forgetting everything closes the session; epoch -1 closes one too.
-	r = sessionRequest(id, 5, nil, []int32{1, 2, 3})
+	r = sessionRequest(id, 3, nil, []int32{1, 2, 3})
 	req = toBroker(r, st)
-	if sf := fs.begin(r, req, st); sf.session != nil || fs.Len() != 0 || len(req.Partitions) != 0 {
+	if sf := fs.begin(r, req); sf.session != nil || fs.Len() != 0 || len(req.Partitions) != 0 {
 		t.Fatalf("emptied session: still %d sessions, fetch over %d partitions", fs.Len(), len(req.Partitions))
 	}
 	r = sessionRequest(0, 0, []int32{0}, nil)
 	req = toBroker(r, st)
-	sf = fs.begin(r, req, st)
-	answer(req, nil)
-	fs.finish(&sf, st, false, req.Partitions, st.spans)
+	sf = fs.begin(r, req)
+	fs.finish(&sf, false, req.Partitions)
 	r = sessionRequest(sf.respID, -1, []int32{0}, nil)
-	if sf := fs.begin(r, toBroker(r, st), st); sf.session != nil || sf.create || fs.Len() != 0 {
+	if sf := fs.begin(r, toBroker(r, st)); sf.session != nil || sf.create || fs.Len() != 0 {
 		t.Fatalf("epoch -1: %d sessions left, create %v; want the session closed and none opened", fs.Len(), sf.create)
 	}
 }
@@ -160,7 +123,7 @@ func TestFetchSessionRules(t *testing.T) {
 // evicts no live session, and then gets none (session id 0: it goes on with full fetches).
 func TestFetchSessionCacheEviction(t *testing.T) {
 	now := time.Unix(1000, 0)
-	fs := newFetchSessions(2, func() time.Time { return now })
+	fs := newFetchSessions(2, func() time.Time { return now }, noBroker)
 	one := []broker.FetchPartition{{Topic: "t", Partition: 0}}
 	a := fs.create(false, one)
 	now = now.Add(time.Second)
@@ -185,7 +148,7 @@ func TestFetchSessionCacheEviction(t *testing.T) {
 	if c := fs.create(false, one); c == nil {
 		t.Fatalf("a consumer could not evict a session unused for %s", fetchSessionEvictAfter)
 	}
-	if none := newFetchSessions(0, time.Now).create(true, one); none != nil {
+	if none := newFetchSessions(0, time.Now, noBroker).create(true, one); none != nil {
 		t.Fatal("max.incremental.fetch.session.cache.slots=0 opened a session")
 	}
 }

@@ -346,7 +346,13 @@ func (c *fetchConn) fetchOnce(ctx context.Context, rf *broker.FetchRequest) ([]b
 	c.replicaState = appendReplicaState(c.replicaState[:0], rf.ReplicaID, rf.ReplicaEpoch)
 	req.UnknownTags.Set(replicaStateTag, c.replicaState)
 	full := req.SessionEpoch <= 0
+	// A fetcher that reused its plan sends what this session already holds: name nothing
+	// and forget nothing, without looking at each partition.
+	same := !full && rf.Unchanged && c.sess.holds(len(rf.Partitions))
 	for _, p := range rf.Partitions {
+		if same {
+			break
+		}
 		if !full && !c.sess.changed(p) {
 			continue
 		}
@@ -368,7 +374,7 @@ func (c *fetchConn) fetchOnce(ctx context.Context, rf *broker.FetchRequest) ([]b
 		t.Partitions = append(t.Partitions, fp)
 	}
 	req.Topics = topics
-	if !full {
+	if !full && !same {
 		forgotten = c.sess.appendForgotten(forgotten)
 	}
 	req.ForgottenTopics = forgotten

@@ -58,6 +58,11 @@ func (s *sessionClient) changed(p broker.FetchPartition) bool {
 		sp.logStartOffset != p.LogStartOffset || sp.maxBytes != p.MaxBytes
 }
 
+// holds reports whether the session holds n partitions: with a request whose partitions are
+// the previous one's, they are exactly the session's (a previous request named them all or
+// left them in, and forgot the rest).
+func (s *sessionClient) holds(n int) bool { return s.id != 0 && len(s.sent) == n }
+
 // appendForgotten appends, grouped by topic, the session partitions the request does not
 // name (they left this fetcher, or are truncating), which the leader must drop.
 func (s *sessionClient) appendForgotten(dst []kmsg.FetchRequestForgottenTopic) []kmsg.FetchRequestForgottenTopic {

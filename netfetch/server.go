@@ -264,7 +264,7 @@ func NewServer(cfg ServerConfig, ln net.Listener) *Server {
 		s.stats = newCounters()
 	}
 	if cfg.FetchSessionCacheSlots > 0 {
-		s.sessions = newFetchSessions(cfg.FetchSessionCacheSlots, time.Now)
+		s.sessions = newFetchSessions(cfg.FetchSessionCacheSlots, time.Now, cfg.Broker.NewFetchSession)
 	}
 	id := strconv.Itoa(int(cfg.BrokerID))
 	bg := context.Background()

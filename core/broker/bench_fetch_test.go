@@ -77,6 +77,67 @@ func BenchmarkFetchParkedWake(b *testing.B) {
 	}
 }
 
+// BenchmarkSessionFetchParkedWake is BenchmarkFetchParkedWake on a fetch session over every
+// partition (the wire server's incremental fetches, and every replica fetcher's): each
+// partition holds a record first, so the produce loop appends to warm files; ns/op is one
+// produce plus the session's wake-up and re-park, flat across partition counts.
+func BenchmarkSessionFetchParkedWake(b *testing.B) {
+	for _, n := range fetchBenchCounts() {
+		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
+			_, l := fetchBenchCluster(b, n)
+			blob := batch("w", 1)
+			tmpl := append([]byte(nil), blob...)
+			pp := []ProducePartition{{Topic: "t"}}
+			ctx := context.Background()
+			s := l.NewFetchSession(false)
+			defer s.Close()
+			for p := int32(0); p < n; p++ {
+				copy(blob, tmpl)
+				pp[0].Partition, pp[0].Records = p, blob
+				l.Produce(ctx, 1, time.Second, pp)
+				if pp[0].Err != nil {
+					b.Fatal(pp[0].Err)
+				}
+				s.Set(&FetchPartition{Topic: "t", Partition: p, FetchOffset: 1, CurrentLeaderEpoch: -1, LogStartOffset: -1, MaxBytes: 1 << 20}, false)
+			}
+			req := &FetchRequest{ReplicaID: -1, MaxBytes: 64 << 20}
+			l.SessionFetch(ctx, s, req) // visits every partition once: all quiet afterwards
+			req.MinBytes = int32(min(int64(b.N+1)*int64(len(tmpl)), 1<<30))
+			req.MaxWait = time.Minute
+			done := make(chan struct{})
+			parked := make(chan struct{}, 1)
+			l.parkedHook = func() {
+				select {
+				case parked <- struct{}{}:
+				default:
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			go func() {
+				defer close(done)
+				l.SessionFetch(ctx, s, req)
+			}()
+			<-parked
+			for i := 0; i < b.N; i++ {
+				copy(blob, tmpl)
+				pp[0].Partition, pp[0].Records = int32(i)%n, blob
+				l.Produce(ctx, 1, time.Second, pp)
+				if pp[0].Err != nil {
+					b.Fatal(pp[0].Err)
+				}
+				<-parked // woken, re-checked, parked again
+			}
+			copy(blob, tmpl)
+			pp[0].Partition, pp[0].Records = 0, blob
+			l.Produce(ctx, 1, time.Second, pp)
+			<-done
+			b.StopTimer()
+			releaseFetch(req)
+		})
+	}
+}
+
 // BenchmarkProduceRoundRobin is BenchmarkFetchParkedWake's produce loop with no fetch parked:
 // the difference of the two is the wake-up's cost.
 func BenchmarkProduceRoundRobin(b *testing.B) {

@@ -142,6 +142,9 @@ type Broker struct {
 		}
 	}
 	numFetchers atomic.Int32 // apply.dyn.numFetchers, read lock-free
+	// fetchPlanGen moves when something the fetchers' plans read changes outside them (a
+	// follower's log start by retention, a replication throttle): see Fetcher.mu.planOK.
+	fetchPlanGen atomic.Uint64
 
 	ckpt struct {
 		sync.Mutex

@@ -11,7 +11,10 @@
 //     (create.go);
 //   - Produce (acks 0, 1, -1/all; min.insync.replicas), Fetch (consumer reads
 //     [FetchOffset, HW), replica reads [FetchOffset, LEO); long poll parked in
-//     core/partition's purgatory, a wake-up re-reading only the partitions that changed),
+//     core/partition's purgatory, a wake-up re-reading only the partitions that changed;
+//     SessionFetch runs an incremental fetch session's fetch over a FetchSession, which
+//     subscribes to its replicas' changes and visits only the partitions that changed:
+//     fetchsession.go),
 //     ListOffsetFor and EndOffsetForEpoch (OffsetForLeaderEpoch), DeleteRecords
 //     (the leader's log start moves, then the low watermark over the alive replicas
 //     is awaited: deleterecords.go) and LogDirReplicas (DescribeLogDirs) — the
@@ -19,7 +22,8 @@
 //   - the replica fetcher manager: per source broker num.replica.fetchers
 //     fetcher goroutines, each with one FetchConn, partition p of topic t on
 //     fetcher FetcherFor(t, p, n) = abs(31*t.hashCode()+p) % n; truncation by
-//     leader epoch (KIP-101/279) before fetching from a new leader;
+//     leader epoch (KIP-101/279) before fetching from a new leader; an idle round
+//     reuses the last plan (FetchRequest.Unchanged) instead of walking the partitions;
 //   - ISR expiration (every replica.lag.time.max.ms/2) and ISR expansion
 //     (proposed by the fetch path, applied by the ISR goroutine) through the
 //     controller's AlterPartition, called directly or through

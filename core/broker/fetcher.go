@@ -54,6 +54,14 @@ type Fetcher struct {
 		// (waitIOLocked).
 		io     bool
 		ioDone sync.Cond // L: &mu
+		// planOK: the last Plan's fetch partitions (round.Fetch.Partitions, fetchGens) are
+		// what a new Plan would build, as long as Broker.fetchPlanGen is still planGen. It
+		// holds after a round that only fetched, none of whose partitions was delayed or
+		// throttled, until anything changes a partition's state, position or log start
+		// (an assignment, an answer with records, an error or a log start, a truncation, a
+		// failure, retention, a throttle): an idle fetcher plans each round in O(1).
+		planOK  bool
+		planGen uint64
 	}
 
 	// Owned by the fetcher goroutine (closeConn after it exited).
@@ -236,15 +244,29 @@ func (f *Fetcher) Plan() *Round {
 	cfg := &b.cfg
 	r := &f.round
 	r.Epochs, r.Offsets, r.Wait = r.Epochs[:0], r.Offsets[:0], 0
-	r.epochGens, r.offsetGens, r.fetchGens = r.epochGens[:0], r.offsetGens[:0], r.fetchGens[:0]
+	r.epochGens, r.offsetGens = r.epochGens[:0], r.offsetGens[:0]
 	r.Fetch = FetchRequest{ReplicaID: cfg.ID, ReplicaEpoch: b.epoch.Load(), MaxWait: time.Duration(cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
-		MinBytes: cfg.ReplicaFetchMinBytes, MaxBytes: cfg.ReplicaFetchResponseMaxBytes, Partitions: r.Fetch.Partitions[:0]}
+		MinBytes: cfg.ReplicaFetchMinBytes, MaxBytes: cfg.ReplicaFetchResponseMaxBytes, Partitions: r.Fetch.Partitions}
 	if b.usable() != nil {
+		r.Fetch.Partitions, r.fetchGens = r.Fetch.Partitions[:0], r.fetchGens[:0]
 		return r
 	}
 	now := b.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	gen := b.fetchPlanGen.Load()
+	if f.mu.planOK && f.mu.planGen == gen {
+		r.Fetch.Unchanged = true // the last round's partitions, as they were
+		return r
+	}
+	r.Fetch.Partitions, r.fetchGens = r.Fetch.Partitions[:0], r.fetchGens[:0]
+	// Reusable by the next Plan if this one only fetches, none delayed or throttled.
+	cacheable := true
+	defer func() {
+		if cacheable && len(r.Epochs) == 0 && len(r.Offsets) == 0 && r.Wait == 0 {
+			f.mu.planOK, f.mu.planGen = true, gen
+		}
+	}()
 	var fetch []*fetchPart
 	for _, key := range f.mu.order {
 		fp := f.mu.parts[key]
@@ -257,6 +279,7 @@ func (f *Fetcher) Plan() *Round {
 		fp.fs.DelayedUntil = 0
 		switch fp.fs.Phase {
 		case partition.PhaseTruncating:
+			cacheable = false
 			epoch, ask, act := fp.fs.TruncationStep(fp.h.r)
 			if !ask {
 				// Truncated locally: it fetches in this very round (an empty round would
@@ -283,6 +306,9 @@ func (f *Fetcher) Plan() *Round {
 	}
 	throttled := false
 	for _, fp := range fetch {
+		if fp.h.throttle.Load()&throttleFollower != 0 {
+			cacheable = false // followerThrottles changes with the quota's state
+		}
 		if b.followerThrottles(fp) {
 			throttled = true // left out this round (quota.go)
 			continue
@@ -319,6 +345,7 @@ func (f *Fetcher) current(topic string, p int32, gen uint64) *fetchPart {
 // act carries out a FetchState action on the local replica (mu held; released during the
 // truncation).
 func (f *Fetcher) act(fp *fetchPart, a partition.FetchAction, now int64) {
+	f.mu.planOK = false // called after a FetchState change
 	if a.Kind == partition.ActNone {
 		return
 	}
@@ -350,6 +377,7 @@ func (f *Fetcher) Failed(r *Round) {
 	now := f.b.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.mu.planOK = false
 	inRound := map[uint64]bool{}
 	for _, gens := range [][]uint64{r.epochGens, r.offsetGens, r.fetchGens} {
 		for _, g := range gens {
@@ -473,6 +501,9 @@ func (f *Fetcher) ApplyFetch(r *Round, resp []FetchPartition) {
 		}
 		rep := fp.h.r
 		fetchOffset := r.Fetch.Partitions[idx].FetchOffset
+		if res.Err != nil || len(res.RecordBytes) > 0 || res.LogStartOffsetOut > rep.LogStart() || rep.LEO() != fetchOffset {
+			f.mu.planOK = false // the partition's state, position or log start changes
+		}
 		if res.Err != nil {
 			fp.fs.OnFetchError(res.Err, now, f.backoffNs())
 			continue

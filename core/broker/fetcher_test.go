@@ -361,3 +361,46 @@ func TestFollowerAppendHoldsNoFetcherLock(t *testing.T) {
 		t.Fatalf("follower LEO %d HW %d, want 3 3", rep.LEO(), rep.HW())
 	}
 }
+
+// TestFetcherReusesIdlePlan: a round after an answer with nothing new reuses the last plan
+// (FetchRequest.Unchanged, the same partitions and positions); an answer with records, an
+// error or a new log start, or a failed round, makes the next round plan afresh from the
+// replica's new position.
+func TestFetcherReusesIdlePlan(t *testing.T) {
+	follower, f := manualFollower(t, nil)
+	rep, _ := follower.Replica("t", 0)
+	r := f.Plan()
+	if r.Fetch.Unchanged || len(r.Fetch.Partitions) != 1 || r.Fetch.Partitions[0].FetchOffset != 0 {
+		t.Fatalf("first round %+v, want a fresh fetch of t-0 at 0", r.Fetch)
+	}
+	// The first round also truncated (a new replica without a local epoch): the next one is
+	// planned afresh, and the one after reuses it.
+	f.ApplyFetch(r, nil) // nothing new (a session's empty answer)
+	if r = f.Plan(); r.Fetch.Unchanged {
+		t.Fatal("the round after a truncation reused the plan")
+	}
+	f.ApplyFetch(r, nil)
+	if r = f.Plan(); !r.Fetch.Unchanged || len(r.Fetch.Partitions) != 1 || r.Fetch.Partitions[0].FetchOffset != 0 {
+		t.Fatalf("idle round %+v (unchanged %v), want the last plan reused", r.Fetch.Partitions, r.Fetch.Unchanged)
+	}
+	f.ApplyFetch(r, []FetchPartition{{Topic: "t", Partition: 0, HighWatermark: 0, LogStartOffsetOut: 0}}) // HW only: still idle
+	if r = f.Plan(); !r.Fetch.Unchanged {
+		t.Fatal("a round after an answer without records, error or log start change planned afresh")
+	}
+	recs := []records.Record{{Value: []byte("a")}, {Value: []byte("b")}}
+	f.ApplyFetch(r, []FetchPartition{{Topic: "t", Partition: 0, RecordBytes: records.AppendBatch(nil, 0, 0, 1, recs), HighWatermark: 2, LogStartOffsetOut: 0}})
+	if rep.LEO() != 2 {
+		t.Fatalf("follower LEO %d after the append, want 2", rep.LEO())
+	}
+	if r = f.Plan(); r.Fetch.Unchanged || r.Fetch.Partitions[0].FetchOffset != 2 {
+		t.Fatalf("round after records: unchanged %v at %d, want a fresh plan at the new LEO 2", r.Fetch.Unchanged, r.Fetch.Partitions[0].FetchOffset)
+	}
+	f.ApplyFetch(r, nil)
+	if r = f.Plan(); !r.Fetch.Unchanged {
+		t.Fatal("idle again: want the plan reused")
+	}
+	f.Failed(r)
+	if r = f.Plan(); r.Fetch.Unchanged || len(r.Fetch.Partitions) != 0 || r.Wait <= 0 {
+		t.Fatalf("after a failed round: unchanged %v, %d partitions, wait %v; want a fresh plan backing off", r.Fetch.Unchanged, len(r.Fetch.Partitions), r.Wait)
+	}
+}

@@ -58,6 +58,7 @@ func (b *Broker) assignLocked(h *hosted, source int32, fs partition.FetchState) 
 		f.mu.order = slices.Insert(f.mu.order, i, h.key)
 	}
 	f.mu.parts[h.key] = &fetchPart{h: h, gen: nextGen(), fs: fs, leaderHW: -1}
+	f.mu.planOK = false
 	f.mu.Unlock()
 	f.signal()
 }
@@ -97,6 +98,7 @@ func (b *Broker) resizeFetchersLocked(n int) {
 		}
 		clear(f.mu.order[len(kept):])
 		f.mu.order = kept
+		f.mu.planOK = false
 		f.mu.Unlock()
 		f.signal()
 	}
@@ -137,6 +139,7 @@ func (b *Broker) removeFromFetchers(key tp) {
 			if i, found := slices.BinarySearchFunc(f.mu.order, key, tpLess); found {
 				f.mu.order = slices.Delete(f.mu.order, i, i+1)
 			}
+			f.mu.planOK = false
 		}
 		f.mu.Unlock()
 		if ok {

@@ -63,6 +63,9 @@ func (b *Broker) ApplyRetention() int {
 	for _, h := range b.allReplicas() {
 		d, err := h.r.ApplyRetention(nowMs)
 		n += d
+		if d > 0 {
+			b.fetchPlanGen.Add(1) // a follower's log start moved: its next fetch says so
+		}
 		if err != nil {
 			b.logf("broker %d: %s: retention: %v", b.cfg.ID, h.key, b.storageFailed(err))
 		}

@@ -205,7 +205,9 @@ func (b *Broker) applyThrottledLocked(h *hosted) {
 	if ThrottledOn(h.topicConfigs[FollowerThrottledReplicas], h.key.partition, b.cfg.ID) {
 		bits |= throttleFollower
 	}
-	h.throttle.Store(bits)
+	if h.throttle.Swap(bits) != bits {
+		b.fetchPlanGen.Add(1) // the fetchers plan their next round afresh
+	}
 }
 
 // applyThrottleRatesLocked sets the quotas' bounds from the broker's dynamic configs, else

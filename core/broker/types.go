@@ -75,6 +75,10 @@ type FetchRequest struct {
 	MaxBytes       int32 // response limit (KIP-74: first batch returned even if larger)
 	IsolationLevel int8  // 0 read_uncommitted (reads up to the HW), 1 read_committed (up to the LSO)
 	Partitions     []FetchPartition
+	// Unchanged is set by a fetcher whose Partitions are exactly its previous request's
+	// (same partitions, positions, epochs, log starts and limits: its plan was reused): a
+	// FetchConn whose incremental session holds them may name none without looking.
+	Unchanged bool
 }
 
 // Transport dials a connection to a source broker for replica fetching.

@@ -84,7 +84,9 @@
 // Long-poll fetches park in the purgatory keyed by partition (purgatory.go,
 // Kafka's DelayedOperationPurgatory): a Waiter registered on each watched
 // replica's LEO or HW signal, which marks only its own index, so a wake-up
-// costs the same whatever the number of partitions watched.
+// costs the same whatever the number of partitions watched. A fetch session subscribes a
+// Waiter for good (Subscribe, session.go) and leaves quiet followers out of its fetches; its
+// FetchClock keeps their caught-up time as Kafka's per-fetch record would.
 //
 // # Why the lock-free HW is linearizable with ISR and role changes
 //

@@ -105,6 +105,7 @@ func (r *Replica) FollowLeaderLogStart(leaderLogStart int64) (int, error) {
 		return 0, nil
 	}
 	n, err := r.log.IncrementLogStart(start)
+	r.lwSig.notifyAll() // fetch sessions (the debugging consumer's) report the log start
 	if err != nil {
 		return n, err
 	}

@@ -34,6 +34,7 @@ func (r *Replica) AppendAsLeader(blob []byte, requiredAcks int16) (log.AppendInf
 		return log.AppendInfo{}, fmt.Errorf("partition %s-%d: ISR %v has %d members, min.insync.replicas is %d: %w",
 			r.topic, r.partition, s.st.ISR, len(s.st.ISR), r.effectiveMinISR(s), kerr.NotEnoughReplicas)
 	}
+	appendNs := r.quietNow(s)
 	var info log.AppendInfo
 	var err error
 	if isIdempotentBlob(blob) { // hook: idempotent producers (producerstate.go)
@@ -59,6 +60,7 @@ func (r *Replica) AppendAsLeader(blob []byte, requiredAcks int16) (log.AppendInf
 			r.lag.drain(hw, now, r.cfg.OnHWLag) // a follower was faster than us
 		}
 	}
+	r.settleQuiet(s, appendNs)
 	r.leoSig.notify()
 	// An ISR of the leader alone (with min.insync.replicas <= 1) commits
 	// right away; otherwise this is a no-op until followers fetch.
@@ -217,25 +219,36 @@ func (r *Replica) UpdateFollower(follower int32, brokerEpoch int64, fetchOffset 
 		return false, r.errNotLeader(s)
 	}
 	defer s.exit()
+	f, _, err := r.updateFollower(s, follower, brokerEpoch, fetchOffset, followerLogStart)
+	if err != nil {
+		return false, err
+	}
+	f.quiet.Store(nil) // a fetch outside any session: no session clock speaks for it
+	return s.pending == nil && !s.inISR(follower) && r.canJoin(s, f), nil
+}
+
+// updateFollower records a follower's fetch on snapshot s (entered) and advances the HW; it
+// returns the follower's progress and the leader LEO the fetch was checked against.
+func (r *Replica) updateFollower(s *snapshot, follower int32, brokerEpoch, fetchOffset, followerLogStart int64) (*progress, int64, error) {
 	f := s.follower(follower)
 	if f == nil {
-		return false, fmt.Errorf("partition %s-%d: broker %d is not a follower replica (replicas %v): %w",
+		return nil, 0, fmt.Errorf("partition %s-%d: broker %d is not a follower replica (replicas %v): %w",
 			r.topic, r.partition, follower, s.st.Replicas, kerr.ReplicaNotAvailable)
 	}
 	if brokerEpoch >= 0 && r.cfg.BrokerEpoch != nil {
 		if cur := r.cfg.BrokerEpoch(follower); cur > brokerEpoch {
-			return false, fmt.Errorf("partition %s-%d: fetch from broker %d with broker epoch %d, its current registration is %d (a stale incarnation): %w",
+			return nil, 0, fmt.Errorf("partition %s-%d: fetch from broker %d with broker epoch %d, its current registration is %d (a stale incarnation): %w",
 				r.topic, r.partition, follower, brokerEpoch, cur, kerr.NotLeaderForPartition)
 		}
 	}
 	leo := r.log.LEO()
 	if fetchOffset > leo || fetchOffset < 0 {
-		return false, fmt.Errorf("partition %s-%d: follower %d fetch offset %d outside [0, LEO %d]: %w",
+		return nil, 0, fmt.Errorf("partition %s-%d: follower %d fetch offset %d outside [0, LEO %d]: %w",
 			r.topic, r.partition, follower, fetchOffset, leo, kerr.OffsetOutOfRange)
 	}
 	r.recordFetch(f, brokerEpoch, fetchOffset, followerLogStart, leo, r.cfg.Now())
 	r.maybeAdvanceHW(s)
-	return s.pending == nil && !s.inISR(follower) && r.canJoin(s, f), nil
+	return f, leo, nil
 }
 
 // canJoin is Kafka's needsExpandIsr: the follower is eligible and its LEO has reached the

@@ -57,14 +57,27 @@ func (w *Waiter) Dirty(dst []int32) []int32 {
 	return dst
 }
 
-// mark records index i as dirty and wakes the waiter.
-func (w *Waiter) mark(i int32) {
+// Grow makes room for indexes [0, n) without clearing anything: a fetch session's waiter
+// grows as partitions join it. Owner only.
+func (w *Waiter) Grow(n int) {
 	w.mu.Lock()
-	if !w.mu.marked[i] {
+	if n > len(w.mu.marked) {
+		w.mu.marked = append(w.mu.marked, make([]bool, n-len(w.mu.marked))...)
+	}
+	w.mu.Unlock()
+}
+
+// mark records index i as dirty and, when wake, wakes the waiter.
+func (w *Waiter) mark(i int32, wake bool) {
+	w.mu.Lock()
+	if int(i) < len(w.mu.marked) && !w.mu.marked[i] {
 		w.mu.marked[i] = true
 		w.mu.dirty = append(w.mu.dirty, i)
 	}
 	w.mu.Unlock()
+	if !wake {
+		return
+	}
 	select {
 	case w.C <- struct{}{}:
 	default:
@@ -82,22 +95,24 @@ func (w *Waiter) Unwatch() {
 
 // watch registers w under index i on n; seen is n's sequence read before the caller's check.
 func (w *Waiter) watch(n *notifier, i int32, seen uint64) {
-	n.watch(w, i)
+	n.watch(w, i, true)
 	w.regs = append(w.regs, n)
 	if n.seq.Load() != seen {
-		w.mark(i)
+		w.mark(i, true)
 	}
 }
 
-// watcher is one registration on a notifier.
+// watcher is one registration on a notifier: a notification marks index i of w dirty and,
+// when wake, wakes w.
 type watcher struct {
-	w *Waiter
-	i int32
+	w    *Waiter
+	i    int32
+	wake bool
 }
 
-func (n *notifier) watch(w *Waiter, i int32) {
+func (n *notifier) watch(w *Waiter, i int32, wake bool) {
 	n.wmu.Lock()
-	n.ws = append(n.ws, watcher{w, i})
+	n.ws = append(n.ws, watcher{w, i, wake})
 	n.nw.Add(1)
 	n.wmu.Unlock()
 }
@@ -124,7 +139,7 @@ func (n *notifier) wakeWatchers() {
 	}
 	n.wmu.Lock()
 	for _, x := range n.ws {
-		x.w.mark(x.i)
+		x.w.mark(x.i, x.wake)
 	}
 	n.wmu.Unlock()
 }

@@ -148,6 +148,9 @@ type progress struct {
 	lastCaughtUpNs     atomic.Int64
 	lastFetchLeaderLEO atomic.Int64
 	lastFetchTimeNs    atomic.Int64
+	// quiet is the clock of the fetch session that leaves this follower's caught-up fetches
+	// out (session.go), nil when none does.
+	quiet atomic.Pointer[FetchClock]
 }
 
 // NewReplica opens the replica state of topic-partition on broker brokerID
@@ -333,6 +336,9 @@ func (r *Replica) LEOChanged() <-chan struct{} { return r.leoSig.wait() }
 // truncateFromStart). It returns the number of deleted segments.
 func (r *Replica) ApplyRetention(nowMs int64) (int, error) {
 	n, err := r.log.ApplyRetention(nowMs, r.hw.Load())
+	if n > 0 {
+		r.lwSig.notifyAll() // the log start moved: fetch sessions report it
+	}
 	if err != nil || n == 0 {
 		return n, err
 	}

@@ -225,6 +225,7 @@ func (r *Replica) AppendMarkerAsLeader(id int64, epoch int16, coordinatorEpoch i
 		return log.AppendInfo{}, fmt.Errorf("partition %s-%d: %w", r.topic, r.partition, err)
 	}
 	blob := records.AppendControlBatch(nil, id, epoch, coordinatorEpoch, commit, nowMs)
+	appendNs := r.quietNow(s)
 	info, err := r.log.Append(blob, true, s.st.LeaderEpoch)
 	if err != nil {
 		return info, err
@@ -237,6 +238,7 @@ func (r *Replica) AppendMarkerAsLeader(id int64, epoch int16, coordinatorEpoch i
 	err = ps.markerLocked(id, epoch, records.Marker{Type: typ, CoordinatorEpoch: coordinatorEpoch}, info.FirstOffset, r.log)
 	ps.mu.Unlock()
 	info.LeaderEpoch = s.st.LeaderEpoch
+	r.settleQuiet(s, appendNs)
 	r.leoSig.notify()
 	if err != nil {
 		return info, fmt.Errorf("partition %s-%d: %w", r.topic, r.partition, err)
@@ -296,6 +298,7 @@ func (r *Replica) AppendCoordinatorTxn(blob []byte, requiredAcks int16) (log.App
 	if err != nil {
 		return log.AppendInfo{}, fmt.Errorf("partition %s-%d: %w", r.topic, r.partition, err)
 	}
+	appendNs := r.quietNow(s)
 	info, err := r.log.Append(blob, true, s.st.LeaderEpoch)
 	if err != nil {
 		return info, err
@@ -307,6 +310,7 @@ func (r *Replica) AppendCoordinatorTxn(blob []byte, requiredAcks int16) (log.App
 	ps.txn.beginLocked(h.ProducerID, info.FirstOffset)
 	ps.mu.Unlock()
 	info.LeaderEpoch = s.st.LeaderEpoch
+	r.settleQuiet(s, appendNs)
 	r.leoSig.notify()
 	r.maybeAdvanceHW(s)
 	return info, nil
