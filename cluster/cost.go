@@ -17,8 +17,8 @@ type Cost struct {
 	// VFS are the file calls made through the cluster's file system when Config.FS is nil (with
 	// Config.FS set, that file system's calls are not counted).
 	VFS vfs.SyscallCounts
-	// Log are the system calls of the brokers' log writers; the io_uring figures are the
-	// process's (log.Counters.Syscalls).
+	// Log are the system calls of the brokers' log writers, the io_uring_enter calls made for
+	// them on the process's one ring included (log.Counters.Syscalls).
 	Log log.SyscallCounts
 	// Net are the wire servers' and the replica fetchers' socket calls, bytes and requests.
 	Net netfetch.Cost

@@ -9,6 +9,7 @@ import (
 
 	"github.com/isrbench/isrbench/cluster"
 	"github.com/isrbench/isrbench/cluster/clustertest"
+	"github.com/isrbench/isrbench/core/log"
 	"github.com/isrbench/isrbench/core/vfs"
 	"github.com/isrbench/isrbench/internal/kafkatest"
 	"github.com/isrbench/isrbench/netfetch"
@@ -16,11 +17,18 @@ import (
 
 // TestCostCountersPerCluster: two embedded clusters in one process count apart. Traffic into
 // one (acks=all produces, replicated to its follower, and a consumer Fetch) shows in its
-// counters, adding up to what it saw; the other cluster's counters do not move.
+// counters, adding up to what it saw; the other cluster's counters do not move. The busy one
+// writes its logs through io_uring (where the host has it): the process's one ring, whose
+// io_uring_enter calls count to the cluster they were made for.
 func TestCostCountersPerCluster(t *testing.T) {
 	t.Parallel() // the counters are the clusters' own: other tests' traffic cannot reach them
 	const n = 20
-	a := clustertest.Start(t, 2, nil)
+	uring := log.WriterFallbackReason("uring") == ""
+	a := clustertest.Start(t, 2, func(cfg *cluster.Config) {
+		if err := cfg.Set("isrbench.io", "uring"); err != nil { // pwritev where io_uring is unavailable
+			t.Fatal(err)
+		}
+	})
 	b := clustertest.Start(t, 2, func(cfg *cluster.Config) {
 		// Its only file writes would be the periodic HW checkpoint: not within the test.
 		cfg.Broker.ReplicaHighWatermarkCheckpointIntervalMs = 3_600_000
@@ -104,15 +112,19 @@ func TestCostCountersPerCluster(t *testing.T) {
 			out, net.SendfileBytes, net.WriteBytes, 2*batchBytes)
 	}
 	// Both replicas wrote every batch into their logs.
-	if d.Log.Pwritev+d.Log.Pwrite < 2 || d.Log.WriteBytes < 2*batchBytes {
-		t.Errorf("cluster A's logs wrote %d bytes in %d pwritev and %d pwrite calls, want >= %d bytes (two replicas)",
-			d.Log.WriteBytes, d.Log.Pwritev, d.Log.Pwrite, 2*batchBytes)
+	if d.Log.Pwritev+d.Log.Pwrite+d.Log.IOUringEnter < 2 || d.Log.WriteBytes < 2*batchBytes {
+		t.Errorf("cluster A's logs wrote %d bytes in %d pwritev, %d pwrite and %d io_uring_enter calls, want >= %d bytes (two replicas)",
+			d.Log.WriteBytes, d.Log.Pwritev, d.Log.Pwrite, d.Log.IOUringEnter, 2*batchBytes)
+	}
+	if uring && (d.Log.IOUringEnter < 2 || d.Log.Pwritev != 0) {
+		t.Errorf("cluster A, on io_uring, counted %d io_uring_enter and %d pwritev calls: want >= 2 and 0", d.Log.IOUringEnter, d.Log.Pwritev)
 	}
 
-	// Cluster B saw no traffic: none of its counters moved. (The io_uring figures in Log are
-	// the process's, and other tests of the package run in parallel: not compared.)
+	// Cluster B saw no traffic: none of its counters moved, the io_uring calls that cluster
+	// A's traffic made on the process's ring included (tests of the package running in
+	// parallel have their own clusters).
 	db := b.Cost().Sub(beforeB)
-	if db.Net != (netfetch.Cost{}) || db.VFS != (vfs.SyscallCounts{}) || db.Log.Pwritev != 0 || db.Log.Pwrite != 0 || db.ApplyTime != 0 {
+	if db.Net != (netfetch.Cost{}) || db.VFS != (vfs.SyscallCounts{}) || db.Log != (log.SyscallCounts{}) || db.ApplyTime != 0 {
 		t.Errorf("cluster B, idle, counted %+v", db)
 	}
 	t.Logf("cluster A: %d records, %d batch bytes: %+v", n, batchBytes, d)

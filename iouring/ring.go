@@ -154,7 +154,6 @@ func (g *Ring) Add(op *Op) {
 		g.finish(op, nil)
 		return
 	}
-	writeBytes.Add(int64(total))
 	op.iov = iov
 	g.pending = append(g.pending, op)
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbench/isrbench/core/broker"
-	"github.com/isrbench/isrbench/core/group"
 	"github.com/isrbench/isrbench/core/records"
 )
 
@@ -50,7 +49,7 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	}
 	parts := slices.Grow(c.produceParts[:0], n) // reused: no allocation per request once grown
 	// pre[i] is the error of the i-th partition of the request found before the append
-	// (format, size, internal topic); those partitions are not in parts.
+	// (format, KIP-890 verification); those partitions are not in parts.
 	pre := slices.Grow(c.producePre[:0], n)[:n]
 	clear(pre)
 	c.txnVerified = c.txnVerified[:0]
@@ -145,15 +144,12 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
 }
 
 // checkProduce refuses what Kafka refuses of one partition's records before the broker
-// appends them: appends to internal topics (INVALID_TOPIC_EXCEPTION), and a format the
-// request's version may not carry (records.CheckProduceFormat), and a transactional batch
-// that would open a transaction its coordinator does not hold the partition in (KIP-890,
-// checkTxnVerified). The broker checks the sizes (max.message.bytes, the segment size) when
-// it appends.
+// appends them: a format the request's version may not carry (records.CheckProduceFormat),
+// and a transactional batch that would open a transaction its coordinator does not hold the
+// partition in (KIP-890, checkTxnVerified). The broker refuses the rest when it appends:
+// internal topics (INVALID_TOPIC_EXCEPTION: the request's partitions are a client's, never
+// InternalTopicsAllowed) and the sizes (max.message.bytes, the segment size).
 func (c *conn) checkProduce(req *kmsg.ProduceRequest, i int, topic string, partition int32, recs []byte) error {
-	if topic == group.OffsetsTopic {
-		return fmt.Errorf("cannot append to internal topic %s: %w", topic, kerr.InvalidTopicException)
-	}
 	if err := records.CheckProduceFormat(req.Version, recs); err != nil {
 		return fmt.Errorf("%s-%d: %w", topic, partition, err)
 	}

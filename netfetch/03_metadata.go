@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbench/isrbench/core/broker"
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/group"
 )
@@ -29,10 +30,10 @@ const ClusterID = "isrbench"
 // brokers). Unknown topics are created when auto.create.topics.enable is
 // on and the client allows it. Each topic carries its topic id (v10+, KIP-516); a topic
 // asked for by id (v12: null name) is resolved, UNKNOWN_TOPIC_ID when no topic has that id.
-// __consumer_offsets is
-// listed like any topic with is_internal set (Kafka's clients hide internal
-// topics themselves); asked for by name it is created as the group
-// coordinator creates it. Metadata v0 is served (kafka-python's version probe
+// The internal topics
+// (broker.IsInternalTopic) are listed like any topic with is_internal set (Kafka's clients
+// hide internal topics themselves); __consumer_offsets asked for by name is created as the
+// group coordinator creates it. Metadata v0 is served (kafka-python's version probe
 // sends it): its empty topic list means every topic.
 //
 // A topic is usable once it is visible. The controller commits a change
@@ -113,7 +114,7 @@ func (c *conn) handleMetadata(req *kmsg.MetadataRequest) (kmsg.Response, error) 
 			}
 			parts, ok = ctrl.Partitions(name)
 		}
-		mt.IsInternal = name == group.OffsetsTopic
+		mt.IsInternal = broker.IsInternalTopic(name)
 		if !ok && c.s.cfg.AutoCreateTopics && allowAuto && req.Topics != nil {
 			var err error
 			parts, err = c.autoCreate(name)

@@ -8,8 +8,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/isrbench/isrbench/core/group"
 )
 
 func init() {
@@ -31,8 +29,8 @@ const maxDeleteRecordsWait = 60 * time.Second
 // the low watermark reached (the leader's deletion stays). Errors per partition, as Kafka's:
 // UNKNOWN_TOPIC_OR_PARTITION for a partition the cluster does not have,
 // NOT_LEADER_OR_FOLLOWER when this broker does not lead it, OFFSET_OUT_OF_RANGE for an offset
-// above the high watermark or below -1, INVALID_TOPIC_EXCEPTION for the internal
-// __consumer_offsets; the low watermark is -1 then.
+// above the high watermark or below -1, INVALID_TOPIC_EXCEPTION for an internal topic
+// (broker.IsInternalTopic); the low watermark is -1 then.
 func (c *conn) handleDeleteRecords(req *kmsg.DeleteRecordsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	wait := min(time.Duration(max(req.TimeoutMillis, 0))*time.Millisecond, maxDeleteRecordsWait)
@@ -74,9 +72,6 @@ func (c *conn) handleDeleteRecords(req *kmsg.DeleteRecordsRequest) (kmsg.Respons
 
 // deleteRecordsOnLeader moves one partition's log start on this broker, its leader.
 func (c *conn) deleteRecordsOnLeader(topic string, p int32, offset int64) (requested int64, err error) {
-	if topic == group.OffsetsTopic {
-		return -1, fmt.Errorf("cannot delete records of internal topic %s: %w", topic, kerr.InvalidTopicException)
-	}
 	if _, ok := c.s.cfg.Controller.Partition(topic, p); !ok {
 		return -1, fmt.Errorf("%s-%d: %w", topic, p, kerr.UnknownTopicOrPartition)
 	}

@@ -27,10 +27,11 @@
 //     coordinator holds no lock meanwhile, and a closing connection or server
 //     releases them.
 //   - Fetch responses (v4..v13) are encoded by hand into a per-connection
-//     buffer (no allocation per request once grown), and each partition's
-//     records go straight from the segment file to the socket with
+//     buffer (no allocation per request once grown; fetch_encode.go), and each
+//     partition's records go straight from the segment file to the socket with
 //     sendfile(2) at an explicit offset (isrbench.zero.copy=true), or with
-//     pread+write (false). Stats count both.
+//     pread+write (false; fetch_send.go). Stats count both. 01_fetch.go is the
+//     handler: sessions, topic ids, the broker's Fetch.
 //   - Transport: broker.Transport over TCP (Fetch v12, ListOffsets v7 and
 //     OffsetForLeaderEpoch v4 with replica_id), with optional LinkFault
 //     wrappers (latency, jitter, bandwidth, down) per (source, follower):
@@ -125,7 +126,8 @@
 // answered UNSUPPORTED_FOR_MESSAGE_FORMAT per partition (isrbench stores
 // RecordBatch v2 only); magic != 2 from v3 on is INVALID_RECORD, zstd before
 // v7 UNSUPPORTED_COMPRESSION_TYPE (records.CheckProduceFormat). The broker
-// checks the sizes (max.message.bytes, the segment size) when it appends.
+// checks the sizes (max.message.bytes, the segment size) and refuses internal topics
+// (INVALID_TOPIC_EXCEPTION) when it appends.
 // Metadata is served from v0 (kafka-python's version probe sends it).
 //
 // Topic ids (KIP-516): every topic has a random UUID made at creation and kept in the

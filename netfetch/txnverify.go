@@ -52,8 +52,8 @@ func (s *Server) VerifyTxnPartitions(id string, pid int64, epoch int16, tps []tx
 // generation (txnGuard) is read before the verification, and produceVerified appends only if
 // no marker came meanwhile. i is the partition's index in the request.
 func (c *conn) checkTxnVerified(txnID *string, i int, topic string, partition int32, recs []byte) error {
-	if !c.s.txnVerify || c.s.cfg.Broker == nil || len(recs) == 0 {
-		return nil
+	if !c.s.txnVerify || c.s.cfg.Broker == nil || len(recs) == 0 || broker.IsInternalTopic(topic) {
+		return nil // an internal topic: the append refuses it (INVALID_TOPIC_EXCEPTION)
 	}
 	h, err := records.ParseHeader(recs)
 	if err != nil || !h.IsTransactional() || h.IsControl() {

@@ -37,8 +37,8 @@ import (
 //   - System calls, requests and bytes of the cluster: the cluster's own counters
 //     (cluster.Cost: its file system, its brokers' log writers, its wire servers and replica
 //     fetchers; one atomic add at each call site), read through the target, so another cluster
-//     in the same process does not add to them. The io_uring figures are the process's: one
-//     ring serves every log of the process. getrusage, runtime/metrics and the CPU profile are
+//     in the same process does not add to them (the io_uring_enter calls of the process's one
+//     ring count to the cluster whose write made them). getrusage, runtime/metrics and the CPU profile are
 //     per process by nature: they measure the process's threads, heap and GC, which the
 //     clusters and clients of the process share.
 

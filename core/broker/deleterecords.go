@@ -22,8 +22,13 @@ func (b *Broker) DeleteRecords(ctx context.Context, topic string, p int32, offse
 // to offset (-1: the HW; partition.Replica.DeleteRecordsOnLeader) and returns the offset the
 // low watermark must reach for the deletion to be complete. Errors:
 // UNKNOWN_TOPIC_OR_PARTITION (not hosted here), NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE
-// for an offset above the HW or below -1, KAFKA_STORAGE_ERROR. Safe for concurrent use.
+// for an offset above the HW or below -1, KAFKA_STORAGE_ERROR, and INVALID_TOPIC_EXCEPTION for
+// an internal topic (IsInternalTopic: as Kafka's ReplicaManager, no one deletes its records).
+// Safe for concurrent use.
 func (b *Broker) DeleteRecordsOnLeader(topic string, p int32, offset int64) (requested int64, err error) {
+	if IsInternalTopic(topic) {
+		return -1, fmt.Errorf("cannot delete records of internal topic %s: %w", topic, kerr.InvalidTopicException)
+	}
 	if err := b.usable(); err != nil {
 		return -1, err
 	}

@@ -76,7 +76,9 @@
 // it reconfigures its replicas (retention, segment size, index interval, flush
 // policy, min.insync.replicas, max.message.bytes, which replication throttles apply).
 // A produce is held to max.message.bytes (MESSAGE_TOO_LARGE) and, when larger than
-// that, to one segment (RECORD_LIST_TOO_LARGE) before it appends.
+// that, to one segment (RECORD_LIST_TOO_LARGE) before it appends. A client's produce to an
+// internal topic (IsInternalTopic) is refused with INVALID_TOPIC_EXCEPTION; the coordinators
+// mark their own writes InternalTopicsAllowed (internaltopics.go).
 //
 // Reassignment (controller.AlterPartitionReassignments): a broker a reassignment adds
 // hears of a state naming it, opens an empty replica and follows the leader like any

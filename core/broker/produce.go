@@ -21,7 +21,9 @@ import (
 // below it); once the HW passes the batch the answer is success if the ISR
 // has min.insync.replicas members then, else NOT_ENOUGH_REPLICAS_AFTER_APPEND;
 // REQUEST_TIMED_OUT on timeout; NOT_LEADER_OR_FOLLOWER if the term ended
-// first. Records are patched in place (base offset, leader epoch).
+// first. Records are patched in place (base offset, leader epoch). An internal topic
+// (IsInternalTopic) is refused with INVALID_TOPIC_EXCEPTION unless the partition is marked
+// InternalTopicsAllowed (a coordinator's own write), in Produce and ProduceAppend alike.
 // Runs on the caller's goroutine; safe for concurrent use. If
 // Config.ProduceDelay > 0 it first sleeps that long, and with Config.ProduceSpin > 0 (or a
 // build linked with buildSpinFlag) computes that long per record (the regression gate's
@@ -101,6 +103,11 @@ func (b *Broker) produceAppend(acks int16, parts []ProducePartition, waits []pro
 	}
 	for i := range parts {
 		p := &parts[i]
+		if IsInternalTopic(p.Topic) && !p.InternalTopicsAllowed {
+			// Kafka's ReplicaManager.appendToLocalLog, before it looks the partition up.
+			failProduce(p, fmt.Errorf("cannot append to internal topic %s: %w", p.Topic, kerr.InvalidTopicException))
+			continue
+		}
 		h := b.lookup(p.Topic, p.Partition)
 		if h == nil {
 			failProduce(p, fmt.Errorf("%w: %s-%d is not hosted on broker %d", kerr.UnknownTopicOrPartition, p.Topic, p.Partition, b.cfg.ID))

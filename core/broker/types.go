@@ -19,6 +19,10 @@ type ProducePartition struct {
 	// Coordinator marks a coordinator's transactional write (the group coordinator's
 	// TxnOffsetCommit): partition.AppendCoordinatorTxn, no sequence check.
 	Coordinator bool
+	// InternalTopicsAllowed lets the append reach an internal topic (IsInternalTopic): Kafka's
+	// internalTopicsAllowed, set by the coordinators for their own writes only. Left false (a
+	// client's produce), an internal topic is refused with INVALID_TOPIC_EXCEPTION.
+	InternalTopicsAllowed bool
 
 	Err             error // nil or a *kerr.Error-wrapping error
 	BaseOffset      int64 // first offset assigned (inclusive); -1 on error

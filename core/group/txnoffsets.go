@@ -159,7 +159,7 @@ func (c *Coordinator) appendTxnLocked(p int32, pid int64, epoch int16, recs []Re
 	}
 	now := c.now()
 	batch := records.AppendTxnBatch(nil, pid, epoch, now, rs)
-	parts := []broker.ProducePartition{{Topic: OffsetsTopic, Partition: p, Records: batch, Coordinator: true}}
+	parts := []broker.ProducePartition{{Topic: OffsetsTopic, Partition: p, Records: batch, Coordinator: true, InternalTopicsAllowed: true}}
 	return &write{parts: parts, w: c.b.ProduceAppend(-1, parts), deadline: now + c.cfg.OffsetsCommitTimeoutMs}, nil
 }
 

@@ -62,7 +62,7 @@ func (c *Coordinator) appendLocked(p int32, recs []Record) (*write, error) {
 	}
 	now := c.now()
 	batch := records.AppendBatch(nil, 0, 0, now, rs)
-	parts := []broker.ProducePartition{{Topic: OffsetsTopic, Partition: p, Records: batch}}
+	parts := []broker.ProducePartition{{Topic: OffsetsTopic, Partition: p, Records: batch, InternalTopicsAllowed: true}}
 	return &write{parts: parts, w: c.b.ProduceAppend(-1, parts), deadline: now + c.cfg.OffsetsCommitTimeoutMs}, nil
 }
 

@@ -33,6 +33,7 @@ type UringWriter struct {
 type uringReq struct {
 	turn
 	w   *UringWriter
+	cnt *Counters        // the caller's (CountedWriter), nil: not counted
 	op  iouring.Op       // op.Owner is the request itself
 	idx int              // index in the commit's group, -1 when pulled in (committer only)
 	ctl func(fd uintptr) // r.control, bound once (no allocation per call)
@@ -69,28 +70,41 @@ func (w *UringWriter) Stats() iouring.Stats {
 // the remainder; a write that makes no progress fails wrapping io.ErrShortWrite. bufs must not
 // change until WriteAt returns.
 func (w *UringWriter) WriteAt(f *os.File, off int64, bufs [][]byte) error {
+	return w.writeAt(f, off, bufs, nil)
+}
+
+// writeAt is WriteAt counting its bytes, and the io_uring_enter calls it leads as committer,
+// in c (nil: not counted).
+func (w *UringWriter) writeAt(f *os.File, off int64, bufs [][]byte, c *Counters) error {
 	if off < 0 {
 		return fmt.Errorf("iouring: negative offset %d", off)
 	}
 	if f == nil {
 		return errors.New("iouring: nil file")
 	}
-	empty := true
+	total := 0
 	for _, b := range bufs {
-		empty = empty && len(b) == 0
+		total += len(b)
 	}
-	if empty {
+	if total == 0 {
 		return nil
 	}
+	if c != nil {
+		c.bytes.Add(int64(total))
+	}
 	r := w.get()
-	r.op.Fsync, r.op.Off, r.op.Bufs = false, off, bufs
+	r.op.Fsync, r.op.Off, r.op.Bufs, r.cnt = false, off, bufs, c
 	return w.do(f, r)
 }
 
 // Fsync flushes f's data and metadata through IORING_OP_FSYNC.
-func (w *UringWriter) Fsync(f *os.File) error {
+func (w *UringWriter) Fsync(f *os.File) error { return w.fsync(f, nil) }
+
+// fsync is Fsync counting the io_uring_enter calls it leads as committer in c (nil: not
+// counted).
+func (w *UringWriter) fsync(f *os.File, c *Counters) error {
 	r := w.get()
-	r.op.Fsync, r.op.Off, r.op.Bufs = true, 0, nil
+	r.op.Fsync, r.op.Off, r.op.Bufs, r.cnt = true, 0, nil, c
 	return w.do(f, r)
 }
 
@@ -121,7 +135,7 @@ func (w *UringWriter) do(f *os.File, r *uringReq) error {
 	opErr := r.op.Err
 	// A failed op is not recycled: after a fatal ring error the kernel may still read it.
 	if opErr == nil {
-		r.op.Bufs = nil
+		r.op.Bufs, r.cnt = nil, nil
 		w.c.put(r)
 	}
 	if opErr != nil && !errors.Is(opErr, iouring.ErrClosed) {
@@ -161,7 +175,11 @@ func (w *UringWriter) commit(group []*uringReq) {
 		if w.beforeBatch != nil {
 			w.beforeBatch(left)
 		}
+		enters := w.ring.Stats().Enters
 		w.ring.Step(1, done) // a fatal error reaches every op through its Err
+		if c := own.cnt; c != nil {
+			c.uringEnter.Add(w.ring.Stats().Enters - enters) // the committer's calls: its owner's
+		}
 		if !ownDone {
 			w.pulled = w.c.pull(w.pulled[:0])
 			for _, r := range w.pulled {

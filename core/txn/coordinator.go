@@ -359,7 +359,7 @@ func (c *Coordinator) writeAsync(p, epoch int32, m Meta, done func(int64, error)
 		rec.Value = nil
 	}
 	batch := records.AppendBatch(nil, 0, 0, c.now(), []records.Record{rec})
-	parts := []broker.ProducePartition{{Topic: StateTopic, Partition: p, Records: batch}}
+	parts := []broker.ProducePartition{{Topic: StateTopic, Partition: p, Records: batch, InternalTopicsAllowed: true}}
 	result := func() {
 		if err := parts[0].Err; err != nil {
 			done(-1, writeError(fmt.Errorf("writing transactional id %q to %s-%d: %w", m.TransactionalID, StateTopic, p, err)))

@@ -387,9 +387,10 @@ func listOngoing(ctx context.Context, adm *kadm.Client, doc *Reassignment) ([]ka
 	return resp.Sorted(), nil
 }
 
-// listAll lists the reassignments of every topic of the cluster.
+// listAll lists the reassignments of every topic of the cluster, the internal ones
+// (__consumer_offsets, __transaction_state) included, as Kafka's --list does.
 func listAll(ctx context.Context, adm *kadm.Client) (kadm.ListPartitionReassignmentsResponses, error) {
-	td, err := adm.ListTopics(ctx)
+	td, err := adm.ListTopicsWithInternal(ctx)
 	if err != nil {
 		return nil, err
 	}
