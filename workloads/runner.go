@@ -15,8 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-
 	"github.com/isrbench/isrbench/core/broker"
 	"github.com/isrbench/isrbench/core/vfs"
 	"github.com/isrbench/isrbench/profiles"
@@ -138,12 +136,13 @@ func Run(ctx context.Context, s *spec.Spec, o Options) (res *results.Result, err
 	if err != nil {
 		return nil, err
 	}
-	id = filepath.Base(dir)
-	r := &rig{spec: s, opts: o, dir: dir, hwlag: results.NewRecorder()}
-	res, err = r.do(ctx, id, startedAt)
-	if r.restoreErr != nil {
-		err = errors.Join(err, r.restoreErr)
-	}
+	in := &runInput{spec: s, opts: o, dir: dir, id: filepath.Base(dir), startedAt: startedAt}
+	func() {
+		var ls loops
+		// close's error: a kafka:// target's settings that could not be restored.
+		defer func() { err = errors.Join(err, ls.close()) }()
+		res, err = runPhases(ctx, in, &ls)
+	}()
 	if res == nil {
 		// A run that ended before it had anything to write (the target did not open, the
 		// topic could not be created, ctrl-C during setup) leaves no empty run dir behind;
@@ -172,85 +171,47 @@ func makeRunDir(parent, id string) (string, error) {
 	}
 }
 
-// rig is setup's value: the run's inputs (spec, options, run dir) and what setup fixed and
-// opened for the later phases (the target, the clients, the plan, the loops). Only the
-// runner's goroutine uses it, apart from hwWin and hwlag (the core's callbacks) and the
-// producers' and consumers' own locks.
-type rig struct {
-	spec *spec.Spec
-	opts Options
-	dir  string
-	tgt  target.Target
-	// parts are tgt's optional parts (Inspector), fixed when it opened.
-	parts target.Inspection
-	win   load.Window
-	// hwWin is win for the core's OnHWLag callbacks (broker goroutines, synchronised with the
-	// runner only through sockets): published atomically.
-	hwWin atomic.Pointer[load.Window]
-	hwlag *results.Recorder // HW lag from the core, filtered to the window
-	// damage is what the brokers reported damaged (OnDamage, from broker goroutines).
-	damage struct {
-		sync.Mutex
-		n     int64
-		found []string // the first maxDamageFindings reports
-	}
-
-	prods []*load.Producer
-	cons  []*load.Consumer
-
-	// External clusters and workers (runner_external.go).
-	ownSession     *target.ConfigSession // the run's own settings session, restored at its end
-	restoreErr     error
-	targetSettings []results.TargetSetting
-	targetNotes    []string
-	obs            *load.HWObserver // client-observed HW lag; nil without acknowledged producers
-	txn            *txnRig          // a transactional run's parts (runner_txn.go); nil otherwise
-	obsStop        func()
-
-	// What setup fixed and opened (runner_setup.go): the plan, the admin client, the disk
-	// guard and the timeline; loops holds every loop and cleanup of every phase.
-	plan  runPlan
-	loops loops
-	adm   *kadm.Client
-	guard *diskGuard // nil without a local data dir
-	tl    *timeline
+// runInput is what Run fixed before the phases: the spec, the options with their defaults,
+// the run directory, the run id and the start time. Every phase reads it; none changes it.
+type runInput struct {
+	spec      *spec.Spec
+	opts      Options
+	dir       string
+	id        string
+	startedAt time.Time
 }
 
-// do runs the phases of the run (runner_setup.go), each handing its value to the next:
-// setup builds the rig, measure returns the measurement, settle what it settled, verify the
-// verdict, and report the result from all of them. Whatever a phase started is stopped and
-// closed by loops.close on every path.
-func (r *rig) do(ctx context.Context, id string, startedAt time.Time) (*results.Result, error) {
-	defer r.loops.close()
-	if err := r.setup(ctx, id, startedAt); err != nil {
-		return nil, err
+// notef prints a note on Stderr unless the run is quiet.
+func (in *runInput) notef(format string, args ...any) {
+	if !in.opts.Quiet {
+		fmt.Fprintf(in.opts.Stderr, format+"\n", args...)
 	}
-	m, err := r.measure(ctx)
+}
+
+// kafkaTarget reports whether the run drives a kafka:// cluster.
+func (in *runInput) kafkaTarget() bool { return strings.HasPrefix(in.opts.Target, "kafka://") }
+
+// runPhases runs the phases of a run, each a function of the values the earlier ones
+// returned (see the comment at the top of runner_setup.go). Whatever a phase starts that must
+// end with the run is registered in ls, which Run closes on every path.
+func runPhases(ctx context.Context, in *runInput, ls *loops) (*results.Result, error) {
+	p, err := setup(ctx, in, ls)
 	if err != nil {
 		return nil, err
 	}
-	st, err := r.settle(ctx, m)
+	m, err := measure(ctx, in, p, ls)
 	if err != nil {
 		return nil, err
 	}
-	v, err := r.verify(ctx, st)
+	st, err := settle(ctx, in, p, m)
 	if err != nil {
 		return nil, err
 	}
-	return r.report(m, st, v)
-}
-
-// partitionErrors sums the producers' failed records by partition and error name (whole run).
-func (r *rig) partitionErrors() map[int32]map[string]int64 {
-	return load.PartitionErrors(r.prods)
-}
-
-// failedBetween counts failed records whose intended send time lies in [from, to] seconds
-// after the start of measurement.
-func (r *rig) failedBetween(from, to float64) int64 {
-	lo := r.win.Start + int64(from*1e9)
-	hi := r.win.Start + int64(to*1e9)
-	return load.FailedBetween(r.prods, lo, hi)
+	v, err := verify(ctx, in, p, st)
+	if err != nil {
+		return nil, err
+	}
+	return report(in, p, m, st, v)
 }
 
 // waitFollowersFetching waits (up to d) until every follower of the freshly created topic has
@@ -275,72 +236,61 @@ func drainTimeout(s *spec.Spec) time.Duration {
 	return d
 }
 
-func (r *rig) closeClients() {
-	for _, p := range r.prods {
-		p.Close()
+// coreSink takes the embedded core's callbacks, which broker goroutines make (synchronised
+// with the runner only through sockets): the HW lag of each leader batch, kept when the batch
+// was appended inside the measurement window, and the damaged batches the brokers found.
+// Setup creates it before the target opens and publishes the window once the schedule is
+// fixed; report reads it after the load.
+type coreSink struct {
+	win   atomic.Pointer[load.Window] // nil until the schedule is fixed: nothing is kept
+	hwlag *results.Recorder
+	// damage is what the brokers reported damaged (OnDamage).
+	damage struct {
+		sync.Mutex
+		n     int64
+		found []string // the first maxDamageFindings reports
 	}
-	for _, c := range r.cons {
-		c.Close()
-	}
-	r.prods, r.cons = r.prods[:len(r.prods):len(r.prods)], r.cons[:len(r.cons):len(r.cons)]
 }
+
+func newCoreSink() *coreSink { return &coreSink{hwlag: results.NewRecorder()} }
 
 // maxDamageFindings bounds the damage reports kept for the notes (all are counted).
 const maxDamageFindings = 20
 
 // onDamage records a damaged batch a broker found (its goroutine: a short critical section,
 // never blocking on the runner).
-func (r *rig) onDamage(d broker.DamageReport) {
-	r.damage.Lock()
-	defer r.damage.Unlock()
-	r.damage.n++
-	if len(r.damage.found) < maxDamageFindings {
-		r.damage.found = append(r.damage.found, d.String())
+func (c *coreSink) onDamage(d broker.DamageReport) {
+	c.damage.Lock()
+	defer c.damage.Unlock()
+	c.damage.n++
+	if len(c.damage.found) < maxDamageFindings {
+		c.damage.found = append(c.damage.found, d.String())
 	}
 }
 
 // damageFindings records the damage reports in res (damage_found and notes.damage).
-func (r *rig) damageFindings(res *results.Result) {
-	r.damage.Lock()
-	defer r.damage.Unlock()
-	res.DamageFound = r.damage.n
-	if r.damage.n == 0 {
+func (c *coreSink) damageFindings(res *results.Result) {
+	c.damage.Lock()
+	defer c.damage.Unlock()
+	res.DamageFound = c.damage.n
+	if c.damage.n == 0 {
 		return
 	}
-	note := fmt.Sprintf("%d damaged batches found by the brokers: %s", r.damage.n, strings.Join(r.damage.found, "; "))
-	if more := r.damage.n - int64(len(r.damage.found)); more > 0 {
+	note := fmt.Sprintf("%d damaged batches found by the brokers: %s", c.damage.n, strings.Join(c.damage.found, "; "))
+	if more := c.damage.n - int64(len(c.damage.found)); more > 0 {
 		note += fmt.Sprintf("; and %d more", more)
 	}
 	res.Note("damage", note)
 }
 
-func (r *rig) onHWLag(lagNs, records int64) {
-	w := r.hwWin.Load()
+func (c *coreSink) onHWLag(lagNs, records int64) {
+	w := c.win.Load()
 	if w == nil {
 		return
 	}
 	// A batch belongs to the window by its leader append time, as the producer-side
 	// histograms go by intended send time: warm-up batches the HW passes later stay out.
 	if appended := time.Now().UnixNano() - lagNs; w.In(appended) {
-		r.hwlag.RecordNsN(lagNs, records)
+		c.hwlag.RecordNsN(lagNs, records)
 	}
-}
-
-// waitConsumers waits until every consumer received everything below end, or d passed; it
-// reports whether they all caught up.
-func (r *rig) waitConsumers(ctx context.Context, end []int64, d time.Duration) bool {
-	return poll.Until(ctx, d, 20*time.Millisecond, func() string {
-		if r.spec.Consumers.GroupID != "" {
-			if !load.GroupCaughtUp(r.cons, end) {
-				return "the group is behind"
-			}
-			return ""
-		}
-		for _, c := range r.cons {
-			if !c.CaughtUp(end) {
-				return "a consumer is behind"
-			}
-		}
-		return ""
-	}) == ""
 }
