@@ -15,7 +15,7 @@
 // earlier phases returned: setup opens the target and creates the clients and the schedule
 // (prepared), measure runs the load and the loops alongside it (measured), settle heals,
 // drains and lists the end offsets (settled), verify reads everything back (verified), and
-// report writes the run directory from them (runner_setup.go). No phase changes an earlier
+// report writes the run directory from them (runner_values.go). No phase changes an earlier
 // phase's value; what must end with the run is closed when Run returns.
 //
 // # Faults

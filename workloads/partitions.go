@@ -12,6 +12,7 @@ import (
 
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads/internal/poll"
+	"github.com/isrbench/isrbench/workloads/load"
 	"github.com/isrbench/isrbench/workloads/spec"
 	"github.com/isrbench/isrbench/workloads/target"
 )
@@ -30,8 +31,8 @@ type ISREvent struct {
 // summary. One goroutine runs loop; the runner reads the results after loop returned.
 type partTimeline struct {
 	topic    string
-	minISR   int      // min.insync.replicas: the under-min-ISR column
-	cl       *clients // the producers' errors by partition and time
+	minISR   int              // min.insync.replicas: the under-min-ISR column
+	prods    []*load.Producer // their errors by partition and time
 	ps       target.PartitionSampler
 	path     string
 	start    time.Time
@@ -62,8 +63,8 @@ type fullMark struct {
 	Full bool
 }
 
-func newPartTimeline(s *spec.Spec, cl *clients, ps target.PartitionSampler, path string, start time.Time) *partTimeline {
-	return &partTimeline{topic: s.Topic.Name, minISR: s.Topic.MinInsyncReplicas, cl: cl, ps: ps, path: path, start: start, interval: 100 * time.Millisecond,
+func newPartTimeline(s *spec.Spec, prods []*load.Producer, ps target.PartitionSampler, path string, start time.Time) *partTimeline {
+	return &partTimeline{topic: s.Topic.Name, minISR: s.Topic.MinInsyncReplicas, prods: prods, ps: ps, path: path, start: start, interval: 100 * time.Millisecond,
 		prev: map[int32]target.PartitionSample{}, lastErrs: map[int32]map[string]int64{}}
 }
 
@@ -115,7 +116,7 @@ func (pt *partTimeline) sample(w *results.PartitionsCSV) {
 		return
 	}
 	t := time.Since(pt.start).Seconds()
-	errs := pt.cl.partitionErrors()
+	errs := load.PartitionErrors(pt.prods)
 	dt := pt.interval.Seconds()
 	full := true
 	nl := 0

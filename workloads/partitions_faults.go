@@ -102,7 +102,7 @@ func (pt *partTimeline) summarize(res *results.Result, rep *FaultsReport) {
 func (pt *partTimeline) failedBetween(from, to float64) int64 {
 	lo := pt.start.UnixNano() + int64(from*1e9)
 	hi := pt.start.UnixNano() + int64(to*1e9)
-	return load.FailedBetween(pt.cl.prods, lo, hi)
+	return load.FailedBetween(pt.prods, lo, hi)
 }
 
 // print prints the report under the summary table: producer groups, ISR events, faults.

@@ -30,13 +30,6 @@ func topicConfigs(in *runInput) map[string]*string {
 	return map[string]*string{"min.insync.replicas": &minISR}
 }
 
-// targetConfig is what a kafka:// target was given: the settings applied and checked, and
-// the notes of the check (both empty on the embedded target).
-type targetConfig struct {
-	settings []results.TargetSetting
-	notes    []string
-}
-
 // prepareTarget creates the topic (waiting for full ISRs) and, on a kafka:// target, first
 // checks the spec's settings against the cluster (Check: nothing runs when one cannot be
 // applied) and then applies them (Apply). A session of the run's own (no Options.session) is
@@ -95,14 +88,6 @@ func producerTotal(s *spec.Spec) int {
 		n += g.Count
 	}
 	return n
-}
-
-// hwObs is the client HW observer (load.HWObserver) and the loop running it. Settle finishes
-// it (finish), the end of the run closes it otherwise; whichever comes first ends it.
-type hwObs struct {
-	*load.HWObserver
-	loop  *loop
-	ended bool
 }
 
 // startObserver starts the client HW observer when hw.lag.client asks for it (see

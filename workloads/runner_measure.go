@@ -9,8 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/workloads/internal/poll"
 	"github.com/isrbench/isrbench/workloads/load"
+	"github.com/isrbench/isrbench/workloads/spec"
 	"github.com/isrbench/isrbench/workloads/target"
 )
 
@@ -23,7 +25,8 @@ func measure(ctx context.Context, in *runInput, p *prepared, ls *loops) (*measur
 	s, sc, cl := in.spec, p.sched, p.cl
 	m := &measured{}
 	var err error
-	m.tl, err = newTimeline(in, p.tgt, cl.prods, p.hwInterval, filepath.Join(in.dir, "timeline.csv"), sc.measureStart, sc.measureEnd)
+	m.tl, err = newTimeline(s, p.tgt, cl.prods, p.hwInterval, in.opts.TimelineInterval, in.opts.Quiet, in.opts.Stderr,
+		filepath.Join(in.dir, "timeline.csv"), sc.measureStart, sc.measureEnd)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +82,7 @@ func measure(ctx context.Context, in *runInput, p *prepared, ls *loops) (*measur
 		})
 	}
 	if ps := p.tgt.parts.Partitions; ps != nil {
-		m.pt = newPartTimeline(s, cl, ps, filepath.Join(in.dir, "partitions.csv"), sc.measureStart)
+		m.pt = newPartTimeline(s, cl.prods, ps, filepath.Join(in.dir, "partitions.csv"), sc.measureStart)
 		m.ptLoop = ls.start(ctx, m.pt.loop) // stopped before the clients close: pt reads the producers
 	}
 	var prof *loop
@@ -108,23 +111,6 @@ func measure(ctx context.Context, in *runInput, p *prepared, ls *loops) (*measur
 	return m, nil
 }
 
-// measured is measure's value: what ran alongside the load and what it left for settle and
-// report. The loops are nil when not started; faults is written by the fault goroutines
-// under its lock, the rest by measure's goroutine (profFiles and profErr by the profile loop,
-// read after it stopped; tl and pt by their loops, read after settle stopped them).
-type measured struct {
-	prodErrs  []error // per producer (clients.prods), set when the load ends
-	tl        *timeline
-	pt        *partTimeline // nil when the target cannot sample partitions
-	gp        *groupProbe   // nil without a consumer group
-	cost      *costMeter
-	faults    faultLog
-	profFiles []string
-	profErr   error
-	// The loops settle and report stop or wait for.
-	tlLoop, ptLoop, consLoop, gpLoop *loop
-}
-
 // captureProfiles takes the pprof profiles of --profile over the measurement window (not
 // while the load drains) into <run dir>/profiles; it returns early when ctx ends.
 func (m *measured) captureProfiles(ctx context.Context, in *runInput, sc schedule) {
@@ -144,17 +130,6 @@ func (m *measured) captureProfiles(ctx context.Context, in *runInput, sc schedul
 	if err != nil && m.profErr == nil {
 		m.profErr = err
 	}
-}
-
-// settled is settle's value: the partitions' end offsets (HW, exclusive) after the load and
-// whether the consumers had read up to them.
-type settled struct {
-	endOffs         []int64
-	consumersBehind bool
-	// obsUnseen counts the acknowledged records whose HW advance the client observer did not
-	// see before it stopped.
-	obsUnseen int
-	txn       *txnSettled // a transactional run's (nil otherwise)
 }
 
 // consumerCatchUp is how long settle lets the consumers reach the HW after the load.
@@ -261,4 +236,21 @@ func waitReplicated(ctx context.Context, ps target.PartitionSampler, topic strin
 		}
 		return ""
 	})
+}
+
+// profileStarter starts pprof capture; stop returns the files written.
+var profileStarter = func(kinds []string, dir string) (stop func() ([]string, error), err error) {
+	s, err := profiles.Start(kinds, dir)
+	if err != nil {
+		return nil, err
+	}
+	return s.Stop, nil
+}
+
+func drainTimeout(s *spec.Spec) time.Duration {
+	d := 30 * time.Second
+	if t := time.Duration(s.Producers.DeliveryTimeoutMs) * time.Millisecond; t > 0 && t+5*time.Second < d {
+		d = t + 5*time.Second
+	}
+	return d
 }

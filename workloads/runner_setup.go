@@ -9,60 +9,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/workloads/internal/poll"
 	"github.com/isrbench/isrbench/workloads/load"
 	"github.com/isrbench/isrbench/workloads/target"
 )
-
-// A run goes through five phases, each a function of the run's input (runInput) and of the
-// values the earlier phases returned:
-//
-//	setup(in)                 -> prepared: the opened target, the clients, the schedule
-//	measure(in, prepared)     -> measured: the load and the loops alongside it
-//	settle(in, prepared, m)   -> settled:  healed, drained, end offsets, consumers caught up
-//	verify(in, prepared, st)  -> verified: the read-back and the replica comparison
-//	report(in, all of them)   -> result.json and the other files
-//
-// A value holds only what a later phase reads, and no phase changes an earlier one's value
-// (the clients, observers and loops it holds keep their own state). Everything a phase starts
-// that must end with the run is registered in the run's loops, which Run closes on every path.
-
-// prepared is setup's value.
-type prepared struct {
-	tgt       *openTarget
-	sink      *coreSink
-	guard     *diskGuard // nil without a local data dir
-	startOffs []int64    // each partition's HW before the load (exclusive): the read-back's start
-	sched     schedule
-	cl        *clients
-	obs       *hwObs       // the client HW observer; nil without one
-	txn       *txnParts    // a transactional run's parts (runner_txn.go); nil otherwise
-	tcfg      targetConfig // a kafka:// target's settings (runner_external.go)
-}
-
-// openTarget is the opened target and the way the run's clients reach it.
-type openTarget struct {
-	target.Target
-	parts target.Inspection // the target's optional parts (Inspector), fixed when it opened
-	conn  []kgo.Opt         // the options every client starts from: the seeds and the security
-	adm   *kadm.Client
-}
-
-// schedule is when the load runs, fixed by setup before it starts: from loadStart, measured
-// over [measureStart, measureEnd) (win, in Unix nanoseconds).
-type schedule struct {
-	loadStart, measureStart, measureEnd time.Time
-	win                                 load.Window
-}
-
-// clients are the run's producers and consumers. Setup creates them; the producers' and
-// consumers' own state is theirs (locks, atomics), the slices do not change after setup.
-type clients struct {
-	base     uint32 // the first producer id of this run
-	prods    []*load.Producer
-	sendFrom []time.Time // prods[i]'s first send: loadStart staggered within its group
-	cons     []*load.Consumer
-	grouped  bool // the consumers are members of consumers.group.id
-}
 
 // setup opens the target and the admin client, checks the disk guard's floor, prepares the
 // topic (and a kafka:// target's settings), creates the clients and fixes the schedule.
@@ -216,28 +166,13 @@ func newClients(in *runInput, conn []kgo.Opt, startOffs []int64, sc schedule, ob
 	return nil
 }
 
-// close closes every producer and consumer (the end of the run).
-func (cl *clients) close() {
-	for _, p := range cl.prods {
-		p.Close()
-	}
-	for _, c := range cl.cons {
-		c.Close()
-	}
-}
-
-// partitionErrors sums the producers' failed records by partition and error name (whole run).
-func (cl *clients) partitionErrors() map[int32]map[string]int64 {
-	return load.PartitionErrors(cl.prods)
-}
-
-// producerByNumber is producer n (counted over every group from 0) of this worker, nil if
-// another worker runs it.
-func (cl *clients) producerByNumber(n int) *load.Producer {
-	for _, p := range cl.prods {
-		if p.ID == cl.base+uint32(n) {
-			return p
-		}
-	}
-	return nil
+// waitFollowersFetching waits (up to d) until every follower of the freshly created topic has
+// fetched from its leader. A follower whose first fetch raced the leader's own metadata update
+// (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER) backs off replica.fetch.backoff.ms, as
+// in Kafka, and its partition then waits for the fetcher's parked long poll: acks=all produces
+// to it stall for up to backoff + replica.fetch.wait.max.ms (1.5 s by default). That belongs to
+// topic creation, not to the workload, so the load starts after it. It returns what is still
+// not fetching when d passes ("" when ready).
+func waitFollowersFetching(ctx context.Context, rr target.ReplicationReadier, topic string, d time.Duration) string {
+	return poll.Until(ctx, d, 5*time.Millisecond, func() string { return rr.ReplicationReady(topic) })
 }

@@ -23,29 +23,6 @@ import (
 // (load.CheckTransactions, load.CheckPipeline), and txnResult puts the histograms and the
 // verdict in the result. An ordinary run has none of it: its txn values stay nil.
 
-// txnParts is what setup started for a transactional run (prepared.txn).
-type txnParts struct {
-	lso      *load.LSOObserver
-	lsoLoop  *loop
-	lsoEnded bool // settle finished the observer, or the end of the run closed it
-	// The pipeline: its members, the loop running them, the output topic and its end offsets
-	// before the load (exclusive).
-	pipes    []*load.Pipeline
-	pipeLoop *loop
-	outTopic string
-	outStart []int64
-}
-
-// txnSettled is what settle found of a transactional run (settled.txn): the LSO observer's
-// unseen records and errors, whether the pipeline caught up, and why the benchmark topic's
-// LSO had not reached its HW ("" when it had).
-type txnSettled struct {
-	lsoUnseen  int64
-	lsoErrs    string
-	pipeBehind bool
-	lsoNotHW   string
-}
-
 // txnIDOf is the transactional.id of producer global of group g ("" when g is not
 // transactional).
 func txnIDOf(g spec.ProducerSpec, global int) string {

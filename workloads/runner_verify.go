@@ -7,26 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/isrbench/isrbench/internal/replicaverify"
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads/load"
 	"github.com/isrbench/isrbench/workloads/target"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// verified is verify's value: what the read-back and the replica comparison found.
-type verified struct {
-	// readFrom is where the read-back started in each partition (inclusive): the HW before
-	// the load, or the log start where retention deleted past it.
-	readFrom []int64
-	dc       results.DurabilityCounts
-	byAcks   map[string]results.DurabilityCounts
-	// err is set when the read-back could not finish (the counts are then incomplete).
-	err      error
-	replicas *replicaReport
-	// txn is the read_committed verdict of a transactional run (nil otherwise).
-	txn *results.Transactions
-}
 
 // verify reads back every partition from the HW before the load to its end offset after it
 // and checks each acknowledged record is there once and in order (checkDurability), then
@@ -63,26 +50,6 @@ func verify(ctx context.Context, in *runInput, p *prepared, st *settled) (*verif
 	v.txn = verifyTxn(ctx, in, p, st, v.readFrom)
 	v.replicas = checkReplicas(ctx, in, t, p.cl.prods, v.readFrom)
 	return v, nil
-}
-
-// replicaReport is the verdict of the replica comparison after the run: the bytes (every ISR
-// member's log identical to the leader's up to the HW, batch by batch, compared over the wire
-// by internal/replicaverify as isrbench verify-replicas does: durability.replicas_identical)
-// and, where the target can read its replica logs directly (embedded), the records (every
-// running replica holds the leader's records from the read-back's start, none of the
-// acknowledged ones missing: faults.json replica_logs).
-type replicaReport struct {
-	bytesSame bool
-	bytesWhy  string // the divergences (and ISR replicas that could not be read), "; "-joined
-	bytesErr  error  // the comparison could not run
-	checked   string // the range compared and the replicas skipped
-
-	records   bool // the records were compared (the target reads its replica logs)
-	identical bool
-	why       string
-	nlogs     int   // replica logs read
-	lost      int64 // acknowledged records below the HW missing from some running replica's log
-	err       error
 }
 
 // checkReplicas compares the replicas of the topic: their bytes through replicaverify on

@@ -42,7 +42,11 @@ type timeline struct {
 	started atomic.Bool
 }
 
-func newTimeline(in *runInput, tgt target.Target, prods []*load.Producer, hwInterval func() *results.Histogram, path string, start, end time.Time) (*timeline, error) {
+// newTimeline creates path for a timeline of s's topic over [start, end] that samples tgt
+// every interval, with the producers' counters and hwInterval's HW lag; the progress line
+// and the sampling errors go to stderr unless quiet.
+func newTimeline(s *spec.Spec, tgt target.Target, prods []*load.Producer, hwInterval func() *results.Histogram,
+	interval time.Duration, quiet bool, stderr io.Writer, path string, start, end time.Time) (*timeline, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
@@ -52,8 +56,8 @@ func newTimeline(in *runInput, tgt target.Target, prods []*load.Producer, hwInte
 		f.Close()
 		return nil, err
 	}
-	t := &timeline{tgt: tgt, spec: in.spec, prods: prods, hwInterval: hwInterval, quiet: in.opts.Quiet, stderr: in.opts.Stderr,
-		path: path, f: f, tl: tl, start: start, end: end, interval: in.opts.TimelineInterval}
+	t := &timeline{tgt: tgt, spec: s, prods: prods, hwInterval: hwInterval, quiet: quiet, stderr: stderr,
+		path: path, f: f, tl: tl, start: start, end: end, interval: interval}
 	if sf, ok := t.stderr.(*os.File); ok {
 		if st, err := sf.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 			t.tty = true

@@ -25,7 +25,7 @@ func TestPartTimelineWriteError(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("no /dev/full")
 	}
-	pt := newPartTimeline(spec.DefaultSpec(), &clients{}, onePartition{}, "/dev/full", time.Now().Add(-time.Second))
+	pt := newPartTimeline(spec.DefaultSpec(), nil, onePartition{}, "/dev/full", time.Now().Add(-time.Second))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	pt.loop(ctx)
@@ -44,9 +44,8 @@ func TestTimelineFlushError(t *testing.T) {
 		t.Skip("no /dev/full")
 	}
 	var stderr strings.Builder
-	in := &runInput{spec: spec.DefaultSpec(), opts: Options{Stderr: &stderr, TimelineInterval: time.Second}}
 	now := time.Now()
-	tl, err := newTimeline(in, sampleOnly{}, nil, results.NewHistogram, "/dev/full", now, now.Add(time.Second))
+	tl, err := newTimeline(spec.DefaultSpec(), sampleOnly{}, nil, results.NewHistogram, time.Second, false, &stderr, "/dev/full", now, now.Add(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
