@@ -126,10 +126,11 @@ type costMeter struct {
 }
 
 // startCostAt starts the meter at the window start (at) on its own goroutine and returns it;
-// stop ends it (idempotent, also when the window never started).
-func (r *rig) startCostAt(ctx context.Context, at time.Time) *costMeter {
-	m := &costMeter{ownProfile: !slices.Contains(r.opts.Profile, "cpu"), quit: make(chan struct{})}
-	m.cluster, _ = r.tgt.(target.CostCounter)
+// stop ends it (idempotent, also when the window never started). profile is --profile (the
+// meter takes its own CPU profile without cpu), cluster the target's counters (nil when the
+// cluster is not in this process).
+func startCostAt(ctx context.Context, at time.Time, profile []string, cluster target.CostCounter) *costMeter {
+	m := &costMeter{ownProfile: !slices.Contains(profile, "cpu"), quit: make(chan struct{}), cluster: cluster}
 	go func() {
 		t := time.NewTimer(time.Until(at))
 		defer t.Stop()

@@ -13,7 +13,7 @@ import (
 // TestDamageFindings: damage reports from broker goroutines become the run's damage_found and
 // notes.damage (each report's String), bounded in the note and counted in full.
 func TestDamageFindings(t *testing.T) {
-	var r rig
+	r := newCoreSink()
 	var wg sync.WaitGroup
 	for i := range maxDamageFindings + 5 {
 		wg.Add(1)
@@ -30,7 +30,7 @@ func TestDamageFindings(t *testing.T) {
 		t.Fatalf("damage %d, note %q", res.DamageFound, n)
 	}
 	var clean results.Result
-	(&rig{}).damageFindings(&clean)
+	newCoreSink().damageFindings(&clean)
 	if clean.DamageFound != 0 || clean.Notes["damage"] != "" {
 		t.Fatalf("no damage reported, got %d %q", clean.DamageFound, clean.Notes["damage"])
 	}

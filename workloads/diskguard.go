@@ -170,3 +170,6 @@ func dirSize(dir string) int64 {
 	})
 	return n
 }
+
+// diskGuardInterval is how often the disk guard checks the data dir's filesystem.
+var diskGuardInterval = time.Second

@@ -11,9 +11,12 @@
 // spec imports none of the others; target and load build on spec only; this package imports
 // all three (layout_test.go enforces the direction).
 //
-// A run goes through five phases, each handing its value to the next: setup builds the rig
-// (the opened target, the clients and the plan), measure returns the measurement, settle
-// what it settled, verify the verdict, and report the result (runner_setup.go).
+// A run goes through five phases, each a function of the run's input and of the values the
+// earlier phases returned: setup opens the target and creates the clients and the schedule
+// (prepared), measure runs the load and the loops alongside it (measured), settle heals,
+// drains and lists the end offsets (settled), verify reads everything back (verified), and
+// report writes the run directory from them (runner_values.go). No phase changes an earlier
+// phase's value; what must end with the run is closed when Run returns.
 //
 // # Faults
 //

@@ -124,19 +124,16 @@ func runExec(command string, b target.ExecBroker, timeout time.Duration, outPath
 // runExecFault runs exec fault i: it resolves the target when the fault starts, runs the
 // command, then the undo after the duration (at the latest at measureEnd, at once when ctx
 // ends), and records both in result.json faults[i].
-func (r *rig) runExecFault(ctx context.Context, log *faultLog, i int, f spec.Fault, measureStart, measureEnd time.Time) {
+func (fr *faultRunner) runExecFault(ctx context.Context, i int, f spec.Fault) {
+	log, measureStart, measureEnd := fr.log, fr.measureStart, fr.measureEnd
 	if !poll.At(ctx, measureStart.Add(f.At)) {
 		return
 	}
 	applied := time.Now()
 	rf := results.Fault{AtS: applied.Sub(measureStart).Seconds(), Time: applied.UTC(), Kind: f.Kind,
 		Detail: fmt.Sprintf("faults[%d]: exec against %s", i, describeTarget(f))}
-	notef := func(format string, args ...any) {
-		if !r.opts.Quiet {
-			fmt.Fprintf(r.opts.Stderr, format+"\n", args...)
-		}
-	}
-	b, err := r.resolveExec(ctx, f)
+	notef := fr.in.notef
+	b, err := fr.resolveExec(ctx, f)
 	if err != nil {
 		rf.Error = err.Error()
 		notef("fault %d exec: %v", i, err)
@@ -144,7 +141,7 @@ func (r *rig) runExecFault(ctx context.Context, log *faultLog, i int, f spec.Fau
 		return
 	}
 	rf.Target = "broker=" + strconv.Itoa(int(b.ID))
-	dir := filepath.Join(r.dir, "faults")
+	dir := filepath.Join(fr.in.dir, "faults")
 	rf.Exec = runExec(f.Command, b, f.Timeout, filepath.Join(dir, fmt.Sprintf("%d-command.out", i)))
 	if rf.Exec.Error != "" {
 		rf.Error = "command: " + rf.Exec.Error
@@ -167,12 +164,12 @@ func (r *rig) runExecFault(ctx context.Context, log *faultLog, i int, f spec.Fau
 }
 
 // resolveExec resolves an exec fault's target through the target's metadata.
-func (r *rig) resolveExec(ctx context.Context, f spec.Fault) (target.ExecBroker, error) {
-	er := r.parts.Exec
+func (fr *faultRunner) resolveExec(ctx context.Context, f spec.Fault) (target.ExecBroker, error) {
+	er, s := fr.tgt.parts.Exec, fr.in.spec
 	if er == nil {
-		return target.ExecBroker{}, fmt.Errorf("target %s cannot resolve exec fault targets", r.tgt.Name())
+		return target.ExecBroker{}, fmt.Errorf("target %s cannot resolve exec fault targets", fr.tgt.Name())
 	}
-	pt, err := spec.ParseFaultTarget("target", f, r.spec.Brokers, r.spec.Topic.Name, r.spec.Topic.Partitions, r.spec.Broker.OffsetsTopicNumPartitions)
+	pt, err := spec.ParseFaultTarget("target", f, s.Brokers, s.Topic.Name, s.Topic.Partitions, s.Broker.OffsetsTopicNumPartitions)
 	if err != nil {
 		return target.ExecBroker{}, err
 	}
@@ -181,7 +178,7 @@ func (r *rig) resolveExec(ctx context.Context, f spec.Fault) (target.ExecBroker,
 	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	b, err := er.ResolveBroker(rctx, r.spec.Topic.Name, pt.Ref)
+	b, err := er.ResolveBroker(rctx, s.Topic.Name, pt.Ref)
 	if err != nil {
 		return target.ExecBroker{}, err
 	}

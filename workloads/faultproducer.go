@@ -7,7 +7,6 @@ import (
 
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads/internal/poll"
-	"github.com/isrbench/isrbench/workloads/load"
 	"github.com/isrbench/isrbench/workloads/spec"
 )
 
@@ -16,7 +15,8 @@ import (
 // same transactional.id (load.Producer.Restart); the fault's detail says what the new
 // instance got and how the zombie's commit was refused. It acts on the harness's own
 // producer, so every target runs it.
-func (r *rig) runProducerRestart(ctx context.Context, log *faultLog, i int, f spec.Fault, measureStart, measureEnd time.Time) {
+func (fr *faultRunner) runProducerRestart(ctx context.Context, i int, f spec.Fault) {
+	log, measureStart, measureEnd := fr.log, fr.measureStart, fr.measureEnd
 	if !poll.At(ctx, measureStart.Add(f.At)) {
 		return
 	}
@@ -24,17 +24,13 @@ func (r *rig) runProducerRestart(ctx context.Context, log *faultLog, i int, f sp
 	rf := results.Fault{AtS: applied.Sub(measureStart).Seconds(), Time: applied.UTC(), Kind: f.Kind,
 		Detail: fmt.Sprintf("faults[%d]: restart-producer %s", i, f.Target)}
 	defer func() { log.add(i, rf) }()
-	total := 0
-	for _, g := range r.spec.ProducerGroups() {
-		total += g.Count
-	}
-	n, err := spec.ParseProducerTarget("target", f.Target, total)
+	n, err := spec.ParseProducerTarget("target", f.Target, producerTotal(fr.in.spec))
 	if err != nil {
 		rf.Error = err.Error()
 		return
 	}
 	rf.Target = fmt.Sprintf("producer=%d", n)
-	pr := r.producerByNumber(n)
+	pr := fr.cl.producerByNumber(n)
 	if pr == nil {
 		rf.Error = fmt.Sprintf("producer %d does not run in this worker", n)
 		return
@@ -50,20 +46,9 @@ func (r *rig) runProducerRestart(ctx context.Context, log *faultLog, i int, f sp
 	}
 	if rep.Err != nil {
 		rf.Error = rep.Err.Error()
-		r.notef("fault %d restart-producer %s: %v", i, f.Target, rep.Err)
+		fr.in.notef("fault %d restart-producer %s: %v", i, f.Target, rep.Err)
 		return
 	}
 	rf.Detail += fmt.Sprintf(": killed in a transaction of %d records; the new instance got producer id %d epoch %d; the zombie's commit was refused with %s",
 		rep.Killed, rep.ProducerID, rep.Epoch, rep.ZombieErr)
-}
-
-// producerByNumber is producer n (counted over every group from 0) of this worker, nil if
-// another worker runs it.
-func (r *rig) producerByNumber(n int) *load.Producer {
-	for _, p := range r.prods {
-		if p.ID == r.plan.base+uint32(n) {
-			return p
-		}
-	}
-	return nil
 }

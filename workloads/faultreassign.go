@@ -38,7 +38,8 @@ type reassigner interface {
 
 // runReassignFault applies reassign fault i at its time and records when the reassignment
 // completed.
-func (r *rig) runReassignFault(ctx context.Context, log *faultLog, i int, f spec.Fault, measureStart time.Time) {
+func (fr *faultRunner) runReassignFault(ctx context.Context, i int, f spec.Fault) {
+	s, log, measureStart := fr.in.spec, fr.log, fr.measureStart
 	if !poll.At(ctx, measureStart.Add(f.At)) {
 		return
 	}
@@ -52,20 +53,18 @@ func (r *rig) runReassignFault(ctx context.Context, log *faultLog, i int, f spec
 		to = "broker " + strconv.Itoa(int(f.To))
 	}
 	rf := results.Fault{AtS: applied.Sub(measureStart).Seconds(), Time: applied.UTC(), Kind: f.Kind,
-		Detail: fmt.Sprintf("faults[%d]: reassign: %s the replicas on %s to %s, throttle %d B/s", i, how, describeTarget(f), to, r.spec.ReassignThrottle)}
+		Detail: fmt.Sprintf("faults[%d]: reassign: %s the replicas on %s to %s, throttle %d B/s", i, how, describeTarget(f), to, s.ReassignThrottle)}
 	defer func() { log.add(i, rf) }()
-	ra, ok := r.tgt.(reassigner)
+	ra, ok := fr.tgt.Target.(reassigner)
 	if !ok {
-		rf.Error = fmt.Sprintf("the %s target cannot reassign partitions (the embedded target can)", r.tgt.Name())
+		rf.Error = fmt.Sprintf("the %s target cannot reassign partitions (the embedded target can)", fr.tgt.Name())
 		return
 	}
-	target, wait, err := ra.Reassign(ctx, r.spec.Topic.Name, f, r.spec.ReassignThrottle)
+	target, wait, err := ra.Reassign(ctx, s.Topic.Name, f, s.ReassignThrottle)
 	rf.Target = target
 	if err != nil {
 		rf.Error = err.Error()
-		if !r.opts.Quiet {
-			fmt.Fprintf(r.opts.Stderr, "fault reassign %s: %v\n", f.Target, err)
-		}
+		fr.in.notef("fault reassign %s: %v", f.Target, err)
 		return
 	}
 	catchUp, err := wait(ctx)

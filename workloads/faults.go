@@ -12,51 +12,56 @@ import (
 	"github.com/isrbench/isrbench/workloads/spec"
 )
 
-// runFaults applies the spec's fault schedule relative to the start of measurement and heals
+// faultRunner runs the spec's fault schedule during measure: one goroutine per fault, each
+// recording what it did in log.
+type faultRunner struct {
+	in                       *runInput
+	tgt                      *openTarget
+	cl                       *clients // restart-producer acts on the run's own producers
+	log                      *faultLog
+	measureStart, measureEnd time.Time
+}
+
+// runAll applies the spec's fault schedule relative to the start of measurement and heals
 // each fault after its duration, at the latest at the end of measurement; it returns when
 // every fault was applied and healed (or ctx ended, in which case applied faults are still
 // healed so the cluster can be read back).
-func (r *rig) runFaults(ctx context.Context, log *faultLog, measureStart, measureEnd time.Time) {
-	if !r.opts.Worker.First() {
+func (fr *faultRunner) runAll(ctx context.Context) {
+	if !fr.in.opts.Worker.First() {
 		return // worker 1 of a multi-worker run runs the schedule
 	}
 	var wg sync.WaitGroup
-	for i, f := range r.spec.Faults {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.runFault(ctx, log, i, f, measureStart, measureEnd)
-		}()
+	for i, f := range fr.in.spec.Faults {
+		wg.Go(func() { fr.run(ctx, i, f) })
 	}
 	wg.Wait()
 }
 
-func (r *rig) runFault(ctx context.Context, log *faultLog, i int, f spec.Fault, measureStart, measureEnd time.Time) {
+func (fr *faultRunner) run(ctx context.Context, i int, f spec.Fault) {
 	switch f.Kind {
 	case "exec":
-		r.runExecFault(ctx, log, i, f, measureStart, measureEnd)
+		fr.runExecFault(ctx, i, f)
 		return
 	case "reassign":
-		r.runReassignFault(ctx, log, i, f, measureStart)
+		fr.runReassignFault(ctx, i, f)
 		return
 	case "restart-producer":
-		r.runProducerRestart(ctx, log, i, f, measureStart, measureEnd)
+		fr.runProducerRestart(ctx, i, f)
 		return
 	}
+	in, log, measureStart, measureEnd := fr.in, fr.log, fr.measureStart, fr.measureEnd
 	if !poll.At(ctx, measureStart.Add(f.At)) {
 		return
 	}
 	applied := time.Now()
 	rf := results.Fault{AtS: applied.Sub(measureStart).Seconds(), Time: applied.UTC(), Kind: f.Kind,
 		Detail: fmt.Sprintf("faults[%d]: %s %s for %s", i, f.Kind, describeTarget(f), f.Duration)}
-	target, heal, err := r.tgt.ApplyFault(ctx, r.spec.Topic.Name, f)
+	target, heal, err := fr.tgt.ApplyFault(ctx, in.spec.Topic.Name, f)
 	rf.Target = target
 	if err != nil {
 		rf.Error = err.Error()
 		log.add(i, rf)
-		if !r.opts.Quiet {
-			fmt.Fprintf(r.opts.Stderr, "fault %s %s: %v\n", f.Kind, f.Target, err)
-		}
+		in.notef("fault %s %s: %v", f.Kind, f.Target, err)
 		return
 	}
 	if heal != nil {

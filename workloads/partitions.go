@@ -12,6 +12,8 @@ import (
 
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads/internal/poll"
+	"github.com/isrbench/isrbench/workloads/load"
+	"github.com/isrbench/isrbench/workloads/spec"
 	"github.com/isrbench/isrbench/workloads/target"
 )
 
@@ -28,7 +30,9 @@ type ISREvent struct {
 // stopped) into partitions.csv, and keeps the ISR events and leaderless time for the
 // summary. One goroutine runs loop; the runner reads the results after loop returned.
 type partTimeline struct {
-	r        *rig
+	topic    string
+	minISR   int              // min.insync.replicas: the under-min-ISR column
+	prods    []*load.Producer // their errors by partition and time
 	ps       target.PartitionSampler
 	path     string
 	start    time.Time
@@ -59,8 +63,8 @@ type fullMark struct {
 	Full bool
 }
 
-func newPartTimeline(r *rig, ps target.PartitionSampler, path string, start time.Time) *partTimeline {
-	return &partTimeline{r: r, ps: ps, path: path, start: start, interval: 100 * time.Millisecond,
+func newPartTimeline(s *spec.Spec, prods []*load.Producer, ps target.PartitionSampler, path string, start time.Time) *partTimeline {
+	return &partTimeline{topic: s.Topic.Name, minISR: s.Topic.MinInsyncReplicas, prods: prods, ps: ps, path: path, start: start, interval: 100 * time.Millisecond,
 		prev: map[int32]target.PartitionSample{}, lastErrs: map[int32]map[string]int64{}}
 }
 
@@ -106,13 +110,13 @@ func ids(v []int32) string {
 // loaded machine a tick can be served late, and a state read after a fault must not be stamped
 // before it (the time to shrink would read as negative, "never").
 func (pt *partTimeline) sample(w *results.PartitionsCSV) {
-	ss, err := pt.ps.SamplePartitions(pt.r.spec.Topic.Name)
+	ss, err := pt.ps.SamplePartitions(pt.topic)
 	if err != nil {
 		pt.err = err
 		return
 	}
 	t := time.Since(pt.start).Seconds()
-	errs := pt.r.partitionErrors()
+	errs := load.PartitionErrors(pt.prods)
 	dt := pt.interval.Seconds()
 	full := true
 	nl := 0
@@ -147,7 +151,7 @@ func (pt *partTimeline) sample(w *results.PartitionsCSV) {
 		pt.lastErrs[s.Partition] = errs[s.Partition]
 		w.Write(results.PartitionRow{T: t, Partition: s.Partition, Leader: s.Leader, LeaderEpoch: s.LeaderEpoch,
 			Replicas: s.Replicas, ISR: s.ISR, HW: s.HW, LEO: s.LEO, NoLEO: s.NoLEO,
-			UnderReplicated: len(s.ISR) < len(s.Replicas), UnderMinISR: len(s.ISR) < pt.r.spec.Topic.MinInsyncReplicas,
+			UnderReplicated: len(s.ISR) < len(s.Replicas), UnderMinISR: len(s.ISR) < pt.minISR,
 			ProduceErrors: delta, LogStart: s.LogStart})
 	}
 	if nl > 0 {

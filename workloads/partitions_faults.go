@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/load"
 )
 
 // FaultTimes are the timeline figures of one fault.
@@ -82,7 +83,7 @@ func (pt *partTimeline) summarize(res *results.Result, rep *FaultsReport) {
 		f := &res.Faults[i]
 		ft := pt.faultTimes(f.AtS, f.EndS)
 		until := max(f.EndS, f.AtS) + max(ft.RejoinAfterS, 0)
-		ft.FailedProduces = pt.r.failedBetween(f.AtS, until)
+		ft.FailedProduces = pt.failedBetween(f.AtS, until)
 		for _, m := range pt.noLeader {
 			if m.T > f.AtS && m.T <= until+pt.interval.Seconds()/2 {
 				ft.LeaderlessS += float64(m.N) * pt.interval.Seconds()
@@ -94,6 +95,14 @@ func (pt *partTimeline) summarize(res *results.Result, rep *FaultsReport) {
 		f.Detail += fmt.Sprintf("; ISR shrink %s after start, full ISR %s after end, %d failed produces, %.1f partition-s without a leader",
 			secs(ft.ShrinkAfterS), secs(ft.RejoinAfterS), ft.FailedProduces, ft.LeaderlessS)
 	}
+}
+
+// failedBetween counts failed records whose intended send time lies in [from, to] seconds
+// after the start of measurement.
+func (pt *partTimeline) failedBetween(from, to float64) int64 {
+	lo := pt.start.UnixNano() + int64(from*1e9)
+	hi := pt.start.UnixNano() + int64(to*1e9)
+	return load.FailedBetween(pt.prods, lo, hi)
 }
 
 // print prints the report under the summary table: producer groups, ISR events, faults.

@@ -3,7 +3,6 @@ package workloads
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -12,78 +11,66 @@ import (
 
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads/load"
+	"github.com/isrbench/isrbench/workloads/spec"
 	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // The runner's parts for external clusters and multi-worker runs: the settings a kafka://
 // target is given (target.ConfigSession), the client-observed HW lag (load.HWObserver) and the
-// worker's share of the load (load.Worker). runner.go calls these at fixed points of a run.
-
-// isKafkaTarget reports whether the run drives a kafka:// cluster.
-func (r *rig) isKafkaTarget() bool { return strings.HasPrefix(r.opts.Target, "kafka://") }
+// worker's share of the load (load.Worker). The phases call these at fixed points of a run.
 
 // topicConfigs are the configs the benchmark topic is created with: on a kafka:// target
 // every topic setting the spec gives (TopicConfigs), on the embedded one min.insync.replicas
 // (its brokers were started with the rest).
-func (r *rig) topicConfigs() map[string]*string {
-	if r.isKafkaTarget() {
-		return target.TopicConfigs(r.spec)
+func topicConfigs(in *runInput) map[string]*string {
+	if in.kafkaTarget() {
+		return target.TopicConfigs(in.spec)
 	}
-	minISR := fmt.Sprint(r.spec.Topic.MinInsyncReplicas)
+	minISR := fmt.Sprint(in.spec.Topic.MinInsyncReplicas)
 	return map[string]*string{"min.insync.replicas": &minISR}
 }
 
 // prepareTarget creates the topic (waiting for full ISRs) and, on a kafka:// target, first
 // checks the spec's settings against the cluster (Check: nothing runs when one cannot be
-// applied) and then applies them (Apply). restoreTarget, deferred before it, undoes them.
-func (r *rig) prepareTarget(ctx context.Context, adm *kadm.Client) error {
-	if !r.isKafkaTarget() {
-		_, err := target.EnsureTopic(ctx, adm, r.spec, r.topicConfigs(), 30*time.Second)
-		return err
+// applied) and then applies them (Apply). A session of the run's own (no Options.session) is
+// restored when ls closes, also after a partial prepareTarget; a failure to restore is
+// close's error.
+func prepareTarget(ctx context.Context, in *runInput, adm *kadm.Client, ls *loops) (targetConfig, error) {
+	var tc targetConfig
+	if !in.kafkaTarget() {
+		_, err := target.EnsureTopic(ctx, adm, in.spec, topicConfigs(in), 30*time.Second)
+		return tc, err
 	}
-	cs := r.opts.session
+	cs := in.opts.session
 	if cs == nil {
-		cs = target.NewConfigSession(adm, r.opts.Assume, r.notef)
-		r.ownSession = cs
+		cs = target.NewConfigSession(adm, in.opts.Assume, in.notef)
+		ls.onCloseErr(func() error {
+			err := cs.Restore(ctx)
+			if err != nil {
+				in.notef("target: %v", err)
+			}
+			return err
+		})
 	}
-	if !r.opts.Worker.First() {
-		cs.CheckOnly(r.opts.Worker.StartAt.Add(30 * time.Second))
+	if w := in.opts.Worker; !w.First() {
+		cs.CheckOnly(w.StartAt.Add(30 * time.Second))
 	}
-	notes, err := cs.Check(ctx, r.spec)
+	notes, err := cs.Check(ctx, in.spec)
 	if err != nil {
-		return err
+		return tc, err
 	}
-	r.targetNotes = notes
-	created, err := target.EnsureTopic(ctx, adm, r.spec, r.topicConfigs(), 30*time.Second)
+	tc.notes = notes
+	created, err := target.EnsureTopic(ctx, adm, in.spec, topicConfigs(in), 30*time.Second)
 	if err != nil {
-		return err
+		return tc, err
 	}
-	r.targetSettings, err = cs.Apply(ctx, r.spec, created)
-	return err
-}
-
-// restoreTarget restores what the run's own ConfigSession changed (a sweep restores its
-// session after its last point); a failure is kept for Run's error.
-func (r *rig) restoreTarget(ctx context.Context) {
-	if r.ownSession == nil {
-		return
-	}
-	if err := r.ownSession.Restore(ctx); err != nil {
-		r.restoreErr = err
-		r.notef("target: %v", err)
-	}
-}
-
-func (r *rig) notef(format string, args ...any) {
-	if !r.opts.Quiet {
-		fmt.Fprintf(r.opts.Stderr, format+"\n", args...)
-	}
+	tc.settings, err = cs.Apply(ctx, in.spec, created)
+	return tc, err
 }
 
 // loadStart is when the producers start: 200 ms from now, or a worker's --start-at, which
 // the setup must not have passed.
-func (r *rig) loadStart() (time.Time, error) {
-	w := r.opts.Worker
+func loadStart(w load.Worker) (time.Time, error) {
 	if !w.Active() {
 		return time.Now().Add(200 * time.Millisecond), nil
 	}
@@ -94,79 +81,73 @@ func (r *rig) loadStart() (time.Time, error) {
 	return w.StartAt, nil
 }
 
-// idBase is the first producer id of this run (see Worker.idBase).
-func (r *rig) idBase() uint32 { return r.opts.Worker.IDBase(r.spec.Name, rand.Uint32()) }
-
 // producerTotal is the number of producers the spec has over all workers.
-func (r *rig) producerTotal() int {
+func producerTotal(s *spec.Spec) int {
 	n := 0
-	for _, g := range r.spec.ProducerGroups() {
+	for _, g := range s.ProducerGroups() {
 		n += g.Count
 	}
 	return n
 }
 
 // startObserver starts the client HW observer when hw.lag.client asks for it (see
-// Spec.HWLagClient) and some producer waits for acknowledgements; stopObserver (deferred) ends
-// it on any path, finishObserver after the drain.
-func (r *rig) startObserver(ctx context.Context, conn []kgo.Opt, startOffs []int64) error {
+// Spec.HWLagClient) and some producer waits for acknowledgements (nil otherwise).
+func startObserver(ctx context.Context, in *runInput, tgtName string, conn []kgo.Opt, startOffs []int64, win load.Window, ls *loops) (*hwObs, error) {
 	acked := false
-	for _, g := range r.spec.ProducerGroups() {
+	for _, g := range in.spec.ProducerGroups() {
 		acked = acked || (g.Count > 0 && g.Acks != "0")
 	}
-	if !acked || !r.spec.ObservesHWLag(r.tgt.Name()) {
-		return nil
+	if !acked || !in.spec.ObservesHWLag(tgtName) {
+		return nil, nil
 	}
-	o, err := load.NewHWObserver(append(conn[:len(conn):len(conn)], kgo.MetadataMinAge(target.FreshMetadata)), r.spec.Topic.Name, startOffs, r.win)
+	o, err := load.NewHWObserver(append(conn[:len(conn):len(conn)], kgo.MetadataMinAge(target.FreshMetadata)), in.spec.Topic.Name, startOffs, win)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	octx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); o.Run(octx) }()
-	r.obs = o
-	r.obsStop = func() { cancel(); <-done }
-	return nil
+	h := &hwObs{HWObserver: o}
+	h.loop = ls.start(ctx, o.Run)
+	ls.onClose(h.close)
+	return h, nil
 }
 
-func (r *rig) stopObserver() {
-	if r.obsStop != nil {
-		r.obsStop()
-		r.obsStop = nil
-		r.obs.Close()
-	}
-}
-
-// finishObserver waits (up to 5 s) until the HW is seen past every acknowledged record; it
-// returns how many acknowledged records it did not see committed.
-func (r *rig) finishObserver(ctx context.Context) (unseen int) {
-	if r.obs == nil || r.obsStop == nil {
+// finish waits (up to 5 s) until the HW is seen past every acknowledged record; it returns
+// how many acknowledged records it did not see committed.
+func (h *hwObs) finish(ctx context.Context) (unseen int) {
+	if h == nil || h.ended {
 		return 0
 	}
-	stop := r.obsStop
-	r.obsStop = nil
-	return r.obs.Finish(ctx, stop, 5*time.Second)
+	h.ended = true
+	return h.Finish(ctx, h.loop.stop, 5*time.Second)
 }
 
-// timelineHWInterval is timeline.csv's hw_lag_p99_us source: the core's HW lag on the
-// embedded target, the client-observed one (from the acknowledgement) elsewhere.
-func (r *rig) timelineHWInterval() *results.Histogram {
-	if r.tgt.HasHWLag() || r.obs == nil {
-		return r.hwlag.Interval()
+func (h *hwObs) close() {
+	if h.ended {
+		return
 	}
-	return r.obs.FromAck.Interval()
+	h.ended = true
+	h.loop.stop()
+	h.Close()
+}
+
+// hwInterval is timeline.csv's hw_lag_p99_us source: the core's HW lag on the embedded
+// target, the client-observed one (from the acknowledgement) elsewhere.
+func (p *prepared) hwInterval() *results.Histogram {
+	if p.tgt.HasHWLag() || p.obs == nil {
+		return p.sink.hwlag.Interval()
+	}
+	return p.obs.FromAck.Interval()
 }
 
 // externalResult adds to res what this file's parts measured: the client HW lag (unseen: the
 // acknowledged records the observer did not see committed), the target's settings and notes,
 // the worker's part; it returns the client HW lag's .hgrm files, which writeOutputs writes
 // first. Called before the outputs are written.
-func (r *rig) externalResult(res *results.Result, measureStart time.Time, unseen int) (clientHgrms []results.NamedHistogram, err error) {
-	if r.obs != nil {
-		ack, send := r.obs.FromAck.Snapshot(), r.obs.FromSend.Snapshot()
+func externalResult(res *results.Result, in *runInput, p *prepared, unseen int) (clientHgrms []results.NamedHistogram) {
+	if o := p.obs; o != nil {
+		ack, send := o.FromAck.Snapshot(), o.FromSend.Snapshot()
 		sa, ss := results.Summarize(ack), results.Summarize(send)
 		res.HWLagClientUs, res.HWLagClientSendUs = &sa, &ss
-		res.HWObserver = r.obs.Summary(unseen)
+		res.HWObserver = o.Summary(unseen)
 		clientHgrms = []results.NamedHistogram{{Name: "hw_lag_client.hgrm", H: ack}, {Name: "hw_lag_client_send.hgrm", H: send}}
 		note := fmt.Sprintf("client-observed: produce acknowledgement (and intended send) -> first fetch response showing the HW past the record; resolution %s µs (p99 window between responses, fetch.max.wait.ms %d)",
 			results.FormatValue(res.HWObserver.ResolutionUs), res.HWObserver.FetchMaxWaitMs)
@@ -175,17 +156,17 @@ func (r *rig) externalResult(res *results.Result, measureStart time.Time, unseen
 		}
 		res.Note("hw_lag_client", note)
 	}
-	if r.isKafkaTarget() {
-		res.TargetConfig = r.targetSettings
+	if in.kafkaTarget() {
+		res.TargetConfig = p.tcfg.settings
 		res.Note("hw_lag", "hw_lag_us (leader append -> HW) is measured inside the embedded core only; hw_lag_client_us is this cluster's, observed by a client")
 		res.Note("partitions.leo", "partitions.csv: Kafka clients see each partition's leader, epoch, ISR (Metadata), HW and log start (ListOffsets), not a replica's LEO (n/a)")
-		if len(r.targetNotes) > 0 {
-			res.Note("target_config", strings.Join(r.targetNotes, "; "))
+		if len(p.tcfg.notes) > 0 {
+			res.Note("target_config", strings.Join(p.tcfg.notes, "; "))
 		}
 	}
-	res.Worker = r.workerInfo(measureStart)
-	if w := r.opts.Worker; w.Active() && !w.First() && len(r.spec.Faults) > 0 {
+	res.Worker = workerInfo(in.opts.Worker, p.cl.cons, p.sched.measureStart)
+	if w := in.opts.Worker; w.Active() && !w.First() && len(in.spec.Faults) > 0 {
 		res.Note("faults", fmt.Sprintf("worker %s runs no faults: worker 1 runs the schedule", w))
 	}
-	return clientHgrms, nil
+	return clientHgrms
 }

@@ -2,12 +2,16 @@ package workloads
 
 import (
 	"context"
+	"errors"
 )
 
 // loops holds a run's background loops and its cleanups: close stops the loops and runs the
 // cleanups in the reverse order of their registration (as defers run), so that a phase can
 // start what the end of the run undoes. Only the runner's goroutine calls it.
-type loops struct{ undo []func() }
+type loops struct {
+	undo []func()
+	errs []error // of the onCloseErr cleanups that ran
+}
 
 // loop is one background goroutine of a run. stop cancels its context and waits until it
 // returned; wait only waits. Both may be called any number of times, also on a nil loop
@@ -42,10 +46,19 @@ func (ls *loops) start(parent context.Context, fn func(ctx context.Context)) *lo
 // onClose registers fn to run at close, before everything registered earlier.
 func (ls *loops) onClose(fn func()) { ls.undo = append(ls.undo, fn) }
 
-// close stops every loop and runs every cleanup, the latest first.
-func (ls *loops) close() {
+// onCloseErr registers fn like onClose; close returns its error.
+func (ls *loops) onCloseErr(fn func() error) {
+	ls.undo = append(ls.undo, func() { ls.errs = append(ls.errs, fn()) })
+}
+
+// close stops every loop and runs every cleanup, the latest first; it returns the errors of
+// the cleanups registered with onCloseErr.
+func (ls *loops) close() error {
 	for i := len(ls.undo) - 1; i >= 0; i-- {
 		ls.undo[i]()
 	}
 	ls.undo = nil
+	err := errors.Join(ls.errs...)
+	ls.errs = nil
+	return err
 }

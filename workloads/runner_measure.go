@@ -9,38 +9,51 @@ import (
 	"sync"
 	"time"
 
+	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/workloads/internal/poll"
+	"github.com/isrbench/isrbench/workloads/load"
+	"github.com/isrbench/isrbench/workloads/spec"
 	"github.com/isrbench/isrbench/workloads/target"
 )
 
-// measure runs the load from the plan's loadStart to its measureEnd with the loops alongside
-// it (consumers, the group probe, the timeline, the faults, the storage watch and the disk
-// guard, the partition timeline, profiles and the cost meter), and returns when the producers
-// are done and the fault schedule has ended. A run the disk guard or an offline log
+// measure runs the load from the schedule's loadStart to its measureEnd with the loops
+// alongside it (consumers, the group probe, the timeline, the faults, the storage watch and
+// the disk guard, the partition timeline, profiles and the cost meter), and returns when the
+// producers are done and the fault schedule has ended. A run the disk guard or an offline log
 // directory stopped early returns that cause (its run dir removed: there is no result).
-func (r *rig) measure(ctx context.Context) (*measurement, error) {
-	s, p := r.spec, &r.plan
-	m := &measurement{}
+func measure(ctx context.Context, in *runInput, p *prepared, ls *loops) (*measured, error) {
+	s, sc, cl := in.spec, p.sched, p.cl
+	m := &measured{}
+	var err error
+	m.tl, err = newTimeline(s, p.tgt, cl.prods, p.hwInterval, in.opts.TimelineInterval, in.opts.Quiet, in.opts.Stderr,
+		filepath.Join(in.dir, "timeline.csv"), sc.measureStart, sc.measureEnd)
+	if err != nil {
+		return nil, err
+	}
+	ls.onClose(func() {
+		if !m.tl.started.Load() {
+			m.tl.f.Close() // the loop closes it once started
+		}
+	})
 	// loadCtx ends the load early when the disk guard trips (its cause is the *LowDiskError).
 	loadCtx, stopLoad := context.WithCancelCause(ctx)
-	r.loops.onClose(func() { stopLoad(nil) })
-	cons := r.cons
-	m.consLoop = r.loops.start(ctx, func(ctx context.Context) {
+	ls.onClose(func() { stopLoad(nil) })
+	m.consLoop = ls.start(ctx, func(ctx context.Context) {
 		var wg sync.WaitGroup
-		for _, c := range cons {
+		for _, c := range cl.cons {
 			wg.Go(func() { c.Run(ctx) })
 		}
 		wg.Wait()
 	})
-	if p.grouped && len(r.cons) > 0 {
-		gp := newGroupProbe(s, r.parts.Groups, r.adm)
+	if cl.grouped && len(cl.cons) > 0 {
+		gp := newGroupProbe(s, p.tgt.parts.Groups, p.tgt.adm)
 		m.gp = gp
-		m.gpLoop = r.loops.start(ctx, func(ctx context.Context) {
-			if !poll.At(ctx, p.measureStart) {
+		m.gpLoop = ls.start(ctx, func(ctx context.Context) {
+			if !poll.At(ctx, sc.measureStart) {
 				return
 			}
 			gp.markStart()
-			lagCtx, stopLag := context.WithDeadline(ctx, p.measureEnd)
+			lagCtx, stopLag := context.WithDeadline(ctx, sc.measureEnd)
 			defer stopLag()
 			gp.sampleLag(lagCtx, time.Second)
 		})
@@ -48,35 +61,37 @@ func (r *rig) measure(ctx context.Context) (*measurement, error) {
 
 	// Producers, staggered by a slot fraction so their schedules interleave.
 	var prodWG sync.WaitGroup
-	m.prodErrs = make([]error, len(r.prods))
-	for i, pr := range r.prods {
-		prodWG.Go(func() { m.prodErrs[i] = pr.Run(loadCtx, p.sendFrom[i], p.measureEnd) })
+	m.prodErrs = make([]error, len(cl.prods))
+	for i, pr := range cl.prods {
+		prodWG.Go(func() { m.prodErrs[i] = pr.Run(loadCtx, cl.sendFrom[i], sc.measureEnd) })
 	}
 
 	// Timeline, progress, faults and profiles run alongside.
-	m.tlLoop = r.loops.start(ctx, r.tl.loop)
-	faults := r.loops.start(loadCtx, func(ctx context.Context) { r.runFaults(ctx, &m.faults, p.measureStart, p.measureEnd) })
+	m.tlLoop = ls.start(ctx, m.tl.loop)
+	fr := &faultRunner{in: in, tgt: p.tgt, cl: cl, log: &m.faults, measureStart: sc.measureStart, measureEnd: sc.measureEnd}
+	faults := ls.start(loadCtx, fr.runAll)
 	var storage, guard *loop
-	if od := r.parts.LogDirs; od != nil {
-		storage = r.loops.start(loadCtx, func(ctx context.Context) {
+	if od := p.tgt.parts.LogDirs; od != nil {
+		storage = ls.start(loadCtx, func(ctx context.Context) {
 			watchStorage(ctx, od, 100*time.Millisecond, func(err error) { stopLoad(err) })
 		})
 	}
-	if r.guard != nil {
-		guard = r.loops.start(loadCtx, func(ctx context.Context) {
-			r.guard.loop(ctx, diskGuardInterval, func(err error) { stopLoad(err) })
+	if p.guard != nil {
+		guard = ls.start(loadCtx, func(ctx context.Context) {
+			p.guard.loop(ctx, diskGuardInterval, func(err error) { stopLoad(err) })
 		})
 	}
-	if ps := r.parts.Partitions; ps != nil {
-		m.pt = newPartTimeline(r, ps, filepath.Join(r.dir, "partitions.csv"), p.measureStart)
-		m.ptLoop = r.loops.start(ctx, m.pt.loop) // stopped before closeClients: pt reads r.prods
+	if ps := p.tgt.parts.Partitions; ps != nil {
+		m.pt = newPartTimeline(s, cl.prods, ps, filepath.Join(in.dir, "partitions.csv"), sc.measureStart)
+		m.ptLoop = ls.start(ctx, m.pt.loop) // stopped before the clients close: pt reads the producers
 	}
 	var prof *loop
-	if len(r.opts.Profile) > 0 {
-		prof = r.loops.start(ctx, func(ctx context.Context) { r.captureProfiles(ctx, m) })
+	if len(in.opts.Profile) > 0 {
+		prof = ls.start(ctx, func(ctx context.Context) { m.captureProfiles(ctx, in, sc) })
 	}
-	m.cost = r.startCostAt(ctx, p.measureStart)
-	r.loops.onClose(m.cost.stop)
+	cc, _ := p.tgt.Target.(target.CostCounter)
+	m.cost = startCostAt(ctx, sc.measureStart, in.opts.Profile, cc)
+	ls.onClose(m.cost.stop)
 
 	prodWG.Wait()
 	m.cost.stop()
@@ -88,7 +103,7 @@ func (r *rig) measure(ctx context.Context) (*measurement, error) {
 		prof.stop()
 		faults.wait()
 		m.tlLoop.stop()
-		os.RemoveAll(r.dir) // no result (a partial timeline only): the disk is short already
+		os.RemoveAll(in.dir) // no result (a partial timeline only): the disk is short already
 		return nil, cause
 	}
 	prof.stop()
@@ -96,51 +111,25 @@ func (r *rig) measure(ctx context.Context) (*measurement, error) {
 	return m, nil
 }
 
-// measurement is measure's value: what ran alongside the load and what it left for settle and
-// report. The loops are nil when not started; faults is written by the fault goroutines
-// under its lock, the rest by measure's goroutine (profFiles and profErr by the profile loop,
-// read after it stopped).
-type measurement struct {
-	prodErrs  []error       // per producer (rig.prods), set when the load ends
-	pt        *partTimeline // nil when the target cannot sample partitions
-	gp        *groupProbe   // nil without a consumer group
-	cost      *costMeter
-	faults    faultLog
-	profFiles []string
-	profErr   error
-	// The loops settle and report stop or wait for.
-	tlLoop, ptLoop, consLoop, gpLoop *loop
-}
-
 // captureProfiles takes the pprof profiles of --profile over the measurement window (not
 // while the load drains) into <run dir>/profiles; it returns early when ctx ends.
-func (r *rig) captureProfiles(ctx context.Context, m *measurement) {
-	if !poll.At(ctx, r.plan.measureStart) {
+func (m *measured) captureProfiles(ctx context.Context, in *runInput, sc schedule) {
+	if !poll.At(ctx, sc.measureStart) {
 		return
 	}
-	st, err := profileStarter(r.opts.Profile, filepath.Join(r.dir, "profiles"))
+	st, err := profileStarter(in.opts.Profile, filepath.Join(in.dir, "profiles"))
 	if err != nil {
 		m.profErr = err
 	}
 	if st == nil {
 		return
 	}
-	poll.At(ctx, r.plan.measureEnd)
+	poll.At(ctx, sc.measureEnd)
 	f, err := st()
 	m.profFiles = f
 	if err != nil && m.profErr == nil {
 		m.profErr = err
 	}
-}
-
-// settled is what settle found: the partitions' end offsets (HW, exclusive) after the load and whether the
-// consumers had read up to them.
-type settled struct {
-	endOffs         []int64
-	consumersBehind bool
-	// obsUnseen counts the acknowledged records whose HW advance the client observer did not
-	// see before it stopped.
-	obsUnseen int
 }
 
 // consumerCatchUp is how long settle lets the consumers reach the HW after the load.
@@ -149,64 +138,83 @@ const consumerCatchUp = 5 * time.Second
 // settle brings the cluster to rest after the load: it heals what the fault schedule left
 // broken, drains the producers (every record gets its ack or error), waits for full ISRs and
 // committed leader logs, stops the timelines and lets the consumers reach the HW.
-func (r *rig) settle(ctx context.Context, m *measurement) (settled, error) {
-	s := r.spec
-	if h := r.parts.Healer; h != nil {
+func settle(ctx context.Context, in *runInput, p *prepared, m *measured) (*settled, error) {
+	s, t := in.spec, p.tgt
+	if h := t.parts.Healer; h != nil {
 		restarted, err := h.HealAll()
 		if len(restarted) > 0 {
-			r.notef("end of measurement: restarted brokers %v still down from the fault schedule", restarted)
+			in.notef("end of measurement: restarted brokers %v still down from the fault schedule", restarted)
 		}
 		if err != nil {
-			r.notef("healing faults: %v", err)
+			in.notef("healing faults: %v", err)
 		}
 	}
 	for i, e := range m.prodErrs {
 		if e != nil {
 			m.tlLoop.stop()
-			return settled{}, fmt.Errorf("producer %d: %w", i, e)
+			return nil, fmt.Errorf("producer %d: %w", i, e)
 		}
 	}
 	// Drain: every record handed to the clients gets its promise (ack or error).
 	drainCtx, cancelDrain := context.WithTimeout(ctx, drainTimeout(s))
-	for _, p := range r.prods {
-		if err := p.Drain(drainCtx); err != nil {
-			r.notef("producer %d: drain: %v (records still buffered were aborted)", p.ID-r.plan.base, err)
+	for _, pr := range p.cl.prods {
+		if err := pr.Drain(drainCtx); err != nil {
+			in.notef("producer %d: drain: %v (records still buffered were aborted)", pr.ID-p.cl.base, err)
 		}
 	}
 	cancelDrain()
-	unseen := r.finishObserver(ctx)
-	r.settleTxn(ctx)
+	st := &settled{obsUnseen: p.obs.finish(ctx)}
+	st.txn = settleTxn(ctx, in, t.adm, p.startOffs, p.txn)
 	if ctx.Err() != nil {
 		m.tlLoop.stop()
-		return settled{}, ctx.Err()
+		return nil, ctx.Err()
 	}
-	if r.plan.faults {
+	if len(s.Faults) > 0 {
 		// Give the healed cluster time to get every replica back in the ISR, so the replica
 		// logs can be compared; both timelines keep sampling meanwhile, so the ISR expansions
 		// that heal the faults are counted however long the rejoin takes on a loaded machine.
-		if _, err := target.EnsureTopic(ctx, r.adm, s, r.topicConfigs(), 30*time.Second); err != nil {
-			r.notef("after the faults: %v", err)
+		if _, err := target.EnsureTopic(ctx, t.adm, s, topicConfigs(in), 30*time.Second); err != nil {
+			in.notef("after the faults: %v", err)
 		}
 	}
 	m.tlLoop.stop()
-	if ps := r.parts.Partitions; ps != nil {
+	if ps := t.parts.Partitions; ps != nil {
 		if behind := waitReplicated(ctx, ps, s.Topic.Name, 30*time.Second); behind != "" {
-			r.notef("replication not caught up before the read-back: %s", behind)
+			in.notef("replication not caught up before the read-back: %s", behind)
 		}
 	}
 	m.ptLoop.stop()
 	if m.pt != nil && m.pt.err != nil {
-		r.notef("partition timeline: %v", m.pt.err)
+		in.notef("partition timeline: %v", m.pt.err)
 	}
 
 	// Let the consumers reach the HW, then check durability.
-	endOffs, err := target.ListOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, true)
-	if err != nil {
-		return settled{}, err
+	var err error
+	if st.endOffs, err = target.ListOffsets(ctx, t.adm, s.Topic.Name, s.Topic.Partitions, true); err != nil {
+		return nil, err
 	}
-	behind := !r.waitConsumers(ctx, endOffs, consumerCatchUp)
+	st.consumersBehind = !waitConsumers(ctx, p.cl, st.endOffs, consumerCatchUp)
 	m.consLoop.stop()
-	return settled{endOffs: endOffs, consumersBehind: behind, obsUnseen: unseen}, nil
+	return st, nil
+}
+
+// waitConsumers waits until every consumer received everything below end, or d passed; it
+// reports whether they all caught up.
+func waitConsumers(ctx context.Context, cl *clients, end []int64, d time.Duration) bool {
+	return poll.Until(ctx, d, 20*time.Millisecond, func() string {
+		if cl.grouped {
+			if !load.GroupCaughtUp(cl.cons, end) {
+				return "the group is behind"
+			}
+			return ""
+		}
+		for _, c := range cl.cons {
+			if !c.CaughtUp(end) {
+				return "a consumer is behind"
+			}
+		}
+		return ""
+	}) == ""
 }
 
 // waitReplicated waits (up to d) until every partition with a leader has its HW at the
@@ -228,4 +236,21 @@ func waitReplicated(ctx context.Context, ps target.PartitionSampler, topic strin
 		}
 		return ""
 	})
+}
+
+// profileStarter starts pprof capture; stop returns the files written.
+var profileStarter = func(kinds []string, dir string) (stop func() ([]string, error), err error) {
+	s, err := profiles.Start(kinds, dir)
+	if err != nil {
+		return nil, err
+	}
+	return s.Stop, nil
+}
+
+func drainTimeout(s *spec.Spec) time.Duration {
+	d := 30 * time.Second
+	if t := time.Duration(s.Producers.DeliveryTimeoutMs) * time.Millisecond; t > 0 && t+5*time.Second < d {
+		d = t + 5*time.Second
+	}
+	return d
 }

@@ -4,47 +4,43 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads/spec"
 )
 
-// report assembles the result from the measurement, the settling and the verdict, writes
-// the run's files (result.json, bench.txt, the .hgrm files, faults.json, the plots and
-// report.html) and prints the summary. It returns the result also with an error: a file that
-// could not be written, an incomplete read-back, or acks=all records lost although only
-// clean elections were allowed (ErrDurability).
-func (r *rig) report(m *measurement, st settled, v *verdict) (*results.Result, error) {
-	s, p := r.spec, &r.plan
-	res, hists := r.result(p.id, p.startedAt, r.tl, m.faults.ordered(), v.dc, v.byAcks)
-	clientHgrms, err := r.externalResult(res, p.measureStart, st.obsUnseen)
-	if err != nil {
-		return res, err
-	}
-	clientHgrms = append(clientHgrms, r.txnResult(res, v.txn, hists.e2e)...)
+// report assembles the result from the phases' values, writes the run's files (result.json,
+// bench.txt, the .hgrm files, faults.json, the plots and report.html) and prints the summary.
+// It returns the result also with an error: a file that could not be written, an incomplete
+// read-back, or acks=all records lost although only clean elections were allowed
+// (ErrDurability).
+func report(in *runInput, p *prepared, m *measured, st *settled, v *verified) (*results.Result, error) {
+	s, sc := in.spec, p.sched
+	res, hists := result(in, p, m.tl, m.faults.ordered(), v.dc, v.byAcks)
+	clientHgrms := externalResult(res, in, p, st.obsUnseen)
+	clientHgrms = append(clientHgrms, txnResult(res, in, p, st.txn, v.txn, hists.e2e)...)
 	if res.E2EReadCommittedUs != nil {
 		hists.e2e = results.NewHistogram() // read_committed consumers: e2e_read_committed.hgrm
 	}
 	if m.gp != nil {
 		m.gpLoop.wait()
-		res.Group = m.gp.result(r.cons, p.measureStart, p.measureEnd)
+		res.Group = m.gp.result(p.cl.cons, sc.measureStart, sc.measureEnd)
 	}
-	res.Cost = m.cost.cost(res.Produced.Records, r.tgt.Name() == "embedded", cpuProfileFile(m.profFiles))
+	res.Cost = m.cost.cost(res.Produced.Records, p.tgt.Name() == "embedded", cpuProfileFile(m.profFiles))
 	if st.consumersBehind {
 		// e2e latency only has the records the consumers read: a stall at the end of the
 		// run would otherwise pass unseen.
 		res.Note("e2e_latency", fmt.Sprintf("consumers had not read up to the HW %v after the end of the run; records they had not received are missing from e2e_latency_us", consumerCatchUp))
-		r.notef("e2e: consumers still behind the HW %v after the run; e2e_latency_us misses their unread records", consumerCatchUp)
+		in.notef("e2e: consumers still behind the HW %v after the run; e2e_latency_us misses their unread records", consumerCatchUp)
 	}
 	if v.dc.Expired > 0 {
 		res.Note("durability.expired", fmt.Sprintf("%d acknowledged records were deleted by retention (log.retention.bytes=%d, log.retention.ms=%d) before the read-back, which starts at the log start; they are not counted as lost", v.dc.Expired, s.Broker.LogRetentionBytes, s.Broker.LogRetentionMs))
 	}
-	if r.guard != nil {
-		peak, minFree := r.guard.stats()
+	if p.guard != nil {
+		peak, minFree := p.guard.stats()
 		res.Note("disk", fmt.Sprintf("data dir peak %s (%d bytes, sampled every %s), least free space %s, floor isrbench.min.free.disk=%s", humanBytes(peak), peak, diskGuardInterval, humanBytes(minFree), s.Broker.MinFreeDisk))
 	}
-	fr := &FaultsReport{ProducerGroups: r.groupFigures()}
+	fr := &FaultsReport{ProducerGroups: groupFigures(in, p.cl)}
 	v.replicas.apply(res, fr)
 	if why := lossExpected(s); why != "" {
 		res.Durability.LossExpected = why // derived from the settings
@@ -55,26 +51,27 @@ func (r *rig) report(m *measurement, st settled, v *verdict) (*results.Result, e
 		res.Files.Partitions = fr.PartitionsCSV
 	}
 	res.Files.Faults = FaultsReportFile
-	if err := writeFaultsReport(r.dir, fr); err != nil {
+	if err := writeFaultsReport(in.dir, fr); err != nil {
 		return res, err
 	}
 	res.Files.Profiles = m.profFiles
 	if m.profErr != nil {
-		r.notef("profiles: %v", m.profErr)
+		in.notef("profiles: %v", m.profErr)
 	}
-	if err := r.writeOutputs(res, r.tl, append(clientHgrms, hists.named()...), hists); err != nil {
+	if err := writeOutputs(in, res, m.tl, append(clientHgrms, hists.named()...), hists); err != nil {
 		return res, err
 	}
-	if !r.opts.Quiet {
-		if err := results.PrintSummary(r.opts.Stdout, res); err != nil {
+	if !in.opts.Quiet {
+		out := in.opts.Stdout
+		if err := results.PrintSummary(out, res); err != nil {
 			return res, err
 		}
-		fr.print(r.opts.Stdout)
-		if r.guard != nil {
-			peak, _ := r.guard.stats()
-			fmt.Fprintf(r.opts.Stdout, "disk: data dir peak %s (log.retention.bytes=%d, log.segment.bytes=%d)\n", humanBytes(peak), s.Broker.LogRetentionBytes, s.Broker.LogSegmentBytes)
+		fr.print(out)
+		if p.guard != nil {
+			peak, _ := p.guard.stats()
+			fmt.Fprintf(out, "disk: data dir peak %s (log.retention.bytes=%d, log.segment.bytes=%d)\n", humanBytes(peak), s.Broker.LogRetentionBytes, s.Broker.LogSegmentBytes)
 		}
-		fmt.Fprintf(r.opts.Stdout, "results: %s (report.html)\n", r.dir)
+		fmt.Fprintf(out, "results: %s (report.html)\n", in.dir)
 	}
 	if v.err != nil {
 		return res, fmt.Errorf("durability check incomplete: %w", v.err)
@@ -89,18 +86,19 @@ func (r *rig) report(m *measurement, st settled, v *verdict) (*results.Result, e
 }
 
 // groupFigures sums the producers' acknowledgements and failures per producer group.
-func (r *rig) groupFigures() []GroupFigures {
+func groupFigures(in *runInput, cl *clients) []GroupFigures {
 	var out []GroupFigures
-	for gi, g := range r.spec.ProducerGroups() {
+	w := in.opts.Worker
+	for gi, g := range in.spec.ProducerGroups() {
 		gf := GroupFigures{Group: gi, Acks: g.Acks, Count: g.Count, Errors: map[string]int64{}}
-		if r.opts.Worker.Active() {
+		if w.Active() {
 			gf.Count = 0 // this worker's share
 		}
-		for _, p := range r.prods {
+		for _, p := range cl.prods {
 			if p.Group != gi {
 				continue
 			}
-			if r.opts.Worker.Active() {
+			if w.Active() {
 				gf.Count++
 			}
 			gf.Failed += p.NErrs.Load()
@@ -151,28 +149,28 @@ func lossExpected(s *spec.Spec) string {
 }
 
 // result assembles result.json from the merged histograms and counters.
-func (r *rig) result(id string, startedAt time.Time, tl *timeline, faults []results.Fault, dc results.DurabilityCounts, byAcks map[string]results.DurabilityCounts) (*results.Result, runHists) {
-	s := r.spec
+func result(in *runInput, p *prepared, tl *timeline, faults []results.Fault, dc results.DurabilityCounts, byAcks map[string]results.DurabilityCounts) (*results.Result, runHists) {
+	s, tgt := in.spec, p.tgt
 	ack, sd, e2e := results.NewHistogram(), results.NewHistogram(), results.NewHistogram()
 	var recs, bytes int64
 	errs := map[string]int64{}
-	for _, p := range r.prods {
-		ack.Merge(p.Ack.Snapshot())
-		sd.Merge(p.SendDelay)
-		recs += p.NAcked.Load()
-		bytes += p.NBytes.Load()
-		for k, v := range p.ErrCounts() {
+	for _, pr := range p.cl.prods {
+		ack.Merge(pr.Ack.Snapshot())
+		sd.Merge(pr.SendDelay)
+		recs += pr.NAcked.Load()
+		bytes += pr.NBytes.Load()
+		for k, v := range pr.ErrCounts() {
 			errs[k] += v
 		}
 	}
-	for _, c := range r.cons {
+	for _, c := range p.cl.cons {
 		e2e.Merge(c.E2E)
 	}
-	hw := r.hwlag.Snapshot()
+	hw := p.sink.hwlag.Snapshot()
 	secs := s.Duration.Seconds()
 	res := &results.Result{
-		Schema: results.SchemaVersion, ID: id, Name: s.Name, Target: r.tgt.Name(),
-		StartedAt: startedAt.UTC(), DurationS: secs, Env: results.CurrentEnv(r.opts.Commit),
+		Schema: results.SchemaVersion, ID: in.id, Name: s.Name, Target: tgt.Name(),
+		StartedAt: in.startedAt.UTC(), DurationS: secs, Env: results.CurrentEnv(in.opts.Commit),
 		Config: s.Config(),
 		Produced: results.Produced{Records: recs, Bytes: bytes, RecordsPerSec: float64(recs) / secs,
 			MBPerSec: float64(bytes) / secs / 1e6, Errors: errs},
@@ -180,20 +178,20 @@ func (r *rig) result(id string, startedAt time.Time, tl *timeline, faults []resu
 		E2ELatencyUs: results.Summarize(e2e), SendDelayUs: results.Summarize(sd),
 		ISR: results.ISR{Shrinks: tl.shrinks(), Expands: tl.expands(), UnderReplicatedS: tl.underReplicatedS},
 	}
-	if r.parts.Replicas != nil { // embedded: the brokers' and the controller's counters
+	if tgt.parts.Replicas != nil { // embedded: the brokers' and the controller's counters
 		res.ISR.LeaderShrinks, res.ISR.ControllerShrinks = tl.shrinks()-tl.controllerShrinks(), tl.controllerShrinks()
 	}
-	res.Config["target"] = r.tgt.Name()
+	res.Config["target"] = tgt.Name()
 	res.Durability.DurabilityCounts = dc
 	res.Durability.ByAcks = byAcks
 	if _, ok := byAcks["0"]; ok {
 		res.Note("durability", "acks=0: nothing is acknowledged, durability counts only duplicates")
 	}
-	if !r.tgt.HasHWLag() {
-		res.Note("hw_lag", "hw_lag is measured inside the embedded core only; empty for "+r.tgt.Name())
+	if !tgt.HasHWLag() {
+		res.Note("hw_lag", "hw_lag is measured inside the embedded core only; empty for "+tgt.Name())
 	}
 	res.Faults = faults
-	r.damageFindings(res)
+	p.sink.damageFindings(res)
 	return res, runHists{ack, hw, e2e, sd}
 }
 
@@ -209,17 +207,17 @@ func (h runHists) named() []results.NamedHistogram {
 // writeOutputs writes the run's files through results.WriteRun: the .hgrm files (the
 // client-observed HW lag's first, see externalResult), bench.txt, the plots and result.json;
 // then report.html.
-func (r *rig) writeOutputs(res *results.Result, tl *timeline, hgrms []results.NamedHistogram, h runHists) error {
+func writeOutputs(in *runInput, res *results.Result, tl *timeline, hgrms []results.NamedHistogram, h runHists) error {
 	res.Files.Timeline = tl.path
-	err := results.WriteRun(r.dir, res, results.RunFiles{
+	err := results.WriteRun(in.dir, res, results.RunFiles{
 		Hgrms: hgrms,
 		Latency: []results.LatencySeries{{Name: "ack", H: h.ack}, {Name: "hw lag", H: h.hw},
 			{Name: "e2e", H: h.e2e}, {Name: "send delay", H: h.sd}},
 		Timeline:   tl.tl.Rows(),
-		PlotFailed: func(err error) { r.notef("plot: %v", err) },
+		PlotFailed: func(err error) { in.notef("plot: %v", err) },
 	})
 	if err != nil {
 		return err
 	}
-	return writeRunReport(r.dir)
+	return writeRunReport(in.dir)
 }

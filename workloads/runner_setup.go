@@ -3,207 +3,176 @@ package workloads
 import (
 	"context"
 	"math/rand/v2"
-	"path/filepath"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/workloads/internal/poll"
 	"github.com/isrbench/isrbench/workloads/load"
 	"github.com/isrbench/isrbench/workloads/target"
 )
 
-// A run goes through five phases, each handing its value to the next: setup builds the rig
-// (the target, the disk guard, the topic, the clients and the schedule: the runPlan); measure
-// runs the load and the loops alongside it and returns the measurement; settle (heal, drain,
-// wait for the replicas and the consumers) returns what it settled; verify (the durability
-// checks) the verdict; report writes result.json and the other files from all of them.
-// Everything a phase starts that must end with the run is registered in rig.loops, which do
-// closes on every path.
-
-// runPlan is what a run will do, fixed by setup before the load starts.
-type runPlan struct {
-	id        string
-	startedAt time.Time
-	seeds     []string
-	// conn are the options every client starts from: the seeds and the target's security.
-	conn []kgo.Opt
-	// grouped: the consumers are members of consumers.group.id (else each reads every
-	// partition from startOffs).
-	grouped bool
-	// startOffs is each partition's HW before the load (exclusive: the first offset the load
-	// can write), where the read-back starts.
-	startOffs []int64
-	// base is the first producer id of this run.
-	base uint32
-	// The load runs from loadStart; the measurement window is [measureStart, measureEnd).
-	loadStart, measureStart, measureEnd time.Time
-	// sendFrom is each producer's (r.prods[i]) first send: loadStart staggered by a slot
-	// fraction within its group so that the producers' schedules interleave.
-	sendFrom []time.Time
-	// faults: the spec has a fault schedule (settle waits for full ISRs again).
-	faults bool
-}
-
 // setup opens the target and the admin client, checks the disk guard's floor, prepares the
 // topic (and a kafka:// target's settings), creates the clients and fixes the schedule.
-func (r *rig) setup(ctx context.Context, id string, startedAt time.Time) error {
-	s := r.spec
-	p := &r.plan
-	p.id, p.startedAt, p.faults = id, startedAt, len(s.Faults) > 0
-	// Cancellation (ctrl-C) must still clean up: the target is closed by loops.close.
-	tgt, err := target.OpenTarget(ctx, r.opts.Target, s, target.TargetOptions{OnHWLag: r.onHWLag, OnDamage: r.onDamage, Log: r.opts.Stderr, Seed: rand.Uint64(), FS: r.opts.fs})
+func setup(ctx context.Context, in *runInput, ls *loops) (*prepared, error) {
+	s := in.spec
+	p := &prepared{sink: newCoreSink(), cl: &clients{}}
+	// Cancellation (ctrl-C) must still clean up: the target is closed by ls.close.
+	tgt, err := target.OpenTarget(ctx, in.opts.Target, s, target.TargetOptions{OnHWLag: p.sink.onHWLag, OnDamage: p.sink.onDamage, Log: in.opts.Stderr, Seed: rand.Uint64(), FS: in.opts.fs})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	r.tgt, r.parts = tgt, target.Inspect(tgt)
-	r.loops.onClose(func() {
-		if r.opts.beforeClose != nil {
-			r.opts.beforeClose(tgt)
+	ls.onClose(func() {
+		if in.opts.beforeClose != nil {
+			in.opts.beforeClose(tgt)
 		}
 		if cerr := tgt.Close(); cerr != nil {
-			r.notef("closing target: %v", cerr)
+			in.notef("closing target: %v", cerr)
 		}
 	})
+	t := &openTarget{Target: tgt, parts: target.Inspect(tgt)}
+	p.tgt = t
 	// The disk guard: refuse to start below isrbench.min.free.disk, and stop the load when
 	// the data dir's filesystem falls below it (see diskguard.go).
-	if r.parts.DataDir != "" {
-		r.guard = newDiskGuard(r.parts.DataDir, s.Broker.MinFreeDisk, r.opts.statFS)
-		if err := r.guard.check(); err != nil {
-			return err // no result: Run removes the empty run dir
+	if t.parts.DataDir != "" {
+		p.guard = newDiskGuard(t.parts.DataDir, s.Broker.MinFreeDisk, in.opts.statFS)
+		if err := p.guard.check(); err != nil {
+			return nil, err // no result: Run removes the empty run dir
 		}
 	}
-	p.seeds = tgt.Seeds()
-	p.conn = target.ClientOpts(p.seeds, target.TargetSecurity(tgt))
-	admCl, err := kgo.NewClient(append(p.conn[:len(p.conn):len(p.conn)], kgo.MetadataMinAge(target.FreshMetadata))...)
+	t.conn = target.ClientOpts(tgt.Seeds(), target.TargetSecurity(tgt))
+	admCl, err := kgo.NewClient(append(t.conn[:len(t.conn):len(t.conn)], kgo.MetadataMinAge(target.FreshMetadata))...)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	r.loops.onClose(admCl.Close)
-	r.adm = kadm.NewClient(admCl)
-	r.loops.onClose(func() { r.restoreTarget(ctx) }) // before admCl.Close: also after a partial prepareTarget
-	if err := r.prepareTarget(ctx, r.adm); err != nil {
-		return err
+	ls.onClose(admCl.Close)
+	t.adm = kadm.NewClient(admCl)
+	if p.tcfg, err = prepareTarget(ctx, in, t.adm, ls); err != nil {
+		return nil, err
 	}
-	if rr := r.parts.Replication; rr != nil {
+	if rr := t.parts.Replication; rr != nil {
 		grace := time.Duration(s.Topic.Partitions*s.Topic.ReplicationFactor) * cluster.ApplyAllowance
 		if why := waitFollowersFetching(ctx, rr, s.Topic.Name, 10*time.Second+grace); why != "" {
-			r.notef("starting the load although not every follower is fetching yet: %s", why)
+			in.notef("starting the load although not every follower is fetching yet: %s", why)
 		}
 	}
-	if p.startOffs, err = target.ListOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, true); err != nil {
-		return err
+	if p.startOffs, err = target.ListOffsets(ctx, t.adm, s.Topic.Name, s.Topic.Partitions, true); err != nil {
+		return nil, err
 	}
-	r.loops.onClose(r.closeClients)
-	if err := r.joinGroup(ctx); err != nil {
-		return err
+	ls.onClose(p.cl.close)
+	if err := joinGroup(ctx, in, t.conn, p.cl); err != nil {
+		return nil, err
 	}
-	if err := r.schedule(); err != nil {
-		return err
+	if p.sched, err = newSchedule(in); err != nil {
+		return nil, err
 	}
-	r.tl, err = newTimeline(r, filepath.Join(r.dir, "timeline.csv"), p.measureStart, p.measureEnd)
-	if err != nil {
-		return err
+	p.sink.win.Store(&p.sched.win)
+	p.cl.base = in.opts.Worker.IDBase(s.Name, rand.Uint32())
+	if p.obs, err = startObserver(ctx, in, tgt.Name(), t.conn, p.startOffs, p.sched.win, ls); err != nil {
+		return nil, err
 	}
-	r.loops.onClose(func() {
-		if !r.tl.started.Load() {
-			r.tl.f.Close() // the loop closes it once started
-		}
-	})
-	p.base = r.idBase()
-	if err := r.startObserver(ctx, p.conn, p.startOffs); err != nil {
-		return err
+	if p.txn, err = startTxn(ctx, in, t, p.startOffs, p.sched.win, ls); err != nil {
+		return nil, err
 	}
-	r.loops.onClose(r.stopObserver)
-	if err := r.startTxn(ctx); err != nil {
-		return err
-	}
-	return r.newClients()
+	return p, newClients(in, t.conn, p.startOffs, p.sched, p.obs, p.cl)
 }
 
 // joinGroup creates the group members: they join before the schedule is set, and the load
 // starts once they own every partition (their first rebalance), so that they read it from
 // its first record.
-func (r *rig) joinGroup(ctx context.Context) error {
-	s, p := r.spec, &r.plan
-	p.grouped = s.Consumers.GroupID != ""
-	if !p.grouped {
+func joinGroup(ctx context.Context, in *runInput, conn []kgo.Opt, cl *clients) error {
+	s := in.spec
+	cl.grouped = s.Consumers.GroupID != ""
+	if !cl.grouped {
 		return nil
 	}
 	changed := make(chan struct{}, 1)
 	for i := 0; i < s.Consumers.Count; i++ {
-		c, err := load.NewGroupConsumer(p.conn, s.Topic.Name, s.Topic.Partitions, s.Consumers, load.Window{}, func(uint32) bool { return false }, changed)
+		c, err := load.NewGroupConsumer(conn, s.Topic.Name, s.Topic.Partitions, s.Consumers, load.Window{}, func(uint32) bool { return false }, changed)
 		if err != nil {
 			return err
 		}
-		r.cons = append(r.cons, c)
+		cl.cons = append(cl.cons, c)
 	}
-	if len(r.cons) > 0 {
-		if err := load.WaitGroupAssigned(ctx, r.cons, s.Topic.Partitions, changed, 60*time.Second); err != nil {
-			r.notef("consumer group %s: %v; starting the load anyway", s.Consumers.GroupID, err)
+	if len(cl.cons) > 0 {
+		if err := load.WaitGroupAssigned(ctx, cl.cons, s.Topic.Partitions, changed, 60*time.Second); err != nil {
+			in.notef("consumer group %s: %v; starting the load anyway", s.Consumers.GroupID, err)
 		}
 	}
 	return nil
 }
 
-// schedule fixes the load's start and the measurement window.
-func (r *rig) schedule() error {
-	p := &r.plan
-	var err error
-	if p.loadStart, err = r.loadStart(); err != nil {
-		return err
+// newSchedule fixes the load's start and the measurement window.
+func newSchedule(in *runInput) (schedule, error) {
+	start, err := loadStart(in.opts.Worker)
+	if err != nil {
+		return schedule{}, err
 	}
-	p.measureStart = p.loadStart.Add(r.spec.Warmup)
-	p.measureEnd = p.measureStart.Add(r.spec.Duration)
-	r.win = load.Window{Start: p.measureStart.UnixNano(), End: p.measureEnd.UnixNano()}
-	r.hwWin.Store(&r.win)
-	return nil
+	sc := schedule{loadStart: start, measureStart: start.Add(in.spec.Warmup)}
+	sc.measureEnd = sc.measureStart.Add(in.spec.Duration)
+	sc.win = load.Window{Start: sc.measureStart.UnixNano(), End: sc.measureEnd.UnixNano()}
+	return sc, nil
 }
 
 // newClients creates this run's producers (each with its first send time) and the consumers
 // that are not group members; the group members get the window.
-func (r *rig) newClients() error {
-	s, p := r.spec, &r.plan
+func newClients(in *runInput, conn []kgo.Opt, startOffs []int64, sc schedule, obs *hwObs, cl *clients) error {
+	s := in.spec
 	ids := map[uint32]bool{}
 	global := 0 // the producer's number across the groups (and the workers)
 	for gi, g := range s.ProducerGroups() {
 		for i := 0; i < g.Count; i, global = i+1, global+1 {
-			if !r.opts.Worker.Owns(global) {
+			if !in.opts.Worker.Owns(global) {
 				continue
 			}
 			rate := 0.0
 			if g.Count > 0 {
 				rate = g.Rate / float64(g.Count)
 			}
-			pr, err := load.NewProducer(p.base+uint32(global), p.conn, g, s.Topic.Name, rate, r.win, r.opts.WaitMode, txnIDOf(g, global))
+			pr, err := load.NewProducer(cl.base+uint32(global), conn, g, s.Topic.Name, rate, sc.win, in.opts.WaitMode, txnIDOf(g, global))
 			if err != nil {
-				return err // closeClients (in loops) closes what was opened
+				return err // clients.close (in the loops) closes what was opened
 			}
-			pr.Group, pr.Obs = gi, r.obs
+			pr.Group = gi
+			if obs != nil {
+				pr.Obs = obs.HWObserver
+			}
 			ids[pr.ID] = true
-			r.prods = append(r.prods, pr)
-			st := p.loadStart
+			cl.prods = append(cl.prods, pr)
+			st := sc.loadStart
 			if g.Rate > 0 {
 				st = st.Add(time.Duration(float64(i) * 1e9 / g.Rate))
 			}
-			p.sendFrom = append(p.sendFrom, st)
+			cl.sendFrom = append(cl.sendFrom, st)
 		}
 	}
 	ours := func(pid uint32) bool { return ids[pid] }
-	if p.grouped {
-		for _, c := range r.cons {
-			c.Win, c.Ours = r.win, ours // created before the schedule: see joinGroup
+	if cl.grouped {
+		for _, c := range cl.cons {
+			c.Win, c.Ours = sc.win, ours // created before the schedule: see joinGroup
 		}
 		return nil
 	}
 	for i := 0; i < s.Consumers.Count; i++ {
-		c, err := load.NewConsumer(p.conn, s.Topic.Name, p.startOffs, r.win, ours, load.IsolationOpts(s.Consumers.IsolationLevel)...)
+		c, err := load.NewConsumer(conn, s.Topic.Name, startOffs, sc.win, ours, load.IsolationOpts(s.Consumers.IsolationLevel)...)
 		if err != nil {
 			return err
 		}
-		c.Peers = load.NewPeerClock(r.opts.Worker, p.base, r.producerTotal())
-		r.cons = append(r.cons, c)
+		c.Peers = load.NewPeerClock(in.opts.Worker, cl.base, producerTotal(in.spec))
+		cl.cons = append(cl.cons, c)
 	}
 	return nil
+}
+
+// waitFollowersFetching waits (up to d) until every follower of the freshly created topic has
+// fetched from its leader. A follower whose first fetch raced the leader's own metadata update
+// (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER) backs off replica.fetch.backoff.ms, as
+// in Kafka, and its partition then waits for the fetcher's parked long poll: acks=all produces
+// to it stall for up to backoff + replica.fetch.wait.max.ms (1.5 s by default). That belongs to
+// topic creation, not to the workload, so the load starts after it. It returns what is still
+// not fetching when d passes ("" when ready).
+func waitFollowersFetching(ctx context.Context, rr target.ReplicationReadier, topic string, d time.Duration) string {
+	return poll.Until(ctx, d, 5*time.Millisecond, func() string { return rr.ReplicationReady(topic) })
 }

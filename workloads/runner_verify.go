@@ -7,108 +7,75 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/isrbench/isrbench/internal/replicaverify"
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads/load"
 	"github.com/isrbench/isrbench/workloads/target"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// verdict is what verify found.
-type verdict struct {
-	// readFrom is where the read-back started in each partition (inclusive): the HW before
-	// the load, or the log start where retention deleted past it.
-	readFrom []int64
-	dc       results.DurabilityCounts
-	byAcks   map[string]results.DurabilityCounts
-	// err is set when the read-back could not finish (the counts are then incomplete).
-	err      error
-	replicas *replicaReport
-	// txn is the read_committed verdict of a transactional run (nil otherwise).
-	txn *results.Transactions
-}
 
 // verify reads back every partition from the HW before the load to its end offset after it
 // and checks each acknowledged record is there once and in order (checkDurability), then
 // compares the replica logs where the target can read them.
-func (r *rig) verify(ctx context.Context, st settled) (*verdict, error) {
-	s := r.spec
-	startOffs := r.plan.startOffs
+func verify(ctx context.Context, in *runInput, p *prepared, st *settled) (*verified, error) {
+	s, t := in.spec, p.tgt
+	startOffs := p.startOffs
 	// Retention may have deleted the oldest acknowledged records: settle it (embedded), then
 	// read back from the log start where it is past the offsets listed before the load.
-	if ra := r.parts.Retention; ra != nil {
+	if ra := t.parts.Retention; ra != nil {
 		ra.ApplyRetention()
 	}
-	logStarts, err := target.ListOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, false)
+	logStarts, err := target.ListOffsets(ctx, t.adm, s.Topic.Name, s.Topic.Partitions, false)
 	if err != nil {
 		return nil, err
 	}
-	v := &verdict{readFrom: make([]int64, len(startOffs))}
-	for p := range startOffs {
-		v.readFrom[p] = max(startOffs[p], min(logStarts[p], st.endOffs[p]))
+	v := &verified{readFrom: make([]int64, len(startOffs))}
+	for i := range startOffs {
+		v.readFrom[i] = max(startOffs[i], min(logStarts[i], st.endOffs[i]))
 	}
 	verifyCtx, cancelVerify := context.WithTimeout(ctx, 60*time.Second)
-	v.dc, v.byAcks, v.err = load.CheckDurability(verifyCtx, r.plan.conn, s.Topic.Name, startOffs, v.readFrom, st.endOffs, r.prods)
+	v.dc, v.byAcks, v.err = load.CheckDurability(verifyCtx, t.conn, s.Topic.Name, startOffs, v.readFrom, st.endOffs, p.cl.prods)
 	cancelVerify()
 	if v.err != nil {
-		r.notef("durability check: %v", v.err)
+		in.notef("durability check: %v", v.err)
 	}
-	if after, err := target.ListOffsets(ctx, r.adm, s.Topic.Name, s.Topic.Partitions, false); err == nil {
-		for p := range after {
-			if after[p] > v.readFrom[p] {
-				r.notef("durability check: log start of partition %d moved from %d to %d during the read-back (retention): records between may count as lost", p, v.readFrom[p], after[p])
+	if after, err := target.ListOffsets(ctx, t.adm, s.Topic.Name, s.Topic.Partitions, false); err == nil {
+		for i := range after {
+			if after[i] > v.readFrom[i] {
+				in.notef("durability check: log start of partition %d moved from %d to %d during the read-back (retention): records between may count as lost", i, v.readFrom[i], after[i])
 			}
 		}
 	}
-	v.txn = r.verifyTxn(ctx, v.readFrom, st.endOffs)
-	v.replicas = r.checkReplicas(ctx, v.readFrom)
+	v.txn = verifyTxn(ctx, in, p, st, v.readFrom)
+	v.replicas = checkReplicas(ctx, in, t, p.cl.prods, v.readFrom)
 	return v, nil
-}
-
-// replicaReport is the verdict of the replica comparison after the run: the bytes (every ISR
-// member's log identical to the leader's up to the HW, batch by batch, compared over the wire
-// by internal/replicaverify as isrbench verify-replicas does: durability.replicas_identical)
-// and, where the target can read its replica logs directly (embedded), the records (every
-// running replica holds the leader's records from the read-back's start, none of the
-// acknowledged ones missing: faults.json replica_logs).
-type replicaReport struct {
-	bytesSame bool
-	bytesWhy  string // the divergences (and ISR replicas that could not be read), "; "-joined
-	bytesErr  error  // the comparison could not run
-	checked   string // the range compared and the replicas skipped
-
-	records   bool // the records were compared (the target reads its replica logs)
-	identical bool
-	why       string
-	nlogs     int   // replica logs read
-	lost      int64 // acknowledged records below the HW missing from some running replica's log
-	err       error
 }
 
 // checkReplicas compares the replicas of the topic: their bytes through replicaverify on
 // every target, their records where the target can read its replica logs; the records from
 // readFrom (the read-back's start).
-func (r *rig) checkReplicas(ctx context.Context, readFrom []int64) *replicaReport {
+func checkReplicas(ctx context.Context, in *runInput, t *openTarget, prods []*load.Producer, readFrom []int64) *replicaReport {
 	rep := &replicaReport{identical: true}
-	topic := r.spec.Topic.Name
-	rr := r.parts.Replicas
-	r.verifyReplicaBytes(ctx, rep, rr)
+	topic := in.spec.Topic.Name
+	rr := t.parts.Replicas
+	verifyReplicaBytes(ctx, t.conn, topic, rep, rr)
 	switch {
 	case rep.bytesErr != nil:
-		r.notef("replica comparison: %v", rep.bytesErr)
+		in.notef("replica comparison: %v", rep.bytesErr)
 	case !rep.bytesSame:
-		r.notef("replicas differ: %s", rep.bytesWhy)
+		in.notef("replicas differ: %s", rep.bytesWhy)
 	}
 	if rr == nil {
 		return rep
 	}
 	rep.records = true
-	checkReplicaLogs(rr, topic, readFrom, r.prods, rep)
+	checkReplicaLogs(rr, topic, readFrom, prods, rep)
 	if rep.err != nil {
-		r.notef("replica logs: %v", rep.err)
+		in.notef("replica logs: %v", rep.err)
 	}
 	if !rep.identical {
-		r.notef("replica logs differ: %s", rep.why)
+		in.notef("replica logs differ: %s", rep.why)
 	}
 	return rep
 }
@@ -117,9 +84,8 @@ func (r *rig) checkReplicas(ctx context.Context, readFrom []int64) *replicaRepor
 // replica). A replica it could not read is skipped when its broker is stopped (the fault
 // schedule's, as rr reports running replicas) or out of the ISR; an ISR member of a running
 // broker it could not read leaves the replicas unverified (replicas_identical false).
-func (r *rig) verifyReplicaBytes(ctx context.Context, rep *replicaReport, rr target.ReplicaReader) {
-	topic := r.spec.Topic.Name
-	cl, err := kgo.NewClient(r.plan.conn...)
+func verifyReplicaBytes(ctx context.Context, conn []kgo.Opt, topic string, rep *replicaReport, rr target.ReplicaReader) {
+	cl, err := kgo.NewClient(conn...)
 	if err != nil {
 		rep.bytesErr = fmt.Errorf("replica comparison: client: %w", err)
 		return

@@ -61,8 +61,8 @@ func runScenario(t *testing.T, s *spec.Spec) (*results.Result, error) {
 	return res, err
 }
 
-// report reads the run's faults.json.
-func report(t *testing.T, res *results.Result) *FaultsReport {
+// faultsReport reads the run's faults.json.
+func faultsReport(t *testing.T, res *results.Result) *FaultsReport {
 	t.Helper()
 	if res.Files.Faults != FaultsReportFile {
 		t.Errorf("files.faults = %v", res.Files.Faults)
@@ -105,7 +105,7 @@ func TestScenarioFollowerPause(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fr := report(t, res)
+	fr := faultsReport(t, res)
 	if len(fr.Faults) != 1 || fr.PartitionsCSV != "partitions.csv" {
 		t.Fatalf("report %+v", fr)
 	}
@@ -150,7 +150,7 @@ func TestScenarioLeaderKill(t *testing.T) {
 	if d.Acked == 0 || d.Lost != 0 || d.OutOfOrder != 0 || !d.ReplicasIdentical {
 		t.Errorf("durability %+v", d)
 	}
-	if fr := report(t, res); fr.Faults[0].TimeToShrinkS < 0 || fr.ReplicaLogs == nil || !fr.ReplicaLogs.Identical {
+	if fr := faultsReport(t, res); fr.Faults[0].TimeToShrinkS < 0 || fr.ReplicaLogs == nil || !fr.ReplicaLogs.Identical {
 		t.Errorf("the killed leader never left the ISR, or replica logs differ: %+v %+v", fr.Faults, fr.ReplicaLogs)
 	}
 	// The ISR changes split into the leaders' and the controller's (fencing), adding up.
@@ -203,7 +203,7 @@ func TestScenarioMinISR(t *testing.T) {
 	if res.ISR.Shrinks < 3 {
 		t.Errorf("isr %+v: the fenced followers' ISR removals are not counted", res.ISR)
 	}
-	fr := report(t, res)
+	fr := faultsReport(t, res)
 	if len(fr.ProducerGroups) != 2 || fr.ProducerGroups[1].Acks != "1" || fr.ProducerGroups[1].Errors["NOT_ENOUGH_REPLICAS"] != 0 ||
 		fr.ProducerGroups[0].Errors["NOT_ENOUGH_REPLICAS"] == 0 {
 		t.Errorf("producer groups %+v", fr.ProducerGroups)
@@ -333,7 +333,7 @@ func TestRandomFaults(t *testing.T) {
 				t.Errorf("seed %d: err %v, durability %+v, replicas note %v\nfaults %+v", seed, err, d,
 					res.Notes["durability.replica_logs"], res.Faults)
 			}
-			if fr := report(t, res); fr.ReplicaLogs == nil || fr.ReplicaLogs.Checked == 0 || fr.ReplicaLogs.Lost != 0 {
+			if fr := faultsReport(t, res); fr.ReplicaLogs == nil || fr.ReplicaLogs.Checked == 0 || fr.ReplicaLogs.Lost != 0 {
 				t.Errorf("seed %d: replica logs %+v", seed, fr.ReplicaLogs)
 			}
 		})
@@ -521,7 +521,7 @@ faults:
 	if err != nil {
 		t.Fatal(err)
 	}
-	fr := report(t, res)
+	fr := faultsReport(t, res)
 	if len(fr.Faults) != 1 || fr.Faults[0].Target != "links=[0]<->[1 2]" {
 		t.Fatalf("faults %+v", fr.Faults)
 	}

@@ -3,11 +3,14 @@ package workloads
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"sync/atomic"
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/load"
+	"github.com/isrbench/isrbench/workloads/spec"
 	"github.com/isrbench/isrbench/workloads/target"
 )
 
@@ -15,7 +18,12 @@ import (
 // ack and HW-lag p99, ISR min/max, under-replicated partitions; it writes timeline.csv and the
 // progress line. One goroutine runs loop; the runner reads the totals after loop returned.
 type timeline struct {
-	r          *rig
+	tgt        target.Target // sampled (Sample) for the ISR and offsets columns
+	spec       *spec.Spec    // the topic, warm-up and duration
+	prods      []*load.Producer
+	hwInterval func() *results.Histogram // the HW lag since the last call (hw_lag_p99_us)
+	quiet      bool
+	stderr     io.Writer // the progress line and the sampling errors
 	path       string
 	f          *os.File
 	tl         *results.Timeline
@@ -34,7 +42,11 @@ type timeline struct {
 	started atomic.Bool
 }
 
-func newTimeline(r *rig, path string, start, end time.Time) (*timeline, error) {
+// newTimeline creates path for a timeline of s's topic over [start, end] that samples tgt
+// every interval, with the producers' counters and hwInterval's HW lag; the progress line
+// and the sampling errors go to stderr unless quiet.
+func newTimeline(s *spec.Spec, tgt target.Target, prods []*load.Producer, hwInterval func() *results.Histogram,
+	interval time.Duration, quiet bool, stderr io.Writer, path string, start, end time.Time) (*timeline, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
@@ -44,8 +56,9 @@ func newTimeline(r *rig, path string, start, end time.Time) (*timeline, error) {
 		f.Close()
 		return nil, err
 	}
-	t := &timeline{r: r, path: path, f: f, tl: tl, start: start, end: end, interval: r.opts.TimelineInterval}
-	if sf, ok := r.opts.Stderr.(*os.File); ok {
+	t := &timeline{tgt: tgt, spec: s, prods: prods, hwInterval: hwInterval, quiet: quiet, stderr: stderr,
+		path: path, f: f, tl: tl, start: start, end: end, interval: interval}
+	if sf, ok := t.stderr.(*os.File); ok {
 		if st, err := sf.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 			t.tty = true
 		}
@@ -78,10 +91,10 @@ func (t *timeline) expands() int64 {
 func (t *timeline) sample(ctx context.Context) (target.Sample, bool) {
 	sctx, cancel := context.WithTimeout(ctx, t.interval)
 	defer cancel()
-	s, err := t.r.tgt.Sample(sctx, t.r.spec.Topic.Name)
+	s, err := t.tgt.Sample(sctx, t.spec.Topic.Name)
 	if err != nil {
-		if t.sampleErr == nil && !t.r.opts.Quiet {
-			fmt.Fprintf(t.r.opts.Stderr, "timeline: sampling the cluster: %v\n", err)
+		if t.sampleErr == nil && !t.quiet {
+			fmt.Fprintf(t.stderr, "timeline: sampling the cluster: %v\n", err)
 		}
 		t.sampleErr = err
 		return target.Sample{}, false
@@ -103,11 +116,11 @@ func (t *timeline) loop(ctx context.Context) {
 			if s, ok := t.sample(context.Background()); ok {
 				t.last, t.haveLast = s, true
 			}
-			if t.tty && !t.r.opts.Quiet {
-				fmt.Fprint(t.r.opts.Stderr, "\n")
+			if t.tty && !t.quiet {
+				fmt.Fprint(t.stderr, "\n")
 			}
-			if err := t.tl.Flush(); err != nil && !t.r.opts.Quiet {
-				fmt.Fprintf(t.r.opts.Stderr, "timeline: %v\n", err)
+			if err := t.tl.Flush(); err != nil && !t.quiet {
+				fmt.Fprintf(t.stderr, "timeline: %v\n", err)
 			}
 			return
 		case now := <-tick.C:
@@ -141,13 +154,13 @@ func (t *timeline) loop(ctx context.Context) {
 func (t *timeline) takeInterval() (recs, bytes, errs int64, ack, hw *results.Histogram) {
 	ack = results.NewHistogram()
 	var r, b, e int64
-	for _, p := range t.r.prods {
+	for _, p := range t.prods {
 		ack.Merge(p.Ack.Interval())
 		r += p.NAcked.Load()
 		b += p.NBytes.Load()
 		e += p.NErrs.Load()
 	}
-	hw = t.r.timelineHWInterval()
+	hw = t.hwInterval()
 	recs, bytes, errs = r-t.lastRecs, b-t.lastBytes, e-t.lastErrs
 	t.lastRecs, t.lastBytes, t.lastErrs = r, b, e
 	return
@@ -171,15 +184,15 @@ func (t *timeline) row(ctx context.Context, now time.Time, dt time.Duration) {
 		}
 	}
 	row.Extra = []any{t.shrinks(), t.expands(), s.HWTotal, s.LEOTotal, s.MaxLag, fmt.Sprint(s.Leaders)}
-	if err := t.tl.Write(row); err != nil && !t.r.opts.Quiet {
-		fmt.Fprintf(t.r.opts.Stderr, "timeline: %v\n", err)
+	if err := t.tl.Write(row); err != nil && !t.quiet {
+		fmt.Fprintf(t.stderr, "timeline: %v\n", err)
 	}
 	t.progress(now, row.RecordsPerS, row.MBPerS, row.AckP99Us)
 }
 
 // progress prints the live line: \r-updated on a terminal, one line every 5 s otherwise.
 func (t *timeline) progress(now time.Time, rps, mbps, p99 float64) {
-	if t.r.opts.Quiet {
+	if t.quiet {
 		return
 	}
 	if !t.tty && now.Sub(t.lastPrint) < 5*time.Second {
@@ -188,17 +201,17 @@ func (t *timeline) progress(now time.Time, rps, mbps, p99 float64) {
 	t.lastPrint = now
 	var line string
 	if now.Before(t.start) {
-		w := t.r.spec.Warmup
+		w := t.spec.Warmup
 		line = fmt.Sprintf("warm-up %4.1fs/%s", max(w-t.start.Sub(now), 0).Seconds(), w)
 	} else {
 		el := now.Sub(t.start)
 		line = fmt.Sprintf("%5.1fs/%s (%s left)  %8.0f records/s  %7.2f MB/s  ack p99 %s µs",
-			el.Seconds(), t.r.spec.Duration, max(t.end.Sub(now), 0).Round(time.Second), rps, mbps,
+			el.Seconds(), t.spec.Duration, max(t.end.Sub(now), 0).Round(time.Second), rps, mbps,
 			results.FormatValue(p99))
 	}
 	if t.tty {
-		fmt.Fprintf(t.r.opts.Stderr, "\r\033[K%s", line)
+		fmt.Fprintf(t.stderr, "\r\033[K%s", line)
 	} else {
-		fmt.Fprintln(t.r.opts.Stderr, line)
+		fmt.Fprintln(t.stderr, line)
 	}
 }

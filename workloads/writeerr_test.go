@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads/spec"
 	"github.com/isrbench/isrbench/workloads/target"
 )
@@ -24,7 +25,7 @@ func TestPartTimelineWriteError(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("no /dev/full")
 	}
-	pt := newPartTimeline(&rig{spec: spec.DefaultSpec()}, onePartition{}, "/dev/full", time.Now().Add(-time.Second))
+	pt := newPartTimeline(spec.DefaultSpec(), nil, onePartition{}, "/dev/full", time.Now().Add(-time.Second))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	pt.loop(ctx)
@@ -43,9 +44,8 @@ func TestTimelineFlushError(t *testing.T) {
 		t.Skip("no /dev/full")
 	}
 	var stderr strings.Builder
-	r := &rig{spec: spec.DefaultSpec(), tgt: sampleOnly{}, opts: Options{Stderr: &stderr, TimelineInterval: time.Second}}
 	now := time.Now()
-	tl, err := newTimeline(r, "/dev/full", now, now.Add(time.Second))
+	tl, err := newTimeline(spec.DefaultSpec(), sampleOnly{}, nil, results.NewHistogram, time.Second, false, &stderr, "/dev/full", now, now.Add(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
