@@ -15,6 +15,10 @@ import (
 // same transactional.id (load.Producer.Restart); the fault's detail says what the new
 // instance got and how the zombie's commit was refused. It acts on the harness's own
 // producer, so every target runs it.
+// restartGrace is how long after the measurement a restart-producer fault still waits for the
+// producer to take it.
+const restartGrace = 5 * time.Second
+
 func (fr *faultRunner) runProducerRestart(ctx context.Context, i int, f spec.Fault) {
 	log, measureStart, measureEnd := fr.log, fr.measureStart, fr.measureEnd
 	if !poll.At(ctx, measureStart.Add(f.At)) {
@@ -35,9 +39,11 @@ func (fr *faultRunner) runProducerRestart(ctx context.Context, i int, f spec.Fau
 		rf.Error = fmt.Sprintf("producer %d does not run in this worker", n)
 		return
 	}
-	// The restart waits for the producer's next open transaction, at the latest until the
-	// end of the measurement.
-	rctx, cancel := context.WithDeadline(ctx, measureEnd)
+	// The restart waits for the producer's next open transaction, at the latest until a
+	// little after the end of the measurement: a producer that reaches the end with a
+	// transaction open is killed in that one (on a slow machine the load can end before any
+	// transaction got half its records), and it reaches the end after its last send returned.
+	rctx, cancel := context.WithDeadline(ctx, measureEnd.Add(restartGrace))
 	defer cancel()
 	rep := pr.Restart(rctx)
 	rf.EndS = time.Since(measureStart).Seconds()

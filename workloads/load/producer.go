@@ -166,6 +166,14 @@ func (p *Producer) loop(ctx context.Context, start, end time.Time) error {
 	for {
 		intended, actual, ok := pc.Next(ctx)
 		if !ok {
+			if p.txn != nil && p.txn.open && seq > p.txn.first {
+				select {
+				case req := <-p.restart: // the load ended before half a transaction (a slow machine): kill it in this one
+					req.done <- p.restartTxn(ctx, seq)
+					return nil
+				default:
+				}
+			}
 			return p.endTxn(ctx, seq) // a transactional producer's last transaction
 		}
 		in := intended.UnixNano()
