@@ -200,7 +200,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := cfg.Limits.Check(cfg.SocketRequestMaxBytes); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	if err := cfg.checkRanges(); err != nil {
+	if err := cfg.readFields(); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	sec, err := resolveSecurity(&cfg)

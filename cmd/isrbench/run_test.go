@@ -81,7 +81,7 @@ func TestRunSweepUsage(t *testing.T) {
 		{[]string{"run", "extra"}, 2, "unexpected arguments"},
 		{[]string{"run", "--help"}, 0, "num.replica.fetchers (broker.num.replica.fetchers)"},
 		{[]string{"serve", "--help"}, 0, "replica.lag.time.max.ms                        long ms, default 30000, allowed 2..9223372036854, read-only"},
-		{[]string{"serve", "--set", "replica.lag.time.max.ms=1"}, 2, "replica.lag.time.max.ms: 1 is outside [2, 9223372036854]"},
+		{[]string{"serve", "--set", "replica.lag.time.max.ms=1"}, 2, "replica.lag.time.max.ms: 1 is out of range; allowed 2..9223372036854"},
 		{[]string{"sweep", "--vary", "acks"}, 2, "want key=v1,v2"},
 		{[]string{"sweep", "--repeat", "0"}, 2, "--repeat 0"},
 		{[]string{"sweep", "--vary", "acks=all,2"}, 2, "all|-1|1|0"},
