@@ -25,6 +25,9 @@ type binding struct {
 	// zero is the value a zero (or negative) field stands for, set in Go: the registry's
 	// default where the field documents "0 = the default"; nil where zero is a value.
 	zero func(c *Config) string
+	// own: isrbench's default is not the registry's (Kafka's); a setting not given leaves
+	// the field 0, which stands for isrbench's (zero). Only for *int16 and *int64 fields.
+	own bool
 }
 
 // bind is a binding whose zero field is a value.
@@ -53,7 +56,7 @@ var bindings = sortedBindings([]binding{
 	bindZero("broker.session.timeout.ms", func(c *Config) any { return &c.Controller.BrokerSessionTimeoutMs }),
 	// default.replication.factor: 0 = isrbench's own default, min(3, brokers).
 	{name: "default.replication.factor", field: func(c *Config) any { return &c.DefaultReplicationFactor },
-		zero: func(c *Config) string { return strconv.Itoa(min(3, max(1, c.Brokers))) }},
+		zero: func(c *Config) string { return strconv.Itoa(min(3, max(1, c.Brokers))) }, own: true},
 	bind("group.initial.rebalance.delay.ms", func(c *Config) any { return &c.Group.InitialRebalanceDelayMs }),
 	bind("group.max.session.timeout.ms", func(c *Config) any { return &c.Group.MaxSessionTimeoutMs }),
 	bind("group.max.size", func(c *Config) any { return &c.Group.MaxSize }),
@@ -99,7 +102,7 @@ var bindings = sortedBindings([]binding{
 	bind("offsets.topic.segment.bytes", func(c *Config) any { return &c.Group.OffsetsTopicSegmentBytes }),
 	// queued.max.request.bytes: 0 = isrbench's default (netfetch.DefaultConnLimits).
 	{name: "queued.max.request.bytes", field: func(c *Config) any { return &c.Limits.QueuedMaxRequestBytes },
-		zero: func(*Config) string { return strconv.FormatInt(defaultQueuedMaxRequestBytes, 10) }},
+		zero: func(*Config) string { return strconv.FormatInt(defaultQueuedMaxRequestBytes, 10) }, own: true},
 	bind("replica.fetch.backoff.ms", func(c *Config) any { return &c.Broker.ReplicaFetchBackoffMs }),
 	bind("replica.fetch.max.bytes", func(c *Config) any { return &c.Broker.ReplicaFetchMaxBytes }),
 	bind("replica.fetch.min.bytes", func(c *Config) any { return &c.Broker.ReplicaFetchMinBytes }),
@@ -134,15 +137,22 @@ func lookupBinding(name string) (binding, bool) {
 // load sets b's field of c from c.Settings.
 func (b binding) load(c *Config) error {
 	s, name := c.Settings, b.name
+	own := b.own && !s.IsSet(name) // 0 stands for isrbench's default
 	switch p := b.field(c).(type) {
-	case *int:
-		*p = int(s.Int(name))
 	case *int16:
 		*p = int16(s.Int(name))
-	case *int32:
-		*p = int32(s.Int(name))
+		if own {
+			*p = 0
+		}
 	case *int64:
 		*p = s.Int(name)
+		if own {
+			*p = 0
+		}
+	case *int:
+		*p = int(s.Int(name))
+	case *int32:
+		*p = int32(s.Int(name))
 	case *bool:
 		*p = s.Bool(name)
 	case *string:

@@ -172,7 +172,7 @@ func (r *rig) resolveExec(ctx context.Context, f spec.Fault) (target.ExecBroker,
 	if er == nil {
 		return target.ExecBroker{}, fmt.Errorf("target %s cannot resolve exec fault targets", r.tgt.Name())
 	}
-	pt, err := spec.ParseFaultTarget("target", f, r.spec.Brokers, r.spec.Topic.Name, r.spec.Topic.Partitions, r.spec.Broker.OffsetsTopicNumPartitions)
+	pt, err := spec.ParseFaultTarget("target", f, r.spec.Brokers, r.spec.Topic.Name, r.spec.Topic.Partitions, int(r.spec.Settings.Int("offsets.topic.num.partitions")))
 	if err != nil {
 		return target.ExecBroker{}, err
 	}

@@ -38,11 +38,11 @@ func (r *rig) report(m *measurement, st settled, v *verdict) (*results.Result, e
 		r.notef("e2e: consumers still behind the HW %v after the run; e2e_latency_us misses their unread records", consumerCatchUp)
 	}
 	if v.dc.Expired > 0 {
-		res.Note("durability.expired", fmt.Sprintf("%d acknowledged records were deleted by retention (log.retention.bytes=%d, log.retention.ms=%d) before the read-back, which starts at the log start; they are not counted as lost", v.dc.Expired, s.Broker.LogRetentionBytes, s.Broker.LogRetentionMs))
+		res.Note("durability.expired", fmt.Sprintf("%d acknowledged records were deleted by retention (log.retention.bytes=%d, log.retention.ms=%d) before the read-back, which starts at the log start; they are not counted as lost", v.dc.Expired, s.Settings.Int("log.retention.bytes"), s.Settings.Int("log.retention.ms")))
 	}
 	if r.guard != nil {
 		peak, minFree := r.guard.stats()
-		res.Note("disk", fmt.Sprintf("data dir peak %s (%d bytes, sampled every %s), least free space %s, floor isrbench.min.free.disk=%s", humanBytes(peak), peak, diskGuardInterval, humanBytes(minFree), s.Broker.MinFreeDisk))
+		res.Note("disk", fmt.Sprintf("data dir peak %s (%d bytes, sampled every %s), least free space %s, floor isrbench.min.free.disk=%s", humanBytes(peak), peak, diskGuardInterval, humanBytes(minFree), s.MinFreeDisk))
 	}
 	fr := &FaultsReport{ProducerGroups: r.groupFigures()}
 	v.replicas.apply(res, fr)
@@ -72,7 +72,7 @@ func (r *rig) report(m *measurement, st settled, v *verdict) (*results.Result, e
 		fr.print(r.opts.Stdout)
 		if r.guard != nil {
 			peak, _ := r.guard.stats()
-			fmt.Fprintf(r.opts.Stdout, "disk: data dir peak %s (log.retention.bytes=%d, log.segment.bytes=%d)\n", humanBytes(peak), s.Broker.LogRetentionBytes, s.Broker.LogSegmentBytes)
+			fmt.Fprintf(r.opts.Stdout, "disk: data dir peak %s (log.retention.bytes=%d, log.segment.bytes=%d)\n", humanBytes(peak), s.Settings.Int("log.retention.bytes"), s.Settings.Int("log.segment.bytes"))
 		}
 		fmt.Fprintf(r.opts.Stdout, "results: %s (report.html)\n", r.dir)
 	}
@@ -133,13 +133,13 @@ func formatCounts(m map[string]int64) string {
 // fsync per message.
 func lossExpected(s *spec.Spec) string {
 	var why []string
-	if s.Broker.UncleanLeaderElectionEnable {
+	if s.Settings.Bool("unclean.leader.election.enable") {
 		why = append(why, "unclean.leader.election.enable=true")
 	}
-	if s.Broker.TruncateMode == "hw" {
+	if s.Settings.Text("isrbench.truncate.mode") == "hw" {
 		why = append(why, "isrbench.truncate.mode=hw (ablation)")
 	}
-	if s.Broker.FlushMessages > 1 {
+	if s.Settings.Int("log.flush.interval.messages") > 1 {
 		for _, f := range s.Faults {
 			if f.Kind == "crash-broker" {
 				why = append(why, "crash-broker with flush.messages > 1 (unsynced data dropped)")

@@ -69,7 +69,7 @@ func (r *rig) setup(ctx context.Context, id string, startedAt time.Time) error {
 	// The disk guard: refuse to start below isrbench.min.free.disk, and stop the load when
 	// the data dir's filesystem falls below it (see diskguard.go).
 	if r.parts.DataDir != "" {
-		r.guard = newDiskGuard(r.parts.DataDir, s.Broker.MinFreeDisk, r.opts.statFS)
+		r.guard = newDiskGuard(r.parts.DataDir, s.MinFreeDisk, r.opts.statFS)
 		if err := r.guard.check(); err != nil {
 			return err // no result: Run removes the empty run dir
 		}

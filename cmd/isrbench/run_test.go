@@ -54,7 +54,7 @@ func TestRunSweepUsage(t *testing.T) {
 		{[]string{"run", "-w", laughs}, 2, "more than 100000 YAML nodes"},
 		{[]string{"run", "-w", tmp}, 2, "is a directory"},
 		{[]string{"run", "--set", "producers.count=0", "--set", "consumers.count=0"}, 2, "nothing to run or measure"},
-		{[]string{"run", "--set", "queued.max.request.bytes=1000"}, 2, "smaller than socket.request.max.bytes"},
+		{[]string{"run", "--set", "queued.max.request.bytes=1000"}, 2, "is less than socket.request.max.bytes"},
 		{[]string{"sweep", "--vary", "acks=all,1,all"}, 2, "value all given twice; use --repeat N"},
 		{[]string{"run", "--assume", "replica.fetch.max.bytes=4194304"}, 2, "--assume applies to a kafka:// target"},
 		{[]string{"run", "--assume", "producers.rate=5", "--target", "kafka://127.0.0.1:1"}, 2, "producers.rate is not a broker setting; allowed"},

@@ -96,3 +96,28 @@ func jsonEqual(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
 }
+
+// TestBrokerBlockErrorsNameKeyAndFile: a broker: block is checked by the registry; an
+// unknown key, a wrong type and a value out of range are errors naming the file, the line,
+// the key and the allowed values.
+func TestBrokerBlockErrorsNameKeyAndFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown", "broker:\n  replica.fetch.nope: 1\n", `line 2: unknown key "broker.replica.fetch.nope"`},
+		{"type", "broker:\n  num.replica.fetchers: many\n", `line 2: num.replica.fetchers: "many" is not an integer; allowed 1..64`},
+		{"range", "broker:\n  num.replica.fetchers: 65\n", "line 2: num.replica.fetchers: 65 is out of range; allowed 1..64"},
+		{"bool", "broker:\n  isrbench.zero.copy: maybe\n", `line 2: isrbench.zero.copy: "maybe" is not true or false; allowed true|false`},
+		{"mode", "broker:\n  isrbench.io: mmap\n", `line 2: isrbench.io: "mmap" is not allowed; allowed pwritev|uring|write`},
+		{"duration", "broker:\n  isrbench.produce.delay: 2h\n", "line 2: isrbench.produce.delay: 2h0m0s is out of range; allowed 0s..1m0s"},
+		{"topic-level name", "broker:\n  flush.ms: -5\n", "line 2: flush.ms: log.flush.interval.ms: -5 is out of range"},
+	} {
+		p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".yaml")
+		if err := os.WriteFile(p, []byte(tc.yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(p)
+		if err == nil || !strings.Contains(err.Error(), "workload "+p+": ") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want the file and %q", tc.name, err, tc.want)
+		}
+	}
+}
