@@ -1,248 +1,268 @@
 package cluster
 
 import (
-	"math"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/isrbench/isrbench/core/config"
-	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/log"
 	"github.com/isrbench/isrbench/netfetch"
 )
 
-// brokerConfigDef is one broker config DescribeConfigs reports (netfetch): its Kafka type
-// and default, and how to read its static value (what the cluster was started with) from a
-// Config, which a broker's wire server gets as netfetch.ServerConfig.BrokerConfigs. Whether
-// it may change at run time is the controller's (controller.DynamicBrokerConfigNames: Kafka's
-// dynamic update mode cluster-wide; every other one is read-only, as in Kafka).
-type brokerConfigDef struct {
+// A binding ties a registry setting (core/config) to the typed field of Config that hands it
+// to a broker, the controller, a coordinator or a wire server. Config.Settings is the value
+// of every setting; the bindings are the one place where the typed fields are derived from
+// it (Set, UseSettings) and where a Config built in Go is read back into it (Start).
+type binding struct {
 	name string
-	typ  string // controller.Type*
-	def  string // Kafka's default ("" for none: log.dirs)
-	get  func(c *Config, id int32, dir string) string
+	// field returns a pointer to c's field: *int, *int16, *int32, *int64, *bool, *string,
+	// *time.Duration (a Duration setting, or a setting in ms with -1 for never) or
+	// *log.Writer.
+	field func(c *Config) any
+	// zero is the value a zero (or negative) field stands for, set in Go: the registry's
+	// default where the field documents "0 = the default"; nil where zero is a value.
+	zero func(c *Config) string
+	// own: isrbench's default is not the registry's (Kafka's); a setting not given leaves
+	// the field 0, which stands for isrbench's (zero). Only for *int16 and *int64 fields.
+	own bool
 }
 
-func decimal[T ~int | ~int16 | ~int32 | ~int64](v T) string { return strconv.FormatInt(int64(v), 10) }
-
-func btoa(v bool) string { return strconv.FormatBool(v) }
-
-// msOrNever is a duration in ms, -1 for never (a negative duration).
-func msOrNever(d time.Duration) string {
-	if d < 0 {
-		return "-1"
-	}
-	return decimal(d.Milliseconds())
+// bind is a binding whose zero field is a value.
+func bind(name string, field func(c *Config) any) binding {
+	config.Get(name) // a name of the registry (panics at init otherwise)
+	return binding{name: name, field: field}
 }
 
-// described is the DescribeConfigs definition of registry entry name (its type and
-// default are the registry's, core/config) read from a Config with get.
-func described(name string, get func(c *Config, id int32, dir string) string) brokerConfigDef {
-	e := config.Get(name)
-	return brokerConfigDef{name: name, typ: string(e.Type), def: e.Default, get: get}
+// bindZero is a binding whose zero field stands for the registry's default.
+func bindZero(name string, field func(c *Config) any) binding {
+	b := bind(name, field)
+	def := config.Get(name).Default
+	b.zero = func(*Config) string { return def }
+	return b
 }
 
-// fixedDef is the definition of a registry entry isrbench implements at its default only.
-func fixedDef(name string) brokerConfigDef {
-	return described(name, constant(config.Get(name).Default))
-}
+// defaultQueuedMaxRequestBytes is isrbench's default of queued.max.request.bytes (Kafka's
+// is -1, unbounded).
+var defaultQueuedMaxRequestBytes = netfetch.DefaultConnLimits().QueuedMaxRequestBytes
 
-// brokerConfigDefs lists the broker configs that have a typed field, sorted by name (every
-// other one is read from Config.Settings). The defaults are Kafka's; isrbench's own defaults are the
-// same except default.replication.factor (min(3, brokers)).
-var brokerConfigDefs = sortedDefs([]brokerConfigDef{
-	described("auto.create.topics.enable", func(c *Config, _ int32, _ string) string { return btoa(c.AutoCreateTopics) }),
-	described("auto.leader.rebalance.enable", func(c *Config, _ int32, _ string) string { return btoa(c.AutoLeaderRebalanceEnable) }),
-	described("broker.id", func(_ *Config, id int32, _ string) string { return decimal(id) }),
-	described("broker.session.timeout.ms", func(c *Config, _ int32, _ string) string {
-		return decimal(orDefault(c.Controller.BrokerSessionTimeoutMs, controller.DefaultBrokerSessionTimeoutMs))
-	}),
-	fixedDef("compression.type"),
-	described("default.replication.factor", func(c *Config, _ int32, _ string) string {
-		if c.DefaultReplicationFactor > 0 {
-			return decimal(c.DefaultReplicationFactor)
-		}
-		return decimal(min(3, max(1, c.Brokers)))
-	}),
-	described("group.initial.rebalance.delay.ms", func(c *Config, _ int32, _ string) string { return decimal(c.Group.InitialRebalanceDelayMs) }),
-	described("group.max.session.timeout.ms", func(c *Config, _ int32, _ string) string { return decimal(c.Group.MaxSessionTimeoutMs) }),
-	described("group.max.size", func(c *Config, _ int32, _ string) string { return decimal(c.Group.MaxSize) }),
-	described("group.min.session.timeout.ms", func(c *Config, _ int32, _ string) string { return decimal(c.Group.MinSessionTimeoutMs) }),
-	described("isrbench.hw.update", func(c *Config, _ int32, _ string) string {
-		return orString(c.Broker.HWUpdate, config.HWUpdateAtomic.String())
-	}),
-	described("isrbench.io", func(c *Config, _ int32, _ string) string { return writerName(c.Broker.Log.Writer) }),
-	described("isrbench.truncate.mode", func(c *Config, _ int32, _ string) string {
-		return orString(c.Broker.TruncateMode, config.TruncateEpoch.String())
-	}),
-	described("isrbench.produce.delay", func(c *Config, _ int32, _ string) string { return c.Broker.ProduceDelay.String() }),
-	described("isrbench.produce.spin", func(c *Config, _ int32, _ string) string { return c.Broker.ProduceSpin.String() }),
-	described("isrbench.zero.copy", func(c *Config, _ int32, _ string) string { return btoa(c.ZeroCopy) }),
-	described("isrbench.zero.copy.min.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.ZeroCopyMinBytes) }),
-	described("isrbench.fetch.sessions", func(c *Config, _ int32, _ string) string { return btoa(c.FetchSessions) }),
-	described("isrbench.socket.read.when.ready", func(c *Config, _ int32, _ string) string { return btoa(c.ReadWhenReady) }),
-	described("isrbench.log.scrub.enable", func(c *Config, _ int32, _ string) string { return btoa(c.Broker.ScrubEnable) }),
-	described("isrbench.log.scrub.bytes.per.second", func(c *Config, _ int32, _ string) string {
-		return decimal(orDefault(c.Broker.ScrubBytesPerSecond, config.DefaultOf("isrbench.log.scrub.bytes.per.second")))
-	}),
-	described("isrbench.log.scrub.interval.ms", func(c *Config, _ int32, _ string) string {
-		return decimal(orDefault(c.Broker.ScrubIntervalMs, config.DefaultOf("isrbench.log.scrub.interval.ms")))
-	}),
-	described("max.incremental.fetch.session.cache.slots", func(c *Config, _ int32, _ string) string { return decimal(c.FetchSessionCacheSlots) }),
-	described("max.connections", func(c *Config, _ int32, _ string) string {
-		return decimal(c.Limits.WithDefaults().MaxConnections)
-	}),
-	described("max.connections.per.ip", func(c *Config, _ int32, _ string) string {
-		return decimal(c.Limits.WithDefaults().MaxConnectionsPerIP)
-	}),
-	described("connections.max.idle.ms", func(c *Config, _ int32, _ string) string {
-		return msOrNever(c.Limits.WithDefaults().ConnectionsMaxIdle)
-	}),
-	described("isrbench.request.read.timeout.ms", func(c *Config, _ int32, _ string) string {
-		return msOrNever(c.Limits.WithDefaults().RequestReadTimeout)
-	}),
-	described("queued.max.request.bytes", func(c *Config, _ int32, _ string) string {
-		return decimal(c.Limits.WithDefaults().QueuedMaxRequestBytes)
-	}),
-	described("leader.imbalance.check.interval.seconds", func(c *Config, _ int32, _ string) string {
-		return decimal(orDefault(c.LeaderImbalanceCheckIntervalSeconds, DefaultLeaderImbalanceCheckIntervalSeconds))
-	}),
-	described("leader.imbalance.per.broker.percentage", func(c *Config, _ int32, _ string) string { return decimal(c.LeaderImbalancePerBrokerPercentage) }),
-	described("leader.replication.throttled.rate", func(c *Config, _ int32, _ string) string {
-		return decimal(orDefault(c.Broker.LeaderReplicationThrottledRate, math.MaxInt64))
-	}),
-	described("follower.replication.throttled.rate", func(c *Config, _ int32, _ string) string {
-		return decimal(orDefault(c.Broker.FollowerReplicationThrottledRate, math.MaxInt64))
-	}),
-	fixedDef("replication.quota.window.num"),
-	fixedDef("replication.quota.window.size.seconds"),
-	fixedDef("log.cleanup.policy"),
-	described("log.dirs", func(_ *Config, _ int32, dir string) string { return dir }),
-	described("log.flush.interval.messages", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.Log.FlushMessages) }),
-	described("log.flush.interval.ms", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.Log.FlushMs) }),
-	described("log.index.interval.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.Log.IndexIntervalBytes) }),
-	fixedDef("log.index.size.max.bytes"),
-	fixedDef("log.message.timestamp.type"),
-	fixedDef("log.preallocate"),
-	described("log.retention.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.Log.RetentionBytes) }),
-	described("log.retention.check.interval.ms", func(c *Config, _ int32, _ string) string {
-		return decimal(orDefault(c.Broker.LogRetentionCheckIntervalMs, 300000))
-	}),
-	described("log.retention.ms", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.Log.RetentionMs) }),
-	fixedDef("log.roll.ms"),
-	described("log.segment.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.Log.SegmentBytes) }),
-	described("isrbench.log.tail.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.Log.TailBytes) }),
-	fixedDef("log.segment.delete.delay.ms"),
-	described("min.insync.replicas", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.MinInsyncReplicas) }),
-	described("num.partitions", func(c *Config, _ int32, _ string) string { return decimal(orDefault(c.NumPartitions, 1)) }),
-	described("num.replica.fetchers", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.NumReplicaFetchers) }),
-	described("offset.metadata.max.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.Group.OffsetMetadataMaxBytes) }),
-	described("offsets.commit.timeout.ms", func(c *Config, _ int32, _ string) string { return decimal(c.Group.OffsetsCommitTimeoutMs) }),
-	described("offsets.retention.check.interval.ms", func(c *Config, _ int32, _ string) string {
-		return decimal(c.Group.OffsetsRetentionCheckIntervalMs)
-	}),
-	described("offsets.retention.minutes", func(c *Config, _ int32, _ string) string { return decimal(c.Group.OffsetsRetentionMinutes) }),
-	described("offsets.topic.num.partitions", func(c *Config, _ int32, _ string) string { return decimal(c.Group.OffsetsTopicNumPartitions) }),
-	described("offsets.topic.replication.factor", func(c *Config, _ int32, _ string) string {
-		return decimal(c.Group.OffsetsTopicReplicationFactor)
-	}),
-	described("offsets.topic.segment.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.Group.OffsetsTopicSegmentBytes) }),
-	described("transaction.state.log.num.partitions", func(c *Config, _ int32, _ string) string { return decimal(c.Txn.WithDefaults().NumPartitions) }),
-	described("transaction.state.log.replication.factor", func(c *Config, _ int32, _ string) string {
-		return decimal(c.Txn.WithDefaults().ReplicationFactor)
-	}),
-	described("transaction.state.log.min.isr", func(c *Config, _ int32, _ string) string { return decimal(c.Txn.WithDefaults().MinISR) }),
-	described("transaction.state.log.segment.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.Txn.WithDefaults().SegmentBytes) }),
-	described("transaction.max.timeout.ms", func(c *Config, _ int32, _ string) string { return decimal(c.Txn.WithDefaults().MaxTimeoutMs) }),
-	described("transaction.abort.timed.out.transaction.cleanup.interval.ms", func(c *Config, _ int32, _ string) string {
-		return decimal(c.Txn.WithDefaults().AbortCheckIntervalMs)
-	}),
-	described("replica.fetch.backoff.ms", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.ReplicaFetchBackoffMs) }),
-	described("replica.fetch.max.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.ReplicaFetchMaxBytes) }),
-	described("replica.fetch.min.bytes", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.ReplicaFetchMinBytes) }),
-	described("replica.fetch.response.max.bytes", func(c *Config, _ int32, _ string) string {
-		return decimal(c.Broker.ReplicaFetchResponseMaxBytes)
-	}),
-	described("replica.fetch.wait.max.ms", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.ReplicaFetchWaitMaxMs) }),
-	described("replica.high.watermark.checkpoint.interval.ms", func(c *Config, _ int32, _ string) string {
-		return decimal(orDefault(c.Broker.ReplicaHighWatermarkCheckpointIntervalMs, 5000))
-	}),
-	described("replica.lag.time.max.ms", func(c *Config, _ int32, _ string) string { return decimal(c.Broker.ReplicaLagTimeMaxMs) }),
-	described("socket.request.max.bytes", func(c *Config, _ int32, _ string) string {
-		return decimal(orDefault(c.SocketRequestMaxBytes, netfetch.DefaultSocketRequestMaxBytes))
-	}),
-	described("unclean.leader.election.enable", func(c *Config, _ int32, _ string) string {
-		return btoa(c.Controller.UncleanLeaderElectionEnable)
-	}),
+// bindings lists the settings that have a typed field, sorted by name; any other setting is
+// read from Config.Settings by the code that uses it.
+var bindings = sortedBindings([]binding{
+	bind("auto.create.topics.enable", func(c *Config) any { return &c.AutoCreateTopics }),
+	bind("auto.leader.rebalance.enable", func(c *Config) any { return &c.AutoLeaderRebalanceEnable }),
+	bindZero("broker.session.timeout.ms", func(c *Config) any { return &c.Controller.BrokerSessionTimeoutMs }),
+	// default.replication.factor: 0 = isrbench's own default, min(3, brokers).
+	{name: "default.replication.factor", field: func(c *Config) any { return &c.DefaultReplicationFactor },
+		zero: func(c *Config) string { return strconv.Itoa(min(3, max(1, c.Brokers))) }, own: true},
+	bind("group.initial.rebalance.delay.ms", func(c *Config) any { return &c.Group.InitialRebalanceDelayMs }),
+	bind("group.max.session.timeout.ms", func(c *Config) any { return &c.Group.MaxSessionTimeoutMs }),
+	bind("group.max.size", func(c *Config) any { return &c.Group.MaxSize }),
+	bind("group.min.session.timeout.ms", func(c *Config) any { return &c.Group.MinSessionTimeoutMs }),
+	bind("isrbench.fetch.sessions", func(c *Config) any { return &c.FetchSessions }),
+	bind("isrbench.hw.update", func(c *Config) any { return &c.Broker.HWUpdate }),
+	bind("isrbench.io", func(c *Config) any { return &c.Broker.Log.Writer }),
+	bindZero("isrbench.log.scrub.bytes.per.second", func(c *Config) any { return &c.Broker.ScrubBytesPerSecond }),
+	bindZero("isrbench.log.scrub.interval.ms", func(c *Config) any { return &c.Broker.ScrubIntervalMs }),
+	bind("isrbench.log.scrub.enable", func(c *Config) any { return &c.Broker.ScrubEnable }),
+	bind("isrbench.log.tail.bytes", func(c *Config) any { return &c.Broker.Log.TailBytes }),
+	bind("isrbench.produce.delay", func(c *Config) any { return &c.Broker.ProduceDelay }),
+	bind("isrbench.produce.spin", func(c *Config) any { return &c.Broker.ProduceSpin }),
+	bindZero("isrbench.request.read.timeout.ms", func(c *Config) any { return &c.Limits.RequestReadTimeout }),
+	bind("isrbench.socket.read.when.ready", func(c *Config) any { return &c.ReadWhenReady }),
+	bind("isrbench.truncate.mode", func(c *Config) any { return &c.Broker.TruncateMode }),
+	bind("isrbench.zero.copy", func(c *Config) any { return &c.ZeroCopy }),
+	bind("isrbench.zero.copy.min.bytes", func(c *Config) any { return &c.ZeroCopyMinBytes }),
+	bindZero("connections.max.idle.ms", func(c *Config) any { return &c.Limits.ConnectionsMaxIdle }),
+	bindZero("follower.replication.throttled.rate", func(c *Config) any { return &c.Broker.FollowerReplicationThrottledRate }),
+	bindZero("leader.imbalance.check.interval.seconds", func(c *Config) any { return &c.LeaderImbalanceCheckIntervalSeconds }),
+	bind("leader.imbalance.per.broker.percentage", func(c *Config) any { return &c.LeaderImbalancePerBrokerPercentage }),
+	bindZero("leader.replication.throttled.rate", func(c *Config) any { return &c.Broker.LeaderReplicationThrottledRate }),
+	bind("log.flush.interval.messages", func(c *Config) any { return &c.Broker.Log.FlushMessages }),
+	bind("log.flush.interval.ms", func(c *Config) any { return &c.Broker.Log.FlushMs }),
+	bind("log.index.interval.bytes", func(c *Config) any { return &c.Broker.Log.IndexIntervalBytes }),
+	bind("log.retention.bytes", func(c *Config) any { return &c.Broker.Log.RetentionBytes }),
+	bindZero("log.retention.check.interval.ms", func(c *Config) any { return &c.Broker.LogRetentionCheckIntervalMs }),
+	bind("log.retention.ms", func(c *Config) any { return &c.Broker.Log.RetentionMs }),
+	bind("log.segment.bytes", func(c *Config) any { return &c.Broker.Log.SegmentBytes }),
+	bindZero("max.connections", func(c *Config) any { return &c.Limits.MaxConnections }),
+	bindZero("max.connections.per.ip", func(c *Config) any { return &c.Limits.MaxConnectionsPerIP }),
+	bind("max.incremental.fetch.session.cache.slots", func(c *Config) any { return &c.FetchSessionCacheSlots }),
+	bind("min.insync.replicas", func(c *Config) any { return &c.Broker.MinInsyncReplicas }),
+	bindZero("num.partitions", func(c *Config) any { return &c.NumPartitions }),
+	bind("num.replica.fetchers", func(c *Config) any { return &c.Broker.NumReplicaFetchers }),
+	bind("offset.metadata.max.bytes", func(c *Config) any { return &c.Group.OffsetMetadataMaxBytes }),
+	bind("offsets.commit.timeout.ms", func(c *Config) any { return &c.Group.OffsetsCommitTimeoutMs }),
+	bind("offsets.retention.check.interval.ms", func(c *Config) any { return &c.Group.OffsetsRetentionCheckIntervalMs }),
+	bind("offsets.retention.minutes", func(c *Config) any { return &c.Group.OffsetsRetentionMinutes }),
+	bind("offsets.topic.num.partitions", func(c *Config) any { return &c.Group.OffsetsTopicNumPartitions }),
+	bind("offsets.topic.replication.factor", func(c *Config) any { return &c.Group.OffsetsTopicReplicationFactor }),
+	bind("offsets.topic.segment.bytes", func(c *Config) any { return &c.Group.OffsetsTopicSegmentBytes }),
+	// queued.max.request.bytes: 0 = isrbench's default (netfetch.DefaultConnLimits).
+	{name: "queued.max.request.bytes", field: func(c *Config) any { return &c.Limits.QueuedMaxRequestBytes },
+		zero: func(*Config) string { return strconv.FormatInt(defaultQueuedMaxRequestBytes, 10) }, own: true},
+	bind("replica.fetch.backoff.ms", func(c *Config) any { return &c.Broker.ReplicaFetchBackoffMs }),
+	bind("replica.fetch.max.bytes", func(c *Config) any { return &c.Broker.ReplicaFetchMaxBytes }),
+	bind("replica.fetch.min.bytes", func(c *Config) any { return &c.Broker.ReplicaFetchMinBytes }),
+	bind("replica.fetch.response.max.bytes", func(c *Config) any { return &c.Broker.ReplicaFetchResponseMaxBytes }),
+	bind("replica.fetch.wait.max.ms", func(c *Config) any { return &c.Broker.ReplicaFetchWaitMaxMs }),
+	bindZero("replica.high.watermark.checkpoint.interval.ms", func(c *Config) any { return &c.Broker.ReplicaHighWatermarkCheckpointIntervalMs }),
+	bind("replica.lag.time.max.ms", func(c *Config) any { return &c.Broker.ReplicaLagTimeMaxMs }),
+	bindZero("socket.request.max.bytes", func(c *Config) any { return &c.SocketRequestMaxBytes }),
+	bindZero("transaction.abort.timed.out.transaction.cleanup.interval.ms", func(c *Config) any { return &c.Txn.AbortCheckIntervalMs }),
+	bindZero("transaction.max.timeout.ms", func(c *Config) any { return &c.Txn.MaxTimeoutMs }),
+	bindZero("transaction.state.log.min.isr", func(c *Config) any { return &c.Txn.MinISR }),
+	bindZero("transaction.state.log.num.partitions", func(c *Config) any { return &c.Txn.NumPartitions }),
+	bindZero("transaction.state.log.replication.factor", func(c *Config) any { return &c.Txn.ReplicationFactor }),
+	bindZero("transaction.state.log.segment.bytes", func(c *Config) any { return &c.Txn.SegmentBytes }),
+	bind("unclean.leader.election.enable", func(c *Config) any { return &c.Controller.UncleanLeaderElectionEnable }),
 })
 
-func sortedDefs(defs []brokerConfigDef) []brokerConfigDef {
-	slices.SortFunc(defs, func(a, b brokerConfigDef) int {
-		if a.name < b.name {
-			return -1
-		}
-		if a.name > b.name {
-			return 1
-		}
-		return 0
-	})
-	return defs
+func sortedBindings(bs []binding) []binding {
+	slices.SortFunc(bs, func(a, b binding) int { return strings.Compare(a.name, b.name) })
+	return bs
 }
 
-func constant(v string) func(*Config, int32, string) string {
-	return func(*Config, int32, string) string { return v }
-}
-
-func orDefault[T ~int | ~int32 | ~int64](v, def T) T {
-	if v <= 0 {
-		return def
-	}
-	return v
-}
-
-func orString(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
-}
-
-func writerName(w log.Writer) string {
-	if w == nil {
-		return config.IOPwritev.String()
-	}
-	return w.Name()
-}
-
-// lookupBrokerConfig returns the definition of a broker config name.
-func lookupBrokerConfig(name string) (brokerConfigDef, bool) {
-	i, ok := slices.BinarySearchFunc(brokerConfigDefs, name, func(d brokerConfigDef, n string) int {
-		switch {
-		case d.name < n:
-			return -1
-		case d.name > n:
-			return 1
-		}
-		return 0
-	})
+// lookupBinding returns the binding of setting name.
+func lookupBinding(name string) (binding, bool) {
+	i, ok := slices.BinarySearchFunc(bindings, name, func(b binding, n string) int { return strings.Compare(b.name, n) })
 	if !ok {
-		return brokerConfigDef{}, false
+		return binding{}, false
 	}
-	return brokerConfigDefs[i], true
+	return bindings[i], true
 }
 
-// staticBrokerConfigs is broker id's STATIC_BROKER_CONFIG values: the broker configs set
-// explicitly (Config.Set) or differing from Kafka's default. A setting with a typed field
-// reads it (brokerConfigDefs), any other its value in Config.Settings.
-func (c *Config) staticBrokerConfigs(id int32, dir string) map[string]string {
-	out := map[string]string{}
-	for _, e := range config.Entries() {
-		v := c.Settings.Text(e.Name)
-		if d, ok := lookupBrokerConfig(e.Name); ok {
-			v = d.get(c, id, dir)
+// load sets b's field of c from c.Settings.
+func (b binding) load(c *Config) error {
+	s, name := c.Settings, b.name
+	own := b.own && !s.IsSet(name) // 0 stands for isrbench's default
+	switch p := b.field(c).(type) {
+	case *int16:
+		*p = int16(s.Int(name))
+		if own {
+			*p = 0
 		}
-		if c.Settings.IsSet(e.Name) || v != e.Default {
+	case *int64:
+		*p = s.Int(name)
+		if own {
+			*p = 0
+		}
+	case *int:
+		*p = int(s.Int(name))
+	case *int32:
+		*p = int32(s.Int(name))
+	case *bool:
+		*p = s.Bool(name)
+	case *string:
+		*p = s.Text(name)
+	case *time.Duration:
+		if config.Get(name).Type == config.Duration {
+			*p = s.Duration(name)
+		} else {
+			*p = s.Ms(name)
+		}
+	case *log.Writer:
+		w, err := log.NewWriter(s.Text(name))
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		*p = w
+	default:
+		panic(fmt.Sprintf("BUG: cluster: binding %s: field of type %T", name, p))
+	}
+	return nil
+}
+
+// text is b's field of c in the text form of its setting.
+func (b binding) text(c *Config) string {
+	var n int64
+	switch p := b.field(c).(type) {
+	case *int:
+		n = int64(*p)
+	case *int16:
+		n = int64(*p)
+	case *int32:
+		n = int64(*p)
+	case *int64:
+		n = *p
+	case *bool:
+		return strconv.FormatBool(*p)
+	case *string:
+		if *p == "" {
+			return config.Get(b.name).Default
+		}
+		return *p
+	case *time.Duration:
+		if config.Get(b.name).Type == config.Duration {
+			return p.String()
+		}
+		switch {
+		case *p == 0 && b.zero != nil:
+			return b.zero(c)
+		case *p < 0:
+			return "-1" // never
+		}
+		return strconv.FormatInt(p.Milliseconds(), 10)
+	case *log.Writer:
+		if *p == nil {
+			return config.IOPwritev.String()
+		}
+		return (*p).Name()
+	}
+	if n <= 0 && b.zero != nil && !(n == -1 && config.Get(b.name).Never) {
+		return b.zero(c)
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// UseSettings makes s the cluster's settings: c.Settings = s, and every typed field that
+// carries a setting is derived from it. The harness hands a spec's settings to the cluster
+// this way, unchanged.
+func (c *Config) UseSettings(s config.Settings) error {
+	next := *c
+	next.Settings = s
+	for _, b := range bindings {
+		if err := b.load(&next); err != nil {
+			return err
+		}
+	}
+	*c = next
+	return nil
+}
+
+// readFields brings into c.Settings the typed fields changed in Go since the last Set or
+// UseSettings (a Config built in Go), each checked against its registry entry: the error
+// names the key and the allowed values. Start calls it, so that every broker, the wire
+// servers' DescribeConfigs and the controller read one Settings that agrees with the
+// fields.
+func (c *Config) readFields() error {
+	for _, b := range bindings {
+		v := b.text(c)
+		if v == c.Settings.Text(b.name) {
+			continue
+		}
+		if err := c.Settings.Set(b.name, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// staticBrokerConfigs is broker id's STATIC_BROKER_CONFIG values, read from c.Settings: the
+// broker configs set explicitly (Set, UseSettings) or differing from Kafka's default, and
+// broker.id and log.dirs, which are per broker.
+func (c *Config) staticBrokerConfigs(id int32, dir string) map[string]string {
+	out := map[string]string{"broker.id": strconv.FormatInt(int64(id), 10)}
+	if dir != "" {
+		out["log.dirs"] = dir
+	}
+	for _, e := range config.Entries() {
+		if e.Name == "broker.id" || e.Name == "log.dirs" {
+			continue
+		}
+		if v := c.Settings.Text(e.Name); c.Settings.IsSet(e.Name) || v != e.Default {
 			out[e.Name] = v
 		}
 	}

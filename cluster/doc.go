@@ -22,10 +22,12 @@
 //   - States and actions (status.go): BrokerState, Statuses, Act (stop, kill, crash, pause,
 //     resume, start), Links and SetBrokerLinks, which the admin HTTP API (cluster/adminapi)
 //     serves.
-//   - Config (cluster.go, config.go, brokerconfig.go): every broker's settings under Kafka's
-//     names, set with Set / SetKV (`isrbench serve --set`, from the core/config registry:
-//     SettableKeys, SettingsHelp) and range-checked at Start; each broker's
-//     STATIC_BROKER_CONFIG values for DescribeConfigs (netfetch.ServerConfig.BrokerConfigs).
+//   - Config (cluster.go, config.go, brokerconfig.go): every broker's settings as one
+//     core/config Settings, set with Set / SetKV (`isrbench serve --set`: SettableKeys,
+//     SettingsHelp) or UseSettings (a spec's); the typed fields that carry some of them are
+//     derived from it in one table (bindings), and a Config built in Go is read back into it,
+//     range-checked, at Start; each broker's STATIC_BROKER_CONFIG values for DescribeConfigs
+//     come from it (netfetch.ServerConfig.BrokerConfigs).
 //
 // # Lifecycle
 //

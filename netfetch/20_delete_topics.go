@@ -20,9 +20,30 @@ func init() {
 // for an unknown name, UNKNOWN_TOPIC_ID for an id no topic has, INVALID_REQUEST for a topic
 // given twice or an entry with both or neither of name and id. Each answer carries the
 // topic's name and id (v6). The response waits (up to timeout_ms, at most 10 s) until the
-// alive brokers applied the deletions; internal topics may be deleted, as in Kafka.
+// alive brokers applied the deletions; internal topics may be deleted, as in Kafka. With
+// delete.topic.enable=false nothing is deleted: every topic fails with
+// TOPIC_DELETION_DISABLED, or INVALID_REQUEST before v3 (Kafka's ControllerApis).
 func (c *conn) handleDeleteTopics(req *kmsg.DeleteTopicsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	if !c.s.cfg.Broker.Config().Settings.Bool("delete.topic.enable") {
+		err := fmt.Errorf("topic deletion is disabled (delete.topic.enable=false): %w", kerr.TopicDeletionDisabled)
+		if req.Version < 3 {
+			err = fmt.Errorf("topic deletion is disabled (delete.topic.enable=false): %w", kerr.InvalidRequest)
+		}
+		for _, n := range req.TopicNames {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.Topic = kmsg.StringPtr(n)
+			rt.ErrorCode, rt.ErrorMessage = errCode(err), errMessage(err)
+			resp.Topics = append(resp.Topics, rt)
+		}
+		for _, t := range req.Topics {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			rt.ErrorCode, rt.ErrorMessage = errCode(err), errMessage(err)
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
 	type entry struct {
 		name  *string
 		id    [16]byte

@@ -82,7 +82,7 @@ func TestRunCost(t *testing.T) {
 	// followers count a fetch when they send it, the leaders when they have read it, so the two
 	// counts differ by the fetches in flight at the window's edges, at most one per fetcher
 	// connection (each follower has num.replica.fetchers to each other broker).
-	fetcherConns := s.Brokers * (s.Brokers - 1) * s.Broker.NumReplicaFetchers
+	fetcherConns := s.Brokers * (s.Brokers - 1) * int(s.Settings.Int("num.replica.fetchers"))
 	if d := requestsApart(c.FollowerFetchRequestsPerRecord, c.ReplicaFetchRequestsPerRecord, c.Records); c.ProduceRequestsPerRecord > 1.01 || d > fetcherConns {
 		t.Errorf("produce %v/record, follower fetches sent %v vs received %v per record: %d fetches apart, more than the %d fetcher connections hold in flight",
 			c.ProduceRequestsPerRecord, c.FollowerFetchRequestsPerRecord, c.ReplicaFetchRequestsPerRecord, d, fetcherConns)
@@ -186,8 +186,8 @@ func TestProduceSpinKey(t *testing.T) {
 	if err := s.ApplySets([]string{"isrbench.produce.spin=40us"}); err != nil {
 		t.Fatal(err)
 	}
-	if s.Broker.ProduceSpin != 40*time.Microsecond || fmt.Sprint(s.Config()["isrbench.produce.spin"]) != "40µs" {
-		t.Fatalf("spin %v, config %v", s.Broker.ProduceSpin, s.Config()["isrbench.produce.spin"])
+	if s.Settings.Duration("isrbench.produce.spin") != 40*time.Microsecond || fmt.Sprint(s.Config()["isrbench.produce.spin"]) != "40µs" {
+		t.Fatalf("spin %v, config %v", s.Settings.Duration("isrbench.produce.spin"), s.Config()["isrbench.produce.spin"])
 	}
 	cc, err := target.ClusterConfig(s)
 	if err != nil || cc.Broker.ProduceSpin != 40*time.Microsecond {

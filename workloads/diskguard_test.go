@@ -94,8 +94,8 @@ func TestRetentionSpecKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := cc.Broker; b.Log.RetentionBytes != -1 || b.Log.RetentionMs != 60000 || b.LogRetentionCheckIntervalMs != 50 || s.Broker.MinFreeDisk.Percent != 5 {
-		t.Errorf("cluster config retention %d %d %d floor %+v", b.Log.RetentionBytes, b.Log.RetentionMs, b.LogRetentionCheckIntervalMs, s.Broker.MinFreeDisk)
+	if b := cc.Broker; b.Log.RetentionBytes != -1 || b.Log.RetentionMs != 60000 || b.LogRetentionCheckIntervalMs != 50 || s.MinFreeDisk.Percent != 5 {
+		t.Errorf("cluster config retention %d %d %d floor %+v", b.Log.RetentionBytes, b.Log.RetentionMs, b.LogRetentionCheckIntervalMs, s.MinFreeDisk)
 	}
 	for _, c := range []struct{ set, want string }{
 		{"log.retention.bytes=-2", "log.retention.bytes: -2 is out of range"},
@@ -110,7 +110,7 @@ func TestRetentionSpecKeys(t *testing.T) {
 	// In YAML, under broker:.
 	y := "name: r\nbroker:\n  log.retention.bytes: 1048576\n  isrbench.min.free.disk: 3GiB\n"
 	s2, err := spec.Parse([]byte(y))
-	if err != nil || s2.Broker.LogRetentionBytes != 1<<20 || s2.Broker.MinFreeDisk.Bytes != 3<<30 {
+	if err != nil || s2.Settings.Int("log.retention.bytes") != 1<<20 || s2.MinFreeDisk.Bytes != 3<<30 {
 		t.Fatalf("yaml: %v %+v", err, s2)
 	}
 	if _, err := spec.Parse([]byte("name: r\nbroker:\n  isrbench.min.free.disk: 150%\n")); err == nil || !strings.Contains(err.Error(), "line 3") {

@@ -169,7 +169,7 @@ func (fr *faultRunner) resolveExec(ctx context.Context, f spec.Fault) (target.Ex
 	if er == nil {
 		return target.ExecBroker{}, fmt.Errorf("target %s cannot resolve exec fault targets", fr.tgt.Name())
 	}
-	pt, err := spec.ParseFaultTarget("target", f, s.Brokers, s.Topic.Name, s.Topic.Partitions, s.Broker.OffsetsTopicNumPartitions)
+	pt, err := spec.ParseFaultTarget("target", f, s.Brokers, s.Topic.Name, s.Topic.Partitions, int(s.Settings.Int("offsets.topic.num.partitions")))
 	if err != nil {
 		return target.ExecBroker{}, err
 	}

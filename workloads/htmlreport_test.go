@@ -27,7 +27,7 @@ func TestReportDefaults(t *testing.T) {
 		value, kafka any
 	}{
 		{"replica.lag.time.max.ms", int64(30000), nil},
-		{"num.replica.fetchers", 1, nil},
+		{"num.replica.fetchers", int64(1), nil},
 		{"duration", "20s", nil},
 		{"producers.acks", "all", nil},
 		{"log.segment.bytes", int64(67108864), int64(1073741824)},

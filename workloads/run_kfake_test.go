@@ -74,7 +74,7 @@ func TestRunKafkaTargetKfake(t *testing.T) {
 		!strings.Contains(res.Notes["durability.replicas"], "from leaders only") {
 		t.Fatalf("replica check: %q, identical %v, notes %v", c, res.Durability.ReplicasIdentical, res.Notes)
 	}
-	if res.Config["num.replica.fetchers"] != 1 {
+	if res.Config["num.replica.fetchers"] != int64(1) {
 		t.Fatalf("config num.replica.fetchers = %v", res.Config["num.replica.fetchers"])
 	}
 	dirs, _ := filepath.Glob(filepath.Join(out, "*", "result.json"))

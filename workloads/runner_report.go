@@ -34,11 +34,11 @@ func report(in *runInput, p *prepared, m *measured, st *settled, v *verified) (*
 		in.notef("e2e: consumers still behind the HW %v after the run; e2e_latency_us misses their unread records", consumerCatchUp)
 	}
 	if v.dc.Expired > 0 {
-		res.Note("durability.expired", fmt.Sprintf("%d acknowledged records were deleted by retention (log.retention.bytes=%d, log.retention.ms=%d) before the read-back, which starts at the log start; they are not counted as lost", v.dc.Expired, s.Broker.LogRetentionBytes, s.Broker.LogRetentionMs))
+		res.Note("durability.expired", fmt.Sprintf("%d acknowledged records were deleted by retention (log.retention.bytes=%d, log.retention.ms=%d) before the read-back, which starts at the log start; they are not counted as lost", v.dc.Expired, s.Settings.Int("log.retention.bytes"), s.Settings.Int("log.retention.ms")))
 	}
 	if p.guard != nil {
 		peak, minFree := p.guard.stats()
-		res.Note("disk", fmt.Sprintf("data dir peak %s (%d bytes, sampled every %s), least free space %s, floor isrbench.min.free.disk=%s", humanBytes(peak), peak, diskGuardInterval, humanBytes(minFree), s.Broker.MinFreeDisk))
+		res.Note("disk", fmt.Sprintf("data dir peak %s (%d bytes, sampled every %s), least free space %s, floor isrbench.min.free.disk=%s", humanBytes(peak), peak, diskGuardInterval, humanBytes(minFree), s.MinFreeDisk))
 	}
 	fr := &FaultsReport{ProducerGroups: groupFigures(in, p.cl)}
 	v.replicas.apply(res, fr)
@@ -69,7 +69,7 @@ func report(in *runInput, p *prepared, m *measured, st *settled, v *verified) (*
 		fr.print(out)
 		if p.guard != nil {
 			peak, _ := p.guard.stats()
-			fmt.Fprintf(out, "disk: data dir peak %s (log.retention.bytes=%d, log.segment.bytes=%d)\n", humanBytes(peak), s.Broker.LogRetentionBytes, s.Broker.LogSegmentBytes)
+			fmt.Fprintf(out, "disk: data dir peak %s (log.retention.bytes=%d, log.segment.bytes=%d)\n", humanBytes(peak), s.Settings.Int("log.retention.bytes"), s.Settings.Int("log.segment.bytes"))
 		}
 		fmt.Fprintf(out, "results: %s (report.html)\n", in.dir)
 	}
@@ -131,13 +131,13 @@ func formatCounts(m map[string]int64) string {
 // fsync per message.
 func lossExpected(s *spec.Spec) string {
 	var why []string
-	if s.Broker.UncleanLeaderElectionEnable {
+	if s.Settings.Bool("unclean.leader.election.enable") {
 		why = append(why, "unclean.leader.election.enable=true")
 	}
-	if s.Broker.TruncateMode == "hw" {
+	if s.Settings.Text("isrbench.truncate.mode") == "hw" {
 		why = append(why, "isrbench.truncate.mode=hw (ablation)")
 	}
-	if s.Broker.FlushMessages > 1 {
+	if s.Settings.Int("log.flush.interval.messages") > 1 {
 		for _, f := range s.Faults {
 			if f.Kind == "crash-broker" {
 				why = append(why, "crash-broker with flush.messages > 1 (unsynced data dropped)")

@@ -37,7 +37,7 @@ func setup(ctx context.Context, in *runInput, ls *loops) (*prepared, error) {
 	// The disk guard: refuse to start below isrbench.min.free.disk, and stop the load when
 	// the data dir's filesystem falls below it (see diskguard.go).
 	if t.parts.DataDir != "" {
-		p.guard = newDiskGuard(t.parts.DataDir, s.Broker.MinFreeDisk, in.opts.statFS)
+		p.guard = newDiskGuard(t.parts.DataDir, s.MinFreeDisk, in.opts.statFS)
 		if err := p.guard.check(); err != nil {
 			return nil, err // no result: Run removes the empty run dir
 		}

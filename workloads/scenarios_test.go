@@ -458,11 +458,15 @@ func TestLossExpected(t *testing.T) {
 	if !strings.Contains(lossExpected(s), "flush.messages") {
 		t.Error("crash without fsync")
 	}
-	s.Broker.FlushMessages = 1
+	if err := s.Set("flush.messages", "1"); err != nil {
+		t.Fatal(err)
+	}
 	if lossExpected(s) != "" {
 		t.Error("crash with flush.messages=1 expects loss")
 	}
-	s.Broker.UncleanLeaderElectionEnable = true
+	if err := s.Set("unclean.leader.election.enable", "true"); err != nil {
+		t.Fatal(err)
+	}
 	if !strings.Contains(lossExpected(s), "unclean") {
 		t.Error("unclean")
 	}

@@ -32,7 +32,7 @@ func TestSweepInterleavedAgainstKfake(t *testing.T) {
 	for _, r := range out.Results {
 		order = append(order, r.Config["num.replica.fetchers"])
 	}
-	if order[0] != 1 || order[1] != 2 || order[2] != 1 || order[3] != 2 {
+	if order[0] != int64(1) || order[1] != int64(2) || order[2] != int64(1) || order[3] != int64(2) {
 		t.Fatalf("run order %v, want [1 2 1 2]", order)
 	}
 	b, err := os.ReadFile(filepath.Join(out.Dir, "sweep.json"))

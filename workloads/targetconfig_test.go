@@ -134,7 +134,7 @@ func TestSweepAppliesAndRestoresFetchers(t *testing.T) {
 				t.Errorf("point %d: broker %s reported %s, want %s", i, b, v, want)
 			}
 		}
-		if out.Results[i].Config["num.replica.fetchers"] != mustAtoi(want) {
+		if out.Results[i].Config["num.replica.fetchers"] != int64(mustAtoi(want)) {
 			t.Errorf("point %d: config num.replica.fetchers = %v", i, out.Results[i].Config["num.replica.fetchers"])
 		}
 	}

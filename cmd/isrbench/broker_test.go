@@ -269,7 +269,7 @@ func TestServeBrokerUsage(t *testing.T) {
 		{[]string{"serve", "--admin", "off", "--admin-token-file", empty}, "no admin API to protect"},
 		{[]string{"serve", "--admin", "off", "--pprof", "6060"}, `--pprof "6060"`},
 		{[]string{"serve", "--set", "queued.max.request.bytes=1048576"}, "queued.max.request.bytes 1048576 is smaller than socket.request.max.bytes 104857600"},
-		{[]string{"serve", "--set", "connections.max.idle.ms=0"}, "allowed -1 (never) or 1.."},
+		{[]string{"serve", "--set", "connections.max.idle.ms=0"}, "connections.max.idle.ms: 0 is out of range; allowed -1 or 1.."},
 		{[]string{"broker", "list", "--admin", ""}, "want HOST:PORT or http://HOST:PORT"},
 		{[]string{"broker", "list", "--admin", "ftp://x:1"}, `scheme "ftp"`},
 		{[]string{"broker", "list", "--admin", "127.0.0.1:0"}, "not a number in 1..65535"},

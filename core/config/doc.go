@@ -15,10 +15,11 @@
 // Adding a broker setting: add its Entry to the registry (registry.go), read it from the
 // Settings where it is used (a broker's Config.Settings, the cluster's) and, when a workload
 // may set it, give it a key with settingB in workloads/spec/params.go; `serve --set`, the
-// spec's `--set`, DescribeConfigs and the embedded target then take it with no other change,
-// and the tests that walk the registry check its minimum, maximum and default end to end.
-// Older settings still have typed fields (broker.Config, cluster.Config, spec.BrokerSpec)
-// that cluster.Config.Set fills besides the Settings.
+// spec's broker: block and `--set`, DescribeConfigs and the embedded target then take it
+// with no other change, and the tests that walk the registry check its minimum, maximum and
+// default end to end. Older settings still have typed fields in broker.Config and the
+// coordinators' configs; cluster.Config derives them from its Settings in one table
+// (cluster/brokerconfig.go).
 //
 // The package imports nothing of the module (a leaf under core/), so core, netfetch and
 // workloads may all import it. Everything in it is immutable after init and safe for

@@ -81,6 +81,7 @@ var entries = []Entry{
 	broker("broker.session.timeout.ms", Int, "ms", "9000", 1, maxInt32, "controller fences a broker silent this long (ms)"),
 	flag("unclean.leader.election.enable", "false", "elect out-of-sync replicas").dynamic(ClusterWide).topic("unclean.leader.election.enable"),
 	flag("auto.create.topics.enable", "true", "create a topic on its first metadata request"),
+	flag("delete.topic.enable", "true", "DeleteTopics deletes topics; false fails every topic of a DeleteTopics with TOPIC_DELETION_DISABLED"),
 	flag("auto.leader.rebalance.enable", "true", "the controller elects preferred leaders back"),
 	broker("leader.imbalance.check.interval.seconds", Long, "s", "300", 1, maxInt32, "how often the controller checks the preferred-leader balance (s)"),
 	broker("leader.imbalance.per.broker.percentage", Int, "%", "10", 0, 100, "share of a broker's preferred partitions it may not lead before a rebalance"),

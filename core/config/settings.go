@@ -60,7 +60,7 @@ func (e *Entry) parse(text string) (value, error) {
 		case "false":
 			return value{text: "false"}, nil
 		}
-		return value{}, fmt.Errorf("%s: %q is not true or false", e.Name, text)
+		return value{}, fmt.Errorf("%s: %q is not true or false; allowed true|false", e.Name, text)
 	case e.Type == Duration:
 		d, err := e.ParseDuration(t)
 		return value{text: d.String(), d: d}, err

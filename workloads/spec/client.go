@@ -210,7 +210,7 @@ func (s *Spec) CheckClientTarget(target string) error {
 		target = s.TargetName()
 	}
 	if strings.HasPrefix(target, "kafka://") {
-		if p := s.Broker.InterBrokerProtocol; p != "" && p != "PLAINTEXT" {
+		if p := s.InterBrokerProtocol; p != "" && p != "PLAINTEXT" {
 			return fmt.Errorf("%w: security.inter.broker.protocol=%s applies to the embedded cluster; a kafka:// cluster replicates over its own", ErrTargetSetting, p)
 		}
 		return nil
@@ -231,7 +231,7 @@ func (s *Spec) checkEmbeddedClient(target string) error {
 			bad = append(bad, TargetPrefix+k)
 		}
 	}
-	if target == "kfake" && s.Broker.InterBrokerProtocol != "PLAINTEXT" {
+	if target == "kfake" && s.InterBrokerProtocol != "PLAINTEXT" {
 		bad = append(bad, "security.inter.broker.protocol")
 	}
 	if len(bad) == 0 {

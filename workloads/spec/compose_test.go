@@ -126,7 +126,7 @@ func TestServeCrashRestartSpec(t *testing.T) {
 	targets := map[string]bool{}
 	for i, f := range s.Faults {
 		if f.Kind != "exec" || !strings.Contains(f.Command, "/crash") || !strings.Contains(f.Undo, "/start") ||
-			f.Duration <= 0 || f.Duration.Milliseconds() >= s.Broker.BrokerSessionTimeoutMs {
+			f.Duration <= 0 || f.Duration.Milliseconds() >= s.Settings.Int("broker.session.timeout.ms") {
 			t.Errorf("fault %d %+v: want an exec crash and start within the session timeout", i, f)
 		}
 		targets[f.Target] = true

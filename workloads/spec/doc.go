@@ -24,7 +24,10 @@
 // `--vary key=v1,v2` sweeps one (ParseVary, Points), and Spec.Config() reports every
 // effective setting under its canonical key in result.json. Parsing walks the YAML tree
 // itself (a stricter KnownFields): an unknown key, a wrong type or an out-of-range value is
-// an error naming the key, its line and the allowed values.
+// an error naming the key, its line and the allowed values. The broker: block's settings
+// (but isrbench.min.free.disk and security.inter.broker.protocol, the harness's) are kept in
+// Spec.Settings, checked by the core/config registry; the embedded target hands that value
+// to the cluster unchanged.
 //
 // rate is the total over all producers (split evenly, their schedules interleaved); rate 0 is a
 // closed loop as fast as the client's buffer (max.buffered.records) allows. producers may be

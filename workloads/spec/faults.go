@@ -172,7 +172,7 @@ func (s *Spec) validateFaults() error {
 			}
 			continue
 		}
-		if _, err := ParseFaultTarget(fmt.Sprintf("faults[%d].target", i), f, s.Brokers, s.Topic.Name, s.Topic.Partitions, s.Broker.OffsetsTopicNumPartitions); err != nil {
+		if _, err := ParseFaultTarget(fmt.Sprintf("faults[%d].target", i), f, s.Brokers, s.Topic.Name, s.Topic.Partitions, int(s.Settings.Int("offsets.topic.num.partitions"))); err != nil {
 			return err
 		}
 		if f.Kind != "slow-link" && (f.Latency != 0 || f.Jitter != 0 || f.Bandwidth != 0) {

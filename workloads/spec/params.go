@@ -35,13 +35,15 @@ func (s *Spec) Validate() error {
 			s.Topic.MinInsyncReplicas, s.Topic.ReplicationFactor, s.Topic.ReplicationFactor)
 	}
 	// Kafka refuses to start with a fetch wait longer than the lag time (KafkaConfig).
-	if int64(s.Broker.ReplicaFetchWaitMaxMs) > s.Broker.ReplicaLagTimeMaxMs {
-		return fmt.Errorf("replica.fetch.wait.max.ms: %d is more than replica.lag.time.max.ms (%d), which Kafka requires; allowed 0..%d",
-			s.Broker.ReplicaFetchWaitMaxMs, s.Broker.ReplicaLagTimeMaxMs, s.Broker.ReplicaLagTimeMaxMs)
+	wait, lag := s.Settings.Int("replica.fetch.wait.max.ms"), s.Settings.Int("replica.lag.time.max.ms")
+	if wait > lag {
+		return fmt.Errorf("replica.fetch.wait.max.ms: %d is more than replica.lag.time.max.ms (%d), which Kafka requires; allowed 0..%d", wait, lag, lag)
 	}
-	if t := s.Settings.Int("replica.socket.timeout.ms"); int64(s.Broker.ReplicaFetchWaitMaxMs) > t {
-		return fmt.Errorf("replica.fetch.wait.max.ms: %d is more than replica.socket.timeout.ms (%d), which Kafka requires; allowed 0..%d",
-			s.Broker.ReplicaFetchWaitMaxMs, t, t)
+	if t := s.Settings.Int("replica.socket.timeout.ms"); wait > t {
+		return fmt.Errorf("replica.fetch.wait.max.ms: %d is more than replica.socket.timeout.ms (%d), which Kafka requires; allowed 0..%d", wait, t, t)
+	}
+	if err := s.Settings.Check(); err != nil { // queued.max.request.bytes >= socket.request.max.bytes
+		return err
 	}
 	if s.Consumers.Count == 0 && !slices.ContainsFunc(s.ProducerGroups(), func(g ProducerSpec) bool { return g.Count > 0 }) {
 		return errors.New("producers.count and consumers.count are both 0: nothing to run or measure; allowed at least one producer or consumer")
@@ -229,26 +231,6 @@ func intP[T int | int64](key string, aliases []string, lo, hi int64, help string
 		get: func(s *Spec) any { return *f(s) }}
 }
 
-// minQueuedMaxRequestBytes is socket.request.max.bytes' default (104857600): Kafka requires
-// queued.max.request.bytes to be -1 or at least socket.request.max.bytes.
-var minQueuedMaxRequestBytes = config.DefaultOf("socket.request.max.bytes")
-
-// orNeverP is a time in ms that takes -1 for never: -1 or lo..hi.
-func orNeverP(key string, aliases []string, lo, hi int64, help string, f func(*Spec) *int64) Param {
-	return Param{Key: key, Aliases: aliases, Help: fmt.Sprintf("%s (int -1 or %d..%d)", help, lo, hi),
-		set: func(s *Spec, v string) error {
-			n, err := parseInt(key, v, -1, hi)
-			if err == nil && n != -1 && n < lo {
-				err = fmt.Errorf("%s: %d is not allowed; allowed -1 (never) or %d..%d", key, n, lo, hi)
-			}
-			if err == nil {
-				*f(s) = n
-			}
-			return err
-		},
-		get: func(s *Spec) any { return *f(s) }}
-}
-
 func boolP(key string, aliases []string, help string, f func(*Spec) *bool) Param {
 	return Param{Key: key, Aliases: aliases, Help: help + " (true|false)",
 		set: func(s *Spec, v string) error {
@@ -307,58 +289,58 @@ func brokerHelp(e *config.Entry, note string) string {
 	return h + ", default " + def
 }
 
-// settingB is a broker setting kept in Spec.Settings under its registry name: its type,
-// range, default, help and the check of a value are all the registry's (core/config).
-func settingB(name string) Param {
-	e := config.Get(name)
-	return Param{Key: name, Aliases: []string{"broker." + name}, entry: name,
-		Help: fmt.Sprintf("%s (%s %s)", brokerHelp(e, ""), e.Type, e.Range()),
-		set:  func(s *Spec, v string) error { return s.Settings.Set(name, v) },
+// settingB is the broker setting name kept in Spec.Settings under its registry name; its
+// spec key is name and its YAML path broker.NAME.
+func settingB(name string) Param { return setting(name, name, nil, "") }
+
+// setting is a broker setting kept in Spec.Settings: its spec key (the registry name entry,
+// but for flush.messages and flush.ms, the topic-level names of log.flush.interval.messages
+// / .ms), its aliases besides broker.KEY, and a note where the harness's default is not
+// Kafka's. Its type, range, default and the check of a value are all the registry's
+// (core/config).
+func setting(key, entry string, aliases []string, note string) Param {
+	e := config.Get(entry)
+	return Param{Key: key, Aliases: append([]string{"broker." + key}, aliases...), entry: entry,
+		Help: fmt.Sprintf("%s (%s %s)", brokerHelp(e, note), e.Type, e.Range()),
+		set: func(s *Spec, v string) error {
+			err := s.Settings.Set(entry, specText(e, v))
+			if err != nil && key != entry {
+				err = fmt.Errorf("%s: %w", key, err)
+			}
+			return err
+		},
 		get: func(s *Spec) any {
 			switch {
 			case e.Type.Numeric():
-				return s.Settings.Int(name)
+				return s.Settings.Int(entry)
 			case e.Type == config.Boolean:
-				return s.Settings.Bool(name)
+				return s.Settings.Bool(entry)
 			case e.Type == config.Duration:
-				return s.Settings.Duration(name)
+				return s.Settings.Duration(entry)
 			}
-			return s.Settings.Text(name)
+			return s.Settings.Text(entry)
 		}}
 }
 
-func intB[T int | int64](key, entry string, aliases []string, note string, f func(*Spec) *T) Param {
-	e := config.Get(entry)
-	p := intP(key, aliases, e.Min, e.Max, brokerHelp(e, note), f)
-	p.entry = entry
-	return p
-}
-
-func boolB(key string, aliases []string, f func(*Spec) *bool) Param {
-	p := boolP(key, aliases, brokerHelp(config.Get(key), ""), f)
-	p.entry = key
-	return p
-}
-
-func modeB(key string, aliases []string, f func(*Spec) *string) Param {
-	e := config.Get(key)
-	p := enumP(key, aliases, e.Modes, brokerHelp(e, ""), f)
-	p.entry = key
-	return p
-}
-
-func durB(key string, aliases []string, f func(*Spec) *time.Duration) Param {
-	e := config.Get(key)
-	p := durP(key, aliases, time.Duration(e.Min), time.Duration(e.Max), brokerHelp(e, ""), f)
-	p.entry = key
-	return p
-}
-
-func orNeverB(key string, aliases []string, f func(*Spec) *int64) Param {
-	e := config.Get(key)
-	p := orNeverP(key, aliases, e.Min, e.Max, brokerHelp(e, ""), f)
-	p.entry = key
-	return p
+// specText is v in the form the registry parses, given the spellings a spec has always
+// accepted besides it: digits grouped with _ (1_000), a float for the largest long
+// (9.223372036854776e+18, as YAML writes it) and Go's boolean spellings (1, t, True).
+func specText(e *config.Entry, v string) string {
+	switch {
+	case e.Type.Numeric():
+		t := strings.ReplaceAll(v, "_", "")
+		if _, err := strconv.ParseInt(t, 10, 64); err != nil && e.Max == math.MaxInt64 {
+			if f, ferr := strconv.ParseFloat(v, 64); ferr == nil && f >= 9.2e18 {
+				return strconv.FormatInt(math.MaxInt64, 10)
+			}
+		}
+		return t
+	case e.Type == config.Boolean:
+		if b, err := strconv.ParseBool(v); err == nil {
+			return strconv.FormatBool(b)
+		}
+	}
+	return v
 }
 
 func parseInt(key, v string, lo, hi int64) (int64, error) {
@@ -446,64 +428,52 @@ var params = []Param{
 	intP("topic.replication.factor", []string{"replication.factor"}, 1, 16, "replication factor (<= brokers), default 3", func(s *Spec) *int { return &s.Topic.ReplicationFactor }),
 	intP("topic.min.insync.replicas", []string{"min.insync.replicas"}, 1, 16, "topic config min.insync.replicas (<= replication factor), default 2", func(s *Spec) *int { return &s.Topic.MinInsyncReplicas }),
 
-	intB("num.replica.fetchers", "num.replica.fetchers", []string{"broker.num.replica.fetchers"}, "", func(s *Spec) *int { return &s.Broker.NumReplicaFetchers }),
-	intB("replica.fetch.wait.max.ms", "replica.fetch.wait.max.ms", []string{"broker.replica.fetch.wait.max.ms"}, "", func(s *Spec) *int { return &s.Broker.ReplicaFetchWaitMaxMs }),
-	intB("replica.fetch.backoff.ms", "replica.fetch.backoff.ms", []string{"broker.replica.fetch.backoff.ms"}, "", func(s *Spec) *int { return &s.Broker.ReplicaFetchBackoffMs }),
-	intB("replica.fetch.min.bytes", "replica.fetch.min.bytes", []string{"broker.replica.fetch.min.bytes"}, "", func(s *Spec) *int { return &s.Broker.ReplicaFetchMinBytes }),
-	intB("replica.fetch.max.bytes", "replica.fetch.max.bytes", []string{"broker.replica.fetch.max.bytes"}, "", func(s *Spec) *int { return &s.Broker.ReplicaFetchMaxBytes }),
-	intB("replica.fetch.response.max.bytes", "replica.fetch.response.max.bytes", []string{"broker.replica.fetch.response.max.bytes"}, "", func(s *Spec) *int { return &s.Broker.ReplicaFetchResponseMaxBytes }),
+	settingB("num.replica.fetchers"),
+	settingB("replica.fetch.wait.max.ms"),
+	settingB("replica.fetch.backoff.ms"),
+	settingB("replica.fetch.min.bytes"),
+	settingB("replica.fetch.max.bytes"),
+	settingB("replica.fetch.response.max.bytes"),
 	settingB("replica.socket.timeout.ms"),
-	intB("replica.lag.time.max.ms", "replica.lag.time.max.ms", []string{"broker.replica.lag.time.max.ms"}, "", func(s *Spec) *int64 { return &s.Broker.ReplicaLagTimeMaxMs }),
-	boolB("unclean.leader.election.enable", []string{"broker.unclean.leader.election.enable"}, func(s *Spec) *bool { return &s.Broker.UncleanLeaderElectionEnable }),
-	intB("broker.session.timeout.ms", "broker.session.timeout.ms", []string{"broker.broker.session.timeout.ms"}, "", func(s *Spec) *int64 { return &s.Broker.BrokerSessionTimeoutMs }),
-	intB("log.segment.bytes", "log.segment.bytes", []string{"broker.log.segment.bytes"}, "harness default 67108864 (Kafka 1073741824) so retention, which never deletes the active segment, keeps the disk bounded", func(s *Spec) *int64 { return &s.Broker.LogSegmentBytes }),
-	intB("log.retention.bytes", "log.retention.bytes", []string{"broker.log.retention.bytes", "retention.bytes"}, "harness default 268435456 (Kafka -1): a replica holds at most about retention.bytes + log.segment.bytes", func(s *Spec) *int64 { return &s.Broker.LogRetentionBytes }),
-	intB("log.retention.ms", "log.retention.ms", []string{"broker.log.retention.ms", "retention.ms"}, "", func(s *Spec) *int64 { return &s.Broker.LogRetentionMs }),
-	intB("log.retention.check.interval.ms", "log.retention.check.interval.ms", []string{"broker.log.retention.check.interval.ms"}, "harness default 1000 (Kafka 300000)", func(s *Spec) *int64 { return &s.Broker.LogRetentionCheckIntervalMs }),
+	settingB("replica.lag.time.max.ms"),
+	settingB("unclean.leader.election.enable"),
+	settingB("broker.session.timeout.ms"),
+	setting("log.segment.bytes", "log.segment.bytes", nil, "harness default 67108864 (Kafka 1073741824) so retention, which never deletes the active segment, keeps the disk bounded"),
+	setting("log.retention.bytes", "log.retention.bytes", []string{"retention.bytes"}, "harness default 268435456 (Kafka -1): a replica holds at most about retention.bytes + log.segment.bytes"),
+	setting("log.retention.ms", "log.retention.ms", []string{"retention.ms"}, ""),
+	setting("log.retention.check.interval.ms", "log.retention.check.interval.ms", nil, "harness default 1000 (Kafka 300000)"),
 	{Key: "isrbench.min.free.disk", Aliases: []string{"broker.isrbench.min.free.disk", "min.free.disk"},
 		Help: "stop the run when the data dir's filesystem has less free space: bytes (2147483648), a size (2GiB, 500MiB, 10GB) or a percentage of the filesystem (5%); 0 = off; default 2GiB",
 		set: func(s *Spec, v string) error {
 			f, err := ParseDiskFloor("isrbench.min.free.disk", v)
 			if err == nil {
-				s.Broker.MinFreeDisk = f
+				s.MinFreeDisk = f
 			}
 			return err
-		}, get: func(s *Spec) any { return s.Broker.MinFreeDisk.String() }},
-	intB("flush.messages", "log.flush.interval.messages", []string{"broker.flush.messages"}, "", func(s *Spec) *int64 { return &s.Broker.FlushMessages }),
-	intB("flush.ms", "log.flush.interval.ms", []string{"broker.flush.ms"}, "", func(s *Spec) *int64 { return &s.Broker.FlushMs }),
-	boolB("isrbench.zero.copy", []string{"broker.isrbench.zero.copy"}, func(s *Spec) *bool { return &s.Broker.ZeroCopy }),
+		}, get: func(s *Spec) any { return s.MinFreeDisk.String() }},
+	setting("flush.messages", "log.flush.interval.messages", nil, ""),
+	setting("flush.ms", "log.flush.interval.ms", nil, ""),
+	settingB("isrbench.zero.copy"),
 	enumP("security.inter.broker.protocol", []string{"broker.security.inter.broker.protocol"}, securityProtocols,
 		"the embedded cluster's replication listener (with target.security.protocol: TLS material and SCRAM users made for the run), default PLAINTEXT; a kafka:// cluster's is its own",
-		func(s *Spec) *string { return &s.Broker.InterBrokerProtocol }),
+		func(s *Spec) *string { return &s.InterBrokerProtocol }),
 	TargetProtocolParam,
-	boolB("isrbench.fetch.sessions", []string{"broker.isrbench.fetch.sessions"}, func(s *Spec) *bool { return &s.Broker.FetchSessions }),
-	boolB("isrbench.socket.read.when.ready", []string{"broker.isrbench.socket.read.when.ready"}, func(s *Spec) *bool { return &s.Broker.ReadWhenReady }),
-	intB("max.incremental.fetch.session.cache.slots", "max.incremental.fetch.session.cache.slots", []string{"broker.max.incremental.fetch.session.cache.slots"}, "", func(s *Spec) *int { return &s.Broker.FetchSessionCacheSlots }),
-	intB("isrbench.log.tail.bytes", "isrbench.log.tail.bytes", []string{"broker.isrbench.log.tail.bytes"}, "", func(s *Spec) *int64 { return &s.Broker.LogTailBytes }),
-	intB("isrbench.zero.copy.min.bytes", "isrbench.zero.copy.min.bytes", []string{"broker.isrbench.zero.copy.min.bytes"}, "", func(s *Spec) *int64 { return &s.Broker.ZeroCopyMinBytes }),
-	modeB("isrbench.io", []string{"broker.isrbench.io"}, func(s *Spec) *string { return &s.Broker.IO }),
-	modeB("isrbench.hw.update", []string{"broker.isrbench.hw.update"}, func(s *Spec) *string { return &s.Broker.HWUpdate }),
-	modeB("isrbench.truncate.mode", []string{"broker.isrbench.truncate.mode"}, func(s *Spec) *string { return &s.Broker.TruncateMode }),
-	intB("replica.high.watermark.checkpoint.interval.ms", "replica.high.watermark.checkpoint.interval.ms", []string{"broker.replica.high.watermark.checkpoint.interval.ms"}, "", func(s *Spec) *int64 { return &s.Broker.HWCheckpointIntervalMs }),
-	durB("isrbench.produce.delay", []string{"broker.isrbench.produce.delay"}, func(s *Spec) *time.Duration { return &s.Broker.ProduceDelay }),
-	durB("isrbench.produce.spin", []string{"broker.isrbench.produce.spin"}, func(s *Spec) *time.Duration { return &s.Broker.ProduceSpin }),
-	intB("max.connections", "max.connections", []string{"broker.max.connections"}, "", func(s *Spec) *int { return &s.Broker.MaxConnections }),
-	intB("max.connections.per.ip", "max.connections.per.ip", []string{"broker.max.connections.per.ip"}, "", func(s *Spec) *int { return &s.Broker.MaxConnectionsPerIP }),
-	orNeverB("connections.max.idle.ms", []string{"broker.connections.max.idle.ms"}, func(s *Spec) *int64 { return &s.Broker.ConnectionsMaxIdleMs }),
-	orNeverB("isrbench.request.read.timeout.ms", []string{"broker.isrbench.request.read.timeout.ms"}, func(s *Spec) *int64 { return &s.Broker.RequestReadTimeoutMs }),
-	{Key: "queued.max.request.bytes", Aliases: []string{"broker.queued.max.request.bytes"}, entry: "queued.max.request.bytes",
-		Help: fmt.Sprintf("%s (Kafka's default); harness default 104857600 (allowed -1 or %d..%d: at least socket.request.max.bytes)", config.Get("queued.max.request.bytes").Doc, minQueuedMaxRequestBytes, int64(math.MaxInt64)),
-		set: func(s *Spec, v string) error {
-			n, err := parseInt("queued.max.request.bytes", v, -1, math.MaxInt64)
-			if err == nil && n != -1 && n < minQueuedMaxRequestBytes {
-				err = fmt.Errorf("queued.max.request.bytes: %d is smaller than socket.request.max.bytes (%d), which Kafka requires; allowed -1 (unbounded) or %d..%d",
-					n, minQueuedMaxRequestBytes, minQueuedMaxRequestBytes, int64(math.MaxInt64))
-			}
-			if err == nil {
-				s.Broker.QueuedMaxRequestBytes = n
-			}
-			return err
-		}, get: func(s *Spec) any { return s.Broker.QueuedMaxRequestBytes }},
+	settingB("isrbench.fetch.sessions"),
+	settingB("isrbench.socket.read.when.ready"),
+	settingB("max.incremental.fetch.session.cache.slots"),
+	settingB("isrbench.log.tail.bytes"),
+	settingB("isrbench.zero.copy.min.bytes"),
+	settingB("isrbench.io"),
+	settingB("isrbench.hw.update"),
+	settingB("isrbench.truncate.mode"),
+	settingB("replica.high.watermark.checkpoint.interval.ms"),
+	settingB("isrbench.produce.delay"),
+	settingB("isrbench.produce.spin"),
+	settingB("max.connections"),
+	settingB("max.connections.per.ip"),
+	settingB("connections.max.idle.ms"),
+	settingB("isrbench.request.read.timeout.ms"),
+	setting("queued.max.request.bytes", "queued.max.request.bytes", nil, "harness default 104857600 (Kafka -1, unbounded); at least socket.request.max.bytes"),
 
 	intP("producers.count", nil, 0, 1024, "producer clients, default 2", func(s *Spec) *int { return &s.Producers.Count }),
 	{Key: "producers.acks", Aliases: []string{"acks"}, Help: "required acks, default all (all|-1|1|0)",
@@ -552,8 +522,8 @@ var params = []Param{
 		}, get: func(s *Spec) any { return s.Consumers.GroupID }},
 	enumP("consumers.group.balancer", []string{"partition.assignment.strategy"}, []string{"range", "roundrobin", "sticky", "cooperative-sticky"}, "group assignor, default range", func(s *Spec) *string { return &s.Consumers.GroupBalancer }),
 	intP("consumers.auto.commit.interval.ms", []string{"auto.commit.interval.ms"}, 1, 3600*1000, "group members commit their position this often (ms), default 5000", func(s *Spec) *int { return &s.Consumers.AutoCommitIntervalMs }),
-	intB("group.initial.rebalance.delay.ms", "group.initial.rebalance.delay.ms", []string{"broker.group.initial.rebalance.delay.ms"}, "harness default 100 (Kafka 3000)", func(s *Spec) *int { return &s.Broker.GroupInitialRebalanceDelayMs }),
-	intB("offsets.topic.num.partitions", "offsets.topic.num.partitions", []string{"broker.offsets.topic.num.partitions"}, "", func(s *Spec) *int { return &s.Broker.OffsetsTopicNumPartitions }),
+	setting("group.initial.rebalance.delay.ms", "group.initial.rebalance.delay.ms", nil, "harness default 100 (Kafka 3000)"),
+	settingB("offsets.topic.num.partitions"),
 }
 
 func validTopic(v string) bool {

@@ -1,7 +1,10 @@
 package spec
 
 import (
+	"maps"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,11 +38,17 @@ type Spec struct {
 	// Brokers is the size of the embedded cluster (ignored for kafka:// targets). Default 3.
 	Brokers int
 	Topic   TopicSpec
-	Broker  BrokerSpec
-	// Settings holds the broker settings without a field of their own in BrokerSpec (keys
-	// made with settingB), by their registry names (core/config): those given, else Kafka's
-	// defaults. The embedded target hands the given ones to the cluster unchanged.
+	// Settings are the broker settings of the spec's broker: block (and of --set), by their
+	// registry names (core/config), checked by the registry when set: those given, the
+	// harness's own defaults (HarnessDefaults), else Kafka's. The embedded target hands them
+	// to the cluster unchanged (cluster.Config.UseSettings).
 	Settings config.Settings
+	// InterBrokerProtocol is security.inter.broker.protocol of the embedded cluster (PLAINTEXT,
+	// SSL, SASL_PLAINTEXT, SASL_SSL; default PLAINTEXT): see package target.
+	InterBrokerProtocol string
+	// MinFreeDisk is isrbench.min.free.disk: the free-space floor of the data dir's
+	// filesystem below which a run stops (see DiskFloor), default 2GiB.
+	MinFreeDisk DiskFloor
 	// Producers is the first producer group (the flat keys producers.* and their aliases set
 	// it); MoreProducers are further groups, given in YAML as a list under producers:
 	// (producers: [{count: 1, acks: all}, {count: 1, acks: 1}]). See ProducerGroups.
@@ -84,75 +93,33 @@ type TopicSpec struct {
 	MinInsyncReplicas int    // topic.min.insync.replicas (topic config min.insync.replicas), default 2
 }
 
-// BrokerSpec holds broker properties under their Kafka names (defaults are Kafka's unless noted).
-type BrokerSpec struct {
-	NumReplicaFetchers           int   // num.replica.fetchers, default 1
-	ReplicaFetchWaitMaxMs        int   // replica.fetch.wait.max.ms, default 500
-	ReplicaFetchBackoffMs        int   // replica.fetch.backoff.ms, default 1000
-	ReplicaFetchMinBytes         int   // replica.fetch.min.bytes, default 1
-	ReplicaFetchMaxBytes         int   // replica.fetch.max.bytes (per partition), default 1048576
-	ReplicaFetchResponseMaxBytes int   // replica.fetch.response.max.bytes, default 10485760
-	ReplicaLagTimeMaxMs          int64 // replica.lag.time.max.ms, default 30000
-	UncleanLeaderElectionEnable  bool  // unclean.leader.election.enable, default false
-	BrokerSessionTimeoutMs       int64 // broker.session.timeout.ms, default 9000
-	LogSegmentBytes              int64 // log.segment.bytes, harness default 67108864 (Kafka: 1073741824), see DefaultLogSegmentBytes
-	LogTailBytes                 int64 // isrbench.log.tail.bytes: newest bytes of each active segment kept in memory for fetches, default 1048576, 0 = off
-	// LogRetentionBytes is log.retention.bytes per partition replica, harness default
-	// DefaultLogRetentionBytes (Kafka: -1, unlimited); -1 = unlimited.
-	LogRetentionBytes int64
-	// LogRetentionMs is log.retention.ms, default 604800000 (7 days, Kafka's); -1 = unlimited.
-	LogRetentionMs int64
-	// LogRetentionCheckIntervalMs is log.retention.check.interval.ms, harness default 1000
-	// (Kafka: 300000), so retention keeps up with a benchmark's write rate.
-	LogRetentionCheckIntervalMs int64
-	// MinFreeDisk is isrbench.min.free.disk: the free-space floor of the data dir's
-	// filesystem below which a run stops (see DiskFloor), default 2GiB.
-	MinFreeDisk   DiskFloor
-	FlushMessages int64 // flush.messages, default 9223372036854775807 (never fsync on count)
-	FlushMs       int64 // flush.ms, default 9223372036854775807
-	ZeroCopy      bool  // isrbench.zero.copy: sendfile fetch responses, default true
-	// InterBrokerProtocol is security.inter.broker.protocol of the embedded cluster (PLAINTEXT,
-	// SSL, SASL_PLAINTEXT, SASL_SSL; default PLAINTEXT): see package target.
-	InterBrokerProtocol string
-	// ZeroCopyMinBytes is isrbench.zero.copy.min.bytes: record slices smaller than this are
-	// copied into a fetch response rather than sent with sendfile, default 32768.
-	ZeroCopyMinBytes int64
-	// FetchSessions is isrbench.fetch.sessions: replica fetchers use incremental fetch
-	// sessions (KIP-227), default true; FetchSessionCacheSlots is
-	// max.incremental.fetch.session.cache.slots, default 1000 (0: no sessions).
-	FetchSessions          bool
-	FetchSessionCacheSlots int
-	// ReadWhenReady is isrbench.socket.read.when.ready, default true: the brokers' plaintext
-	// connections wait for readability at once after a read that emptied the socket (false:
-	// a read finds it empty before every wait, the ablation).
-	ReadWhenReady bool
-	IO            string        // isrbench.io: pwritev|uring|write, default pwritev
-	HWUpdate      string        // isrbench.hw.update: atomic|mutex, default atomic
-	TruncateMode  string        // isrbench.truncate.mode: epoch|hw, default epoch (hw is an ablation that can lose data)
-	ProduceDelay  time.Duration // isrbench.produce.delay: artificial delay per produce (gate tests), default 0
-	ProduceSpin   time.Duration // isrbench.produce.spin: artificial CPU work per produce (gate tests), default 0
-	// HWCheckpointIntervalMs is replica.high.watermark.checkpoint.interval.ms, default 5000.
-	HWCheckpointIntervalMs int64
-	// GroupInitialRebalanceDelayMs is group.initial.rebalance.delay.ms, harness default
-	// DefaultGroupInitialRebalanceDelayMs (Kafka 3000): the harness waits for its group to be
-	// assigned before the load anyway.
-	GroupInitialRebalanceDelayMs int
-	// OffsetsTopicNumPartitions is offsets.topic.num.partitions, default 50.
-	OffsetsTopicNumPartitions int
-	// Connection bounds of every broker's wire server (see netfetch.ConnLimits):
-	// max.connections and max.connections.per.ip (default 2147483647, Kafka's),
-	// connections.max.idle.ms (default 600000, -1 = never), isrbench.request.read.timeout.ms
-	// (default 30000, -1 = never) and queued.max.request.bytes (harness default 104857600;
-	// Kafka's -1 = unbounded).
-	MaxConnections        int
-	MaxConnectionsPerIP   int
-	ConnectionsMaxIdleMs  int64
-	RequestReadTimeoutMs  int64
-	QueuedMaxRequestBytes int64
-}
-
 // DefaultGroupInitialRebalanceDelayMs is the harness default of group.initial.rebalance.delay.ms.
 const DefaultGroupInitialRebalanceDelayMs = 100
+
+// HarnessDefaults are the broker settings whose harness default is not Kafka's, by registry
+// name: log.segment.bytes and log.retention.bytes keep a run's disk bounded (retention never
+// deletes the active segment), log.retention.check.interval.ms lets retention keep up with a
+// benchmark's write rate, group.initial.rebalance.delay.ms is short as the harness waits for
+// its group anyway, and queued.max.request.bytes bounds the brokers' request memory (Kafka's
+// -1 is unbounded). Every other setting's default is the registry's (Kafka's).
+var HarnessDefaults = map[string]string{
+	"log.segment.bytes":                strconv.FormatInt(DefaultLogSegmentBytes, 10),
+	"log.retention.bytes":              strconv.FormatInt(DefaultLogRetentionBytes, 10),
+	"log.retention.check.interval.ms":  "1000",
+	"group.initial.rebalance.delay.ms": strconv.Itoa(DefaultGroupInitialRebalanceDelayMs),
+	"queued.max.request.bytes":         "104857600",
+}
+
+// defaultSettings is the registry's defaults with HarnessDefaults given.
+func defaultSettings() config.Settings {
+	var s config.Settings
+	for _, name := range slices.Sorted(maps.Keys(HarnessDefaults)) {
+		if err := s.Set(name, HarnessDefaults[name]); err != nil {
+			panic("BUG: spec: harness default " + err.Error())
+		}
+	}
+	return s
+}
 
 // ProducerSpec describes the producers: Count kgo clients, each on its own goroutine.
 type ProducerSpec struct {
@@ -244,50 +211,16 @@ type Fault struct {
 
 // DefaultSpec returns a Spec with every field at its default (the values of specs/default.yaml
 // before its own settings). A broker setting's default is the config registry's (Kafka's,
-// core/config) unless the harness has its own (log.segment.bytes, log.retention.bytes,
-// log.retention.check.interval.ms, isrbench.min.free.disk, group.initial.rebalance.delay.ms,
-// queued.max.request.bytes).
+// core/config) unless the harness has its own (HarnessDefaults).
 func DefaultSpec() *Spec {
 	return &Spec{
-		Name:        "default",
-		HWLagClient: "auto",
-		Brokers:     3,
-		Topic:       TopicSpec{Name: "isrbench", Partitions: 6, ReplicationFactor: 3, MinInsyncReplicas: 2},
-		Broker: BrokerSpec{
-			NumReplicaFetchers:           int(config.DefaultOf("num.replica.fetchers")),
-			ReplicaFetchWaitMaxMs:        int(config.DefaultOf("replica.fetch.wait.max.ms")),
-			ReplicaFetchBackoffMs:        int(config.DefaultOf("replica.fetch.backoff.ms")),
-			ReplicaFetchMinBytes:         int(config.DefaultOf("replica.fetch.min.bytes")),
-			ReplicaFetchMaxBytes:         int(config.DefaultOf("replica.fetch.max.bytes")),
-			ReplicaFetchResponseMaxBytes: int(config.DefaultOf("replica.fetch.response.max.bytes")),
-			ReplicaLagTimeMaxMs:          config.DefaultOf("replica.lag.time.max.ms"),
-			BrokerSessionTimeoutMs:       config.DefaultOf("broker.session.timeout.ms"),
-			LogSegmentBytes:              DefaultLogSegmentBytes,
-			LogTailBytes:                 config.DefaultOf("isrbench.log.tail.bytes"),
-			LogRetentionBytes:            DefaultLogRetentionBytes,
-			LogRetentionMs:               config.DefaultOf("log.retention.ms"),
-			LogRetentionCheckIntervalMs:  1000,
-			MinFreeDisk:                  DefaultMinFreeDisk,
-			FlushMessages:                config.DefaultOf("log.flush.interval.messages"),
-			FlushMs:                      config.DefaultOf("log.flush.interval.ms"),
-			ZeroCopy:                     true,
-			InterBrokerProtocol:          "PLAINTEXT",
-			ZeroCopyMinBytes:             config.DefaultOf("isrbench.zero.copy.min.bytes"),
-			FetchSessions:                true,
-			ReadWhenReady:                true,
-			FetchSessionCacheSlots:       int(config.DefaultOf("max.incremental.fetch.session.cache.slots")),
-			IO:                           config.IOPwritev.String(),
-			HWUpdate:                     config.HWUpdateAtomic.String(),
-			TruncateMode:                 config.TruncateEpoch.String(),
-			HWCheckpointIntervalMs:       config.DefaultOf("replica.high.watermark.checkpoint.interval.ms"),
-			GroupInitialRebalanceDelayMs: DefaultGroupInitialRebalanceDelayMs,
-			OffsetsTopicNumPartitions:    int(config.DefaultOf("offsets.topic.num.partitions")),
-			MaxConnections:               int(config.DefaultOf("max.connections")),
-			MaxConnectionsPerIP:          int(config.DefaultOf("max.connections.per.ip")),
-			ConnectionsMaxIdleMs:         config.DefaultOf("connections.max.idle.ms"),
-			RequestReadTimeoutMs:         config.DefaultOf("isrbench.request.read.timeout.ms"),
-			QueuedMaxRequestBytes:        104857600,
-		},
+		Name:                "default",
+		HWLagClient:         "auto",
+		Brokers:             3,
+		Topic:               TopicSpec{Name: "isrbench", Partitions: 6, ReplicationFactor: 3, MinInsyncReplicas: 2},
+		Settings:            defaultSettings(),
+		InterBrokerProtocol: "PLAINTEXT",
+		MinFreeDisk:         DefaultMinFreeDisk,
 		Producers: ProducerSpec{Count: 2, Acks: "all", MessageSize: 1024, Rate: 5000, BatchSize: 16384,
 			Keys: "none", MaxBufferedRecords: 10000, DeliveryTimeoutMs: 120000, RequestTimeoutMs: 10000, EnableIdempotence: true, Retries: math.MaxInt32, Txn: DefaultProducerTxn},
 		Consumers: ConsumerSpec{Count: 1, GroupBalancer: "range", AutoCommitIntervalMs: 5000, IsolationLevel: ReadUncommitted},

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -49,33 +48,27 @@ type embedded struct {
 	shrinks, expands int64
 }
 
-// ClusterConfig maps the spec onto an embedded cluster configuration: every spec key of a
-// registry setting is given to the cluster by its registry name (cluster.Config.Set, the same
-// path as serve --set), so a setting needs no mapping of its own here.
+// ClusterConfig maps the spec onto an embedded cluster configuration: the spec's settings
+// go to the cluster unchanged (cluster.Config.UseSettings), so a setting needs no mapping of
+// its own here; the topic's min.insync.replicas is every broker's, and topics are created
+// by the harness only.
 func ClusterConfig(s *spec.Spec) (cluster.Config, error) {
 	cc := cluster.DefaultConfig()
 	cc.Brokers = s.Brokers
-	cc.AutoCreateTopics = false
-	for _, p := range spec.Params() {
-		if p.Entry() == "" {
-			continue
-		}
-		v, err := s.Get(p.Key)
-		if err != nil {
-			return cc, err
-		}
-		text := fmt.Sprint(v)
-		if d, ok := v.(time.Duration); ok {
-			text = d.String()
-		}
-		if err := cc.Set(p.Entry(), text); err != nil {
+	if err := cc.UseSettings(s.Settings); err != nil {
+		return cc, err
+	}
+	for k, v := range map[string]string{
+		"auto.create.topics.enable": "false",
+		"min.insync.replicas":       strconv.Itoa(s.Topic.MinInsyncReplicas),
+	} {
+		if err := cc.Set(k, v); err != nil {
 			return cc, err
 		}
 	}
-	cc.Broker.MinInsyncReplicas = s.Topic.MinInsyncReplicas
 	// broker.heartbeat.interval.ms: Kafka's 2000 against its 9000 ms session, scaled down for
 	// shorter sessions (a heartbeat every session/3 would let one late tick fence a broker).
-	cc.Broker.HeartbeatIntervalMs = min(2000, max(10, s.Broker.BrokerSessionTimeoutMs/4))
+	cc.Broker.HeartbeatIntervalMs = min(2000, max(10, s.Settings.Int("broker.session.timeout.ms")/4))
 	return cc, nil
 }
 
@@ -84,8 +77,10 @@ func openEmbedded(ctx context.Context, s *spec.Spec, o TargetOptions) (Target, e
 	if err != nil {
 		return nil, err
 	}
-	if why := log.WriterFallbackReason(s.Broker.IO); why != "" && o.Log != nil {
-		fmt.Fprintf(o.Log, "isrbench.io=%s: falling back to pwritev: %s\n", s.Broker.IO, why)
+	if mode := s.Settings.Text("isrbench.io"); o.Log != nil {
+		if why := log.WriterFallbackReason(mode); why != "" {
+			fmt.Fprintf(o.Log, "isrbench.io=%s: falling back to pwritev: %s\n", mode, why)
+		}
 	}
 	if _, err := netfetch.EnsureOpenFiles(openFilesNeeded(s)); err != nil {
 		return nil, fmt.Errorf("embedded cluster of %d brokers, topic %s with %d partitions x RF %d: %w",
@@ -136,7 +131,7 @@ func openEmbedded(ctx context.Context, s *spec.Spec, o TargetOptions) (Target, e
 func openFilesNeeded(s *spec.Spec) uint64 {
 	n := int64(s.Topic.Partitions) * int64(s.Topic.ReplicationFactor)
 	if s.Consumers.GroupID != "" {
-		n += int64(s.Broker.OffsetsTopicNumPartitions) * int64(min(s.Brokers, 3))
+		n += s.Settings.Int("offsets.topic.num.partitions") * int64(min(s.Brokers, 3))
 	}
 	return netfetch.FilesForReplicas(n, int64(s.Brokers))
 }

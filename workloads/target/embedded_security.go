@@ -29,7 +29,7 @@ import (
 // dir, where the certificates go) and returns the listener the clients use and their
 // client config; "" and nil when both protocols are PLAINTEXT (the default cluster).
 func embeddedSecurity(s *spec.Spec, cc *cluster.Config, dir string) (string, *clientprops.Config, error) {
-	inter := s.Broker.InterBrokerProtocol
+	inter := s.InterBrokerProtocol
 	if inter == "" {
 		inter = "PLAINTEXT"
 	}

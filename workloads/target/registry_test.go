@@ -46,9 +46,9 @@ func TestSpecRegistryWalk(t *testing.T) {
 				if x, err := strconv.ParseInt(v, 10, 64); err == nil {
 					switch p.Key {
 					case "replica.lag.time.max.ms", "replica.socket.timeout.ms":
-						s.Broker.ReplicaFetchWaitMaxMs = int(min(x, int64(s.Broker.ReplicaFetchWaitMaxMs)))
+						s.Settings, _ = s.Settings.With("replica.fetch.wait.max.ms", strconv.FormatInt(min(x, s.Settings.Int("replica.fetch.wait.max.ms")), 10))
 					case "replica.fetch.wait.max.ms":
-						s.Broker.ReplicaLagTimeMaxMs = max(x, s.Broker.ReplicaLagTimeMaxMs)
+						s.Settings, _ = s.Settings.With("replica.lag.time.max.ms", strconv.FormatInt(max(x, s.Settings.Int("replica.lag.time.max.ms")), 10))
 						s.Settings, _ = s.Settings.With("replica.socket.timeout.ms", strconv.FormatInt(max(x, s.Settings.Int("replica.socket.timeout.ms")), 10))
 					}
 				}
@@ -82,8 +82,12 @@ func TestSpecRegistryWalk(t *testing.T) {
 					b = -2
 				}
 				below = strconv.FormatInt(b, 10)
-				err := spec.DefaultSpec().Set(p.Key, below)
-				if err == nil || !strings.Contains(err.Error(), p.Key) || !strings.Contains(err.Error(), strconv.FormatInt(lo, 10)+"..") {
+				err := spec.DefaultSpec().ApplySets([]string{p.Key + "=" + below})
+				want := strconv.FormatInt(lo, 10) + ".."
+				if e.AtLeast != "" {
+					want = "at least " + strconv.FormatInt(lo, 10) // checked by Validate
+				}
+				if err == nil || !strings.Contains(err.Error(), p.Key) || !strings.Contains(err.Error(), want) {
 					t.Errorf("Set(%s, %s): %v, want an error naming the key and the range from %d", p.Key, below, err, lo)
 				}
 			case e.Type == config.Duration:
@@ -121,6 +125,20 @@ func TestSpecSettingsReachCluster(t *testing.T) {
 	}
 	if got, _ := s.Get("replica.socket.timeout.ms"); got != int64(1234) {
 		t.Errorf("spec Get = %v", got)
+	}
+	// Every setting reaches the cluster as the spec holds it, given or not (the harness's
+	// own defaults included), but the two the embedded target sets itself.
+	for _, e := range config.Entries() {
+		switch e.Name {
+		case "min.insync.replicas", "auto.create.topics.enable":
+			continue
+		}
+		if got, want := cc.Settings.Text(e.Name), s.Settings.Text(e.Name); got != want || cc.Settings.IsSet(e.Name) != s.Settings.IsSet(e.Name) {
+			t.Errorf("%s: cluster %q (set %v), spec %q (set %v)", e.Name, got, cc.Settings.IsSet(e.Name), want, s.Settings.IsSet(e.Name))
+		}
+	}
+	if cc.Broker.Log.SegmentBytes != spec.DefaultLogSegmentBytes || cc.Broker.Log.RetentionBytes != spec.DefaultLogRetentionBytes {
+		t.Errorf("cluster log.segment.bytes %d, log.retention.bytes %d: want the harness's defaults", cc.Broker.Log.SegmentBytes, cc.Broker.Log.RetentionBytes)
 	}
 	err = spec.DefaultSpec().ApplySets([]string{"replica.socket.timeout.ms=400", "replica.fetch.wait.max.ms=500"})
 	if err == nil || !strings.Contains(err.Error(), "replica.socket.timeout.ms (400)") {

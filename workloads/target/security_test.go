@@ -94,7 +94,7 @@ func TestSpecTargetBlockRefused(t *testing.T) {
 		t.Errorf("embedded with a CA file: %v", err)
 	}
 	delete(s.Client, "ssl.ca.location")
-	s.Broker.InterBrokerProtocol = "SSL"
+	s.InterBrokerProtocol = "SSL"
 	if err := s.CheckClientTarget("kafka://h:9092"); !errors.Is(err, spec.ErrTargetSetting) || !strings.Contains(err.Error(), "a kafka:// cluster replicates over its own") {
 		t.Errorf("kafka:// with security.inter.broker.protocol=SSL: %v", err)
 	}
