@@ -44,7 +44,8 @@ type Options struct {
 	Stdout, Stderr io.Writer
 	// WaitMode is the pacer's wait (default DefaultWaitMode).
 	WaitMode load.WaitMode
-	// TimelineInterval is the timeline's period; default 1s (100ms for runs shorter than 10s).
+	// TimelineInterval is the timeline's period; default 1s (for runs shorter than 10s 100ms,
+	// or longer above 100 partitions: see sampleInterval).
 	TimelineInterval time.Duration
 	// Commit is recorded in env.commit (default: the binary's VCS revision).
 	Commit string
@@ -115,7 +116,7 @@ func Run(ctx context.Context, s *spec.Spec, o Options) (res *results.Result, err
 	if o.TimelineInterval <= 0 {
 		o.TimelineInterval = time.Second
 		if s.Duration < 10*time.Second {
-			o.TimelineInterval = 100 * time.Millisecond
+			o.TimelineInterval = sampleInterval(100*time.Millisecond, s.Topic.Partitions, time.Second)
 		}
 	}
 	if len(o.Profile) > 0 {

@@ -81,6 +81,9 @@ func (r *rig) measure(ctx context.Context) (*measurement, error) {
 	prodWG.Wait()
 	m.cost.stop()
 	guard.stop()
+	if r.guard != nil {
+		r.guard.walk() // the data dir as the load left it (the loop may have skipped walks)
+	}
 	storage.stop()
 	var storageErr *StorageError
 	if cause := context.Cause(loadCtx); errors.Is(cause, ErrLowDisk) || errors.As(cause, &storageErr) {

@@ -42,7 +42,7 @@ func (r *rig) report(m *measurement, st settled, v *verdict) (*results.Result, e
 	}
 	if r.guard != nil {
 		peak, minFree := r.guard.stats()
-		res.Note("disk", fmt.Sprintf("data dir peak %s (%d bytes, sampled every %s), least free space %s, floor isrbench.min.free.disk=%s", humanBytes(peak), peak, diskGuardInterval, humanBytes(minFree), s.Broker.MinFreeDisk))
+		res.Note("disk", fmt.Sprintf("data dir peak %s (%d bytes, sampled at most every %s, less often when walking it is costly, and after the load), least free space %s, floor isrbench.min.free.disk=%s", humanBytes(peak), peak, diskGuardInterval, humanBytes(minFree), s.Broker.MinFreeDisk))
 	}
 	fr := &FaultsReport{ProducerGroups: r.groupFigures()}
 	v.replicas.apply(res, fr)
