@@ -273,8 +273,9 @@ type Files struct {
 	Bench    string   `json:"bench"`
 	Profiles []string `json:"profiles"`
 	Plots    []string `json:"plots"`
-	// Partitions is the per-partition timeline (every 100 ms: leader, epoch, ISR, HW, LEO per
-	// replica); Faults is the fault report (times to shrink/rejoin, producer-group figures).
+	// Partitions is the per-partition timeline (every 100 ms up to 100 partitions, less often
+	// above: leader, epoch, ISR, HW, LEO per replica); Faults is the fault report (times to
+	// shrink/rejoin, producer-group figures).
 	Partitions string `json:"partitions,omitempty"`
 	Faults     string `json:"faults,omitempty"`
 }

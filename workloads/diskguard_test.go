@@ -260,3 +260,79 @@ func TestFullDiskEndsRunWithStorageError(t *testing.T) {
 		t.Errorf("the run ended %v after start", took)
 	}
 }
+
+// TestDiskGuardWalkBudget: after a walk that took d the guard walks the data dir again only
+// walkCostShare*d later (statfs stays on every check), and walk measures it at once.
+func TestDiskGuardWalkBudget(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, n int) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), make([]byte, n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a", 100)
+	stats := 0
+	g := newDiskGuard(dir, spec.DiskFloor{}, func(string) (uint64, uint64, error) {
+		stats++
+		return 1 << 40, 1 << 41, nil
+	})
+	clock := time.Unix(1000, 0)
+	walkCost := 10 * time.Millisecond
+	calls := 0
+	g.now = func() time.Time {
+		// Every second call ends a walk: the walk "takes" walkCost.
+		calls++
+		if calls%2 == 0 {
+			clock = clock.Add(walkCost)
+		}
+		return clock
+	}
+	peak := func() int64 { p, _ := g.stats(); return p }
+	if err := g.check(); err != nil || peak() != 100 {
+		t.Fatalf("first check: err %v, peak %d, want 100", err, peak())
+	}
+	write("b", 50)
+	wait := walkCostShare * walkCost
+	clock = clock.Add(wait - walkCost - time.Millisecond)
+	g.now = func() time.Time { return clock } // no walk may happen now: the clock does not move
+	if err := g.check(); err != nil || peak() != 100 {
+		t.Fatalf("check %v after a %v walk: peak %d, want 100 (no walk before %v)", wait-walkCost-time.Millisecond, walkCost, peak(), wait)
+	}
+	clock = clock.Add(time.Millisecond)
+	if err := g.check(); err != nil || peak() != 150 {
+		t.Fatalf("check %v after the walk: peak %d, want 150", wait-walkCost, peak())
+	}
+	if stats != 3 {
+		t.Errorf("statfs called %d times in 3 checks, want 3", stats)
+	}
+	write("c", 1000)
+	g.walk()
+	if peak() != 1150 {
+		t.Errorf("walk: peak %d, want 1150", peak())
+	}
+}
+
+// TestSampleInterval: the O(partitions) samplers keep their period up to 100 partitions and
+// slow down in proportion above, within their limit.
+func TestSampleInterval(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		base       time.Duration
+		partitions int
+		limit      time.Duration
+		want       time.Duration
+	}{
+		{100 * ms, 1, time.Second, 100 * ms},
+		{100 * ms, 100, time.Second, 100 * ms},
+		{100 * ms, 101, time.Second, 200 * ms},
+		{100 * ms, 1000, time.Second, time.Second},
+		{100 * ms, 10000, time.Second, time.Second},
+		{100 * ms, 10000, 10 * time.Second, 10 * time.Second},
+		{time.Second, 1000, 500 * ms, time.Second}, // never faster than base
+	} {
+		if got := sampleInterval(c.base, c.partitions, c.limit); got != c.want {
+			t.Errorf("sampleInterval(%v, %d, %v) = %v, want %v", c.base, c.partitions, c.limit, got, c.want)
+		}
+	}
+}

@@ -72,10 +72,11 @@
 //
 // partitions.csv (linked from result.json files.partitions; on a kafka:// target from Metadata
 // and ListOffsets, without LEOs, which clients cannot see: package target) has one row per
-// partition every 100 ms from the start of measurement until the cluster is
+// partition every 100 ms (above 100 partitions less often: every second at 1,000, as the
+// sampling costs O(partitions)) from the start of measurement until the cluster is
 // fully replicated again after the run: leader, leader epoch, replicas, ISR, the leader's HW,
 // each running replica's LEO, under-replicated / under-min-ISR flags and the produce errors
-// by error name in that interval (ISR changes shorter than 100 ms can be missed there;
+// by error name in that interval (ISR changes shorter than the period can be missed there;
 // result.json isr counts every one until the ISRs are full again after the run: the brokers'
 // IsrShrinks/IsrExpands counters plus the ISR shrinks the controller makes when it fences a
 // killed or timed-out broker). From it the

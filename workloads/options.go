@@ -27,7 +27,8 @@ type Options struct {
 	Stdout, Stderr io.Writer
 	// WaitMode is the pacer's wait (default DefaultWaitMode).
 	WaitMode load.WaitMode
-	// TimelineInterval is the timeline's period; default 1s (100ms for runs shorter than 10s).
+	// TimelineInterval is the timeline's period; default 1s (for runs shorter than 10s 100ms,
+	// or longer above 100 partitions: see sampleInterval).
 	TimelineInterval time.Duration
 	// Commit is recorded in env.commit (default: the binary's VCS revision).
 	Commit string

@@ -26,9 +26,10 @@ type ISREvent struct {
 	To        []int32 `json:"to"`
 }
 
-// partTimeline samples every partition every 100 ms (from the start of measurement until
-// stopped) into partitions.csv, and keeps the ISR events and leaderless time for the
-// summary. One goroutine runs loop; the runner reads the results after loop returned.
+// partTimeline samples every partition every 100 ms, less often above 100 partitions
+// (sampleInterval: every second at 1,000), from the start of measurement until stopped, into
+// partitions.csv, and keeps the ISR events and leaderless time for the summary. One goroutine
+// runs loop; the runner reads the results after loop returned.
 type partTimeline struct {
 	topic    string
 	minISR   int              // min.insync.replicas: the under-min-ISR column
@@ -63,8 +64,30 @@ type fullMark struct {
 	Full bool
 }
 
+// sampleInterval is the period of a sampler whose every sample costs O(partitions) (the
+// timeline's, partitions.csv's): base up to samplePartitions partitions, then base per
+// samplePartitions partitions (rounded up), at most limit. The samplers share the host with
+// the cluster they measure: at 1,000 partitions sampled every 100 ms they took more of a
+// loaded 2-core host's CPU than the cluster (the many-partitions spec's cost table), and the
+// throughput they reported was theirs as much as the cluster's.
+func sampleInterval(base time.Duration, partitions int, limit time.Duration) time.Duration {
+	if partitions <= samplePartitions {
+		return base
+	}
+	n := (partitions + samplePartitions - 1) / samplePartitions
+	return max(base, min(base*time.Duration(n), limit))
+}
+
+// samplePartitions is how many partitions a sampler visits per base period at most (see
+// sampleInterval).
+const samplePartitions = 100
+
+// partitionsCSVLimit is the longest period of partitions.csv (at 10,000 partitions).
+const partitionsCSVLimit = 10 * time.Second
+
 func newPartTimeline(s *spec.Spec, prods []*load.Producer, ps target.PartitionSampler, path string, start time.Time) *partTimeline {
-	return &partTimeline{topic: s.Topic.Name, minISR: s.Topic.MinInsyncReplicas, prods: prods, ps: ps, path: path, start: start, interval: 100 * time.Millisecond,
+	interval := sampleInterval(100*time.Millisecond, s.Topic.Partitions, partitionsCSVLimit)
+	return &partTimeline{topic: s.Topic.Name, minISR: s.Topic.MinInsyncReplicas, prods: prods, ps: ps, path: path, start: start, interval: interval,
 		prev: map[int32]target.PartitionSample{}, lastErrs: map[int32]map[string]int64{}}
 }
 

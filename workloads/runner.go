@@ -54,7 +54,7 @@ func Run(ctx context.Context, s *spec.Spec, o Options) (res *results.Result, err
 	if o.TimelineInterval <= 0 {
 		o.TimelineInterval = time.Second
 		if s.Duration < 10*time.Second {
-			o.TimelineInterval = 100 * time.Millisecond
+			o.TimelineInterval = sampleInterval(100*time.Millisecond, s.Topic.Partitions, time.Second)
 		}
 	}
 	if len(o.Profile) > 0 {

@@ -96,6 +96,9 @@ func measure(ctx context.Context, in *runInput, p *prepared, ls *loops) (*measur
 	prodWG.Wait()
 	m.cost.stop()
 	guard.stop()
+	if p.guard != nil {
+		p.guard.walk() // the data dir as the load left it (the loop may have skipped walks)
+	}
 	storage.stop()
 	var storageErr *StorageError
 	if cause := context.Cause(loadCtx); errors.Is(cause, ErrLowDisk) || errors.As(cause, &storageErr) {

@@ -38,7 +38,7 @@ func report(in *runInput, p *prepared, m *measured, st *settled, v *verified) (*
 	}
 	if p.guard != nil {
 		peak, minFree := p.guard.stats()
-		res.Note("disk", fmt.Sprintf("data dir peak %s (%d bytes, sampled every %s), least free space %s, floor isrbench.min.free.disk=%s", humanBytes(peak), peak, diskGuardInterval, humanBytes(minFree), s.MinFreeDisk))
+		res.Note("disk", fmt.Sprintf("data dir peak %s (%d bytes, sampled at most every %s, less often when walking it is costly, and after the load), least free space %s, floor isrbench.min.free.disk=%s", humanBytes(peak), peak, diskGuardInterval, humanBytes(minFree), s.MinFreeDisk))
 	}
 	fr := &FaultsReport{ProducerGroups: groupFigures(in, p.cl)}
 	v.replicas.apply(res, fr)

@@ -14,7 +14,7 @@ import (
 
 // What a kafka:// target sees of a cluster through the Kafka protocol alone: per partition the
 // leader, leader epoch, replicas and ISR (Metadata) and the HW and log start (ListOffsets
-// latest / earliest), sampled every 100 ms into partitions.csv like the embedded target's, and
+// latest / earliest), sampled at partitions.csv's period (100 ms up to 100 partitions) like the embedded target's, and
 // the brokers' advertised addresses for exec faults. No replica's LEO is visible to a Kafka
 // client (it is the broker's JMX kafka.log:type=Log,name=LogEndOffset): partitions.csv writes
 // "n/a" for it.
