@@ -162,6 +162,33 @@ func BenchmarkProduceRoundRobin(b *testing.B) {
 	}
 }
 
+// BenchmarkProduceRoundRobinWarm is BenchmarkSessionFetchParkedWake's produce loop (every
+// partition written once first) with no fetch parked: the difference of the two is the
+// session's wake-up.
+func BenchmarkProduceRoundRobinWarm(b *testing.B) {
+	for _, n := range fetchBenchCounts() {
+		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
+			_, l := fetchBenchCluster(b, n)
+			blob := batch("w", 1)
+			tmpl := append([]byte(nil), blob...)
+			pp := []ProducePartition{{Topic: "t"}}
+			ctx := context.Background()
+			for i := 0; i < int(n)+b.N; i++ {
+				if i == int(n) {
+					b.ReportAllocs()
+					b.ResetTimer()
+				}
+				copy(blob, tmpl)
+				pp[0].Partition, pp[0].Records = int32(i)%n, blob
+				l.Produce(ctx, 1, time.Second, pp)
+				if pp[0].Err != nil {
+					b.Fatal(pp[0].Err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkFetchServe serves a consumer fetch over every partition of an RF 1 topic, each
 // with one batch to return (no parking): the cost of a response grows with its partitions.
 func BenchmarkFetchServe(b *testing.B) {

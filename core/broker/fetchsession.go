@@ -246,13 +246,13 @@ func (b *Broker) SessionFetch(ctx context.Context, s *FetchSession, req *FetchRe
 		if timer == nil {
 			deadline = time.Now().Add(req.MaxWait)
 			timer = getTimer(req.MaxWait)
+			for k := range req.Partitions { // parked: hold no file slice (a wake-up's reads release theirs)
+				req.Partitions[k].Records.Release()
+				req.Partitions[k].Records = emptySlice
+			}
 		} else if !time.Now().Before(deadline) {
 			b.readPartitions(req, replica, nil)
 			return
-		}
-		for k := range req.Partitions { // parked: hold no file slice
-			req.Partitions[k].Records.Release()
-			req.Partitions[k].Records = emptySlice
 		}
 		if b.parkedHook != nil {
 			b.parkedHook()
