@@ -122,25 +122,13 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest) (parked time.Dura
 				return
 			}
 		}
-		if b.parkedHook != nil {
-			b.parkedHook()
-		}
-		p0 := time.Now()
-		select {
-		case <-fw.w.C:
-		case <-timer.C:
-			parked += time.Since(p0)
+		switch b.park(ctx, fw.w.C, timer, &parked) {
+		case parkExpired:
 			b.readPartitions(req, replica, nil)
 			return
-		case <-ctx.Done():
-			parked += time.Since(p0)
-			b.readPartitions(req, replica, nil)
-			return
-		case <-b.ctx.Done():
-			parked += time.Since(p0)
+		case parkBrokerStopped:
 			return
 		}
-		parked += time.Since(p0)
 		fw.dirty = fw.w.Dirty(fw.dirty[:0])
 		for _, i := range fw.dirty {
 			total -= parts[i].avail
@@ -152,6 +140,35 @@ func (b *Broker) Fetch(ctx context.Context, req *FetchRequest) (parked time.Dura
 			parts[i].Records.Release()
 			parts[i].Records = emptySlice
 		}
+	}
+}
+
+// parkOutcome is how a parked fetch's wait ended (park).
+type parkOutcome int
+
+const (
+	parkWoken         parkOutcome = iota // a partition it waits on changed
+	parkExpired                          // its max wait passed or the request ended: answer what there is
+	parkBrokerStopped                    // the broker is closing: no answer
+)
+
+// park waits for wake, the timer, the request's end or the broker's, and adds the time it
+// waited to *parked (Kafka's RemoteTimeMs of a Fetch).
+func (b *Broker) park(ctx context.Context, wake <-chan struct{}, timer *time.Timer, parked *time.Duration) parkOutcome {
+	if b.parkedHook != nil {
+		b.parkedHook()
+	}
+	p0 := time.Now()
+	defer func() { *parked += time.Since(p0) }()
+	select {
+	case <-wake:
+		return parkWoken
+	case <-timer.C:
+		return parkExpired
+	case <-ctx.Done():
+		return parkExpired
+	case <-b.ctx.Done():
+		return parkBrokerStopped
 	}
 }
 

@@ -254,25 +254,13 @@ func (b *Broker) SessionFetch(ctx context.Context, s *FetchSession, req *FetchRe
 			b.readPartitions(req, replica, nil)
 			return
 		}
-		if b.parkedHook != nil {
-			b.parkedHook()
-		}
-		p0 := time.Now()
-		select {
-		case <-s.w.C:
-		case <-timer.C:
-			parked += time.Since(p0)
+		switch b.park(ctx, s.w.C, timer, &parked) {
+		case parkExpired:
 			b.readPartitions(req, replica, nil)
 			return
-		case <-ctx.Done():
-			parked += time.Since(p0)
-			b.readPartitions(req, replica, nil)
-			return
-		case <-b.ctx.Done():
-			parked += time.Since(p0)
+		case parkBrokerStopped:
 			return
 		}
-		parked += time.Since(p0)
 		s.dirty = s.w.Dirty(s.dirty[:0])
 		only := s.dirty[:0] // request indexes to read again, in place of the slots
 		for _, i := range s.dirty {

@@ -93,29 +93,7 @@ func ReadFile(fs FS, name string) ([]byte, error) {
 // no old file to keep, and a crash before the Commit may leave it empty or missing (its
 // readers rewrite or rebuild such a file).
 func WriteFileAtomic(fs FS, name string, data []byte) error {
-	if d, ok := fs.(*DeferFS); ok && d.Deferring() {
-		return writeFileInPlace(d, name, data)
-	}
-	tmp := name + ".tmp"
-	f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("fsync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := fs.Rename(tmp, name); err != nil {
-		return err
-	}
-	return fs.SyncDir(filepath.Dir(name))
+	return replaceFile(fs, name, data, true)
 }
 
 // WriteFileReplace replaces name with data without fsync: it writes name+".tmp" and renames
@@ -125,6 +103,13 @@ func WriteFileAtomic(fs FS, name string, data []byte) error {
 // checkpoint, rebuilt from the log's batches). Through a DeferFS that defers it writes in
 // place, as WriteFileAtomic.
 func WriteFileReplace(fs FS, name string, data []byte) error {
+	return replaceFile(fs, name, data, false)
+}
+
+// replaceFile writes data to name+".tmp" and renames it over name; durable fsyncs the file
+// before the rename and the directory after it (WriteFileAtomic), else neither
+// (WriteFileReplace). Through a DeferFS that defers it writes in place.
+func replaceFile(fs FS, name string, data []byte, durable bool) error {
 	if d, ok := fs.(*DeferFS); ok && d.Deferring() {
 		return writeFileInPlace(d, name, data)
 	}
@@ -137,10 +122,22 @@ func WriteFileReplace(fs FS, name string, data []byte) error {
 		f.Close()
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
+	if durable {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return fmt.Errorf("fsync %s: %w", tmp, err)
+		}
+	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp, err)
 	}
-	return fs.Rename(tmp, name)
+	if err := fs.Rename(tmp, name); err != nil {
+		return err
+	}
+	if !durable {
+		return nil
+	}
+	return fs.SyncDir(filepath.Dir(name))
 }
 
 // writeFileInPlace writes data as name's whole contents (no fsync: d defers it).
