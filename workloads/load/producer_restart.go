@@ -39,6 +39,23 @@ type RestartReport struct {
 	Err error
 }
 
+// errZombieRefusedAtProduce stands for the zombie's EndTxn when every record of its
+// transaction was refused, so that the client sent none.
+var errZombieRefusedAtProduce = errors.New("every record of its transaction refused (PRODUCER_FENCED at produce: no partition joined it, so no EndTxn was sent)")
+
+// ackedIn counts the records of seqs [from, to) that were acknowledged.
+func (p *Producer) ackedIn(from, to uint64) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for i := from; i < to; i++ {
+		if p.acked.has(i) {
+			n++
+		}
+	}
+	return n
+}
+
 // restartWait bounds each step of a restart (the InitProducerId that waits for the abort of
 // the open transaction; the zombie's flush and commit).
 const restartWait = 30 * time.Second
@@ -101,8 +118,19 @@ func (p *Producer) restartTxn(ctx context.Context, seq uint64) RestartReport {
 	t.open = false
 	p.noteTxn(t.first, seq, txnAborted, "", nil)
 	if zerr == nil {
-		rep.Err = errors.New("transactional.id " + t.id + ": the zombie's commit was accepted after the new instance's InitProducerId: it was not fenced")
-		return rep
+		// franz-go ends a transaction none of whose records was accepted without asking the
+		// coordinator (no partition joined it, so there is nothing to commit): the zombie was
+		// fenced at its produce, before any EndTxn. Any record of it acknowledged would be a
+		// zombie write accepted.
+		switch acked := p.ackedIn(t.first, seq); {
+		case ferr != nil:
+			rep.Err = fmt.Errorf("transactional.id %s: the zombie's flush did not finish: %w", t.id, ferr)
+			return rep
+		case acked > 0:
+			rep.Err = fmt.Errorf("transactional.id %s: the zombie's commit was accepted after the new instance's InitProducerId (%d of its records acknowledged): it was not fenced", t.id, acked)
+			return rep
+		}
+		zerr = errZombieRefusedAtProduce
 	}
 	rep.ZombieErr = zerr.Error()
 	if ke := (*kerr.Error)(nil); errors.As(zerr, &ke) {
