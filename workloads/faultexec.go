@@ -126,12 +126,10 @@ func runExec(command string, b target.ExecBroker, timeout time.Duration, outPath
 // ends), and records both in result.json faults[i].
 func (fr *faultRunner) runExecFault(ctx context.Context, i int, f spec.Fault) {
 	log, measureStart, measureEnd := fr.log, fr.measureStart, fr.measureEnd
-	if !poll.At(ctx, measureStart.Add(f.At)) {
+	applied, rf, ok := fr.startAt(ctx, f, fmt.Sprintf("faults[%d]: exec against %s", i, describeTarget(f)))
+	if !ok {
 		return
 	}
-	applied := time.Now()
-	rf := results.Fault{AtS: applied.Sub(measureStart).Seconds(), Time: applied.UTC(), Kind: f.Kind,
-		Detail: fmt.Sprintf("faults[%d]: exec against %s", i, describeTarget(f))}
 	notef := fr.in.notef
 	b, err := fr.resolveExec(ctx, f)
 	if err != nil {

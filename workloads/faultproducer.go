@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/isrbench/isrbench/results"
-	"github.com/isrbench/isrbench/workloads/internal/poll"
 	"github.com/isrbench/isrbench/workloads/spec"
 )
 
@@ -21,12 +19,10 @@ const restartGrace = 5 * time.Second
 
 func (fr *faultRunner) runProducerRestart(ctx context.Context, i int, f spec.Fault) {
 	log, measureStart, measureEnd := fr.log, fr.measureStart, fr.measureEnd
-	if !poll.At(ctx, measureStart.Add(f.At)) {
+	_, rf, ok := fr.startAt(ctx, f, fmt.Sprintf("faults[%d]: restart-producer %s", i, f.Target))
+	if !ok {
 		return
 	}
-	applied := time.Now()
-	rf := results.Fault{AtS: applied.Sub(measureStart).Seconds(), Time: applied.UTC(), Kind: f.Kind,
-		Detail: fmt.Sprintf("faults[%d]: restart-producer %s", i, f.Target)}
 	defer func() { log.add(i, rf) }()
 	n, err := spec.ParseProducerTarget("target", f.Target, producerTotal(fr.in.spec))
 	if err != nil {

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/isrbench/isrbench/results"
-	"github.com/isrbench/isrbench/workloads/internal/poll"
 	"github.com/isrbench/isrbench/workloads/spec"
 )
 
@@ -39,11 +37,7 @@ type reassigner interface {
 // runReassignFault applies reassign fault i at its time and records when the reassignment
 // completed.
 func (fr *faultRunner) runReassignFault(ctx context.Context, i int, f spec.Fault) {
-	s, log, measureStart := fr.in.spec, fr.log, fr.measureStart
-	if !poll.At(ctx, measureStart.Add(f.At)) {
-		return
-	}
-	applied := time.Now()
+	s, log := fr.in.spec, fr.log
 	how := "move"
 	if f.Add {
 		how = "add"
@@ -52,8 +46,10 @@ func (fr *faultRunner) runReassignFault(ctx context.Context, i int, f spec.Fault
 	if f.To >= 0 {
 		to = "broker " + strconv.Itoa(int(f.To))
 	}
-	rf := results.Fault{AtS: applied.Sub(measureStart).Seconds(), Time: applied.UTC(), Kind: f.Kind,
-		Detail: fmt.Sprintf("faults[%d]: reassign: %s the replicas on %s to %s, throttle %d B/s", i, how, describeTarget(f), to, s.ReassignThrottle)}
+	_, rf, ok := fr.startAt(ctx, f, fmt.Sprintf("faults[%d]: reassign: %s the replicas on %s to %s, throttle %d B/s", i, how, describeTarget(f), to, s.ReassignThrottle))
+	if !ok {
+		return
+	}
 	defer func() { log.add(i, rf) }()
 	ra, ok := fr.tgt.Target.(reassigner)
 	if !ok {
@@ -68,7 +64,7 @@ func (fr *faultRunner) runReassignFault(ctx context.Context, i int, f spec.Fault
 		return
 	}
 	catchUp, err := wait(ctx)
-	rf.EndS = time.Since(measureStart).Seconds()
+	rf.EndS = time.Since(fr.measureStart).Seconds()
 	rf.CatchUpS = map[string]float64{}
 	var parts []string
 	for _, tp := range slices.Sorted(maps.Keys(catchUp)) {

@@ -49,13 +49,11 @@ func (fr *faultRunner) run(ctx context.Context, i int, f spec.Fault) {
 		fr.runProducerRestart(ctx, i, f)
 		return
 	}
-	in, log, measureStart, measureEnd := fr.in, fr.log, fr.measureStart, fr.measureEnd
-	if !poll.At(ctx, measureStart.Add(f.At)) {
+	in, log, measureEnd := fr.in, fr.log, fr.measureEnd
+	applied, rf, ok := fr.startAt(ctx, f, fmt.Sprintf("faults[%d]: %s %s for %s", i, f.Kind, describeTarget(f), f.Duration))
+	if !ok {
 		return
 	}
-	applied := time.Now()
-	rf := results.Fault{AtS: applied.Sub(measureStart).Seconds(), Time: applied.UTC(), Kind: f.Kind,
-		Detail: fmt.Sprintf("faults[%d]: %s %s for %s", i, f.Kind, describeTarget(f), f.Duration)}
 	target, heal, err := fr.tgt.ApplyFault(ctx, in.spec.Topic.Name, f)
 	rf.Target = target
 	if err != nil {
@@ -73,9 +71,19 @@ func (fr *faultRunner) run(ctx context.Context, i int, f spec.Fault) {
 		if err := heal(); err != nil {
 			rf.Error = "heal: " + err.Error()
 		}
-		rf.EndS = time.Since(measureStart).Seconds()
+		rf.EndS = time.Since(fr.measureStart).Seconds()
 	}
 	log.add(i, rf)
+}
+
+// startAt waits for fault f's time (f.At after the start of measurement) and returns when it
+// started and its result.json record (kind and detail set); ok is false when ctx ended first.
+func (fr *faultRunner) startAt(ctx context.Context, f spec.Fault, detail string) (applied time.Time, rf results.Fault, ok bool) {
+	if !poll.At(ctx, fr.measureStart.Add(f.At)) {
+		return time.Time{}, results.Fault{}, false
+	}
+	applied = time.Now()
+	return applied, results.Fault{AtS: applied.Sub(fr.measureStart).Seconds(), Time: applied.UTC(), Kind: f.Kind, Detail: detail}, true
 }
 
 // faultLog holds the faults the schedule applied; the fault goroutines add to it, report
