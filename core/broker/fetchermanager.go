@@ -57,7 +57,7 @@ func (b *Broker) assignLocked(h *hosted, source int32, fs partition.FetchState) 
 		i, _ := slices.BinarySearchFunc(f.mu.order, h.key, tpLess)
 		f.mu.order = slices.Insert(f.mu.order, i, h.key)
 	}
-	f.mu.parts[h.key] = &fetchPart{h: h, gen: nextGen(), fs: fs, leaderHW: -1}
+	f.mu.parts[h.key] = &fetchPart{h: h, gen: nextGen(), fs: fs, leaderHW: -1, planIdx: -1}
 	f.mu.planOK = false
 	f.mu.Unlock()
 	f.signal()
