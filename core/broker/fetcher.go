@@ -588,26 +588,3 @@ func (f *Fetcher) movedLocked(fp *fetchPart, idx int) {
 	fp.moved = true
 	f.mu.moved = append(f.mu.moved, fp)
 }
-
-// Partitions returns the partitions assigned to this fetcher with their fetch state, in
-// order (for tests and the simulator's trace).
-func (f *Fetcher) Partitions() []FetcherPartition {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make([]FetcherPartition, 0, len(f.mu.order))
-	for _, k := range f.mu.order {
-		fp := f.mu.parts[k]
-		out = append(out, FetcherPartition{Topic: k.topic, Partition: k.partition, State: fp.fs, Gen: fp.gen})
-	}
-	return out
-}
-
-// FetcherPartition is one partition of a fetcher and its fetch state.
-type FetcherPartition struct {
-	Topic     string
-	Partition int32
-	State     partition.FetchState
-	// Gen identifies the partition's assignment to the fetcher: the answers of a round
-	// planned under another one (the partition moved away and back meanwhile) are dropped.
-	Gen uint64
-}
