@@ -346,35 +346,25 @@ func (c *fetchConn) fetchOnce(ctx context.Context, rf *broker.FetchRequest) ([]b
 	c.replicaState = appendReplicaState(c.replicaState[:0], rf.ReplicaID, rf.ReplicaEpoch)
 	req.UnknownTags.Set(replicaStateTag, c.replicaState)
 	full := req.SessionEpoch <= 0
-	// A fetcher that reused its plan sends what this session already holds: name nothing
-	// and forget nothing, without looking at each partition.
-	same := !full && rf.Unchanged && c.sess.holds(len(rf.Partitions))
-	for _, p := range rf.Partitions {
-		if same {
-			break
-		}
-		if !full && !c.sess.changed(p) {
-			continue
-		}
-		if n := len(topics); n == 0 || topics[n-1].Topic != p.Topic {
-			if n < cap(topics) {
-				topics = topics[:n+1]
-				keep := topics[n].Partitions[:0]
-				topics[n] = kmsg.NewFetchRequestTopic()
-				topics[n].Partitions = keep
-			} else {
-				topics = append(topics, kmsg.NewFetchRequestTopic())
+	// A fetcher that reused its plan sends what this session already holds but for the
+	// entries that moved: name those that changed and forget nothing, without looking at
+	// each partition.
+	reused := !full && rf.Reused && c.sess.holds(len(rf.Partitions))
+	if reused {
+		for _, i := range rf.Moved {
+			if i >= 0 && i < len(rf.Partitions) && c.sess.changed(rf.Partitions[i]) {
+				topics = appendFetchPartition(topics, rf.Partitions[i])
 			}
-			topics[n].Topic = p.Topic
 		}
-		t := &topics[len(topics)-1]
-		fp := kmsg.NewFetchRequestTopicPartition()
-		fp.Partition, fp.CurrentLeaderEpoch, fp.FetchOffset = p.Partition, p.CurrentLeaderEpoch, p.FetchOffset
-		fp.LastFetchedEpoch, fp.LogStartOffset, fp.PartitionMaxBytes = -1, p.LogStartOffset, p.MaxBytes
-		t.Partitions = append(t.Partitions, fp)
+	} else {
+		for _, p := range rf.Partitions {
+			if full || c.sess.changed(p) {
+				topics = appendFetchPartition(topics, p)
+			}
+		}
 	}
 	req.Topics = topics
-	if !full && !same {
+	if !full && !reused {
 		forgotten = c.sess.appendForgotten(forgotten)
 	}
 	req.ForgottenTopics = forgotten
@@ -391,6 +381,28 @@ func (c *fetchConn) fetchOnce(ctx context.Context, rf *broker.FetchRequest) ([]b
 	c.sess.answered(req, responseSessionID(body))
 	c.costs.followerFetched.Add(1)
 	return out, nil
+}
+
+// appendFetchPartition appends p to the request topics, in a new topic entry unless it is
+// the last one's topic (the entries and their partition slices are reused).
+func appendFetchPartition(topics []kmsg.FetchRequestTopic, p broker.FetchPartition) []kmsg.FetchRequestTopic {
+	if n := len(topics); n == 0 || topics[n-1].Topic != p.Topic {
+		if n < cap(topics) {
+			topics = topics[:n+1]
+			keep := topics[n].Partitions[:0]
+			topics[n] = kmsg.NewFetchRequestTopic()
+			topics[n].Partitions = keep
+		} else {
+			topics = append(topics, kmsg.NewFetchRequestTopic())
+		}
+		topics[n].Topic = p.Topic
+	}
+	t := &topics[len(topics)-1]
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.Partition, fp.CurrentLeaderEpoch, fp.FetchOffset = p.Partition, p.CurrentLeaderEpoch, p.FetchOffset
+	fp.LastFetchedEpoch, fp.LogStartOffset, fp.PartitionMaxBytes = -1, p.LogStartOffset, p.MaxBytes
+	t.Partitions = append(t.Partitions, fp)
+	return topics
 }
 
 // decodeReplicaFetchResponse decodes a Fetch v12 response body (after the

@@ -22,8 +22,9 @@
 //   - the replica fetcher manager: per source broker num.replica.fetchers
 //     fetcher goroutines, each with one FetchConn, partition p of topic t on
 //     fetcher FetcherFor(t, p, n) = abs(31*t.hashCode()+p) % n; truncation by
-//     leader epoch (KIP-101/279) before fetching from a new leader; an idle round
-//     reuses the last plan (FetchRequest.Unchanged) instead of walking the partitions;
+//     leader epoch (KIP-101/279) before fetching from a new leader; a round reuses
+//     the last plan (FetchRequest.Reused), rereading only the partitions whose position
+//     moved (FetchRequest.Moved), instead of walking them all;
 //   - ISR expiration (every replica.lag.time.max.ms/2) and ISR expansion
 //     (proposed by the fetch path, applied by the ISR goroutine) through the
 //     controller's AlterPartition, called directly or through

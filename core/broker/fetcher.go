@@ -19,6 +19,10 @@ type fetchPart struct {
 	// replica is caught up for the follower throttle when its LEO reached it (Kafka's
 	// PartitionFetchState.isReplicaInSync, lag <= 0).
 	leaderHW int64
+	// planIdx is the partition's index in the last planned round's Fetch.Partitions (-1:
+	// not in it); moved is set while it is on Fetcher.mu.moved.
+	planIdx int
+	moved   bool
 }
 
 // Fetcher is one replica fetcher: one connection to its source broker over which it runs
@@ -57,11 +61,14 @@ type Fetcher struct {
 		// planOK: the last Plan's fetch partitions (round.Fetch.Partitions, fetchGens) are
 		// what a new Plan would build, as long as Broker.fetchPlanGen is still planGen. It
 		// holds after a round that only fetched, none of whose partitions was delayed or
-		// throttled, until anything changes a partition's state, position or log start
-		// (an assignment, an answer with records, an error or a log start, a truncation, a
-		// failure, retention, a throttle): an idle fetcher plans each round in O(1).
+		// throttled, until anything changes a partition's state (an assignment, an error,
+		// a truncation, a failure, retention, a throttle): an idle fetcher plans each round
+		// in O(1). A partition whose position or log start moved in an answer applied
+		// (records, a new leader log start) goes on moved instead, and the next Plan
+		// rereads those entries only: a busy fetcher plans in O(partitions with records).
 		planOK  bool
 		planGen uint64
+		moved   []*fetchPart // planOK: entries of the plan to reread (fetchPart.moved set)
 	}
 
 	// Owned by the fetcher goroutine (closeConn after it exited).
@@ -76,7 +83,9 @@ type Fetcher struct {
 type Round struct {
 	Epochs  []EpochQuery
 	Offsets []OffsetQuery
-	Fetch   FetchRequest // a replica fetch (ReplicaID = this broker); no partitions: nothing to fetch
+	// Fetch is a replica fetch (ReplicaID = this broker); no partitions: nothing to fetch.
+	// A reused plan (Fetch.Reused) keeps the previous round's Partitions, updated in place.
+	Fetch FetchRequest
 	// Wait is, when the round is empty, how long until the earliest delayed partition is
 	// ready (0: none is delayed).
 	Wait time.Duration
@@ -246,9 +255,12 @@ func (f *Fetcher) Plan() *Round {
 	r.Epochs, r.Offsets, r.Wait = r.Epochs[:0], r.Offsets[:0], 0
 	r.epochGens, r.offsetGens = r.epochGens[:0], r.offsetGens[:0]
 	r.Fetch = FetchRequest{ReplicaID: cfg.ID, ReplicaEpoch: b.epoch.Load(), MaxWait: time.Duration(cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
-		MinBytes: cfg.ReplicaFetchMinBytes, MaxBytes: cfg.ReplicaFetchResponseMaxBytes, Partitions: r.Fetch.Partitions}
+		MinBytes: cfg.ReplicaFetchMinBytes, MaxBytes: cfg.ReplicaFetchResponseMaxBytes, Partitions: r.Fetch.Partitions, Moved: r.Fetch.Moved[:0]}
 	if b.usable() != nil {
 		r.Fetch.Partitions, r.fetchGens = r.Fetch.Partitions[:0], r.fetchGens[:0]
+		f.mu.Lock()
+		f.mu.planOK = false // the partitions' indexes in the plan are gone
+		f.mu.Unlock()
 		return r
 	}
 	now := b.now()
@@ -256,9 +268,24 @@ func (f *Fetcher) Plan() *Round {
 	defer f.mu.Unlock()
 	gen := b.fetchPlanGen.Load()
 	if f.mu.planOK && f.mu.planGen == gen {
-		r.Fetch.Unchanged = true // the last round's partitions, as they were
+		// The last round's partitions; those that moved are reread in place.
+		r.Fetch.Reused = true
+		for _, fp := range f.mu.moved {
+			fp.moved = false
+			p := &r.Fetch.Partitions[fp.planIdx]
+			p.FetchOffset, p.LogStartOffset = fp.h.r.LEO(), fp.h.r.LogStart()
+			r.Fetch.Moved = append(r.Fetch.Moved, fp.planIdx)
+		}
+		clear(f.mu.moved)
+		f.mu.moved = f.mu.moved[:0]
+		slices.Sort(r.Fetch.Moved)
 		return r
 	}
+	for _, fp := range f.mu.moved {
+		fp.moved = false
+	}
+	clear(f.mu.moved)
+	f.mu.moved = f.mu.moved[:0]
 	r.Fetch.Partitions, r.fetchGens = r.Fetch.Partitions[:0], r.fetchGens[:0]
 	// Reusable by the next Plan if this one only fetches, none delayed or throttled.
 	cacheable := true
@@ -270,6 +297,7 @@ func (f *Fetcher) Plan() *Round {
 	var fetch []*fetchPart
 	for _, key := range f.mu.order {
 		fp := f.mu.parts[key]
+		fp.planIdx = -1
 		if !fp.fs.Ready(now) {
 			if d := fp.fs.DelayedUntil - now; fp.fs.Phase != partition.PhaseAwaitingAssignment && d > 0 && (r.Wait == 0 || time.Duration(d) < r.Wait) {
 				r.Wait = time.Duration(d)
@@ -314,6 +342,7 @@ func (f *Fetcher) Plan() *Round {
 			continue
 		}
 		rep := fp.h.r
+		fp.planIdx = len(r.Fetch.Partitions)
 		r.Fetch.Partitions = append(r.Fetch.Partitions, FetchPartition{
 			Topic: fp.h.key.topic, Partition: fp.h.key.partition,
 			FetchOffset:        rep.LEO(),
@@ -480,10 +509,15 @@ func (f *Fetcher) ApplyFetch(r *Round, resp []FetchPartition) {
 	next := 0 // a leader answers in request order: try the partition after the last one first
 	for i := range resp {
 		res := &resp[i]
-		idx := next
-		if idx >= len(asked) || asked[idx].Topic != res.Topic || asked[idx].Partition != res.Partition {
-			// A response holding some of the partitions (a fetch session's) still comes in
-			// request order: look ahead first, so that one response costs O(asked).
+		idx := -1
+		if fp := f.mu.parts[tp{res.Topic, res.Partition}]; fp != nil && fp.planIdx >= 0 && fp.planIdx < len(asked) &&
+			asked[fp.planIdx].Topic == res.Topic && asked[fp.planIdx].Partition == res.Partition {
+			idx = fp.planIdx // where the plan put it: O(1)
+		} else if next < len(asked) && asked[next].Topic == res.Topic && asked[next].Partition == res.Partition {
+			idx = next
+		} else {
+			// Moved away meanwhile (its fetchPart is new): look ahead first, then from the
+			// start, so that one response costs O(asked).
 			match := func(p FetchPartition) bool { return p.Topic == res.Topic && p.Partition == res.Partition }
 			if j := slices.IndexFunc(asked[min(next, len(asked)):], match); j >= 0 {
 				idx = next + j
@@ -501,8 +535,8 @@ func (f *Fetcher) ApplyFetch(r *Round, resp []FetchPartition) {
 		}
 		rep := fp.h.r
 		fetchOffset := r.Fetch.Partitions[idx].FetchOffset
-		if res.Err != nil || len(res.RecordBytes) > 0 || res.LogStartOffsetOut > rep.LogStart() || rep.LEO() != fetchOffset {
-			f.mu.planOK = false // the partition's state, position or log start changes
+		if res.Err != nil || rep.LEO() != fetchOffset {
+			f.mu.planOK = false // the partition's state changes, or its position moved elsewhere
 		}
 		if res.Err != nil {
 			fp.fs.OnFetchError(res.Err, now, f.backoffNs())
@@ -510,6 +544,9 @@ func (f *Fetcher) ApplyFetch(r *Round, resp []FetchPartition) {
 		}
 		if rep.LEO() != fetchOffset {
 			continue // truncated meanwhile; refetch
+		}
+		if len(res.RecordBytes) > 0 || res.LogStartOffsetOut > rep.LogStart() {
+			f.movedLocked(fp, idx) // its position or log start moves
 		}
 		if fp.h.throttle.Load()&throttleFollower != 0 {
 			b.quotas.follower.Record(int64(len(res.RecordBytes))) // received, before the append shows them
@@ -529,6 +566,7 @@ func (f *Fetcher) ApplyFetch(r *Round, resp []FetchPartition) {
 		}
 		f.endIO()
 		if err != nil {
+			f.mu.planOK = false // it backs off
 			fp.fs.OnAppendError(err, now, f.backoffNs())
 			continue
 		}
@@ -536,25 +574,17 @@ func (f *Fetcher) ApplyFetch(r *Round, resp []FetchPartition) {
 	}
 }
 
-// Partitions returns the partitions assigned to this fetcher with their fetch state, in
-// order (for tests and the simulator's trace).
-func (f *Fetcher) Partitions() []FetcherPartition {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make([]FetcherPartition, 0, len(f.mu.order))
-	for _, k := range f.mu.order {
-		fp := f.mu.parts[k]
-		out = append(out, FetcherPartition{Topic: k.topic, Partition: k.partition, State: fp.fs, Gen: fp.gen})
+// movedLocked notes that fp, at index idx of the planned round, moves its position or log
+// start (mu held): a reusable plan rereads its entry; otherwise the next plan is built
+// afresh anyway.
+func (f *Fetcher) movedLocked(fp *fetchPart, idx int) {
+	if !f.mu.planOK || fp.moved {
+		return
 	}
-	return out
-}
-
-// FetcherPartition is one partition of a fetcher and its fetch state.
-type FetcherPartition struct {
-	Topic     string
-	Partition int32
-	State     partition.FetchState
-	// Gen identifies the partition's assignment to the fetcher: the answers of a round
-	// planned under another one (the partition moved away and back meanwhile) are dropped.
-	Gen uint64
+	if fp.planIdx != idx {
+		f.mu.planOK = false // not where the plan put it: plan afresh
+		return
+	}
+	fp.moved = true
+	f.mu.moved = append(f.mu.moved, fp)
 }

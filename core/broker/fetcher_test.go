@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -245,6 +246,13 @@ func TestFirstRoundFetchesAfterLocalTruncation(t *testing.T) {
 // role, and its one fetcher. The brokers are closed at the test's cleanup.
 func manualFollower(t *testing.T, fsys vfs.FS) (*Broker, *Fetcher) {
 	t.Helper()
+	return manualFollowerN(t, fsys, 1)
+}
+
+// manualFollowerN is manualFollower over topic "t" with n partitions, RF 2: the follower's
+// one fetcher follows the partitions the other broker leads.
+func manualFollowerN(t testing.TB, fsys vfs.FS, n int32) (*Broker, *Fetcher) {
+	t.Helper()
 	ctrl := controller.New(controller.DefaultConfig())
 	t.Cleanup(func() { ctrl.Close() })
 	cfg := testConfig()
@@ -264,12 +272,12 @@ func manualFollower(t *testing.T, fsys vfs.FS) (*Broker, *Fetcher) {
 		t.Cleanup(func() { b.Close() })
 		bs = append(bs, b)
 	}
-	states, err := ctrl.CreateTopic("t", 1, 2, nil)
+	states, err := ctrl.CreateTopic("t", n, 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	follower := bs[states[0].Replicas[1]]
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second+time.Duration(n)*20*time.Millisecond)
 	defer cancel()
 	if err := ctrl.Sync(ctx, follower.ID()); err != nil {
 		t.Fatal(err)
@@ -363,44 +371,48 @@ func TestFollowerAppendHoldsNoFetcherLock(t *testing.T) {
 }
 
 // TestFetcherReusesIdlePlan: a round after an answer with nothing new reuses the last plan
-// (FetchRequest.Unchanged, the same partitions and positions); an answer with records, an
-// error or a new log start, or a failed round, makes the next round plan afresh from the
-// replica's new position.
+// (FetchRequest.Reused, the same partitions and positions, none Moved); an answer with
+// records reuses it too, with the partition's entry reread at its new LEO (Moved); an error
+// or a failed round makes the next round plan afresh from the replica's new position.
 func TestFetcherReusesIdlePlan(t *testing.T) {
 	follower, f := manualFollower(t, nil)
 	rep, _ := follower.Replica("t", 0)
 	r := f.Plan()
-	if r.Fetch.Unchanged || len(r.Fetch.Partitions) != 1 || r.Fetch.Partitions[0].FetchOffset != 0 {
+	if r.Fetch.Reused || len(r.Fetch.Partitions) != 1 || r.Fetch.Partitions[0].FetchOffset != 0 {
 		t.Fatalf("first round %+v, want a fresh fetch of t-0 at 0", r.Fetch)
 	}
 	// The first round also truncated (a new replica without a local epoch): the next one is
 	// planned afresh, and the one after reuses it.
 	f.ApplyFetch(r, nil) // nothing new (a session's empty answer)
-	if r = f.Plan(); r.Fetch.Unchanged {
+	if r = f.Plan(); r.Fetch.Reused {
 		t.Fatal("the round after a truncation reused the plan")
 	}
 	f.ApplyFetch(r, nil)
-	if r = f.Plan(); !r.Fetch.Unchanged || len(r.Fetch.Partitions) != 1 || r.Fetch.Partitions[0].FetchOffset != 0 {
-		t.Fatalf("idle round %+v (unchanged %v), want the last plan reused", r.Fetch.Partitions, r.Fetch.Unchanged)
+	if r = f.Plan(); !r.Fetch.Reused || len(r.Fetch.Moved) != 0 || len(r.Fetch.Partitions) != 1 || r.Fetch.Partitions[0].FetchOffset != 0 {
+		t.Fatalf("idle round %+v (reused %v, moved %v), want the last plan reused", r.Fetch.Partitions, r.Fetch.Reused, r.Fetch.Moved)
 	}
 	f.ApplyFetch(r, []FetchPartition{{Topic: "t", Partition: 0, HighWatermark: 0, LogStartOffsetOut: 0}}) // HW only: still idle
-	if r = f.Plan(); !r.Fetch.Unchanged {
-		t.Fatal("a round after an answer without records, error or log start change planned afresh")
+	if r = f.Plan(); !r.Fetch.Reused || len(r.Fetch.Moved) != 0 {
+		t.Fatalf("a round after an answer without records, error or log start change: reused %v moved %v, want the plan as it was", r.Fetch.Reused, r.Fetch.Moved)
 	}
 	recs := []records.Record{{Value: []byte("a")}, {Value: []byte("b")}}
 	f.ApplyFetch(r, []FetchPartition{{Topic: "t", Partition: 0, RecordBytes: records.AppendBatch(nil, 0, 0, 1, recs), HighWatermark: 2, LogStartOffsetOut: 0}})
 	if rep.LEO() != 2 {
 		t.Fatalf("follower LEO %d after the append, want 2", rep.LEO())
 	}
-	if r = f.Plan(); r.Fetch.Unchanged || r.Fetch.Partitions[0].FetchOffset != 2 {
-		t.Fatalf("round after records: unchanged %v at %d, want a fresh plan at the new LEO 2", r.Fetch.Unchanged, r.Fetch.Partitions[0].FetchOffset)
+	if r = f.Plan(); !r.Fetch.Reused || !slices.Equal(r.Fetch.Moved, []int{0}) || r.Fetch.Partitions[0].FetchOffset != 2 {
+		t.Fatalf("round after records: reused %v moved %v at %d, want the plan reused with t-0 moved to the new LEO 2", r.Fetch.Reused, r.Fetch.Moved, r.Fetch.Partitions[0].FetchOffset)
 	}
 	f.ApplyFetch(r, nil)
-	if r = f.Plan(); !r.Fetch.Unchanged {
-		t.Fatal("idle again: want the plan reused")
+	if r = f.Plan(); !r.Fetch.Reused || len(r.Fetch.Moved) != 0 || r.Fetch.Partitions[0].FetchOffset != 2 {
+		t.Fatalf("idle again: reused %v moved %v at %d, want the plan reused at 2", r.Fetch.Reused, r.Fetch.Moved, r.Fetch.Partitions[0].FetchOffset)
+	}
+	f.ApplyFetch(r, []FetchPartition{{Topic: "t", Partition: 0, Err: kerr.UnknownServerError}})
+	if r = f.Plan(); r.Fetch.Reused {
+		t.Fatal("the round after an error answer reused the plan")
 	}
 	f.Failed(r)
-	if r = f.Plan(); r.Fetch.Unchanged || len(r.Fetch.Partitions) != 0 || r.Wait <= 0 {
-		t.Fatalf("after a failed round: unchanged %v, %d partitions, wait %v; want a fresh plan backing off", r.Fetch.Unchanged, len(r.Fetch.Partitions), r.Wait)
+	if r = f.Plan(); r.Fetch.Reused || len(r.Fetch.Partitions) != 0 || r.Wait <= 0 {
+		t.Fatalf("after a failed round: reused %v, %d partitions, wait %v; want a fresh plan backing off", r.Fetch.Reused, len(r.Fetch.Partitions), r.Wait)
 	}
 }

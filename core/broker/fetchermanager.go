@@ -57,7 +57,7 @@ func (b *Broker) assignLocked(h *hosted, source int32, fs partition.FetchState) 
 		i, _ := slices.BinarySearchFunc(f.mu.order, h.key, tpLess)
 		f.mu.order = slices.Insert(f.mu.order, i, h.key)
 	}
-	f.mu.parts[h.key] = &fetchPart{h: h, gen: nextGen(), fs: fs, leaderHW: -1}
+	f.mu.parts[h.key] = &fetchPart{h: h, gen: nextGen(), fs: fs, leaderHW: -1, planIdx: -1}
 	f.mu.planOK = false
 	f.mu.Unlock()
 	f.signal()
@@ -146,4 +146,27 @@ func (b *Broker) removeFromFetchers(key tp) {
 			f.signal()
 		}
 	}
+}
+
+// Partitions returns the partitions assigned to this fetcher with their fetch state, in
+// order (for tests and the simulator's trace).
+func (f *Fetcher) Partitions() []FetcherPartition {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]FetcherPartition, 0, len(f.mu.order))
+	for _, k := range f.mu.order {
+		fp := f.mu.parts[k]
+		out = append(out, FetcherPartition{Topic: k.topic, Partition: k.partition, State: fp.fs, Gen: fp.gen})
+	}
+	return out
+}
+
+// FetcherPartition is one partition of a fetcher and its fetch state.
+type FetcherPartition struct {
+	Topic     string
+	Partition int32
+	State     partition.FetchState
+	// Gen identifies the partition's assignment to the fetcher: the answers of a round
+	// planned under another one (the partition moved away and back meanwhile) are dropped.
+	Gen uint64
 }

@@ -79,10 +79,13 @@ type FetchRequest struct {
 	MaxBytes       int32 // response limit (KIP-74: first batch returned even if larger)
 	IsolationLevel int8  // 0 read_uncommitted (reads up to the HW), 1 read_committed (up to the LSO)
 	Partitions     []FetchPartition
-	// Unchanged is set by a fetcher whose Partitions are exactly its previous request's
-	// (same partitions, positions, epochs, log starts and limits: its plan was reused): a
-	// FetchConn whose incremental session holds them may name none without looking.
-	Unchanged bool
+	// Reused is set by a fetcher that reused its previous plan: Partitions are its previous
+	// request's (the same partitions in the same order, with the same epochs and limits), and
+	// so are their positions and log starts, except at the indexes in Moved (ascending), whose
+	// entries moved after records or a new leader log start. A FetchConn whose incremental
+	// session holds the previous request's partitions need look at the Moved entries only.
+	Reused bool
+	Moved  []int
 }
 
 // Transport dials a connection to a source broker for replica fetching.

@@ -187,6 +187,8 @@ func (e *embedded) Sample(_ context.Context, topic string) (Sample, error) {
 	var s Sample
 	s.ISRMin = int(^uint(0) >> 1)
 	n := 0
+	st, _ := e.c.Controller().Partitions(topic)
+	parts := len(st)
 	for _, id := range e.c.BrokerIDs() {
 		b := e.c.Broker(id)
 		if b == nil {
@@ -195,17 +197,20 @@ func (e *embedded) Sample(_ context.Context, topic string) (Sample, error) {
 		m := b.Metrics()
 		e.count(id, m.IsrShrinks, m.IsrExpands)
 		s.MaxLag = max(s.MaxLag, m.MaxLag)
-		for _, p := range b.Partitions() {
-			if p.Topic != topic || !p.IsLeader {
+		// The topic's partitions by lookup (not Broker.Partitions, which copies every
+		// replica's state and follower LEOs): a sample costs O(topic partitions).
+		for p := range int32(parts) {
+			r, ok := b.Replica(topic, p)
+			if !ok || !r.IsLeader() {
 				continue
 			}
 			n++
-			s.HWTotal += p.HW
-			s.LEOTotal += p.LEO
-			isr := len(p.ISR)
+			s.HWTotal += r.HW()
+			s.LEOTotal += r.LEO()
+			isr := len(r.ISR())
 			s.ISRMin = min(s.ISRMin, isr)
 			s.ISRMax = max(s.ISRMax, isr)
-			if isr < len(p.Replicas) {
+			if isr < len(r.State().Replicas) {
 				s.UnderReplicated++
 			}
 			if isr < e.minISR {
@@ -223,10 +228,8 @@ func (e *embedded) Sample(_ context.Context, topic string) (Sample, error) {
 	// leader's IsrShrinksPerSec: both count.
 	s.ControllerShrinks = e.c.Controller().Stats().ISRShrinks
 	s.Shrinks += s.ControllerShrinks
-	if st, ok := e.c.Controller().Partitions(topic); ok {
-		for _, p := range st {
-			s.Leaders = append(s.Leaders, p.Leader)
-		}
+	for _, p := range st {
+		s.Leaders = append(s.Leaders, p.Leader)
 	}
 	return s, nil
 }
