@@ -126,7 +126,7 @@ func NewProducer(id uint32, conn []kgo.Opt, spec spec.ProducerSpec, topic string
 	if l := clientLogger(); l != nil {
 		opts = append(opts, kgo.WithLogger(l))
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := newClient(roleProducer, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func NewProducer(id uint32, conn []kgo.Opt, spec spec.ProducerSpec, topic string
 // records still in flight finish later (wait with drain). pprof label role=producer-client.
 func (p *Producer) Run(ctx context.Context, start, end time.Time) error {
 	var err error
-	pprof.Do(ctx, pprof.Labels("role", "producer-client"), func(ctx context.Context) {
+	pprof.Do(ctx, pprof.Labels("role", roleProducer), func(ctx context.Context) {
 		err = p.loop(ctx, start, end)
 	})
 	return err
@@ -154,7 +154,7 @@ func (p *Producer) Run(ctx context.Context, start, end time.Time) error {
 func (p *Producer) loop(ctx context.Context, start, end time.Time) error {
 	mode := p.mode
 	pc, err := NewPacer(p.rate, start, end, mode)
-	if err != nil && mode == WaitTimerfd {
+	if err != nil && (mode == WaitTimerfd || mode == WaitTimerfdOneShot) {
 		pc, err = NewPacer(p.rate, start, end, WaitSpin)
 	}
 	if err != nil {
