@@ -279,7 +279,7 @@ func (p *Pacer) periodicWait(slot int64, t time.Time) bool {
 			q.armed = false
 			return false
 		}
-		*q = periodic{armed: true, slot0: slot, base: want, period: period, lead: q.lead, late: q.late, nLate: q.nLate}
+		*q = periodic{armed: true, slot0: slot, base: want, period: period, lead: q.lead, late: q.late, nLate: q.nLate, lost: q.lost}
 		k = 0
 	}
 	if q.fired > k {
