@@ -19,7 +19,9 @@ const (
 	RoleReplicaFetcher = "replica-fetcher" // broker: follower's replica fetcher loop
 	RoleISRExpiration  = "isr-expiration"  // broker: ISR shrink checks
 	RoleProducerClient = "producer-client" // harness: producer workload
-	RoleConsumerClient = "consumer-client" // harness: consumer workload
+	RoleConsumerClient = "consumer-client" // harness: consumer workload (and consumer-group members)
+	RoleObserverClient = "observer-client" // harness: the client HW and LSO observers
+	RolePipelineClient = "pipeline-client" // harness: the exactly-once pipeline's members
 )
 
 // Labels returns the label set for a broker and role; an empty broker is

@@ -3,6 +3,7 @@ package profiles
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/google/pprof/profile"
 )
@@ -10,25 +11,31 @@ import (
 // Sides of an isrbench process, as the cost accounting splits its CPU time (SideOf).
 const (
 	SideCluster = "cluster" // goroutines with a broker label: the embedded cluster
-	SideClients = "clients" // role producer-client or consumer-client: the harness's Kafka clients
+	SideClients = "clients" // a client role (producer-client, consumer-client, ...): the harness's Kafka clients
 	SideOther   = "other"   // neither: the Go runtime (scheduler, GC workers) and the harness itself
 )
 
 // SideOf classifies a sample by its labels: SideCluster when it carries LabelBroker (every
 // goroutine of the embedded cluster is labelled: request handlers, replica fetchers, ISR
-// expiration, housekeeping), SideClients when LabelRole is RoleProducerClient or
-// RoleConsumerClient, SideOther otherwise.
+// expiration, housekeeping), SideClients when LabelRole is a client role (IsClientRole: the
+// harness labels every goroutine of its Kafka clients, kgo's own included), SideOther
+// otherwise.
 func SideOf(s *profile.Sample) string {
 	if len(s.Label[LabelBroker]) > 0 {
 		return SideCluster
 	}
 	for _, r := range s.Label[LabelRole] {
-		if r == RoleProducerClient || r == RoleConsumerClient {
+		if IsClientRole(r) {
 			return SideClients
 		}
 	}
 	return SideOther
 }
+
+// IsClientRole reports whether role names one of the harness's Kafka clients: a role ending
+// in "-client" (RoleProducerClient, RoleConsumerClient, RoleObserverClient,
+// RolePipelineClient).
+func IsClientRole(role string) bool { return strings.HasSuffix(role, "-client") }
 
 // Split is a profile's default sample value summed per side (CPU nanoseconds for a CPU
 // profile). A plain value.
@@ -117,6 +124,6 @@ func writeSplit(w io.Writer, p *profile.Profile, fmtv func(int64) string) {
 	t := sp.Total()
 	fmt.Fprintf(w, "\nSplit: cluster %s (%s), clients %s (%s), other %s (%s)\n",
 		fmtv(sp.Cluster), pct(sp.Cluster, t), fmtv(sp.Clients), pct(sp.Clients, t), fmtv(sp.Other), pct(sp.Other, t))
-	fmt.Fprintln(w, "  cluster: samples with a broker label; clients: role producer-client or consumer-client;")
+	fmt.Fprintln(w, "  cluster: samples with a broker label; clients: a client role (producer-, consumer-, observer-, pipeline-client);")
 	fmt.Fprintln(w, "  other: the Go runtime (scheduler, GC workers) and the harness (the cost table in result.json splits the same way)")
 }

@@ -18,7 +18,8 @@ func TestSplitBySide(t *testing.T) {
 		{[]string{"syscall.pwritev", "main"}, 300 * ms, lab(LabelBroker, "1", LabelRole, RoleProduce)},
 		{[]string{"broker.isrLoop", "main"}, 20 * ms, lab(LabelBroker, "2", LabelRole, "housekeeping")}, // any role of a broker
 		{[]string{"kgo.produce", "main"}, 150 * ms, lab(LabelRole, RoleProducerClient)},
-		{[]string{"kgo.fetch", "main"}, 30 * ms, lab(LabelRole, RoleConsumerClient)},
+		{[]string{"kgo.fetch", "main"}, 20 * ms, lab(LabelRole, RoleConsumerClient)},
+		{[]string{"kgo.fetch", "main"}, 10 * ms, lab(LabelRole, RoleObserverClient)},
 		{[]string{"runtime.gcBgMarkWorker", "main"}, 100 * ms, nil},
 		{[]string{"workloads.timeline", "main"}, 0, lab(LabelRole, "timeline")},
 	})

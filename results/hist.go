@@ -301,10 +301,17 @@ func firstErr(errs ...error) error {
 // (HW-lag callbacks from the core). It keeps the run's total and the current interval, so a
 // timeline can take interval percentiles (Interval) while the total keeps growing.
 // All methods are safe for concurrent use.
+//
+// A value is recorded into the current interval only, one histogram write instead of two (the
+// counts of a 1 µs .. 60 s histogram span about 300 KB: each write is likely a cache miss).
+// Interval folds the interval it hands out into the total outside the recording lock, so that
+// recording goroutines (promise callbacks that stamp later acknowledgements) never wait for a
+// merge; Snapshot adds the current interval to a copy of the total under it.
 type Recorder struct {
-	mu       sync.Mutex
-	total    *Histogram
+	mu       sync.Mutex // guards interval; taken after totalMu
 	interval *Histogram
+	totalMu  sync.Mutex
+	total    *Histogram // the intervals Interval handed out
 }
 
 // NewRecorder returns an empty Recorder.
@@ -312,13 +319,12 @@ func NewRecorder() *Recorder {
 	return &Recorder{total: NewHistogram(), interval: NewHistogram()}
 }
 
-// Record records a µs value into the total and the current interval.
+// Record records a µs value into the current interval (and so into the total).
 func (r *Recorder) Record(us int64) { r.RecordN(us, 1) }
 
 // RecordN records n occurrences of a µs value.
 func (r *Recorder) RecordN(us, n int64) {
 	r.mu.Lock()
-	r.total.RecordN(us, n)
 	r.interval.RecordN(us, n)
 	r.mu.Unlock()
 }
@@ -329,28 +335,38 @@ func (r *Recorder) RecordNs(ns int64) { r.RecordN(nsToUs(ns), 1) }
 // RecordNsN records n occurrences of a ns duration (e.g. HW lag weighted by records).
 func (r *Recorder) RecordNsN(ns, n int64) { r.RecordN(nsToUs(ns), n) }
 
-// Snapshot returns a copy of the total so far.
+// Snapshot returns a copy of the total so far, the current interval included. It holds the
+// recording lock while it adds the interval: for the end of a run, not for a hot path.
 func (r *Recorder) Snapshot() *Histogram {
+	r.totalMu.Lock()
+	defer r.totalMu.Unlock()
+	c := r.total.Clone()
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.total.Clone()
+	c.Merge(r.interval)
+	r.mu.Unlock()
+	return c
 }
 
 // Interval returns the values recorded since the previous Interval (or Reset) and starts a new
-// interval; the total is unaffected.
+// interval; the total keeps them.
 func (r *Recorder) Interval() *Histogram {
 	fresh := NewHistogram()
+	r.totalMu.Lock()
+	defer r.totalMu.Unlock()
 	r.mu.Lock()
 	iv := r.interval
 	r.interval = fresh
 	r.mu.Unlock()
+	r.total.Merge(iv)
 	return iv
 }
 
 // Reset empties the total and the interval (e.g. at the end of the warmup).
 func (r *Recorder) Reset() {
+	r.totalMu.Lock()
 	r.mu.Lock()
 	r.total.Reset()
 	r.interval.Reset()
 	r.mu.Unlock()
+	r.totalMu.Unlock()
 }

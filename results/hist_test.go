@@ -214,6 +214,9 @@ func TestRecorderConcurrentAndInterval(t *testing.T) {
 		t.Fatalf("interval count %d", iv.Count())
 	}
 	r.Record(5)
+	if tot := r.Snapshot(); tot.Count() != 8001 {
+		t.Errorf("total before the next interval: %d values, want 8001 (the value just recorded included)", tot.Count())
+	}
 	if iv2 := r.Interval(); iv2.Count() != 1 {
 		t.Errorf("second interval count %d, want 1", iv2.Count())
 	}
@@ -223,6 +226,41 @@ func TestRecorderConcurrentAndInterval(t *testing.T) {
 	r.Reset()
 	if r.Snapshot().Count() != 0 || r.Interval().Count() != 0 {
 		t.Error("reset left values")
+	}
+}
+
+// TestRecorderIntervalsWhileRecording: intervals taken while goroutines record add up to the
+// total, and every Snapshot counts what was recorded before it.
+func TestRecorderIntervalsWhileRecording(t *testing.T) {
+	r := NewRecorder()
+	var wg sync.WaitGroup
+	const writers, each = 4, 5000
+	for g := 0; g < writers; g++ {
+		wg.Go(func() {
+			for i := 0; i < each; i++ {
+				r.RecordNs(int64(i) * 1000)
+			}
+		})
+	}
+	done := make(chan struct{})
+	var inIntervals, lastSnap int64
+	go func() {
+		defer close(done)
+		for i := 0; i < 200; i++ {
+			inIntervals += r.Interval().Count()
+			s := r.Snapshot().Count()
+			if s < lastSnap || s < inIntervals {
+				t.Errorf("snapshot %d after one of %d and intervals of %d", s, lastSnap, inIntervals)
+				return
+			}
+			lastSnap = s
+		}
+	}()
+	wg.Wait()
+	<-done
+	inIntervals += r.Interval().Count()
+	if inIntervals != writers*each || r.Snapshot().Count() != writers*each {
+		t.Fatalf("intervals %d, snapshot %d; want %d", inIntervals, r.Snapshot().Count(), writers*each)
 	}
 }
 

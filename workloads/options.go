@@ -25,7 +25,7 @@ type Options struct {
 	Quiet bool
 	// Stdout gets the summary table, Stderr the progress line and notes (nil = discard).
 	Stdout, Stderr io.Writer
-	// WaitMode is the pacer's wait (default DefaultWaitMode).
+	// WaitMode, when set, is every producer's pacer wait, over the spec's producers.pacer.
 	WaitMode load.WaitMode
 	// TimelineInterval is the timeline's period; default 1s (for runs shorter than 10s 100ms,
 	// or longer above 100 partitions: see sampleInterval).

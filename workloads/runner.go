@@ -15,7 +15,6 @@ import (
 
 	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/results"
-	"github.com/isrbench/isrbench/workloads/load"
 	"github.com/isrbench/isrbench/workloads/spec"
 )
 
@@ -47,9 +46,6 @@ func Run(ctx context.Context, s *spec.Spec, o Options) (res *results.Result, err
 	}
 	if o.Target == "" {
 		o.Target = s.TargetName()
-	}
-	if o.WaitMode == "" {
-		o.WaitMode = load.DefaultWaitMode
 	}
 	if o.TimelineInterval <= 0 {
 		o.TimelineInterval = time.Second

@@ -131,7 +131,11 @@ func newClients(in *runInput, conn []kgo.Opt, startOffs []int64, sc schedule, ob
 			if g.Count > 0 {
 				rate = g.Rate / float64(g.Count)
 			}
-			pr, err := load.NewProducer(cl.base+uint32(global), conn, g, s.Topic.Name, rate, sc.win, in.opts.WaitMode, txnIDOf(g, global))
+			mode := in.opts.WaitMode
+			if mode == "" {
+				mode = load.WaitMode(g.Pacer)
+			}
+			pr, err := load.NewProducer(cl.base+uint32(global), conn, g, s.Topic.Name, rate, sc.win, mode, txnIDOf(g, global))
 			if err != nil {
 				return err // clients.close (in the loops) closes what was opened
 			}

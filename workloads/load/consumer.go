@@ -40,7 +40,7 @@ func NewConsumer(conn []kgo.Opt, topic string, start []int64, win Window, ours f
 		kgo.FetchMaxWait(500*time.Millisecond),
 		kgo.MetadataMinAge(250*time.Millisecond),
 	), extra...)
-	cl, err := kgo.NewClient(opts...)
+	cl, err := newClient(roleConsumer, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func NewConsumer(conn []kgo.Opt, topic string, start []int64, win Window, ours f
 
 // run polls until ctx is done; pprof label role=consumer-client.
 func (c *Consumer) Run(ctx context.Context) {
-	pprof.Do(ctx, pprof.Labels("role", "consumer-client"), func(ctx context.Context) {
+	pprof.Do(ctx, pprof.Labels("role", roleConsumer), func(ctx context.Context) {
 		for ctx.Err() == nil {
 			fs := c.cl.PollFetches(ctx)
 			now := time.Now().UnixNano()

@@ -15,21 +15,32 @@
 // e2e latency = consumer receive - intended (the record value carries a 24-byte header with
 // the intended time, see PutHeader); send delay = actual send - intended.
 //
-// The wait is a non-blocking timerfd armed TimerfdEarly (30 µs) before the slot and read
-// through the runtime poller, then a short runtime.Gosched spin (WaitTimerfd, the default).
+// The wait (producers.pacer, WaitTimerfd by default) is a non-blocking periodic timerfd, armed
+// once at the slot interval and read through the runtime poller: the goroutine parks until
+// the poller reports an expiration, then one read(2) takes it and a short runtime.Gosched spin
+// covers the rest. Expirations come a lead before their slots, the median lateness of the
+// last 64 wake-ups (at most TimerfdEarly, 30 µs), so the spin is short where wake-ups are
+// prompt. WaitTimerfdOneShot (producers.pacer=timerfd-oneshot) arms a one-shot timer
+// TimerfdEarly before every slot instead: three system calls a slot (arm, a read finding
+// nothing, the read after the wake-up).
 // The goroutine parks while it waits, so its P keeps running the cluster and the clients: a
 // blocking read(2) on the timerfd would hold the P, and with two producers on two cores the
-// network poller then ran only from sysmon, every ~10 ms (ack p50 81 ms instead of 0.1 ms). Measured against
-// a no-op sink on this 2-core Firecracker VM, 5000 slots/s, best of three quiet runs
-// (`go test -run '^$' -bench PacerFloor -benchtime 1x ./workloads/load/`):
+// network poller then ran only from sysmon, every ~10 ms (ack p50 81 ms instead of 0.1 ms).
+// Measured against a no-op sink on this 2-core Firecracker VM, 5000 slots/s
+// (`go test -run '^$' -bench PacerFloor -benchtime 1x ./workloads/load/`), on a quiet machine
+// before the periodic timer:
 //
 //	mode     send delay p50   p99      CPU per slot
 //	timerfd  8 µs             18 µs    43 µs  (22% of a core at 5000/s; timer syscalls are costly in this VM)
 //	spin     0.13 µs          4 µs     200 µs (a whole core: it sleeps to 200 µs before, then spins)
 //	sleep    535 µs           1.07 ms  6 µs   (time.Sleep wakes about 0.5 ms late)
 //
+// and with a load average of 7-11, eight alternating one-second runs of each: timerfd-oneshot
+// 50.8 µs CPU per slot (send delay p50 87 µs), timerfd (periodic) 48.4 µs (101 µs). Most of a
+// slot's CPU is the wake-up itself: any way of sleeping and waking a thread (the poller,
+// clock_nanosleep, with or without a locked thread) cost 57-75 µs of CPU per wake-up there.
 // spin is the most precise but burns a core the embedded cluster needs on a 2-core machine,
-// so timerfd is the default; Options.WaitMode selects another.
+// so a timerfd is the default.
 //
 // # Transactions
 //

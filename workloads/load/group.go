@@ -76,7 +76,7 @@ func NewGroupConsumer(conn []kgo.Opt, topic string, partitions int, spec spec.Co
 		default:
 		}
 	}
-	cl, err = kgo.NewClient(append(append(conn[:len(conn):len(conn)],
+	cl, err = newClient(roleConsumer, append(append(conn[:len(conn):len(conn)],
 		kgo.ConsumerGroup(spec.GroupID), kgo.ConsumeTopics(topic), kgo.Balancers(bal),
 		kgo.AutoCommitInterval(time.Duration(spec.AutoCommitIntervalMs)*time.Millisecond),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AfterMilli(time.Now().UnixMilli())),

@@ -93,7 +93,7 @@ func (h *pendingRecs) Pop() any {
 // NewHWObserver watches topic's partitions starting from start[p] (the HWs before the load);
 // conn should keep metadata fresh (kgo.MetadataMinAge), as leaders move under faults.
 func NewHWObserver(conn []kgo.Opt, topic string, start []int64, win Window) (*HWObserver, error) {
-	cl, err := kgo.NewClient(conn...)
+	cl, err := newClient(roleObserver, conn...)
 	if err != nil {
 		return nil, err
 	}

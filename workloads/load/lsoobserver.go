@@ -57,7 +57,7 @@ type hwAdvance struct{ from, to, at int64 }
 // NewLSOObserver watches topic's partitions from start[p] (the HW before the load, also the
 // LSO then: the load is the only writer).
 func NewLSOObserver(conn []kgo.Opt, topic string, start []int64, win Window) (*LSOObserver, error) {
-	cl, err := kgo.NewClient(conn...)
+	cl, err := newClient(roleObserver, conn...)
 	if err != nil {
 		return nil, err
 	}

@@ -2,9 +2,13 @@ package load
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -14,13 +18,24 @@ import (
 type WaitMode string
 
 const (
+	// WaitTimerfd reads a periodic Linux timerfd (CLOCK_MONOTONIC), armed once at the slot
+	// interval, through the runtime poller: one read(2) per slot. Its expirations come an
+	// adaptive lead before the slots (the recent median wake-up lateness, at most
+	// TimerfdEarly); the rest is spun.
+	WaitTimerfd WaitMode = "timerfd"
+	// WaitTimerfdOneShot arms a one-shot timerfd TimerfdEarly before each slot and reads it
+	// through the runtime poller (three system calls per slot: arm, a read that finds
+	// nothing, the read after the wake-up), then spins the rest: the pacer before the
+	// periodic timerfd, for comparison.
+	WaitTimerfdOneShot WaitMode = "timerfd-oneshot"
 	// WaitSpin sleeps until SpinWindow before the slot, then spins with runtime.Gosched.
 	WaitSpin WaitMode = "spin"
-	// WaitTimerfd arms a Linux timerfd (CLOCK_MONOTONIC, relative) and blocks reading it.
-	WaitTimerfd WaitMode = "timerfd"
 	// WaitSleep is plain time.Sleep (for comparison: can wake ~0.5-1 ms late).
 	WaitSleep WaitMode = "sleep"
 )
+
+// WaitModes lists the modes NewPacer accepts.
+var WaitModes = []WaitMode{WaitTimerfd, WaitTimerfdOneShot, WaitSpin, WaitSleep}
 
 // DefaultWaitMode is the mode the producers use: see BenchmarkPacerFloor and the package doc
 // for the measurement that picked it.
@@ -29,8 +44,16 @@ var DefaultWaitMode = WaitTimerfd
 // SpinWindow is how long before a slot a WaitSpin pacer stops sleeping and starts spinning.
 var SpinWindow = 200 * time.Microsecond
 
-// TimerfdEarly is how long before a slot a WaitTimerfd pacer's timer fires; the rest is spun.
+// TimerfdEarly is how long before a slot a WaitTimerfdOneShot pacer's timer fires, and the
+// most a WaitTimerfd pacer's does; the rest is spun.
 var TimerfdEarly = 30 * time.Microsecond
+
+// leadWindow is how many wake-ups a WaitTimerfd pacer's lead is the median of.
+const leadWindow = 64
+
+// lostWakeup is how long after its expiration a WaitTimerfd pacer waits for the timer's
+// readiness before it arms the timer again (a safety net: none is expected to be lost).
+const lostWakeup = 20 * time.Millisecond
 
 // Pacer hands out the open-loop schedule of one producer: slot i is due at start + i/rate.
 // It never skips a slot: when the caller is behind, Next returns at once and the delay shows
@@ -44,9 +67,35 @@ type Pacer struct {
 	interval float64   // ns between slots (0 = closed loop)
 	n        int64
 	mode     WaitMode
-	tfd      *os.File // WaitTimerfd: a non-blocking timerfd read through the runtime poller
+	tfd      *os.File // the timerfd modes: a non-blocking timerfd read through the runtime poller
 	tfdRaw   int      // its descriptor (not via tfd.Fd(), which would make it blocking)
+	rc       syscall.RawConn
+	readFn   func(fd uintptr) bool // readTimer
+	mono     time.Time             // a monotonic clock reading taken at NewPacer
+	startOff int64                 // Start - mono in ns (Start may lack a monotonic reading)
 	timer    *time.Timer
+	per      periodic // WaitTimerfd
+}
+
+// periodic is a WaitTimerfd pacer's timer: armed at slot slot0 to expire at base (ns after
+// Start) and every period ns after; fired counts the expirations read since. Expiration k
+// stands for slot slot0+k, due lead ns after it.
+type periodic struct {
+	armed  bool
+	slot0  int64
+	base   int64
+	period int64
+	fired  int64
+	lead   int64 // ns: expirations come this long before their slots
+	late   [leadWindow]int64
+	nLate  int
+
+	// the wait in progress (readTimer): for expiration k, due at expires
+	k, expires int64
+	parked     bool
+	err        error
+
+	lost int64 // waits the lostWakeup deadline ended (tests: none)
 }
 
 // NewPacer returns a pacer for rate records/s (0 = closed loop) whose slots run from start
@@ -58,7 +107,7 @@ func NewPacer(rate float64, start, end time.Time, mode WaitMode) (*Pacer, error)
 	}
 	switch mode {
 	case WaitSpin, WaitSleep:
-	case WaitTimerfd:
+	case WaitTimerfd, WaitTimerfdOneShot:
 		// Non-blocking, so os.NewFile registers it with the runtime poller: a read parks the
 		// goroutine (its P runs other goroutines) and epoll wakes it when the timer expires.
 		// A blocking read(2) would hold the P for the whole wait; with two pacers on two
@@ -68,10 +117,37 @@ func NewPacer(rate float64, start, end time.Time, mode WaitMode) (*Pacer, error)
 			return nil, fmt.Errorf("timerfd_create: %w", err)
 		}
 		p.tfd, p.tfdRaw = os.NewFile(uintptr(fd), "pacer-timerfd"), fd
+		if p.rc, err = p.tfd.SyscallConn(); err != nil {
+			p.tfd.Close()
+			return nil, fmt.Errorf("pacer timerfd: %w", err)
+		}
+		p.per.lead = TimerfdEarly.Nanoseconds()
+		p.readFn = p.readTimer
+		p.mono = time.Now()
+		p.startOff = start.Sub(p.mono).Nanoseconds()
 	default:
-		return nil, fmt.Errorf("pacer wait mode %q; allowed spin|timerfd|sleep", mode)
+		return nil, fmt.Errorf("pacer wait mode %q; allowed %s", mode, waitModeList())
 	}
 	return p, nil
+}
+
+func waitModeList() string {
+	s := ""
+	for i, m := range WaitModes {
+		if i > 0 {
+			s += "|"
+		}
+		s += string(m)
+	}
+	return s
+}
+
+// ParseWaitMode checks a pacer wait mode's name.
+func ParseWaitMode(s string) (WaitMode, error) {
+	if slices.Contains(WaitModes, WaitMode(s)) {
+		return WaitMode(s), nil
+	}
+	return "", fmt.Errorf("pacer wait mode %q; allowed %s", s, waitModeList())
 }
 
 // Close releases the timerfd, if any; call it from the goroutine that called Next.
@@ -84,6 +160,9 @@ func (p *Pacer) Close() {
 
 // Sent is the number of slots handed out so far.
 func (p *Pacer) Sent() int64 { return p.n }
+
+// Lead is a WaitTimerfd pacer's current lead: how long before its slot the timer expires.
+func (p *Pacer) Lead() time.Duration { return time.Duration(p.per.lead) }
 
 // Next waits for the next slot and returns its intended time and the actual time the wait
 // ended (actual >= intended, modulo clock granularity; closed loop: both now). ok is false
@@ -104,10 +183,11 @@ func (p *Pacer) Next(ctx context.Context) (intended, actual time.Time, ok bool) 
 	if !intended.Before(p.End) {
 		return time.Time{}, time.Time{}, false
 	}
+	slot := p.n
 	p.n++
 	now := time.Now()
 	if now.Before(intended) {
-		if !p.wait(ctx, intended) {
+		if !p.wait(ctx, slot, intended) {
 			return time.Time{}, time.Time{}, false
 		}
 		now = time.Now()
@@ -135,28 +215,22 @@ func (p *Pacer) coarse(ctx context.Context, t time.Time, slack time.Duration) bo
 	}
 }
 
-func (p *Pacer) wait(ctx context.Context, t time.Time) bool {
+func (p *Pacer) wait(ctx context.Context, slot int64, t time.Time) bool {
 	switch p.mode {
 	case WaitSleep:
 		return p.coarse(ctx, t, 0)
-	case WaitTimerfd:
+	case WaitTimerfd, WaitTimerfdOneShot:
 		// Long waits through the runtime timer (ctx-aware), the last 2 ms on the timerfd.
 		if time.Until(t) > 5*time.Millisecond && !p.coarse(ctx, t, 2*time.Millisecond) {
 			return false
 		}
-		d := time.Until(t)
-		if d <= 0 {
-			return true
+		var ok bool
+		if p.mode == WaitTimerfd {
+			ok = p.periodicWait(slot, t)
+		} else {
+			ok = p.oneShotWait(t)
 		}
-		if d -= TimerfdEarly; d <= 0 {
-			return p.spin(t)
-		}
-		spec := unix.ItimerSpec{Value: unix.NsecToTimespec(d.Nanoseconds())}
-		if err := unix.TimerfdSettime(p.tfdRaw, 0, &spec, nil); err != nil {
-			return p.coarse(ctx, t, 0)
-		}
-		var buf [8]byte
-		if _, err := p.tfd.Read(buf[:]); err != nil {
+		if !ok {
 			return p.coarse(ctx, t, 0)
 		}
 		return p.spin(t)
@@ -166,6 +240,125 @@ func (p *Pacer) wait(ctx context.Context, t time.Time) bool {
 		}
 		return p.spin(t)
 	}
+}
+
+// oneShotWait arms the timerfd TimerfdEarly before t and reads it; false on a timerfd error.
+func (p *Pacer) oneShotWait(t time.Time) bool {
+	d := time.Until(t) - TimerfdEarly
+	if d <= 0 {
+		return true
+	}
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(d.Nanoseconds())}
+	if err := unix.TimerfdSettime(p.tfdRaw, 0, &spec, nil); err != nil {
+		return false
+	}
+	var buf [8]byte
+	_, err := p.tfd.Read(buf[:])
+	return err == nil
+}
+
+// periodicWait waits for the expiration of slot (due at t) of the periodic timer, arming it
+// first when it is not armed for this slot's schedule; false on a timerfd error.
+//
+// The timer is (re)armed only when it is not running, when the lead changed or when the
+// whole-nanosecond period drifted more than a microsecond from the schedule: otherwise each
+// slot costs one read(2), made only once the poller says the timer expired.
+func (p *Pacer) periodicWait(slot int64, t time.Time) bool {
+	q := &p.per
+	due := int64(float64(slot) * p.interval) // ns after Start
+	want := due - q.lead                     // when slot's expiration should come
+	k := slot - q.slot0
+	if !q.armed || k < 0 || absDiff(q.base+k*q.period, want) > 1000 {
+		now := p.sinceStart()
+		if want-now <= 0 {
+			return true // within the lead already: spin
+		}
+		period := max(int64(p.interval+0.5), 1)
+		spec := unix.ItimerSpec{Value: unix.NsecToTimespec(want - now), Interval: unix.NsecToTimespec(period)}
+		if err := unix.TimerfdSettime(p.tfdRaw, 0, &spec, nil); err != nil {
+			q.armed = false
+			return false
+		}
+		*q = periodic{armed: true, slot0: slot, base: want, period: period, lead: q.lead, late: q.late, nLate: q.nLate, lost: q.lost}
+		k = 0
+	}
+	if q.fired > k {
+		return true // this slot's expiration was read already (the caller was behind)
+	}
+	q.k, q.expires, q.parked, q.err = k, q.base+k*q.period, false, nil
+	// A safety net: should a readiness ever be lost, the read gives up lostWakeup after the
+	// expiration and the next wait arms the timer again.
+	if err := p.tfd.SetReadDeadline(time.Now().Add(time.Duration(q.expires-p.sinceStart()) + lostWakeup)); err != nil {
+		q.armed = false
+		return false
+	}
+	if err := p.rc.Read(p.readFn); err != nil || q.err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			q.lost++
+		}
+		q.armed = false
+		return false
+	}
+	if q.parked {
+		p.noteLate(p.sinceStart() - q.expires)
+	}
+	return true
+}
+
+// readTimer is periodicWait's RawConn.Read callback (a method value made once, so that a
+// wait allocates nothing): true once expiration q.k was read.
+func (p *Pacer) readTimer(fd uintptr) bool {
+	q := &p.per
+	if !q.parked && q.fired == q.k && p.sinceStart() < q.expires {
+		// Every earlier expiration was read and this one has not come: park until the
+		// poller reports the timer readable, without a read(2) that would find nothing.
+		// (A periodic timerfd that expired is armed again only by the read: with an
+		// expiration unread, as after slots the caller was behind on, no readiness would
+		// come, and RawRead dropped the one that came before it began.)
+		q.parked = true
+		return false
+	}
+	var buf [8]byte
+	n, err := unix.Read(int(fd), buf[:])
+	if err == unix.EAGAIN {
+		return false // a stale readiness: wait for the expiration
+	}
+	if err != nil || n != len(buf) {
+		q.err = fmt.Errorf("timerfd read: %d bytes, %v", n, err)
+		return true
+	}
+	q.fired += int64(binary.NativeEndian.Uint64(buf[:]))
+	return q.fired > q.k
+}
+
+// noteLate records how late after its expiration a parked wait woke up; every leadWindow
+// wake-ups the lead becomes their median, at most TimerfdEarly (the next wait re-arms).
+func (p *Pacer) noteLate(ns int64) {
+	q := &p.per
+	q.late[q.nLate] = max(ns, 0)
+	q.nLate++
+	if q.nLate < leadWindow {
+		return
+	}
+	q.nLate = 0
+	s := q.late
+	slices.Sort(s[:])
+	lead := min(s[leadWindow/2], TimerfdEarly.Nanoseconds())
+	if absDiff(lead, q.lead) > 1000 {
+		q.lead = lead
+	}
+}
+
+// sinceStart is the time since Start in ns on the monotonic clock, the timerfd's
+// (CLOCK_MONOTONIC): a Start without a monotonic reading (a worker's --start-at) is placed on
+// it once, at NewPacer.
+func (p *Pacer) sinceStart() int64 { return time.Since(p.mono).Nanoseconds() - p.startOff }
+
+func absDiff(a, b int64) int64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
 }
 
 func (p *Pacer) spin(t time.Time) bool {

@@ -34,7 +34,7 @@ func runNoop(t testing.TB, mode WaitMode, rate float64, d time.Duration) (*hdrhi
 }
 
 func TestPacerKeepsSchedule(t *testing.T) {
-	for _, mode := range []WaitMode{WaitSpin, WaitTimerfd, WaitSleep} {
+	for _, mode := range WaitModes {
 		t.Run(string(mode), func(t *testing.T) {
 			const rate, d = 5000.0, 300 * time.Millisecond
 			began := time.Now()
@@ -60,34 +60,53 @@ func TestPacerKeepsSchedule(t *testing.T) {
 }
 
 func TestPacerNeverSkips(t *testing.T) {
-	// The sink stalls 50 ms on slot 10; the slots due meanwhile are handed out at once
-	// afterwards (send delay up to ~50 ms), none is skipped.
-	start := time.Now()
-	p, err := NewPacer(2000, start, start.Add(200*time.Millisecond), WaitSpin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int
-	var late int
-	for {
-		intended, actual, ok := p.Next(context.Background())
-		if !ok {
-			break
-		}
-		n++
-		if actual.Sub(intended) > 20*time.Millisecond {
-			late++
-		}
-		if n == 10 {
-			stall := time.NewTimer(50 * time.Millisecond) // the sink is slow: a real stall, not a wait for state
-			<-stall.C
-		}
-	}
-	if n != 400 {
-		t.Fatalf("%d slots, want 400", n)
-	}
-	if late < 40 {
-		t.Fatalf("only %d slots were late after a 50 ms stall; the backlog must show as send delay", late)
+	// The sink stalls 50 ms on slots 10 and 200; the slots due meanwhile are handed out at
+	// once afterwards (send delay up to ~50 ms), none is skipped, and the pacer keeps to its
+	// schedule after (a periodic timer whose expirations went unread must still wake it).
+	for _, mode := range WaitModes {
+		t.Run(string(mode), func(t *testing.T) {
+			start := time.Now()
+			p, err := NewPacer(2000, start, start.Add(200*time.Millisecond), mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			type result struct{ n, late int }
+			done := make(chan result, 1)
+			go func() {
+				var r result
+				for {
+					intended, actual, ok := p.Next(context.Background())
+					if !ok {
+						break
+					}
+					r.n++
+					if actual.Sub(intended) > 20*time.Millisecond {
+						r.late++
+					}
+					if r.n == 10 || r.n == 200 {
+						stall := time.NewTimer(50 * time.Millisecond) // the sink is slow: a real stall, not a wait for state
+						<-stall.C
+					}
+				}
+				done <- r
+			}()
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(60 * time.Second):
+				t.Fatal("the pacer did not hand out its 400 slots within 60 s of a 200 ms schedule: stuck")
+			}
+			if r.n != 400 {
+				t.Fatalf("%d slots, want 400", r.n)
+			}
+			if r.late < 40 {
+				t.Fatalf("only %d slots were late after two 50 ms stalls; the backlog must show as send delay", r.late)
+			}
+			if p.per.lost != 0 {
+				t.Fatalf("%d timer wake-ups were lost (each one ended by the %v deadline)", p.per.lost, lostWakeup)
+			}
+		})
 	}
 }
 
@@ -123,7 +142,7 @@ func TestPacerClosedLoopAndCancel(t *testing.T) {
 //
 //	go test -run '^$' -bench PacerFloor -benchtime 1x ./workloads/load/
 func BenchmarkPacerFloor(b *testing.B) {
-	for _, mode := range []WaitMode{WaitSpin, WaitTimerfd, WaitSleep} {
+	for _, mode := range WaitModes {
 		for _, rate := range []float64{5000, 50000} {
 			b.Run(fmt.Sprintf("%s/rate=%g", mode, rate), func(b *testing.B) {
 				b.ReportAllocs()

@@ -43,7 +43,9 @@ type Pipeline struct {
 // group starts at its committed offsets (the runner commits the HW before the load), else at
 // the end of each partition.
 func NewPipeline(conn []kgo.Opt, topic string, partitions int, ps spec.PipelineSpec, out string, n int, txnTimeout time.Duration) (*Pipeline, error) {
-	sess, err := kgo.NewGroupTransactSession(append(append(conn[:len(conn):len(conn)],
+	var sess *kgo.GroupTransactSession
+	var err error
+	opts := append(append(conn[:len(conn):len(conn)],
 		kgo.TransactionalID(spec.TransactionalID(ps.TxnID, n)),
 		kgo.TransactionTimeout(txnTimeout),
 		kgo.ConsumerGroup(ps.GroupID), kgo.ConsumeTopics(topic),
@@ -53,7 +55,11 @@ func NewPipeline(conn []kgo.Opt, topic string, partitions int, ps spec.PipelineS
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.FetchMaxWait(100*time.Millisecond),
 		kgo.MetadataMinAge(250*time.Millisecond),
-	), IsolationOpts(spec.ReadCommitted)...)...)
+	), IsolationOpts(spec.ReadCommitted)...)
+	// The session's client goroutines carry the role label, as newClient's.
+	pprof.Do(context.Background(), pprof.Labels("role", rolePipeline), func(context.Context) {
+		sess, err = kgo.NewGroupTransactSession(opts...)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("pipeline member %d: %w", n, err)
 	}
@@ -66,7 +72,7 @@ func NewPipeline(conn []kgo.Opt, topic string, partitions int, ps spec.PipelineS
 
 // Run transforms until ctx ends; pprof label role=pipeline-client.
 func (p *Pipeline) Run(ctx context.Context) {
-	pprof.Do(ctx, pprof.Labels("role", "pipeline-client"), func(ctx context.Context) {
+	pprof.Do(ctx, pprof.Labels("role", rolePipeline), func(ctx context.Context) {
 		for ctx.Err() == nil {
 			fs := p.sess.PollRecords(ctx, p.maxPoll)
 			if fs.IsClientClosed() {

@@ -66,7 +66,8 @@ type Producer struct {
 	NErrs     atomic.Int64               // failed records (whole run)
 	inFl      sync.WaitGroup
 
-	pool sync.Pool // *kgo.Record with a message.size value
+	pool      sync.Pool                      // *kgo.Record with a message.size value
+	promiseFn func(r *kgo.Record, err error) // p.promise, made once (a method value per Produce allocates)
 }
 
 // producerOpts are the kgo options the spec asks for.
@@ -126,7 +127,7 @@ func NewProducer(id uint32, conn []kgo.Opt, spec spec.ProducerSpec, topic string
 	if l := clientLogger(); l != nil {
 		opts = append(opts, kgo.WithLogger(l))
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := newClient(roleProducer, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +139,7 @@ func NewProducer(id uint32, conn []kgo.Opt, spec spec.ProducerSpec, topic string
 	}
 	size := spec.MessageSize
 	p.pool.New = func() any { return &kgo.Record{Value: make([]byte, size)} }
+	p.promiseFn = p.promise
 	return p, nil
 }
 
@@ -145,7 +147,7 @@ func NewProducer(id uint32, conn []kgo.Opt, spec spec.ProducerSpec, topic string
 // records still in flight finish later (wait with drain). pprof label role=producer-client.
 func (p *Producer) Run(ctx context.Context, start, end time.Time) error {
 	var err error
-	pprof.Do(ctx, pprof.Labels("role", "producer-client"), func(ctx context.Context) {
+	pprof.Do(ctx, pprof.Labels("role", roleProducer), func(ctx context.Context) {
 		err = p.loop(ctx, start, end)
 	})
 	return err
@@ -154,7 +156,7 @@ func (p *Producer) Run(ctx context.Context, start, end time.Time) error {
 func (p *Producer) loop(ctx context.Context, start, end time.Time) error {
 	mode := p.mode
 	pc, err := NewPacer(p.rate, start, end, mode)
-	if err != nil && mode == WaitTimerfd {
+	if err != nil && (mode == WaitTimerfd || mode == WaitTimerfdOneShot) {
 		pc, err = NewPacer(p.rate, start, end, WaitSpin)
 	}
 	if err != nil {
@@ -200,7 +202,7 @@ func (p *Producer) loop(ctx context.Context, start, end time.Time) error {
 		}
 		seq++
 		p.inFl.Add(1)
-		p.cl.Produce(ctx, r, p.promise)
+		p.cl.Produce(ctx, r, p.promiseFn)
 		if p.txn != nil && p.txn.open && seq-p.txn.first >= max(1, uint64(p.txn.records)/2) {
 			select {
 			case req := <-p.restart: // half-way through a transaction: kill the producer in it

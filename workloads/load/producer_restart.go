@@ -93,7 +93,7 @@ func (p *Producer) Restart(ctx context.Context) RestartReport {
 func (p *Producer) restartTxn(ctx context.Context, seq uint64) RestartReport {
 	t := p.txn
 	rep := RestartReport{TxnID: t.id, Killed: seq - t.first}
-	cl, err := kgo.NewClient(p.opts...)
+	cl, err := newClient(roleProducer, p.opts...)
 	if err != nil {
 		rep.Err = fmt.Errorf("transactional.id %s: the new instance: %w", t.id, err)
 		return rep

@@ -509,6 +509,7 @@ var params = []Param{
 	intP("producers.request.timeout.ms", []string{"request.timeout.ms"}, 1, 24*3600*1000, "produce request timeout the leader applies to an acks=all wait (ms; kgo ProduceRequestTimeout), default 10000", func(s *Spec) *int { return &s.Producers.RequestTimeoutMs }),
 
 	intP("producers.retries", []string{"retries"}, 0, math.MaxInt32, "producer retries of a retriable error, default 2147483647", func(s *Spec) *int { return &s.Producers.Retries }),
+	enumP("producers.pacer", nil, PacerModes, "how the open-loop pacer waits for a slot: timerfd (a periodic timer), timerfd-oneshot (armed for each slot), spin, sleep; default timerfd", func(s *Spec) *string { return &s.Producers.Pacer }),
 	boolP("producers.enable.idempotence", []string{"enable.idempotence"}, "idempotent producers (acks=all only), default true", func(s *Spec) *bool { return &s.Producers.EnableIdempotence }),
 
 	intP("consumers.count", nil, 0, 64, "end-to-end consumers (each reads every partition; with consumers.group.id: members of the group), default 1", func(s *Spec) *int { return &s.Consumers.Count }),

@@ -149,6 +149,11 @@ type ProducerSpec struct {
 	EnableIdempotence bool
 	// Txn holds the transactional producer settings (producers.transactional.id, ...: see txn.go).
 	Txn ProducerTxn
+	// Pacer is producers.pacer, how the open-loop pacer waits for a record's slot (an
+	// isrbench client setting, no Kafka one): timerfd (default: a periodic timer, one
+	// read(2) per slot), timerfd-oneshot (armed again for every slot), spin or sleep; see
+	// package load's Pacer.
+	Pacer string
 }
 
 // ConsumerSpec describes the end-to-end consumers: Count kgo clients, each reading every
@@ -222,7 +227,7 @@ func DefaultSpec() *Spec {
 		InterBrokerProtocol: "PLAINTEXT",
 		MinFreeDisk:         DefaultMinFreeDisk,
 		Producers: ProducerSpec{Count: 2, Acks: "all", MessageSize: 1024, Rate: 5000, BatchSize: 16384,
-			Keys: "none", MaxBufferedRecords: 10000, DeliveryTimeoutMs: 120000, RequestTimeoutMs: 10000, EnableIdempotence: true, Retries: math.MaxInt32, Txn: DefaultProducerTxn},
+			Keys: "none", MaxBufferedRecords: 10000, DeliveryTimeoutMs: 120000, RequestTimeoutMs: 10000, EnableIdempotence: true, Retries: math.MaxInt32, Txn: DefaultProducerTxn, Pacer: "timerfd"},
 		Consumers: ConsumerSpec{Count: 1, GroupBalancer: "range", AutoCommitIntervalMs: 5000, IsolationLevel: ReadUncommitted},
 		Pipeline:  DefaultPipeline,
 		Duration:  20 * time.Second,
@@ -255,6 +260,9 @@ func (s *Spec) Clone() *Spec {
 // MinMessageSize is the least producers.message.size: every record value starts with the
 // 24-byte header the producers write (load.HeaderSize) to check durability and latency.
 const MinMessageSize = 24
+
+// PacerModes are the values of producers.pacer (package load's wait modes).
+var PacerModes = []string{"timerfd", "timerfd-oneshot", "spin", "sleep"}
 
 // ObservesHWLag reports whether hw.lag.client turns the client HW observer on for target.
 func (s *Spec) ObservesHWLag(target string) bool {
