@@ -85,6 +85,9 @@ func (p *PowerLossFS) OpenFile(name string, flag int, perm os.FileMode) (File, e
 	return &plFile{File: f, p: p, name: filepath.Clean(name), writer: writable && st != nil}, nil
 }
 
+// Mkdir implements Mkdirer through the wrapped file system (see MkdirNew).
+func (p *PowerLossFS) Mkdir(dir string, perm os.FileMode) error { return mkdirVia(p.FS, dir, perm) }
+
 // Remove implements FS.
 func (p *PowerLossFS) Remove(name string) error {
 	if err := p.FS.Remove(name); err != nil {

@@ -108,8 +108,7 @@ type DeferFS struct {
 // system holding root; over a file system that is not an FSSyncer it defers nothing.
 func NewDeferFS(fs FS, root string) *DeferFS {
 	d := &DeferFS{FS: Or(fs), root: root}
-	_, ok := d.FS.(FSSyncer)
-	d.deferred.Store(ok)
+	d.deferred.Store(CanSyncFS(d.FS))
 	return d
 }
 
@@ -127,6 +126,21 @@ func (d *DeferFS) Commit() error {
 		return fmt.Errorf("vfs: syncfs %s: %w", d.root, err)
 	}
 	return nil
+}
+
+// Mkdir implements Mkdirer through the wrapped file system (see MkdirNew).
+func (d *DeferFS) Mkdir(dir string, perm os.FileMode) error { return mkdirVia(d.FS, dir, perm) }
+
+// mkdirVia is fs's Mkdir, or its MkdirAll where it is not a Mkdirer, or an error if dir
+// exists (Mkdir's contract).
+func mkdirVia(fs FS, dir string, perm os.FileMode) error {
+	if m, ok := fs.(Mkdirer); ok {
+		return m.Mkdir(dir, perm)
+	}
+	if _, err := fs.Stat(dir); err == nil {
+		return &os.PathError{Op: "mkdir", Path: dir, Err: os.ErrExist}
+	}
+	return fs.MkdirAll(dir, perm)
 }
 
 // SyncDir implements FS: deferred until Commit, else the wrapped SyncDir.
@@ -157,3 +171,6 @@ func (f deferFile) Sync() error {
 	}
 	return f.File.Sync()
 }
+
+// SyncDeferred implements SyncDeferrer: while d defers, or while the file under it does.
+func (f deferFile) SyncDeferred() bool { return f.d.deferred.Load() || SyncDeferred(f.File) }
