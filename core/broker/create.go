@@ -73,7 +73,7 @@ func (b *Broker) createReplicasLocked(us []controller.Update) {
 		if !ok {
 			var damage string
 			var err error
-			if h, damage, err = b.openReplicaOn(key, batch.fs, false); err != nil {
+			if h, damage, err = b.openReplicaOn(key, batch.fs, false, true); err != nil {
 				b.applyFailedLocked(key, err)
 				b.logf("broker %d: %s-%d: applying %v: %v", b.cfg.ID, st.Topic, st.Partition, st, err)
 				continue
@@ -108,4 +108,22 @@ func (b *Broker) createReplicasLocked(us []controller.Update) {
 		}
 	}
 	b.notifyChanged()
+}
+
+// createReplicaDir creates the directory of a new replica (its parent, the log directory,
+// exists: one mkdir) and, for a topic with an id, its partition.metadata, reading nothing
+// (see openReplicaOn's fresh). Kafka's LogManager creates the directory and writes
+// partition.metadata when it creates a log.
+func (b *Broker) createReplicaDir(fsys vfs.FS, dir string, id controller.TopicID) error {
+	if err := vfs.MkdirNew(fsys, dir, 0o755); err != nil {
+		return log.IOError("replica dir "+dir, err)
+	}
+	if id == (controller.TopicID{}) {
+		return nil
+	}
+	path := filepath.Join(dir, PartitionMetadataFile)
+	if err := vfs.WriteFileAtomic(fsys, path, partitionMetadata(id)); err != nil {
+		return log.IOError("write "+path, err)
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // PowerLossFS wraps a file system (normally OS) and remembers, for every file written through
@@ -82,7 +83,13 @@ func (p *PowerLossFS) OpenFile(name string, flag int, perm os.FileMode) (File, e
 		st.writers++
 		st.size = -1
 	}
-	return &plFile{File: f, p: p, name: filepath.Clean(name), writer: writable && st != nil}, nil
+	known := int64(-1)
+	if flag&os.O_TRUNC != 0 && flag&os.O_APPEND == 0 {
+		known = 0
+	}
+	pf := &plFile{File: f, p: p, name: filepath.Clean(name), writer: writable && st != nil}
+	pf.known.Store(known)
+	return pf, nil
 }
 
 // Mkdir implements Mkdirer through the wrapped file system (see MkdirNew).
@@ -173,15 +180,64 @@ type plFile struct {
 	name   string
 	writer bool // counted in its plState's writers until Close
 	closed bool
+	// known is the file's size as its writes through f made it, when f created or
+	// truncated it and it was written only through f (no File.OS, no other writer): Close
+	// then needs no stat; -1 unknown.
+	known atomic.Int64
+}
+
+// grow raises known to end unless it is unknown.
+func (f *plFile) grow(end int64) {
+	for {
+		k := f.known.Load()
+		if k < 0 || k >= end || f.known.CompareAndSwap(k, end) {
+			return
+		}
+	}
+}
+
+// Write implements File, keeping known.
+func (f *plFile) Write(b []byte) (int, error) {
+	n, err := f.File.Write(b)
+	if n > 0 {
+		for {
+			k := f.known.Load()
+			if k < 0 || f.known.CompareAndSwap(k, k+int64(n)) {
+				break
+			}
+		}
+	}
+	return n, err
+}
+
+// WriteAt implements File, keeping known.
+func (f *plFile) WriteAt(b []byte, off int64) (int, error) {
+	n, err := f.File.WriteAt(b, off)
+	if n > 0 {
+		f.grow(off + int64(n))
+	}
+	return n, err
+}
+
+// OS implements File: what is written through the descriptor is not seen by f, so its
+// size is looked up at Close.
+func (f *plFile) OS() *os.File {
+	if f.known.Load() >= 0 {
+		f.known.Store(-1)
+	}
+	return f.File.OS()
 }
 
 // Close records, for the last writer of the file, its size (see plState), then closes it.
 func (f *plFile) Close() error {
 	if f.writer && !f.closed {
 		f.closed = true
-		size := int64(-1)
-		if fi, err := f.File.Stat(); err == nil {
-			size = fi.Size()
+		size := f.known.Load()
+		if size < 0 || f.othersWrite() {
+			size = -1
+			if fi, err := f.File.Stat(); err == nil {
+				size = fi.Size()
+			}
 		}
 		f.p.mu.Lock()
 		if st := f.p.mu.files[f.name]; st != nil && st.writers > 0 {
@@ -195,9 +251,22 @@ func (f *plFile) Close() error {
 	return f.File.Close()
 }
 
+// othersWrite reports whether another handle writes f's file too (its size then is not
+// f's to know).
+func (f *plFile) othersWrite() bool {
+	f.p.mu.Lock()
+	defer f.p.mu.Unlock()
+	st := f.p.mu.files[f.name]
+	return st == nil || st.writers > 1
+}
+
 func (f *plFile) Truncate(size int64) error {
 	if err := f.File.Truncate(size); err != nil {
+		f.known.Store(-1)
 		return err
+	}
+	if k := f.known.Load(); k >= 0 {
+		f.known.CompareAndSwap(k, size)
 	}
 	f.p.mu.Lock()
 	st := f.p.state(f.name, size)
