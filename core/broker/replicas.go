@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -26,9 +27,9 @@ func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
 
 // openReplicaOn is openReplica through fsys (a vfs.DeferFS for the new replicas of a batch,
 // see createReplicasLocked); unless register is set, the replica is not hosted yet (the
-// caller registers it). fresh says the replica's directory does not exist (the caller
-// looked): it is created with its partition.metadata and an empty log, and nothing is read
-// (createReplica).
+// caller registers it). fresh says the replica is taken for new: its directory is created
+// with its partition.metadata and an empty log, and nothing is read (createReplicaDir); a
+// directory already there fails with errReplicaDirExists, having changed nothing.
 func (b *Broker) openReplicaOn(key tp, fsys vfs.FS, register, fresh bool) (h *hosted, damage string, err error) {
 	if err := b.LogDirOffline(); err != nil {
 		// Nothing is opened in an offline log directory: what a failed fsync left there (a
@@ -44,7 +45,9 @@ func (b *Broker) openReplicaOn(key tp, fsys vfs.FS, register, fresh bool) (h *ho
 	topicID, ok := b.ctrl.TopicID(key.topic)
 	switch {
 	case fresh:
-		if err := b.createReplicaDir(fsys, dir, topicID); err != nil {
+		if err := b.createReplicaDir(fsys, dir, topicID); errors.Is(err, errReplicaDirExists) {
+			return nil, "", err // nothing was made: the caller opens it as an existing one
+		} else if err != nil {
 			return nil, "", fmt.Errorf("replica %s: %w", key, b.storageFailed(err))
 		}
 	case ok:

@@ -136,7 +136,7 @@ func (h *HoldFS) Rename(oldpath, newpath string) error {
 }
 
 // Mkdir implements Mkdirer through the wrapped file system (see MkdirNew).
-func (h *HoldFS) Mkdir(dir string, perm os.FileMode) error { return mkdirVia(h.FS, dir, perm) }
+func (h *HoldFS) Mkdir(dir string, perm os.FileMode) error { return MkdirNew(h.FS, dir, perm) }
 
 // SyncDir implements FS: nothing while held, else the wrapped SyncDir.
 func (h *HoldFS) SyncDir(dir string) error {

@@ -186,16 +186,20 @@ func TestHoldFSSameFileTwice(t *testing.T) {
 }
 
 // TestMkdirNewAndOpen: MkdirNew creates a directory through the views of this package
-// (and accepts an existing one), and OS's OpenFile reports a missing file as os.OpenFile
+// (and refuses an existing one, fs.ErrExist), and OS's OpenFile reports a missing file as os.OpenFile
 // does (an *os.PathError matching fs.ErrNotExist) and opens a file that can be written.
 func TestMkdirNewAndOpen(t *testing.T) {
 	dir := t.TempDir()
 	fs := NewDeferFS(NewHoldFS(NewPowerLossFS(OS), dir), dir)
 	sub := filepath.Join(dir, "t-0")
-	for range 2 {
-		if err := MkdirNew(fs, sub, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	if err := MkdirNew(fs, sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := MkdirNew(fs, sub, 0o755); !errors.Is(err, os.ErrExist) {
+		t.Fatalf("MkdirNew of an existing directory = %v, want exist", err)
+	}
+	if err := MkdirNew(NewMemFS(nil), "/", 0o755); !errors.Is(err, os.ErrExist) {
+		t.Fatalf("MkdirNew of an existing MemFS directory = %v, want exist", err)
 	}
 	if st, err := os.Stat(sub); err != nil || !st.IsDir() {
 		t.Fatalf("MkdirNew made no directory: %v", err)

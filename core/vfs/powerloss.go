@@ -37,6 +37,10 @@ type plState struct {
 	// files still open for writing (the active segments), not every file ever written.
 	writers int
 	size    int64
+	// open is the file's one open writer (writers == 1), else nil: while its size is known
+	// (plFile.known) SyncFS takes it from there instead of a stat, so the thousands of empty
+	// active segments of a batch of new replicas cost nothing to make durable.
+	open *plFile
 }
 
 // NewPowerLossFS returns a PowerLossFS over base (nil: OS).
@@ -79,21 +83,25 @@ func (p *PowerLossFS) OpenFile(name string, flag int, perm os.FileMode) (File, e
 			st = p.state(name, fi.Size())
 		}
 	}
-	if writable && st != nil {
-		st.writers++
-		st.size = -1
-	}
 	known := int64(-1)
 	if flag&os.O_TRUNC != 0 && flag&os.O_APPEND == 0 {
 		known = 0
 	}
 	pf := &plFile{File: f, p: p, name: filepath.Clean(name), writer: writable && st != nil}
 	pf.known.Store(known)
+	if writable && st != nil {
+		st.writers++
+		st.size = -1
+		st.open = nil
+		if st.writers == 1 {
+			st.open = pf
+		}
+	}
 	return pf, nil
 }
 
 // Mkdir implements Mkdirer through the wrapped file system (see MkdirNew).
-func (p *PowerLossFS) Mkdir(dir string, perm os.FileMode) error { return mkdirVia(p.FS, dir, perm) }
+func (p *PowerLossFS) Mkdir(dir string, perm os.FileMode) error { return MkdirNew(p.FS, dir, perm) }
 
 // Remove implements FS.
 func (p *PowerLossFS) Remove(name string) error {
@@ -241,6 +249,9 @@ func (f *plFile) Close() error {
 		}
 		f.p.mu.Lock()
 		if st := f.p.mu.files[f.name]; st != nil && st.writers > 0 {
+			if st.open == f {
+				st.open = nil
+			}
 			st.writers--
 			if st.writers == 0 {
 				st.size = size

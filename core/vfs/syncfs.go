@@ -84,6 +84,12 @@ func (p *PowerLossFS) SyncFS(dir string) error {
 			st.durable = st.size // unchanged since its last writer closed it
 			continue
 		}
+		if st.writers == 1 && st.open != nil {
+			if k := st.open.known.Load(); k >= 0 {
+				st.durable = k // written only through its one writer, which knows its size
+				continue
+			}
+		}
 		if fi, err := p.FS.Stat(name); err == nil {
 			st.durable = fi.Size()
 		}
@@ -129,19 +135,7 @@ func (d *DeferFS) Commit() error {
 }
 
 // Mkdir implements Mkdirer through the wrapped file system (see MkdirNew).
-func (d *DeferFS) Mkdir(dir string, perm os.FileMode) error { return mkdirVia(d.FS, dir, perm) }
-
-// mkdirVia is fs's Mkdir, or its MkdirAll where it is not a Mkdirer, or an error if dir
-// exists (Mkdir's contract).
-func mkdirVia(fs FS, dir string, perm os.FileMode) error {
-	if m, ok := fs.(Mkdirer); ok {
-		return m.Mkdir(dir, perm)
-	}
-	if _, err := fs.Stat(dir); err == nil {
-		return &os.PathError{Op: "mkdir", Path: dir, Err: os.ErrExist}
-	}
-	return fs.MkdirAll(dir, perm)
-}
+func (d *DeferFS) Mkdir(dir string, perm os.FileMode) error { return MkdirNew(d.FS, dir, perm) }
 
 // SyncDir implements FS: deferred until Commit, else the wrapped SyncDir.
 func (d *DeferFS) SyncDir(dir string) error {

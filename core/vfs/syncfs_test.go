@@ -170,13 +170,21 @@ func TestPowerLossSyncFSKnownSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Close()
+	c := open("c") // still open at the SyncFS: durable at the size its writes gave it
+	if _, err := c.Write([]byte("kept")); err != nil {
+		t.Fatal(err)
+	}
 	if err := p.SyncFS(dir); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.Write([]byte("lost")); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
 	if err := p.Crash(); err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]string{"a": "abcde", "b": "xyz"} {
+	for name, want := range map[string]string{"a": "abcde", "b": "xyz", "c": "kept"} {
 		if got := contents(t, p, filepath.Join(dir, name)); got != want {
 			t.Errorf("%s after SyncFS and a crash: %q, want %q", name, got, want)
 		}

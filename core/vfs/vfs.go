@@ -191,20 +191,16 @@ type Mkdirer interface {
 }
 
 // MkdirNew creates dir, expected not to exist, in an existing parent: one mkdir(2) where fs
-// is a Mkdirer (the views of this package pass it on), else MkdirAll. An existing directory
-// dir is not an error.
+// is a Mkdirer (the views of this package pass it on), else MkdirAll. An existing dir is an
+// error matching fs.ErrExist.
 func MkdirNew(fs FS, dir string, perm os.FileMode) error {
-	m, ok := fs.(Mkdirer)
-	if !ok {
-		return fs.MkdirAll(dir, perm)
+	if m, ok := fs.(Mkdirer); ok {
+		return m.Mkdir(dir, perm)
 	}
-	err := m.Mkdir(dir, perm)
-	if errors.Is(err, os.ErrExist) {
-		if st, serr := fs.Stat(dir); serr == nil && st.IsDir() {
-			return nil
-		}
+	if _, err := fs.Stat(dir); err == nil {
+		return &os.PathError{Op: "mkdir", Path: dir, Err: os.ErrExist}
 	}
-	return err
+	return fs.MkdirAll(dir, perm)
 }
 
 // osFS is the operating system's file system; its files count their calls in c (nil: not
