@@ -61,6 +61,7 @@ var bindings = sortedBindings([]binding{
 	bind("group.max.session.timeout.ms", func(c *Config) any { return &c.Group.MaxSessionTimeoutMs }),
 	bind("group.max.size", func(c *Config) any { return &c.Group.MaxSize }),
 	bind("group.min.session.timeout.ms", func(c *Config) any { return &c.Group.MinSessionTimeoutMs }),
+	bind("isrbench.close.syncfs", func(c *Config) any { return &c.Broker.CloseSyncFS }),
 	bind("isrbench.fetch.sessions", func(c *Config) any { return &c.FetchSessions }),
 	bind("isrbench.hw.update", func(c *Config) any { return &c.Broker.HWUpdate }),
 	bind("isrbench.io", func(c *Config) any { return &c.Broker.Log.Writer }),

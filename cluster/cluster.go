@@ -525,19 +525,25 @@ func (c *Cluster) closeNodes() error {
 			}
 		}
 	}
-	var errs []error
-	for _, id := range c.ids {
+	// Then close them side by side: each broker's Close writes its checkpoints and waits
+	// for its disk (syncfs), independently of the others.
+	errs := make([]error, len(c.ids))
+	var wg sync.WaitGroup
+	for i, id := range c.ids {
 		n := c.nodes[id]
 		if n.state.Load() == nodeStopped {
 			continue
 		}
 		n.state.Store(nodeStopped)
-		if b := n.stopServing(); b != nil {
-			if err := b.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("cluster: broker %d close: %w", id, err))
+		wg.Go(func() {
+			if b := n.stopServing(); b != nil {
+				if err := b.Close(); err != nil {
+					errs[i] = fmt.Errorf("cluster: broker %d close: %w", id, err)
+				}
 			}
-		}
+		})
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 

@@ -64,6 +64,7 @@ func TestIdleCPU(t *testing.T) {
 	}
 	t.Logf("created %d partitions RF 3, all in sync, in %v (%v CPU), %d files open", n, time.Since(start).Round(time.Millisecond), (cpuTime(t) - cpuStart).Round(time.Millisecond), openFiles(t))
 	stopCreateProfile()
+	defer logClose(t, c)
 	<-time.After(2 * time.Second) // let the creation's aftermath (checkpoints, first fetches) pass
 	stopIdleProfile := startProfile(t, *idleProfile)
 	cpu0, wall0 := cpuTime(t), time.Now()
@@ -105,6 +106,16 @@ func TestIdleCPU(t *testing.T) {
 		}
 	}
 	t.Logf("read back in %v, %d files open", time.Since(start).Round(time.Millisecond), openFiles(t))
+}
+
+// logClose closes c (brokers, then its temporary data directory) and logs how long that
+// took and the CPU it used.
+func logClose(t *testing.T, c *cluster.Cluster) {
+	start, cpuStart := time.Now(), cpuTime(t)
+	if err := c.Close(); err != nil {
+		t.Error(err)
+	}
+	t.Logf("cluster closed (data directory removed) in %v (%v CPU)", time.Since(start).Round(time.Millisecond), (cpuTime(t) - cpuStart).Round(time.Millisecond))
 }
 
 // startProfile starts a CPU profile written to path ("" = none) and returns what stops it.

@@ -166,10 +166,15 @@ func (b *Broker) checkTopicIDLocked(fsys vfs.FS, key tp, id controller.TopicID) 
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return log.IOError("replica dir "+dir, err)
 	}
-	if err := vfs.WriteFileAtomic(fsys, path, []byte("version: 0\ntopic_id: "+id.String()+"\n")); err != nil {
+	if err := vfs.WriteFileAtomic(fsys, path, partitionMetadata(id)); err != nil {
 		return log.IOError("write "+path, err)
 	}
 	return nil
+}
+
+// partitionMetadata is the contents of the partition.metadata file of topic id's replicas.
+func partitionMetadata(id controller.TopicID) []byte {
+	return []byte("version: 0\ntopic_id: " + id.String() + "\n")
 }
 
 func parsePartitionMetadata(data []byte) (controller.TopicID, bool) {

@@ -81,8 +81,11 @@ type Broker struct {
 	// parkedHook, set by benchmarks before any Fetch, is called each time a Fetch parks.
 	parkedHook func()
 
-	cfg       Config
+	cfg Config
+	// fs is hold: every file of the broker goes through it, so that Close can hold the
+	// fsyncs of all its replicas back and make them durable with one syncfs.
 	fs        vfs.FS
+	hold      *vfs.HoldFS
 	ctrl      *controller.Controller
 	transport Transport
 	now       func() int64
@@ -193,7 +196,8 @@ func New(cfg Config, ctrl *controller.Controller, transport Transport) (*Broker,
 	if transport == nil {
 		return nil, errors.New("broker: transport is nil")
 	}
-	fs := vfs.Or(cfg.FS)
+	hold := vfs.NewHoldFS(cfg.FS, cfg.DataDir)
+	fs := vfs.FS(hold)
 	if err := vfs.MkdirAllDurable(fs, cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("broker %d: log.dirs %q: %w", cfg.ID, cfg.DataDir, err)
 	}
@@ -216,7 +220,7 @@ func New(cfg Config, ctrl *controller.Controller, transport Transport) (*Broker,
 		cfg.Log.NowMs = func() int64 { return now() / int64(time.Millisecond) }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &Broker{cfg: cfg, fs: fs, ctrl: ctrl, transport: transport, now: now, ctx: ctx, cancel: cancel}
+	b := &Broker{cfg: cfg, fs: fs, hold: hold, ctrl: ctrl, transport: transport, now: now, ctx: ctx, cancel: cancel}
 	b.epoch.Store(-1)
 	b.apply.dyn.numFetchers, b.apply.dyn.minISR, b.apply.dyn.log = cfg.NumReplicaFetchers, cfg.MinInsyncReplicas, cfg.Log
 	b.apply.dyn.maxMessage = cfg.Settings.Int("message.max.bytes")

@@ -91,6 +91,11 @@ type Config struct {
 	ScrubEnable         bool
 	ScrubBytesPerSecond int64
 	ScrubIntervalMs     int64
+	// CloseSyncFS is isrbench.close.syncfs (default true): Close holds back the fsyncs of
+	// the HW checkpoint and of every replica's close (segments, indexes, recovery points,
+	// producer snapshots) and makes them durable with one syncfs, the checkpoints' renames,
+	// and a second syncfs (vfs.HoldFS); false fsyncs each file and directory as it goes.
+	CloseSyncFS bool
 	// OnDamage, if set, is called with every damaged batch found in a replica (the
 	// harness's findings), from the goroutine that found it (a fetch handler, the scrub):
 	// it must not block. nil = only logged and counted (DamageStats).
@@ -152,6 +157,7 @@ func DefaultConfig() Config {
 		ReplicaHighWatermarkCheckpointIntervalMs: config.DefaultOf("replica.high.watermark.checkpoint.interval.ms"),
 		LogRetentionCheckIntervalMs:              config.DefaultOf("log.retention.check.interval.ms"),
 		ScrubEnable:                              config.Get("isrbench.log.scrub.enable").Default == "true",
+		CloseSyncFS:                              config.Get("isrbench.close.syncfs").Default == "true",
 		ScrubBytesPerSecond:                      config.DefaultOf("isrbench.log.scrub.bytes.per.second"),
 		ScrubIntervalMs:                          config.DefaultOf("isrbench.log.scrub.interval.ms"),
 		Log:                                      log.DefaultConfig(),

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 
@@ -16,9 +17,10 @@ type createBatch struct {
 }
 
 // newReplicasAt returns how many changes at the head of us create a replica of this broker
-// that it neither hosts nor has a directory for (a new topic's or partition's, a
-// reassignment's), or change one created by an earlier change of the run (a creation's
-// first election) (b.apply held).
+// that it does not host (a new topic's or partition's, a reassignment's), or change one
+// created by an earlier change of the run (a creation's first election) (b.apply held).
+// Whether the replica's directory is new is found when it is made (createReplicasLocked),
+// not looked up here.
 func (b *Broker) newReplicasAt(us []controller.Update) int {
 	seen := map[tp]bool{}
 	n := 0
@@ -28,13 +30,8 @@ func (b *Broker) newReplicasAt(us []controller.Update) int {
 			break
 		}
 		key := tp{st.Topic, st.Partition}
-		if !seen[key] {
-			if b.lookup(key.topic, key.partition) != nil {
-				break
-			}
-			if _, err := b.fs.Stat(filepath.Join(b.cfg.DataDir, key.String())); !errors.Is(err, fs.ErrNotExist) {
-				break
-			}
+		if !seen[key] && b.lookup(key.topic, key.partition) != nil {
+			break
 		}
 		seen[key] = true
 		n++
@@ -73,7 +70,13 @@ func (b *Broker) createReplicasLocked(us []controller.Update) {
 		if !ok {
 			var damage string
 			var err error
-			if h, damage, err = b.openReplicaOn(key, batch.fs, false); err != nil {
+			h, damage, err = b.openReplicaOn(key, batch.fs, false, true)
+			if errors.Is(err, errReplicaDirExists) {
+				// Not new after all (a replica left by an earlier incarnation or a failed
+				// open): opened and recovered as at Start, its files not deferred.
+				h, damage, err = b.openReplicaOn(key, b.fs, false, false)
+			}
+			if err != nil {
 				b.applyFailedLocked(key, err)
 				b.logf("broker %d: %s-%d: applying %v: %v", b.cfg.ID, st.Topic, st.Partition, st, err)
 				continue
@@ -104,8 +107,32 @@ func (b *Broker) createReplicasLocked(us []controller.Update) {
 	}
 	for _, h := range order {
 		if st := h.applied; st.Topic != "" && st.Leader != b.cfg.ID && st.Leader != controller.NoLeader {
+			b.truncateDamagedLocked(h) // as applyStateLocked does for a follower
 			b.addToFetcher(h, st.Leader, st.LeaderEpoch)
 		}
 	}
 	b.notifyChanged()
+}
+
+// errReplicaDirExists says that the directory of a replica taken for new already exists.
+var errReplicaDirExists = errors.New("the replica directory exists")
+
+// createReplicaDir creates the directory of a new replica (its parent, the log directory,
+// exists: one mkdir) and, for a topic with an id, its partition.metadata, reading nothing
+// (see openReplicaOn's fresh). Kafka's LogManager creates the directory and writes
+// partition.metadata when it creates a log.
+func (b *Broker) createReplicaDir(fsys vfs.FS, dir string, id controller.TopicID) error {
+	if err := vfs.MkdirNew(fsys, dir, 0o755); errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%s: %w", dir, errReplicaDirExists)
+	} else if err != nil {
+		return log.IOError("replica dir "+dir, err)
+	}
+	if id == (controller.TopicID{}) {
+		return nil
+	}
+	path := filepath.Join(dir, PartitionMetadataFile)
+	if err := vfs.WriteFileAtomic(fsys, path, partitionMetadata(id)); err != nil {
+		return log.IOError("write "+path, err)
+	}
+	return nil
 }

@@ -194,3 +194,47 @@ func TestCreateReplicasCrashBeforeSyncfs(t *testing.T) {
 		t.Fatalf("a replica reported damaged after a crash before its creation was durable: %s", l)
 	}
 }
+
+// TestCreateReplicaOverExistingDir: a replica the broker does not host but whose directory
+// exists (here a copy of another replica's segment) is not taken for new when its topic's
+// creation reaches the broker: it is opened and recovered with its records, next to new
+// replicas of the same creation.
+func TestCreateReplicaOverExistingDir(t *testing.T) {
+	mem := vfs.NewStrictMemFS(nil)
+	ctrl := controller.New(controller.Config{})
+	t.Cleanup(ctrl.Close)
+	b := startCreateBroker(t, ctrl, mem, nil)
+	syncCtrl(t, ctrl)
+	if _, err := ctrl.CreateTopic("t", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	syncCtrl(t, ctrl)
+	if res := produce(t, b, 1, "t", 0, batch("x", 4)); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	seg, err := vfs.ReadFile(mem, "/data/t-0/00000000000000000000.log")
+	if err != nil || len(seg) == 0 {
+		t.Fatalf("t-0's segment: %d bytes, %v", len(seg), err)
+	}
+	if err := mem.MkdirAll("/data/u-1", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := vfs.WriteFileAtomic(mem, "/data/u-1/00000000000000000000.log", seg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctrl.CreateTopic("u", 2, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	syncCtrl(t, ctrl)
+	r0, ok0 := b.Replica("u", 0)
+	r1, ok1 := b.Replica("u", 1)
+	if !ok0 || !ok1 {
+		t.Fatalf("hosted u-0 %v, u-1 %v after the creation", ok0, ok1)
+	}
+	if r0.LEO() != 0 || r1.LEO() != 4 || !r1.IsLeader() {
+		t.Fatalf("after the creation u-0 LEO %d, u-1 LEO %d (leader %v); want 0 and u-1's 4 records recovered, leading", r0.LEO(), r1.LEO(), r1.IsLeader())
+	}
+	if _, err := mem.Stat("/data/u-1/" + PartitionMetadataFile); err != nil {
+		t.Fatalf("u-1 opened without its partition.metadata written: %v", err)
+	}
+}

@@ -7,8 +7,9 @@
 //     <DataDir>/<topic>-<partition>/ directory) and their lifecycle
 //     (open/recover, MakeLeader/MakeFollower on every controller change); the
 //     controller's changes come in batches (SubscribeBatch), and the new replicas
-//     of a batch are created with one syncfs before any of them is hosted
-//     (create.go);
+//     of a batch are created, reading nothing, with one syncfs before any of them
+//     is hosted (create.go); Close holds every replica's fsyncs back and makes
+//     them durable with two syncfs (isrbench.close.syncfs, vfs.HoldFS);
 //   - Produce (acks 0, 1, -1/all; min.insync.replicas), Fetch (consumer reads
 //     [FetchOffset, HW), replica reads [FetchOffset, LEO); long poll parked in
 //     core/partition's purgatory, a wake-up re-reading only the partitions that changed;

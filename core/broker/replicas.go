@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -21,23 +22,35 @@ import (
 // the HW it checkpointed (a deleted segment or directory, unsynced bytes below the HW lost
 // in a power loss), or the checkpoint that would tell is missing or unreadable.
 func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
-	return b.openReplicaOn(key, b.fs, true)
+	return b.openReplicaOn(key, b.fs, true, false)
 }
 
 // openReplicaOn is openReplica through fsys (a vfs.DeferFS for the new replicas of a batch,
 // see createReplicasLocked); unless register is set, the replica is not hosted yet (the
-// caller registers it).
-func (b *Broker) openReplicaOn(key tp, fsys vfs.FS, register bool) (h *hosted, damage string, err error) {
+// caller registers it). fresh says the replica is taken for new: its directory is created
+// with its partition.metadata and an empty log, and nothing is read (createReplicaDir); a
+// directory already there fails with errReplicaDirExists, having changed nothing.
+func (b *Broker) openReplicaOn(key tp, fsys vfs.FS, register, fresh bool) (h *hosted, damage string, err error) {
 	if err := b.LogDirOffline(); err != nil {
 		// Nothing is opened in an offline log directory: what a failed fsync left there (a
 		// batch of new replicas whose syncfs failed) was never durable.
 		return nil, "", fmt.Errorf("replica %s: the log directory is offline: %w", key, err)
 	}
 	dir := filepath.Join(b.cfg.DataDir, key.String())
-	_, statErr := fsys.Stat(dir)
-	dirMissing := statErr != nil
+	dirMissing := fresh
+	if !fresh {
+		_, statErr := fsys.Stat(dir)
+		dirMissing = statErr != nil
+	}
 	topicID, ok := b.ctrl.TopicID(key.topic)
-	if ok {
+	switch {
+	case fresh:
+		if err := b.createReplicaDir(fsys, dir, topicID); errors.Is(err, errReplicaDirExists) {
+			return nil, "", err // nothing was made: the caller opens it as an existing one
+		} else if err != nil {
+			return nil, "", fmt.Errorf("replica %s: %w", key, b.storageFailed(err))
+		}
+	case ok:
 		if err := b.checkTopicIDLocked(fsys, key, topicID); err != nil {
 			return nil, "", fmt.Errorf("replica %s: %w", key, b.storageFailed(err))
 		}
@@ -55,7 +68,14 @@ func (b *Broker) openReplicaOn(key tp, fsys vfs.FS, register bool) (h *hosted, d
 			b.onDamage(cell, d)
 		}
 	}
-	l, rec, err := log.Open(dir, lcfg)
+	var l *log.Log
+	var rec log.Recovery
+	if fresh {
+		l, err = log.Create(dir, lcfg)
+		rec.Segments = 1
+	} else {
+		l, rec, err = log.Open(dir, lcfg)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("open log %s: %w", dir, b.storageFailed(err))
 	}
@@ -80,6 +100,7 @@ func (b *Broker) openReplicaOn(key tp, fsys vfs.FS, register bool) (h *hosted, d
 		BrokerEpoch:         b.ctrl.BrokerEpoch,
 		OnHWLag:             b.cfg.OnHWLag,
 		FS:                  fsys,
+		New:                 fresh,
 	})
 	if err != nil {
 		_ = l.Close()

@@ -183,9 +183,10 @@ func (l *Log) advanceRecoveryPoint() error {
 }
 
 // fsync makes f's contents durable: through the Writer's Syncer (io_uring) when it has one
-// and f has a descriptor, else File.Sync.
+// and f has a descriptor, else (or while f's syncs are deferred, vfs.SyncDeferred)
+// File.Sync.
 func (l *Log) fsync(f vfs.File) error {
-	if osf := f.OS(); osf != nil && l.syncer != nil {
+	if osf := f.OS(); osf != nil && l.syncer != nil && !vfs.SyncDeferred(f) {
 		return l.syncer.Fsync(osf)
 	}
 	return f.Sync()

@@ -3,6 +3,7 @@ package log
 import (
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -90,8 +91,63 @@ type Log struct {
 // IsResourceError, when it could not open a file for want of a descriptor); corruption does
 // not.
 func Open(dir string, cfg Config) (*Log, Recovery, error) {
-	if err := cfg.validate(); err != nil {
+	l, err := newLog(dir, cfg)
+	if err != nil {
 		return nil, Recovery{}, err
+	}
+	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, Recovery{}, storageErrorf("create log dir: %w", err)
+	}
+	rec, err := l.recover()
+	if err != nil {
+		for _, s := range l.mu.segs {
+			s.retire()
+		}
+		return nil, rec, err
+	}
+	l.opened()
+	return l, rec, nil
+}
+
+// Create creates the log of a new replica in dir, an existing directory that holds no
+// log: its first, empty segment (the .log file, created exclusively; the .index comes
+// with its first entry) and nothing else, reading nothing (Kafka's LogManager creates a
+// new log's directory and empty segment; an empty log needs no recovery point, log-start
+// or index file). The result is the Log Open would return for an empty dir; a .log
+// already there fails Create (the directory was not new) and leaves it as it was. I/O
+// errors wrap kerr.KafkaStorageError, or are resource errors, as Open's.
+func Create(dir string, cfg Config) (*Log, error) {
+	l, err := newLog(dir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := l.newSegment(0)
+	f, err := l.fs.OpenFile(s.logPath, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, storageErrorf("create segment %s: %w", s.logPath, err)
+	}
+	s.hold(f)
+	l.mu.segs = []*segment{s}
+	if err := l.fs.SyncDir(dir); err != nil {
+		s.retire()
+		return nil, storageErrorf("fsync dir %s: %w", dir, err)
+	}
+	l.wmu.logStartCkpt = -1 // no log-start file
+	l.opened()
+	return l, nil
+}
+
+// opened ends Open and Create.
+func (l *Log) opened() {
+	if l.flushT {
+		l.wmu.lastFlushMs = l.nowMs()
+	}
+}
+
+// newLog is the Log of dir with cfg, before its segments are loaded or created.
+func newLog(dir string, cfg Config) (*Log, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	l := &Log{dir: dir, cfg: cfg, fs: vfs.Or(cfg.FS), w: cfg.Writer, nowMs: cfg.NowMs, flushT: cfg.FlushMs != math.MaxInt64, cache: cfg.cache}
 	l.gc.commit = l.commit
@@ -116,20 +172,7 @@ func Open(dir string, cfg Config) (*Log, Recovery, error) {
 		l.nowMs = func() int64 { return time.Now().UnixMilli() }
 	}
 	l.segBytes.Store(cfg.SegmentBytes)
-	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
-		return nil, Recovery{}, storageErrorf("create log dir: %w", err)
-	}
-	rec, err := l.recover()
-	if err != nil {
-		for _, s := range l.mu.segs {
-			s.retire()
-		}
-		return nil, rec, err
-	}
-	if l.flushT {
-		l.wmu.lastFlushMs = l.nowMs()
-	}
-	return l, rec, nil
+	return l, nil
 }
 
 // storageErrorf describes a failed file operation of Open: an error wrapping

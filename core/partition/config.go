@@ -41,6 +41,11 @@ type Config struct {
 	OnHWLag func(lagNs int64, records int64)
 	// FS is the file system of the leader-epoch checkpoint; nil = vfs.OS.
 	FS vfs.FS
+	// New says the replica's directory was just created and its log is empty (a new
+	// topic's or partition's replica): there is no leader-epoch checkpoint or producer
+	// snapshot to read, so none is looked for (the epoch cache starts empty, written at
+	// the first MakeLeader).
+	New bool
 }
 
 // Defaults of Config, the registry's (core/config).

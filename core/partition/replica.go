@@ -178,9 +178,12 @@ func newReplica(topic string, partition int32, brokerID int32, l logStore, dir s
 		mutexHW:  cfg.HWUpdate == HWUpdateMutex,
 	}
 	r.minISR.Store(int32(cfg.MinInsyncReplicas))
-	if dir == "" {
+	switch {
+	case dir == "":
 		r.epochs = NewEpochCache()
-	} else {
+	case cfg.New && l.LEO() == 0:
+		r.epochs = &EpochCache{fs: vfs.Or(cfg.FS), path: epochPath(dir)}
+	default:
 		epochs, err := LoadEpochCache(cfg.FS, dir)
 		if err != nil {
 			// Kafka takes the log dir offline; the batches themselves carry their epoch, so
@@ -217,7 +220,11 @@ func newReplica(topic string, partition int32, brokerID int32, l logStore, dir s
 	})
 	r.hw.Store(min(l.LogStart(), l.LEO()))
 	// Idempotent and transactional producers: their state from the snapshot the last Close
-	// wrote plus the batches after it, else from the whole recovered log (snapshot.go).
+	// wrote plus the batches after it, else from the whole recovered log (snapshot.go); a
+	// new replica has neither.
+	if cfg.New && l.LEO() == 0 {
+		return r, nil
+	}
 	if err := r.loadProducers(); err != nil {
 		return nil, err
 	}

@@ -9,5 +9,8 @@
 // MemFS (NewStrictMemFS, as pebble's strict MemFS and CrashClone) keeps directory entries only
 // once their directory was synced (SyncDir) after the change; the simulator's disks are strict.
 //
+// DeferFS and HoldFS are views that hold fsyncs back and make what was written through them
+// durable with one syncfs(2) (FSSyncer): a batch of new replicas, a broker's clean shutdown.
+//
 // Concurrency: OS and MemFS are safe for concurrent use; a File is as safe as *os.File.
 package vfs

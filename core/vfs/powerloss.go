@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // PowerLossFS wraps a file system (normally OS) and remembers, for every file written through
@@ -36,6 +37,10 @@ type plState struct {
 	// files still open for writing (the active segments), not every file ever written.
 	writers int
 	size    int64
+	// open is the file's one open writer (writers == 1), else nil: while its size is known
+	// (plFile.known) SyncFS takes it from there instead of a stat, so the thousands of empty
+	// active segments of a batch of new replicas cost nothing to make durable.
+	open *plFile
 }
 
 // NewPowerLossFS returns a PowerLossFS over base (nil: OS).
@@ -78,12 +83,25 @@ func (p *PowerLossFS) OpenFile(name string, flag int, perm os.FileMode) (File, e
 			st = p.state(name, fi.Size())
 		}
 	}
+	known := int64(-1)
+	if flag&os.O_TRUNC != 0 && flag&os.O_APPEND == 0 {
+		known = 0
+	}
+	pf := &plFile{File: f, p: p, name: filepath.Clean(name), writer: writable && st != nil}
+	pf.known.Store(known)
 	if writable && st != nil {
 		st.writers++
 		st.size = -1
+		st.open = nil
+		if st.writers == 1 {
+			st.open = pf
+		}
 	}
-	return &plFile{File: f, p: p, name: filepath.Clean(name), writer: writable && st != nil}, nil
+	return pf, nil
 }
+
+// Mkdir implements Mkdirer through the wrapped file system (see MkdirNew).
+func (p *PowerLossFS) Mkdir(dir string, perm os.FileMode) error { return MkdirNew(p.FS, dir, perm) }
 
 // Remove implements FS.
 func (p *PowerLossFS) Remove(name string) error {
@@ -170,18 +188,70 @@ type plFile struct {
 	name   string
 	writer bool // counted in its plState's writers until Close
 	closed bool
+	// known is the file's size as its writes through f made it, when f created or
+	// truncated it and it was written only through f (no File.OS, no other writer): Close
+	// then needs no stat; -1 unknown.
+	known atomic.Int64
+}
+
+// grow raises known to end unless it is unknown.
+func (f *plFile) grow(end int64) {
+	for {
+		k := f.known.Load()
+		if k < 0 || k >= end || f.known.CompareAndSwap(k, end) {
+			return
+		}
+	}
+}
+
+// Write implements File, keeping known.
+func (f *plFile) Write(b []byte) (int, error) {
+	n, err := f.File.Write(b)
+	if n > 0 {
+		for {
+			k := f.known.Load()
+			if k < 0 || f.known.CompareAndSwap(k, k+int64(n)) {
+				break
+			}
+		}
+	}
+	return n, err
+}
+
+// WriteAt implements File, keeping known.
+func (f *plFile) WriteAt(b []byte, off int64) (int, error) {
+	n, err := f.File.WriteAt(b, off)
+	if n > 0 {
+		f.grow(off + int64(n))
+	}
+	return n, err
+}
+
+// OS implements File: what is written through the descriptor is not seen by f, so its
+// size is looked up at Close.
+func (f *plFile) OS() *os.File {
+	if f.known.Load() >= 0 {
+		f.known.Store(-1)
+	}
+	return f.File.OS()
 }
 
 // Close records, for the last writer of the file, its size (see plState), then closes it.
 func (f *plFile) Close() error {
 	if f.writer && !f.closed {
 		f.closed = true
-		size := int64(-1)
-		if fi, err := f.File.Stat(); err == nil {
-			size = fi.Size()
+		size := f.known.Load()
+		if size < 0 || f.othersWrite() {
+			size = -1
+			if fi, err := f.File.Stat(); err == nil {
+				size = fi.Size()
+			}
 		}
 		f.p.mu.Lock()
 		if st := f.p.mu.files[f.name]; st != nil && st.writers > 0 {
+			if st.open == f {
+				st.open = nil
+			}
 			st.writers--
 			if st.writers == 0 {
 				st.size = size
@@ -192,9 +262,22 @@ func (f *plFile) Close() error {
 	return f.File.Close()
 }
 
+// othersWrite reports whether another handle writes f's file too (its size then is not
+// f's to know).
+func (f *plFile) othersWrite() bool {
+	f.p.mu.Lock()
+	defer f.p.mu.Unlock()
+	st := f.p.mu.files[f.name]
+	return st == nil || st.writers > 1
+}
+
 func (f *plFile) Truncate(size int64) error {
 	if err := f.File.Truncate(size); err != nil {
+		f.known.Store(-1)
 		return err
+	}
+	if k := f.known.Load(); k >= 0 {
+		f.known.CompareAndSwap(k, size)
 	}
 	f.p.mu.Lock()
 	st := f.p.state(f.name, size)

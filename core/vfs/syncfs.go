@@ -84,6 +84,12 @@ func (p *PowerLossFS) SyncFS(dir string) error {
 			st.durable = st.size // unchanged since its last writer closed it
 			continue
 		}
+		if st.writers == 1 && st.open != nil {
+			if k := st.open.known.Load(); k >= 0 {
+				st.durable = k // written only through its one writer, which knows its size
+				continue
+			}
+		}
 		if fi, err := p.FS.Stat(name); err == nil {
 			st.durable = fi.Size()
 		}
@@ -108,8 +114,7 @@ type DeferFS struct {
 // system holding root; over a file system that is not an FSSyncer it defers nothing.
 func NewDeferFS(fs FS, root string) *DeferFS {
 	d := &DeferFS{FS: Or(fs), root: root}
-	_, ok := d.FS.(FSSyncer)
-	d.deferred.Store(ok)
+	d.deferred.Store(CanSyncFS(d.FS))
 	return d
 }
 
@@ -128,6 +133,9 @@ func (d *DeferFS) Commit() error {
 	}
 	return nil
 }
+
+// Mkdir implements Mkdirer through the wrapped file system (see MkdirNew).
+func (d *DeferFS) Mkdir(dir string, perm os.FileMode) error { return MkdirNew(d.FS, dir, perm) }
 
 // SyncDir implements FS: deferred until Commit, else the wrapped SyncDir.
 func (d *DeferFS) SyncDir(dir string) error {
@@ -157,3 +165,6 @@ func (f deferFile) Sync() error {
 	}
 	return f.File.Sync()
 }
+
+// SyncDeferred implements SyncDeferrer: while d defers, or while the file under it does.
+func (f deferFile) SyncDeferred() bool { return f.d.deferred.Load() || SyncDeferred(f.File) }

@@ -140,3 +140,53 @@ func TestPowerLossSyncFS(t *testing.T) {
 		}
 	}
 }
+
+// TestPowerLossSyncFSKnownSize: a file created (or truncated) and written through the
+// wrapper is made durable by a SyncFS after its close at the size its writes gave it, with
+// no stat; one also written through its descriptor (File.OS) at its real size.
+func TestPowerLossSyncFSKnownSize(t *testing.T) {
+	dir := t.TempDir()
+	p := NewPowerLossFS(OS)
+	open := func(name string) File {
+		f, err := p.OpenFile(filepath.Join(dir, name), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	a := open("a")
+	if _, err := a.Write([]byte("abc")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.WriteAt([]byte("de"), 3); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	b := open("b")
+	if _, err := b.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.OS().WriteAt([]byte("yz"), 1); err != nil { // bypasses the wrapper
+		t.Fatal(err)
+	}
+	b.Close()
+	c := open("c") // still open at the SyncFS: durable at the size its writes gave it
+	if _, err := c.Write([]byte("kept")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SyncFS(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("lost")); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := p.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"a": "abcde", "b": "xyz", "c": "kept"} {
+		if got := contents(t, p, filepath.Join(dir, name)); got != want {
+			t.Errorf("%s after SyncFS and a crash: %q, want %q", name, got, want)
+		}
+	}
+}

@@ -183,12 +183,32 @@ func MkdirAllDurable(fs FS, dir string) error {
 	return nil
 }
 
+// Mkdirer is implemented by a file system that can create one directory in an existing
+// parent with one call (os.Mkdir), where MkdirAll first looks at the path and its parent.
+type Mkdirer interface {
+	// Mkdir creates dir; its parent must exist. An existing dir is an error (fs.ErrExist).
+	Mkdir(dir string, perm os.FileMode) error
+}
+
+// MkdirNew creates dir, expected not to exist, in an existing parent: one mkdir(2) where fs
+// is a Mkdirer (the views of this package pass it on), else MkdirAll. An existing dir is an
+// error matching fs.ErrExist.
+func MkdirNew(fs FS, dir string, perm os.FileMode) error {
+	if m, ok := fs.(Mkdirer); ok {
+		return m.Mkdir(dir, perm)
+	}
+	if _, err := fs.Stat(dir); err == nil {
+		return &os.PathError{Op: "mkdir", Path: dir, Err: os.ErrExist}
+	}
+	return fs.MkdirAll(dir, perm)
+}
+
 // osFS is the operating system's file system; its files count their calls in c (nil: not
 // counted).
 type osFS struct{ c *Counters }
 
 func (fs osFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
-	f, err := os.OpenFile(name, flag, perm)
+	f, err := openFile(name, flag, perm)
 	if err != nil {
 		return nil, err
 	}
@@ -199,6 +219,7 @@ func (osFS) Remove(name string) error                  { return os.Remove(name) 
 func (osFS) RemoveAll(name string) error               { return os.RemoveAll(name) }
 func (osFS) Rename(o, n string) error                  { return os.Rename(o, n) }
 func (osFS) MkdirAll(dir string, p os.FileMode) error  { return os.MkdirAll(dir, p) }
+func (osFS) Mkdir(dir string, p os.FileMode) error     { return mkdir(dir, p) }
 func (osFS) ReadDir(dir string) ([]os.DirEntry, error) { return os.ReadDir(dir) }
 func (osFS) Stat(name string) (os.FileInfo, error)     { return os.Stat(name) }
 
