@@ -62,6 +62,7 @@ var bindings = sortedBindings([]binding{
 	bind("group.max.size", func(c *Config) any { return &c.Group.MaxSize }),
 	bind("group.min.session.timeout.ms", func(c *Config) any { return &c.Group.MinSessionTimeoutMs }),
 	bind("isrbench.fetch.sessions", func(c *Config) any { return &c.FetchSessions }),
+	bind("isrbench.housekeeping.changed.only", func(c *Config) any { return &c.Broker.HousekeepingChangedOnly }),
 	bind("isrbench.hw.update", func(c *Config) any { return &c.Broker.HWUpdate }),
 	bind("isrbench.io", func(c *Config) any { return &c.Broker.Log.Writer }),
 	bindZero("isrbench.log.scrub.bytes.per.second", func(c *Config) any { return &c.Broker.ScrubBytesPerSecond }),

@@ -242,3 +242,133 @@ func releaseFetch(req *FetchRequest) {
 		req.Partitions[i].Records = emptySlice
 	}
 }
+
+// BenchmarkSessionFetchWake isolates a parked fetch session's wake-up from the produce that
+// causes it. One broker leads every partition of an RF 1 topic; a consumer fetch session
+// covers all of them, each visited once (quiet afterwards). Each iteration of the "wake"
+// kind sends the session's next fetch (naming partition 0 at its new offset, as an
+// incremental request does), waits until it parks (min.bytes 1, max.wait one minute),
+// produces one record to partition 0 — a warm partition: its file stays open — and waits for
+// the fetch to return that record. Iterations of the "produce" kind produce the same record
+// with no fetch parked. The two kinds alternate in blocks of 50 in one run, so a host whose
+// speed varies affects both alike; the run reports produce-ns/op (the produce alone) and
+// wake-ns/op (the rest of a wake iteration: waking the session, reading and returning the
+// record, parking the next fetch). Both should be flat across partition counts.
+func BenchmarkSessionFetchWake(b *testing.B) {
+	clusters := map[int32]*Broker{} // created once per size for every round (b is their owner)
+	for _, n := range fetchBenchCounts() {
+		b.Run(fmt.Sprintf("partitions=%d", n), func(sb *testing.B) {
+			l := clusters[n]
+			if l == nil {
+				_, l = fetchBenchCluster(b, n)
+				clusters[n] = l
+				blob := batch("w", 1)
+				pp := []ProducePartition{{Topic: "t"}}
+				for p := int32(0); p < n; p++ {
+					pp[0].Partition, pp[0].Records = p, append([]byte(nil), blob...)
+					l.Produce(context.Background(), 1, time.Second, pp)
+					if pp[0].Err != nil {
+						sb.Fatal(pp[0].Err)
+					}
+				}
+			}
+			benchSessionWake(sb, l, n)
+		})
+	}
+}
+
+func benchSessionWake(b *testing.B, l *Broker, n int32) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := l.NewFetchSession(false)
+	defer s.Close()
+	r, _ := l.Replica("t", 0)
+	for p := int32(0); p < n; p++ {
+		off := int64(1)
+		if p == 0 {
+			off = r.LEO()
+		}
+		s.Set(&FetchPartition{Topic: "t", Partition: p, FetchOffset: off, CurrentLeaderEpoch: -1, LogStartOffset: -1, MaxBytes: 1 << 20}, false)
+	}
+	req := &FetchRequest{ReplicaID: -1, MaxBytes: 64 << 20}
+	l.SessionFetch(ctx, s, req) // visits every partition once: all quiet afterwards
+	releaseFetch(req)
+
+	parked := make(chan struct{}, 1)
+	l.parkedHook = func() {
+		select {
+		case parked <- struct{}{}:
+		default:
+		}
+	}
+	defer func() { l.parkedHook = nil }()
+	next, fetched := make(chan int64), make(chan error)
+	go func() { // the client: one fetch per offset sent
+		for off := range next {
+			s.Set(&FetchPartition{Topic: "t", Partition: 0, FetchOffset: off, CurrentLeaderEpoch: -1, LogStartOffset: -1, MaxBytes: 1 << 20}, false)
+			req.MinBytes, req.MaxWait = 1, time.Minute
+			l.SessionFetch(ctx, s, req)
+			var err error
+			if len(req.Partitions) != 1 || req.Partitions[0].Partition != 0 || req.Partitions[0].Records.Size == 0 {
+				err = fmt.Errorf("fetch at offset %d returned %d partitions, want partition 0 with its new record", off, len(req.Partitions))
+			}
+			for i := range req.Partitions {
+				if e := req.Partitions[i].Err; e != nil && err == nil {
+					err = e
+				}
+				req.Partitions[i].Records.Release()
+				req.Partitions[i].Records = emptySlice
+			}
+			fetched <- err
+		}
+	}()
+	defer close(next)
+
+	blob := batch("w", 1)
+	tmpl := append([]byte(nil), blob...)
+	pp := []ProducePartition{{Topic: "t"}}
+	produce := func() {
+		copy(blob, tmpl)
+		pp[0].Partition, pp[0].Records = 0, blob
+		l.Produce(ctx, 1, time.Second, pp)
+		if pp[0].Err != nil {
+			b.Fatal(pp[0].Err)
+		}
+	}
+	const block = 50
+	var produceNs, wakeNs time.Duration
+	var produces, wakes int
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; {
+		k := min(block, b.N-i)
+		t0 := time.Now()
+		if (i/block)%2 == 0 {
+			for j := 0; j < k; j++ {
+				produce()
+			}
+			produceNs += time.Since(t0)
+			produces += k
+		} else {
+			for j := 0; j < k; j++ {
+				next <- r.LEO()
+				<-parked
+				produce()
+				if err := <-fetched; err != nil {
+					b.Fatal(err)
+				}
+			}
+			wakeNs += time.Since(t0)
+			wakes += k
+		}
+		i += k
+	}
+	b.StopTimer()
+	if produces > 0 {
+		perProduce := float64(produceNs.Nanoseconds()) / float64(produces)
+		b.ReportMetric(perProduce, "produce-ns/op")
+		if wakes > 0 {
+			b.ReportMetric(float64(wakeNs.Nanoseconds())/float64(wakes)-perProduce, "wake-ns/op")
+		}
+	}
+}
