@@ -102,8 +102,12 @@ func (c *changeSet) take(dst []*hosted) []*hosted {
 	return dst
 }
 
-// registerChanges adds h to the change sets (registerLocked).
+// registerChanges adds h to the change sets (registerLocked); with the switch off there is
+// no registration (the passes visit every replica).
 func (b *Broker) registerChanges(h *hosted) {
+	if !b.cfg.HousekeepingChangedOnly {
+		return
+	}
 	b.ckptSet.add(h)
 	b.isrSet.add(h)
 }
