@@ -143,6 +143,9 @@ func (b *Broker) changedHWsLocked() map[tp]int64 {
 		return hws
 	}
 	for _, h := range marked {
+		if b.lookup(h.key.topic, h.key.partition) != h {
+			continue // not hosted any more (its removal asked for a rebuild)
+		}
 		hw := h.r.HW()
 		if old, ok := b.ckpt.cur[h.key]; ok && old == hw {
 			continue
