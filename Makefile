@@ -62,7 +62,8 @@ fuzz:
 
 ## bench: Go benchmarks of the hot paths (append, read, HW advance, fetch serving, produce).
 ## The fetch benchmarks by partition count (core/broker: FetchParkedWake, FetchServe,
-## ProduceRoundRobin) stop at 1000 partitions; ISRBENCH_FETCHBENCH_MAX=10000 adds 10,000.
+## ProduceRoundRobin, SessionFetchWake: a parked session's wake-up apart from its produce)
+## stop at 1000 partitions; ISRBENCH_FETCHBENCH_MAX=10000 adds 10,000.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/... ./netfetch/... ./iouring/...
 

@@ -43,9 +43,7 @@ func (b *Broker) deleteTopicLocked(topic string) {
 	}
 	for _, h := range gone {
 		b.removeFromFetchers(h.key)
-		b.mu.Lock()
-		delete(b.mu.replicas, h.key)
-		b.mu.Unlock()
+		b.unregisterLocked(h)
 		b.exp.Lock()
 		delete(b.exp.pending, h.key)
 		b.exp.Unlock()

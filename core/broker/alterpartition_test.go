@@ -51,6 +51,12 @@ func (a *alterLink) send(req controller.AlterPartitionRequest, answer func(contr
 // its leader and follower once both applied their roles.
 func manualPair(t *testing.T) (ctrl *controller.Controller, link *alterLink, now *int64, deliver func(), leader, follower *Broker) {
 	t.Helper()
+	return manualPairWith(t, nil)
+}
+
+// manualPairWith is manualPair with the brokers' config changed by set (nil: none).
+func manualPairWith(t *testing.T, set func(*Config)) (ctrl *controller.Controller, link *alterLink, now *int64, deliver func(), leader, follower *Broker) {
+	t.Helper()
 	clock := int64(1_000_000) * int64(time.Second)
 	now = &clock
 	ctrl = controller.New(controller.Config{ManualDelivery: true, Now: func() int64 { return *now }})
@@ -60,6 +66,9 @@ func manualPair(t *testing.T) (ctrl *controller.Controller, link *alterLink, now
 	cfg.Manual = true
 	cfg.Now = func() int64 { return *now }
 	cfg.AlterPartition = link.send
+	if set != nil {
+		set(&cfg)
+	}
 	bs := map[int32]*Broker{}
 	for id := int32(0); id < 2; id++ {
 		c := cfg

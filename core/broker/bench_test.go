@@ -9,14 +9,18 @@ import (
 )
 
 // BenchmarkProduce produces 1 KiB records (10 per batch) through the local
-// transport to a 3-broker cluster, RF 3, one partition; reports records/s.
+// transport to a 3-broker cluster, RF 3, one partition; reports records/s. The
+// changed.only=false runs are the isrbench.housekeeping.changed.only ablation (no change-set
+// registration on the append and HW paths).
 func BenchmarkProduce(b *testing.B) {
 	for _, bc := range []struct {
-		name string
-		acks int16
-	}{{"acks=1", 1}, {"acks=all", -1}} {
+		name        string
+		acks        int16
+		changedOnly bool
+	}{{"acks=1", 1, true}, {"acks=all", -1, true}, {"acks=all/changed.only=false", -1, false}} {
 		b.Run(bc.name, func(b *testing.B) {
 			cfg := testConfig()
+			cfg.HousekeepingChangedOnly = bc.changedOnly
 			cfg.ReplicaFetchWaitMaxMs = 500
 			// Keep the disk bounded however long -benchtime is.
 			cfg.Log.SegmentBytes = 16 << 20

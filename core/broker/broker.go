@@ -155,7 +155,18 @@ type Broker struct {
 		missing bool         // no checkpoint file: a new or wiped log directory
 		err     error        // the checkpoint could not be read
 		written map[tp]int64 // what this incarnation last wrote (nil: nothing yet)
+		// With Config.HousekeepingChangedOnly (changes.go): cur is the next write's entries
+		// (nil: rebuilt from every replica at the next write), kept up to date from the
+		// replicas ckptSet marks; stale says cur differs from written; rebuild asks for a
+		// rebuild (a replica went away), as does hws shrinking below hwsLen (a startup
+		// entry was dropped).
+		cur            map[tp]int64
+		stale, rebuild bool
+		hwsLen         int
 	}
+	// ckptSet and isrSet are the replicas the HW checkpoint and the ISR expiry visit at
+	// their next pass (changes.go).
+	ckptSet, isrSet *changeSet
 
 	// ISR expansion proposals from the fetch path (partition -> followers).
 	exp struct {
@@ -234,6 +245,8 @@ func New(cfg Config, ctrl *controller.Controller, transport Transport) (*Broker,
 	b.pause.resumeCh = make(chan struct{})
 	close(b.pause.resumeCh) // not paused
 	b.changed.ch = make(chan struct{})
+	b.ckptSet = newChangeSet((*partition.Replica).WatchHWChanges)
+	b.isrSet = newChangeSet((*partition.Replica).WatchISRChanges)
 	qnow := cfg.QuotaNow
 	if qnow == nil {
 		qnow = now

@@ -81,7 +81,8 @@ func readHWCheckpoint(fs vfs.FS, path string) (hws map[tp]int64, missing bool, e
 // WriteHWCheckpoint writes every hosted replica's HW to
 // <DataDir>/replication-offset-checkpoint (periodically), unless it would rewrite what this
 // incarnation last wrote unchanged. Entries read at startup for replicas not opened yet are
-// kept.
+// kept. With Config.HousekeepingChangedOnly it reads the HW of only the replicas whose HW
+// signal fired since the previous call (changes.go): an idle broker reads none.
 func (b *Broker) WriteHWCheckpoint() error { return b.writeHWCheckpoint(false) }
 
 // writeHWCheckpoint is WriteHWCheckpoint; force writes it even unchanged (a clean stop's
@@ -92,15 +93,17 @@ func (b *Broker) writeHWCheckpoint(force bool) error {
 	}
 	b.ckpt.Lock()
 	defer b.ckpt.Unlock()
-	hws := make(map[tp]int64, len(b.ckpt.hws))
-	for k, v := range b.ckpt.hws {
-		hws[k] = v
-	}
-	for _, h := range b.allReplicas() {
-		hws[h.key] = h.r.HW()
-	}
-	if !force && b.ckpt.written != nil && maps.Equal(hws, b.ckpt.written) {
-		return nil // the file on disk (written and synced) holds exactly these: an idle broker rewrites nothing
+	var hws map[tp]int64
+	if b.cfg.HousekeepingChangedOnly {
+		hws = b.changedHWsLocked()
+		if !force && b.ckpt.written != nil && !b.ckpt.stale {
+			return nil
+		}
+	} else {
+		hws = b.allHWsLocked()
+		if !force && b.ckpt.written != nil && maps.Equal(hws, b.ckpt.written) {
+			return nil // the file on disk (written and synced) holds exactly these: an idle broker rewrites nothing
+		}
 	}
 	path := filepath.Join(b.cfg.DataDir, HWCheckpointFile)
 	if err := log.WriteCheckpoint(b.fs, path, hwCheckpointVersion, encodeHWCheckpoint(hws)); err != nil {
@@ -108,5 +111,50 @@ func (b *Broker) writeHWCheckpoint(force bool) error {
 	}
 	b.ckpt.missing = false
 	b.ckpt.written = hws
+	b.ckpt.stale = false
 	return nil
+}
+
+// allHWsLocked returns the checkpoint's entries read from every hosted replica: the startup
+// entries overlaid with each replica's HW (b.ckpt held).
+func (b *Broker) allHWsLocked() map[tp]int64 {
+	hws := make(map[tp]int64, len(b.ckpt.hws))
+	for k, v := range b.ckpt.hws {
+		hws[k] = v
+	}
+	for _, h := range b.allReplicas() {
+		hws[h.key] = h.r.HW()
+	}
+	return hws
+}
+
+// changedHWsLocked brings b.ckpt.cur up to date and returns it: the HWs of the replicas
+// b.ckptSet marked since the last call, or of every replica when it must be rebuilt (first
+// use, a replica or a startup entry gone). It sets b.ckpt.stale when cur changed. The map
+// returned becomes b.ckpt.written when written: cur is copied on its next change. b.ckpt held.
+func (b *Broker) changedHWsLocked() map[tp]int64 {
+	marked := b.ckptSet.take(nil) // before any read: a change after it marks again
+	if b.ckpt.cur == nil || b.ckpt.rebuild || len(b.ckpt.hws) != b.ckpt.hwsLen {
+		hws := b.allHWsLocked()
+		if !maps.Equal(hws, b.ckpt.written) {
+			b.ckpt.stale = true
+		}
+		b.ckpt.cur, b.ckpt.rebuild, b.ckpt.hwsLen = hws, false, len(b.ckpt.hws)
+		return hws
+	}
+	for _, h := range marked {
+		if b.lookup(h.key.topic, h.key.partition) != h {
+			continue // not hosted any more (its removal asked for a rebuild)
+		}
+		hw := h.r.HW()
+		if old, ok := b.ckpt.cur[h.key]; ok && old == hw {
+			continue
+		}
+		if !b.ckpt.stale && b.ckpt.written != nil {
+			b.ckpt.cur = maps.Clone(b.ckpt.cur) // written stays what the file holds
+		}
+		b.ckpt.cur[h.key] = hw
+		b.ckpt.stale = true
+	}
+	return b.ckpt.cur
 }

@@ -101,6 +101,11 @@ type Config struct {
 	// it must not block. nil = only logged and counted (DamageStats).
 	OnDamage func(DamageReport)
 
+	// HousekeepingChangedOnly is isrbench.housekeeping.changed.only (default true): the HW
+	// checkpoint and the ISR expiry visit only the replicas that changed since their previous
+	// pass (changes.go); false visits every hosted replica at every pass (the ablation).
+	HousekeepingChangedOnly bool
+
 	// Log is the log configuration of every replica (log.segment.bytes, ...).
 	Log log.Config
 	// HWUpdate is isrbench.hw.update: "atomic" (default) | "mutex".
@@ -158,6 +163,7 @@ func DefaultConfig() Config {
 		LogRetentionCheckIntervalMs:              config.DefaultOf("log.retention.check.interval.ms"),
 		ScrubEnable:                              config.Get("isrbench.log.scrub.enable").Default == "true",
 		CloseSyncFS:                              config.Get("isrbench.close.syncfs").Default == "true",
+		HousekeepingChangedOnly:                  config.Get("isrbench.housekeeping.changed.only").Default == "true",
 		ScrubBytesPerSecond:                      config.DefaultOf("isrbench.log.scrub.bytes.per.second"),
 		ScrubIntervalMs:                          config.DefaultOf("isrbench.log.scrub.interval.ms"),
 		Log:                                      log.DefaultConfig(),

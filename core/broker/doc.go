@@ -36,6 +36,10 @@
 //     <DataDir>/replication-offset-checkpoint (Kafka format: "0", count, then
 //     "topic partition hw" lines).
 //
+// The ISR expiration and the HW checkpoint visit only the replicas that changed since their
+// previous pass (isrbench.housekeeping.changed.only, changes.go): an idle broker's passes
+// cost nothing per partition.
+//
 // Offsets: LEO and HW are exclusive ends (LEO = next offset to write, HW =
 // first offset consumers cannot read); log start and fetch offsets are
 // inclusive.
@@ -151,7 +155,8 @@
 //
 // Leaves, under which nothing else is taken: Broker.exp (ISR expansion proposals),
 // Broker.changed (the Changed channel) and hosted.alter (AlterPartition error
-// de-duplication). Broker.pause (Pause/Resume state) is a leaf except that Heartbeat
+// de-duplication); a changeSet's mutex (changes.go) takes only a replica's signal and a
+// waiter's locks inside. Broker.pause (Pause/Resume state) is a leaf except that Heartbeat
 // calls the controller under it, so that a heartbeat cannot race a Pause.
 //
 // The controller's locks come after all of these: it may be called with Broker.apply,

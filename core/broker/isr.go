@@ -52,13 +52,28 @@ func (b *Broker) isrLoop(ctx context.Context) {
 // MaybeShrinkISRs runs one ISR expiration pass over the partitions this broker leads (the
 // ISR goroutine calls it every replica.lag.time.max.ms/2; exported for tests with an
 // injected clock and the simulator): followers that are not caught up are removed through
-// the controller.
+// the controller. With Config.HousekeepingChangedOnly it visits only the partitions whose
+// LEO or ISR changed since the previous pass and those where a follower of the ISR was
+// behind the leader's LEO then (changes.go); the others have every ISR follower at the
+// leader's LEO, caught up whatever the time.
 func (b *Broker) MaybeShrinkISRs() {
 	if b.usable() != nil {
 		return
 	}
-	for _, h := range b.allReplicas() {
-		if p := h.r.PrepareShrink(); p != nil {
+	if !b.cfg.HousekeepingChangedOnly {
+		for _, h := range b.allReplicas() {
+			if p := h.r.PrepareShrink(); p != nil {
+				b.alterISR(h, p, false)
+			}
+		}
+		return
+	}
+	for _, h := range b.isrSet.take(nil) {
+		p, lagging := h.r.PrepareShrinkLagging()
+		if lagging {
+			b.isrSet.mark(h) // checked again at the next pass
+		}
+		if p != nil {
 			b.alterISR(h, p, false)
 		}
 	}

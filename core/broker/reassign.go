@@ -20,9 +20,7 @@ func (b *Broker) removeReassignedLocked(h *hosted, st controller.PartitionState)
 		return
 	}
 	b.removeFromFetchers(h.key)
-	b.mu.Lock()
-	delete(b.mu.replicas, h.key)
-	b.mu.Unlock()
+	b.unregisterLocked(h)
 	b.exp.Lock()
 	delete(b.exp.pending, h.key)
 	b.exp.Unlock()

@@ -156,6 +156,7 @@ func (b *Broker) registerLocked(h *hosted) {
 	b.mu.Lock()
 	b.mu.replicas[h.key] = h
 	b.mu.Unlock()
+	b.registerChanges(h)
 }
 
 // topicMinISR is the topic's min.insync.replicas override, else the broker's.

@@ -147,6 +147,8 @@ var entries = []Entry{
 	broker("isrbench.zero.copy.min.bytes", Long, "bytes", "32768", 0, maxInt32,
 		"with zero copy, record slices smaller than this are copied (pread) instead of sent with sendfile; 0 = sendfile always"),
 	flag("isrbench.fetch.sessions", "true", "replica fetchers use incremental fetch sessions (KIP-227)"),
+	flag("isrbench.housekeeping.changed.only", "true",
+		"the HW checkpoint and the ISR expiry visit only the partitions that changed since their previous pass (false: every partition at every pass)"),
 	broker("isrbench.log.tail.bytes", Long, "bytes", "1048576", 0, maxInt32,
 		"the newest bytes of each active segment kept in memory, from which fetch responses copy small record slices instead of reading them with pread; 0 = off"),
 	flag("isrbench.socket.read.when.ready", "true", "plaintext connections wait for readability at once after a read that emptied the socket (false: a read finds it empty before every wait)"),

@@ -57,7 +57,9 @@
 // follower may join); PrepareShrink every replica.lag.time.max.ms/2 and
 // PrepareExpand for a joiner mark an ISR change pending; the broker sends it to
 // the controller (AlterPartition) and calls ApplyISR with the accepted state or
-// AbortISRChange.
+// AbortISRChange. A broker that visits only the replicas that changed registers a
+// Waiter with WatchISRChanges / WatchHWChanges and asks PrepareShrinkLagging, which
+// also says whether an ISR follower is still behind (visit again).
 //
 // Follower: the fetcher's FetchState truncates (OffsetForLeaderEpoch rounds
 // against the new leader, TruncationFor + TruncateTo; or to the local HW in the

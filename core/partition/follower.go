@@ -141,6 +141,7 @@ func (r *Replica) TruncateTo(offset int64) error {
 	}
 	if r.hw.Load() > leo {
 		r.hw.Store(leo)
+		r.hwSig.notifyAll() // the HW moved (WatchHWChanges)
 	}
 	r.leoSig.notifyAll()
 	return nil
@@ -164,6 +165,7 @@ func (r *Replica) TruncateFullyAndStartAt(offset int64) error {
 	}
 	r.clearProducers() // hook: the log is empty (producerstate.go)
 	r.hw.Store(offset)
+	r.hwSig.notifyAll() // the HW moved (WatchHWChanges)
 	r.leoSig.notifyAll()
 	return nil
 }

@@ -262,7 +262,11 @@ func (r *Replica) recordFetch(f *progress, brokerEpoch, fetchOffset, logStart, l
 		brokerEpoch = brokerEpochNone
 	}
 	f.brokerEpoch.Store(brokerEpoch)
-	f.leo.Store(fetchOffset)
+	if prev := f.leo.Swap(fetchOffset); fetchOffset < prev {
+		// Rare (a follower that truncated): one at the LEO may be behind it now, which the
+		// ISR expiry must see (WatchISRChanges).
+		r.hwSig.notify()
+	}
 	if f.logStart.Swap(logStart) != logStart {
 		r.lwSig.notify() // a DeleteRecords may wait for it (deleterecords.go)
 	}
@@ -280,8 +284,12 @@ func (r *Replica) recordFetch(f *progress, brokerEpoch, fetchOffset, logStart, l
 // shrinkISR is ShrinkISR applied to snapshot s: a member without progress (not a
 // follower replica any more) is not caught up.
 func (r *Replica) shrinkISR(s *snapshot) (keep, out []int32) {
+	return r.shrinkISRAt(s, r.log.LEO())
+}
+
+// shrinkISRAt is shrinkISR with the leader's LEO read by the caller.
+func (r *Replica) shrinkISRAt(s *snapshot, leo int64) (keep, out []int32) {
 	now := r.cfg.Now()
-	leo := r.log.LEO()
 	return ShrinkISR(s.st.ISR, r.id, func(id int32) bool {
 		f := s.follower(id)
 		return f != nil && r.caughtUp(f, leo, now)
@@ -304,17 +312,46 @@ type ISRProposal struct {
 // the committed one). The caller sends it to the controller, then calls ApplyISR with the
 // accepted state or AbortISRChange.
 func (r *Replica) PrepareShrink() *ISRProposal {
+	p, _ := r.PrepareShrinkLagging()
+	return p
+}
+
+// PrepareShrinkLagging is PrepareShrink that also reports whether the ISR expiry must visit
+// this replica again at its next pass (lagging): it leads and a member of its ISR is not at
+// its LEO (such a member is caught up only until replica.lag.time.max.ms after it last was,
+// which a later pass must check), or an ISR change is pending or proposed now. A leader whose
+// ISR followers are all at its LEO stays in sync whatever the time (CaughtUp) until its LEO,
+// its ISR or a follower's fetch offset changes, which Replica.WatchISRChanges reports.
+func (r *Replica) PrepareShrinkLagging() (p *ISRProposal, lagging bool) {
 	r.roleMu.Lock()
 	defer r.roleMu.Unlock()
 	s := r.state.Load()
-	if !s.leader || s.closed || s.pending != nil {
-		return nil
+	if !s.leader || s.closed {
+		return nil, false
 	}
-	isr, out := r.shrinkISR(s)
+	if s.pending != nil {
+		return nil, true
+	}
+	leo := r.log.LEO()
+	isr, out := r.shrinkISRAt(s, leo)
 	if len(out) == 0 {
-		return nil
+		return nil, r.lagging(s, leo)
 	}
-	return r.propose(s, isr, s.maximal)
+	return r.propose(s, isr, s.maximal), true
+}
+
+// lagging reports whether a member of s's ISR other than the leader is not at leo (or has no
+// progress: it is not a follower replica).
+func (r *Replica) lagging(s *snapshot, leo int64) bool {
+	for _, id := range s.st.ISR {
+		if id == r.id {
+			continue
+		}
+		if f := s.follower(id); f == nil || f.leo.Load() != leo {
+			return true
+		}
+	}
+	return false
 }
 
 // PrepareExpand marks adding follower to the ISR as pending and returns the proposal, or

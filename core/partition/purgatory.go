@@ -156,3 +156,32 @@ func (r *Replica) WatchLEO(w *Waiter, i int32, seen uint64) { w.watch(&r.leoSig,
 
 // WatchHW registers w under index i for this replica's HW signal (see Waiter).
 func (r *Replica) WatchHW(w *Waiter, i int32, seen uint64) { w.watch(&r.hwSig, i, seen) }
+
+// Mark marks index i dirty without waking the waiter: the owner visits it again at its next
+// Dirty (a partition a housekeeping pass must see again). Safe for concurrent use.
+func (w *Waiter) Mark(i int32) { w.mark(i, false) }
+
+// WatchHWChanges registers w under index i, never waking it, for this replica's HW signal:
+// every change of its HW (a leader's advance, a follower's update from a fetch response, a
+// truncation) and every ISR or role change fires it. The broker's HW checkpoint visits only
+// the replicas so marked. The registration stays until UnwatchChanges.
+func (r *Replica) WatchHWChanges(w *Waiter, i int32) { r.hwSig.watch(w, i, false) }
+
+// WatchISRChanges registers w under index i, never waking it, for whatever may leave a member
+// of the ISR behind the leader's LEO: an append (the LEO signal), an ISR or role change (the HW
+// signal), a follower's fetch offset moving back (recordFetch fires the HW signal). While no
+// such change happens every follower of the ISR that was at the leader's LEO stays there, and
+// Kafka's isCaughtUp holds for it whatever the time: the ISR expiry visits only the replicas
+// so marked, and PrepareShrinkLagging says which to visit again. The registration stays until
+// UnwatchChanges.
+func (r *Replica) WatchISRChanges(w *Waiter, i int32) {
+	r.leoSig.watch(w, i, false)
+	r.hwSig.watch(w, i, false)
+}
+
+// UnwatchChanges removes w's registrations on this replica (WatchHWChanges' or
+// WatchISRChanges').
+func (r *Replica) UnwatchChanges(w *Waiter) {
+	r.leoSig.unwatch(w)
+	r.hwSig.unwatch(w)
+}
