@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"io"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestWriteNowDoesNotWait: the completing goroutine's write (writeNow) takes what the socket
@@ -34,5 +36,20 @@ func TestWriteNowDoesNotWait(t *testing.T) {
 	}
 	if b := <-got; !bytes.Equal(b, msg) {
 		t.Fatalf("the peer got %d bytes, not the message", len(b))
+	}
+}
+
+// TestParseHeaderDoesNotAllocate: decoding a request header (with a client id and tagged
+// fields) allocates nothing.
+func TestParseHeaderDoesNotAllocate(t *testing.T) {
+	req := kmsg.NewPtrProduceRequest()
+	body := []byte{0, 0, 0, 9, 0, 0, 0, 7, 0, 3, 'c', 'l', 'i', 0} // Produce v9, corr 7, "cli", no tags
+	if h, _, _, err := parseHeaderWith(body, func(int16) kmsg.Request { return req }); err != nil || h.clientID != "cli" || h.corr != 7 {
+		t.Fatalf("header %+v, %v", h, err)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		parseHeaderWith(body, func(int16) kmsg.Request { return req })
+	}); n != 0 {
+		t.Errorf("parseHeaderWith allocates %v times", n)
 	}
 }

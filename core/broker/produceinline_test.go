@@ -177,3 +177,38 @@ func TestAckWaiterRace(t *testing.T) {
 		t.Error("nothing answered")
 	}
 }
+
+// TestProduceStartDoesNotAllocate: an acks=all produce through ProduceStart and Wait allocates
+// nothing per request in steady state (RF 1: it completes in ProduceStart, on the caller's
+// goroutine, which answers it).
+func TestProduceStartDoesNotAllocate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts")
+	}
+	c := newTestCluster(t, 1, testConfig())
+	c.createTopic("t", 1, 1, nil)
+	l := c.leader("t", 0)
+	tmpl := batch("z", 5)
+	blob := make([]byte, len(tmpl))
+	parts := []ProducePartition{{Topic: "t", Partition: 0}}
+	ctx := context.Background()
+	a := NewAckWaiter()
+	answers := 0
+	answer := func() { answers++ }
+	allocs := testing.AllocsPerRun(200, func() {
+		copy(blob, tmpl)
+		parts[0].Records = blob
+		if wait, _ := l.ProduceStart(ctx, -1, parts, a, answer); !wait {
+			t.Fatal("acks=all did not wait")
+		}
+		if answered, _ := a.Wait(ctx, time.Second); !answered || parts[0].Err != nil {
+			t.Fatalf("answered %v: %v", answered, parts[0].Err)
+		}
+	})
+	if allocs > 0 {
+		t.Errorf("ProduceStart+Wait acks=all allocates %.1f times per call", allocs)
+	}
+	if answers != 201 {
+		t.Errorf("%d answers for 201 produces", answers)
+	}
+}
