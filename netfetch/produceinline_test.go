@@ -3,6 +3,7 @@ package netfetch_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -104,5 +105,62 @@ func TestProduceAnswerInlineTimeout(t *testing.T) {
 	}
 	if n := c.Stats().ProducesAnsweredInline - before; n != 1 {
 		t.Fatalf("%d produces answered inline after resume, want 1", n)
+	}
+}
+
+// TestProduceAnswerInlinePausedServer: an acks=all produce that completes while its server is
+// paused (here on the leader's ISR expiration, which drops the paused followers and lets the HW
+// pass the batch with min.insync.replicas 1) is not answered by the completing goroutine; its
+// connection's goroutine answers it after Resume, with success.
+func TestProduceAnswerInlinePausedServer(t *testing.T) {
+	c := clustertest.Start(t, 3, func(cfg *cluster.Config) {
+		cfg.Broker.ReplicaLagTimeMaxMs = 1000
+		cfg.Broker.ReplicaFetchWaitMaxMs = 50
+	})
+	if err := c.CreateTopic("pp", 1, 3, map[string]string{"min.insync.replicas": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := c.Controller().Partition("pp", 0)
+	rc := kafkatest.Dial(t, c.Addr(st.Leader))
+	warm := kafkatest.NewProduceResp()
+	rc.RoundTrip(kafkatest.NewProduce("pp", -1, kafkatest.Batch(0)), warm)
+	if p := warm.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("first produce: error %d base %d", p.ErrorCode, p.BaseOffset)
+	}
+	for _, id := range st.Replicas {
+		if id != st.Leader {
+			c.Broker(id).Pause()
+		}
+	}
+	leader := c.Broker(st.Leader)
+	r, ok := leader.Replica("pp", 0)
+	if !ok {
+		t.Fatal("the leader hosts no replica of pp-0")
+	}
+	before := c.Stats().ProducesAnsweredInline
+	pc := rc.Send(kafkatest.NewProduce("pp", -1, kafkatest.Batch(0)))
+	kafkatest.WaitFor(t, 20*time.Second, "the leader to append the produce", func() bool { return r.LEO() == 2 })
+	c.Server(st.Leader).Pause()
+	if r.HW() == 2 {
+		t.Skip("the ISR shrank before the server was paused (a stall of replica.lag.time.max.ms on a loaded machine)")
+	}
+	kafkatest.WaitFor(t, 30*time.Second, "the ISR to shrink and the HW to pass the batch", func() bool { return r.HW() == 2 })
+	if n := c.Stats().ProducesAnsweredInline - before; n != 0 {
+		t.Fatalf("answered inline while the server was paused (%d)", n)
+	}
+	c.Server(st.Leader).Resume()
+	corr, body, err := rc.Recv()
+	if err != nil || corr != pc {
+		t.Fatalf("after Resume: correlation id %d (want %d), %v", corr, pc, err)
+	}
+	resp := kafkatest.NewProduceResp()
+	resp.SetVersion(9)
+	rd := kbin.Reader{Src: body}
+	kmsg.SkipTags(&rd)
+	if err := resp.ReadFrom(rd.Src); err != nil {
+		t.Fatal(err)
+	}
+	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.BaseOffset != 1 {
+		t.Fatalf("produce completed while paused: error %d base %d, want success at offset 1", p.ErrorCode, p.BaseOffset)
 	}
 }
