@@ -57,6 +57,10 @@ type Config struct {
 	// replica fetchers wait for readability at once after a read that emptied a plaintext
 	// socket; false reads it empty (EAGAIN) before every wait.
 	ReadWhenReady bool
+	// AnswerInline is isrbench.produce.answer.inline (default true): an acks=all produce on
+	// a plaintext connection is answered by the goroutine that completes it; false wakes its
+	// connection's goroutine to answer it.
+	AnswerInline bool
 	// AutoCreateTopics is auto.create.topics.enable (default true).
 	AutoCreateTopics bool
 	// NumPartitions is num.partitions for auto-created topics (default 1).
@@ -337,6 +341,7 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 		BrokerConfigs: c.cfg.staticBrokerConfigs(n.id, n.dir), Counters: c.stats,
 		Groups: grp, Txn: c.newTxnCoordinator(b), VerifyTxn: c.verifyTxn,
 		Limits: c.cfg.Limits, ReadBeforeWait: !c.cfg.ReadWhenReady,
+		AnswerOnWake: !c.cfg.AnswerInline,
 		ListenerName: lname, Security: lsec, Listeners: extra,
 	}, ln)
 	n.b.Store(b)

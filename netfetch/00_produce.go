@@ -14,8 +14,8 @@ import (
 
 func init() {
 	register(api{key: 0, min: 0, max: 9, role: roleProduce, newReq: (*conn).produceRequest,
-		handle: func(c *conn, _ reqHeader, req kmsg.Request) (kmsg.Response, error) {
-			return c.handleProduce(req.(*kmsg.ProduceRequest))
+		handle: func(c *conn, h reqHeader, req kmsg.Request) (kmsg.Response, error) {
+			return c.handleProduce(h, req.(*kmsg.ProduceRequest))
 		}})
 }
 
@@ -34,8 +34,9 @@ func (c *conn) produceRequest() kmsg.Request {
 // handleProduce appends every partition of the request in one
 // broker.Produce call (acks=-1 waits for the HW) and answers per partition.
 // acks=0 requests get no response (nil, nil), and close the connection if
-// a partition failed.
-func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
+// a partition failed. An acks=-1 request answered by the goroutine that completed it
+// (produceInline) returns nil, nil too: its response is written.
+func (c *conn) handleProduce(h reqHeader, req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	c.s.stats.cost.produce.Add(1)
 	c.kind = kindProduce
 	var reqErr error
@@ -72,6 +73,11 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
 		switch {
 		case len(c.txnVerified) > 0:
 			parts, c.waited = c.produceVerified(req.Acks, timeout, parts, pre)
+		case len(parts) > 0 && req.Acks == -1 && c.answersInline():
+			c.produceParts, c.producePre = parts, pre
+			if done, err := c.produceInline(h, req, timeout); done {
+				return nil, err
+			}
 		case len(parts) > 0:
 			c.waited = c.s.cfg.Broker.Produce(c.ctx, req.Acks, timeout, parts)
 		}
@@ -92,8 +98,14 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
 		}
 		return nil, nil
 	}
-	// The response is reused like the request: its Topics and their
-	// Partitions keep their capacity (the response is dead once written).
+	return c.produceResponse(req, reqErr), nil
+}
+
+// produceResponse builds the response of req from c.produceParts and c.producePre (reqErr, if
+// not nil, answers every partition). The response is reused like the request: its Topics and
+// their Partitions keep their capacity (it is dead once written).
+func (c *conn) produceResponse(req *kmsg.ProduceRequest, reqErr error) *kmsg.ProduceResponse {
+	parts, pre := c.produceParts, c.producePre
 	resp := c.produceResp
 	if resp == nil {
 		resp = kmsg.NewPtrProduceResponse()
@@ -140,7 +152,7 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
 		}
 	}
 	resp.Topics = topics
-	return resp, nil
+	return resp
 }
 
 // checkProduce refuses what Kafka refuses of one partition's records before the broker

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,6 +169,10 @@ func consumerFetchFrame(topic string, maxBytes, partitionMaxBytes int32) []byte 
 	return frame
 }
 
+// rtSet is BenchmarkProduceRoundTrip's -rt.set: broker settings of its isrbench cluster, so
+// that one invocation can interleave a setting off and on (A B A B) on a host whose speed varies.
+var rtSet = flag.String("rt.set", "", "comma-separated key=value broker settings for BenchmarkProduceRoundTrip's isrbench cluster (e.g. isrbench.produce.answer.inline=false)")
+
 // BenchmarkProduceRoundTrip measures one-at-a-time produce of a 1 KiB record with kgo to a
 // 3-broker RF 3 cluster (min.insync.replicas 2) over loopback, with acks=1 and acks=all
 // (idempotent), and the same client against franz-go's kfake (3 brokers, no replication) in the
@@ -191,7 +197,15 @@ func BenchmarkProduceRoundTrip(b *testing.B) {
 					}
 					defer cl.Close()
 				} else {
-					c := clustertest.Start(b, 3, nil)
+					c := clustertest.Start(b, 3, func(cfg *cluster.Config) {
+						for _, kv := range strings.Split(*rtSet, ",") {
+							if k, v, ok := strings.Cut(kv, "="); ok {
+								if err := cfg.Set(k, v); err != nil {
+									b.Fatal(err)
+								}
+							}
+						}
+					})
 					if err := c.CreateTopic("rt", 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
 						b.Fatal(err)
 					}

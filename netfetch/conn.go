@@ -71,6 +71,10 @@ type conn struct {
 	// (txnverify.go), with the marker generation each had before its verification.
 	txnVerified []verifiedPart
 	produceResp *kmsg.ProduceResponse
+	// ack and inl are produceInline's (produceinline.go): the acks=all wait completed and
+	// answered by the goroutine that completes it.
+	ack *broker.AckWaiter
+	inl inlineAnswer
 
 	// The request being handled, for the request-time counters (cost.go costCounters.countReqTime): its
 	// kind (a Fetch sets replica or consumer), the time its handler waited (Broker.Produce's
@@ -234,8 +238,8 @@ func parseHeaderWith(body []byte, newReq func(key int16) kmsg.Request) (reqHeade
 	h.key = r.Int16()
 	h.version = r.Int16()
 	h.corr = r.Int32()
-	if cid := r.UnsafeNullableString(); cid != nil {
-		h.clientID = *cid
+	if l := r.Int16(); l >= 0 { // a nullable string, aliasing body (no allocation)
+		h.clientID = kbin.UnsafeString(r.Span(int(l)))
 	}
 	if err := r.Complete(); err != nil {
 		return h, nil, nil, fmt.Errorf("request header truncated: %w", err)
@@ -246,7 +250,7 @@ func parseHeaderWith(body []byte, newReq func(key int16) kmsg.Request) (reqHeade
 	}
 	req.SetVersion(h.version)
 	if req.IsFlexible() {
-		kmsg.SkipTags(&r)
+		skipTags(&r)
 		if err := r.Complete(); err != nil {
 			return h, nil, nil, fmt.Errorf("request header tagged fields truncated: %w", err)
 		}
@@ -259,8 +263,12 @@ func parseHeaderWith(body []byte, newReq func(key int16) kmsg.Request) (reqHeade
 func (c *conn) handle(body []byte) error {
 	start := time.Now()
 	c.kind, c.waited, c.sendAt = kindOther, 0, time.Time{}
+	c.inl.at = time.Time{}
 	err := c.answer(body)
 	end := time.Now()
+	if !c.inl.at.IsZero() { // answered by the goroutine that completed it, at inl.at
+		end = c.inl.at
+	}
 	send := time.Duration(0)
 	if !c.sendAt.IsZero() {
 		send = end.Sub(c.sendAt)
@@ -324,6 +332,17 @@ func (c *conn) answer(body []byte) error {
 // writeResponse frames resp (header v0 for ApiVersions and non-flexible
 // versions, v1 otherwise) into the reused buffer and writes it.
 func (c *conn) writeResponse(h reqHeader, resp kmsg.Response) error {
+	buf := c.frameResponse(h, resp)
+	c.s.stats.cost.countSocketWrite(len(buf))
+	if _, err := c.nc.Write(buf); err != nil {
+		return fmt.Errorf("writing %s response: %w", kmsg.NameForKey(h.key), err)
+	}
+	return nil
+}
+
+// frameResponse frames resp (header v0 for ApiVersions and non-flexible versions, v1
+// otherwise) into the reused buffer c.out and returns the frame (valid until the next call).
+func (c *conn) frameResponse(h reqHeader, resp kmsg.Response) []byte {
 	buf := append(c.out[:0], 0, 0, 0, 0)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(h.corr))
 	if resp.IsFlexible() && h.key != 18 {
@@ -335,11 +354,7 @@ func (c *conn) writeResponse(h reqHeader, resp kmsg.Response) error {
 	if cap(c.out) > 8<<20 {
 		c.out = nil
 	}
-	c.s.stats.cost.countSocketWrite(len(buf))
-	if _, err := c.nc.Write(buf); err != nil {
-		return fmt.Errorf("writing %s response: %w", kmsg.NameForKey(h.key), err)
-	}
-	return nil
+	return buf
 }
 
 // errCode maps an error to its Kafka error code: nil -> 0, a wrapped

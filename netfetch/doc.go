@@ -13,7 +13,10 @@
 //     connection the loop runs inside one RawConn.Read and waits for
 //     readability right after a read that emptied the socket, with no read
 //     that finds it empty (isrbench.socket.read.when.ready, readready.go; the
-//     replica fetchers do the same per round trip). One file per
+//     replica fetchers do the same per round trip). An acks=all produce on such a
+//     connection is answered by the goroutine that completes it, the HW advance
+//     past its batches, with one non-blocking write, while its connection stays
+//     muted (isrbench.produce.answer.inline, produceinline.go). One file per
 //     API key, NN_name.go (00_produce.go, 01_fetch.go, ...). Each registers its key,
 //     version range and handler from its own init (registry.go); ApiVersions
 //     advertises what is registered, so adding an API is adding its file. Requests are decoded with kmsg;

@@ -57,6 +57,11 @@ type ServerConfig struct {
 	// net.Conn reads. The default (false) waits for readability at once after a read that
 	// emptied the socket (readready.go).
 	ReadBeforeWait bool
+	// AnswerOnWake is isrbench.produce.answer.inline=false (the ablation): an acks=all
+	// produce is answered by its connection's goroutine, woken by the HW advance that
+	// completes it. The default (false) answers it from the completing goroutine
+	// (produceinline.go).
+	AnswerOnWake bool
 	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots: how many
 	// incremental fetch sessions (KIP-227) the broker keeps; 0 = none, every fetch is full.
 	FetchSessionCacheSlots int
@@ -125,6 +130,9 @@ type ServerStats struct {
 	// (nothing new for them).
 	IncrementalFetches     int64
 	FetchPartitionsOmitted int64
+	// ProducesAnsweredInline counts acks=all produces answered by the goroutine that
+	// completed them (isrbench.produce.answer.inline).
+	ProducesAnsweredInline int64
 	// Requests counts requests by API name (kmsg.NameForKey, e.g. "Produce", "Fetch").
 	Requests map[string]int64
 }
@@ -138,6 +146,7 @@ type counters struct {
 	tlsCopyBytes  atomic.Int64 // the part of copyBytes copied because the connection is TLS
 	incremental   atomic.Int64
 	omitted       atomic.Int64
+	inline        atomic.Int64 // ProducesAnsweredInline
 	requests      [maxAPIKey]atomic.Int64
 	producerID    atomic.Int64 // last producer id handed out by InitProducerId
 	cost          costCounters // Cost's (cost.go)
@@ -190,6 +199,7 @@ func (c *counters) snapshot() ServerStats {
 
 		IncrementalFetches:     c.incremental.Load(),
 		FetchPartitionsOmitted: c.omitted.Load(),
+		ProducesAnsweredInline: c.inline.Load(),
 	}
 	for k := range c.requests {
 		if n := c.requests[k].Load(); n > 0 {

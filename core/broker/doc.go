@@ -10,7 +10,9 @@
 //     of a batch are created, reading nothing, with one syncfs before any of them
 //     is hosted (create.go); Close holds every replica's fsyncs back and makes
 //     them durable with two syncfs (isrbench.close.syncfs, vfs.HoldFS);
-//   - Produce (acks 0, 1, -1/all; min.insync.replicas), Fetch (consumer reads
+//   - Produce (acks 0, 1, -1/all; min.insync.replicas; ProduceStart and an AckWaiter
+//     complete acks=all on the goroutine whose HW advance passes the batches:
+//     produceinline.go), Fetch (consumer reads
 //     [FetchOffset, HW), replica reads [FetchOffset, LEO); long poll parked in
 //     core/partition's purgatory, a wake-up re-reading only the partitions that changed;
 //     SessionFetch runs an incremental fetch session's fetch over a FetchSession, which

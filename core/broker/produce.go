@@ -33,6 +33,22 @@ import (
 // for the HW (Kafka's RemoteTimeMs). The wire server subtracts it from the request's time to get
 // the handler's local time (LocalTimeMs), the cost the regression gate compares.
 func (b *Broker) Produce(ctx context.Context, acks int16, timeout time.Duration, parts []ProducePartition) (waited time.Duration) {
+	waited = b.produceDelay(ctx, parts)
+	var buf [8]produceWait
+	waits := b.produceAppend(acks, parts, buf[:0])
+	if len(waits) == 0 {
+		return waited
+	}
+	t0 := time.Now()
+	w := ProduceWait{parts: parts, waits: waits}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	w.Wait(wctx)
+	return waited + time.Since(t0)
+}
+
+// produceDelay applies Config.ProduceDelay (a sleep, returned as waited) and ProduceSpin.
+func (b *Broker) produceDelay(ctx context.Context, parts []ProducePartition) (waited time.Duration) {
 	if b.cfg.ProduceDelay > 0 {
 		t0 := time.Now()
 		t := time.NewTimer(b.cfg.ProduceDelay)
@@ -46,17 +62,7 @@ func (b *Broker) Produce(ctx context.Context, acks int16, timeout time.Duration,
 	if d := b.cfg.ProduceSpin + buildSpin.d; d > 0 {
 		spin(d * time.Duration(recordsIn(parts)))
 	}
-	var buf [8]produceWait
-	waits := b.produceAppend(acks, parts, buf[:0])
-	if len(waits) == 0 {
-		return waited
-	}
-	t0 := time.Now()
-	w := ProduceWait{parts: parts, waits: waits}
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	w.Wait(wctx)
-	return waited + time.Since(t0)
+	return waited
 }
 
 // ProduceWait is the acks=all part of a produce: the partitions whose append succeeded and

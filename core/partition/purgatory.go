@@ -23,10 +23,19 @@ type Waiter struct {
 		dirty  []int32 // indexes signalled since the last Dirty, each once
 	}
 	regs []*notifier // where this waiter is registered (owner only)
+	// fn, if set (NewWaiterFunc), is called on every wake-up instead of a send on C.
+	fn func()
 }
 
 // NewWaiter returns an empty Waiter.
 func NewWaiter() *Waiter { return &Waiter{C: make(chan struct{}, 1)} }
+
+// NewWaiterFunc returns an empty Waiter whose wake-ups call f instead of sending on C (nil):
+// on the signalling goroutine, while that signal's registrations are locked, or on the owner's
+// inside Watch when the sequence moved. So f must not block, nor Watch or Unwatch any Waiter;
+// it may be called concurrently by several signals. The broker completes acks=all produces
+// with it on the goroutine that advances the HW.
+func NewWaiterFunc(f func()) *Waiter { return &Waiter{fn: f} }
 
 // Reset prepares the waiter for indexes [0, n): nothing dirty, no pending wake-up. Call it
 // only when unregistered (new or after Unwatch).
@@ -76,6 +85,10 @@ func (w *Waiter) mark(i int32, wake bool) {
 	}
 	w.mu.Unlock()
 	if !wake {
+		return
+	}
+	if w.fn != nil {
+		w.fn()
 		return
 	}
 	select {

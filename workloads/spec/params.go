@@ -460,6 +460,7 @@ var params = []Param{
 	TargetProtocolParam,
 	settingB("isrbench.fetch.sessions"),
 	settingB("isrbench.socket.read.when.ready"),
+	settingB("isrbench.produce.answer.inline"),
 	settingB("max.incremental.fetch.session.cache.slots"),
 	settingB("isrbench.log.tail.bytes"),
 	settingB("isrbench.zero.copy.min.bytes"),
