@@ -69,6 +69,21 @@ func newTestCluster(t testing.TB, n int, cfg Config) *testCluster {
 	return c
 }
 
+// addBroker starts broker id on a new temporary directory, for tests that build their
+// cluster by hand (newTestCluster with n = 0). Its Close is registered after the directory,
+// so it runs first: the directory is removed only once the broker stopped writing to it.
+func (c *testCluster) addBroker(id int32) {
+	c.dirs[id] = c.t.TempDir()
+	// The test's own subscription: wakes waitFor on every change.
+	c.ctrl.Subscribe(id, func(controller.Update) { c.notify() })
+	c.start(id)
+	c.t.Cleanup(func() {
+		if b := c.broker(id); b != nil {
+			_ = b.Close()
+		}
+	})
+}
+
 func (c *testCluster) notify() {
 	c.mu.Lock()
 	close(c.ctrlCh)

@@ -31,9 +31,7 @@ func TestTooManyOpenFilesIsNotADiskFailure(t *testing.T) {
 	efs := vfs.NewErrorFS(vfs.OS)
 	c.bases = map[int32]vfs.FS{0: efs}
 	for id := int32(0); id < 3; id++ {
-		c.dirs[id] = t.TempDir()
-		c.ctrl.Subscribe(id, func(controller.Update) { c.notify() })
-		c.start(id)
+		c.addBroker(id)
 	}
 	c.createTopic("t", 1, 3, map[string]string{"min.insync.replicas": "2"})
 	if _, err := c.ctrl.ElectLeader("t", 0, false); err != nil && !errors.Is(err, kerr.ElectionNotNeeded) {
