@@ -224,12 +224,10 @@ func (b *Broker) Kill() {
 // fsynced is gone (Config.FS must be a vfs.Crasher: vfs.PowerLossFS or vfs.MemFS).
 func (b *Broker) Crash() error {
 	b.Kill()
-	c, ok := b.hold.FS.(vfs.Crasher)
-	if !ok {
+	if _, ok := b.hold.FS.(vfs.Crasher); !ok {
 		return fmt.Errorf("broker %d: the file system of %s cannot simulate a power loss (use a vfs.PowerLossFS)", b.cfg.ID, b.cfg.DataDir)
 	}
-	b.hold.Drop()
-	if err := c.Crash(); err != nil {
+	if err := b.hold.Crash(); err != nil { // drops the hold, then the power loss
 		return fmt.Errorf("broker %d: power loss: %w", b.cfg.ID, err)
 	}
 	return nil

@@ -152,7 +152,7 @@ func (h *HoldFS) OpenFile(name string, flag int, perm os.FileMode) (File, error)
 	if err != nil {
 		return nil, err
 	}
-	return holdFile{File: f, h: h}, nil
+	return gatedFile{File: f, on: &h.held}, nil
 }
 
 // Crash implements Crasher when the wrapped file system does: the hold is dropped (its
@@ -165,21 +165,6 @@ func (h *HoldFS) Crash() error {
 	h.Drop()
 	return c.Crash()
 }
-
-type holdFile struct {
-	File
-	h *HoldFS
-}
-
-func (f holdFile) Sync() error {
-	if f.h.held.Load() {
-		return nil
-	}
-	return f.File.Sync()
-}
-
-// SyncDeferred implements SyncDeferrer.
-func (f holdFile) SyncDeferred() bool { return f.h.held.Load() }
 
 // SyncDeferrer is implemented by a File whose Sync may be deferred (a file of a HoldFS or a
 // DeferFS): whoever fsyncs the file's descriptor by other means (io_uring) asks it first.

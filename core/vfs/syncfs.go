@@ -151,20 +151,23 @@ func (d *DeferFS) OpenFile(name string, flag int, perm os.FileMode) (File, error
 	if err != nil || !d.deferred.Load() {
 		return f, err
 	}
-	return deferFile{File: f, d: d}, nil
+	return gatedFile{File: f, on: &d.deferred}, nil
 }
 
-type deferFile struct {
+// gatedFile is a file of a DeferFS or a HoldFS: its Sync does nothing while on is set (the
+// view's deferral or hold), which a later SyncFS makes good.
+type gatedFile struct {
 	File
-	d *DeferFS
+	on *atomic.Bool
 }
 
-func (f deferFile) Sync() error {
-	if f.d.deferred.Load() {
+func (f gatedFile) Sync() error {
+	if f.on.Load() {
 		return nil
 	}
 	return f.File.Sync()
 }
 
-// SyncDeferred implements SyncDeferrer: while d defers, or while the file under it does.
-func (f deferFile) SyncDeferred() bool { return f.d.deferred.Load() || SyncDeferred(f.File) }
+// SyncDeferred implements SyncDeferrer: while the view defers or holds, or while the file
+// under it does.
+func (f gatedFile) SyncDeferred() bool { return f.on.Load() || SyncDeferred(f.File) }
