@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/isrbench/isrbench/core/config"
 )
 
 func TestEmbeddedSpecsParse(t *testing.T) {
@@ -298,5 +300,20 @@ func TestSpecAnchorsAndAliases(t *testing.T) {
 	deep := "description: " + strings.Repeat("[", 100) + strings.Repeat("]", 100) + "\n"
 	if _, err := Parse([]byte(deep)); err == nil {
 		t.Error("100-deep nesting accepted")
+	}
+}
+
+// TestEveryIsrbenchSettingIsASpecKey: every isrbench.* broker setting of the registry (the
+// levers the harness exists to compare) can be set from a spec and with `run --set`, so a
+// new lever cannot be added that a sweep cannot switch.
+func TestEveryIsrbenchSettingIsASpecKey(t *testing.T) {
+	for _, e := range config.Entries() {
+		if e.Fixed || !strings.HasPrefix(e.Name, "isrbench.") {
+			continue
+		}
+		s := DefaultSpec()
+		if err := s.Set(e.Name, e.Default); err != nil {
+			t.Errorf("%s: not settable from a spec: %v", e.Name, err)
+		}
 	}
 }
