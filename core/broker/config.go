@@ -105,7 +105,7 @@ type Config struct {
 	// checkpoint and the ISR expiry visit only the replicas that changed since their previous
 	// pass (changes.go); false visits every hosted replica at every pass (the ablation).
 	HousekeepingChangedOnly bool
-	// HousekeepingStagger is isrbench.housekeeping.stagger (default true): each broker's
+	// HousekeepingStagger is isrbench.housekeeping.stagger (default false): each broker's
 	// periodic HW checkpoint and retention passes run at a phase of their interval set by
 	// its ID (housekeepingPhase), not in step with the other brokers of the process.
 	HousekeepingStagger bool

@@ -78,13 +78,15 @@ func (b *Broker) ApplyRetention() int {
 }
 
 // housekeepingPhase is the offset, within one interval, of this broker's periodic HW
-// checkpoint and retention passes. With Config.HousekeepingStagger (default true) it is the
+// checkpoint and retention passes. With Config.HousekeepingStagger (default false) it is the
 // fractional part of ID × the golden ratio, times the interval: brokers 0, 1, 2 tick 0, 0.62
 // and 0.24 of an interval apart, any number of IDs spread evenly. The checkpoint ends in an
 // fsync that holds the goroutine's thread and, until the runtime takes it back, its P; the
 // brokers of one process started together otherwise fsync at the same instant, and on a
-// 2-core host with GOMAXPROCS 2 two of those fsyncs leave no P to run anything else. Off, every
-// broker ticks in phase (the first tick one interval after the start).
+// 2-core host with GOMAXPROCS 2 two of those fsyncs leave no P to run anything else (seen in
+// execution traces when the disk is slow; with fsyncs of a few ms they rarely overlap, and no
+// change of the ack-latency tail could be told from the host's noise, hence off by default).
+// Off, every broker ticks in phase (the first tick one interval after the start).
 func (b *Broker) housekeepingPhase(interval time.Duration) time.Duration {
 	if !b.cfg.HousekeepingStagger {
 		return 0
