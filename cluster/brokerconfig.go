@@ -64,6 +64,7 @@ var bindings = sortedBindings([]binding{
 	bind("isrbench.close.syncfs", func(c *Config) any { return &c.Broker.CloseSyncFS }),
 	bind("isrbench.fetch.sessions", func(c *Config) any { return &c.FetchSessions }),
 	bind("isrbench.housekeeping.changed.only", func(c *Config) any { return &c.Broker.HousekeepingChangedOnly }),
+	bind("isrbench.housekeeping.stagger", func(c *Config) any { return &c.Broker.HousekeepingStagger }),
 	bind("isrbench.hw.update", func(c *Config) any { return &c.Broker.HWUpdate }),
 	bind("isrbench.io", func(c *Config) any { return &c.Broker.Log.Writer }),
 	bindZero("isrbench.log.scrub.bytes.per.second", func(c *Config) any { return &c.Broker.ScrubBytesPerSecond }),

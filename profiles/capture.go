@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -15,8 +16,18 @@ import (
 	"github.com/google/pprof/profile"
 )
 
-// Kinds are the profile kinds Start accepts, in the order Stop writes them.
-var Kinds = []string{"cpu", "heap", "allocs", "mutex", "block", "goroutine"}
+// Kinds are the profile kinds Start accepts. "trace" is Go's execution
+// tracer (runtime/trace), written to trace.out for `go tool trace`; every
+// other kind is a pprof profile written to <kind>.pprof.
+var Kinds = []string{"cpu", "heap", "allocs", "mutex", "block", "goroutine", "trace"}
+
+// FileName is the file Stop writes for kind inside the session's directory.
+func FileName(kind string) string {
+	if kind == "trace" {
+		return "trace.out"
+	}
+	return kind + ".pprof"
+}
 
 // Options tunes the sampling rates enabled while a Session runs.
 type Options struct {
@@ -81,6 +92,7 @@ type Session struct {
 	mu        sync.Mutex
 	stopped   bool
 	cpuFile   *os.File
+	traceFile *os.File
 	prevMutex int
 	base      map[string]*profile.Profile // cumulative profiles at Start (allocs, mutex, block)
 }
@@ -91,7 +103,8 @@ func Start(kinds []string, dir string) (*Session, error) {
 	return StartWithOptions(kinds, dir, DefaultOptions())
 }
 
-// StartWithOptions begins capturing: the CPU profiler starts now; mutex and
+// StartWithOptions begins capturing: the CPU profiler and the execution
+// tracer start now; mutex and
 // block sampling are enabled now and restored at Stop; allocs, mutex and
 // block are written at Stop as deltas over the session (cumulative counts at
 // Stop minus those at Start, as net/http/pprof's ?seconds=); heap (in-use,
@@ -143,6 +156,24 @@ func StartWithOptions(kinds []string, dir string, opts Options) (*Session, error
 		}
 		s.cpuFile = f
 	}
+	if slices.Contains(kinds, "trace") {
+		f, err := os.Create(filepath.Join(dir, FileName("trace")))
+		if err == nil {
+			if err = trace.Start(f); err != nil {
+				f.Close()
+				err = fmt.Errorf("start execution trace: %w", err)
+			}
+		}
+		if err != nil {
+			if s.cpuFile != nil {
+				pprof.StopCPUProfile()
+				s.cpuFile.Close()
+			}
+			s.restoreRates()
+			return nil, fmt.Errorf("profiles: %w", err)
+		}
+		s.traceFile = f
+	}
 	active.session = s
 	return s, nil
 }
@@ -178,10 +209,16 @@ func (s *Session) Stop() ([]string, error) {
 			errs = append(errs, fmt.Errorf("profiles: cpu: %w", err))
 		}
 	}
+	if s.traceFile != nil {
+		trace.Stop()
+		if err := s.traceFile.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("profiles: trace: %w", err))
+		}
+	}
 	var paths []string
 	for _, k := range s.kinds {
-		path := filepath.Join(s.dir, k+".pprof")
-		if k == "cpu" {
+		path := filepath.Join(s.dir, FileName(k))
+		if k == "cpu" || k == "trace" {
 			paths = append(paths, path)
 			continue
 		}

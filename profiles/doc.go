@@ -5,7 +5,8 @@
 // # Capture
 //
 // Start(kinds, dir) opens a profiling window (the harness starts it after
-// warm-up); Session.Stop ends it and writes <dir>/<kind>.pprof for each kind:
+// warm-up); Session.Stop ends it and writes <dir>/<kind>.pprof for each kind
+// (trace: <dir>/trace.out):
 //
 //	cpu        sampled CPU time (100 Hz) over the window
 //	heap       in-use memory at Stop (after a GC)
@@ -13,6 +14,8 @@
 //	mutex      contention during the window (delta; fraction enabled only while profiling)
 //	block      blocking during the window (delta; rate enabled only while profiling)
 //	goroutine  goroutine stacks at Stop
+//	trace      Go's execution tracer over the window, for `go tool trace`
+//	           (scheduler latency, blocking, per-goroutine timelines)
 //
 // Mutex and block sampling cost CPU, so they are enabled only between Start
 // and Stop; the previous mutex fraction is restored, the block rate is reset

@@ -209,7 +209,7 @@ func TestStartValidation(t *testing.T) {
 		want  string
 	}{
 		{nil, "no profile kinds"},
-		{[]string{"cpu", "trace"}, `unknown profile kind "trace" (allowed: cpu, heap, allocs, mutex, block, goroutine)`},
+		{[]string{"cpu", "strace"}, `unknown profile kind "strace" (allowed: cpu, heap, allocs, mutex, block, goroutine, trace)`},
 		{[]string{"heap", "heap"}, `"heap" given twice`},
 	} {
 		_, err := Start(tc.kinds, dir)
@@ -413,5 +413,42 @@ func TestDiffByCumShowsTheCaller(t *testing.T) {
 	}
 	if !strings.Contains(cum.String(), "by cum growth") || !strings.Contains(cum.String(), "-80ms") {
 		t.Errorf("cum diff misses the header or the shrinking zero-copy path:\n%s", cum.String())
+	}
+}
+
+// TestTraceKind captures an execution trace of a window in which a named
+// goroutine runs, and checks the file is Go's trace format with that
+// goroutine's events in it.
+func TestTraceKind(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Start([]string{"trace", "goroutine"}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { burnCPU(20 * time.Millisecond); close(done) }()
+	<-done
+	paths, err := s.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(dir, "trace.out"), filepath.Join(dir, "goroutine.pprof")}
+	if strings.Join(paths, "|") != strings.Join(want, "|") {
+		t.Fatalf("paths = %q, want %q", paths, want)
+	}
+	b, err := os.ReadFile(want[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("go 1.")) || len(b) < 1000 {
+		t.Fatalf("trace.out is not an execution trace: %d bytes, starts %q", len(b), b[:min(len(b), 16)])
+	}
+	// A second session may trace again: the first one stopped the tracer.
+	s2, err := Start([]string{"trace"}, t.TempDir())
+	if err != nil {
+		t.Fatalf("second trace session: %v", err)
+	}
+	if _, err := s2.Stop(); err != nil {
+		t.Fatal(err)
 	}
 }

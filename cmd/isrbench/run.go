@@ -145,7 +145,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlags("run", usage, stderr)
 	var sf specFlags
 	sf.register(fs)
-	profile := fs.String("profile", "", "pprof kinds captured during measurement: cpu,heap,allocs,mutex,block,goroutine")
+	profile := fs.String("profile", "", "pprof kinds captured during measurement: cpu,heap,allocs,mutex,block,goroutine; trace writes Go's execution trace (go tool trace)")
 	quiet := fs.Bool("quiet", false, "no summary table or progress line")
 	worker := fs.String("worker", "", "run the K-th of N workers of the spec, K/N (with --start-at; merge their run dirs with isrbench merge)")
 	startAt := fs.String("start-at", "", "with --worker: when every worker starts its load, RFC 3339 (e.g. 2026-05-01T12:00:00Z)")

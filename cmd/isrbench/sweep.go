@@ -24,7 +24,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var vary multiFlag
 	fs.Var(&vary, "vary", "sweep a setting over values, key=v1,v2,... (repeatable: cartesian product)")
 	repeat := fs.Int("repeat", 1, "runs per point, interleaved (A B C A B C)")
-	profile := fs.String("profile", "", "pprof kinds captured during each run's measurement: cpu,heap,allocs,mutex,block,goroutine")
+	profile := fs.String("profile", "", "pprof kinds captured during each run's measurement: cpu,heap,allocs,mutex,block,goroutine; trace writes Go's execution trace")
 	withKeyHelp(fs, usage, stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err

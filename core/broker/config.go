@@ -105,6 +105,10 @@ type Config struct {
 	// checkpoint and the ISR expiry visit only the replicas that changed since their previous
 	// pass (changes.go); false visits every hosted replica at every pass (the ablation).
 	HousekeepingChangedOnly bool
+	// HousekeepingStagger is isrbench.housekeeping.stagger (default false): each broker's
+	// periodic HW checkpoint and retention passes run at a phase of their interval set by
+	// its ID (housekeepingPhase), not in step with the other brokers of the process.
+	HousekeepingStagger bool
 
 	// Log is the log configuration of every replica (log.segment.bytes, ...).
 	Log log.Config
@@ -164,6 +168,7 @@ func DefaultConfig() Config {
 		ScrubEnable:                              config.Get("isrbench.log.scrub.enable").Default == "true",
 		CloseSyncFS:                              config.Get("isrbench.close.syncfs").Default == "true",
 		HousekeepingChangedOnly:                  config.Get("isrbench.housekeeping.changed.only").Default == "true",
+		HousekeepingStagger:                      config.Get("isrbench.housekeeping.stagger").Default == "true",
 		ScrubBytesPerSecond:                      config.DefaultOf("isrbench.log.scrub.bytes.per.second"),
 		ScrubIntervalMs:                          config.DefaultOf("isrbench.log.scrub.interval.ms"),
 		Log:                                      log.DefaultConfig(),

@@ -10,21 +10,25 @@ import (
 func (b *Broker) housekeepingLoop(ctx context.Context) {
 	hb := time.NewTicker(time.Duration(b.cfg.HeartbeatIntervalMs) * time.Millisecond)
 	defer hb.Stop()
-	ck := time.NewTicker(time.Duration(b.cfg.ReplicaHighWatermarkCheckpointIntervalMs) * time.Millisecond)
+	ckEvery := time.Duration(b.cfg.ReplicaHighWatermarkCheckpointIntervalMs) * time.Millisecond
+	ck := newPhasedTicker(ckEvery, b.housekeepingPhase(ckEvery))
 	defer ck.Stop()
-	ret := time.NewTicker(time.Duration(b.cfg.LogRetentionCheckIntervalMs) * time.Millisecond)
+	retEvery := time.Duration(b.cfg.LogRetentionCheckIntervalMs) * time.Millisecond
+	ret := newPhasedTicker(retEvery, b.housekeepingPhase(retEvery))
 	defer ret.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-ret.C:
+		case <-ret.C():
+			ret.fired()
 			if !b.Paused() {
 				b.ApplyRetention()
 			}
 		case <-hb.C:
 			b.Heartbeat()
-		case <-ck.C:
+		case <-ck.C():
+			ck.fired()
 			if b.Paused() || b.LogDirOffline() != nil {
 				continue
 			}
@@ -71,4 +75,70 @@ func (b *Broker) ApplyRetention() int {
 		}
 	}
 	return n
+}
+
+// housekeepingPhase is the offset, within one interval, of this broker's periodic HW
+// checkpoint and retention passes. With Config.HousekeepingStagger (default false) it is the
+// fractional part of ID × the golden ratio, times the interval: brokers 0, 1, 2 tick 0, 0.62
+// and 0.24 of an interval apart, any number of IDs spread evenly. The checkpoint ends in an
+// fsync that holds the goroutine's thread and, until the runtime takes it back, its P; the
+// brokers of one process started together otherwise fsync at the same instant, and on a
+// 2-core host with GOMAXPROCS 2 two of those fsyncs leave no P to run anything else (seen in
+// execution traces when the disk is slow; with fsyncs of a few ms they rarely overlap, and no
+// change of the ack-latency tail could be told from the host's noise, hence off by default).
+// Off, every broker ticks in phase (the first tick one interval after the start).
+func (b *Broker) housekeepingPhase(interval time.Duration) time.Duration {
+	if !b.cfg.HousekeepingStagger {
+		return 0
+	}
+	return staggerPhase(b.cfg.ID, interval)
+}
+
+// staggerPhase is frac(id × 0.6180339887) × interval, in [0, interval).
+func staggerPhase(id int32, interval time.Duration) time.Duration {
+	const golden = 0.6180339887498949
+	f := float64(id) * golden
+	f -= float64(int64(f))
+	if f < 0 {
+		f++
+	}
+	return time.Duration(f * float64(interval))
+}
+
+// phasedTicker ticks every interval, the first tick phase after its creation (one interval
+// when phase is 0). Used by one goroutine: C, then fired after each receive.
+type phasedTicker struct {
+	interval time.Duration
+	first    *time.Timer
+	tick     *time.Ticker
+}
+
+func newPhasedTicker(interval, phase time.Duration) *phasedTicker {
+	if phase <= 0 || phase >= interval {
+		phase = interval
+	}
+	return &phasedTicker{interval: interval, first: time.NewTimer(phase)}
+}
+
+// C is the channel of the next tick.
+func (p *phasedTicker) C() <-chan time.Time {
+	if p.tick != nil {
+		return p.tick.C
+	}
+	return p.first.C
+}
+
+// fired is called after a tick was received: after the first, the periodic ticker starts.
+func (p *phasedTicker) fired() {
+	if p.tick == nil {
+		p.tick = time.NewTicker(p.interval)
+	}
+}
+
+// Stop stops the ticker.
+func (p *phasedTicker) Stop() {
+	p.first.Stop()
+	if p.tick != nil {
+		p.tick.Stop()
+	}
 }

@@ -149,6 +149,8 @@ var entries = []Entry{
 	flag("isrbench.fetch.sessions", "true", "replica fetchers use incremental fetch sessions (KIP-227)"),
 	flag("isrbench.housekeeping.changed.only", "true",
 		"the HW checkpoint and the ISR expiry visit only the partitions that changed since their previous pass (false: every partition at every pass)"),
+	flag("isrbench.housekeeping.stagger", "false",
+		"each broker's periodic HW checkpoint (with its fsync) and retention check run at a phase of their interval set by the broker id, not at the same instant on every broker of the process (false: in phase, as started)"),
 	broker("isrbench.log.tail.bytes", Long, "bytes", "1048576", 0, maxInt32,
 		"the newest bytes of each active segment kept in memory, from which fetch responses copy small record slices instead of reading them with pread; 0 = off"),
 	flag("isrbench.produce.answer.inline", "true", "an acks=all produce on a plaintext connection is answered by the goroutine that completes it (the HW advance past its batches), false: by its connection's goroutine, woken by it"),

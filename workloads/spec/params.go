@@ -473,6 +473,7 @@ var params = []Param{
 	settingB("isrbench.hw.update"),
 	settingB("isrbench.truncate.mode"),
 	settingB("replica.high.watermark.checkpoint.interval.ms"),
+	settingB("isrbench.housekeeping.stagger"),
 	settingB("isrbench.produce.delay"),
 	settingB("isrbench.produce.spin"),
 	settingB("max.connections"),
