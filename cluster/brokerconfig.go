@@ -70,6 +70,7 @@ var bindings = sortedBindings([]binding{
 	bindZero("isrbench.log.scrub.bytes.per.second", func(c *Config) any { return &c.Broker.ScrubBytesPerSecond }),
 	bindZero("isrbench.log.scrub.interval.ms", func(c *Config) any { return &c.Broker.ScrubIntervalMs }),
 	bind("isrbench.log.scrub.enable", func(c *Config) any { return &c.Broker.ScrubEnable }),
+	bind("isrbench.log.drop.behind.bytes", func(c *Config) any { return &c.Broker.Log.DropBehindBytes }),
 	bind("isrbench.log.tail.bytes", func(c *Config) any { return &c.Broker.Log.TailBytes }),
 	bind("isrbench.produce.answer.inline", func(c *Config) any { return &c.AnswerInline }),
 	bind("isrbench.produce.delay", func(c *Config) any { return &c.Broker.ProduceDelay }),

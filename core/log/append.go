@@ -106,6 +106,13 @@ func (l *Log) Append(blob []byte, assignOffsets bool, leaderEpoch int32) (Append
 	info, err := r.info, r.err
 	r.blob = nil
 	l.gc.put(r)
+	if l.dropDue.Load() {
+		if l.cfg.RollFlush == nil {
+			l.dropBehind()
+		} else if l.dropQueued.CompareAndSwap(false, true) {
+			l.cfg.RollFlush(l.dropJob)
+		}
+	}
 	if l.rollFlush.Load() {
 		if l.cfg.RollFlush == nil {
 			if ferr := l.flushRolled(); ferr != nil && err == nil {
@@ -234,6 +241,7 @@ func (l *Log) commit(group []*appendReq) {
 		l.wmu.pend = l.wmu.pend[:0]
 	} else {
 		l.publish(leo)
+		l.noteDropBehind(seg)
 	}
 	if l.poisoned.Load() == nil && nrec > 0 {
 		l.wmu.unflushed += nrec

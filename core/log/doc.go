@@ -137,6 +137,12 @@
 // segments it hosts; .index and .txnindex files are created by their first write and open
 // only while read or written.
 //
+// Page cache: with isrbench.log.drop.behind.bytes (Config.DropBehindBytes, default 8 MiB) a
+// Log keeps about that many of its active segment's newest bytes in the page cache, hands
+// older ones to the disk without waiting (sync_file_range) and drops them once written
+// (posix_fadvise DONTNEED), and drops a sealed segment after its roll flush, so that a
+// growing log reuses recently freed pages (dropbehind.go). 0 leaves it to the kernel.
+//
 // fsync follows flush.messages / flush.ms (checked at append; default: never, as Kafka),
 // covering every segment with unsynced bytes. Whatever they say, a segment is flushed when it
 // rolls, as Kafka does: its .log and .index are fsynced, then the directory, and the recovery

@@ -102,6 +102,7 @@ func (l *Log) flushRolled() error {
 			break
 		}
 		j.logOK = true
+		l.dropSealed(j.h)
 		l.idxMu.Lock()
 		if j.s.gen.Load() == j.gen && !l.closed.Load() { // no write after Close or Abandon
 			err := j.s.withIndex("flush", func(f vfs.File) error {

@@ -47,6 +47,12 @@ type Log struct {
 	// flushQueued is set while flushJob waits for Config.RollFlush to run it.
 	flushQueued atomic.Bool
 	flushJob    func()
+	// dropDue is set by a commit that made a drop-behind step due (dropbehind.go); dropMu
+	// lets one goroutine at a time run it.
+	dropDue    atomic.Bool
+	dropMu     sync.Mutex
+	dropQueued atomic.Bool // dropJob waits for Config.RollFlush to run it
+	dropJob    func()
 
 	mu struct { // guards segs and the segments' published fields
 		sync.RWMutex
@@ -154,6 +160,10 @@ func newLog(dir string, cfg Config) (*Log, error) {
 	l.flushJob = func() {
 		l.flushQueued.Store(false)
 		_ = l.flushRolled() // an fsync failure poisoned the Log: its next call reports it
+	}
+	l.dropJob = func() {
+		l.dropQueued.Store(false)
+		l.dropBehind()
 	}
 	if l.cache == nil {
 		l.cache = sealedFiles

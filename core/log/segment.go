@@ -83,6 +83,8 @@ type segment struct {
 	idxWritten    int          // entries of index written to the .index file
 	idxSynced     int          // entries of index known fsynced
 	bytesSinceIdx int64        // bytes appended since the last index entry (Kafka's bytesSinceLastIndexEntry)
+	wbStarted     int64        // drop-behind: bytes [0, wbStarted) were handed to the disk (dropbehind.go)
+	dropped       int64        // drop-behind: bytes [0, dropped) were dropped from the page cache
 
 	// tail is the newest bytes written, in memory (tail.go): written under Log.wmu, read
 	// lock-free; dropped when the segment is sealed.

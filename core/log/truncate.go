@@ -82,6 +82,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	seg.next = bound
 	seg.ours.Store(min(seg.ours.Load(), cut))
 	seg.checked.Store(min(seg.checked.Load(), cut))
+	seg.wbStarted, seg.dropped = min(seg.wbStarted, cut), min(seg.dropped, cut) // drop-behind restarts at the cut
 	l.leo.Store(bound)
 	l.mu.Unlock()
 	seg.gen.Add(1) // a roll flush of seg in flight does not count

@@ -23,7 +23,12 @@ type Config struct {
 	// memory (up to two 32 KiB chunks more) once a read asks for them, from which Slice.ReadAll copies instead of
 	// reading the file (tail.go); default 1 MiB, 0 = off (pread always).
 	TailBytes int64
-	FS        vfs.FS // the file system; nil = vfs.OS (tests and the simulator use a vfs.MemFS)
+	// DropBehindBytes is isrbench.log.drop.behind.bytes: about how many of the active
+	// segment's newest bytes stay in the page cache; older ones are handed to the disk and
+	// dropped from it, and a sealed segment is dropped after its roll flush (dropbehind.go);
+	// default 8 MiB, 0 = off (the kernel decides, as in Kafka).
+	DropBehindBytes int64
+	FS              vfs.FS // the file system; nil = vfs.OS (tests and the simulator use a vfs.MemFS)
 
 	// NowMs is the wall clock in ms used for flush.ms; nil = time.Now().UnixMilli(). Tests inject it.
 	NowMs func() int64
@@ -54,11 +59,15 @@ func DefaultConfig() Config {
 		FlushMessages:      math.MaxInt64,
 		FlushMs:            math.MaxInt64,
 		TailBytes:          DefaultTailBytes,
+		DropBehindBytes:    DefaultDropBehindBytes,
 	}
 }
 
 // DefaultTailBytes is isrbench.log.tail.bytes' default (Config.TailBytes).
 const DefaultTailBytes = 1 << 20
+
+// DefaultDropBehindBytes is isrbench.log.drop.behind.bytes' default (Config.DropBehindBytes).
+const DefaultDropBehindBytes = 8 << 20
 
 // minSegmentBytes is Kafka's lower bound for log.segment.bytes (LegacyRecord.RECORD_OVERHEAD_V0).
 const minSegmentBytes = 14
@@ -79,6 +88,8 @@ func (c Config) validate() error {
 		return configErrorf("flush.ms %d must be >= 0", c.FlushMs)
 	case c.TailBytes < 0 || c.TailBytes > math.MaxInt32:
 		return configErrorf("isrbench.log.tail.bytes %d out of range [0, %d] (0 = off)", c.TailBytes, math.MaxInt32)
+	case c.DropBehindBytes < 0 || c.DropBehindBytes > math.MaxInt32:
+		return configErrorf("isrbench.log.drop.behind.bytes %d out of range [0, %d] (0 = off)", c.DropBehindBytes, math.MaxInt32)
 	}
 	return nil
 }

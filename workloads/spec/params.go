@@ -468,6 +468,7 @@ var params = []Param{
 	settingB("isrbench.log.scrub.bytes.per.second"),
 	settingB("max.incremental.fetch.session.cache.slots"),
 	settingB("isrbench.log.tail.bytes"),
+	settingB("isrbench.log.drop.behind.bytes"),
 	settingB("isrbench.zero.copy.min.bytes"),
 	settingB("isrbench.io"),
 	settingB("isrbench.hw.update"),
