@@ -461,6 +461,7 @@ var params = []Param{
 	settingB("isrbench.fetch.sessions"),
 	settingB("isrbench.socket.read.when.ready"),
 	settingB("isrbench.produce.answer.inline"),
+	settingB("isrbench.produce.wake.after.response"),
 	settingB("max.incremental.fetch.session.cache.slots"),
 	settingB("isrbench.log.tail.bytes"),
 	settingB("isrbench.zero.copy.min.bytes"),
