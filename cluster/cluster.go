@@ -61,9 +61,9 @@ type Config struct {
 	// a plaintext connection is answered by the goroutine that completes it; false wakes its
 	// connection's goroutine to answer it.
 	AnswerInline bool
-	// WakeAfterResponse is isrbench.produce.wake.after.response (default true): an acks=0/1
-	// produce writes its response before its appends wake the followers' parked fetches
-	// (Kafka's order); false wakes them first.
+	// WakeAfterResponse is isrbench.produce.wake.after.response (default false): true makes
+	// an acks=0/1 produce write its response before its appends wake the followers' parked
+	// fetches (Kafka's order); false wakes them first.
 	WakeAfterResponse bool
 	// AutoCreateTopics is auto.create.topics.enable (default true).
 	AutoCreateTopics bool

@@ -34,7 +34,7 @@ func (c *conn) produceRequest() kmsg.Request {
 // handleProduce appends every partition of the request in one
 // broker.Produce call (acks=-1 waits for the HW) and answers per partition. An acks=0/1
 // produce wakes the followers' parked fetches only after its response is written
-// (Broker.ProduceWakeLater; isrbench.produce.wake.after.response=false wakes them first).
+// (Broker.ProduceWakeLater) with isrbench.produce.wake.after.response=true (default false).
 // acks=0 requests get no response (nil, nil), and close the connection if
 // a partition failed. An acks=-1 request answered by the goroutine that completed it
 // (produceInline) returns nil, nil too: its response is written.

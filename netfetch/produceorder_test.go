@@ -14,7 +14,7 @@ import (
 	"github.com/isrbench/isrbench/netfetch"
 )
 
-// TestProduceWakeAfterResponse: with isrbench.produce.wake.after.response (the default) an
+// TestProduceWakeAfterResponse: with isrbench.produce.wake.after.response=true an
 // acks=0/1 produce is answered before its append wakes the fetches parked on the leader's LEO
 // (the followers'), Kafka's order; with false they are woken first. A waiter registered on
 // the leader's LEO signal, as a parked replica fetch is, records at each wake-up how many
@@ -26,8 +26,8 @@ func TestProduceWakeAfterResponse(t *testing.T) {
 	for _, after := range []bool{true, false} {
 		t.Run(fmt.Sprintf("after=%v", after), func(t *testing.T) {
 			c := clustertest.Start(t, 3, func(cfg *cluster.Config) {
-				if !after { // the default must be true: only the ablation is set
-					cfg.WakeAfterResponse = false
+				if after { // the default is false: only the lever is set
+					cfg.WakeAfterResponse = true
 				}
 			})
 			st, _ := clustertest.FollowedTopic(t, c, "wo")

@@ -62,9 +62,9 @@ type ServerConfig struct {
 	// completes it. The default (false) answers it from the completing goroutine
 	// (produceinline.go).
 	AnswerOnWake bool
-	// WakeBeforeResponse is isrbench.produce.wake.after.response=false (the ablation): an
-	// acks=0/1 produce's appends wake the followers' parked fetches before its response is
-	// written. The default (false) writes the response first, as Kafka does (00_produce.go).
+	// WakeBeforeResponse is isrbench.produce.wake.after.response=false (the setting's
+	// default): an acks=0/1 produce's appends wake the followers' parked fetches before its
+	// response is written. False here writes the response first, as Kafka does (00_produce.go).
 	WakeBeforeResponse bool
 	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots: how many
 	// incremental fetch sessions (KIP-227) the broker keeps; 0 = none, every fetch is full.

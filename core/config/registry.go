@@ -151,7 +151,7 @@ var entries = []Entry{
 		"the HW checkpoint and the ISR expiry visit only the partitions that changed since their previous pass (false: every partition at every pass)"),
 	broker("isrbench.log.tail.bytes", Long, "bytes", "1048576", 0, maxInt32,
 		"the newest bytes of each active segment kept in memory, from which fetch responses copy small record slices instead of reading them with pread; 0 = off"),
-	flag("isrbench.produce.wake.after.response", "true", "an acks=0/1 produce writes its response before its appends wake the followers' parked fetches, as Kafka does; false: the appends wake them first"),
+	flag("isrbench.produce.wake.after.response", "false", "true: an acks=0/1 produce writes its response before its appends wake the followers' parked fetches, Kafka's order; false (default, no measured gain yet): the appends wake them first"),
 	flag("isrbench.produce.answer.inline", "true", "an acks=all produce on a plaintext connection is answered by the goroutine that completes it (the HW advance past its batches), false: by its connection's goroutine, woken by it"),
 	flag("isrbench.socket.read.when.ready", "true", "plaintext connections wait for readability at once after a read that emptied the socket (false: a read finds it empty before every wait)"),
 	broker("isrbench.request.read.timeout.ms", Long, "ms", "30000", 1, MaxMs,
