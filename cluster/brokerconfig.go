@@ -73,6 +73,7 @@ var bindings = sortedBindings([]binding{
 	bind("isrbench.log.drop.behind.bytes", func(c *Config) any { return &c.Broker.Log.DropBehindBytes }),
 	bind("isrbench.log.tail.bytes", func(c *Config) any { return &c.Broker.Log.TailBytes }),
 	bind("isrbench.produce.answer.inline", func(c *Config) any { return &c.AnswerInline }),
+	bind("isrbench.produce.wake.after.response", func(c *Config) any { return &c.WakeAfterResponse }),
 	bind("isrbench.produce.delay", func(c *Config) any { return &c.Broker.ProduceDelay }),
 	bind("isrbench.produce.spin", func(c *Config) any { return &c.Broker.ProduceSpin }),
 	bindZero("isrbench.request.read.timeout.ms", func(c *Config) any { return &c.Limits.RequestReadTimeout }),

@@ -61,6 +61,10 @@ type Config struct {
 	// a plaintext connection is answered by the goroutine that completes it; false wakes its
 	// connection's goroutine to answer it.
 	AnswerInline bool
+	// WakeAfterResponse is isrbench.produce.wake.after.response (default false): true makes
+	// an acks=0/1 produce write its response before its appends wake the followers' parked
+	// fetches (Kafka's order); false wakes them first.
+	WakeAfterResponse bool
 	// AutoCreateTopics is auto.create.topics.enable (default true).
 	AutoCreateTopics bool
 	// NumPartitions is num.partitions for auto-created topics (default 1).
@@ -341,7 +345,7 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 		BrokerConfigs: c.cfg.staticBrokerConfigs(n.id, n.dir), Counters: c.stats,
 		Groups: grp, Txn: c.newTxnCoordinator(b), VerifyTxn: c.verifyTxn,
 		Limits: c.cfg.Limits, ReadBeforeWait: !c.cfg.ReadWhenReady,
-		AnswerOnWake: !c.cfg.AnswerInline,
+		AnswerOnWake: !c.cfg.AnswerInline, WakeBeforeResponse: !c.cfg.WakeAfterResponse,
 		ListenerName: lname, Security: lsec, Listeners: extra,
 	}, ln)
 	n.b.Store(b)

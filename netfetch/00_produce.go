@@ -32,7 +32,9 @@ func (c *conn) produceRequest() kmsg.Request {
 }
 
 // handleProduce appends every partition of the request in one
-// broker.Produce call (acks=-1 waits for the HW) and answers per partition.
+// broker.Produce call (acks=-1 waits for the HW) and answers per partition. An acks=0/1
+// produce wakes the followers' parked fetches only after its response is written
+// (Broker.ProduceWakeLater) with isrbench.produce.wake.after.response=true (default false).
 // acks=0 requests get no response (nil, nil), and close the connection if
 // a partition failed. An acks=-1 request answered by the goroutine that completed it
 // (produceInline) returns nil, nil too: its response is written.
@@ -78,6 +80,10 @@ func (c *conn) handleProduce(h reqHeader, req *kmsg.ProduceRequest) (kmsg.Respon
 			if done, err := c.produceInline(h, req, timeout); done {
 				return nil, err
 			}
+		case len(parts) > 0 && req.Acks != -1 && !c.s.cfg.WakeBeforeResponse:
+			// Kafka's order: the response is written before the followers are woken
+			// (handle wakes them; answer writes the response).
+			c.waited = c.s.cfg.Broker.ProduceWakeLater(c.ctx, req.Acks, timeout, parts, &c.wakes)
 		case len(parts) > 0:
 			c.waited = c.s.cfg.Broker.Produce(c.ctx, req.Acks, timeout, parts)
 		}

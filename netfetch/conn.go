@@ -75,6 +75,9 @@ type conn struct {
 	// answered by the goroutine that completes it.
 	ack *broker.AckWaiter
 	inl inlineAnswer
+	// wakes are the followers' wake-ups an acks=0/1 produce owes once its response is
+	// written (isrbench.produce.wake.after.response): handle pays them on every path.
+	wakes broker.FollowerWakes
 
 	// The request being handled, for the request-time counters (cost.go costCounters.countReqTime): its
 	// kind (a Fetch sets replica or consumer), the time its handler waited (Broker.Produce's
@@ -265,6 +268,12 @@ func (c *conn) handle(body []byte) error {
 	c.kind, c.waited, c.sendAt = kindOther, 0, time.Time{}
 	c.inl.at = time.Time{}
 	err := c.answer(body)
+	if h := c.s.onProduceAnswered.Load(); h != nil && c.kind == kindProduce {
+		(*h)()
+	}
+	if c.wakes.Pending() > 0 { // acks=0/1: the response is written (or there is none)
+		c.wakes.Wake()
+	}
 	end := time.Now()
 	if !c.inl.at.IsZero() { // answered by the goroutine that completed it, at inl.at
 		end = c.inl.at
@@ -322,6 +331,9 @@ func (c *conn) answer(body []byte) error {
 		return nil
 	}
 	c.markSend()
+	if c.wakes.Pending() > 0 && c.s.paused.Load() != nil {
+		c.wakes.Wake() // a paused server delays the answer, not the followers' wake-up
+	}
 	if !c.s.waitUnpaused() {
 		return net.ErrClosed
 	}

@@ -16,7 +16,9 @@
 //     replica fetchers do the same per round trip). An acks=all produce on such a
 //     connection is answered by the goroutine that completes it, the HW advance
 //     past its batches, with one non-blocking write, while its connection stays
-//     muted (isrbench.produce.answer.inline, produceinline.go). One file per
+//     muted (isrbench.produce.answer.inline, produceinline.go). With
+//     isrbench.produce.wake.after.response an acks=0/1 produce is answered before
+//     its appends wake the followers' parked fetches, Kafka's order (00_produce.go). One file per
 //     API key, NN_name.go (00_produce.go, 01_fetch.go, ...). Each registers its key,
 //     version range and handler from its own init (registry.go); ApiVersions
 //     advertises what is registered, so adding an API is adding its file. Requests are decoded with kmsg;

@@ -18,6 +18,10 @@ var (
 	NoFile    = noFile
 )
 
+// OnProduceAnswered makes s call f once a produce request is handled (its response written,
+// if any), before the followers' wake-ups it owes (isrbench.produce.wake.after.response).
+func OnProduceAnswered(s *Server, f func()) { s.onProduceAnswered.Store(&f) }
+
 // OnTxnVerified makes s call f after a produce's partition passed its transaction
 // verification, before its append.
 func OnTxnVerified(s *Server, f func(topic string, partition int32)) {

@@ -62,6 +62,10 @@ type ServerConfig struct {
 	// completes it. The default (false) answers it from the completing goroutine
 	// (produceinline.go).
 	AnswerOnWake bool
+	// WakeBeforeResponse is isrbench.produce.wake.after.response=false (the setting's
+	// default): an acks=0/1 produce's appends wake the followers' parked fetches before its
+	// response is written. False here writes the response first, as Kafka does (00_produce.go).
+	WakeBeforeResponse bool
 	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots: how many
 	// incremental fetch sessions (KIP-227) the broker keeps; 0 = none, every fetch is full.
 	FetchSessionCacheSlots int
@@ -228,6 +232,9 @@ type Server struct {
 	// onTxnVerified, if set, is called after a produce's partition passed its verification,
 	// before its append (tests: a marker in between).
 	onTxnVerified atomic.Pointer[func(txn.TP)]
+	// onProduceAnswered, if set, is called once a produce request is handled (its response
+	// written, if any), before the followers' wake-ups it owes (tests).
+	onProduceAnswered atomic.Pointer[func()]
 
 	labelsProduce context.Context
 	labelsFetch   context.Context

@@ -12,7 +12,8 @@
 //     them durable with two syncfs (isrbench.close.syncfs, vfs.HoldFS);
 //   - Produce (acks 0, 1, -1/all; min.insync.replicas; ProduceStart and an AckWaiter
 //     complete acks=all on the goroutine whose HW advance passes the batches:
-//     produceinline.go), Fetch (consumer reads
+//     produceinline.go; ProduceWakeLater appends acks=0/1 without waking the followers'
+//     parked fetches, which its caller wakes after answering: produceorder.go), Fetch (consumer reads
 //     [FetchOffset, HW), replica reads [FetchOffset, LEO); long poll parked in
 //     core/partition's purgatory, a wake-up re-reading only the partitions that changed;
 //     SessionFetch runs an incremental fetch session's fetch over a FetchSession, which

@@ -35,7 +35,7 @@ import (
 func (b *Broker) Produce(ctx context.Context, acks int16, timeout time.Duration, parts []ProducePartition) (waited time.Duration) {
 	waited = b.produceDelay(ctx, parts)
 	var buf [8]produceWait
-	waits := b.produceAppend(acks, parts, buf[:0])
+	waits := b.produceAppend(acks, parts, buf[:0], nil)
 	if len(waits) == 0 {
 		return waited
 	}
@@ -85,7 +85,7 @@ type produceWait struct {
 // and fills the outputs; for acks=all it returns the wait for the HW (nil when nothing
 // waits). The simulator calls it, then Check after every step.
 func (b *Broker) ProduceAppend(acks int16, parts []ProducePartition) *ProduceWait {
-	waits := b.produceAppend(acks, parts, nil)
+	waits := b.produceAppend(acks, parts, nil, nil)
 	if len(waits) == 0 {
 		return nil
 	}
@@ -93,8 +93,10 @@ func (b *Broker) ProduceAppend(acks int16, parts []ProducePartition) *ProduceWai
 }
 
 // produceAppend appends every partition and returns waits extended by the acks=all waits
-// (append style, so the caller's buffer can stay on its stack).
-func (b *Broker) produceAppend(acks int16, parts []ProducePartition, waits []produceWait) []produceWait {
+// (append style, so the caller's buffer can stay on its stack). With later not nil the
+// appends do not wake the followers' parked fetches: the replicas that owe that wake-up are
+// added to later (ProduceWakeLater).
+func (b *Broker) produceAppend(acks int16, parts []ProducePartition, waits []produceWait, later *FollowerWakes) []produceWait {
 	if acks != 0 && acks != 1 && acks != -1 {
 		for i := range parts {
 			failProduce(&parts[i], fmt.Errorf("%w: acks must be -1, 0 or 1, got %d", kerr.InvalidRequiredAcks, acks))
@@ -125,9 +127,15 @@ func (b *Broker) produceAppend(acks int16, parts []ProducePartition, waits []pro
 		}
 		var info log.AppendInfo
 		var err error
-		if p.Coordinator {
+		switch {
+		case p.Coordinator:
 			info, err = h.r.AppendCoordinatorTxn(p.Records, acks)
-		} else {
+		case later != nil:
+			var owed bool
+			if info, owed, err = h.r.AppendAsLeaderWakeLater(p.Records, acks); owed {
+				later.rs = append(later.rs, h.r)
+			}
+		default:
 			info, err = h.r.AppendAsLeader(p.Records, acks)
 		}
 		if err != nil {

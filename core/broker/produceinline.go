@@ -52,7 +52,7 @@ func NewAckWaiter() *AckWaiter {
 // waits, answer is not called, the outputs are final) and the time waited in the delay.
 func (b *Broker) ProduceStart(ctx context.Context, acks int16, parts []ProducePartition, a *AckWaiter, answer func()) (wait bool, waited time.Duration) {
 	waited = b.produceDelay(ctx, parts)
-	waits := b.produceAppend(acks, parts, a.waits[:0])
+	waits := b.produceAppend(acks, parts, a.waits[:0], nil)
 	if len(waits) == 0 {
 		return false, waited
 	}

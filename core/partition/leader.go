@@ -25,18 +25,38 @@ import (
 // and Records == 0. Sequence errors: OutOfOrderSequenceNumber,
 // InvalidProducerEpoch. Batches without a producer id take no lock.
 func (r *Replica) AppendAsLeader(blob []byte, requiredAcks int16) (log.AppendInfo, error) {
+	info, _, err := r.appendAsLeader(blob, requiredAcks, true)
+	return info, err
+}
+
+// AppendAsLeaderWakeLater is AppendAsLeader without waking the fetches parked on the LEO (the
+// followers'): when it reports owed, the caller must call WakeFollowers, at once after it
+// has answered its client (Kafka's order: ReplicaManager.appendRecords hands an acks=0/1
+// response to the network layer before its action queue completes the delayed fetches).
+// Nothing else changes: a fetch that is not parked reads the new LEO at once, and a parked
+// one registered before the append is woken by WakeFollowers (the Waiter protocol loses no
+// wake-up, only delays it). owed is false when nothing was appended (an error, a duplicate).
+func (r *Replica) AppendAsLeaderWakeLater(blob []byte, requiredAcks int16) (info log.AppendInfo, owed bool, err error) {
+	return r.appendAsLeader(blob, requiredAcks, false)
+}
+
+// WakeFollowers wakes the fetches parked on the LEO signal, as an append does: the wake-up
+// an AppendAsLeaderWakeLater owes. Safe for concurrent use; a spurious call costs a re-read.
+func (r *Replica) WakeFollowers() { r.leoSig.notify() }
+
+// appendAsLeader is AppendAsLeader; with wake false the LEO signal is not notified and owed
+// says whether it should be (something was appended).
+func (r *Replica) appendAsLeader(blob []byte, requiredAcks int16, wake bool) (info log.AppendInfo, owed bool, err error) {
 	s, ok := r.enterLeader()
 	if !ok {
-		return log.AppendInfo{}, r.errNotLeader(s)
+		return log.AppendInfo{}, false, r.errNotLeader(s)
 	}
 	defer s.exit()
 	if requiredAcks == -1 && len(s.st.ISR) < r.effectiveMinISR(s) {
-		return log.AppendInfo{}, fmt.Errorf("partition %s-%d: ISR %v has %d members, min.insync.replicas is %d: %w",
+		return log.AppendInfo{}, false, fmt.Errorf("partition %s-%d: ISR %v has %d members, min.insync.replicas is %d: %w",
 			r.topic, r.partition, s.st.ISR, len(s.st.ISR), r.effectiveMinISR(s), kerr.NotEnoughReplicas)
 	}
 	appendNs := r.quietNow(s)
-	var info log.AppendInfo
-	var err error
 	if isIdempotentBlob(blob) { // hook: idempotent producers (producerstate.go)
 		var dup bool
 		info, dup, err = r.appendIdempotent(blob, s.st.LeaderEpoch)
@@ -44,13 +64,13 @@ func (r *Replica) AppendAsLeader(blob []byte, requiredAcks int16) (log.AppendInf
 			// A duplicate: nothing appended; the original batch is in this leader's log at
 			// the returned offsets, so this term's HW decides its acknowledgement.
 			info.LeaderEpoch = s.st.LeaderEpoch
-			return info, nil
+			return info, false, nil
 		}
 	} else {
 		info, err = r.log.Append(blob, true, s.st.LeaderEpoch)
 	}
 	if err != nil {
-		return info, err
+		return info, false, err
 	}
 	info.LeaderEpoch = s.st.LeaderEpoch
 	if r.cfg.OnHWLag != nil {
@@ -61,11 +81,13 @@ func (r *Replica) AppendAsLeader(blob []byte, requiredAcks int16) (log.AppendInf
 		}
 	}
 	r.settleQuiet(s, appendNs)
-	r.leoSig.notify()
+	if wake {
+		r.leoSig.notify()
+	}
 	// An ISR of the leader alone (with min.insync.replicas <= 1) commits
 	// right away; otherwise this is a no-op until followers fetch.
 	r.maybeAdvanceHW(s)
-	return info, nil
+	return info, !wake, nil
 }
 
 // CheckHW reports whether a batch appended as leader in leaderEpoch with last offset

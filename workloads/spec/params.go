@@ -466,6 +466,7 @@ var params = []Param{
 	settingB("isrbench.log.scrub.enable"),
 	settingB("isrbench.log.scrub.interval.ms"),
 	settingB("isrbench.log.scrub.bytes.per.second"),
+	settingB("isrbench.produce.wake.after.response"),
 	settingB("max.incremental.fetch.session.cache.slots"),
 	settingB("isrbench.log.tail.bytes"),
 	settingB("isrbench.log.drop.behind.bytes"),
