@@ -70,6 +70,7 @@ var bindings = sortedBindings([]binding{
 	bindZero("isrbench.log.scrub.interval.ms", func(c *Config) any { return &c.Broker.ScrubIntervalMs }),
 	bind("isrbench.log.scrub.enable", func(c *Config) any { return &c.Broker.ScrubEnable }),
 	bind("isrbench.log.tail.bytes", func(c *Config) any { return &c.Broker.Log.TailBytes }),
+	bind("isrbench.partition.metadata.async", func(c *Config) any { return &c.Broker.PartitionMetadataAsync }),
 	bind("isrbench.produce.answer.inline", func(c *Config) any { return &c.AnswerInline }),
 	bind("isrbench.produce.delay", func(c *Config) any { return &c.Broker.ProduceDelay }),
 	bind("isrbench.produce.spin", func(c *Config) any { return &c.Broker.ProduceSpin }),
