@@ -17,7 +17,8 @@ import (
 // ("flush-metadata-file"). A creation thus makes one directory and one segment file per
 // replica before it is hosted instead of also a third file, and the files it left out are
 // written once the whole batch is applied, through a vfs.DeferFS, createChunk at a time,
-// each run made durable by one syncfs.
+// each run made durable by one syncfs, from a thread at the lowest priority (nice 19), so
+// that they do not slow creations still under way (other brokers', the next topic's).
 //
 // Crash safety. The replica's directory and empty segment are durable before it is hosted
 // (createReplicasLocked); its partition.metadata may not be until the writer's syncfs. A
@@ -79,6 +80,7 @@ func (b *Broker) startMetadataWriter() {
 
 // writeMetadataLoop writes what is pending until nothing is, then exits.
 func (b *Broker) writeMetadataLoop(ctx context.Context) {
+	lowerThreadPriority() // the creations still under way go first
 	if b.pmeta.hold != nil {
 		select {
 		case <-b.pmeta.hold:
