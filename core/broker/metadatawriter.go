@@ -34,9 +34,6 @@ type metadataWriter struct {
 	mu      sync.Mutex
 	pending []*hosted
 	running bool // a writer goroutine runs and will take what is pending
-	// hold, set by tests before the broker starts, keeps the writer from writing until it is
-	// closed.
-	hold chan struct{}
 }
 
 // deferPartitionMetadata queues the partition.metadata of new replicas (b.apply held).
@@ -56,8 +53,12 @@ func (b *Broker) deferPartitionMetadata(hs []*hosted) {
 }
 
 // startMetadataWriter starts the writer if files are pending and none runs (after a batch of
-// controller changes; not with b.apply held).
+// controller changes; not with b.apply held). With Config.Manual it starts nothing: the
+// caller writes them (WritePendingPartitionMetadata).
 func (b *Broker) startMetadataWriter() {
+	if b.cfg.Manual {
+		return
+	}
 	b.pmeta.mu.Lock()
 	start := len(b.pmeta.pending) > 0 && !b.pmeta.running
 	b.pmeta.mu.Unlock()
@@ -78,15 +79,26 @@ func (b *Broker) startMetadataWriter() {
 	b.goLabeled("partition-metadata", b.writeMetadataLoop)
 }
 
+// WritePendingPartitionMetadata writes the partition.metadata files still pending, on the
+// caller's goroutine, for a broker with Config.Manual (the metadata writer's work); it
+// returns how many replicas it wrote them for. Not concurrently with itself.
+func (b *Broker) WritePendingPartitionMetadata() int {
+	b.pmeta.mu.Lock()
+	list := b.pmeta.pending
+	b.pmeta.pending = nil
+	b.pmeta.mu.Unlock()
+	n := 0
+	for len(list) > 0 {
+		k := min(len(list), createChunk)
+		n += b.writeMetadataChunk(list[:k])
+		list = list[k:]
+	}
+	return n
+}
+
 // writeMetadataLoop writes what is pending until nothing is, then exits.
 func (b *Broker) writeMetadataLoop(ctx context.Context) {
 	lowerThreadPriority() // the creations still under way go first
-	if b.pmeta.hold != nil {
-		select {
-		case <-b.pmeta.hold:
-		case <-ctx.Done():
-		}
-	}
 	for {
 		b.pmeta.mu.Lock()
 		list := b.pmeta.pending
@@ -99,21 +111,21 @@ func (b *Broker) writeMetadataLoop(ctx context.Context) {
 		b.pmeta.mu.Unlock()
 		for len(list) > 0 && ctx.Err() == nil {
 			n := min(len(list), createChunk)
-			b.writeMetadataChunk(list[:n])
+			_ = b.writeMetadataChunk(list[:n])
 			list = list[n:]
 		}
 	}
 }
 
 // writeMetadataChunk writes the partition.metadata of hs that are still hosted, without
-// fsync, then makes them durable with one syncfs. A failed write or syncfs takes the log
-// directory offline, as a failed creation does.
-func (b *Broker) writeMetadataChunk(hs []*hosted) {
+// fsync, then makes them durable with one syncfs, and returns how many it wrote. A failed
+// write or syncfs takes the log directory offline, as a failed creation does.
+func (b *Broker) writeMetadataChunk(hs []*hosted) int {
 	fsys := vfs.NewDeferFS(b.fs, b.cfg.DataDir)
 	b.apply.Lock()
 	if !b.running() || b.LogDirOffline() != nil {
 		b.apply.Unlock()
-		return
+		return 0
 	}
 	written := 0
 	for _, h := range hs {
@@ -125,16 +137,18 @@ func (b *Broker) writeMetadataChunk(hs []*hosted) {
 			err = b.storageFailed(log.IOError("write "+path, err))
 			b.logf("broker %d: %s: writing %s: %v", b.cfg.ID, h.key, path, err)
 			b.apply.Unlock()
-			return
+			return written
 		}
 		written++
 	}
 	b.apply.Unlock()
 	if written == 0 {
-		return
+		return 0
 	}
 	if err := fsys.Commit(); err != nil {
 		err = b.storageFailed(log.IOError("partition.metadata syncfs", err))
 		b.logf("broker %d: making %d partition.metadata files durable: %v", b.cfg.ID, written, err)
+		return 0
 	}
+	return written
 }

@@ -5,30 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"testing"
-	"time"
 
 	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/vfs"
 )
-
-// waitWriterIdle waits, up to a minute, until b's metadata writer has nothing pending and
-// no goroutine running (its last syncfs returned).
-func waitWriterIdle(t *testing.T, b *Broker) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		b.pmeta.mu.Lock()
-		idle := !b.pmeta.running && len(b.pmeta.pending) == 0
-		b.pmeta.mu.Unlock()
-		if idle {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the partition.metadata writer did not finish within a minute")
-		}
-		<-time.After(5 * time.Millisecond) // poll the writer's state with a deadline
-	}
-}
 
 func readTopicID(t *testing.T, fsys vfs.FS, path string) (controller.TopicID, error) {
 	t.Helper()
@@ -43,6 +23,9 @@ func readTopicID(t *testing.T, fsys vfs.FS, path string) (controller.TopicID, er
 	return id, nil
 }
 
+// The tests drive the writer by hand (Config.Manual: WritePendingPartitionMetadata);
+// cluster tests run it as the goroutine it is in a broker that is not Manual.
+
 // TestPartitionMetadataDeferred: with isrbench.partition.metadata.async the replicas of a new
 // topic are hosted before their partition.metadata is written; a crash in that window keeps
 // every directory and segment (the topic is not lost) and the restarted broker writes the
@@ -53,11 +36,7 @@ func TestPartitionMetadataDeferred(t *testing.T) {
 	cfs := &syncCountFS{FS: mem}
 	ctrl := controller.New(controller.Config{})
 	t.Cleanup(ctrl.Close)
-	hold := make(chan struct{})
-	b := startCreateBrokerWith(t, ctrl, cfs, nil, func(b *Broker) {
-		b.cfg.PartitionMetadataAsync = true
-		b.pmeta.hold = hold
-	})
+	b := startCreateBrokerWith(t, ctrl, cfs, nil, func(b *Broker) { b.cfg.PartitionMetadataAsync = true })
 	syncCtrl(t, ctrl)
 	fsyncs, syncfs := cfs.fsyncs.Load(), cfs.syncfs.Load()
 	const parts = 30
@@ -93,8 +72,9 @@ func TestPartitionMetadataDeferred(t *testing.T) {
 
 	// The writer: every file written, with one syncfs and no fsync, durable.
 	beforeWriter := cfs.syncfs.Load()
-	close(hold)
-	waitWriterIdle(t, b)
+	if n := b.WritePendingPartitionMetadata(); n != parts {
+		t.Fatalf("the writer wrote %d partition.metadata files, want %d", n, parts)
+	}
 	if n := cfs.fsyncs.Load() - fsyncs; n != 0 {
 		t.Errorf("creating %d replicas and writing their partition.metadata made %d fsyncs, want 0", parts, n)
 	}
@@ -141,11 +121,7 @@ func TestPartitionMetadataDeferredDeleted(t *testing.T) {
 	mem := vfs.NewStrictMemFS(nil)
 	ctrl := controller.New(controller.Config{})
 	t.Cleanup(ctrl.Close)
-	hold := make(chan struct{})
-	b := startCreateBrokerWith(t, ctrl, mem, nil, func(b *Broker) {
-		b.cfg.PartitionMetadataAsync = true
-		b.pmeta.hold = hold
-	})
+	b := startCreateBrokerWith(t, ctrl, mem, nil, func(b *Broker) { b.cfg.PartitionMetadataAsync = true })
 	syncCtrl(t, ctrl)
 	if _, err := ctrl.CreateTopic("t", 3, 1, nil); err != nil {
 		t.Fatal(err)
@@ -164,8 +140,9 @@ func TestPartitionMetadataDeferredDeleted(t *testing.T) {
 	if id == old {
 		t.Fatal("the topic created again has its old id")
 	}
-	close(hold)
-	waitWriterIdle(t, b)
+	if n := b.WritePendingPartitionMetadata(); n != 2 {
+		t.Fatalf("the writer wrote %d partition.metadata files, want 2 (the new incarnation's)", n)
+	}
 	for p := 0; p < 3; p++ {
 		path := fmt.Sprintf("/data/t-%d/%s", p, PartitionMetadataFile)
 		got, err := readTopicID(t, mem, path)
