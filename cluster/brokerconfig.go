@@ -72,6 +72,7 @@ var bindings = sortedBindings([]binding{
 	bind("isrbench.log.scrub.enable", func(c *Config) any { return &c.Broker.ScrubEnable }),
 	bind("isrbench.log.drop.behind.bytes", func(c *Config) any { return &c.Broker.Log.DropBehindBytes }),
 	bind("isrbench.log.tail.bytes", func(c *Config) any { return &c.Broker.Log.TailBytes }),
+	bind("isrbench.partition.metadata.async", func(c *Config) any { return &c.Broker.PartitionMetadataAsync }),
 	bind("isrbench.produce.answer.inline", func(c *Config) any { return &c.AnswerInline }),
 	bind("isrbench.produce.wake.after.response", func(c *Config) any { return &c.WakeAfterResponse }),
 	bind("isrbench.produce.delay", func(c *Config) any { return &c.Broker.ProduceDelay }),

@@ -17,6 +17,7 @@ func (b *Broker) onUpdates(us []controller.Update) {
 	for i := 0; i < len(us); {
 		i += b.applySomeLocked(us[i:])
 	}
+	b.startMetadataWriter() // the new replicas' partition.metadata, once the batch is applied
 }
 
 // createChunk is the most changes a creation batch applies with b.apply held: one syncfs

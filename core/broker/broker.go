@@ -119,6 +119,8 @@ type Broker struct {
 		suppressed int64 // failures not logged since
 	}
 
+	pmeta metadataWriter // metadatawriter.go
+
 	mu struct { // guards the replica and fetcher maps
 		sync.RWMutex
 		replicas map[tp]*hosted

@@ -31,6 +31,7 @@ func TestCloseSyncFS(t *testing.T) {
 					t.Fatalf("produce t-%d: %v", p, res.Err)
 				}
 			}
+			b.WritePendingPartitionMetadata() // the new replicas' partition.metadata: not Close's syncfs
 			fsyncs, syncfs := fs.fsyncs.Load(), fs.syncfs.Load()
 			if err := b.Close(); err != nil {
 				t.Fatal(err)

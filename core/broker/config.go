@@ -96,6 +96,12 @@ type Config struct {
 	// producer snapshots) and makes them durable with one syncfs, the checkpoints' renames,
 	// and a second syncfs (vfs.HoldFS); false fsyncs each file and directory as it goes.
 	CloseSyncFS bool
+	// PartitionMetadataAsync is isrbench.partition.metadata.async (default true): a new
+	// replica is created and hosted without its partition.metadata, which is written after
+	// the batch of changes that created it, with one syncfs per createChunk replicas
+	// (metadatawriter.go), as Kafka's UnifiedLog schedules its "flush-metadata-file" task;
+	// false writes it with the replica's directory, before the replica is hosted.
+	PartitionMetadataAsync bool
 	// OnDamage, if set, is called with every damaged batch found in a replica (the
 	// harness's findings), from the goroutine that found it (a fetch handler, the scrub):
 	// it must not block. nil = only logged and counted (DamageStats).
@@ -167,6 +173,7 @@ func DefaultConfig() Config {
 		LogRetentionCheckIntervalMs:              config.DefaultOf("log.retention.check.interval.ms"),
 		ScrubEnable:                              config.Get("isrbench.log.scrub.enable").Default == "true",
 		CloseSyncFS:                              config.Get("isrbench.close.syncfs").Default == "true",
+		PartitionMetadataAsync:                   config.Get("isrbench.partition.metadata.async").Default == "true",
 		HousekeepingChangedOnly:                  config.Get("isrbench.housekeeping.changed.only").Default == "true",
 		HousekeepingStagger:                      config.Get("isrbench.housekeeping.stagger").Default == "true",
 		ScrubBytesPerSecond:                      config.DefaultOf("isrbench.log.scrub.bytes.per.second"),

@@ -62,7 +62,7 @@ func containsID(ids []int32, id int32) bool {
 func (b *Broker) createReplicasLocked(us []controller.Update) {
 	batch := &createBatch{fs: vfs.NewDeferFS(b.fs, b.cfg.DataDir)}
 	made := map[tp]*hosted{}
-	var order []*hosted
+	var order, fresh []*hosted
 	for _, u := range us {
 		st := *u.Partition
 		key := tp{st.Topic, st.Partition}
@@ -71,6 +71,9 @@ func (b *Broker) createReplicasLocked(us []controller.Update) {
 			var damage string
 			var err error
 			h, damage, err = b.openReplicaOn(key, batch.fs, false, true)
+			if err == nil {
+				fresh = append(fresh, h)
+			}
 			if errors.Is(err, errReplicaDirExists) {
 				// Not new after all (a replica left by an earlier incarnation or a failed
 				// open): opened and recovered as at Start, its files not deferred.
@@ -105,6 +108,9 @@ func (b *Broker) createReplicasLocked(us []controller.Update) {
 	for _, h := range order {
 		b.registerLocked(h)
 	}
+	if b.cfg.PartitionMetadataAsync {
+		b.deferPartitionMetadata(fresh)
+	}
 	for _, h := range order {
 		if st := h.applied; st.Topic != "" && st.Leader != b.cfg.ID && st.Leader != controller.NoLeader {
 			b.truncateDamagedLocked(h) // as applyStateLocked does for a follower
@@ -118,16 +124,18 @@ func (b *Broker) createReplicasLocked(us []controller.Update) {
 var errReplicaDirExists = errors.New("the replica directory exists")
 
 // createReplicaDir creates the directory of a new replica (its parent, the log directory,
-// exists: one mkdir) and, for a topic with an id, its partition.metadata, reading nothing
-// (see openReplicaOn's fresh). Kafka's LogManager creates the directory and writes
-// partition.metadata when it creates a log.
-func (b *Broker) createReplicaDir(fsys vfs.FS, dir string, id controller.TopicID) error {
+// exists: one mkdir) and, for a topic with an id when metadata is set, its
+// partition.metadata, reading nothing (see openReplicaOn's fresh). Kafka's LogManager creates
+// the directory when it creates a log and records the topic id, whose file its scheduler
+// writes soon after ("flush-metadata-file"); with metadata false the metadata writer does
+// (metadatawriter.go).
+func (b *Broker) createReplicaDir(fsys vfs.FS, dir string, id controller.TopicID, metadata bool) error {
 	if err := vfs.MkdirNew(fsys, dir, 0o755); errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%s: %w", dir, errReplicaDirExists)
 	} else if err != nil {
 		return log.IOError("replica dir "+dir, err)
 	}
-	if id == (controller.TopicID{}) {
+	if id == (controller.TopicID{}) || !metadata {
 		return nil
 	}
 	path := filepath.Join(dir, PartitionMetadataFile)

@@ -54,6 +54,12 @@ func (f syncCountFile) Sync() error {
 // controller delivering changes from its own goroutine.
 func startCreateBroker(t *testing.T, ctrl *controller.Controller, fs vfs.FS, logs *lines) *Broker {
 	t.Helper()
+	return startCreateBrokerWith(t, ctrl, fs, logs, nil)
+}
+
+// startCreateBrokerWith is startCreateBroker with set applied to the broker before it starts.
+func startCreateBrokerWith(t *testing.T, ctrl *controller.Controller, fs vfs.FS, logs *lines, set func(*Broker)) *Broker {
+	t.Helper()
 	cfg := testConfig()
 	if logs != nil {
 		cfg.Logf = logs.add
@@ -63,6 +69,9 @@ func startCreateBroker(t *testing.T, ctrl *controller.Controller, fs vfs.FS, log
 	b, err := New(cfg, ctrl, NewLocalTransport(func(int32) *Broker { return nil }))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if set != nil {
+		set(b)
 	}
 	if err := b.Start(); err != nil {
 		t.Fatal(err)
@@ -105,13 +114,15 @@ func syncCtrl(t *testing.T, ctrl *controller.Controller) {
 
 // TestCreateReplicasOneSyncfs: the replicas of a new topic are created with syncfs calls
 // only (at most one per batch of changes, never more than one per replica), no fsync of a
-// file or directory, and a crash after the creation keeps every replica directory.
+// file or directory, and a crash after the creation keeps every replica directory (here with
+// isrbench.partition.metadata.async off, so its partition.metadata too; on, see
+// TestPartitionMetadataDeferred).
 func TestCreateReplicasOneSyncfs(t *testing.T) {
 	mem := vfs.NewStrictMemFS(nil)
 	fs := &syncCountFS{FS: mem}
 	ctrl := controller.New(controller.Config{})
 	t.Cleanup(ctrl.Close)
-	b := startCreateBroker(t, ctrl, fs, nil)
+	b := startCreateBrokerWith(t, ctrl, fs, nil, func(b *Broker) { b.cfg.PartitionMetadataAsync = false })
 	syncCtrl(t, ctrl)
 	fsyncs, syncfs := fs.fsyncs.Load(), fs.syncfs.Load()
 	const parts = 50

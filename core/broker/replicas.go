@@ -28,7 +28,8 @@ func (b *Broker) openReplica(key tp) (h *hosted, damage string, err error) {
 // openReplicaOn is openReplica through fsys (a vfs.DeferFS for the new replicas of a batch,
 // see createReplicasLocked); unless register is set, the replica is not hosted yet (the
 // caller registers it). fresh says the replica is taken for new: its directory is created
-// with its partition.metadata and an empty log, and nothing is read (createReplicaDir); a
+// with an empty log (and its partition.metadata, unless Config.PartitionMetadataAsync defers
+// it to the metadata writer), and nothing is read (createReplicaDir); a
 // directory already there fails with errReplicaDirExists, having changed nothing.
 func (b *Broker) openReplicaOn(key tp, fsys vfs.FS, register, fresh bool) (h *hosted, damage string, err error) {
 	if err := b.LogDirOffline(); err != nil {
@@ -45,7 +46,7 @@ func (b *Broker) openReplicaOn(key tp, fsys vfs.FS, register, fresh bool) (h *ho
 	topicID, ok := b.ctrl.TopicID(key.topic)
 	switch {
 	case fresh:
-		if err := b.createReplicaDir(fsys, dir, topicID); errors.Is(err, errReplicaDirExists) {
+		if err := b.createReplicaDir(fsys, dir, topicID, !b.cfg.PartitionMetadataAsync); errors.Is(err, errReplicaDirExists) {
 			return nil, "", err // nothing was made: the caller opens it as an existing one
 		} else if err != nil {
 			return nil, "", fmt.Errorf("replica %s: %w", key, b.storageFailed(err))
