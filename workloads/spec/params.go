@@ -463,6 +463,7 @@ var params = []Param{
 	settingB("isrbench.produce.answer.inline"),
 	settingB("isrbench.housekeeping.changed.only"),
 	settingB("isrbench.close.syncfs"),
+	settingB("isrbench.partition.metadata.async"),
 	settingB("isrbench.log.scrub.enable"),
 	settingB("isrbench.log.scrub.interval.ms"),
 	settingB("isrbench.log.scrub.bytes.per.second"),
