@@ -122,14 +122,17 @@ func (b *Broker) writeMetadataLoop(ctx context.Context) {
 // write or syncfs takes the log directory offline, as a failed creation does.
 func (b *Broker) writeMetadataChunk(hs []*hosted) int {
 	fsys := vfs.NewDeferFS(b.fs, b.cfg.DataDir)
-	b.apply.Lock()
-	if !b.running() || b.LogDirOffline() != nil {
-		b.apply.Unlock()
-		return 0
-	}
 	written := 0
 	for _, h := range hs {
+		// b.apply is held for one file at a time: this thread runs at the lowest priority,
+		// and a controller batch waiting for b.apply must not wait for a whole chunk of it.
+		b.apply.Lock()
+		if !b.running() || b.LogDirOffline() != nil {
+			b.apply.Unlock()
+			return 0
+		}
 		if b.lookup(h.key.topic, h.key.partition) != h {
+			b.apply.Unlock()
 			continue // deleted or reopened meanwhile: its directory is not this replica's
 		}
 		path := filepath.Join(b.cfg.DataDir, h.key.String(), PartitionMetadataFile)
@@ -139,9 +142,9 @@ func (b *Broker) writeMetadataChunk(hs []*hosted) int {
 			b.apply.Unlock()
 			return written
 		}
+		b.apply.Unlock()
 		written++
 	}
-	b.apply.Unlock()
 	if written == 0 {
 		return 0
 	}
