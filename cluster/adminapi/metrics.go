@@ -38,6 +38,13 @@ func (m *metricsWriter) add(name, typ, help, labels string, v float64) {
 	m.fams[name] = append(m.fams[name], sample{labels, v})
 }
 
+// declare writes a family's HELP and TYPE even while it has no sample yet (a labelled
+// counter before its first event), so that scrapers and alerts see the name from the start.
+func (m *metricsWriter) declare(name, typ, help string) {
+	m.add(name, typ, help, "", 0)
+	m.fams[name] = m.fams[name][:len(m.fams[name])-1]
+}
+
 func (m *metricsWriter) writeTo(w io.Writer) {
 	for _, name := range m.order {
 		io.WriteString(w, m.help[name])
@@ -140,8 +147,10 @@ func (a *Server) writeMetrics(w io.Writer) {
 		apis = append(apis, api)
 	}
 	slices.Sort(apis)
+	const reqHelp = "Requests by API (kafka.network:type=RequestMetrics,name=RequestsPerSec)."
+	m.declare("kafka_network_requestmetrics_requests_total", "counter", reqHelp)
 	for _, api := range apis {
-		m.add("kafka_network_requestmetrics_requests_total", "counter", "Requests by API (kafka.network:type=RequestMetrics,name=RequestsPerSec).", fmt.Sprintf(`request=%q`, api), float64(ss.Requests[api]))
+		m.add("kafka_network_requestmetrics_requests_total", "counter", reqHelp, fmt.Sprintf(`request=%q`, api), float64(ss.Requests[api]))
 	}
 	m.writeTo(w)
 }

@@ -119,7 +119,7 @@ func TestAdminStopStartBroker(t *testing.T) {
 		"# TYPE kafka_server_replicamanager_isrshrinks_total counter",
 		`kafka_cluster_partition_insyncreplicascount{broker="` + itoa(now.Leader) + `",topic="adm",partition="0"} 2`,
 		`kafka_log_log_logendoffset{broker="` + itoa(now.Leader) + `",topic="adm",partition="0"} 0`,
-		"kafka_network_requestmetrics_requests_total",
+		"# TYPE kafka_network_requestmetrics_requests_total counter", // declared before the first request
 		`kafka_server_socket_server_metrics_connection_count{broker="` + itoa(now.Leader) + `"}`,
 		"# TYPE isrbench_connections_refused_total counter",
 		`isrbench_log_damaged_batches_total{broker="` + itoa(now.Leader) + `"} 0`,
