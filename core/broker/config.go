@@ -96,7 +96,7 @@ type Config struct {
 	// producer snapshots) and makes them durable with one syncfs, the checkpoints' renames,
 	// and a second syncfs (vfs.HoldFS); false fsyncs each file and directory as it goes.
 	CloseSyncFS bool
-	// PartitionMetadataAsync is isrbench.partition.metadata.async (default true): a new
+	// PartitionMetadataAsync is isrbench.partition.metadata.async (default false): a new
 	// replica is created and hosted without its partition.metadata, which is written after
 	// the batch of changes that created it, with one syncfs per createChunk replicas
 	// (metadatawriter.go), as Kafka's UnifiedLog schedules its "flush-metadata-file" task;

@@ -200,6 +200,12 @@ func TestFetchErrorsAndLimits(t *testing.T) {
 			break
 		}
 	}
+	// The former leader learns of the new epoch asynchronously: wait until the follower's
+	// replica is a follower of this epoch, or a loaded machine finds it still leading epoch 0.
+	c.waitFor("the follower applied the new epoch", 10*time.Second, func() bool {
+		fr, ok := follower.Replica("t", 0)
+		return ok && !fr.IsLeader() && fr.LeaderEpoch() == st.LeaderEpoch
+	})
 	one := func(b *Broker, replicaID int32, fp FetchPartition, maxBytes int32) FetchPartition {
 		if fp.MaxBytes == 0 {
 			fp.MaxBytes = 1 << 20

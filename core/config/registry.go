@@ -160,7 +160,7 @@ var entries = []Entry{
 	flag("isrbench.socket.read.when.ready", "true", "plaintext connections wait for readability at once after a read that emptied the socket (false: a read finds it empty before every wait)"),
 	broker("isrbench.request.read.timeout.ms", Long, "ms", "30000", 1, MaxMs,
 		"close a connection whose request has not fully arrived this long after its first byte (ms; the default is Kafka clients' request.timeout.ms), -1 = never").orNever(),
-	flag("isrbench.partition.metadata.async", "true", "a new replica's partition.metadata is written after its creation, for a whole batch of new replicas with one syncfs, as Kafka's flush-metadata-file task (false: with the replica's directory, before it is hosted)"),
+	flag("isrbench.partition.metadata.async", "false", "true: a new replica's partition.metadata is written after its creation, for a whole batch of new replicas with one syncfs, as Kafka's flush-metadata-file task (false, the default: with the replica's directory, before it is hosted; a replica stopped or crashed before its file was written has no topic id, so a topic deleted and re-created meanwhile could not be told from it)"),
 	flag("isrbench.close.syncfs", "true", "a broker's clean shutdown holds back the fsyncs of its replicas' files and checkpoints and makes them durable with two syncfs calls (false: fsyncs per replica, as Kafka)"),
 	flag("isrbench.log.scrub.enable", "true", "a background scrub CRC-checks every replica's segments (once after the start, then every isrbench.log.scrub.interval.ms) and heals the damaged replicas it finds"),
 	broker("isrbench.log.scrub.bytes.per.second", Long, "bytes/s", "10485760", 1, maxInt64, "bound of the bytes each broker's scrub reads per second"),
