@@ -71,6 +71,7 @@ var bindings = sortedBindings([]binding{
 	bindZero("isrbench.log.scrub.interval.ms", func(c *Config) any { return &c.Broker.ScrubIntervalMs }),
 	bind("isrbench.log.scrub.enable", func(c *Config) any { return &c.Broker.ScrubEnable }),
 	bind("isrbench.log.drop.behind.bytes", func(c *Config) any { return &c.Broker.Log.DropBehindBytes }),
+	bind("isrbench.log.drop.behind.wait", func(c *Config) any { return &c.Broker.Log.DropBehindWait }),
 	bind("isrbench.log.tail.bytes", func(c *Config) any { return &c.Broker.Log.TailBytes }),
 	bind("isrbench.partition.metadata.async", func(c *Config) any { return &c.Broker.PartitionMetadataAsync }),
 	bind("isrbench.produce.answer.inline", func(c *Config) any { return &c.AnswerInline }),

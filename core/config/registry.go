@@ -155,6 +155,8 @@ var entries = []Entry{
 		"the newest bytes of each active segment kept in memory, from which fetch responses copy small record slices instead of reading them with pread; 0 = off"),
 	broker("isrbench.log.drop.behind.bytes", Long, "bytes", "8388608", 0, maxInt32,
 		"about how many of each active segment's newest bytes stay in the page cache: older ones are handed to the disk (sync_file_range) and dropped from the page cache as the log grows, a sealed segment after its roll flush; 0 = off (the kernel decides, as in Kafka)"),
+	flag("isrbench.log.drop.behind.wait", "true",
+		"a drop-behind step waits for its writeback, and the process's steps run one at a time on one goroutine, so replicas crossing a step together do not hand the disk one burst (false: a step only starts its writeback, on the background flushers)"),
 	flag("isrbench.produce.wake.after.response", "false", "true: an acks=0/1 produce writes its response before its appends wake the followers' parked fetches, Kafka's order; false (default, no measured gain yet): the appends wake them first"),
 	flag("isrbench.produce.answer.inline", "true", "an acks=all produce on a plaintext connection is answered by the goroutine that completes it (the HW advance past its batches), false: by its connection's goroutine, woken by it"),
 	flag("isrbench.socket.read.when.ready", "true", "plaintext connections wait for readability at once after a read that emptied the socket (false: a read finds it empty before every wait)"),

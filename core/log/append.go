@@ -107,11 +107,7 @@ func (l *Log) Append(blob []byte, assignOffsets bool, leaderEpoch int32) (Append
 	r.blob = nil
 	l.gc.put(r)
 	if l.dropDue.Load() {
-		if l.cfg.RollFlush == nil {
-			l.dropBehind()
-		} else if l.dropQueued.CompareAndSwap(false, true) {
-			l.cfg.RollFlush(l.dropJob)
-		}
+		l.queueDropBehind()
 	}
 	if l.rollFlush.Load() {
 		if l.cfg.RollFlush == nil {

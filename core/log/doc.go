@@ -139,9 +139,11 @@
 //
 // Page cache: with isrbench.log.drop.behind.bytes (Config.DropBehindBytes, default 8 MiB) a
 // Log keeps about that many of its active segment's newest bytes in the page cache, hands
-// older ones to the disk without waiting (sync_file_range) and drops them once written
+// older ones to the disk (sync_file_range, off the append path) and drops them once written
 // (posix_fadvise DONTNEED), and drops a sealed segment after its roll flush, so that a
-// growing log reuses recently freed pages (dropbehind.go). 0 leaves it to the kernel.
+// growing log reuses recently freed pages (dropbehind.go). 0 leaves it to the kernel. With
+// isrbench.log.drop.behind.wait (Config.DropBehindWait, default true) the process's steps
+// wait for their writeback one at a time, so the disk never gets every replica's step at once.
 //
 // fsync follows flush.messages / flush.ms (checked at append; default: never, as Kafka),
 // covering every segment with unsynced bytes. Whatever they say, a segment is flushed when it

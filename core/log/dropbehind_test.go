@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 
@@ -133,4 +135,123 @@ func TestDropBehindConfig(t *testing.T) {
 	if !errors.Is(err, kerr.InvalidConfig) || !strings.Contains(err.Error(), "isrbench.log.drop.behind.bytes") {
 		t.Fatalf("Open with DropBehindBytes -1: %v, want a config error naming isrbench.log.drop.behind.bytes", err)
 	}
+}
+
+// With isrbench.log.drop.behind.wait (the default) and Config.RollFlush set, as in a broker,
+// the drop-behind steps of many Logs appended to at once go to the drop-behind goroutine, not
+// to RollFlush's flushers, and their writebacks run one at a time; every range a step handed
+// over is clean when the next step drops it, so the pages below the drop mark leave the page
+// cache (but for the page a step boundary cuts, which fadvise keeps). Off, the steps go to
+// RollFlush.
+func TestDropBehindWaitOneAtATime(t *testing.T) {
+	for _, wait := range []bool{true, false} {
+		t.Run(fmt.Sprintf("wait=%v", wait), func(t *testing.T) {
+			dropOverlapped.Store(false)
+			var toFlushers atomic.Int64
+			cfg := testConfig()
+			cfg.SegmentBytes = 64 << 20
+			cfg.DropBehindBytes = 256 << 10
+			cfg.DropBehindWait = wait
+			var flushed sync.WaitGroup
+			cfg.RollFlush = func(job func()) {
+				toFlushers.Add(1)
+				flushed.Add(1)
+				go func() { defer flushed.Done(); job() }()
+			}
+			const logs, appends = 6, 64 // about 512 KiB a round: up to 4 steps
+			ls := make([]*Log, logs)
+			dirs := make([]string, logs)
+			for i := range ls {
+				dirs[i] = t.TempDir()
+				ls[i], _ = mustOpen(t, dirs[i], cfg)
+			}
+			// Three rounds of appends to every Log at once, each followed by the steps it
+			// queued: the drop-behind goroutine runs its queue in order, and the flushers'
+			// jobs are counted. Every round crosses a step, so the third drops what the
+			// second handed over.
+			for round := 0; round < 3; round++ {
+				var wg sync.WaitGroup
+				for i, l := range ls {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for j := 0; j < appends; j++ {
+							if _, err := l.Append(batch(8, 1000, fmt.Sprint("l", i, "-", round, "-", j), 1000), true, 0); err != nil {
+								t.Error(err)
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				flushed.Wait()
+				if wait {
+					done := make(chan struct{})
+					dropJobs <- func() { close(done) }
+					<-done
+				}
+			}
+			if wait {
+				if n := toFlushers.Load(); n != 0 {
+					t.Errorf("%d drop-behind steps went to RollFlush, want 0: they run on the drop-behind goroutine", n)
+				}
+				if dropOverlapped.Load() {
+					t.Error("two drop-behind writebacks were under way at once")
+				}
+			} else if toFlushers.Load() == 0 {
+				t.Error("no drop-behind step went to RollFlush with isrbench.log.drop.behind.wait off")
+			}
+			for i, l := range ls {
+				l.wmu.Lock()
+				s := l.mu.segs[len(l.mu.segs)-1]
+				dropped, step := s.dropped, l.dropStep()
+				l.wmu.Unlock()
+				// A step takes what was appended since the last one, so behind appends the
+				// steps grow and there are fewer of them.
+				if dropped == 0 {
+					t.Fatalf("log %d: nothing dropped", i)
+				}
+				if !wait {
+					continue
+				}
+				res := residentBelow(t, segFiles(t, dirs[i], ".log")[0], dropped)
+				if steps := int(dropped/step) + 1; res > steps {
+					t.Errorf("log %d: %d pages below the drop mark %d still cached, want at most %d (one per step boundary)", i, res, dropped, steps)
+				}
+			}
+			for _, l := range ls {
+				checkContiguous(t, allRecords(t, l), 0, l.LEO())
+				l.Close()
+			}
+		})
+	}
+}
+
+// residentBelow returns how many of path's whole pages below off are in the page cache.
+func residentBelow(t *testing.T, path string, off int64) int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	pg := int64(os.Getpagesize())
+	n := int(off / pg)
+	if n == 0 {
+		return 0
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, n*int(pg), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatalf("mmap %s: %v", path, err)
+	}
+	defer unix.Munmap(m)
+	vec := make([]byte, n)
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatalf("mincore %s: %v", path, errno)
+	}
+	res := 0
+	for _, v := range vec {
+		res += int(v & 1)
+	}
+	return res
 }

@@ -51,7 +51,7 @@ type Log struct {
 	// lets one goroutine at a time run it.
 	dropDue    atomic.Bool
 	dropMu     sync.Mutex
-	dropQueued atomic.Bool // dropJob waits for Config.RollFlush to run it
+	dropQueued atomic.Bool // dropJob waits for the drop-behind goroutine or Config.RollFlush to run it
 	dropJob    func()
 
 	mu struct { // guards segs and the segments' published fields

@@ -28,7 +28,13 @@ type Config struct {
 	// dropped from it, and a sealed segment is dropped after its roll flush (dropbehind.go);
 	// default 8 MiB, 0 = off (the kernel decides, as in Kafka).
 	DropBehindBytes int64
-	FS              vfs.FS // the file system; nil = vfs.OS (tests and the simulator use a vfs.MemFS)
+	// DropBehindWait is isrbench.log.drop.behind.wait: a drop-behind step waits until the
+	// bytes it hands to the disk are written, and where RollFlush is set the steps of every
+	// Log of the process run one at a time on one goroutine (dropbehind.go); default true.
+	// false: a step only starts the writeback, on the background flushers, so replicas that
+	// cross a step together hand their bytes to the disk at the same moment.
+	DropBehindWait bool
+	FS             vfs.FS // the file system; nil = vfs.OS (tests and the simulator use a vfs.MemFS)
 
 	// NowMs is the wall clock in ms used for flush.ms; nil = time.Now().UnixMilli(). Tests inject it.
 	NowMs func() int64
@@ -60,6 +66,7 @@ func DefaultConfig() Config {
 		FlushMs:            math.MaxInt64,
 		TailBytes:          DefaultTailBytes,
 		DropBehindBytes:    DefaultDropBehindBytes,
+		DropBehindWait:     true,
 	}
 }
 

@@ -471,6 +471,7 @@ var params = []Param{
 	settingB("max.incremental.fetch.session.cache.slots"),
 	settingB("isrbench.log.tail.bytes"),
 	settingB("isrbench.log.drop.behind.bytes"),
+	settingB("isrbench.log.drop.behind.wait"),
 	settingB("isrbench.zero.copy.min.bytes"),
 	settingB("isrbench.io"),
 	settingB("isrbench.hw.update"),
