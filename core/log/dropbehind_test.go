@@ -17,32 +17,13 @@ import (
 // residentPages returns how many of path's pages are in the page cache, and its pages.
 func residentPages(t *testing.T, path string) (resident, pages int) {
 	t.Helper()
-	f, err := os.Open(path)
+	st, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Size() == 0 {
-		return 0, 0
-	}
-	m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatalf("mmap %s: %v", path, err)
-	}
-	defer unix.Munmap(m)
-	pg := os.Getpagesize()
-	vec := make([]byte, (len(m)+pg-1)/pg)
-	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
-		t.Fatalf("mincore %s: %v", path, errno)
-	}
-	for _, v := range vec {
-		resident += int(v & 1)
-	}
-	return resident, len(vec)
+	pg := int64(os.Getpagesize())
+	pages = int((st.Size() + pg - 1) / pg)
+	return residentBelow(t, path, int64(pages)*pg), pages
 }
 
 // A sealed segment is dropped from the page cache after its roll flush, with drop-behind on;
@@ -235,12 +216,11 @@ func residentBelow(t *testing.T, path string, off int64) int {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	pg := int64(os.Getpagesize())
-	n := int(off / pg)
+	n := int(off / int64(os.Getpagesize()))
 	if n == 0 {
 		return 0
 	}
-	m, err := unix.Mmap(int(f.Fd()), 0, n*int(pg), unix.PROT_READ, unix.MAP_SHARED)
+	m, err := unix.Mmap(int(f.Fd()), 0, n*os.Getpagesize(), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		t.Fatalf("mmap %s: %v", path, err)
 	}
