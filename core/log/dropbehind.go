@@ -1,7 +1,6 @@
 package log
 
 import (
-	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -68,28 +67,15 @@ func (l *Log) queueDropBehind() {
 	case !l.cfg.DropBehindWait:
 		l.cfg.RollFlush(l.dropJob)
 	default:
-		dropOnce.Do(func() {
-			dropJobs = make(chan func(), dropQueue)
-			go func() {
-				for j := range dropJobs {
-					j()
-				}
-			}()
-		})
-		select {
-		case dropJobs <- l.dropJob:
-		default:
+		if !dropQueue.offer(l.dropJob) {
 			l.dropQueued.Store(false) // full: still due, a later Append queues it again
 		}
 	}
 }
 
-// The drop-behind goroutine: its queue holds at most one step per Log.
-const dropQueue = 4096
-
 var (
-	dropOnce sync.Once
-	dropJobs chan func()
+	// dropQueue is the drop-behind goroutine; its queue holds at most one step per Log.
+	dropQueue = jobQueue{workers: 1, size: 4096}
 	// dropRunning counts the writebacks of drop-behind steps under way in the process, and
 	// dropOverlapped records that two were ever under way at once (tests read them).
 	dropRunning    atomic.Int32

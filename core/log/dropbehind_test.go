@@ -168,7 +168,7 @@ func TestDropBehindWaitOneAtATime(t *testing.T) {
 				flushed.Wait()
 				if wait {
 					done := make(chan struct{})
-					dropJobs <- func() { close(done) }
+					dropQueue.jobs <- func() { close(done) }
 					<-done
 				}
 			}

@@ -14,19 +14,7 @@ import (
 // goroutine when their queue is full, so that a disk that cannot keep up slows the appends
 // down instead of letting the queue grow. Safe for concurrent use.
 func FlushInBackground(job func()) {
-	bgFlush.once.Do(func() {
-		bgFlush.jobs = make(chan func(), backgroundFlushQueue)
-		for range backgroundFlushers {
-			go func() {
-				for j := range bgFlush.jobs {
-					j()
-				}
-			}()
-		}
-	})
-	select {
-	case bgFlush.jobs <- job:
-	default:
+	if !bgFlush.offer(job) {
 		job()
 	}
 }
@@ -38,9 +26,33 @@ const (
 	backgroundFlushQueue = 4096
 )
 
-var bgFlush struct {
-	once sync.Once
-	jobs chan func()
+var bgFlush = jobQueue{workers: backgroundFlushers, size: backgroundFlushQueue}
+
+// A jobQueue runs the jobs offered to it on its workers, goroutines started on first use.
+type jobQueue struct {
+	workers, size int
+	once          sync.Once
+	jobs          chan func()
+}
+
+// offer queues job, or returns false when the queue is full.
+func (q *jobQueue) offer(job func()) bool {
+	q.once.Do(func() {
+		q.jobs = make(chan func(), q.size)
+		for range q.workers {
+			go func() {
+				for j := range q.jobs {
+					j()
+				}
+			}()
+		}
+	})
+	select {
+	case q.jobs <- job:
+		return true
+	default:
+		return false
+	}
 }
 
 // rolledSeg is a segment sealed by a roll, waiting for its flush, with the reference on its
