@@ -168,7 +168,9 @@ func TestDropBehindWaitOneAtATime(t *testing.T) {
 				flushed.Wait()
 				if wait {
 					done := make(chan struct{})
-					dropQueue.jobs <- func() { close(done) }
+					if !dropQueue.offer(func() { close(done) }) {
+						t.Fatal("the drop-behind goroutine's queue is full")
+					}
 					<-done
 				}
 			}
