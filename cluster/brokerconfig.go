@@ -74,6 +74,7 @@ var bindings = sortedBindings([]binding{
 	bind("isrbench.log.drop.behind.wait", func(c *Config) any { return &c.Broker.Log.DropBehindWait }),
 	bind("isrbench.log.tail.bytes", func(c *Config) any { return &c.Broker.Log.TailBytes }),
 	bind("isrbench.partition.metadata.async", func(c *Config) any { return &c.Broker.PartitionMetadataAsync }),
+	bind("isrbench.leader.epoch.checkpoint.async", func(c *Config) any { return &c.Broker.EpochCheckpointAsync }),
 	bind("isrbench.produce.answer.inline", func(c *Config) any { return &c.AnswerInline }),
 	bind("isrbench.produce.wake.after.response", func(c *Config) any { return &c.WakeAfterResponse }),
 	bind("isrbench.produce.delay", func(c *Config) any { return &c.Broker.ProduceDelay }),

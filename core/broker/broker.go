@@ -120,6 +120,12 @@ type Broker struct {
 	}
 
 	pmeta metadataWriter // metadatawriter.go
+	// epochQ holds the leader-epoch checkpoint writes of a Manual broker until
+	// WritePendingEpochCheckpoints (epochcheckpoint.go).
+	epochQ struct {
+		sync.Mutex
+		pending []func() error
+	}
 
 	mu struct { // guards the replica and fetcher maps
 		sync.RWMutex

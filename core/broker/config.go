@@ -102,6 +102,11 @@ type Config struct {
 	// (metadatawriter.go), as Kafka's UnifiedLog schedules its "flush-metadata-file" task;
 	// false writes it with the replica's directory, before the replica is hosted.
 	PartitionMetadataAsync bool
+	// EpochCheckpointAsync is isrbench.leader.epoch.checkpoint.async (default true): the
+	// leader-epoch-checkpoint writes of new epochs are queued to one goroutine of the process
+	// (epochcheckpoint.go, partition.Config.EpochCheckpointLater); false writes them where
+	// the epoch is assigned (the election, the fetcher's append).
+	EpochCheckpointAsync bool
 	// OnDamage, if set, is called with every damaged batch found in a replica (the
 	// harness's findings), from the goroutine that found it (a fetch handler, the scrub):
 	// it must not block. nil = only logged and counted (DamageStats).
@@ -174,6 +179,7 @@ func DefaultConfig() Config {
 		ScrubEnable:                              config.Get("isrbench.log.scrub.enable").Default == "true",
 		CloseSyncFS:                              config.Get("isrbench.close.syncfs").Default == "true",
 		PartitionMetadataAsync:                   config.Get("isrbench.partition.metadata.async").Default == "true",
+		EpochCheckpointAsync:                     config.Get("isrbench.leader.epoch.checkpoint.async").Default == "true",
 		HousekeepingChangedOnly:                  config.Get("isrbench.housekeeping.changed.only").Default == "true",
 		HousekeepingStagger:                      config.Get("isrbench.housekeeping.stagger").Default == "true",
 		ScrubBytesPerSecond:                      config.DefaultOf("isrbench.log.scrub.bytes.per.second"),

@@ -216,6 +216,7 @@ func (b *Broker) Kill() {
 		st := h.r.State()
 		st.Leader = controller.NoLeader
 		_ = h.r.MakeFollower(st) // fails only on a closed replica: nothing to demote
+		h.r.Abandon()
 		h.l.Abandon()
 	}
 }

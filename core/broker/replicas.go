@@ -93,15 +93,16 @@ func (b *Broker) openReplicaOn(key tp, fsys vfs.FS, register, fresh bool) (h *ho
 		b.logf("broker %d: %s recovery: %s", b.cfg.ID, key, rec)
 	}
 	r, err := partition.NewReplica(key.topic, key.partition, b.cfg.ID, l, dir, partition.Config{
-		MinInsyncReplicas:   topicMinISR(b.apply.dyn.minISR, configs),
-		ReplicaLagTimeMaxMs: b.cfg.ReplicaLagTimeMaxMs,
-		HWUpdate:            b.cfg.HWUpdate,
-		TruncateMode:        b.cfg.TruncateMode,
-		Now:                 b.now,
-		BrokerEpoch:         b.ctrl.BrokerEpoch,
-		OnHWLag:             b.cfg.OnHWLag,
-		FS:                  fsys,
-		New:                 fresh,
+		MinInsyncReplicas:    topicMinISR(b.apply.dyn.minISR, configs),
+		ReplicaLagTimeMaxMs:  b.cfg.ReplicaLagTimeMaxMs,
+		HWUpdate:             b.cfg.HWUpdate,
+		TruncateMode:         b.cfg.TruncateMode,
+		Now:                  b.now,
+		BrokerEpoch:          b.ctrl.BrokerEpoch,
+		OnHWLag:              b.cfg.OnHWLag,
+		FS:                   fsys,
+		New:                  fresh,
+		EpochCheckpointLater: b.epochCheckpointLater(),
 	})
 	if err != nil {
 		_ = l.Close()

@@ -68,7 +68,7 @@ func (l *Log) queueDropBehind() {
 	case !l.cfg.DropBehindWait:
 		l.cfg.RollFlush(l.dropJob)
 	default:
-		if !dropQueue.offer(l.dropJob) {
+		if !dropQueue.Offer(l.dropJob) {
 			l.dropQueued.Store(false) // full: still due, a later Append queues it again
 		}
 	}
@@ -76,7 +76,7 @@ func (l *Log) queueDropBehind() {
 
 var (
 	// dropQueue is the drop-behind goroutine; its queue holds at most one step per Log.
-	dropQueue = jobQueue{workers: 1, size: 4096}
+	dropQueue = JobQueue{Workers: 1, Size: 4096}
 	// dropRunning counts the writebacks of drop-behind steps under way in the process, and
 	// dropOverlapped records that two were ever under way at once (tests read them).
 	dropRunning    atomic.Int32

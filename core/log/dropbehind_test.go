@@ -168,7 +168,7 @@ func TestDropBehindWaitOneAtATime(t *testing.T) {
 				flushed.Wait()
 				if wait {
 					done := make(chan struct{})
-					if !dropQueue.offer(func() { close(done) }) {
+					if !dropQueue.Offer(func() { close(done) }) {
 						t.Fatal("the drop-behind goroutine's queue is full")
 					}
 					<-done

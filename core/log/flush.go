@@ -14,7 +14,7 @@ import (
 // goroutine when their queue is full, so that a disk that cannot keep up slows the appends
 // down instead of letting the queue grow. Safe for concurrent use.
 func FlushInBackground(job func()) {
-	if !bgFlush.offer(job) {
+	if !bgFlush.Offer(job) {
 		job()
 	}
 }
@@ -26,20 +26,21 @@ const (
 	backgroundFlushQueue = 4096
 )
 
-var bgFlush = jobQueue{workers: backgroundFlushers, size: backgroundFlushQueue}
+var bgFlush = JobQueue{Workers: backgroundFlushers, Size: backgroundFlushQueue}
 
-// A jobQueue runs the jobs offered to it on its workers, goroutines started on first use.
-type jobQueue struct {
-	workers, size int
+// A JobQueue runs the jobs offered to it on its Workers, goroutines started on first use
+// that live as long as the process; it holds up to Size jobs not yet started.
+type JobQueue struct {
+	Workers, Size int
 	once          sync.Once
 	jobs          chan func()
 }
 
-// offer queues job, or returns false when the queue is full.
-func (q *jobQueue) offer(job func()) bool {
+// Offer queues job, or returns false when the queue is full (the caller runs it itself).
+func (q *JobQueue) Offer(job func()) bool {
 	q.once.Do(func() {
-		q.jobs = make(chan func(), q.size)
-		for range q.workers {
+		q.jobs = make(chan func(), q.Size)
+		for range q.Workers {
 			go func() {
 				for j := range q.jobs {
 					j()

@@ -46,6 +46,12 @@ type Config struct {
 	// snapshot to read, so none is looked for (the epoch cache starts empty, written at
 	// the first MakeLeader).
 	New bool
+	// EpochCheckpointLater, if set, queues the leader-epoch checkpoint writes of new epochs
+	// (EpochCache.Assign) to another goroutine, which runs write and reports its error; it
+	// must not run write before it returns, and returns false when it cannot take it (the
+	// write is made at once). Truncations still write the file before they return. nil:
+	// every change writes the file at once.
+	EpochCheckpointLater func(write func() error) bool
 }
 
 // Defaults of Config, the registry's (core/config).

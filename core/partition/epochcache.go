@@ -52,6 +52,14 @@ type EpochEntry struct {
 //     rename, directory fsync) before they return: an entry a lost truncation left behind
 //     could not be told from a true one, whereas Assign only ever appends entries at or
 //     past the last one, which the log's batches can restore.
+//
+// With a later function (Config.EpochCheckpointLater, isrbench.leader.epoch.checkpoint.async)
+// Assign does not even write the file: it hands the write to later's goroutine and returns.
+// The same repair covers it: a write a process crash (kill -9) loses before it ran is one
+// that a machine crash could lose already. Many writes queued for one cache are one write
+// (of the entries at the time it runs). Close writes what is still pending and ends the
+// cache's writes: a write queued for a replica deleted meanwhile never touches a directory
+// (nor the one a new incarnation of its topic made).
 type EpochCache struct {
 	mu      sync.Mutex
 	fs      vfs.FS
@@ -61,6 +69,12 @@ type EpochCache struct {
 	// file lags entries; the next call that could change it writes it (durably) even if it
 	// changes nothing.
 	stale bool
+	// later queues an Assign's write (nil: Assign writes at once); it must not run the job
+	// before it returns, and returns false when it cannot take it (the write is made at once).
+	later func(write func() error) bool
+	// dirty: entries changed since the file was last written; queued: a write is queued
+	// (later); closed: Close ran, nothing is written any more.
+	dirty, queued, closed bool
 }
 
 // NewEpochCache returns an empty cache that is never persisted.
@@ -177,7 +191,53 @@ func (c *EpochCache) Assign(epoch int32, startOffset int64) (bool, error) {
 	if !c.assignLocked(epoch, startOffset) {
 		return false, c.flushStaleLocked()
 	}
+	if c.later != nil && c.path != "" && !c.stale {
+		c.dirty = true
+		if c.queued {
+			return true, nil // the queued write takes this entry too
+		}
+		if c.later(c.writeQueued) {
+			c.queued = true
+			return true, nil
+		}
+	}
 	return true, c.flushLocked(false)
+}
+
+// writeQueued is the write Assign queued: the entries as they are now, unless a write since
+// (a truncation's) or Close made it moot. Its error (a failed write: the cache is stale, and
+// its next change writes the file durably) is the queue's to report.
+func (c *EpochCache) writeQueued() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.queued = false
+	if !c.dirty {
+		return nil
+	}
+	return c.flushLocked(false)
+}
+
+// Close writes the checkpoint durably if a queued write has not written it yet (a clean
+// stop leaves it as the replica's other files: fsynced, or held for the broker's syncfs),
+// and ends the cache's file writes (its replica is closed, and its directory may be removed
+// next); later calls change only the cache in memory.
+func (c *EpochCache) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var err error
+	if c.dirty {
+		err = c.flushLocked(true)
+	}
+	c.closed = true
+	return err
+}
+
+// abandon ends the cache's file writes without writing what is pending (a killed broker's:
+// a write still queued must not land in files a new incarnation has opened).
+func (c *EpochCache) abandon() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
 }
 
 // assignLocked is Assign in memory: it reports whether the entries changed (c.mu held).
@@ -326,7 +386,7 @@ func (c *EpochCache) flushStaleLocked() error {
 // is a resource error (log.IsResourceError, the log directory stays online); any other wraps
 // kerr.KafkaStorageError.
 func (c *EpochCache) flushLocked(durable bool) error {
-	if c.path == "" {
+	if c.path == "" || c.closed {
 		return nil
 	}
 	lines := make([]string, len(c.entries))
@@ -341,6 +401,6 @@ func (c *EpochCache) flushLocked(durable bool) error {
 		c.stale = true
 		return log.IOError("leader epoch checkpoint "+c.path, err)
 	}
-	c.stale = false
+	c.stale, c.dirty = false, false
 	return nil
 }

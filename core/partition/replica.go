@@ -194,6 +194,7 @@ func newReplica(topic string, partition int32, brokerID int32, l logStore, dir s
 		}
 		r.epochs = epochs
 	}
+	r.epochs.later = cfg.EpochCheckpointLater
 	// Entries at or past the LEO belong to records lost in a crash (the
 	// cache may be written before the log, as Kafka does).
 	if err := r.epochs.TruncateFromEnd(l.LEO()); err != nil {

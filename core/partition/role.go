@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -204,8 +205,16 @@ func (r *Replica) Close() error {
 	r.hwSig.notifyAll()
 	r.leoSig.notifyAll()
 	r.writeSnapshot() // producer state at the LEO, for the next open (snapshot.go)
-	return r.log.Close()
+	// A queued leader-epoch checkpoint write is made now, before the directory may go.
+	ckErr := r.epochs.Close()
+	return errors.Join(ckErr, r.log.Close())
 }
+
+// Abandon ends the file writes of a replica whose broker is killed (Broker.Kill): a
+// leader-epoch checkpoint write still queued (Config.EpochCheckpointLater) is dropped, as
+// the process's death would drop it, instead of landing in the files of the replica's next
+// incarnation. The caller abandons the log itself (log.Log.Abandon).
+func (r *Replica) Abandon() { r.epochs.abandon() }
 
 // fence ends the leadership term of s, the current snapshot (roleMu held), and returns the
 // prevTerm for the snapshot that follows: when s leads, it installs a fencing copy (no new

@@ -426,6 +426,9 @@ func (s *Sim) work(produce bool) {
 			break
 		}
 		if s.rng.IntN(2) == 0 {
+			// The queued leader-epoch checkpoint writes run here, so a crash before
+			// finds them pending (lost, and repaired from the log at the restart).
+			n.b.WritePendingEpochCheckpoints()
 			_ = n.b.WriteHWCheckpoint()
 		} else if d := n.b.ApplyRetention(); d > 0 {
 			s.stats.RetentionDeletes++

@@ -472,6 +472,7 @@ var params = []Param{
 	settingB("isrbench.log.tail.bytes"),
 	settingB("isrbench.log.drop.behind.bytes"),
 	settingB("isrbench.log.drop.behind.wait"),
+	settingB("isrbench.leader.epoch.checkpoint.async"),
 	settingB("isrbench.zero.copy.min.bytes"),
 	settingB("isrbench.io"),
 	settingB("isrbench.hw.update"),
