@@ -102,7 +102,7 @@ type Config struct {
 	// (metadatawriter.go), as Kafka's UnifiedLog schedules its "flush-metadata-file" task;
 	// false writes it with the replica's directory, before the replica is hosted.
 	PartitionMetadataAsync bool
-	// EpochCheckpointAsync is isrbench.leader.epoch.checkpoint.async (default true): the
+	// EpochCheckpointAsync is isrbench.leader.epoch.checkpoint.async (default false): the
 	// leader-epoch-checkpoint writes of new epochs are queued to one goroutine of the process
 	// (epochcheckpoint.go, partition.Config.EpochCheckpointLater); false writes them where
 	// the epoch is assigned (the election, the fetcher's append).

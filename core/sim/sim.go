@@ -73,6 +73,10 @@ type Stats struct {
 	// FsyncRuns counts runs with flush.messages=1; PowerLosses the power losses of every
 	// broker at once (in those runs only).
 	FsyncRuns, PowerLosses int
+	// EpochQueued counts broker incarnations started with the leader-epoch checkpoint writes
+	// queued (isrbench.leader.epoch.checkpoint.async: run at the HW checkpoint passes, lost
+	// to a kill or a crash before).
+	EpochQueued int
 	// AlterPartitions counts the leaders' AlterPartition requests (retries included);
 	// AlterLost those whose request or answer was lost (answered REQUEST_TIMED_OUT).
 	AlterPartitions, AlterLost int
@@ -317,6 +321,9 @@ func (s *Sim) start(n *node) {
 	cfg.ReplicaFetchMaxBytes = 4 << 10
 	cfg.Log.SegmentBytes = segmentBytes
 	cfg.Log.IndexIntervalBytes = 256
+	if cfg.EpochCheckpointAsync = s.rng.IntN(2) == 0; cfg.EpochCheckpointAsync {
+		s.stats.EpochQueued++
+	}
 	cfg.Logf = func(f string, a ...any) { s.tracef(f, a...) }
 	inc := n.inc + 1
 	cfg.AlterPartition = func(req controller.AlterPartitionRequest, answer func(controller.PartitionState, error)) {

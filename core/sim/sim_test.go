@@ -84,6 +84,7 @@ func add(t *Stats, s Stats) {
 	t.ConvergedMaxNs = max(t.ConvergedMaxNs, s.ConvergedMaxNs)
 	t.FsyncRuns += s.FsyncRuns
 	t.PowerLosses += s.PowerLosses
+	t.EpochQueued += s.EpochQueued
 	t.AlterPartitions += s.AlterPartitions
 	t.AlterLost += s.AlterLost
 	t.RetentionOn += s.RetentionOn
@@ -114,6 +115,9 @@ func TestSimulationFaultMix(t *testing.T) {
 	}
 	if total.CrashesOutOfSync == 0 || total.FsyncRuns == 0 || total.PowerLosses == 0 {
 		t.Errorf("40 seeds: %d crashes out of sync, %d flush.messages=1 runs, %d power losses of every broker: want all kinds", total.CrashesOutOfSync, total.FsyncRuns, total.PowerLosses)
+	}
+	if total.EpochQueued == 0 {
+		t.Error("40 seeds: no broker incarnation queued its leader-epoch checkpoint writes")
 	}
 	if total.AlterPartitions == 0 || total.AlterLost == 0 {
 		t.Errorf("40 seeds: %d AlterPartition requests, %d lost: want both", total.AlterPartitions, total.AlterLost)
