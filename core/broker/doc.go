@@ -9,8 +9,11 @@
 //     controller's changes come in batches (SubscribeBatch), and the new replicas
 //     of a batch are created, reading nothing, with one syncfs before any of them
 //     is hosted (create.go), their partition.metadata written after the batch
-//     (isrbench.partition.metadata.async, metadatawriter.go); Close holds every replica's fsyncs back and makes
-//     them durable with two syncfs (isrbench.close.syncfs, vfs.HoldFS);
+//     (isrbench.partition.metadata.async, metadatawriter.go), and the leader-epoch
+//     checkpoint writes of new epochs queued to one goroutine of the process
+//     (isrbench.leader.epoch.checkpoint.async, epochcheckpoint.go); Close holds every
+//     replica's fsyncs back and makes them durable with two syncfs (isrbench.close.syncfs,
+//     vfs.HoldFS);
 //   - Produce (acks 0, 1, -1/all; min.insync.replicas; ProduceStart and an AckWaiter
 //     complete acks=all on the goroutine whose HW advance passes the batches:
 //     produceinline.go; ProduceWakeLater appends acks=0/1 without waking the followers'
