@@ -102,9 +102,13 @@ func (e *embedded) Inspect() Inspection {
 
 // Inspect implements Inspector: a kafka:// cluster's partitions are sampled through
 // Metadata and ListOffsets, and exec targets resolved from its metadata; a client reaches
-// nothing else.
+// nothing else. kfake's retention runs in this process, so it is settled before the read-back.
 func (k *kafkaTarget) Inspect() Inspection {
-	return Inspection{Partitions: k, Exec: k}
+	in := Inspection{Partitions: k, Exec: k}
+	if k.retention != nil {
+		in.Retention = k.retention
+	}
+	return in
 }
 
 // PartitionSample is the replication state of one partition at one moment.
