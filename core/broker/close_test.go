@@ -18,19 +18,7 @@ func TestCloseSyncFS(t *testing.T) {
 			const parts = 20
 			mem := vfs.NewStrictMemFS(nil)
 			fs := &syncCountFS{FS: mem}
-			ctrl := controller.New(controller.Config{})
-			t.Cleanup(ctrl.Close)
-			b := startCloseBroker(t, ctrl, fs, on, nil)
-			syncCtrl(t, ctrl)
-			if _, err := ctrl.CreateTopic("t", parts, 1, nil); err != nil {
-				t.Fatal(err)
-			}
-			syncCtrl(t, ctrl)
-			for p := int32(0); p < parts; p++ {
-				if res := produce(t, b, 1, "t", p, batch(fmt.Sprint(p), 3)); res.Err != nil {
-					t.Fatalf("produce t-%d: %v", p, res.Err)
-				}
-			}
+			ctrl, b := startCloseBrokerWithTopic(t, fs, on, parts)
 			b.WritePendingPartitionMetadata() // the new replicas' partition.metadata: not Close's syncfs
 			fsyncs, syncfs := fs.fsyncs.Load(), fs.syncfs.Load()
 			if err := b.Close(); err != nil {
@@ -62,6 +50,26 @@ func TestCloseSyncFS(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startCloseBrokerWithTopic starts a controller and broker 0 on fs (startCloseBroker), creates
+// topic t with parts partitions, RF 1, and produces 3 records to each.
+func startCloseBrokerWithTopic(t *testing.T, fs vfs.FS, on bool, parts int32) (*controller.Controller, *Broker) {
+	t.Helper()
+	ctrl := controller.New(controller.Config{})
+	t.Cleanup(ctrl.Close)
+	b := startCloseBroker(t, ctrl, fs, on, nil)
+	syncCtrl(t, ctrl)
+	if _, err := ctrl.CreateTopic("t", parts, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	syncCtrl(t, ctrl)
+	for p := int32(0); p < parts; p++ {
+		if res := produce(t, b, 1, "t", p, batch(fmt.Sprint(p), 3)); res.Err != nil {
+			t.Fatalf("produce t-%d: %v", p, res.Err)
+		}
+	}
+	return ctrl, b
 }
 
 // startCloseBroker is startCreateBroker with isrbench.close.syncfs set to on and

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,7 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/isrbench/isrbench/core/controller"
 	"github.com/isrbench/isrbench/core/partition"
 	"github.com/isrbench/isrbench/core/vfs"
 )
@@ -37,19 +35,7 @@ func (c *epochWriteFS) SyncFS(dir string) error { return c.FS.(vfs.FSSyncer).Syn
 func TestQueuedEpochCheckpoints(t *testing.T) {
 	const parts = 4
 	fs := &epochWriteFS{FS: vfs.NewStrictMemFS(nil)}
-	ctrl := controller.New(controller.Config{})
-	t.Cleanup(ctrl.Close)
-	b := startCloseBroker(t, ctrl, fs, true, nil)
-	syncCtrl(t, ctrl)
-	if _, err := ctrl.CreateTopic("t", parts, 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	syncCtrl(t, ctrl)
-	for p := int32(0); p < parts; p++ {
-		if res := produce(t, b, 1, "t", p, batch(fmt.Sprint(p), 3)); res.Err != nil {
-			t.Fatalf("produce t-%d: %v", p, res.Err)
-		}
-	}
+	ctrl, b := startCloseBrokerWithTopic(t, fs, true, parts)
 	b.WritePendingPartitionMetadata()
 	if w := fs.writes.Load(); w != 0 {
 		t.Fatalf("%d leader-epoch checkpoints written by the elections, want them queued", w)
