@@ -176,9 +176,12 @@ var rtSet = flag.String("rt.set", "", "comma-separated key=value broker settings
 // BenchmarkProduceRoundTrip measures one-at-a-time produce of a 1 KiB record with kgo to a
 // 3-broker RF 3 cluster (min.insync.replicas 2) over loopback, with acks=1 and acks=all
 // (idempotent), and the same client against franz-go's kfake (3 brokers, no replication) in the
-// same run: the reference for how much of the round trip is client and protocol.
+// same run: the reference for how much of the round trip is client and protocol. isrbench-rf1
+// is the same 3-broker cluster with an RF 1 topic: no follower fetches run beside the
+// producer, so against isrbench's acks=1 it shows what the followers' work on the same cores
+// adds to an answer that does not wait for them.
 func BenchmarkProduceRoundTrip(b *testing.B) {
-	for _, target := range []string{"isrbench", "kfake"} {
+	for _, target := range []string{"isrbench", "isrbench-rf1", "kfake"} {
 		for _, acks := range []string{"1", "all"} {
 			b.Run(target+"/acks="+acks, func(b *testing.B) {
 				opts := []kgo.Opt{kgo.DefaultProduceTopic("rt"), kgo.ProducerLinger(0)}
@@ -206,7 +209,11 @@ func BenchmarkProduceRoundTrip(b *testing.B) {
 							}
 						}
 					})
-					if err := c.CreateTopic("rt", 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+					rf, minISR := int16(3), "2"
+					if target == "isrbench-rf1" {
+						rf, minISR = 1, "1"
+					}
+					if err := c.CreateTopic("rt", 1, rf, map[string]string{"min.insync.replicas": minISR}); err != nil {
 						b.Fatal(err)
 					}
 					cl = clustertest.NewClient(b, c, opts...)
