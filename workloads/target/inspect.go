@@ -104,11 +104,7 @@ func (e *embedded) Inspect() Inspection {
 // Metadata and ListOffsets, and exec targets resolved from its metadata; a client reaches
 // nothing else. kfake's retention runs in this process, so it is settled before the read-back.
 func (k *kafkaTarget) Inspect() Inspection {
-	in := Inspection{Partitions: k, Exec: k}
-	if k.retention != nil {
-		in.Retention = k.retention
-	}
-	return in
+	return Inspection{Partitions: k, Exec: k, Retention: k.retention}
 }
 
 // PartitionSample is the replication state of one partition at one moment.

@@ -120,12 +120,11 @@ func openKfake(s *spec.Spec) (Target, error) {
 		}
 		cfgs[k] = fmt.Sprint(v)
 	}
-	every := time.Second
-	if v, err := s.Get("log.retention.check.interval.ms"); err == nil {
-		if ms, ok := v.(int64); ok && ms > 0 {
-			every = time.Duration(ms) * time.Millisecond
-		}
+	v, err := s.Get("log.retention.check.interval.ms") // validated: 1 ms or more
+	if err != nil {
+		return nil, fmt.Errorf("target kfake: %w", err)
 	}
+	every := time.Duration(v.(int64)) * time.Millisecond
 	c, err := kfake.NewCluster(kfake.NumBrokers(max(1, s.Brokers)), kfake.BrokerConfigs(cfgs))
 	if err != nil {
 		return nil, fmt.Errorf("target kfake: %w", err)
