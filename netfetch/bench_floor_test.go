@@ -24,30 +24,42 @@ import (
 //     does the leader answer the client;
 //   - hops=4/appends=2: the same, and the leader and the follower each append the 1 KiB to a
 //     file (one pwrite into the page cache, as a log append without fsync) before they pass
-//     it on.
+//     it on;
+//   - hops=4/appends=3/followers=2 (the shape of acks=all at RF 3): the leader appends, writes
+//     the 1 KiB to two followers, each of which appends it and answers, and answers the client
+//     once it has both answers. The two followers work at the same time, on the same cores as
+//     the client and the leader.
 //
 // hops=4 minus hops=2 is the least time replication adds to one acknowledged record here,
-// whatever the server does; appends=2 adds the two log writes that acks=all cannot skip.
-// Compare them with kfake's p50 in BenchmarkProduceRoundTrip.
+// whatever the server does; appends=2 adds the two log writes that acks=all cannot skip, and
+// followers=2 what a second follower adds on this machine's cores. Compare them with kfake's
+// p50 in BenchmarkProduceRoundTrip (isrbench-rf2 has one follower, isrbench two).
 func BenchmarkLoopbackFloor(b *testing.B) {
-	for _, v := range []struct{ hops, appends int }{{2, 0}, {4, 0}, {4, 2}} {
+	for _, v := range []struct{ hops, appends, followers int }{{2, 0, 0}, {4, 0, 1}, {4, 2, 1}, {4, 3, 2}} {
 		name := fmt.Sprintf("hops=%d", v.hops)
 		if v.appends > 0 {
 			name += fmt.Sprintf("/appends=%d", v.appends)
 		}
+		if v.followers > 1 {
+			name += fmt.Sprintf("/followers=%d", v.followers)
+		}
 		b.Run(name, func(b *testing.B) {
 			client, leader := tcpPair(b)
-			var leaderLog, followerLog *os.File // nil, nil without appends
+			var leaderLog *os.File // nil without appends
 			if v.appends > 0 {
-				leaderLog, followerLog = floorLog(b, "leader"), floorLog(b, "follower")
+				leaderLog = floorLog(b, "leader")
 			}
-			var toFollower net.Conn // nil with hops=2
-			if v.hops == 4 {
+			var toFollowers []net.Conn // none with hops=2
+			for k := range v.followers {
+				var followerLog *os.File
+				if v.appends > 0 {
+					followerLog = floorLog(b, fmt.Sprintf("follower%d", k))
+				}
 				tf, follower := tcpPair(b)
 				go floorHop(follower, followerLog, nil)
-				toFollower = tf
+				toFollowers = append(toFollowers, tf)
 			}
-			go floorHop(leader, leaderLog, toFollower)
+			go floorHop(leader, leaderLog, toFollowers)
 			req := make([]byte, 1024)
 			resp := make([]byte, 16)
 			lat := make([]time.Duration, b.N)
@@ -81,9 +93,9 @@ func floorLog(b *testing.B, name string) *os.File {
 }
 
 // floorHop serves BenchmarkLoopbackFloor's hops on c until it closes: each 1 KiB message is
-// appended to log (if not nil), passed to next and its 16-byte answer awaited (if next is not
-// nil), then answered on c with 16 bytes.
-func floorHop(c net.Conn, log *os.File, next net.Conn) {
+// appended to log (if not nil), written to every connection of next and their 16-byte answers
+// awaited, then answered on c with 16 bytes.
+func floorHop(c net.Conn, log *os.File, next []net.Conn) {
 	req := make([]byte, 1024)
 	ack := make([]byte, 16)
 	var pos int64
@@ -97,11 +109,13 @@ func floorHop(c net.Conn, log *os.File, next net.Conn) {
 			}
 			pos += int64(len(req))
 		}
-		if next != nil {
-			if _, err := next.Write(req); err != nil {
+		for _, n := range next {
+			if _, err := n.Write(req); err != nil {
 				return
 			}
-			if _, err := io.ReadFull(next, ack); err != nil {
+		}
+		for _, n := range next {
+			if _, err := io.ReadFull(n, ack); err != nil {
 				return
 			}
 		}
