@@ -172,3 +172,62 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+func TestPacerDither(t *testing.T) {
+	const rate, d = 5000.0, 300 * time.Millisecond
+	interval := time.Duration(1e9 / rate)
+	for _, mode := range WaitModes {
+		t.Run(string(mode), func(t *testing.T) {
+			start := time.Now().Add(time.Millisecond)
+			p, err := NewPacer(rate, start, start.Add(d), mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			p.Dither(42)
+			offsets := map[int64]time.Duration{} // block -> its slots' shift
+			var prev time.Time
+			var n int64
+			for {
+				intended, actual, ok := p.Next(context.Background())
+				if !ok {
+					break
+				}
+				if actual.Before(intended) {
+					t.Fatalf("slot %d handed out %v before its intended time", n, intended.Sub(actual))
+				}
+				if !intended.After(prev) {
+					t.Fatalf("slot %d intended at %v, not after slot %d's %v", n, intended, n-1, prev)
+				}
+				prev = intended
+				off := intended.Sub(start) - time.Duration(n)*interval
+				if off < 0 || off >= interval {
+					t.Fatalf("slot %d shifted by %v, outside its own interval [0, %v)", n, off, interval)
+				}
+				b := n / ditherBlock
+				if o, seen := offsets[b]; seen && o != off {
+					t.Fatalf("slot %d shifted by %v, block %d's other slots by %v", n, off, b, o)
+				}
+				offsets[b] = off
+				n++
+			}
+			// The rate is unchanged: every slot of the window, none extra.
+			if want := int64(rate * d.Seconds()); n != want {
+				t.Fatalf("%d slots, want %d", n, want)
+			}
+			// The phase moves from block to block, over the whole interval.
+			lo, hi := interval, time.Duration(0)
+			distinct := map[time.Duration]bool{}
+			for _, o := range offsets {
+				lo, hi = min(lo, o), max(hi, o)
+				distinct[o] = true
+			}
+			if len(distinct) < len(offsets)*3/4 || lo > interval/4 || hi < interval*3/4 {
+				t.Fatalf("%d blocks with %d distinct shifts from %v to %v: the phase does not move over the %v interval", len(offsets), len(distinct), lo, hi, interval)
+			}
+			if p.per.lost != 0 {
+				t.Fatalf("%d timer wake-ups were lost", p.per.lost)
+			}
+		})
+	}
+}

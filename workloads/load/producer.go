@@ -153,12 +153,30 @@ func (p *Producer) Run(ctx context.Context, start, end time.Time) error {
 	return err
 }
 
-func (p *Producer) loop(ctx context.Context, start, end time.Time) error {
-	mode := p.mode
-	pc, err := NewPacer(p.rate, start, end, mode)
-	if err != nil && (mode == WaitTimerfd || mode == WaitTimerfdOneShot) {
+// pacer is the producer's schedule from start to end: its wait mode (spin when a timerfd
+// cannot be made), dithered with producers.pacer.dither.
+func (p *Producer) pacer(start, end time.Time) (*Pacer, error) {
+	pc, err := NewPacer(p.rate, start, end, p.mode)
+	if err != nil && (p.mode == WaitTimerfd || p.mode == WaitTimerfdOneShot) {
 		pc, err = NewPacer(p.rate, start, end, WaitSpin)
 	}
+	if err != nil {
+		return nil, err
+	}
+	if p.spec.PacerDither {
+		// The same phases for every producer (of every worker process): the producers of a
+		// group keep the stagger the runner starts them with, 1/rate of the group apart, and
+		// do not send at the same moment more often than without the dither.
+		pc.Dither(ditherSeed)
+	}
+	return pc, nil
+}
+
+// ditherSeed picks the phases of every dithered producer's schedule.
+const ditherSeed = 0x69737262656e6368
+
+func (p *Producer) loop(ctx context.Context, start, end time.Time) error {
+	pc, err := p.pacer(start, end)
 	if err != nil {
 		return err
 	}

@@ -522,6 +522,7 @@ var params = []Param{
 
 	intP("producers.retries", []string{"retries"}, 0, math.MaxInt32, "producer retries of a retriable error, default 2147483647", func(s *Spec) *int { return &s.Producers.Retries }),
 	enumP("producers.pacer", nil, PacerModes, "how the open-loop pacer waits for a slot: timerfd (a periodic timer), timerfd-oneshot (armed for each slot), spin, sleep; default timerfd", func(s *Spec) *string { return &s.Producers.Pacer }),
+	boolP("producers.pacer.dither", nil, "move each producer's schedule by a random part of one interval every 64 slots, the rate unchanged, so that it cannot stay in phase with the kernel's tick, at which CPU profiles sample (the cost table's cluster/clients split, flame graphs); false: slots exactly 1/rate apart; default true", func(s *Spec) *bool { return &s.Producers.PacerDither }),
 	boolP("producers.enable.idempotence", []string{"enable.idempotence"}, "idempotent producers (acks=all only), default true", func(s *Spec) *bool { return &s.Producers.EnableIdempotence }),
 
 	intP("consumers.count", nil, 0, 64, "end-to-end consumers (each reads every partition; with consumers.group.id: members of the group), default 1", func(s *Spec) *int { return &s.Consumers.Count }),

@@ -154,6 +154,11 @@ type ProducerSpec struct {
 	// read(2) per slot), timerfd-oneshot (armed again for every slot), spin or sleep; see
 	// package load's Pacer.
 	Pacer string
+	// PacerDither is producers.pacer.dither (default true): every 64 slots, each producer's
+	// schedule moves by a new random part of one interval (the rate unchanged), so that it
+	// cannot stay in phase with the kernel's tick, at which CPU profiles take their samples
+	// (package load's Pacer.Dither). false: slots exactly 1/rate apart.
+	PacerDither bool
 }
 
 // ConsumerSpec describes the end-to-end consumers: Count kgo clients, each reading every
@@ -227,7 +232,7 @@ func DefaultSpec() *Spec {
 		InterBrokerProtocol: "PLAINTEXT",
 		MinFreeDisk:         DefaultMinFreeDisk,
 		Producers: ProducerSpec{Count: 2, Acks: "all", MessageSize: 1024, Rate: 5000, BatchSize: 16384,
-			Keys: "none", MaxBufferedRecords: 10000, DeliveryTimeoutMs: 120000, RequestTimeoutMs: 10000, EnableIdempotence: true, Retries: math.MaxInt32, Txn: DefaultProducerTxn, Pacer: "timerfd"},
+			Keys: "none", MaxBufferedRecords: 10000, DeliveryTimeoutMs: 120000, RequestTimeoutMs: 10000, EnableIdempotence: true, Retries: math.MaxInt32, Txn: DefaultProducerTxn, Pacer: "timerfd", PacerDither: true},
 		Consumers: ConsumerSpec{Count: 1, GroupBalancer: "range", AutoCommitIntervalMs: 5000, IsolationLevel: ReadUncommitted},
 		Pipeline:  DefaultPipeline,
 		Duration:  20 * time.Second,
