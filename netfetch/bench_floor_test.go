@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -28,20 +29,32 @@ import (
 //   - hops=4/appends=3/followers=2 (the shape of acks=all at RF 3): the leader appends, writes
 //     the 1 KiB to two followers, each of which appends it and answers, and answers the client
 //     once it has both answers. The two followers work at the same time, on the same cores as
-//     the client and the leader.
+//     the client and the leader;
+//   - handoff: the leader's goroutine appends and hands the message to one goroutine per
+//     follower, which writes it to its follower and reads the answer; the goroutine that reads
+//     the last answer answers the client. That is isrbench's shape: the produce wakes the
+//     parked fetches of the followers, and the fetch that advances the HW answers the client
+//     (isrbench.produce.answer.inline). What it adds to the same shape without the hand-off is
+//     the price of waking another goroutine, often on an idle core, on this machine.
 //
 // hops=4 minus hops=2 is the least time replication adds to one acknowledged record here,
 // whatever the server does; appends=2 adds the two log writes that acks=all cannot skip, and
 // followers=2 what a second follower adds on this machine's cores. Compare them with kfake's
 // p50 in BenchmarkProduceRoundTrip (isrbench-rf2 has one follower, isrbench two).
 func BenchmarkLoopbackFloor(b *testing.B) {
-	for _, v := range []struct{ hops, appends, followers int }{{2, 0, 0}, {4, 0, 1}, {4, 2, 1}, {4, 3, 2}} {
+	for _, v := range []struct {
+		hops, appends, followers int
+		handoff                  bool
+	}{{2, 0, 0, false}, {4, 0, 1, false}, {4, 2, 1, false}, {4, 3, 2, false}, {4, 2, 1, true}, {4, 3, 2, true}} {
 		name := fmt.Sprintf("hops=%d", v.hops)
 		if v.appends > 0 {
 			name += fmt.Sprintf("/appends=%d", v.appends)
 		}
 		if v.followers > 1 {
 			name += fmt.Sprintf("/followers=%d", v.followers)
+		}
+		if v.handoff {
+			name += "/handoff"
 		}
 		b.Run(name, func(b *testing.B) {
 			client, leader := tcpPair(b)
@@ -59,7 +72,11 @@ func BenchmarkLoopbackFloor(b *testing.B) {
 				go floorHop(follower, followerLog, nil)
 				toFollowers = append(toFollowers, tf)
 			}
-			go floorHop(leader, leaderLog, toFollowers)
+			if v.handoff {
+				go floorHandoff(leader, leaderLog, toFollowers)
+			} else {
+				go floorHop(leader, leaderLog, toFollowers)
+			}
 			req := make([]byte, 1024)
 			resp := make([]byte, 16)
 			lat := make([]time.Duration, b.N)
@@ -120,6 +137,60 @@ func floorHop(c net.Conn, log *os.File, next []net.Conn) {
 			}
 		}
 		if _, err := c.Write(ack); err != nil {
+			return
+		}
+	}
+}
+
+// floorHandoff is floorHop for a leader that hands each appended message to one goroutine per
+// connection of next, which writes it and reads the 16-byte answer; whichever reads the last
+// answer writes the answer on c. The leader's goroutine reads c's next message only after that
+// (off the timed path: the client has its answer), so the message buffer is never shared.
+func floorHandoff(c net.Conn, log *os.File, next []net.Conn) {
+	req := make([]byte, 1024)
+	ack := make([]byte, 16)
+	var pending atomic.Int32
+	answered := make(chan bool, 1) // the answer on c was written (true) or failed (false)
+	kicks := make([]chan struct{}, len(next))
+	defer func() {
+		for _, k := range kicks {
+			close(k)
+		}
+	}()
+	for i, n := range next {
+		kicks[i] = make(chan struct{}, 1)
+		go func(n net.Conn, kick <-chan struct{}) {
+			a := make([]byte, 16)
+			for range kick {
+				_, err := n.Write(req)
+				if err == nil {
+					_, err = io.ReadFull(n, a)
+				}
+				if pending.Add(-1) == 0 {
+					if err == nil {
+						_, err = c.Write(ack)
+					}
+					answered <- err == nil
+				}
+			}
+		}(n, kicks[i])
+	}
+	var pos int64
+	for {
+		if _, err := io.ReadFull(c, req); err != nil {
+			return
+		}
+		if log != nil {
+			if _, err := log.WriteAt(req, pos); err != nil {
+				return
+			}
+			pos += int64(len(req))
+		}
+		pending.Store(int32(len(next)))
+		for _, k := range kicks {
+			k <- struct{}{}
+		}
+		if !<-answered {
 			return
 		}
 	}
