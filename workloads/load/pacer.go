@@ -164,10 +164,11 @@ func ParseWaitMode(s string) (WaitMode, error) {
 //
 // Why: slots exactly 1/rate apart, at a rate whose interval divides the kernel's tick (5,000
 // records/s over 2 producers: 400 µs, which divides a 1, 4 or 10 ms tick), keep the same
-// phase against the tick for the whole run. The kernel fires the CPU-time timers of Go's CPU profiler only at
-// ticks, so every sample then catches the same moment of the records' cycle, and a profile's
-// split by goroutine (the cost table's cluster/clients/other, a flame graph) depends on that
-// phase: from one run to the next the same workload gave its cluster 26 or 165 µs per record.
+// phase against the tick for the whole run. The kernel fires the CPU-time timers of Go's CPU
+// profiler only at ticks, so every sample then catches the same moment of the records' cycle,
+// and a profile's split by goroutine (the cost table's cluster/clients/other, a flame graph)
+// depends on that phase: from one run to the next the same workload gave its cluster 26 or
+// 165 µs per record.
 // Call it before the first Next; it does nothing to a closed loop.
 func (p *Pacer) Dither(seed uint64) {
 	p.dither, p.seed = p.interval > 0, seed
@@ -304,8 +305,8 @@ func (p *Pacer) oneShotWait(t time.Time) bool {
 //
 // The timer is (re)armed only when it is not running, when the lead changed or when the
 // whole-nanosecond period drifted more than a microsecond from the schedule (or a dithered
-// schedule's next block moved its phase): otherwise each
-// slot costs one read(2), made only once the poller says the timer expired.
+// schedule's next block moved its phase): otherwise each slot costs one read(2), made only
+// once the poller says the timer expired.
 func (p *Pacer) periodicWait(slot int64, t time.Time) bool {
 	q := &p.per
 	due := p.slotNs(slot) // ns after Start
