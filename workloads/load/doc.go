@@ -9,7 +9,9 @@
 //
 // # Open loop
 //
-// Each producer's Pacer gives record i the intended send time start + i/rate and never skips:
+// Each producer's Pacer gives record i the intended send time start + i/rate (plus, with
+// producers.pacer.dither, the default, a phase within one interval that changes every 64
+// records: Pacer.Dither says why) and never skips:
 // when behind, it returns at once and the backlog shows up as send delay and as latency, which
 // is measured from the intended time (no coordinated omission). Ack latency = ack - intended;
 // e2e latency = consumer receive - intended (the record value carries a 24-byte header with
