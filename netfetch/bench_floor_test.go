@@ -117,14 +117,8 @@ func floorHop(c net.Conn, log *os.File, next []net.Conn) {
 	ack := make([]byte, 16)
 	var pos int64
 	for {
-		if _, err := io.ReadFull(c, req); err != nil {
+		if !floorReceive(c, req, log, &pos) {
 			return
-		}
-		if log != nil {
-			if _, err := log.WriteAt(req, pos); err != nil {
-				return
-			}
-			pos += int64(len(req))
 		}
 		for _, n := range next {
 			if _, err := n.Write(req); err != nil {
@@ -177,14 +171,8 @@ func floorHandoff(c net.Conn, log *os.File, next []net.Conn) {
 	}
 	var pos int64
 	for {
-		if _, err := io.ReadFull(c, req); err != nil {
+		if !floorReceive(c, req, log, &pos) {
 			return
-		}
-		if log != nil {
-			if _, err := log.WriteAt(req, pos); err != nil {
-				return
-			}
-			pos += int64(len(req))
 		}
 		pending.Store(int32(len(next)))
 		for _, k := range kicks {
@@ -194,4 +182,19 @@ func floorHandoff(c net.Conn, log *os.File, next []net.Conn) {
 			return
 		}
 	}
+}
+
+// floorReceive reads the next message from c into req and appends it to log at *pos (if log is
+// not nil); false when either fails.
+func floorReceive(c net.Conn, req []byte, log *os.File, pos *int64) bool {
+	if _, err := io.ReadFull(c, req); err != nil {
+		return false
+	}
+	if log != nil {
+		if _, err := log.WriteAt(req, *pos); err != nil {
+			return false
+		}
+		*pos += int64(len(req))
+	}
+	return true
 }
