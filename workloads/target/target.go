@@ -148,7 +148,7 @@ func openKfake(s *spec.Spec) (Target, error) {
 			}
 		}
 	}()
-	t.retention = retentionFunc(c.ApplyRetention)
+	t.retention = c
 	t.closeFn = func() {
 		close(stop)
 		<-done
@@ -156,11 +156,6 @@ func openKfake(s *spec.Spec) (Target, error) {
 	}
 	return t, nil
 }
-
-// retentionFunc is a retentionApplier.
-type retentionFunc func()
-
-func (f retentionFunc) ApplyRetention() { f() }
 
 // kafkaTarget is any Kafka-protocol cluster reached through franz-go. ISR shrinks/expands are
 // inferred from ISR changes between samples (a change missed between two samples is missed).
