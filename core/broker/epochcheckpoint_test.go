@@ -27,7 +27,7 @@ func (c *epochWriteFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.Fi
 
 func (c *epochWriteFS) SyncFS(dir string) error { return c.FS.(vfs.FSSyncer).SyncFS(dir) }
 
-// TestQueuedEpochCheckpoints (isrbench.leader.epoch.checkpoint.async, the default): new
+// TestQueuedEpochCheckpoints (isrbench.leader.epoch.checkpoint.async on): new
 // replicas' leader-epoch checkpoints are not written by the election that assigns their
 // epoch but by the queue (here a Manual broker's WritePendingEpochCheckpoints); a broker
 // killed before they ran comes back with the entries restored from its batches, and its
