@@ -179,9 +179,9 @@ var rtSet = flag.String("rt.set", "", "comma-separated key=value broker settings
 // same run: the reference for how much of the round trip is client and protocol. isrbench-rf1
 // is the same 3-broker cluster with an RF 1 topic: no follower fetches run beside the
 // producer, so against isrbench's acks=1 it shows what the followers' work on the same cores
-// adds to an answer that does not wait for them. isrbench-rf2 has one follower (min.insync.replicas
-// 2), the shape of BenchmarkLoopbackFloor's hops=4/appends=2; isrbench (RF 3) has two, the
-// shape of its followers=2 floor.
+// adds to an answer that does not wait for them. isrbench-rf2 has one follower
+// (min.insync.replicas 2), the shape of BenchmarkLoopbackFloor's hops=4/appends=2; isrbench
+// (RF 3) has two, the shape of its followers=2 floor.
 func BenchmarkProduceRoundTrip(b *testing.B) {
 	for _, target := range []string{"isrbench", "isrbench-rf2", "isrbench-rf1", "kfake"} {
 		for _, acks := range []string{"1", "all"} {
