@@ -36,7 +36,8 @@ var DefaultMetrics = []string{"records/s", "MB/s", "p50-ack", "p99-ack", "p999-a
 // cpu-clients/rec, gc-cpu/rec, local/rec, produce-local/rec (µs), allocs/rec, alloc-bytes/rec,
 // ctxsw/rec, syscalls/rec,
 // produce-reqs/rec, fetch-reqs/rec, copied-bytes/rec, and per request the leaders handled
-// cpu/req (µs), allocs/req, syscalls/req.
+// cpu/req (µs), allocs/req, syscalls/req; and of the one-at-a-time probe (result.json probe)
+// p50-probe (µs), queue-p50 and queue-p99 (the load's ack p50 and p99 over the probe's p50).
 func Metrics() map[string]Metric {
 	m := map[string]Metric{
 		"records/s": {Name: "records/s", Unit: "rec/s", HigherBetter: true, Get: func(r *Result) (float64, bool) {
@@ -80,6 +81,9 @@ func Metrics() map[string]Metric {
 		{"max", func(s *Summary) float64 { return s.Max }},
 	}
 	for _, c := range costMetrics() {
+		m[c.Name] = c
+	}
+	for _, c := range probeMetrics() {
 		m[c.Name] = c
 	}
 	for _, h := range hists {

@@ -53,6 +53,10 @@ type Result struct {
 	E2EReadCommittedUs *Summary      `json:"e2e_read_committed_us,omitempty"`
 	Transactions       *Transactions `json:"transactions,omitempty"`
 
+	// Probe is the one-at-a-time probe before the load (probe.records), nil when there was
+	// none (probe.records=0, a worker of several, no producer).
+	Probe *Probe `json:"probe,omitempty"`
+
 	ISR        ISR        `json:"isr"`
 	Durability Durability `json:"durability"`
 	Faults     []Fault    `json:"faults,omitempty"`

@@ -258,7 +258,11 @@ func PrintSummary(w io.Writer, r *Result) error {
 		name string
 		s    Summary
 	}
-	rows := []row{{"ack", r.AckLatencyUs}, {"hw lag", r.HWLagUs}}
+	rows := []row{{"ack", r.AckLatencyUs}}
+	if r.Probe != nil {
+		rows = append(rows, row{"ack, one at a time", r.Probe.AckLatencyUs})
+	}
+	rows = append(rows, row{"hw lag", r.HWLagUs})
 	if r.HWLagClientUs != nil && r.HWLagClientSendUs != nil {
 		rows = append(rows, row{"hw lag client", *r.HWLagClientUs}, row{"hw lag client from send", *r.HWLagClientSendUs})
 	}
@@ -282,6 +286,7 @@ func PrintSummary(w io.Writer, r *Result) error {
 		fmt.Fprintf(w, "hw lag client: resolution %s µs (p99 window; fetch.max.wait.ms %d, %d responses, %d showed an advance), %d records seen before their ack, %d unseen\n",
 			FormatValue(o.ResolutionUs), o.FetchMaxWaitMs, o.Responses, o.Advances, o.SeenBeforeAck, o.Unseen)
 	}
+	printProbe(w, r)
 	printTransactions(w, r.Transactions)
 	if len(r.TargetConfig) > 0 {
 		counts := map[string]int{}

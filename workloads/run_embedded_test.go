@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/results"
+	"github.com/isrbench/isrbench/workloads/load"
+	"github.com/isrbench/isrbench/workloads/target"
 )
 
 // TestRunEmbedded runs the default workload briefly on the embedded cluster and checks the
@@ -94,5 +96,89 @@ func TestRunStartsAfterFollowersFetch(t *testing.T) {
 	}
 	if a := res.AckLatencyUs; a.Count == 0 || a.Max > 2.5e6 {
 		t.Errorf("ack latency count %d max %.0f µs: the first produces waited for a follower's fetch backoff", a.Count, a.Max)
+	}
+}
+
+// TestRunProbe: before the load, probe.records records are produced one at a time to the
+// cluster (after one untimed record per partition), their ack latency is the result's probe,
+// and the queueing factors relate the load's ack latency to it. The probe's records are real:
+// at the end the partitions hold them beside every record the load had acknowledged.
+func TestRunProbe(t *testing.T) {
+	s := shortSpec(t, "probe.records=200", "partitions=4")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var hw int64
+	var sampleErr error
+	res, err := Run(ctx, s, Options{OutDir: t.TempDir(), Quiet: true, beforeClose: func(tgt target.Target) {
+		ps, ok := tgt.(target.PartitionSampler)
+		if !ok {
+			sampleErr = fmt.Errorf("%T samples no partitions", tgt)
+			return
+		}
+		parts, err := ps.SamplePartitions(s.Topic.Name)
+		if err != nil {
+			sampleErr = err
+			return
+		}
+		for _, p := range parts {
+			hw += p.HW
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sampleErr != nil {
+		t.Fatal(sampleErr)
+	}
+	p := res.Probe
+	if p == nil {
+		t.Fatalf("no probe; notes %v", res.Notes)
+	}
+	if p.Records != 200 || p.Warmup != 4 || p.AckLatencyUs.Count != 200 || len(p.Errors) != 0 || p.Acks != "all" {
+		t.Fatalf("probe: %d records, %d warm-up, %d timed, errors %v, acks %s; want 200, 4 (one per partition), 200, none, all",
+			p.Records, p.Warmup, p.AckLatencyUs.Count, p.Errors, p.Acks)
+	}
+	if p.AckLatencyUs.P50 <= 0 || p.AckLatencyUs.P50 > p.AckLatencyUs.P99 {
+		t.Errorf("probe ack latency %+v", p.AckLatencyUs)
+	}
+	want := results.NewQueueing(res.AckLatencyUs, p.AckLatencyUs)
+	if p.Queueing == nil || want == nil || *p.Queueing != *want {
+		t.Errorf("queueing %+v, want %+v (load p50 %v p99 %v, probe p50 %v)", p.Queueing, want, res.AckLatencyUs.P50, res.AckLatencyUs.P99, p.AckLatencyUs.P50)
+	}
+	if res.Durability.Acked == 0 || res.Durability.Lost != 0 || res.Durability.Verified != res.Durability.Acked {
+		t.Fatalf("durability %+v", res.Durability)
+	}
+	if want := res.Durability.Acked + p.Records + p.Warmup; hw != want {
+		t.Errorf("the partitions hold %d records, want %d: %d the load acknowledged, %d probe records, %d warm-up",
+			hw, want, res.Durability.Acked, p.Records, p.Warmup)
+	}
+	if _, ok := res.Notes["probe"]; ok {
+		t.Errorf("note %q", res.Notes["probe"])
+	}
+
+	// probe.records=0: no probe, and no note about it.
+	s = shortSpec(t, "probe.records=0", "duration=300ms", "warmup=0s")
+	res, err = Run(ctx, s, Options{OutDir: t.TempDir(), Quiet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Probe != nil || res.Notes["probe"] != "" {
+		t.Errorf("probe.records=0: probe %+v, note %q", res.Probe, res.Notes["probe"])
+	}
+}
+
+// TestProbeSkippedOnWorker: a worker of a multi-worker run runs no probe (the others' probes
+// and loads would overlap it) and says so.
+func TestProbeSkippedOnWorker(t *testing.T) {
+	s := shortSpec(t)
+	in := &runInput{spec: s, opts: Options{Worker: load.Worker{K: 2, N: 3}}}
+	pr, err := runProbe(context.Background(), in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res results.Result
+	pr.apply(&res)
+	if pr.r != nil || res.Probe != nil || !strings.Contains(res.Notes["probe"], "worker 2/3") {
+		t.Errorf("worker 2/3: probe %+v, note %q", res.Probe, res.Notes["probe"])
 	}
 }

@@ -31,7 +31,8 @@ func shortSpec(t *testing.T, sets ...string) *spec.Spec {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := []string{"duration=1s", "warmup=200ms", "producers.rate=1000", "partitions=3"}
+	// A short probe: every run still goes through it, at a fraction of the default's time.
+	base := []string{"duration=1s", "warmup=200ms", "producers.rate=1000", "partitions=3", "probe.records=50"}
 	if err := s.ApplySets(append(base, sets...)); err != nil {
 		t.Fatal(err)
 	}

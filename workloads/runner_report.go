@@ -17,6 +17,7 @@ import (
 func report(in *runInput, p *prepared, m *measured, st *settled, v *verified) (*results.Result, error) {
 	s, sc := in.spec, p.sched
 	res, hists := result(in, p, m.tl, m.faults.ordered(), v.dc, v.byAcks)
+	p.probe.apply(res)
 	clientHgrms := externalResult(res, in, p, st.obsUnseen)
 	clientHgrms = append(clientHgrms, txnResult(res, in, p, st.txn, v.txn, hists.e2e)...)
 	if res.E2EReadCommittedUs != nil {

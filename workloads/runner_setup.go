@@ -15,7 +15,8 @@ import (
 )
 
 // setup opens the target and the admin client, checks the disk guard's floor, prepares the
-// topic (and a kafka:// target's settings), creates the clients and fixes the schedule.
+// topic (and a kafka:// target's settings), runs the one-at-a-time probe, creates the clients
+// and fixes the schedule.
 func setup(ctx context.Context, in *runInput, ls *loops) (*prepared, error) {
 	s := in.spec
 	p := &prepared{sink: newCoreSink(), cl: &clients{}}
@@ -57,6 +58,10 @@ func setup(ctx context.Context, in *runInput, ls *loops) (*prepared, error) {
 		if why := waitFollowersFetching(ctx, rr, s.Topic.Name, 10*time.Second+grace); why != "" {
 			in.notef("starting the load although not every follower is fetching yet: %s", why)
 		}
+	}
+	// The probe runs on the idle cluster, and its records lie before the start offsets.
+	if p.probe, err = runProbe(ctx, in, t); err != nil {
+		return nil, err
 	}
 	if p.startOffs, err = target.ListOffsets(ctx, t.adm, s.Topic.Name, s.Topic.Partitions, true); err != nil {
 		return nil, err

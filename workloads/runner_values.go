@@ -56,6 +56,7 @@ type prepared struct {
 	sink      *coreSink
 	guard     *diskGuard // nil without a local data dir
 	startOffs []int64    // each partition's HW before the load (exclusive): the read-back's start
+	probe     *probed    // the one-at-a-time probe (runner_probe.go)
 	sched     schedule
 	cl        *clients
 	obs       *hwObs       // the client HW observer; nil without one

@@ -32,14 +32,20 @@ type histDef struct {
 	optional bool
 }
 
-// hists are the histograms of a result, in table order: the four of every run, then a
-// transactional run's (results.TxnHists).
+// hists are the histograms of a result, in table order: the four of every run, a
+// transactional run's (results.TxnHists), then the one-at-a-time probe's where the run had
+// one (last, so that the others keep their colours).
 var hists = append([]histDef{
 	{"ack", "ack", "ack_latency_us", func(r *results.Result) *results.Summary { return &r.AckLatencyUs }, false},
 	{"hw lag", "hwlag", "hw_lag_us", func(r *results.Result) *results.Summary { return &r.HWLagUs }, false},
 	{"e2e", "e2e", "e2e_latency_us", func(r *results.Result) *results.Summary { return &r.E2ELatencyUs }, false},
 	{"send delay", "senddelay", "send_delay_us", func(r *results.Result) *results.Summary { return &r.SendDelayUs }, false},
-}, txnHists()...)
+}, append(txnHists(), histDef{"ack, one at a time", "probe", "probe.ack_latency_us", func(r *results.Result) *results.Summary {
+	if r.Probe == nil {
+		return &results.Summary{}
+	}
+	return &r.Probe.AckLatencyUs
+}, true})...)
 
 func txnHists() []histDef {
 	var out []histDef

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/isrbench/isrbench/results"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -364,5 +367,59 @@ func TestFormat(t *testing.T) {
 	}
 	if got := fmtInt(18432000); got != "18,432,000" {
 		t.Errorf("fmtInt = %q", got)
+	}
+}
+
+// TestRunProbeRow: a run with a one-at-a-time probe shows it as a latency row and as a curve
+// of the latency chart, after the others (whose colours stay); one without shows neither.
+func TestRunProbeRow(t *testing.T) {
+	dir := copyRun(t)
+	res, err := results.ReadResult(filepath.Join(dir, resultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := results.NewHistogram()
+	h.RecordN(70, 900)
+	h.RecordN(210, 100)
+	res.Probe = &results.Probe{Records: 1000, Warmup: 6, Acks: "all", AckLatencyUs: results.Summarize(h)}
+	res.Probe.Queueing = results.NewQueueing(res.AckLatencyUs, res.Probe.AckLatencyUs)
+	if err := results.WriteResult(filepath.Join(dir, resultFile), res); err != nil {
+		t.Fatal(err)
+	}
+	for _, withProbe := range []bool{true, false} {
+		d, err := BuildRun(map[bool]string{true: dir, false: runFixture}[withProbe], Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var row *LatencyRow
+		for i, r := range d.Run.Latency {
+			if r.Name == "ack, one at a time" {
+				row = &d.Run.Latency[i]
+			}
+		}
+		var styles []string
+		for _, c := range d.Charts {
+			if c.ID == "latency" {
+				for _, s := range c.Series {
+					styles = append(styles, fmt.Sprintf("%s:%d", s.Name, s.Style))
+				}
+			}
+		}
+		got := strings.Join(styles, ",")
+		if !withProbe {
+			if row != nil || strings.Contains(got, "one at a time") || d.Run.Queueing != nil {
+				t.Errorf("no probe: row %+v, series %s", row, got)
+			}
+			continue
+		}
+		if q := d.Run.Queueing; q == nil || *q != *res.Probe.Queueing {
+			t.Errorf("page queueing %+v, want %+v", q, res.Probe.Queueing)
+		}
+		if row == nil || row.Count != 1000 || row.P50 != 70 || row.Field != "probe.ack_latency_us" {
+			t.Fatalf("probe row %+v in %+v", row, d.Run.Latency)
+		}
+		if want := "ack:0,hw lag:1,e2e:2,send delay:3,ack, one at a time:"; !strings.HasPrefix(got, want) {
+			t.Errorf("latency series %s, want them to begin %s", got, want)
+		}
 	}
 }

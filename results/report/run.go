@@ -81,6 +81,9 @@ func runData(r *runDir, o Options, pageDir string) (*RunData, []Chart, error) {
 		rd.Latency = append(rd.Latency, LatencyRow{Name: h.Name, Field: h.Field, Count: s.Count, Mean: s.Mean,
 			P50: s.P50, P90: s.P90, P99: s.P99, P999: s.P999, P9999: s.P9999, Max: s.Max})
 	}
+	if res.Probe != nil {
+		rd.Queueing = res.Probe.Queueing
+	}
 	for _, k := range sortedKeys(res.Notes) {
 		rd.Notes = append(rd.Notes, KV{Key: k, Value: res.Notes[k]})
 	}
