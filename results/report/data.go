@@ -33,10 +33,10 @@ type RunData struct {
 	Env       results.Env `json:"env"`
 	Produced  Produced    `json:"produced"`
 	// Latency is the summary table: one row per histogram (ack, hw lag, e2e, send delay).
-	Latency    []LatencyRow       `json:"latency"`
+	Latency []LatencyRow `json:"latency"`
 	// Queueing is the load's ack p50 and p99 over the one-at-a-time probe's p50 (result.json
 	// probe.queueing); nil without a probe.
-	Queueing *results.Queueing `json:"queueing,omitempty"`
+	Queueing   *results.Queueing  `json:"queueing,omitempty"`
 	ISR        ISRData            `json:"isr"`
 	Faults     []FaultRow         `json:"faults"`
 	Durability results.Durability `json:"durability"`
