@@ -29,9 +29,10 @@ type ProbeResult struct {
 
 // RunProbe produces records one at a time to topic: each is sent when the previous one was
 // acknowledged (kgo ProduceSync), with g's acks, message.size, idempotence and retries but
-// linger 0, to partitions 0, 1, ... in turn. The first min(partitions, ProbeMaxWarmup) records,
-// one per partition, open the connections and fetch the metadata and are not timed; the next
-// n are, each from just before its send to its acknowledgement. The values are zero bytes:
+// linger 0. The first min(partitions, ProbeMaxWarmup) records, one to each of the partitions
+// 0, 1, ..., open the connections, fetch the metadata and write each partition's first batch,
+// and are not timed; the next n go round robin over the same partitions and are, each from
+// just before its send to its acknowledgement. The values are zero bytes:
 // no consumer of the harness takes them for its own records (load.ParseHeader refuses them).
 // RunProbe stops when budget has passed (Stopped) and returns an error only when its client
 // could not be created or ctx ended.
@@ -53,7 +54,7 @@ func RunProbe(ctx context.Context, conn []kgo.Opt, g spec.ProducerSpec, topic st
 	warm := min(partitions, ProbeMaxWarmup)
 	rec := new(kgo.Record)
 	for i := 0; i < warm+n; i++ {
-		*rec = kgo.Record{Topic: topic, Value: value, Partition: int32(i % partitions)}
+		*rec = kgo.Record{Topic: topic, Value: value, Partition: int32(i % warm)}
 		start := time.Now()
 		err := cl.ProduceSync(pctx, rec).FirstErr()
 		took := time.Since(start)

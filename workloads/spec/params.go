@@ -414,7 +414,7 @@ var params = []Param{
 	intP("brokers", nil, 1, 16, "embedded cluster size, default 3", func(s *Spec) *int { return &s.Brokers }),
 	durP("duration", nil, 100*time.Millisecond, 24*time.Hour, "measurement window, default 20s", func(s *Spec) *time.Duration { return &s.Duration }),
 	durP("warmup", nil, 0, time.Hour, "warm-up before measurement (samples discarded), default 5s", func(s *Spec) *time.Duration { return &s.Warmup }),
-	intP("probe.records", nil, 0, 1000000, "records produced one at a time before the load (each sent when the previous one is acknowledged; the first producer group's acks and message.size, round robin over the partitions): the service time the load's ack p50 and p99 are reported against (queueing, result.json probe); 0 = off, default 1000", func(s *Spec) *int { return &s.ProbeRecords }),
+	intP("probe.records", nil, 0, 1000000, "records produced one at a time before the load (each sent when the previous one is acknowledged; the first producer group's acks and message.size, round robin over the first 100 partitions at most, each written once untimed first): the service time the load's ack p50 and p99 are reported against (queueing, result.json probe); 0 = off, default 1000", func(s *Spec) *int { return &s.ProbeRecords }),
 	intP("reassign.throttle", nil, 0, math.MaxInt64, "replication throttle of the reassign faults' catch-up (bytes/s, as kafka-reassign-partitions --throttle; 0 = none), default 0", func(s *Spec) *int64 { return &s.ReassignThrottle }),
 
 	{Key: "topic.name", Help: "benchmark topic, default isrbench ([a-zA-Z0-9._-], 1..249 chars)",

@@ -63,9 +63,9 @@ type Spec struct {
 	Warmup time.Duration
 	// ProbeRecords is probe.records: before the load (and its warm-up), with the cluster
 	// ready and idle, the harness produces this many records one at a time, each sent when
-	// the previous one is acknowledged, round robin over the partitions, with the first
-	// producer group's acks and message.size (linger 0), after one untimed record per
-	// partition (at most 100). Their ack p50 is the service time the load's ack p50 and p99
+	// the previous one is acknowledged, with the first producer group's acks and message.size
+	// (linger 0), after one untimed record to each partition (the first 100 at most), round
+	// robin over those. Their ack p50 is the service time the load's ack p50 and p99
 	// are reported against (result.json probe.queueing). 0 turns the probe off. Default 1000.
 	// The records lie before the load's start offsets: consumers and the read-back skip them.
 	ProbeRecords int
