@@ -124,3 +124,28 @@ func TestPrintSummaryProbe(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintSweepQueueing: a sweep whose runs had a probe shows their queueing factors, and a
+// run without one a dash; a sweep without any has no such columns.
+func TestPrintSweepQueueing(t *testing.T) {
+	a := probeResult(150, 2000, 60)
+	a.Config = cfg("producers.rate", 5000)
+	b := fakeResult("default", "r2", cfg("producers.rate", 1000), 1000, 250, 500)
+	var buf bytes.Buffer
+	if err := PrintSweep(&buf, []*Result{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"│  ack  │ queue │ queue │ hw-lag │", "│  3000 │  2.5x │ 33.3x │     75 │", "│   750 │     - │     - │    125 │"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("sweep table lacks %q:\n%s", want, out)
+		}
+	}
+	buf.Reset()
+	if err := PrintSweep(&buf, []*Result{b}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "queue") {
+		t.Errorf("a sweep without probes has queueing columns:\n%s", buf.String())
+	}
+}

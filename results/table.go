@@ -371,7 +371,8 @@ func PrintSummary(w io.Writer, r *Result) error {
 }
 
 // PrintSweep prints one row per sweep point: the keys that vary between the results as columns,
-// then records/s, MB/s, ack p50/p99/p99.9, HW-lag p99 (and the client-observed HW-lag p99 when
+// then records/s, MB/s, ack p50/p99/p99.9 (and the queueing factors when a result has a
+// one-at-a-time probe: ack p50 and p99 over its p50), HW-lag p99 (and the client-observed HW-lag p99 when
 // a result has it), e2e p99 (and commit p50/p99, LSO-lag p99 and read_committed e2e p99 when a
 // result is transactional), ISR shrinks, errors, lost, and when any result measured cost, CPU µs
 // and cluster system calls per record.
@@ -382,7 +383,15 @@ func PrintSweep(w io.Writer, rows []*Result) error {
 	}
 	varied := VariedKeys(rows)
 	header := append([]string{"name"}, varied...)
-	header = append(header, "records/s", "MB/s", "ack p50", "ack p99", "ack p99.9", "hw-lag p99")
+	header = append(header, "records/s", "MB/s", "ack p50", "ack p99", "ack p99.9")
+	queueing := false // the load's ack p50 and p99 over the one-at-a-time probe's p50
+	for _, r := range rows {
+		queueing = queueing || (r.Probe != nil && r.Probe.Queueing != nil)
+	}
+	if queueing {
+		header = append(header, "queue p50", "queue p99")
+	}
+	header = append(header, "hw-lag p99")
 	client := false // a column for the client-observed HW lag when some run has it
 	for _, r := range rows {
 		client = client || r.HWLagClientUs != nil
@@ -421,8 +430,15 @@ func PrintSweep(w io.Writer, rows []*Result) error {
 			errs += n
 		}
 		cells = append(cells, FormatValue(r.Produced.RecordsPerSec), FormatValue(r.Produced.MBPerSec),
-			sumCell(r.AckLatencyUs, r.AckLatencyUs.P50), sumCell(r.AckLatencyUs, r.AckLatencyUs.P99), sumCell(r.AckLatencyUs, r.AckLatencyUs.P999),
-			sumCell(r.HWLagUs, r.HWLagUs.P99))
+			sumCell(r.AckLatencyUs, r.AckLatencyUs.P50), sumCell(r.AckLatencyUs, r.AckLatencyUs.P99), sumCell(r.AckLatencyUs, r.AckLatencyUs.P999))
+		if queueing {
+			if r.Probe != nil && r.Probe.Queueing != nil {
+				cells = append(cells, fmtFactor(r.Probe.Queueing.AckP50X)+"x", fmtFactor(r.Probe.Queueing.AckP99X)+"x")
+			} else {
+				cells = append(cells, "-", "-")
+			}
+		}
+		cells = append(cells, sumCell(r.HWLagUs, r.HWLagUs.P99))
 		if client {
 			if c := r.HWLagClientUs; c != nil {
 				cells = append(cells, sumCell(*c, c.P99))
