@@ -95,6 +95,12 @@ type Env struct {
 	CPUs   int    `json:"cpus"`          // GOMAXPROCS at run time
 	Commit string `json:"commit"`        // VCS revision of the binary, "" if unknown
 	CPU    string `json:"cpu,omitempty"` // CPU model name (for bench.txt's "cpu:" line)
+	// CPUIdle is the kernel's cpuidle driver and governor ("haltpoll", "intel_idle/menu"),
+	// with the haltpoll driver of a virtual machine also its guest_halt_poll_ns: how long an
+	// idle vCPU polls before it halts. 0 halts at once, and every wake-up of an idle vCPU
+	// then costs an exit to the host: on a 2-core VM that moved the default spec's ack p50 by
+	// 25-50% and its CPU per record by about 11% (README, "What it measures").
+	CPUIdle string `json:"cpuidle,omitempty"`
 }
 
 // CurrentEnv describes this process: Go version, OS/arch, GOMAXPROCS, the VCS revision baked into
@@ -105,7 +111,36 @@ func CurrentEnv(commit string) Env {
 		e.Commit = vcsRevision()
 	}
 	e.CPU = cpuModel()
+	e.CPUIdle = cpuIdle("/sys")
 	return e
+}
+
+// cpuIdle describes the cpuidle settings under sysfs root (see Env.CPUIdle), "" when there is
+// no cpuidle driver.
+func cpuIdle(sys string) string {
+	read := func(p string) string {
+		b, err := os.ReadFile(filepath.Join(sys, p))
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	drv := read("devices/system/cpu/cpuidle/current_driver")
+	if drv == "" {
+		return ""
+	}
+	s := drv
+	gov := read("devices/system/cpu/cpuidle/current_governor")
+	if gov == "" {
+		gov = read("devices/system/cpu/cpuidle/current_governor_ro")
+	}
+	if gov != "" && gov != drv {
+		s += "/" + gov
+	}
+	if ns := read("module/haltpoll/parameters/guest_halt_poll_ns"); drv == "haltpoll" && ns != "" {
+		s += " guest_halt_poll_ns=" + ns
+	}
+	return s
 }
 
 func cpuModel() string {

@@ -86,3 +86,33 @@ func FuzzDecodeResult(f *testing.F) {
 		}
 	})
 }
+
+// TestCPUIdle: the driver, the governor when it differs, and haltpoll's guest_halt_poll_ns;
+// nothing without a cpuidle driver.
+func TestCPUIdle(t *testing.T) {
+	sys := t.TempDir()
+	put := func(p, v string) {
+		t.Helper()
+		p = filepath.Join(sys, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := cpuIdle(sys); got != "" {
+		t.Errorf("no driver: %q", got)
+	}
+	put("devices/system/cpu/cpuidle/current_driver", "haltpoll")
+	put("devices/system/cpu/cpuidle/current_governor_ro", "haltpoll")
+	put("module/haltpoll/parameters/guest_halt_poll_ns", "0")
+	if got, want := cpuIdle(sys), "haltpoll guest_halt_poll_ns=0"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	put("devices/system/cpu/cpuidle/current_driver", "intel_idle")
+	put("devices/system/cpu/cpuidle/current_governor", "menu")
+	if got, want := cpuIdle(sys), "intel_idle/menu"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
