@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
 	"strconv"
-	"strings"
 )
 
 // Probe is the one-at-a-time probe of a run (result.json probe): before the load, with the
@@ -84,16 +82,7 @@ func printProbe(w io.Writer, r *Result) {
 	}
 	var errs string
 	if len(p.Errors) > 0 {
-		names := make([]string, 0, len(p.Errors))
-		for n := range p.Errors {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		parts := make([]string, len(names))
-		for i, n := range names {
-			parts[i] = fmt.Sprintf("%s %d", n, p.Errors[n])
-		}
-		errs = "; probe records failed: " + strings.Join(parts, ", ")
+		errs = "; probe records failed: " + joinSorted(p.Errors, " ")
 	}
 	switch q := p.Queueing; {
 	case q != nil:

@@ -90,7 +90,7 @@ func TestPrintSummaryProbe(t *testing.T) {
 	if err := PrintSummary(&buf, r); err != nil {
 		t.Fatal(err)
 	}
-	if want := "queueing: not measured: the load acknowledged no record (one at a time: ack p50 60 µs over 1000 records); probe records failed: NOT_ENOUGH_REPLICAS 3, REQUEST_TIMED_OUT 1\n"; !strings.Contains(buf.String(), want) {
+	if want := "queueing: not measured: the load acknowledged no record (one at a time: ack p50 60 µs over 1000 records); probe records failed: NOT_ENOUGH_REPLICAS=3 REQUEST_TIMED_OUT=1\n"; !strings.Contains(buf.String(), want) {
 		t.Errorf("summary lacks %q:\n%s", want, buf.String())
 	}
 	buf.Reset()

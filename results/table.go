@@ -310,16 +310,7 @@ func PrintSummary(w io.Writer, r *Result) error {
 	fmt.Fprintf(w, "isr: %d shrinks (leader-driven %d, controller-driven %d), %d expands (leader-driven), under-replicated %ss\n",
 		r.ISR.Shrinks, r.ISR.LeaderShrinks, r.ISR.ControllerShrinks, r.ISR.Expands, strconv.FormatFloat(r.ISR.UnderReplicatedS, 'f', -1, 64))
 	if len(r.Produced.Errors) > 0 {
-		codes := make([]string, 0, len(r.Produced.Errors))
-		for c := range r.Produced.Errors {
-			codes = append(codes, c)
-		}
-		sort.Strings(codes)
-		parts := make([]string, len(codes))
-		for i, c := range codes {
-			parts[i] = fmt.Sprintf("%s=%d", c, r.Produced.Errors[c])
-		}
-		fmt.Fprintf(w, "errors: %s\n", strings.Join(parts, " "))
+		fmt.Fprintf(w, "errors: %s\n", joinSorted(r.Produced.Errors, " "))
 	} else {
 		fmt.Fprintln(w, "errors: none")
 	}
@@ -564,14 +555,19 @@ func reportedText(ts TargetSetting) string {
 	if len(ts.Reported) == 0 {
 		return ""
 	}
-	keys := make([]string, 0, len(ts.Reported))
-	for k := range ts.Reported {
+	return ", reported " + joinSorted(ts.Reported, " ")
+}
+
+// joinSorted is m's entries as key=value, in key order, joined by sep.
+func joinSorted[V any](m map[string]V, sep string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = k + "=" + ts.Reported[k]
+		parts[i] = fmt.Sprintf("%s=%v", k, m[k])
 	}
-	return ", reported " + strings.Join(parts, " ")
+	return strings.Join(parts, sep)
 }
