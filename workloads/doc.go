@@ -18,6 +18,13 @@
 // report writes the run directory from them (runner_values.go). No phase changes an earlier
 // phase's value; what must end with the run is closed when Run returns.
 //
+// Before the start offsets are read, with every follower fetching and nothing else running,
+// setup runs the one-at-a-time probe (runner_probe.go, load.RunProbe): probe.records records,
+// each sent once the previous one was acknowledged. Its ack latency is the service time of
+// the same invocation; report relates the load's ack p50 and p99 to its p50 (result.json
+// probe.queueing). Its records lie before the start offsets, so the consumers and the
+// read-back never see them.
+//
 // # Faults
 //
 // The spec's fault schedule (spec.Fault) runs alongside the load: at is relative to the start
