@@ -22,6 +22,7 @@ const (
 	RoleConsumerClient = "consumer-client" // harness: consumer workload (and consumer-group members)
 	RoleObserverClient = "observer-client" // harness: the client HW and LSO observers
 	RolePipelineClient = "pipeline-client" // harness: the exactly-once pipeline's members
+	RoleProbeClient    = "probe-client"    // harness: the one-at-a-time probe before the load
 )
 
 // Labels returns the label set for a broker and role; an empty broker is

@@ -34,7 +34,7 @@ func SideOf(s *profile.Sample) string {
 
 // IsClientRole reports whether role names one of the harness's Kafka clients: a role ending
 // in "-client" (RoleProducerClient, RoleConsumerClient, RoleObserverClient,
-// RolePipelineClient).
+// RolePipelineClient, RoleProbeClient).
 func IsClientRole(role string) bool { return strings.HasSuffix(role, "-client") }
 
 // Split is a profile's default sample value summed per side (CPU nanoseconds for a CPU
