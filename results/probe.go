@@ -11,7 +11,7 @@ import (
 // cluster ready and idle, the harness produced records one at a time, each sent once the
 // previous one was acknowledged, and timed each from its send to its acknowledgement. Its p50
 // is the cluster's service time with nothing queued, measured in the same invocation as the
-// load; Queueing relates the load's ack latency to it.
+// load; Queueing relates the load's ack latency to it. A plain value.
 type Probe struct {
 	// Records are the records timed (AckLatencyUs.Count when none failed); Warmup the records
 	// sent before them, untimed (each partition's first: connections, metadata, first
@@ -28,7 +28,8 @@ type Probe struct {
 }
 
 // Queueing is the load's ack latency as multiples of the probe's ack p50: how much of it is
-// waiting behind other work rather than the work itself (1.0: none).
+// waiting behind other work or for idle threads and cores to wake, rather than the work
+// itself (1.0: none; README, "Queueing: the one-at-a-time probe"). A plain value.
 type Queueing struct {
 	AckP50X float64 `json:"ack_p50_x"` // the load's ack p50 / the probe's ack p50
 	AckP99X float64 `json:"ack_p99_x"` // the load's ack p99 / the probe's ack p50

@@ -17,7 +17,7 @@ const (
 	ProbeMaxWarmup = 100
 )
 
-// ProbeResult is what RunProbe measured.
+// ProbeResult is what RunProbe measured. A plain value, RunProbe's once it returns.
 type ProbeResult struct {
 	Ack    *results.Histogram // send -> acknowledged, µs, of the timed records that succeeded
 	Warmup int64              // untimed records sent first
@@ -35,7 +35,8 @@ type ProbeResult struct {
 // just before its send to its acknowledgement. The values are zero bytes:
 // no consumer of the harness takes them for its own records (load.ParseHeader refuses them).
 // RunProbe stops when budget has passed (Stopped) and returns an error only when its client
-// could not be created or ctx ended.
+// could not be created or ctx ended. Safe to call from any goroutine; each call has its own
+// client.
 func RunProbe(ctx context.Context, conn []kgo.Opt, g spec.ProducerSpec, topic string, partitions, n int, budget time.Duration) (*ProbeResult, error) {
 	opts := append(conn[:len(conn):len(conn)], producerOpts(g, topic)...)
 	opts = append(opts, kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
