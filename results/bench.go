@@ -26,8 +26,9 @@ var DefaultBenchKeys = []string{"acks", "replication.factor", "partitions", "num
 // The key=value parts are DefaultBenchKeys present in the configs plus every key whose value
 // differs between the results, sorted. Units: records/s, MB/s, p50-ack-µs, p99-ack-µs,
 // p999-ack-µs, p99-hwlag-µs, p99-e2e-µs, with a one-at-a-time probe p50-probe-µs, queue-p50-x
-// and queue-p99-x (the load's ack p50 and p99 over the probe's p50), in a transactional run p50-commit-µs, p99-commit-µs,
-// p99-lsolag-µs and p99-e2erc-µs (a latency whose histogram is empty is left out), then
+// and queue-p99-x (the load's ack p50 and p99 over the probe's p50), in a transactional run
+// p50-commit-µs, p99-commit-µs, p99-lsolag-µs and p99-e2erc-µs (a latency whose histogram is
+// empty is left out), then
 // with a cost object cpu-µs/record, cpu-cluster-µs/record, cpu-clients-µs/record,
 // allocs/record, alloc-B/record, gc-cpu-µs/record, vcsw/record, ivcsw/record and, where the
 // cluster's side was counted, syscalls/record, sys-<kind>/record per kind, produce-reqs/record,

@@ -83,7 +83,7 @@ func printProbe(w io.Writer, r *Result) {
 	}
 	var errs string
 	if len(p.Errors) > 0 {
-		errs = "; probe records failed: " + joinSorted(p.Errors, " ")
+		errs = "; probe records failed: " + joinSorted(p.Errors)
 	}
 	switch q := p.Queueing; {
 	case q != nil:

@@ -310,7 +310,7 @@ func PrintSummary(w io.Writer, r *Result) error {
 	fmt.Fprintf(w, "isr: %d shrinks (leader-driven %d, controller-driven %d), %d expands (leader-driven), under-replicated %ss\n",
 		r.ISR.Shrinks, r.ISR.LeaderShrinks, r.ISR.ControllerShrinks, r.ISR.Expands, strconv.FormatFloat(r.ISR.UnderReplicatedS, 'f', -1, 64))
 	if len(r.Produced.Errors) > 0 {
-		fmt.Fprintf(w, "errors: %s\n", joinSorted(r.Produced.Errors, " "))
+		fmt.Fprintf(w, "errors: %s\n", joinSorted(r.Produced.Errors))
 	} else {
 		fmt.Fprintln(w, "errors: none")
 	}
@@ -363,10 +363,10 @@ func PrintSummary(w io.Writer, r *Result) error {
 
 // PrintSweep prints one row per sweep point: the keys that vary between the results as columns,
 // then records/s, MB/s, ack p50/p99/p99.9 (and the queueing factors when a result has a
-// one-at-a-time probe: ack p50 and p99 over its p50), HW-lag p99 (and the client-observed HW-lag p99 when
-// a result has it), e2e p99 (and commit p50/p99, LSO-lag p99 and read_committed e2e p99 when a
-// result is transactional), ISR shrinks, errors, lost, and when any result measured cost, CPU µs
-// and cluster system calls per record.
+// one-at-a-time probe: ack p50 and p99 over its p50), HW-lag p99 (and the client-observed
+// HW-lag p99 when a result has it), e2e p99 (and commit p50/p99, LSO-lag p99 and read_committed
+// e2e p99 when a result is transactional), ISR shrinks, errors, lost, and when any result
+// measured cost, CPU µs and cluster system calls per record.
 func PrintSweep(w io.Writer, rows []*Result) error {
 	if len(rows) == 0 {
 		_, err := fmt.Fprintln(w, "no results")
@@ -555,11 +555,11 @@ func reportedText(ts TargetSetting) string {
 	if len(ts.Reported) == 0 {
 		return ""
 	}
-	return ", reported " + joinSorted(ts.Reported, " ")
+	return ", reported " + joinSorted(ts.Reported)
 }
 
-// joinSorted is m's entries as key=value, in key order, joined by sep.
-func joinSorted[V any](m map[string]V, sep string) string {
+// joinSorted is m's entries as key=value, in key order, separated by spaces.
+func joinSorted[V any](m map[string]V) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -569,5 +569,5 @@ func joinSorted[V any](m map[string]V, sep string) string {
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%s=%v", k, m[k])
 	}
-	return strings.Join(parts, sep)
+	return strings.Join(parts, " ")
 }
