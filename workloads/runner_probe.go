@@ -14,11 +14,11 @@ import (
 // result notes it).
 const probeBudget = 30 * time.Second
 
-// probed is what the one-at-a-time probe measured (nil: no probe) and why there was none.
+// probed is what the one-at-a-time probe measured (r nil: no probe) and the run's note on it.
 type probed struct {
 	r    *load.ProbeResult
 	acks string
-	why  string // no probe: the reason ("" with a probe or with probe.records=0)
+	why  string // notes.probe: why there is no probe, or that it stopped early; "" for none
 }
 
 // runProbe runs the one-at-a-time probe of probe.records (see spec.Spec.ProbeRecords) with the
