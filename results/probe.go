@@ -13,9 +13,9 @@ import (
 // is the cluster's service time with nothing queued, measured in the same invocation as the
 // load; Queueing relates the load's ack latency to it. A plain value.
 type Probe struct {
-	// Records are the records timed (AckLatencyUs.Count when none failed); Warmup the records
-	// sent before them, untimed (each partition's first: connections, metadata, first
-	// segment writes).
+	// Records are the records sent after the warm-up: AckLatencyUs.Count plus the failed ones
+	// (Errors). Warmup are the records sent before them, untimed (each partition's first:
+	// connections, metadata, first segment writes).
 	Records int64 `json:"records"`
 	Warmup  int64 `json:"warmup"`
 	// Acks is the acks of the probe's producer (the first producer group's).

@@ -53,9 +53,8 @@ func RunProbe(ctx context.Context, conn []kgo.Opt, g spec.ProducerSpec, topic st
 	res := &ProbeResult{Ack: results.NewHistogram(), Errors: map[string]int64{}}
 	value := make([]byte, g.MessageSize)
 	warm := min(partitions, ProbeMaxWarmup)
-	rec := new(kgo.Record)
 	for i := 0; i < warm+n; i++ {
-		*rec = kgo.Record{Topic: topic, Value: value, Partition: int32(i % warm)}
+		rec := &kgo.Record{Topic: topic, Value: value, Partition: int32(i % warm)}
 		start := time.Now()
 		err := cl.ProduceSync(pctx, rec).FirstErr()
 		took := time.Since(start)
