@@ -81,6 +81,7 @@ var bindings = sortedBindings([]binding{
 	bind("isrbench.produce.spin", func(c *Config) any { return &c.Broker.ProduceSpin }),
 	bindZero("isrbench.request.read.timeout.ms", func(c *Config) any { return &c.Limits.RequestReadTimeout }),
 	bind("isrbench.socket.read.when.ready", func(c *Config) any { return &c.ReadWhenReady }),
+	bind("isrbench.replica.fetch.uring", func(c *Config) any { return &c.ReplicaFetchUring }),
 	bind("isrbench.truncate.mode", func(c *Config) any { return &c.Broker.TruncateMode }),
 	bind("isrbench.zero.copy", func(c *Config) any { return &c.ZeroCopy }),
 	bind("isrbench.zero.copy.min.bytes", func(c *Config) any { return &c.ZeroCopyMinBytes }),

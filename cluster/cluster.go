@@ -57,6 +57,9 @@ type Config struct {
 	// replica fetchers wait for readability at once after a read that emptied a plaintext
 	// socket; false reads it empty (EAGAIN) before every wait.
 	ReadWhenReady bool
+	// ReplicaFetchUring is isrbench.replica.fetch.uring (default false): each replica fetch
+	// on a plaintext connection is one io_uring_enter (netfetch.Transport.SetUring).
+	ReplicaFetchUring bool
 	// AnswerInline is isrbench.produce.answer.inline (default true): an acks=all produce on
 	// a plaintext connection is answered by the goroutine that completes it; false wakes its
 	// connection's goroutine to answer it.
@@ -324,6 +327,7 @@ func (c *Cluster) startNode(n *node, ln net.Listener) error {
 	tr := netfetch.NewFaultyTransport(n.id, c.ctrl, &c.links, c.cfg.FetchSessions, c.cfg.Settings)
 	tr.SetCounters(c.stats)
 	tr.SetReadWhenReady(c.cfg.ReadWhenReady)
+	tr.SetUring(c.cfg.ReplicaFetchUring)
 	tr.SetSecurity(c.sec.client)
 	lname, lsec, extra := c.serverSecurity(n)
 	b, err := broker.New(bcfg, c.ctrl, tr)

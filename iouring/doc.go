@@ -2,13 +2,17 @@
 // standard library only, no cgo) that writes and fsyncs files in batches: the
 // back-end of the "uring" value of isrbench.io, whose writer (core/log's
 // UringWriter) group-commits the appends of every partition into Ring.Submit
-// calls.
+// calls. Its Exchange is the back-end of isrbench.replica.fetch.uring: a replica
+// fetcher's request sent and its response received with one system call.
 //
 // # What it owns
 //
 // One ring per Ring: the ring fd from io_uring_setup, the three shared
 // mappings, and the operations in flight. It writes with IORING_OP_WRITEV and
-// flushes with IORING_OP_FSYNC; nothing else is submitted.
+// flushes with IORING_OP_FSYNC; nothing else is submitted. An Exchange has a
+// ring of its own for one socket: IORING_OP_SEND linked to IORING_OP_RECV (and
+// IORING_OP_LINK_TIMEOUT), its completions waited for on the ring's descriptor
+// through the runtime's poller (exchange.go).
 //
 // # Ring layout
 //
@@ -81,6 +85,11 @@
 // once and their SQEs share one io_uring_enter (BenchmarkSubmit ops=8; core/log
 // BenchmarkWriteAt parallel-8), and on filesystems with async buffered writes
 // (XFS, btrfs).
+//
+// An Exchange round is one io_uring_enter where write(2) and read(2) are two,
+// at about the latency of the two on loopback (BenchmarkPingPong): the receive
+// completes through task work on the submitting thread before the ring's
+// descriptor turns readable, one wake-up more than a socket's readiness.
 //
 // Offsets: an Op writes the file range [Off, Off+total) (Off inclusive, end
 // exclusive).

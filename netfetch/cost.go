@@ -24,6 +24,9 @@ type Cost struct {
 	// sendmsg(2) calls with MSG_MORE that send a zero-copy response's headers ahead of its file
 	// bytes.
 	Read, Write, Sendfile, Sendmsg int64
+	// UringEnter counts the replica fetchers' io_uring_enter calls (isrbench.replica.fetch.uring):
+	// each sends a fetch and receives its response, where Write and Read would count one each.
+	UringEnter int64
 	// Bytes: ReadBytes and WriteBytes were copied between user space and the socket;
 	// SendfileBytes went from the page cache to the socket without a copy through user space.
 	ReadBytes, WriteBytes, SendfileBytes int64
@@ -79,6 +82,7 @@ const (
 // (and one for its bytes), no lock, no allocation.
 type costCounters struct {
 	read, write, sendfile, sendmsg        atomic.Int64
+	uringEnter                            atomic.Int64
 	readBytes, writeBytes, sendfileBytes  atomic.Int64
 	tlsCopyBytes                          atomic.Int64
 	produce, fetch, replicaFetch, fetched atomic.Int64
@@ -112,7 +116,8 @@ func (c *costCounters) readReqTime(k reqKind) ReqTime {
 func (c Cost) Sub(o Cost) Cost {
 	return Cost{
 		Read: c.Read - o.Read, Write: c.Write - o.Write, Sendfile: c.Sendfile - o.Sendfile, Sendmsg: c.Sendmsg - o.Sendmsg,
-		ReadBytes: c.ReadBytes - o.ReadBytes, WriteBytes: c.WriteBytes - o.WriteBytes, SendfileBytes: c.SendfileBytes - o.SendfileBytes,
+		UringEnter: c.UringEnter - o.UringEnter,
+		ReadBytes:  c.ReadBytes - o.ReadBytes, WriteBytes: c.WriteBytes - o.WriteBytes, SendfileBytes: c.SendfileBytes - o.SendfileBytes,
 		TLSCopyBytes:    c.TLSCopyBytes - o.TLSCopyBytes,
 		ProduceRequests: c.ProduceRequests - o.ProduceRequests, FetchRequests: c.FetchRequests - o.FetchRequests,
 		ReplicaFetchRequests: c.ReplicaFetchRequests - o.ReplicaFetchRequests, FetchResponses: c.FetchResponses - o.FetchResponses,
@@ -130,7 +135,8 @@ func (c *Counters) Cost() Cost { return c.c.cost.snapshot() }
 func (costs *costCounters) snapshot() Cost {
 	return Cost{
 		Read: costs.read.Load(), Write: costs.write.Load(), Sendfile: costs.sendfile.Load(), Sendmsg: costs.sendmsg.Load(),
-		ReadBytes: costs.readBytes.Load(), WriteBytes: costs.writeBytes.Load(), SendfileBytes: costs.sendfileBytes.Load(),
+		UringEnter: costs.uringEnter.Load(),
+		ReadBytes:  costs.readBytes.Load(), WriteBytes: costs.writeBytes.Load(), SendfileBytes: costs.sendfileBytes.Load(),
 		TLSCopyBytes:    costs.tlsCopyBytes.Load(),
 		ProduceRequests: costs.produce.Load(), FetchRequests: costs.fetch.Load(), ReplicaFetchRequests: costs.replicaFetch.Load(),
 		FetchResponses: costs.fetched.Load(), FollowerFetchRequests: costs.followerFetch.Load(),

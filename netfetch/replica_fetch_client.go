@@ -19,6 +19,7 @@ import (
 
 	"github.com/isrbench/isrbench/core/broker"
 	"github.com/isrbench/isrbench/core/controller"
+	"github.com/isrbench/isrbench/iouring"
 )
 
 // Transport is the TCP implementation of broker.Transport for the broker
@@ -35,6 +36,9 @@ type Transport struct {
 	// readBeforeWait is isrbench.socket.read.when.ready=false (SetReadWhenReady): every
 	// response is waited for with a read that finds the socket empty first.
 	readBeforeWait bool
+	// uring is isrbench.replica.fetch.uring (SetUring): each round trip of a plaintext
+	// connection is one io_uring_enter (replica_fetch_uring.go).
+	uring bool
 	// sec is the inter-broker listener's client security (replica_fetch_security.go).
 	sec ClientSecurity
 	// timeout is replica.socket.timeout.ms: how long a replica request may wait for its
@@ -61,6 +65,12 @@ func (t *Transport) SetCounters(c *Counters) { t.costs = &c.c.cost }
 // RawConn.Read (readready.go); false reads the socket before every wait. Call it before the
 // broker starts.
 func (t *Transport) SetReadWhenReady(on bool) { t.readBeforeWait = !on }
+
+// SetUring is isrbench.replica.fetch.uring (default false): a plaintext connection the
+// transport dials from now on sends each request and receives its response with one
+// io_uring_enter (replica_fetch_uring.go), where the kernel allows io_uring. Call it before the
+// broker starts.
+func (t *Transport) SetUring(on bool) { t.uring = on }
 
 var _ broker.Transport = (*Transport)(nil)
 
@@ -113,6 +123,10 @@ func (t *Transport) Dial(ctx context.Context, source int32, fetcherIndex int) (b
 		fc.sr, fc.raw = sr, sr.raw
 		fc.rtFn = fc.roundTripStep
 	}
+	if sr, ok := rd.(*sockReader); ok && t.uring {
+		fc.raw = sr.raw
+		fc.x = newExchange() // nil where io_uring is unavailable: the poller's way
+	}
 	if err := t.secureReplicaConn(ctx, fc, hostOf(addr)); err != nil {
 		fc.Close()
 		return nil, err
@@ -143,6 +157,10 @@ type fetchConn struct {
 	rtBody    []byte
 	rtErr     error
 	rtReq     kmsg.Request
+	// x, when set, runs each round trip as one io_uring_enter on raw's socket, receiving into
+	// ubuf (isrbench.replica.fetch.uring, replica_fetch_uring.go).
+	x         *iouring.Exchange
+	ubuf      []byte
 	l         *link
 	corr      int32
 	wbuf      []byte
@@ -166,7 +184,14 @@ var _ broker.FetchConn = (*fetchConn)(nil)
 func (c *fetchConn) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
+		if c.x != nil {
+			// A round in the kernel holds the socket: shutting it down ends the round.
+			c.shutdown()
+		}
 		err = c.nc.Close()
+		if c.x != nil {
+			c.x.Close()
+		}
 		if stop := c.ctxStop; stop != nil {
 			stop()
 		}
@@ -212,7 +237,12 @@ func (c *fetchConn) roundTripBody(ctx context.Context, req kmsg.Request) ([]byte
 			c.ctxStop()
 		}
 		c.ctx = ctx
-		c.ctxStop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
+		c.ctxStop = context.AfterFunc(ctx, func() {
+			c.nc.SetDeadline(time.Unix(1, 0))
+			if c.x != nil {
+				c.shutdown()
+			}
+		})
 	}
 	// Checked after SetDeadline: a context canceled earlier has had its
 	// AfterFunc's past deadline overwritten above, and the I/O below would
@@ -234,7 +264,12 @@ func (c *fetchConn) roundTripBody(ctx context.Context, req kmsg.Request) ([]byte
 	binary.BigEndian.PutUint32(b[:4], uint32(len(b)-4))
 	c.wbuf = b
 	var body []byte
-	if c.sr != nil {
+	if c.x != nil {
+		var err error
+		if body, err = c.roundTripUring(ctx, req, b, dl); err != nil {
+			return nil, err
+		}
+	} else if c.sr != nil {
 		var err error
 		if body, err = c.roundTripReady(ctx, req, b); err != nil {
 			return nil, err

@@ -46,6 +46,10 @@ func (t *Transport) secureReplicaConn(ctx context.Context, fc *fetchConn, host s
 		fc.nc = tc
 		fc.br = bufio.NewReaderSize(countedReader{tc, fc.costs}, 64<<10) // reads through TLS from now on
 		fc.sr, fc.raw = nil, nil
+		if fc.x != nil { // io_uring would bypass TLS: the poller's way
+			fc.x.Close()
+			fc.x = nil
+		}
 	}
 	if t.sec.SASL != nil {
 		if err := fc.authenticate(ctx, t.sec.SASL, host); err != nil {

@@ -254,7 +254,7 @@ func (m *costMeter) cost(records int64, clusterInProcess bool, cpuProfile string
 		kinds := map[string]int64{
 			"read": n.Read, "write": n.Write + v.Write, "sendfile": n.Sendfile, "sendmsg": n.Sendmsg,
 			"pread": v.Pread, "pwrite": v.Pwrite + l.Pwrite, "pwritev": l.Pwritev, "fsync": v.Fsync,
-			"io_uring_enter": l.IOUringEnter,
+			"io_uring_enter": l.IOUringEnter + n.UringEnter,
 		}
 		c.SyscallsPerRecord = map[string]float64{}
 		for _, k := range results.SyscallKinds {

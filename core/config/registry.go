@@ -159,6 +159,7 @@ var entries = []Entry{
 		"a drop-behind step waits for its writeback, and the process's steps run one at a time on one goroutine, so replicas crossing a step together do not hand the disk one burst (false: a step only starts its writeback, on the background flushers)"),
 	flag("isrbench.produce.wake.after.response", "false", "true: an acks=0/1 produce writes its response before its appends wake the followers' parked fetches, Kafka's order; false (default, no measured gain yet): the appends wake them first"),
 	flag("isrbench.produce.answer.inline", "true", "an acks=all produce on a plaintext connection is answered by the goroutine that completes it (the HW advance past its batches), false: by its connection's goroutine, woken by it"),
+	flag("isrbench.replica.fetch.uring", "false", "a replica fetcher on a plaintext connection sends each fetch and receives its response with one io_uring_enter (a SEND linked to a RECV), its thread sleeping in the kernel until the answer is there (false, the default: write(2), then read(2) after the runtime's poller saw the answer; where io_uring is unavailable the fetchers keep that way)"),
 	flag("isrbench.socket.read.when.ready", "true", "plaintext connections wait for readability at once after a read that emptied the socket (false: a read finds it empty before every wait)"),
 	broker("isrbench.request.read.timeout.ms", Long, "ms", "30000", 1, MaxMs,
 		"close a connection whose request has not fully arrived this long after its first byte (ms; the default is Kafka clients' request.timeout.ms), -1 = never").orNever(),

@@ -461,6 +461,7 @@ var params = []Param{
 	TargetProtocolParam,
 	settingB("isrbench.fetch.sessions"),
 	settingB("isrbench.socket.read.when.ready"),
+	settingB("isrbench.replica.fetch.uring"),
 	settingB("isrbench.produce.answer.inline"),
 	settingB("isrbench.housekeeping.changed.only"),
 	settingB("isrbench.close.syncfs"),

@@ -1,0 +1,113 @@
+package netfetch
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
+
+	"github.com/isrbench/isrbench/iouring"
+)
+
+// A replica fetch round trip through io_uring (isrbench.replica.fetch.uring, off by default).
+//
+// A follower's fetcher writes a request and waits for its answer: on the runtime's poller that
+// is a write(2), a wait in epoll, and a read(2). With the setting on, a plaintext connection
+// submits a SEND of the request linked to a RECV of the answer (and a LINK_TIMEOUT for
+// replica.socket.timeout.ms) and waits for their completions in the same io_uring_enter: one
+// system call per round, counted as io_uring_enter in the cost table. A response larger than
+// the first receive took is received with MSG_WAITALL once its size is known (one more call).
+// The fetcher's thread sleeps in the kernel during the wait (the runtime hands its P to another
+// thread), and wakes when the answer is there.
+//
+// Ending a round early: Close and a canceled context shut the socket down, which completes the
+// receive at once (closing the descriptor would not: the kernel holds the file while the
+// operation is in flight). TLS, SASL_SSL, a faulty link and a host without io_uring keep the
+// poller's way.
+
+// newExchange returns an io_uring exchange for one connection, or nil where io_uring is
+// unavailable or refused.
+func newExchange() *iouring.Exchange {
+	if ok, _ := iouring.Available(); !ok {
+		return nil
+	}
+	x, err := iouring.NewExchange()
+	if err != nil {
+		return nil
+	}
+	return x
+}
+
+// shutdown shuts the connection's socket down for both directions: a round in progress ends.
+func (c *fetchConn) shutdown() {
+	if c.raw != nil {
+		c.raw.Control(func(fd uintptr) { unix.Shutdown(int(fd), unix.SHUT_RDWR) })
+	}
+}
+
+// roundTripUring sends the request frame b and receives its response frame with c.x (one
+// io_uring_enter when the first receive takes all of it), returning the body after the size
+// prefix (aliasing c.ubuf until the next call). dl is the round trip's deadline (zero: none).
+func (c *fetchConn) roundTripUring(ctx context.Context, req kmsg.Request, b []byte, dl time.Time) ([]byte, error) {
+	if c.br.Buffered() > 0 {
+		return nil, fmt.Errorf("replica fetcher %d->%d: %s: %d bytes buffered before the request", c.self, c.source, kmsg.NameForKey(req.Key()), c.br.Buffered())
+	}
+	if cap(c.ubuf) < 64<<10 {
+		c.ubuf = make([]byte, 64<<10)
+	}
+	in := c.ubuf[:cap(c.ubuf)]
+	out, have, need := b, 0, -1
+	for {
+		var timeout time.Duration
+		if !dl.IsZero() {
+			if timeout = time.Until(dl); timeout <= 0 {
+				return nil, c.ioErr(ctx, "reading", req, os.ErrDeadlineExceeded)
+			}
+		}
+		buf, waitAll := in[have:], false
+		if need >= 0 {
+			buf, waitAll = in[have:need], true
+		}
+		var res iouring.RoundResult
+		var rerr error
+		cerr := c.raw.Control(func(fd uintptr) { res, rerr = c.x.Round(int(fd), out, buf, waitAll, timeout) })
+		c.costs.uringEnter.Add(int64(res.Enters))
+		c.costs.writeBytes.Add(int64(res.Sent))
+		c.costs.readBytes.Add(int64(res.Received))
+		switch {
+		case cerr != nil:
+			return nil, c.ioErr(ctx, "writing", req, cerr)
+		case rerr != nil && len(out) > 0 && res.Sent < len(out):
+			return nil, c.ioErr(ctx, "writing", req, rerr)
+		case rerr != nil:
+			return nil, c.ioErr(ctx, "reading", req, rerr)
+		case res.Received == 0:
+			return nil, c.ioErr(ctx, "reading", req, io.ErrUnexpectedEOF)
+		}
+		out = nil
+		have += res.Received
+		if need < 0 && have >= 4 {
+			size := int32(binary.BigEndian.Uint32(in))
+			if size < 4 || size > maxReplicaResponseBytes {
+				return nil, fmt.Errorf("replica fetcher %d->%d: %s response size %d out of range [4, %d]", c.self, c.source, kmsg.NameForKey(req.Key()), size, maxReplicaResponseBytes)
+			}
+			need = 4 + int(size)
+			if need > len(in) {
+				grown := make([]byte, need)
+				copy(grown, in[:have])
+				c.ubuf, in = grown, grown
+			}
+		}
+		if need >= 0 && have >= need {
+			if have > need {
+				return nil, fmt.Errorf("replica fetcher %d->%d: %s response followed by %d unexpected bytes", c.self, c.source, kmsg.NameForKey(req.Key()), have-need)
+			}
+			return in[4:need], nil
+		}
+	}
+}
