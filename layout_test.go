@@ -38,7 +38,9 @@ var allowed = map[string][]string{
 	"cluster":             {"cluster", "netfetch", "core/", "internal/kafkatest", "internal/clientprops", "internal/certs"},
 	"cluster/adminapi":    {"cluster", "netfetch", "core/", "internal/kafkatest"},
 	"cluster/clustertest": {"cluster", "netfetch", "core/"},
-	"netfetch":            {"netfetch", "core/", "internal/kafkatest"},
+	// netfetch → iouring: the replica fetchers' send-then-receive (isrbench.replica.fetch.uring)
+	// on the leaf binding, as core/log's writes.
+	"netfetch": {"netfetch", "core/", "internal/kafkatest", "iouring"},
 	// kafkatest: the raw Kafka client of wire-level tests (no module package below it).
 	"internal/kafkatest": {"core/records"},
 	"core/broker":        {"core/broker", "core/partition", "core/log", "core/records", "core/controller", "core/vfs", "core/config"},

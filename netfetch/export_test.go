@@ -28,3 +28,11 @@ func OnTxnVerified(s *Server, f func(topic string, partition int32)) {
 	h := func(tp txn.TP) { f(tp.Topic, tp.Partition) }
 	s.onTxnVerified.Store(&h)
 }
+
+// SetUringSendMax sets the largest request frame a replica fetcher sends through its io_uring
+// exchange (isrbench.replica.fetch.uring) until the test ends.
+func SetUringSendMax(t interface{ Cleanup(func()) }, n int) {
+	old := uringSendMax
+	uringSendMax = n
+	t.Cleanup(func() { uringSendMax = old })
+}

@@ -25,10 +25,29 @@ import (
 // The fetcher's thread sleeps in the kernel during the wait (the runtime hands its P to another
 // thread), and wakes when the answer is there.
 //
+// A request larger than uringSendMax (a full fetch over many partitions) is written the
+// classic way, bounded by the connection's deadline, and only its response received through
+// the ring: the link timeout bounds the receive, and a send that a leader which stopped reading
+// could hold up must not be left without one. A smaller request fits the socket's send buffer
+// (a fetcher has one request in flight), so its send completes at once.
+//
 // Ending a round early: Close and a canceled context shut the socket down, which completes the
 // receive at once (closing the descriptor would not: the kernel holds the file while the
 // operation is in flight). TLS, SASL_SSL, a faulty link and a host without io_uring keep the
 // poller's way.
+
+// ReplicaFetchUringFallback returns why isrbench.replica.fetch.uring=true leaves the replica
+// fetchers on the poller's way in this process ("" when io_uring is available).
+func ReplicaFetchUringFallback() string {
+	if ok, reason := iouring.Available(); !ok {
+		return reason
+	}
+	return ""
+}
+
+// uringSendMax is the largest request frame sent through the ring (the kernel's default
+// initial TCP send buffer, tcp_wmem's middle value).
+var uringSendMax = 16 << 10
 
 // newExchange returns an io_uring exchange for one connection, or nil where io_uring is
 // unavailable or refused.
@@ -62,6 +81,13 @@ func (c *fetchConn) roundTripUring(ctx context.Context, req kmsg.Request, b []by
 	}
 	in := c.ubuf[:cap(c.ubuf)]
 	out, have, need := b, 0, -1
+	if len(b) > uringSendMax {
+		c.costs.countSocketWrite(len(b))
+		if _, err := c.nc.Write(b); err != nil {
+			return nil, c.ioErr(ctx, "writing", req, err)
+		}
+		out = nil
+	}
 	for {
 		var timeout time.Duration
 		if !dl.IsZero() {

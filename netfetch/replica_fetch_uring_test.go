@@ -10,6 +10,7 @@ import (
 	"github.com/isrbench/isrbench/cluster"
 	"github.com/isrbench/isrbench/cluster/clustertest"
 	"github.com/isrbench/isrbench/iouring"
+	"github.com/isrbench/isrbench/netfetch"
 )
 
 // TestReplicaFetchUring: with isrbench.replica.fetch.uring the followers fetch through
@@ -21,6 +22,19 @@ func TestReplicaFetchUring(t *testing.T) {
 	if ok, reason := iouring.Available(); !ok {
 		t.Skipf("io_uring unavailable: %s", reason)
 	}
+	for _, large := range []bool{false, true} {
+		t.Run(fmt.Sprintf("requests.written=%v", large), func(t *testing.T) {
+			if large {
+				// Every request counts as larger than the ring takes: written with write(2),
+				// the response received through the ring.
+				netfetch.SetUringSendMax(t, 0)
+			}
+			testReplicaFetchUring(t, large)
+		})
+	}
+}
+
+func testReplicaFetchUring(t *testing.T, written bool) {
 	c := clustertest.Start(t, 3, func(cfg *cluster.Config) { cfg.ReplicaFetchUring = true })
 	if err := c.CreateTopic("ur", 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
 		t.Fatal(err)
@@ -34,22 +48,28 @@ func TestReplicaFetchUring(t *testing.T) {
 	}
 	d := c.Cost().Net.Sub(before)
 	leaderCalls := d.Produce.Requests + d.ReplicaFetch.Requests + d.ConsumerFetch.Requests + d.Other.Requests
-	t.Logf("%d io_uring_enter for %d replica fetches (%d answered); leaders: %d requests, %d reads, %d writes",
+	t.Logf("%d io_uring_enter for %d replica fetches (%d answered); leaders: %d requests; %d reads, %d writes",
 		d.UringEnter, d.FollowerFetchRequests, d.FollowerFetchResponses, leaderCalls, d.Read, d.Write)
 	if d.FollowerFetchResponses < 100 || d.UringEnter < d.FollowerFetchResponses {
 		t.Fatalf("%d io_uring_enter for %d replica fetch responses: want one at least per response, 100 responses at least", d.UringEnter, d.FollowerFetchResponses)
 	}
-	// The sockets' own calls are the leaders': the followers wrote and read none.
-	if d.Write > leaderCalls || d.Read > leaderCalls+leaderCalls/2 {
-		t.Fatalf("%d writes and %d reads for %d requests the leaders answered: the followers' round trips used the socket calls", d.Write, d.Read, leaderCalls)
+	// The followers read nothing from their sockets, and wrote their requests only when they
+	// were too large for the ring.
+	followerWrites := int64(0)
+	if written {
+		followerWrites = d.FollowerFetchRequests
+	}
+	if d.Write < followerWrites || d.Write > leaderCalls+followerWrites || d.Read > leaderCalls+leaderCalls/2 {
+		t.Fatalf("%d writes and %d reads for %d requests the leaders answered and %d replica fetches written: want the followers' writes %d and no reads",
+			d.Write, d.Read, leaderCalls, d.FollowerFetchRequests, followerWrites)
 	}
 
 	// 300 KiB in one record: the response outgrows the 64 KiB receive buffer.
 	big := strings.Repeat("b", 300<<10)
 	acks = append(acks, clustertest.Produce(t, cl, "ur", big, 1)...)
 
-	// Kill the leader while its followers wait for their answers in io_uring_enter: they see the
-	// connection end, and replicate from the new leader.
+	// Kill the leader while its followers wait for their answers: they see the connection end,
+	// and replicate from the new leader.
 	st, _ := c.Controller().Partition("ur", 0)
 	if err := c.KillBroker(st.Leader); err != nil {
 		t.Fatal(err)

@@ -82,6 +82,11 @@ func openEmbedded(ctx context.Context, s *spec.Spec, o TargetOptions) (Target, e
 			fmt.Fprintf(o.Log, "isrbench.io=%s: falling back to pwritev: %s\n", mode, why)
 		}
 	}
+	if o.Log != nil && s.Settings.Bool("isrbench.replica.fetch.uring") {
+		if why := netfetch.ReplicaFetchUringFallback(); why != "" {
+			fmt.Fprintf(o.Log, "isrbench.replica.fetch.uring=true: the replica fetchers write and read their sockets: %s\n", why)
+		}
+	}
 	if _, err := netfetch.EnsureOpenFiles(openFilesNeeded(s)); err != nil {
 		return nil, fmt.Errorf("embedded cluster of %d brokers, topic %s with %d partitions x RF %d: %w",
 			s.Brokers, s.Topic.Name, s.Topic.Partitions, s.Topic.ReplicationFactor, err)
