@@ -59,7 +59,10 @@ func testReplicaFetchUring(t *testing.T, written bool) {
 	if written {
 		followerWrites = d.FollowerFetchRequests
 	}
-	if d.Write < followerWrites || d.Write > leaderCalls+followerWrites || d.Read > leaderCalls+leaderCalls/2 {
+	// The counters are read while requests may be in flight: a response written before its
+	// request's time was counted, or a request read before it is answered, is a few calls off.
+	const slack = 10
+	if w := d.Write - leaderCalls; w < followerWrites-slack || w > followerWrites+slack || d.Read > leaderCalls+slack {
 		t.Fatalf("%d writes and %d reads for %d requests the leaders answered and %d replica fetches written: want the followers' writes %d and no reads",
 			d.Write, d.Read, leaderCalls, d.FollowerFetchRequests, followerWrites)
 	}
