@@ -104,7 +104,8 @@ func (x *Exchange) Enters() int64 {
 }
 
 // RoundResult is what one Round did: the bytes sent and received, and how many
-// io_uring_enter calls it took (more than one only after a signal interrupted the wait).
+// io_uring_enter calls it took (more than one only when the kernel did not take every SQE at
+// once: a signal, or a transient shortage).
 type RoundResult struct {
 	Sent, Received, Enters int
 }
