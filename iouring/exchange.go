@@ -60,10 +60,12 @@ type Exchange struct {
 	f      *os.File // the ring's descriptor, in the runtime's poller
 	wait   syscall.RawConn
 	reapFn func(ud uint64, v int32)
-	got    int           // completions reaped in this round
-	res    [4]int32      // their results by user data
-	ts     unix.Timespec // the link timeout's: its address is in an SQE during a round
-	out    []byte        // the round's buffers, referenced while the kernel may use them
+	waitFn func(fd uintptr) bool // the wait's callback: reaps, true when the round is complete
+	want   int                   // completions the round waits for
+	got    int                   // completions reaped in this round
+	res    [4]int32              // their results by user data
+	ts     unix.Timespec         // the link timeout's: its address is in an SQE during a round
+	out    []byte                // the round's buffers, referenced while the kernel may use them
 	in     []byte
 	broken error
 	closed bool
@@ -92,6 +94,10 @@ func NewExchange() (*Exchange, error) {
 			x.res[ud] = v
 		}
 		x.got++
+	}
+	x.waitFn = func(uintptr) bool {
+		x.r.reap(x.reapFn)
+		return x.got >= x.want
 	}
 	return x, nil
 }
@@ -154,7 +160,7 @@ func (x *Exchange) Round(fd int, out, in []byte, waitAll bool, timeout time.Dura
 	}
 	r.publish()
 
-	x.got, x.res = 0, [4]int32{}
+	x.want, x.got, x.res = want, 0, [4]int32{}
 	for toSubmit := r.sqLocalTail - atomic.LoadUint32(r.sqHead); toSubmit > 0; toSubmit = r.sqLocalTail - atomic.LoadUint32(r.sqHead) {
 		_, err := r.enter(toSubmit, 0, 0)
 		res.Enters++
@@ -168,11 +174,7 @@ func (x *Exchange) Round(fd int, out, in []byte, waitAll bool, timeout time.Dura
 	r.reap(x.reapFn)
 	if x.got < want {
 		// Wait for the rest on the ring's descriptor: readable when completions are queued.
-		err := x.wait.Read(func(uintptr) bool {
-			r.reap(x.reapFn)
-			return x.got >= want
-		})
-		if err != nil {
+		if err := x.wait.Read(x.waitFn); err != nil {
 			return res, x.breakRound(fmt.Errorf("waiting for completions: %w", err))
 		}
 	}

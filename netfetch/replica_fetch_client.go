@@ -126,6 +126,7 @@ func (t *Transport) Dial(ctx context.Context, source int32, fetcherIndex int) (b
 	if sr, ok := rd.(*sockReader); ok && t.uring {
 		fc.raw = sr.raw
 		fc.x = newExchange() // nil where io_uring is unavailable: the poller's way
+		fc.ur.fn = fc.uringStep
 	}
 	if err := t.secureReplicaConn(ctx, fc, hostOf(addr)); err != nil {
 		fc.Close()
@@ -161,6 +162,7 @@ type fetchConn struct {
 	// ubuf (isrbench.replica.fetch.uring, replica_fetch_uring.go).
 	x         *iouring.Exchange
 	ubuf      []byte
+	ur        uringRound
 	l         *link
 	corr      int32
 	wbuf      []byte

@@ -66,6 +66,23 @@ func newExchange() *iouring.Exchange {
 	return x
 }
 
+// uringRound is the io_uring round in progress on a connection: its arguments and result, and
+// the callback running it inside raw.Control, bound once (no allocation per round).
+type uringRound struct {
+	out, in []byte
+	waitAll bool
+	timeout time.Duration
+	res     iouring.RoundResult
+	err     error
+	fn      func(fd uintptr)
+}
+
+// uringStep runs c.ur on the socket fd.
+func (c *fetchConn) uringStep(fd uintptr) {
+	u := &c.ur
+	u.res, u.err = c.x.Round(int(fd), u.out, u.in, u.waitAll, u.timeout)
+}
+
 // shutdown shuts the connection's socket down for both directions: a round in progress ends.
 func (c *fetchConn) shutdown() {
 	if c.raw != nil {
@@ -103,9 +120,11 @@ func (c *fetchConn) roundTripUring(ctx context.Context, req kmsg.Request, b []by
 		if need >= 0 {
 			buf, waitAll = in[have:need], true
 		}
-		var res iouring.RoundResult
-		var rerr error
-		cerr := c.raw.Control(func(fd uintptr) { res, rerr = c.x.Round(int(fd), out, buf, waitAll, timeout) })
+		u := &c.ur
+		u.out, u.in, u.waitAll, u.timeout, u.res, u.err = out, buf, waitAll, timeout, iouring.RoundResult{}, nil
+		cerr := c.raw.Control(u.fn)
+		res, rerr := u.res, u.err
+		u.out, u.in = nil, nil
 		c.costs.uringEnter.Add(int64(res.Enters))
 		c.costs.writeBytes.Add(int64(res.Sent))
 		c.costs.readBytes.Add(int64(res.Received))
