@@ -24,7 +24,7 @@ import (
 // system call per round, counted as io_uring_enter in the cost table. A response larger than
 // the first receive took is received with MSG_WAITALL once its size is known (one more call).
 //
-// Measured on the default spec (README, "What it measures"): 12.5-12.9 cluster system calls per
+// Measured on the default spec (README, "What it measures"): 12.4-12.9 cluster system calls per
 // record against 14.4-15.0, but more latency and CPU, since the receive completes as task work
 // on the submitting thread before the ring's descriptor turns readable: one wake-up more per
 // round. Hence off by default.
