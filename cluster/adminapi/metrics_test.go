@@ -118,6 +118,12 @@ func TestMetricsAsKafka(t *testing.T) {
 	if _, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "follower.replication.throttled.rate", Value: kadm.StringPtr("1")}}); err != nil {
 		t.Fatal(err) // the cluster-wide default; only the replicas named below are throttled
 	}
+	// The follower's replica throttled now, while every broker answers: the admin client may
+	// send the request to any broker, and a paused one would not answer it. A follower that is
+	// caught up has nothing to throttle until it falls behind.
+	if rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "follower.replication.throttled.replicas", Value: kadm.StringPtr("0:" + itoa(f))}}, "m"); err != nil || rs[0].Err != nil {
+		t.Fatalf("throttled replicas: %v %v", err, rs)
+	}
 	if code, body := httpDo(t, "POST", base+"/brokers/"+itoa(f)+"/pause"); code != 200 {
 		t.Fatalf("pause: %d %s", code, body)
 	}
@@ -146,9 +152,6 @@ func TestMetricsAsKafka(t *testing.T) {
 	// it appends one response, then leaves the partition out of its fetches while the
 	// leader's HW is ahead of it, so its lag holds above 0; without the throttle it catches
 	// up and rejoins (IsrExpandsPerSec).
-	if rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "follower.replication.throttled.replicas", Value: kadm.StringPtr("0:" + itoa(f))}}, "m"); err != nil || rs[0].Err != nil {
-		t.Fatalf("throttled replicas: %v %v", err, rs)
-	}
 	if code, body := httpDo(t, "POST", base+"/brokers/"+itoa(f)+"/resume"); code != 200 {
 		t.Fatalf("resume: %d %s", code, body)
 	}
