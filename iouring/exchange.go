@@ -69,7 +69,6 @@ type Exchange struct {
 	in     []byte
 	broken error
 	closed bool
-	enters int64
 }
 
 // NewExchange sets up a ring of 4 entries for one socket's rounds.
@@ -100,13 +99,6 @@ func NewExchange() (*Exchange, error) {
 		return x.got >= x.want
 	}
 	return x, nil
-}
-
-// Enters is the number of io_uring_enter calls made so far.
-func (x *Exchange) Enters() int64 {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.enters
 }
 
 // RoundResult is what one Round did: the bytes sent and received, and how many
@@ -164,7 +156,6 @@ func (x *Exchange) Round(fd int, out, in []byte, waitAll bool, timeout time.Dura
 	for toSubmit := r.sqLocalTail - atomic.LoadUint32(r.sqHead); toSubmit > 0; toSubmit = r.sqLocalTail - atomic.LoadUint32(r.sqHead) {
 		_, err := r.enter(toSubmit, 0, 0)
 		res.Enters++
-		x.enters++
 		switch err {
 		case nil, unix.EINTR, unix.EAGAIN, unix.EBUSY:
 		default:

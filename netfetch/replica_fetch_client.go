@@ -119,14 +119,15 @@ func (t *Transport) Dial(ctx context.Context, source int32, fetcherIndex int) (b
 	}
 	rd := newSockReader(fc.nc, fc.costs)
 	fc.br = bufio.NewReaderSize(rd, 64<<10)
-	if sr, ok := rd.(*sockReader); ok && !t.readBeforeWait {
-		fc.sr, fc.raw = sr, sr.raw
-		fc.rtFn = fc.roundTripStep
-	}
-	if sr, ok := rd.(*sockReader); ok && t.uring {
+	if sr, ok := rd.(*sockReader); ok {
 		fc.raw = sr.raw
-		fc.x = newExchange() // nil where io_uring is unavailable: the poller's way
-		fc.ur.fn = fc.uringStep
+		if !t.readBeforeWait {
+			fc.sr, fc.rtFn = sr, fc.roundTripStep
+		}
+		if t.uring {
+			fc.x = newExchange() // nil where io_uring is unavailable: the poller's way
+			fc.ur.fn = fc.uringStep
+		}
 	}
 	if err := t.secureReplicaConn(ctx, fc, hostOf(addr)); err != nil {
 		fc.Close()
@@ -143,8 +144,9 @@ type fetchConn struct {
 	nc           net.Conn
 	br           *bufio.Reader
 	costs        *costCounters // the Transport's
-	// sr and raw: br reads the bare TCP socket through sr, and round trips run inside
-	// raw.Read (roundTripReady); nil: the classic reads (TLS, a faulty link, the ablation).
+	// sr: br reads the bare TCP socket through sr, and round trips run inside raw.Read
+	// (roundTripReady); nil: the classic reads (TLS, a faulty link, the ablation). raw is the
+	// bare TCP socket's (nil under TLS or a faulty link).
 	sr   *sockReader
 	raw  syscall.RawConn
 	rtFn func(fd uintptr) bool // roundTripStep, bound once
@@ -158,15 +160,14 @@ type fetchConn struct {
 	rtBody    []byte
 	rtErr     error
 	rtReq     kmsg.Request
-	// x, when set, runs each round trip as one io_uring_enter on raw's socket, receiving into
-	// ubuf (isrbench.replica.fetch.uring, replica_fetch_uring.go).
+	// x, when set, runs each round trip as one io_uring_enter on raw's socket, receiving the
+	// whole frame into rbuf (isrbench.replica.fetch.uring, replica_fetch_uring.go).
 	x         *iouring.Exchange
-	ubuf      []byte
 	ur        uringRound
 	l         *link
 	corr      int32
 	wbuf      []byte
-	rbuf      []byte // response body; Records alias it until the next call
+	rbuf      []byte // response body (the io_uring way: its frame); Records alias it until the next call
 	closeOnce sync.Once
 
 	// Reused per call (owned by the fetcher goroutine): the Fetch request and
@@ -315,8 +316,8 @@ func (c *fetchConn) readFrame(req kmsg.Request) ([]byte, error) {
 			return nil, c.ioErr(c.ctx, "reading", req, err)
 		}
 		size := int32(binary.BigEndian.Uint32(szb))
-		if size < 4 || size > maxReplicaResponseBytes {
-			return nil, fmt.Errorf("replica fetcher %d->%d: %s response size %d out of range [4, %d]", c.self, c.source, kmsg.NameForKey(req.Key()), size, maxReplicaResponseBytes)
+		if err := c.checkResponseSize(req, size); err != nil {
+			return nil, err
 		}
 		c.br.Discard(4)
 		c.rtSize, c.rtHave = size, 0
@@ -339,6 +340,14 @@ func (c *fetchConn) readFrame(req kmsg.Request) ([]byte, error) {
 		}
 	}
 	return body, nil
+}
+
+// checkResponseSize refuses a response size prefix out of [4, maxReplicaResponseBytes].
+func (c *fetchConn) checkResponseSize(req kmsg.Request, size int32) error {
+	if size < 4 || size > maxReplicaResponseBytes {
+		return fmt.Errorf("replica fetcher %d->%d: %s response size %d out of range [4, %d]", c.self, c.source, kmsg.NameForKey(req.Key()), size, maxReplicaResponseBytes)
+	}
+	return nil
 }
 
 func (c *fetchConn) ioErr(ctx context.Context, what string, req kmsg.Request, err error) error {

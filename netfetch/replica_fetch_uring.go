@@ -56,7 +56,7 @@ var uringSendMax = 16 << 10
 // newExchange returns an io_uring exchange for one connection, or nil where io_uring is
 // unavailable or refused.
 func newExchange() *iouring.Exchange {
-	if ok, _ := iouring.Available(); !ok {
+	if ReplicaFetchUringFallback() != "" {
 		return nil
 	}
 	x, err := iouring.NewExchange()
@@ -92,15 +92,13 @@ func (c *fetchConn) shutdown() {
 
 // roundTripUring sends the request frame b and receives its response frame with c.x (one
 // io_uring_enter when the first receive takes all of it), returning the body after the size
-// prefix (aliasing c.ubuf until the next call). dl is the round trip's deadline (zero: none).
+// prefix (aliasing c.rbuf until the next call). dl is the round trip's deadline (zero: none).
+// The connection's buffered reader is never used this way.
 func (c *fetchConn) roundTripUring(ctx context.Context, req kmsg.Request, b []byte, dl time.Time) ([]byte, error) {
-	if c.br.Buffered() > 0 {
-		return nil, fmt.Errorf("replica fetcher %d->%d: %s: %d bytes buffered before the request", c.self, c.source, kmsg.NameForKey(req.Key()), c.br.Buffered())
+	if cap(c.rbuf) < 64<<10 {
+		c.rbuf = make([]byte, 64<<10)
 	}
-	if cap(c.ubuf) < 64<<10 {
-		c.ubuf = make([]byte, 64<<10)
-	}
-	in := c.ubuf[:cap(c.ubuf)]
+	in := c.rbuf[:cap(c.rbuf)]
 	out, have, need := b, 0, -1
 	if len(b) > uringSendMax {
 		c.costs.countSocketWrite(len(b))
@@ -142,14 +140,14 @@ func (c *fetchConn) roundTripUring(ctx context.Context, req kmsg.Request, b []by
 		have += res.Received
 		if need < 0 && have >= 4 {
 			size := int32(binary.BigEndian.Uint32(in))
-			if size < 4 || size > maxReplicaResponseBytes {
-				return nil, fmt.Errorf("replica fetcher %d->%d: %s response size %d out of range [4, %d]", c.self, c.source, kmsg.NameForKey(req.Key()), size, maxReplicaResponseBytes)
+			if err := c.checkResponseSize(req, size); err != nil {
+				return nil, err
 			}
 			need = 4 + int(size)
 			if need > len(in) {
 				grown := make([]byte, need)
 				copy(grown, in[:have])
-				c.ubuf, in = grown, grown
+				c.rbuf, in = grown, grown
 			}
 		}
 		if need >= 0 && have >= need {
