@@ -19,15 +19,15 @@ const module = "github.com/isrbench/isrbench"
 // allowed lists, for each package prefix of the module, the module packages it may import
 // (DESIGN.md "Dependency direction"). A package not listed here may import nothing of the module.
 var allowed = map[string][]string{
-	"cmd/isrbench": {"workloads", "cluster", "netfetch", "core/", "results", "profiles", "iouring", "gate", "cmd/isrbench/internal/", "internal/clientprops", "internal/certs", "internal/replicaverify"},
+	"cmd/isrbench": {"workloads", "cluster", "netfetch", "core/", "results", "profiles", "iouring", "gate", "cmd/isrbench/internal/", "internal/clientprops", "internal/certs", "internal/replicaverify", "internal/sched"},
 	// kafkatool: what the Kafka admin commands (topics, configs) do, over a kadm client only.
 	"cmd/isrbench/internal/kafkatool": {},
 	"gate":                            {"gate", "results", "profiles"},
 	// workloads: the runner (phases, faults, timeline, verification, reports) over its three
 	// packages below; spec is the language and imports none of them, target and load build on
 	// spec alone (neither imports the other), specs is the embedded spec files (data only).
-	"workloads":        {"workloads/spec", "workloads/target", "workloads/load", "workloads/internal/poll", "cluster", "netfetch", "core/", "results", "profiles", "internal/clientprops", "internal/certs", "internal/replicaverify"},
-	"workloads/spec":   {"workloads/specs", "core/config", "internal/clientprops"},
+	"workloads":        {"workloads/spec", "workloads/target", "workloads/load", "workloads/internal/poll", "cluster", "netfetch", "core/", "results", "profiles", "internal/clientprops", "internal/certs", "internal/replicaverify", "internal/sched"},
+	"workloads/spec":   {"workloads/specs", "core/config", "internal/clientprops", "internal/sched"},
 	"workloads/specs":  {},
 	"workloads/target": {"workloads/spec", "workloads/internal/poll", "cluster", "netfetch", "core/", "results", "internal/clientprops", "internal/certs"},
 	"workloads/load":   {"workloads/spec", "workloads/internal/poll", "core/records", "results"},
@@ -65,7 +65,10 @@ var allowed = map[string][]string{
 	// and the harness's replica check).
 	"internal/replicaverify": {"core/records"},
 	"internal/certs":         {},
-	"profiles":               {"profiles"},
+	// sched: the kernel scheduling policy of the process's threads (sched.policy, serve
+	// --sched-policy); a leaf on golang.org/x/sys/unix.
+	"internal/sched": {},
+	"profiles":       {"profiles"},
 }
 
 // stdlibOnly lists packages that may import, besides the standard library and the module

@@ -101,6 +101,11 @@ type Env struct {
 	// then costs an exit to the host: on a 2-core VM that moved the default spec's ack p50 by
 	// 25-50% and its CPU per record by about 11% (README, "What it measures").
 	CPUIdle string `json:"cpuidle,omitempty"`
+	// Sched is the kernel scheduling policy of the process's threads during the run (spec key
+	// sched.policy): "batch" (SCHED_BATCH, a woken thread does not preempt a running one),
+	// "other", or counts by policy when they differ. On a 2-core VM batch cut the default
+	// spec's CPU per record by 15% and its ack p50 by a third (README, "What it measures").
+	Sched string `json:"sched,omitempty"`
 }
 
 // CurrentEnv describes this process: Go version, OS/arch, GOMAXPROCS, the VCS revision baked into

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/isrbench/isrbench/internal/sched"
 	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads/spec"
@@ -63,6 +64,11 @@ func Run(ctx context.Context, s *spec.Spec, o Options) (res *results.Result, err
 	}
 	if n := spec.EmbeddedOnlyFaults(s); n > 0 && o.Target != "embedded" {
 		return nil, fmt.Errorf("spec %s has %d faults of kinds that need the embedded target (%s), not %s; use kind exec", s.Name, n, strings.Join(spec.EmbeddedFaultKinds(), ", "), o.Target)
+	}
+	// The process's threads, the target's (an embedded cluster, kfake) and the clients' alike,
+	// run under the spec's scheduling policy; threads started later inherit it.
+	if _, err := sched.Apply(sched.Policy(s.SchedPolicy)); err != nil {
+		return nil, fmt.Errorf("sched.policy=%s: %w (sched.policy=inherit leaves the threads as the process was started)", s.SchedPolicy, err)
 	}
 	startedAt := time.Now()
 	id := o.ID

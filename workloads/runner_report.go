@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/isrbench/isrbench/internal/sched"
 	"github.com/isrbench/isrbench/results"
 	"github.com/isrbench/isrbench/workloads/spec"
 )
@@ -183,6 +184,7 @@ func result(in *runInput, p *prepared, tl *timeline, faults []results.Fault, dc 
 		res.ISR.LeaderShrinks, res.ISR.ControllerShrinks = tl.shrinks()-tl.controllerShrinks(), tl.controllerShrinks()
 	}
 	res.Config["target"] = tgt.Name()
+	res.Env.Sched = sched.Describe()
 	res.Durability.DurabilityCounts = dc
 	res.Durability.ByAcks = byAcks
 	if _, ok := byAcks["0"]; ok {

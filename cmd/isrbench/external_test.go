@@ -43,6 +43,8 @@ func buildIsrbench(t *testing.T) string {
 type serveProc struct {
 	bootstrap, admin string
 	files            string // serve's "files:" line: the file limit and the replicas it can host
+	threads          string // serve's "threads:" line: its threads' scheduling policy
+	pid              int
 	stderr           *bytes.Buffer
 }
 
@@ -62,6 +64,7 @@ func startServeProc(t *testing.T, bin string, args ...string) *serveProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	sp.pid = cmd.Process.Pid
 	exited := make(chan error, 1)
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
@@ -100,6 +103,9 @@ func startServeProc(t *testing.T, bin string, args ...string) *serveProc {
 			}
 			if v, ok := strings.CutPrefix(l, "files: "); ok {
 				sp.files = v
+			}
+			if v, ok := strings.CutPrefix(l, "threads: "); ok {
+				sp.threads = v
 			}
 			if v, ok := strings.CutPrefix(l, "admin: http://"); ok {
 				sp.admin, _, _ = strings.Cut(v, " ")

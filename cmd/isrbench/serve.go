@@ -11,6 +11,7 @@ import (
 
 	"github.com/isrbench/isrbench/cluster"
 	"github.com/isrbench/isrbench/cluster/adminapi"
+	"github.com/isrbench/isrbench/internal/sched"
 	"github.com/isrbench/isrbench/netfetch"
 )
 
@@ -22,13 +23,14 @@ func init() {
 // is done (SIGINT/SIGTERM), then shuts down cleanly (a temporary data dir
 // is removed).
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", "serve --brokers 3 --port 9092 [--host H] [--data-dir DIR] [--admin HOST:PORT|off] [--pprof HOST:PORT] [--admin-token-file F] [--set key=value ...] [--generate-tls DIR] [--add-scram 'SCRAM-SHA-512=[name=U,password=P]' ...]", stderr)
+	fs := newFlags("serve", "serve --brokers 3 --port 9092 [--host H] [--data-dir DIR] [--admin HOST:PORT|off] [--pprof HOST:PORT] [--admin-token-file F] [--set key=value ...] [--generate-tls DIR] [--add-scram 'SCRAM-SHA-512=[name=U,password=P]' ...] [--sched-policy batch|other|inherit]", stderr)
 	brokers := fs.Int("brokers", 3, "number of brokers (ids 0..N-1)")
 	port := fs.Int("port", 9092, "port of broker 0; broker i listens on port+i (0 = ephemeral)")
 	host := fs.String("host", "127.0.0.1", "host (address) the brokers listen on; 0.0.0.0 = every interface")
 	dataDir := fs.String("data-dir", "", "data directory (<dir>/broker-<id>); empty = temporary, removed on exit")
 	admin := fs.String("admin", "", "admin HTTP address HOST:PORT (GET /brokers, /metrics; POST /brokers/<id>/<action>); empty = loopback (--host if it is a loopback address, else 127.0.0.1) and --port+1000 (ephemeral with --port 0), off = none")
 	pprofAddr := fs.String("pprof", "", "serve Go's pprof endpoints (/debug/pprof/) on HOST:PORT, e.g. 127.0.0.1:6060; empty = none")
+	schedPolicy := fs.String("sched-policy", string(sched.Default), "kernel scheduling policy of every thread of the process: batch = SCHED_BATCH (a thread woken does not preempt the one running), other = SCHED_OTHER, inherit = as started (chrt, systemd's CPUSchedulingPolicy)")
 	tokenFile := fs.String("admin-token-file", "", "file holding a bearer token the admin API then requires on every request (isrbench broker --admin-token-file reads the same file)")
 	var sets, addScram multiFlag
 	fs.Var(&sets, "set", "broker/cluster setting key=value under its Kafka name (repeatable), e.g. min.insync.replicas=2")
@@ -51,6 +53,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *port < 0 || *port+*brokers-1 > 65535 {
 		return usagef("serve: --port %d with %d brokers is outside 0..65535", *port, *brokers)
 	}
+	policy, err := sched.Parse(*schedPolicy)
+	if err != nil {
+		return usagef("serve: --sched-policy: %v", err)
+	}
 	if strings.TrimSpace(*host) == "" {
 		return usagef("serve: --host is empty; want an address such as 127.0.0.1, ::1 or 0.0.0.0 (every interface)")
 	}
@@ -66,6 +72,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if err := cfg.Check(); err != nil {
 		return usagef("serve: --set: %v", err)
+	}
+	if _, err := sched.Apply(policy); err != nil {
+		return fmt.Errorf("serve: --sched-policy %s: %w (--sched-policy inherit leaves the threads as started)", policy, err)
 	}
 	adminAddr, err := adminAddress(*admin, *host, *port)
 	if err != nil {
@@ -115,6 +124,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "data dir: %s\n", cl.DataDir())
 	fmt.Fprintf(stdout, "metadata: %s\n", cl.Recovery) // what a restart on the same data dir brought back
 	fmt.Fprintf(stdout, "files: %s\n", files)          // the file limit bounds the partitions the brokers can host
+	fmt.Fprintf(stdout, "threads: %s (--sched-policy %s)\n", sched.Describe(), policy)
 	var adm *adminapi.Server
 	served := make(chan error, 1)
 	if adminLn != nil {

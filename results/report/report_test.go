@@ -423,3 +423,30 @@ func TestRunProbeRow(t *testing.T) {
 		}
 	}
 }
+
+// TestRunPageEnv: the page's header names the host's cpuidle setting and the threads'
+// scheduling policy, the two host-side settings that move its latencies and CPU.
+func TestRunPageEnv(t *testing.T) {
+	dir := copyRun(t)
+	res, err := results.ReadResult(filepath.Join(dir, resultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Env.CPUIdle, res.Env.Sched = "haltpoll guest_halt_poll_ns=0", "batch"
+	if err := results.WriteResult(filepath.Join(dir, resultFile), res); err != nil {
+		t.Fatal(err)
+	}
+	d, err := BuildRun(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := Render(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"cpuidle haltpoll guest_halt_poll_ns=0", "threads batch"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("page header without %q", want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/core/config"
+	"github.com/isrbench/isrbench/internal/sched"
 )
 
 // Validate checks cross-field constraints (every single field was range-checked when set).
@@ -408,6 +409,7 @@ var params = []Param{
 			return nil
 		}, get: func(s *Spec) any { return s.TargetName() }},
 	enumP("hw.lag.client", nil, []string{"auto", "on", "off"}, "measure the HW lag a client observes (a fetch parked at the HW on every leader; it costs the cluster a fetch per HW advance): auto = on for kafka:// targets, off on embedded and kfake; default auto", func(s *Spec) *string { return &s.HWLagClient }),
+	enumP("sched.policy", nil, sched.Policies, "kernel scheduling policy of every thread of the harness process (the embedded cluster, kfake and the clients alike), set before the target starts: batch = SCHED_BATCH (a thread woken does not preempt the one running: the Go runtime's wake-ups no longer interrupt the thread that made them), other = SCHED_OTHER, inherit = as the process was started (chrt); default batch", func(s *Spec) *string { return &s.SchedPolicy }),
 	{Key: "description", Help: "free text",
 		set: func(s *Spec, v string) error { s.Description = v; return nil },
 		get: func(s *Spec) any { return s.Description }},

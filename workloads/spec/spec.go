@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/core/config"
+	"github.com/isrbench/isrbench/internal/sched"
 )
 
 // Spec is a workload: the cluster, the topic, broker properties under their Kafka names, the
@@ -35,6 +36,13 @@ type Spec struct {
 	// HW lag a client is the only one to see; off on the embedded target (the core measures
 	// its HW lag itself) and on kfake (which has none), so that neither carries the extra load.
 	HWLagClient string
+	// SchedPolicy is sched.policy: the kernel scheduling policy the run sets on every thread of
+	// its process (package internal/sched) before it starts the target: "batch" (default,
+	// SCHED_BATCH: a woken thread does not preempt the running one), "other" (SCHED_OTHER) or
+	// "inherit" (as the process was started, e.g. under chrt). It is the process's, so the
+	// embedded cluster, kfake and the clients all run under it, and a sweep over targets
+	// compares them under the same one.
+	SchedPolicy string
 	// Brokers is the size of the embedded cluster (ignored for kafka:// targets). Default 3.
 	Brokers int
 	Topic   TopicSpec
@@ -238,6 +246,7 @@ func DefaultSpec() *Spec {
 	return &Spec{
 		Name:                "default",
 		HWLagClient:         "auto",
+		SchedPolicy:         string(sched.Default),
 		Brokers:             3,
 		Topic:               TopicSpec{Name: "isrbench", Partitions: 6, ReplicationFactor: 3, MinInsyncReplicas: 2},
 		Settings:            defaultSettings(),
