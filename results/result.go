@@ -104,7 +104,8 @@ type Env struct {
 	// Sched is the kernel scheduling policy of the process's threads during the run (spec key
 	// sched.policy): "batch" (SCHED_BATCH, a woken thread does not preempt a running one),
 	// "other", or counts by policy when they differ. On a 2-core VM batch cut the default
-	// spec's CPU per record by 15% and its ack p50 by a third (README, "What it measures").
+	// spec's CPU per record by 15% and its ack p50 by a third (README, "The process's
+	// scheduling policy").
 	Sched string `json:"sched,omitempty"`
 }
 

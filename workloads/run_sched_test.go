@@ -13,8 +13,8 @@ import (
 
 // TestRunSchedPolicy: sched.policy is set on every thread of the process before the target
 // starts (kfake's and the clients' threads as much as the harness's), and result.json's
-// env.sched records it. Run with the non-default value first, so that a policy not applied
-// shows whichever way the process was.
+// env.sched records it. SCHED_OTHER first, then SCHED_BATCH: a policy not applied leaves the
+// second run's threads as the first run left them.
 func TestRunSchedPolicy(t *testing.T) {
 	t.Cleanup(func() { sched.Apply(sched.Default) })
 	for _, policy := range []string{"other", "batch"} {
