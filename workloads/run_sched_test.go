@@ -4,6 +4,8 @@ package workloads
 
 import (
 	"context"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,5 +36,28 @@ func TestRunSchedPolicy(t *testing.T) {
 		if res.Config["sched.policy"] != policy {
 			t.Errorf("config sched.policy = %v, want %s", res.Config["sched.policy"], policy)
 		}
+	}
+}
+
+// TestRunSchedRefused: a kernel or sandbox that refuses the policy does not stop the run; the
+// run notes why, and env.sched records the policy the threads kept.
+func TestRunSchedRefused(t *testing.T) {
+	if _, err := sched.Apply(sched.Other); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { applySched = sched.Apply; sched.Apply(sched.Default) })
+	applySched = func(sched.Policy) (int, error) { return 0, syscall.EPERM }
+	s := shortSpec(t, "target=kfake", "sched.policy=batch")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := Run(ctx, s, Options{OutDir: t.TempDir(), Quiet: true})
+	if err != nil {
+		t.Fatalf("a refused policy stopped the run: %v", err)
+	}
+	if note := res.Notes["sched"]; !strings.Contains(note, "sched.policy=batch refused") || !strings.Contains(note, syscall.EPERM.Error()) {
+		t.Errorf("notes.sched = %q, want the refusal and its reason", note)
+	}
+	if res.Env.Sched != "other" {
+		t.Errorf("env.sched = %q, want the policy the threads kept (other)", res.Env.Sched)
 	}
 }

@@ -66,9 +66,15 @@ func Run(ctx context.Context, s *spec.Spec, o Options) (res *results.Result, err
 		return nil, fmt.Errorf("spec %s has %d faults of kinds that need the embedded target (%s), not %s; use kind exec", s.Name, n, strings.Join(spec.EmbeddedFaultKinds(), ", "), o.Target)
 	}
 	// The process's threads, the target's (an embedded cluster, kfake) and the clients' alike,
-	// run under the spec's scheduling policy; threads started later inherit it.
-	if _, err := sched.Apply(sched.Policy(s.SchedPolicy)); err != nil {
-		return nil, fmt.Errorf("sched.policy=%s: %w (sched.policy=inherit leaves the threads as the process was started)", s.SchedPolicy, err)
+	// run under the spec's scheduling policy; threads started later inherit it. A kernel or
+	// sandbox that refuses it does not stop the run: the run says so, and env.sched records the
+	// policy the threads kept.
+	var schedRefused string
+	if _, err := applySched(sched.Policy(s.SchedPolicy)); err != nil {
+		schedRefused = fmt.Sprintf("sched.policy=%s refused, the threads run as they were: %v", s.SchedPolicy, err)
+		if !o.Quiet {
+			fmt.Fprintf(o.Stderr, "isrbench: %s\n", schedRefused)
+		}
 	}
 	startedAt := time.Now()
 	id := o.ID
@@ -79,7 +85,7 @@ func Run(ctx context.Context, s *spec.Spec, o Options) (res *results.Result, err
 	if err != nil {
 		return nil, err
 	}
-	in := &runInput{spec: s, opts: o, dir: dir, id: filepath.Base(dir), startedAt: startedAt}
+	in := &runInput{spec: s, opts: o, dir: dir, id: filepath.Base(dir), startedAt: startedAt, schedRefused: schedRefused}
 	func() {
 		var ls loops
 		// close's error: a kafka:// target's settings that could not be restored.
@@ -94,6 +100,9 @@ func Run(ctx context.Context, s *spec.Spec, o Options) (res *results.Result, err
 	}
 	return res, err
 }
+
+// applySched is sched.Apply; a test puts a refusing kernel in its place.
+var applySched = sched.Apply
 
 func makeRunDir(parent, id string) (string, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {

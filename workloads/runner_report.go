@@ -185,6 +185,9 @@ func result(in *runInput, p *prepared, tl *timeline, faults []results.Fault, dc 
 	}
 	res.Config["target"] = tgt.Name()
 	res.Env.Sched = sched.Describe()
+	if in.schedRefused != "" {
+		res.Note("sched", in.schedRefused)
+	}
 	res.Durability.DurabilityCounts = dc
 	res.Durability.ByAcks = byAcks
 	if _, ok := byAcks["0"]; ok {

@@ -38,6 +38,9 @@ type runInput struct {
 	dir       string
 	id        string
 	startedAt time.Time
+	// schedRefused is why the kernel refused the spec's sched.policy (result.json
+	// notes.sched), "" when it took it.
+	schedRefused string
 }
 
 // notef prints a note on Stderr unless the run is quiet.
