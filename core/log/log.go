@@ -72,6 +72,8 @@ type Log struct {
 		idxScratch    []byte
 		rolled        []rolledSeg // sealed by a roll, not flushed yet (see flushRolled)
 		ahead         []*segment  // commit's scratch: segments created for a request's rolls
+		// beforeLogStart is SetBeforeLogStart's hook (nil: none).
+		beforeLogStart func(newStart int64) error
 	}
 
 	// idxMu serialises the writes to .index files: the roll flush writes outside wmu, the

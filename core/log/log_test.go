@@ -1124,6 +1124,45 @@ func TestAppendAllocs(t *testing.T) {
 
 // TestReadDuringTruncateAndRetention: readers racing truncation, appends and retention get
 // whole valid batches or OFFSET_OUT_OF_RANGE, nothing else.
+// TestBeforeLogStart: the SetBeforeLogStart hook sees the new log start of retention and of
+// IncrementLogStart while every segment is still there, and its error stops the move.
+func TestBeforeLogStart(t *testing.T) {
+	cfg := testConfig()
+	l, _ := mustOpen(t, t.TempDir(), cfg)
+	defer l.Close()
+	for i := 0; i < 40; i++ {
+		mustAppend(t, l, batch(1, 900, "r", int64(1000*(i/4))))
+	}
+	var seen []int64
+	var refuse error
+	l.SetBeforeLogStart(func(newStart int64) error {
+		if _, err := l.Read(l.LogStart(), l.LEO(), 100, true); err != nil {
+			t.Errorf("hook at %d: the current log start %d unreadable: %v", newStart, l.LogStart(), err)
+		}
+		seen = append(seen, newStart)
+		return refuse
+	})
+	segSize := l.Size() / 10
+	l.cfg.RetentionBytes = 3*segSize + 1
+	refuse = errors.New("disk gone")
+	if n, err := l.ApplyRetention(0, l.LEO()); !errors.Is(err, refuse) || n != 0 || l.LogStart() != 0 || l.Segments() != 10 {
+		t.Fatalf("refused retention: deleted %d, %v, log start %d, %d segments", n, err, l.LogStart(), l.Segments())
+	}
+	if n, err := l.IncrementLogStart(30); !errors.Is(err, refuse) || n != 0 || l.LogStart() != 0 {
+		t.Fatalf("refused IncrementLogStart: deleted %d, %v, log start %d", n, err, l.LogStart())
+	}
+	refuse = nil
+	if n, err := l.ApplyRetention(0, l.LEO()); err != nil || n != 6 || l.LogStart() != 24 {
+		t.Fatalf("retention: deleted %d, %v, log start %d", n, err, l.LogStart())
+	}
+	if n, err := l.IncrementLogStart(30); err != nil || n != 1 || l.LogStart() != 30 {
+		t.Fatalf("IncrementLogStart: deleted %d, %v, log start %d", n, err, l.LogStart())
+	}
+	if want := []int64{24, 30, 24, 30}; !slices.Equal(seen, want) {
+		t.Fatalf("hook saw %v, want %v", seen, want)
+	}
+}
+
 func TestReadDuringTruncateAndRetention(t *testing.T) {
 	cfg := testConfig()
 	cfg.RetentionBytes = 16 << 10

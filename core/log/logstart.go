@@ -36,6 +36,9 @@ func (l *Log) IncrementLogStart(offset int64) (deletedSegments int, err error) {
 	if leo := l.leo.Load(); offset > leo {
 		return 0, fmt.Errorf("log %s: log start %d past the LEO %d: %w", l.dir, offset, leo, kerr.OffsetOutOfRange)
 	}
+	if err := l.beforeLogStartLocked(offset); err != nil {
+		return 0, err
+	}
 	var removed []*segment
 	l.mu.Lock()
 	for len(l.mu.segs) > 1 && l.mu.segs[1].base <= offset {

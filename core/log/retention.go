@@ -1,5 +1,7 @@
 package log
 
+import "fmt"
+
 // ApplyRetention deletes the oldest segments while retention.bytes or retention.ms is breached
 // (Kafka's rules: delete while Size()-segment size >= retention.bytes; or now - the segment's
 // largest timestamp (file mtime if it has none) > retention.ms). It never deletes the active
@@ -16,12 +18,13 @@ func (l *Log) ApplyRetention(nowMs int64, maxDeletableOffset int64) (deletedSegm
 	if rb < 0 && rms < 0 {
 		return 0, nil
 	}
-	for len(l.mu.segs) > 1 {
-		s := l.mu.segs[0]
-		if l.mu.segs[1].base > maxDeletableOffset {
+	// Decide first, so that the log start hook sees the new log start before any segment goes.
+	k, size := 0, l.size.Load()
+	for k+1 < len(l.mu.segs) {
+		s := l.mu.segs[k]
+		if l.mu.segs[k+1].base > maxDeletableOffset {
 			break
 		}
-		size := l.size.Load()
 		bySize := rb >= 0 && size-s.size >= rb
 		byTime := false
 		if rms >= 0 {
@@ -36,6 +39,17 @@ func (l *Log) ApplyRetention(nowMs int64, maxDeletableOffset int64) (deletedSegm
 		if !bySize && !byTime {
 			break
 		}
+		size -= s.size
+		k++
+	}
+	if k == 0 {
+		return 0, nil
+	}
+	if err := l.beforeLogStartLocked(max(l.logStart.Load(), l.mu.segs[k].base)); err != nil {
+		return 0, err
+	}
+	for ; k > 0; k-- {
+		s := l.mu.segs[0]
 		l.mu.Lock()
 		l.mu.segs[0] = nil
 		l.mu.segs = l.mu.segs[1:]
@@ -47,8 +61,26 @@ func (l *Log) ApplyRetention(nowMs int64, maxDeletableOffset int64) (deletedSegm
 		}
 		deletedSegments++
 	}
-	if deletedSegments > 0 {
-		return deletedSegments, l.persistLogStartLocked()
+	return deletedSegments, l.persistLogStartLocked()
+}
+
+// SetBeforeLogStart sets fn to be called with the new log start before ApplyRetention or
+// IncrementLogStart moves the log start up and deletes the segments below it (with the log's
+// writer lock held: fn must not call the Log's writing methods). An error from fn stops the
+// move: nothing is deleted, and the call returns it. The partition's producer state keeps
+// there what the deleted batches alone told (partition's log-start snapshot).
+func (l *Log) SetBeforeLogStart(fn func(newStart int64) error) {
+	l.wmu.Lock()
+	l.wmu.beforeLogStart = fn
+	l.wmu.Unlock()
+}
+
+// beforeLogStartLocked calls the SetBeforeLogStart hook (wmu held).
+func (l *Log) beforeLogStartLocked(newStart int64) error {
+	if fn := l.wmu.beforeLogStart; fn != nil {
+		if err := fn(newStart); err != nil {
+			return fmt.Errorf("log %s: before moving the log start to %d: %w", l.dir, newStart, err)
+		}
 	}
-	return deletedSegments, nil
+	return nil
 }

@@ -13,9 +13,9 @@ import (
 )
 
 // This file is the idempotent-producer state of one partition replica: a
-// simplified version of Kafka's ProducerStateManager (no snapshots, no producer-id
-// expiration). Transactions (open transactions, markers, the aborted list and the LSO) are
-// in txnstate.go.
+// simplified version of Kafka's ProducerStateManager (no producer-id expiration; snapshots at
+// Close, snapshot.go, and of the producers below the log start, logstartsnap.go).
+// Transactions (open transactions, markers, the aborted list and the LSO) are in txnstate.go.
 //
 // Per producer id it keeps the producer epoch and the metadata of the last
 // NumBatchesToRetain batches of that epoch (first/last sequence, first/last
@@ -38,7 +38,8 @@ import (
 // so a new leader deduplicates retries of batches the old leader wrote.
 // After a truncation, and when the replica is opened, the state is rebuilt
 // from the batch headers in the log (log.ForEachBatchHeader), so it never
-// remembers a batch the log no longer holds.
+// remembers a batch the log no longer holds, on top of the log-start snapshot:
+// the producers whose batches retention or DeleteRecords deleted (logstartsnap.go).
 //
 // Concurrency: producerState.mu (short critical sections, never held across
 // I/O) guards the map and every entry's epoch and batches. On the leader,
@@ -75,8 +76,12 @@ type producerEntry struct {
 	// guarded by producerState.mu
 	epoch      int16
 	coordEpoch int32 // coordinator epoch of the last marker (txnstate.go)
-	batches    [NumBatchesToRetain]batchMeta
-	head, n    int
+	// lastAt is the offset of the last batch or marker that changed this entry (-1: none
+	// yet): once the log start passes it, only a log-start snapshot still knows the producer
+	// (logstartsnap.go).
+	lastAt  int64
+	batches [NumBatchesToRetain]batchMeta
+	head, n int
 }
 
 func (e *producerEntry) last() batchMeta {
@@ -112,6 +117,8 @@ type producerState struct {
 	mu        sync.Mutex
 	producers map[int64]*producerEntry
 	txn       txnState // transactions (txnstate.go)
+	// logStartSnap is the log-start snapshot in effect (logstartsnap.go).
+	logStartSnap logStartSnap
 }
 
 // lastSequence is the sequence of the batch's last record: baseSequence +
@@ -308,7 +315,7 @@ func (ps *producerState) appendLock(id int64) *producerEntry {
 		if ps.producers == nil {
 			ps.producers = make(map[int64]*producerEntry)
 		}
-		e = &producerEntry{epoch: -1, coordEpoch: -1}
+		e = &producerEntry{epoch: -1, coordEpoch: -1, lastAt: -1}
 		ps.producers[id] = e
 	}
 	ps.mu.Unlock()
@@ -353,7 +360,7 @@ func (ps *producerState) recordLocked(id int64, epoch int16, m batchMeta) {
 		if ps.producers == nil {
 			ps.producers = make(map[int64]*producerEntry)
 		}
-		e = &producerEntry{epoch: epoch, coordEpoch: -1}
+		e = &producerEntry{epoch: epoch, coordEpoch: -1, lastAt: -1}
 		ps.producers[id] = e
 	}
 	switch {
@@ -363,6 +370,7 @@ func (ps *producerState) recordLocked(id int64, epoch int16, m batchMeta) {
 		return
 	}
 	e.push(m)
+	e.lastAt = max(e.lastAt, m.lastOffset)
 }
 
 // recordHeaderLocked records h if it carries a producer id, and opens its transaction if it
@@ -429,12 +437,18 @@ func (r *Replica) rebuildProducers() error {
 	defer ps.mu.Unlock()
 	clear(ps.producers)
 	ps.txn.reset()
-	return r.replayLocked(r.log.LogStart())
+	return r.replayFromLogStartLocked()
 }
 
 // replayLocked applies every batch of the log from offset from (inclusive, a batch boundary)
 // to the LEO to the producer state (ps.mu held); on failure the state is emptied.
 func (r *Replica) replayLocked(from int64) error {
+	return r.replaySkippingLocked(from, -1, nil)
+}
+
+// replaySkippingLocked is replayLocked, skipping the batches and markers below skipBelow of
+// the producers in skip (a log-start snapshot's: their state there already has them).
+func (r *Replica) replaySkippingLocked(from, skipBelow int64, skip map[int64]*producerEntry) error {
 	ps := &r.producers
 	sc, ok := r.log.(headerScanner)
 	if !ok {
@@ -444,6 +458,9 @@ func (r *Replica) replayLocked(from int64) error {
 		ps.producers = make(map[int64]*producerEntry)
 	}
 	err := sc.ForEachBatchHeader(from, func(h records.Header) error {
+		if h.BaseOffset < skipBelow && skip[h.ProducerID] != nil {
+			return nil
+		}
 		if !h.IsControl() {
 			ps.recordHeaderLocked(h)
 			return nil
@@ -466,10 +483,13 @@ func (r *Replica) replayLocked(from int64) error {
 	return nil
 }
 
-// clearProducers drops the whole producer state (the log was emptied).
+// clearProducers drops the whole producer state (the log was emptied), its log-start
+// snapshot included.
 func (r *Replica) clearProducers() {
 	r.producers.mu.Lock()
 	clear(r.producers.producers)
 	r.producers.txn.reset()
+	r.producers.logStartSnap = logStartSnap{}
 	r.producers.mu.Unlock()
+	r.removeLogStartSnapshot()
 }

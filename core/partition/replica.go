@@ -220,9 +220,13 @@ func newReplica(topic string, partition int32, brokerID int32, l logStore, dir s
 		prevTerm:   termEnd{epoch: -1},
 	})
 	r.hw.Store(min(l.LogStart(), l.LEO()))
+	// The producers the segments below a new log start alone showed (logstartsnap.go).
+	if h, ok := l.(interface{ SetBeforeLogStart(func(int64) error) }); ok {
+		h.SetBeforeLogStart(r.beforeLogStart)
+	}
 	// Idempotent and transactional producers: their state from the snapshot the last Close
-	// wrote plus the batches after it, else from the whole recovered log (snapshot.go); a
-	// new replica has neither.
+	// wrote plus the batches after it, else from the log-start snapshot and the whole
+	// recovered log (snapshot.go); a new replica has neither.
 	if cfg.New && l.LEO() == 0 {
 		return r, nil
 	}

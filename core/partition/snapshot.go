@@ -17,12 +17,14 @@ import (
 // digits>.snapshot; the next open loads it when its offset is within [log start, LEO] and
 // replays only the batches after it, then removes it (a truncation can then never meet a
 // stale snapshot). Without a usable snapshot (a crash, a damaged file) the state is rebuilt
-// from the whole log, so a snapshot only saves time: it is never needed for correctness.
+// from the log, on top of the log-start snapshot (logstartsnap.go, the same layout): this
+// one only saves time, that one holds what the log no longer does.
 //
 // Layout (big endian), CRC-32C over everything after the crc field:
 //
-//	version int16 = 1 | crc uint32 | offset int64 |
+//	version int16 = 2 | crc uint32 | offset int64 |
 //	producers int32 × { id int64 | epoch int16 | coordinator_epoch int32 | txn_first int64 (-1) |
+//	                    last int64 (version 2: the entry's last batch or marker, -1) |
 //	                    batches int32 × { first_seq int32 | last_seq int32 | first_offset int64 |
 //	                                      last_offset int64 | max_timestamp int64 } } |
 //	unreplicated int32 × { first int64 | marker int64 } |
@@ -41,15 +43,20 @@ type producerSnapshot struct {
 	unreplicated []txnSpan
 }
 
-// encodeSnapshotLocked encodes the state at offset (ps.mu held).
-func (ps *producerState) encodeSnapshotLocked(offset int64) []byte {
+// snapshotVersion is the version encodeSnapshotLocked writes; decodeSnapshot reads 1 too.
+const snapshotVersion = 2
+
+// encodeSnapshotLocked encodes the state at offset (ps.mu held): of every producer, or of
+// those keep returns true for (nil: every one); the unreplicated transactions only with
+// every producer.
+func (ps *producerState) encodeSnapshotLocked(offset int64, keep func(*producerEntry) bool) []byte {
 	be := binary.BigEndian
-	b := be.AppendUint16(nil, 1)
+	b := be.AppendUint16(nil, snapshotVersion)
 	b = be.AppendUint32(b, 0) // crc, below
 	b = be.AppendUint64(b, uint64(offset))
 	ids := slices.Sorted(func(yield func(int64) bool) {
-		for id := range ps.producers {
-			if !yield(id) {
+		for id, e := range ps.producers {
+			if (keep == nil || keep(e)) && !yield(id) {
 				return
 			}
 		}
@@ -65,6 +72,7 @@ func (ps *producerState) encodeSnapshotLocked(offset int64) []byte {
 		b = be.AppendUint16(b, uint16(e.epoch))
 		b = be.AppendUint32(b, uint32(e.coordEpoch))
 		b = be.AppendUint64(b, uint64(first))
+		b = be.AppendUint64(b, uint64(e.lastAt))
 		b = be.AppendUint32(b, uint32(e.n))
 		for i := 0; i < e.n; i++ {
 			m := e.batches[(e.head+i)%NumBatchesToRetain]
@@ -75,8 +83,12 @@ func (ps *producerState) encodeSnapshotLocked(offset int64) []byte {
 			b = be.AppendUint64(b, uint64(m.maxTimestamp))
 		}
 	}
-	b = be.AppendUint32(b, uint32(len(ps.txn.unreplicated)))
-	for _, s := range ps.txn.unreplicated {
+	var unreplicated []txnSpan
+	if keep == nil {
+		unreplicated = ps.txn.unreplicated
+	}
+	b = be.AppendUint32(b, uint32(len(unreplicated)))
+	for _, s := range unreplicated {
 		b = be.AppendUint64(b, uint64(s.first))
 		b = be.AppendUint64(b, uint64(s.marker))
 	}
@@ -141,8 +153,9 @@ func (r *snapReader) count(size int, what string) int {
 // or field that does not fit).
 func decodeSnapshot(b []byte) (*producerSnapshot, error) {
 	r := &snapReader{b: b}
-	if v := r.i16("version"); r.err == nil && v != 1 {
-		return nil, fmt.Errorf("producer snapshot: version %d unknown (want 1)", v)
+	version := r.i16("version")
+	if r.err == nil && version != 1 && version != snapshotVersion {
+		return nil, fmt.Errorf("producer snapshot: version %d unknown (want 1 or %d)", version, snapshotVersion)
 	}
 	crc := uint32(r.i32("crc"))
 	if r.err != nil {
@@ -152,12 +165,19 @@ func decodeSnapshot(b []byte) (*producerSnapshot, error) {
 		return nil, fmt.Errorf("producer snapshot: crc mismatch: stored %#08x, computed %#08x", crc, sum)
 	}
 	s := &producerSnapshot{offset: r.i64("offset"), entries: map[int64]*producerEntry{}, ongoing: map[int64]int64{}}
-	n := r.count(26, "producers")
+	size := 26
+	if version >= 2 {
+		size += 8
+	}
+	n := r.count(size, "producers")
 	for i := 0; i < n && r.err == nil; i++ {
 		id := r.i64("producer id")
-		e := &producerEntry{epoch: r.i16("epoch"), coordEpoch: r.i32("coordinator epoch")}
+		e := &producerEntry{epoch: r.i16("epoch"), coordEpoch: r.i32("coordinator epoch"), lastAt: -1}
 		if first := r.i64("transaction start"); first >= 0 {
 			s.ongoing[id] = first
+		}
+		if version >= 2 {
+			e.lastAt = r.i64("last offset")
 		}
 		nb := r.count(32, "batches")
 		if nb > NumBatchesToRetain {
@@ -166,6 +186,14 @@ func decodeSnapshot(b []byte) (*producerSnapshot, error) {
 		for j := 0; j < nb; j++ {
 			e.push(batchMeta{firstSeq: r.i32("first sequence"), lastSeq: r.i32("last sequence"),
 				firstOffset: r.i64("first offset"), lastOffset: r.i64("last offset"), maxTimestamp: r.i64("max timestamp")})
+		}
+		if version == 1 {
+			// No last offset recorded: the entry's last batch, else (a marker only) just below
+			// the snapshot's offset, the latest it can be.
+			e.lastAt = s.offset - 1
+			if e.n > 0 {
+				e.lastAt = e.last().lastOffset
+			}
 		}
 		s.entries[id] = e
 	}
@@ -221,7 +249,7 @@ func (r *Replica) writeSnapshot() {
 	ps := &r.producers
 	ps.mu.Lock()
 	leo := r.log.LEO()
-	data := ps.encodeSnapshotLocked(leo)
+	data := ps.encodeSnapshotLocked(leo, nil)
 	ps.mu.Unlock()
 	for off, p := range snapshotFiles(fs, r.dir) {
 		if off != leo {
@@ -240,6 +268,7 @@ func (r *Replica) loadProducers() error {
 		return r.rebuildProducers()
 	}
 	fs := vfs.Or(r.cfg.FS)
+	r.loadLogStartSnapshot(fs)
 	files := snapshotFiles(fs, r.dir)
 	var snap *producerSnapshot
 	best := int64(-1)

@@ -111,7 +111,7 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	ps.producers[1].push(batchMeta{firstSeq: 0, lastSeq: 4, firstOffset: 10, lastOffset: 14})
 	ps.txn.beginLocked(1, 10)
 	_ = ps.txn.endLocked(1, false, 15, nil)
-	f.Add(ps.encodeSnapshotLocked(16))
+	f.Add(ps.encodeSnapshotLocked(16, nil))
 	f.Add([]byte{0, 1, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := decodeSnapshot(b)

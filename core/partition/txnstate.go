@@ -177,13 +177,14 @@ func (ps *producerState) markerLocked(id int64, epoch int16, m records.Marker, o
 		if ps.producers == nil {
 			ps.producers = make(map[int64]*producerEntry)
 		}
-		e = &producerEntry{epoch: -1, coordEpoch: -1}
+		e = &producerEntry{epoch: -1, coordEpoch: -1, lastAt: -1}
 		ps.producers[id] = e
 	}
 	if epoch > e.epoch {
 		e.reset(epoch)
 	}
 	e.coordEpoch = max(e.coordEpoch, m.CoordinatorEpoch)
+	e.lastAt = max(e.lastAt, offset)
 	return ps.txn.endLocked(id, m.Commit(), offset, idx)
 }
 
