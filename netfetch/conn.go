@@ -68,8 +68,8 @@ type conn struct {
 	produceParts []broker.ProducePartition
 	producePre   []error // per request partition: refused before the append (00_produce.go)
 	// txnVerified lists the request partitions verified with their transaction coordinator
-	// (txnverify.go), with the marker generation each had before its verification.
-	txnVerified []verifiedPart
+	// (txnverify.go), with the verification guard's sequence each had before its verification.
+	txnVerified []broker.TxnVerified
 	produceResp *kmsg.ProduceResponse
 	// ack and inl are produceInline's (produceinline.go): the acks=all wait completed and
 	// answered by the goroutine that completes it.

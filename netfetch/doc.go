@@ -153,7 +153,7 @@
 // txnverify.go), a leader asks the producer's coordinator (ServerConfig.VerifyTxn) before a
 // transactional batch opens a transaction on a partition; one not in the transaction is
 // refused with INVALID_TXN_STATE and not appended, as is one a marker reached between its
-// verification and its append (Kafka's VerificationGuard).
+// verification and its append (Kafka's VerificationGuard, core/broker's txnverify.go).
 //
 // # Unsupported
 //

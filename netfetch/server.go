@@ -228,7 +228,6 @@ type Server struct {
 	// verifyTxn asks the coordinator (ServerConfig.VerifyTxn or VerifyTxnPartitions).
 	txnVerify bool
 	verifyTxn TxnVerifier
-	txnGuard  txnGuard
 	// onTxnVerified, if set, is called after a produce's partition passed its verification,
 	// before its append (tests: a marker in between).
 	onTxnVerified atomic.Pointer[func(txn.TP)]

@@ -82,6 +82,10 @@ type Broker struct {
 	parkedHook func()
 
 	cfg Config
+	// txnVerify is transaction.partition.verification.enable, and txnGuard orders the
+	// appends of verified transactional batches against markers (txnverify.go).
+	txnVerify bool
+	txnGuard  txnGuard
 	// fs is hold: every file of the broker goes through it, so that Close can hold the
 	// fsyncs of all its replicas back and make them durable with one syncfs.
 	fs        vfs.FS
@@ -239,7 +243,8 @@ func New(cfg Config, ctrl *controller.Controller, transport Transport) (*Broker,
 		cfg.Log.NowMs = func() int64 { return now() / int64(time.Millisecond) }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &Broker{cfg: cfg, fs: fs, hold: hold, ctrl: ctrl, transport: transport, now: now, ctx: ctx, cancel: cancel}
+	b := &Broker{cfg: cfg, fs: fs, hold: hold, ctrl: ctrl, transport: transport, now: now, ctx: ctx, cancel: cancel,
+		txnVerify: cfg.Settings.Bool("transaction.partition.verification.enable")}
 	b.epoch.Store(-1)
 	b.apply.dyn.numFetchers, b.apply.dyn.minISR, b.apply.dyn.log = cfg.NumReplicaFetchers, cfg.MinInsyncReplicas, cfg.Log
 	b.apply.dyn.maxMessage = cfg.Settings.Int("message.max.bytes")

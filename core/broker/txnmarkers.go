@@ -24,6 +24,18 @@ type TxnMarker struct {
 // for the HW to pass them (nil when nothing waits): the caller Waits (or Checks) it, after
 // which every partition's Err is final. Safe for concurrent use.
 func (b *Broker) AppendTxnMarkers(markers []TxnMarker) []*ProduceWait {
+	if b.txnVerify {
+		// Under the verification guard (txnverify.go): a batch verified before one of these
+		// markers and appended after it would reopen the transaction the marker ends.
+		g := &b.txnGuard
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for _, m := range markers {
+			for _, p := range m.Partitions {
+				g.markedLocked(txnGuardKey{topic: p.Topic, partition: p.Partition, pid: m.ProducerID})
+			}
+		}
+	}
 	var out []*ProduceWait
 	usable := b.usable()
 	for mi := range markers {

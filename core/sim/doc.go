@@ -73,7 +73,9 @@
 // __transaction_state, markers carried to the partitions' leaders over the simulated
 // network, and transactional producers that begin, write to several partitions, commit or
 // abort, restart with the same transactional id (the old process going on as a zombie until
-// fenced) or abandon a transaction to the coordinator's timeout. Its invariants: LSO <= HW on
+// fenced) or abandon a transaction to the coordinator's timeout. A leader verifies a batch
+// that would open a transaction with the producer's coordinator over the simulated network
+// before it appends it (KIP-890, core/broker's txnverify.go, as netfetch does). Its invariants: LSO <= HW on
 // every replica, the LSO never goes back within a leadership, a read_committed read never
 // returns an aborted or undecided record, a transaction is visible whole or not at all on
 // every partition it wrote to, and every transaction is decided once the faults heal

@@ -356,14 +356,91 @@ func (s *Sim) sendTxnAttempt(tp *tproducer, ib *idemBatch) {
 	s.at(s.now+s.delay(-1, n.id), func() {
 		s.deliver(n, ninc, func() {
 			parts := []broker.ProducePartition{{Topic: topic, Partition: ib.p, Records: slices.Clone(ib.blob)}}
-			w := n.b.ProduceAppend(-1, parts)
-			if w == nil {
-				s.respond(n, -1, parts, ib.values, done)
+			h, need := n.b.TxnVerificationNeeded(topic, ib.p, parts[0].Records)
+			if !need {
+				s.appendTxnBatch(n, ninc, parts, ib.values, done, nil)
 				return
 			}
-			s.pending = append(s.pending, &pendingProduce{n: n, inc: ninc, w: w, parts: parts, values: ib.values, dead: s.now + timeoutNs, checkAt: s.parkedUntil(), done: done})
+			// KIP-890: the leader asks the producer's coordinator first, as netfetch does.
+			start := n.b.BeginTxnVerification()
+			s.verifyTxnBatch(n, ninc, tp.tid, h.ProducerID, h.ProducerEpoch, ib.p, func(err error) {
+				if err = broker.TxnVerifyErrForProduce(tp.tid, topic, ib.p, err); err != nil {
+					n.b.EndTxnVerification(start)
+					s.stats.Txns.VerifyRefused++
+					parts[0].Err, parts[0].BaseOffset = err, -1
+					s.respond(n, -1, parts, ib.values, done)
+					return
+				}
+				s.appendTxnBatch(n, ninc, parts, ib.values, done, []broker.TxnVerified{{Index: 0, Topic: topic, Partition: ib.p,
+					ProducerID: h.ProducerID, Start: start, ID: tp.tid}})
+			})
 		}, nil)
 	})
+}
+
+// appendTxnBatch appends a transactional batch on leader n (ProduceVerified when verified is
+// set, under the verification guard) and answers it once acks=all is met.
+func (s *Sim) appendTxnBatch(n *node, ninc int, parts []broker.ProducePartition, values []string, done func(broker.ProducePartition), verified []broker.TxnVerified) {
+	var w *broker.ProduceWait
+	if verified == nil {
+		w = n.b.ProduceAppend(-1, parts)
+	} else {
+		pre := []error{nil}
+		_, w = n.b.ProduceVerified(-1, parts, verified, pre)
+		if pre[0] != nil {
+			s.stats.Txns.VerifyRefused++
+			s.tracef("broker %d: p%d: %v", n.id, parts[0].Partition, pre[0])
+			parts[0].Err, parts[0].BaseOffset = pre[0], -1
+		} else {
+			s.stats.Txns.Verified++
+		}
+	}
+	if w == nil {
+		s.respond(n, -1, parts, values, done)
+		return
+	}
+	s.pending = append(s.pending, &pendingProduce{n: n, inc: ninc, w: w, parts: parts, values: values, dead: s.now + timeoutNs, checkAt: s.parkedUntil(), done: done})
+}
+
+// verifyTxnBatch asks, from leader n (incarnation ninc), the coordinator of transactional id
+// tid whether partition p is in the ongoing transaction of producer pid / epoch, over the
+// simulated network, and runs answer on n with the coordinator's answer for p (nil: it is).
+// A lost request or answer, or a coordinator that is not there, answers NOT_COORDINATOR
+// after the request timeout; a restarted n hears nothing (its produce is answered by no one,
+// and the producer retries).
+func (s *Sim) verifyTxnBatch(n *node, ninc int, tid string, pid int64, epoch int16, p int32, answer func(error)) {
+	at := func(err error) func() {
+		return func() { s.deliver(n, ninc, func() { answer(err) }, nil) }
+	}
+	lost := func() {
+		s.at(s.now+rpcTimeNs, at(fmt.Errorf("verifying with the coordinator of %q: no answer: %w", tid, kerr.NotCoordinator)))
+	}
+	st, ok := s.ctrl.Partition(txn.StateTopic, txn.PartitionFor(tid, txnStatePartitions))
+	if !ok || st.Leader == controller.NoLeader {
+		lost()
+		return
+	}
+	cn := s.nodes[st.Leader]
+	cinc := cn.inc
+	s.send(n.id, cn.id, func() {
+		s.deliver(cn, cinc, func() {
+			var err error
+			if c := s.txnCoordinator(cn); c == nil {
+				err = fmt.Errorf("broker %d has no transaction coordinator: %w", cn.id, kerr.NotCoordinator)
+			} else {
+				c.Scan()
+				tp := txn.TP{Topic: topic, Partition: p}
+				var per map[txn.TP]error
+				if per, err = c.VerifyPartitions(tid, pid, epoch, []txn.TP{tp}); err == nil {
+					var listed bool
+					if err, listed = per[tp]; !listed {
+						err = fmt.Errorf("the coordinator did not answer for p%d: %w", p, kerr.InvalidTxnState)
+					}
+				}
+			}
+			s.send(cn.id, n.id, at(err), lost)
+		}, lost)
+	}, lost)
 }
 
 func (s *Sim) txnEnd(tp *tproducer) {

@@ -67,6 +67,9 @@ type TxnStats struct {
 	Markers, ReadCommitted, RecordsRead         int
 	// HangingAborted counts the operator's aborts of hanging transactions (txnoperator.go).
 	HangingAborted int
+	// Verified and VerifyRefused count the batches the leaders verified with the producers'
+	// coordinators (KIP-890) and those the verification or its guard refused.
+	Verified, VerifyRefused int
 }
 
 func (t *TxnStats) add(s TxnStats) {
@@ -83,6 +86,8 @@ func (t *TxnStats) add(s TxnStats) {
 	t.ReadCommitted += s.ReadCommitted
 	t.RecordsRead += s.RecordsRead
 	t.HangingAborted += s.HangingAborted
+	t.Verified += s.Verified
+	t.VerifyRefused += s.VerifyRefused
 }
 
 // txnSim is the simulator's transaction state: coordinators, producers and the oracle.

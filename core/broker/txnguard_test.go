@@ -1,9 +1,7 @@
-package netfetch
+package broker
 
 import (
 	"testing"
-
-	"github.com/isrbench/isrbench/core/txn"
 )
 
 // TestTxnGuardPerProducer: a verified batch is refused only for a marker of its own producer
@@ -12,8 +10,7 @@ import (
 // transactional producers, does not refuse it. The guard's map stays bounded.
 func TestTxnGuardPerProducer(t *testing.T) {
 	var g txnGuard
-	tp := txn.TP{Topic: "t", Partition: 0}
-	mine, other := guardKey{tp: tp, pid: 1}, guardKey{tp: tp, pid: 2}
+	mine, other := txnGuardKey{topic: "t", pid: 1}, txnGuardKey{topic: "t", pid: 2}
 	g.mu.Lock()
 	g.markedLocked(mine) // before the verification: irrelevant
 	g.mu.Unlock()
@@ -23,7 +20,7 @@ func TestTxnGuardPerProducer(t *testing.T) {
 	if g.staleLocked(mine, start) {
 		t.Fatal("another producer's marker on the partition refused the batch")
 	}
-	g.markedLocked(guardKey{tp: txn.TP{Topic: "t", Partition: 1}, pid: 1})
+	g.markedLocked(txnGuardKey{topic: "t", partition: 1, pid: 1})
 	if g.staleLocked(mine, start) {
 		t.Fatal("the producer's marker on another partition refused the batch")
 	}
@@ -33,7 +30,7 @@ func TestTxnGuardPerProducer(t *testing.T) {
 	}
 	g.endLocked(start)
 	for pid := int64(0); pid < 100000; pid++ {
-		g.markedLocked(guardKey{tp: tp, pid: pid})
+		g.markedLocked(txnGuardKey{topic: "t", pid: pid})
 	}
 	if n := len(g.last); n > 2048 {
 		t.Errorf("%d entries kept with no verification in flight", n)
@@ -47,7 +44,7 @@ func TestTxnGuardPerProducer(t *testing.T) {
 	g.mu.Lock()
 	g.markedLocked(mine)
 	for pid := int64(1000000); pid < 1100000; pid++ {
-		g.markedLocked(guardKey{tp: tp, pid: pid})
+		g.markedLocked(txnGuardKey{topic: "t", pid: pid})
 	}
 	if !g.staleLocked(mine, start) {
 		t.Fatal("pruning dropped the marker a verification in flight needs")

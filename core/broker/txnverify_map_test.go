@@ -1,4 +1,4 @@
-package netfetch
+package broker
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 
 // TestVerifyErrForProduce: the coordinator's verification errors become the produce errors
 // Kafka's ReplicaManager answers, and the message names the partition and the id.
-func TestVerifyErrForProduce(t *testing.T) {
+func TestTxnVerifyErrForProduce(t *testing.T) {
 	for _, tc := range []struct {
 		in   error
 		want *kerr.Error
@@ -24,15 +24,16 @@ func TestVerifyErrForProduce(t *testing.T) {
 		{kerr.ProducerFenced, kerr.InvalidProducerEpoch},
 		{kerr.InvalidProducerIDMapping, kerr.InvalidProducerIDMapping},
 	} {
-		got := verifyErrForProduce("tx", "t", 3, tc.in)
-		if errCode(got) != tc.want.Code {
-			t.Errorf("%v: produce answers %v, want %v", tc.in, kerr.ErrorForCode(errCode(got)), tc.want)
+		got := TxnVerifyErrForProduce("tx", "t", 3, tc.in)
+		var ke *kerr.Error
+		if !errors.As(got, &ke) || ke.Code != tc.want.Code {
+			t.Errorf("%v: produce answers %v, want %v", tc.in, ke, tc.want)
 		}
 		if msg := got.Error(); !strings.Contains(msg, "t-3") || !strings.Contains(msg, `"tx"`) || !errors.Is(got, tc.want) {
 			t.Errorf("%v: message %q does not name the partition and the transactional id, or does not wrap the error", tc.in, msg)
 		}
 	}
-	if err := verifyErrForProduce("tx", "t", 3, nil); err != nil {
+	if err := TxnVerifyErrForProduce("tx", "t", 3, nil); err != nil {
 		t.Errorf("nil: %v", err)
 	}
 }
