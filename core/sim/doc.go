@@ -75,7 +75,9 @@
 // abort, restart with the same transactional id (the old process going on as a zombie until
 // fenced) or abandon a transaction to the coordinator's timeout. A leader verifies a batch
 // that would open a transaction with the producer's coordinator over the simulated network
-// before it appends it (KIP-890, core/broker's txnverify.go, as netfetch does). Its invariants: LSO <= HW on
+// before it appends it (KIP-890, core/broker's txnverify.go, as netfetch does), except in one
+// seed in four, which runs with transaction.partition.verification.enable=false so that the
+// partitions' own producer-epoch fencing is checked alone. Its invariants: LSO <= HW on
 // every replica, the LSO never goes back within a leadership, a read_committed read never
 // returns an aborted or undecided record, a transaction is visible whole or not at all on
 // every partition it wrote to, and every transaction is decided once the faults heal

@@ -150,6 +150,10 @@ type Sim struct {
 	// fsyncAll: the topic has flush.messages=1 (one run in four): every append is fsynced
 	// before anyone sees it, so crashes excuse nothing.
 	fsyncAll bool
+	// txnVerifyOff: the brokers run with transaction.partition.verification.enable=false
+	// (one seed in four, by the seed's value: no random draw), so that the partitions' own
+	// producer-epoch fencing is checked without KIP-890's verification in front of it.
+	txnVerifyOff bool
 	// metaFault says what keeps the metadata log from being written ("" nothing).
 	metaFault string
 	// healed: the faults have healed (the convergence phase): no message is lost any more,
@@ -277,6 +281,9 @@ func (s *Sim) run() {
 	}
 	s.ctrlFS = vfs.NewStrictMemFS(s.wall)
 	s.openController()
+	if s.txnVerifyOff = s.o.Seed%4 == 0; s.txnVerifyOff {
+		s.tracef("transaction.partition.verification.enable=false: transactional batches are not verified with their coordinator")
+	}
 	for i := 0; i < s.o.Brokers; i++ {
 		n := &node{id: int32(i), fs: vfs.NewStrictMemFS(s.wall)}
 		s.nodes = append(s.nodes, n)
@@ -323,6 +330,12 @@ func (s *Sim) start(n *node) {
 	cfg.Log.IndexIntervalBytes = 256
 	if cfg.EpochCheckpointAsync = s.rng.IntN(2) == 0; cfg.EpochCheckpointAsync {
 		s.stats.EpochQueued++
+	}
+	if s.txnVerifyOff {
+		if err := cfg.Settings.Set("transaction.partition.verification.enable", "false"); err != nil {
+			s.fail("broker %d: %v", n.id, err)
+			return
+		}
 	}
 	cfg.Logf = func(f string, a ...any) { s.tracef(f, a...) }
 	inc := n.inc + 1
