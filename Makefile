@@ -28,14 +28,16 @@ interop:
 	cd interop && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 10m # local directory mode: prints the table
 
 ## sim-ci: the deterministic simulator over SIM_CI_SEEDS seeds without the race detector
-## (under -race make test runs it over fewer). sim: a longer soak, SEEDS=N (default 20000).
+## (under -race make test runs it over fewer). sim: a longer soak, SEEDS=N (default 20000)
+## from seed SIM_FIRST (default 1).
 SIM_CI_SEEDS ?= 2000
 SEEDS ?= 20000
+SIM_FIRST ?= 1
 sim-ci:
 	$(GO) test -count=1 -timeout 10m ./core/sim -run 'TestSimulation$$' -sim.seeds=$(SIM_CI_SEEDS) -v | grep -E 'seeds in|^(ok|FAIL|---)|seed [0-9]+:' ; exit $${PIPESTATUS[0]}
 
 sim:
-	$(GO) test -count=1 -timeout 0 ./core/sim -run 'TestSimulation$$' -sim.seeds=$(SEEDS) -v | grep -vE '^=== RUN'
+	$(GO) test -count=1 -timeout 0 ./core/sim -run 'TestSimulation$$' -sim.first=$(SIM_FIRST) -sim.seeds=$(SEEDS) -v | grep -vE '^=== RUN'
 
 ## browser-deps: what the report.html browser test needs (it is skipped without them unless
 ## ISRBENCH_REQUIRE_BROWSER is set): Debian's chromium (apt-get install chromium) and this npm ci.
