@@ -18,16 +18,7 @@ func smallSegReplica(t *testing.T, dir string, id int32) *Replica {
 	t.Helper()
 	cfg := log.DefaultConfig()
 	cfg.SegmentBytes = 100
-	l, _, err := log.Open(dir, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := NewReplica("t", 0, id, l, dir, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
+	return realReplicaWith(t, dir, id, cfg)
 }
 
 // crashCopy copies the files of dir as they are now (no Close: no Close snapshot) to a new

@@ -35,7 +35,13 @@ func pidBatch(pid int64, epoch int16, seq int32, n int, tag string) []byte {
 // realReplica opens a replica of "t-0" on broker id over a core/log.Log in dir.
 func realReplica(t *testing.T, dir string, id int32) *Replica {
 	t.Helper()
-	l, _, err := log.Open(dir, log.DefaultConfig())
+	return realReplicaWith(t, dir, id, log.DefaultConfig())
+}
+
+// realReplicaWith is realReplica on a log with cfg.
+func realReplicaWith(t *testing.T, dir string, id int32, cfg log.Config) *Replica {
+	t.Helper()
+	l, _, err := log.Open(dir, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
