@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -195,5 +196,44 @@ func TestLogStartSnapshotStale(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(cp, logStartSnapName)); !os.IsNotExist(err) {
 			t.Fatalf("a %s %s kept at open: %v", what, logStartSnapName, err)
 		}
+	}
+}
+
+// TestLogStartSnapshotCrashBetween: a crash after the snapshot was written and before the
+// segments below the new log start were deleted leaves a log that starts below the
+// snapshot's offset. The state is then the snapshot's plus the whole log, the snapshot's
+// producers' records below its offset not applied twice.
+func TestLogStartSnapshotCrashBetween(t *testing.T) {
+	dir := t.TempDir()
+	r := smallSegReplica(t, dir, 0)
+	if err := r.MakeLeader(controller.PartitionState{Topic: "t", Leader: 0, Replicas: []int32{0}, ISR: []int32{0}}); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, r, pidBatch(9, 3, 0, 1, "a"))  // 0
+	mustAppend(t, r, pidBatch(10, 0, 0, 1, "b")) // 1
+	mustAppend(t, r, pidBatch(9, 3, 1, 1, "c"))  // 2
+	mustAppend(t, r, pidBatch(10, 0, 1, 1, "d")) // 3: producer 10 is left to the log
+	mustAppend(t, r, oneBatch(1))                // 4
+	want, _ := r.Producer(9)
+	want10, _ := r.Producer(10)
+	var cp string
+	r.log.(*log.Log).SetBeforeLogStart(func(newStart int64) error {
+		err := r.beforeLogStart(newStart)
+		cp = crashCopy(t, dir) // the snapshot written, every segment still there
+		return err
+	})
+	if _, err := r.DeleteRecordsOnLeader(3); err != nil {
+		t.Fatal(err)
+	}
+	c := smallSegReplica(t, cp, 0)
+	if c.LogStart() != 0 {
+		t.Fatalf("the copy's log starts at %d, want 0", c.LogStart())
+	}
+	got, ok := c.Producer(9)
+	if !ok || !reflect.DeepEqual(got, want) {
+		t.Fatalf("producer 9 after the crash: %+v, want %+v", got, want)
+	}
+	if got, ok := c.Producer(10); !ok || !reflect.DeepEqual(got, want10) {
+		t.Fatalf("producer 10 (not in the snapshot: replayed) after the crash: %+v, want %+v", got, want10)
 	}
 }
