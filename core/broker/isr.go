@@ -113,6 +113,16 @@ func (b *Broker) ApplyExpansions() {
 // the accepted state is applied with it held.
 func (b *Broker) alterISR(h *hosted, p *partition.ISRProposal, expand bool) {
 	st := p.Base
+	if p.FlushFirst {
+		// A shrink below min.insync.replicas: this leader is about to be the only replica a
+		// clean election may choose, so what it acknowledged must survive its power loss
+		// before the controller can commit the change (the HW waits meanwhile).
+		if err := h.r.FlushLog(); err != nil {
+			b.logf("broker %d: %s: ISR shrink to %v: %v", b.cfg.ID, h.key, p.ISR, b.storageFailed(err))
+			h.r.AbortISRChange(p)
+			return
+		}
+	}
 	b.sendAlterPartition(h, p, expand, controller.AlterPartitionRequest{
 		Topic: st.Topic, Partition: st.Partition, Leader: b.cfg.ID, LeaderBrokerEpoch: b.epoch.Load(),
 		LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch, ISR: p.ISR, BrokerEpochs: p.BrokerEpochs,

@@ -158,6 +158,9 @@ func (r *Replica) maybeAdvanceHW(s *snapshot) {
 	if !ok {
 		return
 	}
+	if s.hwCapped {
+		hw = min(hw, s.hwCap)
+	}
 	for {
 		cur := r.hw.Load()
 		if hw <= cur {
@@ -326,6 +329,11 @@ type ISRProposal struct {
 	Base         controller.PartitionState
 	ISR          []int32
 	BrokerEpochs []int64 // parallel to ISR
+	// FlushFirst: a shrink below min.insync.replicas, after which this leader alone holds
+	// what was acknowledged. The caller makes the log durable (FlushLog) before it sends the
+	// proposal; until the change is applied or withdrawn the HW stays at or below the LEO the
+	// proposal was made at, so nothing is acknowledged past what that flush covers.
+	FlushFirst bool
 }
 
 // PrepareShrink marks a shrink of the ISR to its caught-up members as pending and returns
@@ -359,7 +367,15 @@ func (r *Replica) PrepareShrinkLagging() (p *ISRProposal, lagging bool) {
 	if len(out) == 0 {
 		return nil, r.lagging(s, leo)
 	}
-	return r.propose(s, isr, s.maximal), true
+	if len(isr) < r.effectiveMinISR(s) {
+		// Below min.insync.replicas the removed members may no longer be elected cleanly:
+		// what was acknowledged with them must survive this leader's crash (a power loss)
+		// on its own (ISRProposal.FlushFirst).
+		p := r.propose(s, isr, s.maximal, leo)
+		p.FlushFirst = true
+		return p, true
+	}
+	return r.propose(s, isr, s.maximal, -1), true
 }
 
 // lagging reports whether a member of s's ISR other than the leader is not at leo (or has no
@@ -395,7 +411,7 @@ func (r *Replica) PrepareExpand(follower int32) *ISRProposal {
 		return nil
 	}
 	isr := append(slices.Clone(s.st.ISR), follower)
-	p := r.propose(s, isr, isr)
+	p := r.propose(s, isr, isr, -1)
 	if !r.canJoin(r.state.Load(), f) {
 		r.withdraw()
 		return nil
@@ -403,10 +419,22 @@ func (r *Replica) PrepareExpand(follower int32) *ISRProposal {
 	return p
 }
 
-// propose installs the pending change (roleMu held).
-func (r *Replica) propose(s *snapshot, isr, maximal []int32) *ISRProposal {
+// FlushLog fsyncs the replica's log through its LEO (ISRProposal.FlushFirst). A log
+// without Flush (the in-memory test log) has nothing to flush.
+func (r *Replica) FlushLog() error {
+	if f, ok := r.log.(interface{ Flush() error }); ok {
+		if err := f.Flush(); err != nil {
+			return fmt.Errorf("partition %s-%d: flushing the log: %w", r.topic, r.partition, err)
+		}
+	}
+	return nil
+}
+
+// propose installs the pending change (roleMu held), with the HW held at or below hwCap
+// while it is pending (-1: no cap).
+func (r *Replica) propose(s *snapshot, isr, maximal []int32, hwCap int64) *ISRProposal {
 	ns := &snapshot{st: s.st, leader: true, epochStart: s.epochStart, followers: s.followers,
-		maximal: maximal, pending: isr, prevTerm: s.prevTerm}
+		maximal: maximal, pending: isr, prevTerm: s.prevTerm, hwCapped: hwCap >= 0, hwCap: hwCap}
 	r.install(ns)
 	epochs := make([]int64, len(isr))
 	for i, id := range isr {

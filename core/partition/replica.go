@@ -106,6 +106,11 @@ type snapshot struct {
 	// fencing marks the short-lived snapshot a role change installs to stop leader
 	// operations before it reads the term's final HW: waiters keep waiting through it.
 	fencing bool
+	// hwCapped: a shrink below min.insync.replicas is pending (ISRProposal.FlushFirst);
+	// the HW does not pass hwCap, the LEO it was proposed at, until it is applied or
+	// withdrawn.
+	hwCapped bool
+	hwCap    int64
 
 	// active counts leader operations (appends, follower updates, HW advances) running
 	// under this snapshot. A change stores the next snapshot, then drains this to zero:

@@ -873,3 +873,40 @@ func TestNoLeaderAppendAfterDemotion(t *testing.T) {
 		}
 	}
 }
+
+// TestShrinkBelowMinISRFlushesFirst: a shrink that leaves the ISR below min.insync.replicas
+// asks its caller to flush the log first (the leader alone is then electable cleanly, and
+// what it acknowledged must survive its power loss), and until it is applied or withdrawn
+// the HW does not pass the LEO it was proposed at, whatever the removed follower fetches: no
+// acknowledgement the flush does not cover. A shrink that keeps min.insync.replicas members
+// asks for nothing.
+func TestShrinkBelowMinISRFlushesFirst(t *testing.T) {
+	r, _, clk := newLeader(t, 2, Config{ReplicaLagTimeMaxMs: 1000, MinInsyncReplicas: 2})
+	r.AppendAsLeader(batches(10), -1)
+	r.UpdateFollower(1, -1, 10, 0)
+	r.AppendAsLeader(batches(5), -1) // LEO 15, the follower at 10
+	clk.ns += 1e9 + 1
+	p := r.PrepareShrink()
+	if p == nil || !slices.Equal(p.ISR, []int32{0}) || !p.FlushFirst {
+		t.Fatalf("proposal %+v, want ISR [0] with FlushFirst", p)
+	}
+	r.AppendAsLeader(batches(5), -1) // LEO 20
+	r.UpdateFollower(1, -1, 20, 0)
+	if r.HW() != 15 {
+		t.Fatalf("HW %d while the shrink is pending, want 15 (the LEO it was proposed at)", r.HW())
+	}
+	r.AbortISRChange(p)
+	if r.HW() != 20 {
+		t.Fatalf("HW %d after the shrink was withdrawn, want 20", r.HW())
+	}
+
+	r3, _, clk3 := newLeader(t, 3, Config{ReplicaLagTimeMaxMs: 1000, MinInsyncReplicas: 2})
+	r3.AppendAsLeader(batches(10), -1)
+	r3.UpdateFollower(1, -1, 10, 0)
+	r3.UpdateFollower(2, -1, 5, 0)
+	clk3.ns += 1e9 + 1
+	r3.UpdateFollower(1, -1, 10, 0)
+	if p := r3.PrepareShrink(); p == nil || !slices.Equal(p.ISR, []int32{0, 1}) || p.FlushFirst {
+		t.Fatalf("proposal %+v, want ISR [0 1] without FlushFirst", p)
+	}
+}

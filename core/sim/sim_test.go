@@ -64,6 +64,7 @@ var foundSeeds = []struct {
 	what string
 }{
 	{503208, "a fenced transactional process's retry after retention deleted its epoch's marker and a kill: the producer state rebuilt without it opened a transaction no coordinator knew of (core/partition TestLogStartSnapshot)"},
+	{516182, "a leader shrank the ISR below min.insync.replicas to itself and crashed (power loss) before the controller committed it: elected again as the last ISR member, it had lost records acknowledged with the removed follower (core/partition TestShrinkBelowMinISRFlushesFirst)"},
 }
 
 // TestSimulationFound runs foundSeeds.
