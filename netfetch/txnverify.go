@@ -48,12 +48,7 @@ func (c *conn) checkTxnVerified(txnID *string, i int, topic string, partition in
 	tp := txn.TP{Topic: topic, Partition: partition}
 	start := b.BeginTxnVerification()
 	per, err := c.s.verifyTxn(*txnID, h.ProducerID, h.ProducerEpoch, []txn.TP{tp})
-	if err == nil {
-		err = per[tp]
-		if _, listed := per[tp]; !listed {
-			err = fmt.Errorf("the coordinator did not answer for %s-%d: %w", topic, partition, kerr.InvalidTxnState)
-		}
-	}
+	err = txn.VerifiedOne(per, err, tp)
 	if h := c.s.onTxnVerified.Load(); err == nil && h != nil {
 		(*h)(tp)
 	}

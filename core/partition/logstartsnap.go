@@ -49,19 +49,20 @@ func (r *Replica) beforeLogStart(newStart int64) error {
 	ps := &r.producers
 	ps.mu.Lock()
 	kept := 0
-	for _, e := range ps.producers {
-		if below(e, newStart) {
+	data := ps.encodeSnapshotLocked(newStart, func(e *producerEntry) bool {
+		if e.lastAt >= 0 && e.lastAt < newStart { // changed, and last below the new log start
 			kept++
+			return true
 		}
-	}
+		return false
+	})
 	had := ps.logStartSnap.data != nil
-	var data []byte
-	if kept > 0 {
-		data = ps.encodeSnapshotLocked(newStart, func(e *producerEntry) bool { return below(e, newStart) })
-	}
 	ps.mu.Unlock()
-	if kept == 0 && !had {
-		return nil
+	if kept == 0 {
+		if !had {
+			return nil
+		}
+		data = nil
 	}
 	if r.dir != "" {
 		fs := vfs.Or(r.cfg.FS)
@@ -79,9 +80,6 @@ func (r *Replica) beforeLogStart(newStart int64) error {
 	ps.mu.Unlock()
 	return nil
 }
-
-// below reports whether entry e changed last below offset (and changed at all).
-func below(e *producerEntry, offset int64) bool { return e.lastAt >= 0 && e.lastAt < offset }
 
 // loadLogStartSnapshot reads the log-start snapshot at open: kept when its offset is within
 // [log start, LEO], else (stale, damaged) removed.

@@ -430,13 +430,8 @@ func (s *Sim) verifyTxnBatch(n *node, ninc int, tid string, pid int64, epoch int
 			} else {
 				c.Scan()
 				tp := txn.TP{Topic: topic, Partition: p}
-				var per map[txn.TP]error
-				if per, err = c.VerifyPartitions(tid, pid, epoch, []txn.TP{tp}); err == nil {
-					var listed bool
-					if err, listed = per[tp]; !listed {
-						err = fmt.Errorf("the coordinator did not answer for p%d: %w", p, kerr.InvalidTxnState)
-					}
-				}
+				per, verr := c.VerifyPartitions(tid, pid, epoch, []txn.TP{tp})
+				err = txn.VerifiedOne(per, verr, tp)
 			}
 			s.send(cn.id, n.id, at(err), lost)
 		}, lost)

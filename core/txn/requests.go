@@ -124,6 +124,19 @@ func (c *Coordinator) addPartitions(id string, pid int64, epoch int16, tps []TP,
 	}, func(_ Meta, _ int32, err error) { done(nil, err) })
 }
 
+// VerifiedOne is the answer of a verification of the one partition tp (VerifyPartitions'
+// per and err): nil when tp is in the transaction, else why not (an answer that does not
+// name tp is INVALID_TXN_STATE).
+func VerifiedOne(per map[TP]error, err error, tp TP) error {
+	if err != nil {
+		return err
+	}
+	if err, listed := per[tp]; listed {
+		return err
+	}
+	return fmt.Errorf("the coordinator did not answer for %s-%d: %w", tp.Topic, tp.Partition, kerr.InvalidTxnState)
+}
+
 // VerifyPartitions answers a verify-only AddPartitionsToTxn (KIP-890, version 4+): whether
 // producer pid / epoch's transaction of id holds each partition (Verify), without a write. A
 // request in flight on the id answers CONCURRENT_TRANSACTIONS (the leader retries).
