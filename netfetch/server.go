@@ -224,9 +224,9 @@ type Server struct {
 	stats  *counters
 	groups *group.Coordinator // ServerConfig.Groups: the caller's, nil without one
 	txns   *txn.Coordinator   // nil without a Broker and a Controller
-	// txnVerify is transaction.partition.verification.enable (read at NewServer);
-	// verifyTxn asks the coordinator (ServerConfig.VerifyTxn or VerifyTxnPartitions).
-	txnVerify bool
+	// verifyTxn asks the coordinator (ServerConfig.VerifyTxn or VerifyTxnPartitions) when
+	// the broker says a batch needs it (transaction.partition.verification.enable,
+	// broker.TxnVerificationNeeded).
 	verifyTxn TxnVerifier
 	// onTxnVerified, if set, is called after a produce's partition passed its verification,
 	// before its append (tests: a marker in between).
@@ -304,9 +304,6 @@ func NewServer(cfg ServerConfig, ln net.Listener) *Server {
 			s.txns = txn.NewCoordinator(tcfg, cfg.Broker, cfg.Controller, nil)
 			s.txns.Start()
 		}
-	}
-	if cfg.Broker != nil {
-		s.txnVerify = cfg.Broker.Config().Settings.Bool("transaction.partition.verification.enable")
 	}
 	s.verifyTxn = cfg.VerifyTxn
 	if s.verifyTxn == nil {

@@ -33,7 +33,7 @@ func (s *Server) VerifyTxnPartitions(id string, pid int64, epoch int16, tps []tx
 // (broker.TxnVerificationNeeded) is verified here, through s.verifyTxn, and on success
 // listed in c.txnVerified for produceVerified. i is the partition's index in the request.
 func (c *conn) checkTxnVerified(txnID *string, i int, topic string, partition int32, recs []byte) error {
-	if !c.s.txnVerify || c.s.cfg.Broker == nil {
+	if c.s.cfg.Broker == nil {
 		return nil
 	}
 	b := c.s.cfg.Broker

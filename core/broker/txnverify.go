@@ -103,9 +103,6 @@ func (g *txnGuard) markedLocked(key txnGuardKey) {
 	g.pruneAt = 2 * len(g.last)
 }
 
-// TxnVerificationOn reports transaction.partition.verification.enable.
-func (b *Broker) TxnVerificationOn() bool { return b.txnVerify }
-
 // TxnVerificationNeeded reports whether the batch recs produced to topic-partition must be
 // verified with its producer's transaction coordinator before it is appended, and its
 // header: with verification on, a transactional data batch for a partition this broker

@@ -371,9 +371,7 @@ func (r *Replica) PrepareShrinkLagging() (p *ISRProposal, lagging bool) {
 		// Below min.insync.replicas the removed members may no longer be elected cleanly:
 		// what was acknowledged with them must survive this leader's crash (a power loss)
 		// on its own (ISRProposal.FlushFirst).
-		p := r.propose(s, isr, s.maximal, leo)
-		p.FlushFirst = true
-		return p, true
+		return r.propose(s, isr, s.maximal, leo), true
 	}
 	return r.propose(s, isr, s.maximal, -1), true
 }
@@ -431,7 +429,7 @@ func (r *Replica) FlushLog() error {
 }
 
 // propose installs the pending change (roleMu held), with the HW held at or below hwCap
-// while it is pending (-1: no cap).
+// while it is pending (-1: no cap; a cap makes the proposal FlushFirst).
 func (r *Replica) propose(s *snapshot, isr, maximal []int32, hwCap int64) *ISRProposal {
 	ns := &snapshot{st: s.st, leader: true, epochStart: s.epochStart, followers: s.followers,
 		maximal: maximal, pending: isr, prevTerm: s.prevTerm, hwCapped: hwCap >= 0, hwCap: hwCap}
@@ -445,7 +443,7 @@ func (r *Replica) propose(s *snapshot, isr, maximal []int32, hwCap int64) *ISRPr
 			}
 		}
 	}
-	return &ISRProposal{Base: s.st.Clone(), ISR: slices.Clone(isr), BrokerEpochs: epochs}
+	return &ISRProposal{Base: s.st.Clone(), ISR: slices.Clone(isr), BrokerEpochs: epochs, FlushFirst: ns.hwCapped}
 }
 
 // withdraw drops the pending change (roleMu held): the maximal ISR is the committed one

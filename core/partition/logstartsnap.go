@@ -65,8 +65,7 @@ func (r *Replica) beforeLogStart(newStart int64) error {
 		data = nil
 	}
 	if r.dir != "" {
-		fs := vfs.Or(r.cfg.FS)
-		path := filepath.Join(r.dir, logStartSnapName)
+		fs, path := vfs.Or(r.cfg.FS), r.logStartSnapPath()
 		if kept == 0 {
 			if err := fs.Remove(path); err != nil && !os.IsNotExist(err) {
 				return fmt.Errorf("partition %s-%d: removing %s: %w", r.topic, r.partition, path, err)
@@ -84,7 +83,7 @@ func (r *Replica) beforeLogStart(newStart int64) error {
 // loadLogStartSnapshot reads the log-start snapshot at open: kept when its offset is within
 // [log start, LEO], else (stale, damaged) removed.
 func (r *Replica) loadLogStartSnapshot(fs vfs.FS) {
-	path := filepath.Join(r.dir, logStartSnapName)
+	path := r.logStartSnapPath()
 	b, err := vfs.ReadFile(fs, path)
 	if err != nil {
 		return
@@ -127,6 +126,9 @@ func (r *Replica) replayFromLogStartLocked() error {
 // removeLogStartSnapshot removes the log-start snapshot file (the log was emptied).
 func (r *Replica) removeLogStartSnapshot() {
 	if r.dir != "" {
-		_ = vfs.Or(r.cfg.FS).Remove(filepath.Join(r.dir, logStartSnapName))
+		_ = vfs.Or(r.cfg.FS).Remove(r.logStartSnapPath())
 	}
 }
+
+// logStartSnapPath is the log-start snapshot's path in the replica directory.
+func (r *Replica) logStartSnapPath() string { return filepath.Join(r.dir, logStartSnapName) }
