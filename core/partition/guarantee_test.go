@@ -201,6 +201,14 @@ func TestAcksAllTiedToTheAppendEpoch(t *testing.T) {
 	if done, err := r2.CheckHW(info2.LastOffset, info2.LeaderEpoch); !done || err != nil {
 		t.Fatalf("committed before the demotion: done %v err %v", done, err)
 	}
+	// ... even once the follower has truncated it (the new leader lost it in a failure
+	// after the commit): the answer is the old term's, not the log's now.
+	if err := r2.TruncateTo(1); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := r2.CheckHW(info2.LastOffset, info2.LeaderEpoch); !done || err != nil {
+		t.Fatalf("committed before the demotion, truncated since: done %v err %v", done, err)
+	}
 }
 
 // TestMakeFollowerDrainsFollowerUpdates: no leader-side HW advance lands after MakeFollower

@@ -27,6 +27,17 @@ type pendingProduce struct {
 	// parked behind another partition's wait, or descheduled, while leaderships change).
 	checkAt int64
 	done    func(broker.ProducePartition) // idempotent producers' own handling (nil: respond)
+	// epoch is the leader epoch the batch was appended in (checkMinISR).
+	epoch int32
+}
+
+// newPending is the acks=all wait of the batch leader n (incarnation inc) has just appended.
+func (s *Sim) newPending(n *node, inc int, w *broker.ProduceWait, parts []broker.ProducePartition, values []string, done func(broker.ProducePartition)) *pendingProduce {
+	pp := &pendingProduce{n: n, inc: inc, w: w, parts: parts, values: values, dead: s.now + timeoutNs, checkAt: s.parkedUntil(), done: done, epoch: -1}
+	if r, ok := n.b.Replica(topic, parts[0].Partition); ok {
+		pp.epoch = r.LeaderEpoch()
+	}
+	return pp
 }
 
 // idemProducer is an idempotent producer (acks=all): one batch in flight per partition,
@@ -80,7 +91,7 @@ func (s *Sim) produce() {
 			case w == nil:
 				s.respond(n, acks, parts, values, nil)
 			default:
-				s.pending = append(s.pending, &pendingProduce{n: n, inc: inc, w: w, parts: parts, values: values, dead: s.now + timeoutNs, checkAt: s.parkedUntil()})
+				s.pending = append(s.pending, s.newPending(n, inc, w, parts, values, nil))
 			}
 		}, nil)
 	})
@@ -179,7 +190,7 @@ func (s *Sim) sendIdempotent(ip *idemProducer, ib *idemBatch) {
 				s.respond(n, -1, parts, ib.values, done)
 				return
 			}
-			s.pending = append(s.pending, &pendingProduce{n: n, inc: inc, w: w, parts: parts, values: ib.values, dead: s.now + timeoutNs, checkAt: s.parkedUntil(), done: done})
+			s.pending = append(s.pending, s.newPending(n, inc, w, parts, ib.values, done))
 		}, nil)
 	})
 }
@@ -216,6 +227,9 @@ func (s *Sim) checkProduces() {
 		case pp.n.paused, s.now < pp.checkAt:
 		case pp.w.Check():
 			s.checkAfterAppend(pp)
+			if res := pp.parts[0]; res.Err == nil {
+				s.checkMinISR(pp, res.BaseOffset)
+			}
 			s.respond(pp.n, -1, pp.parts, pp.values, pp.done)
 			continue
 		case s.now > pp.dead:
@@ -248,7 +262,6 @@ func (s *Sim) checkAfterAppend(pp *pendingProduce) {
 func (s *Sim) respond(n *node, acks int16, parts []broker.ProducePartition, values []string, done func(broker.ProducePartition)) {
 	res := parts[0]
 	if acks == -1 && res.Err == nil {
-		s.checkMinISR(n, res.Partition, res.BaseOffset, values)
 		// Acknowledged now, known to the client once the answer arrives: a failure meanwhile
 		// excuses these records as it does those the client knows of.
 		for i, v := range values {

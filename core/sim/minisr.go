@@ -76,15 +76,19 @@ func (s *Sim) goingDown(n *node, crash bool) {
 	}
 }
 
-// checkMinISR checks the min.insync.replicas accounting of an acks=all batch of partition p
-// that leader acknowledged just now, at base with values: at least the effective
-// min.insync.replicas = min(min.insync.replicas, replication factor) replicas held it when
-// it was acknowledged. A replica holds it if its log has the batch's records at their
-// offsets, or, while it is down, had them when it went down (a kill keeps the page cache),
-// or had them at one of its crashes: a leader may count a follower's fetch from before a
-// crash it has not heard of (even across a restart and a second crash), and the crash is the
-// failure that excuses the copy lost.
-func (s *Sim) checkMinISR(leader *node, p int32, base int64, values []string) {
+// checkMinISR checks the min.insync.replicas accounting of the acks=all batch of pp that its
+// leader acknowledged just now, at base: at least the effective min.insync.replicas =
+// min(min.insync.replicas, replication factor) replicas held it when it was acknowledged. A
+// replica holds it if its log has the batch's records at their offsets, or, while it is
+// down, had them when it went down (a kill keeps the page cache), or had them at one of its
+// crashes: a leader may count a follower's fetch from before a crash it has not heard of
+// (even across a restart and a second crash), and the crash is the failure that excuses the
+// copy lost. A leader whose term has ended since the append answers from that term's HW (a
+// handler that looks at the wait late): it held the batch then, as its HW cannot pass its
+// own LEO, and may have truncated it as a follower since; it counts, the followers are
+// checked as they are now.
+func (s *Sim) checkMinISR(pp *pendingProduce, base int64) {
+	leader, p, values := pp.n, pp.parts[0].Partition, pp.values
 	st, ok := s.ctrl.Partition(topic, p)
 	if !ok || len(values) == 0 {
 		return
@@ -114,6 +118,10 @@ func (s *Sim) checkMinISR(leader *node, p int32, base int64, values []string) {
 		}
 		for _, c := range m.crashHeld {
 			ok = ok || c[p].holds(base, values)
+		}
+		if m == leader && !ok {
+			r, found := m.b.Replica(topic, p)
+			ok = found && (!r.IsLeader() || r.LeaderEpoch() != pp.epoch)
 		}
 		if ok {
 			holders = append(holders, id)

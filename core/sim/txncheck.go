@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -119,6 +121,12 @@ func (s *Sim) consumeCommitted() {
 		}
 		s.stats.Txns.RecordsRead++
 		t := ts.txns[ts.ofValue[rc.value]]
+		if !t.commitReq && s.markerLost(p, t.pid, rc.off) {
+			// The marker that ended it here is gone in an excused loss: the producer's
+			// next marker on p ends it instead, as in Kafka (a new epoch's batch does not
+			// end the transaction a lost marker left open).
+			continue
+		}
 		if !t.commitReq {
 			s.fail("a read_committed read of p%d from broker %d (LSO %d) returned record %s at offset %d of transaction %d (%s, producer %d epoch %d), which its producer never asked to commit",
 				p, n.id, lso, rc.value, rc.off, t.num, t.tid, t.pid, t.epoch)
@@ -171,6 +179,21 @@ func (s *Sim) consumeCommitted() {
 		}
 	}
 	s.tracef("read_committed consumer read p%d from broker %d up to %d (LSO %d, %d transactions)", p, n.id, next, lso, len(first))
+}
+
+// markerLost reports whether a marker of producer pid acknowledged on p past offset off is
+// excused: lost in a failure the excuse rules allow (a crash of its last live holder). The
+// transaction it ended on p has no outcome there any more: the producer's next marker on p
+// decides its records, whatever the coordinator decided (partitions lossy, as p is then,
+// are left out of checkTxnsFinal for the same reason).
+func (s *Sim) markerLost(p int32, pid int64, off int64) bool {
+	prefix := "M" + strconv.FormatInt(pid, 10) + "."
+	for k, e := range s.acked {
+		if k.p == p && k.off > off && strings.HasPrefix(e.value, prefix) && s.excused(e) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkTxnsFinal checks, after the faults healed and the cluster converged (every

@@ -399,7 +399,7 @@ func (s *Sim) appendTxnBatch(n *node, ninc int, parts []broker.ProducePartition,
 		s.respond(n, -1, parts, values, done)
 		return
 	}
-	s.pending = append(s.pending, &pendingProduce{n: n, inc: ninc, w: w, parts: parts, values: values, dead: s.now + timeoutNs, checkAt: s.parkedUntil(), done: done})
+	s.pending = append(s.pending, s.newPending(n, ninc, w, parts, values, done))
 }
 
 // verifyTxnBatch asks, from leader n (incarnation ninc), the coordinator of transactional id
