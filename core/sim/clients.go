@@ -160,11 +160,7 @@ func (s *Sim) sendIdempotent(ip *idemProducer, ib *idemBatch) {
 			ip.next[ib.p] = ib.seq + int32(len(ib.values))
 			s.stats.AckedAll++
 			for i, v := range ib.values {
-				k := key{ib.p, res.BaseOffset + int64(i)}
-				if old, dup := s.acked[k]; dup && !s.excused(old) && old.value != v {
-					s.fail("p%d offset %d acknowledged twice: %s and %s", k.p, k.off, old.value, v)
-				}
-				s.acked[k] = entry{v, valueNum(v)}
+				s.recordAck(key{ib.p, res.BaseOffset + int64(i)}, entry{v, valueNum(v)})
 			}
 			s.tracef("idempotent producer %d p%d seq %d: offsets %d..%d (attempt %d)", ip.pid, ib.p, ib.seq, res.BaseOffset, res.BaseOffset+int64(len(ib.values))-1, attempt)
 		case errors.Is(res.Err, kerr.OutOfOrderSequenceNumber) && !s.lossy[ib.p]:
@@ -285,11 +281,7 @@ func (s *Sim) respond(n *node, acks int16, parts []broker.ProducePartition, valu
 		if acks == -1 {
 			s.stats.AckedAll++
 			for i, v := range values {
-				k := key{res.Partition, res.BaseOffset + int64(i)}
-				if old, dup := s.acked[k]; dup && !s.excused(old) {
-					s.fail("p%d offset %d acknowledged twice: %s and %s", k.p, k.off, old.value, v)
-				}
-				s.acked[k] = entry{v, valueNum(v)}
+				s.recordAck(key{res.Partition, res.BaseOffset + int64(i)}, entry{v, valueNum(v)})
 			}
 		} else {
 			s.stats.AckedOne++

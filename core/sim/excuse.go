@@ -110,6 +110,25 @@ func (s *Sim) excuse(what string, fail []int32) {
 	}
 }
 
+// recordAck records e acknowledged at k (checkDurability then looks for it there) and reports
+// whether that is consistent: another record acknowledged at k before fails the seed unless
+// a failure excused losing one of them. An answer may arrive long after its leader decided it
+// (its HW passed the batch, and a failure since took the batch from every live holder); such
+// an excused answer leaves the record acknowledged at k in place.
+func (s *Sim) recordAck(k key, e entry) bool {
+	old, dup := s.acked[k]
+	switch {
+	case !dup || old.value == e.value:
+	case s.excused(e):
+		return true
+	case !s.excused(old):
+		s.fail("p%d offset %d acknowledged twice: %s and %s", k.p, k.off, old.value, e.value)
+		return false
+	}
+	s.acked[k] = e
+	return true
+}
+
 // excused reports whether a failure excuses losing e.
 func (s *Sim) excused(e entry) bool { return s.excusedNums[e.num] }
 

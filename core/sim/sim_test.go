@@ -67,6 +67,7 @@ var foundSeeds = []struct {
 	{516182, "a leader shrank the ISR below min.insync.replicas to itself and crashed (power loss) before the controller committed it: elected again as the last ISR member, it had lost records acknowledged with the removed follower (core/partition TestShrinkBelowMinISRFlushesFirst)"},
 	{592912, "a leader's acks=all wait looked at after its term ended answers from that term's HW; the batch, held by both ISR members then, was truncated from the old leader since (the new leader lost power): the check counts the old leader as it held the batch at its HW (core/partition TestAcksAllTiedToTheAppendEpoch)"},
 	{575905, "an acknowledged ABORT marker was lost with the partition's last live holder (a log directory failure, then a power loss); the producer's next epoch committed on that partition, and its COMMIT ended the transaction the lost marker had aborted, as in Kafka: the read_committed check excuses records whose ending marker an excused failure took"},
+	{609849, "a leader whose log directory then failed had acknowledged a batch with its follower, which lost it in a power loss; the answer arrived after the new leader acknowledged another record at the same offset: the check of a record acknowledged twice lets the excused one go (recordAck)"},
 }
 
 // TestSimulationFound runs foundSeeds.

@@ -335,11 +335,7 @@ func (s *Sim) sendTxnAttempt(tp *tproducer, ib *idemBatch) {
 			tp.seq[ib.p] = ib.seq + int32(len(ib.values))
 			s.stats.AckedAll++
 			for i, v := range ib.values {
-				k := key{ib.p, res.BaseOffset + int64(i)}
-				if old, dup := s.acked[k]; dup && !s.excused(old) && old.value != v {
-					s.fail("p%d offset %d acknowledged twice: %s and %s", k.p, k.off, old.value, v)
-				}
-				s.acked[k] = entry{v, valueNum(v)}
+				s.recordAck(key{ib.p, res.BaseOffset + int64(i)}, entry{v, valueNum(v)})
 			}
 			t.values[ib.p] = append(t.values[ib.p], ib.values...)
 			s.tracef("txn: %s transaction %d p%d seq %d: offsets %d..%d", tp.tid, t.num, ib.p, ib.seq, res.BaseOffset, res.BaseOffset+int64(len(ib.values))-1)

@@ -352,13 +352,10 @@ func (s *Sim) markersAnswered(mw *markerWait) {
 			continue
 		}
 		s.stats.Txns.Markers++
-		k := key{p.Partition, p.BaseOffset}
 		v := markerValue(mw.mk.ProducerID, mw.mk.ProducerEpoch, mw.mk.Commit)
-		if old, dup := s.acked[k]; dup && !s.excused(old) && old.value != v {
-			s.fail("p%d offset %d acknowledged twice: %s and the marker %s", k.p, k.off, old.value, v)
+		if !s.recordAck(key{p.Partition, p.BaseOffset}, entry{v, mw.nums[i]}) {
 			return
 		}
-		s.acked[k] = entry{v, mw.nums[i]}
 		s.tracef("marker %s acknowledged on broker %d at p%d offset %d", v, mw.n.id, p.Partition, p.BaseOffset)
 	}
 	mw.reply(mw.mk.Partitions, nil)
