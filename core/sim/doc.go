@@ -46,7 +46,10 @@
 // unless retention deleted it (below the leader's log start). When a leader acknowledges an
 // acks=all batch, at least the effective min.insync.replicas = min(min.insync.replicas,
 // replication factor) replicas must hold it (minisr.go: a replica down holds what it held
-// when it went down, a crashed one what it held at the crash).
+// when it went down, a crashed one what it held at the crash, and a leader answering from a
+// term that has ended since, what it held at that term's HW). A record acknowledged at an
+// offset where another was acknowledged before fails the run unless a failure excused one
+// of them (an answer may arrive after a failure took its batch: recordAck).
 // After the last fault heals, the run is live (liveness.go): within 30 s of virtual time
 // (a bound derived from the session, request, AlterPartition and fetch-backoff timeouts),
 // every partition has a leader, the ISR is the whole replica set, HW = LEO on every replica,
@@ -80,7 +83,9 @@
 // partitions' own producer-epoch fencing is checked alone. Its invariants: LSO <= HW on
 // every replica, the LSO never goes back within a leadership, a read_committed read never
 // returns an aborted or undecided record, a transaction is visible whole or not at all on
-// every partition it wrote to, and every transaction is decided once the faults heal
+// every partition it wrote to (except where a failure excused losing the marker that ended
+// it: the producer's next marker there decides it, as in Kafka), and every transaction is
+// decided once the faults heal
 // (liveness, with LSO = HW everywhere). After a failure that may have lost
 // __transaction_state writes, hanging transactions are aborted as an operator would
 // (txnoperator.go).

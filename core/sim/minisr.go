@@ -121,7 +121,7 @@ func (s *Sim) checkMinISR(pp *pendingProduce, base int64) {
 		}
 		if m == leader && !ok {
 			r, found := m.b.Replica(topic, p)
-			ok = found && (!r.IsLeader() || r.LeaderEpoch() != pp.epoch)
+			ok = !found || !r.IsLeader() || r.LeaderEpoch() != pp.epoch
 		}
 		if ok {
 			holders = append(holders, id)
