@@ -2,6 +2,7 @@ package netfetch_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbench/isrbench/cluster"
 	"github.com/isrbench/isrbench/cluster/clustertest"
 )
 
@@ -138,5 +140,59 @@ func TestDescribeClientQuotasAPI(t *testing.T) {
 	resp := rawRequest[*kmsg.DescribeClientQuotasResponse](t, c.Addr(0), req)
 	if resp.ErrorCode != 0 || resp.Entries == nil || len(resp.Entries) != 0 {
 		t.Errorf("DescribeClientQuotas v0: %+v, want an empty, non-null list", resp)
+	}
+}
+
+// TestProducerIDExpiration: producer.id.expiration.ms and
+// producer.id.expiration.check.interval.ms, given as settings by name (as `serve --set`
+// gives them), reach every replica: an idempotent kgo producer idle past its expiration
+// disappears from DescribeProducers on the leader and both followers, and its next record,
+// at the sequence it had reached, is accepted as a new producer's (KIP-360).
+func TestProducerIDExpiration(t *testing.T) {
+	c := clustertest.Start(t, 3, func(c *cluster.Config) {
+		for k, v := range map[string]string{
+			"producer.id.expiration.ms":                "300",
+			"producer.id.expiration.check.interval.ms": "50",
+		} {
+			if err := c.Set(k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if err := c.CreateTopic("pe", 1, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := clustertest.Context(t)
+	cl := clustertest.NewClient(t, c, kgo.DefaultProduceTopic("pe"))
+	for i := 0; i < 3; i++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pid, _, err := cl.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := c.Controller().Partition("pe", 0)
+	producers := func(id int32) []kmsg.DescribeProducersResponseTopicPartitionActiveProducer {
+		req := kmsg.NewPtrDescribeProducersRequest()
+		req.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "pe", Partitions: []int32{0}}}
+		rp := rawRequest[*kmsg.DescribeProducersResponse](t, c.Addr(id), req).Topics[0].Partitions[0]
+		if rp.ErrorCode != 0 {
+			t.Fatalf("DescribeProducers on broker %d: error %d", id, rp.ErrorCode)
+		}
+		return rp.ActiveProducers
+	}
+	if ps := producers(st.Leader); len(ps) != 1 || ps[0].ProducerID != pid || ps[0].LastSequence != 2 {
+		t.Fatalf("leader %d: %+v, want producer %d at sequence 2", st.Leader, ps, pid)
+	}
+	for _, id := range st.Replicas {
+		waitFor(t, fmt.Sprintf("producer %d to expire on broker %d", pid, id), func() bool { return len(producers(id)) == 0 })
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatalf("the expired producer's next record: %v", err)
+	}
+	if ps := producers(st.Leader); len(ps) != 1 || ps[0].ProducerID != pid || ps[0].LastSequence != 3 {
+		t.Fatalf("leader %d after the next record: %+v, want producer %d at sequence 3", st.Leader, ps, pid)
 	}
 }

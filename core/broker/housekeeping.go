@@ -6,7 +6,8 @@ import (
 )
 
 // housekeepingLoop heartbeats the controller, writes the HW checkpoint (and retries the
-// states not applied for want of a file descriptor) and applies log retention.
+// states not applied for want of a file descriptor), applies log retention and expires idle
+// producer ids.
 func (b *Broker) housekeepingLoop(ctx context.Context) {
 	hb := time.NewTicker(time.Duration(b.cfg.HeartbeatIntervalMs) * time.Millisecond)
 	defer hb.Stop()
@@ -16,10 +17,18 @@ func (b *Broker) housekeepingLoop(ctx context.Context) {
 	retEvery := time.Duration(b.cfg.LogRetentionCheckIntervalMs) * time.Millisecond
 	ret := newPhasedTicker(retEvery, b.housekeepingPhase(retEvery))
 	defer ret.Stop()
+	pidEvery := time.Duration(b.cfg.Settings.Int("producer.id.expiration.check.interval.ms")) * time.Millisecond
+	pid := newPhasedTicker(pidEvery, b.housekeepingPhase(pidEvery))
+	defer pid.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-pid.C():
+			pid.fired()
+			if !b.Paused() {
+				b.ExpireProducers()
+			}
 		case <-ret.C():
 			ret.fired()
 			if !b.Paused() {
@@ -73,6 +82,19 @@ func (b *Broker) ApplyRetention() int {
 		if err != nil {
 			b.logf("broker %d: %s: retention: %v", b.cfg.ID, h.key, b.storageFailed(err))
 		}
+	}
+	return n
+}
+
+// ExpireProducers forgets, on every hosted replica, the producer ids idle past
+// producer.id.expiration.ms (partition.Replica.ExpireProducers); the housekeeping goroutine
+// calls it every producer.id.expiration.check.interval.ms. Returns how many it forgot.
+func (b *Broker) ExpireProducers() int {
+	nowMs := b.now() / int64(time.Millisecond)
+	exp := b.cfg.Settings.Int("producer.id.expiration.ms")
+	n := 0
+	for _, h := range b.allReplicas() {
+		n += h.r.ExpireProducers(nowMs, exp)
 	}
 	return n
 }

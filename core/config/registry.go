@@ -141,6 +141,10 @@ var entries = []Entry{
 		"a transactional id with no transaction open and no update for this long is expired: tombstoned in __transaction_state and forgotten (ms)"),
 	broker("transaction.remove.expired.transaction.cleanup.interval.ms", Int, "ms", "3600000", 1, maxInt32,
 		"how often the transaction coordinator expires idle transactional ids (ms)"),
+	broker("producer.id.expiration.ms", Int, "ms", "86400000", 1, maxInt32,
+		"a partition replica forgets a producer id with no transaction open whose last batch or marker is this old by its timestamp (KIP-854; its next batch is a new producer's) (ms)"),
+	broker("producer.id.expiration.check.interval.ms", Int, "ms", "600000", 1, maxInt32,
+		"how often each broker expires idle producer ids (ms)"),
 
 	// isrbench's own broker switches (set at start: isrbench serve --set).
 	flag("isrbench.zero.copy", "true", "sendfile fetch responses"),

@@ -13,8 +13,8 @@ import (
 )
 
 // This file is the idempotent-producer state of one partition replica: a
-// simplified version of Kafka's ProducerStateManager (no producer-id expiration; snapshots at
-// Close, snapshot.go, and of the producers below the log start, logstartsnap.go).
+// simplified version of Kafka's ProducerStateManager (snapshots at Close, snapshot.go, and of
+// the producers below the log start, logstartsnap.go; producer-id expiration, expire.go).
 // Transactions (open transactions, markers, the aborted list and the LSO) are in txnstate.go.
 //
 // Per producer id it keeps the producer epoch and the metadata of the last
@@ -79,7 +79,10 @@ type producerEntry struct {
 	// lastAt is the offset of the last batch or marker that changed this entry (-1: none
 	// yet): once the log start passes it, only a log-start snapshot still knows the producer
 	// (logstartsnap.go).
-	lastAt  int64
+	lastAt int64
+	// lastTs is the timestamp (ms) of the last batch (its maxTimestamp) or marker: Kafka's
+	// lastTimestamp, which producer.id.expiration.ms counts from (expire.go); -1 unknown.
+	lastTs  int64
 	batches [NumBatchesToRetain]batchMeta
 	head, n int
 }
@@ -88,7 +91,13 @@ func (e *producerEntry) last() batchMeta {
 	return e.batches[(e.head+e.n-1)%NumBatchesToRetain]
 }
 
+// newProducerEntry is the entry of a producer first seen at epoch (-1: not yet known).
+func newProducerEntry(epoch int16) *producerEntry {
+	return &producerEntry{epoch: epoch, coordEpoch: -1, lastAt: -1, lastTs: -1}
+}
+
 func (e *producerEntry) push(m batchMeta) {
+	e.lastTs = m.maxTimestamp
 	if e.n < NumBatchesToRetain {
 		e.batches[(e.head+e.n)%NumBatchesToRetain] = m
 		e.n++
@@ -265,9 +274,10 @@ func (r *Replica) appendIdempotent(blob []byte, leaderEpoch int32) (info log.App
 	ps.mu.Lock()
 	if ps.producers[h.ProducerID] != e {
 		// A truncation rebuilt the state meanwhile (this replica is no
-		// longer the leader, or is about to learn it): let the client retry.
+		// longer the leader, or is about to learn it), or the producer expired: let the
+		// client retry.
 		ps.mu.Unlock()
-		return log.AppendInfo{}, false, fmt.Errorf("partition %s-%d: producer state rebuilt during the append of producer id %d: %w",
+		return log.AppendInfo{}, false, fmt.Errorf("partition %s-%d: producer state rebuilt or expired during the append of producer id %d: %w",
 			r.topic, r.partition, h.ProducerID, kerr.NotLeaderForPartition)
 	}
 	err = e.check(h, firstSeq, lastSeq)
@@ -315,7 +325,7 @@ func (ps *producerState) appendLock(id int64) *producerEntry {
 		if ps.producers == nil {
 			ps.producers = make(map[int64]*producerEntry)
 		}
-		e = &producerEntry{epoch: -1, coordEpoch: -1, lastAt: -1}
+		e = newProducerEntry(-1)
 		ps.producers[id] = e
 	}
 	ps.mu.Unlock()
@@ -360,7 +370,7 @@ func (ps *producerState) recordLocked(id int64, epoch int16, m batchMeta) {
 		if ps.producers == nil {
 			ps.producers = make(map[int64]*producerEntry)
 		}
-		e = &producerEntry{epoch: epoch, coordEpoch: -1, lastAt: -1}
+		e = newProducerEntry(epoch)
 		ps.producers[id] = e
 	}
 	switch {
@@ -408,7 +418,7 @@ func (r *Replica) applyFollowerProducers(blob []byte) error {
 		}
 		if h.IsControl() {
 			if m, err := records.ParseMarker(b[:h.Size()]); err == nil {
-				if err := ps.markerLocked(h.ProducerID, h.ProducerEpoch, m, h.BaseOffset, r.log); err != nil && ierr == nil {
+				if err := ps.markerLocked(h.ProducerID, h.ProducerEpoch, m, h.BaseOffset, h.MaxTimestamp, r.log); err != nil && ierr == nil {
 					ierr = fmt.Errorf("partition %s-%d: %w", r.topic, r.partition, err)
 				}
 			}
@@ -469,7 +479,7 @@ func (r *Replica) replaySkippingLocked(from, skipBelow int64, skip map[int64]*pr
 		if err != nil {
 			return fmt.Errorf("control batch at offset %d: %w", h.BaseOffset, err)
 		}
-		_ = ps.markerLocked(h.ProducerID, h.ProducerEpoch, m, h.BaseOffset, nil) // the log's .txnindex has it
+		_ = ps.markerLocked(h.ProducerID, h.ProducerEpoch, m, h.BaseOffset, h.MaxTimestamp, nil) // the log's .txnindex has it
 		return nil
 	})
 	if err != nil {

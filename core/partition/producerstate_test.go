@@ -20,11 +20,16 @@ import (
 // pidBatch builds one uncompressed batch of n records from producer pid at
 // epoch with base sequence seq (values "tag-i"), CRC recomputed.
 func pidBatch(pid int64, epoch int16, seq int32, n int, tag string) []byte {
+	return pidBatchAt(pid, epoch, seq, n, tag, 0)
+}
+
+// pidBatchAt is pidBatch with the records' timestamp tsMs.
+func pidBatchAt(pid int64, epoch int16, seq int32, n int, tag string, tsMs int64) []byte {
 	recs := make([]records.Record, n)
 	for i := range recs {
 		recs[i] = records.Record{Value: fmt.Appendf(nil, "%s-%d", tag, i)}
 	}
-	b := records.AppendBatch(nil, 0, 0, 0, recs)
+	b := records.AppendBatch(nil, 0, 0, tsMs, recs)
 	binary.BigEndian.PutUint64(b[43:], uint64(pid))
 	binary.BigEndian.PutUint16(b[51:], uint16(epoch))
 	binary.BigEndian.PutUint32(b[53:], uint32(seq))

@@ -22,9 +22,11 @@ import (
 //
 // Layout (big endian), CRC-32C over everything after the crc field:
 //
-//	version int16 = 2 | crc uint32 | offset int64 |
+//	version int16 = 3 | crc uint32 | offset int64 |
 //	producers int32 × { id int64 | epoch int16 | coordinator_epoch int32 | txn_first int64 (-1) |
-//	                    last int64 (version 2: the entry's last batch or marker, -1) |
+//	                    last int64 (version >= 2: the entry's last batch or marker, -1) |
+//	                    last_timestamp int64 (version 3: that batch's max timestamp or the
+//	                                          marker's timestamp, ms; -1 unknown) |
 //	                    batches int32 × { first_seq int32 | last_seq int32 | first_offset int64 |
 //	                                      last_offset int64 | max_timestamp int64 } } |
 //	unreplicated int32 × { first int64 | marker int64 } |
@@ -43,8 +45,9 @@ type producerSnapshot struct {
 	unreplicated []txnSpan
 }
 
-// snapshotVersion is the version encodeSnapshotLocked writes; decodeSnapshot reads 1 too.
-const snapshotVersion = 2
+// snapshotVersion is the version encodeSnapshotLocked writes; decodeSnapshot reads 1 and 2
+// too (an older build's files).
+const snapshotVersion = 3
 
 // encodeSnapshotLocked encodes the state at offset (ps.mu held): of every producer, or of
 // those keep returns true for (nil: every one); the unreplicated transactions only with
@@ -73,6 +76,7 @@ func (ps *producerState) encodeSnapshotLocked(offset int64, keep func(*producerE
 		b = be.AppendUint32(b, uint32(e.coordEpoch))
 		b = be.AppendUint64(b, uint64(first))
 		b = be.AppendUint64(b, uint64(e.lastAt))
+		b = be.AppendUint64(b, uint64(e.lastTs))
 		b = be.AppendUint32(b, uint32(e.n))
 		for i := 0; i < e.n; i++ {
 			m := e.batches[(e.head+i)%NumBatchesToRetain]
@@ -154,8 +158,8 @@ func (r *snapReader) count(size int, what string) int {
 func decodeSnapshot(b []byte) (*producerSnapshot, error) {
 	r := &snapReader{b: b}
 	version := r.i16("version")
-	if r.err == nil && version != 1 && version != snapshotVersion {
-		return nil, fmt.Errorf("producer snapshot: version %d unknown (want 1 or %d)", version, snapshotVersion)
+	if r.err == nil && (version < 1 || version > snapshotVersion) {
+		return nil, fmt.Errorf("producer snapshot: version %d unknown (want 1 to %d)", version, snapshotVersion)
 	}
 	crc := uint32(r.i32("crc"))
 	if r.err != nil {
@@ -169,15 +173,23 @@ func decodeSnapshot(b []byte) (*producerSnapshot, error) {
 	if version >= 2 {
 		size += 8
 	}
+	if version >= 3 {
+		size += 8
+	}
 	n := r.count(size, "producers")
 	for i := 0; i < n && r.err == nil; i++ {
 		id := r.i64("producer id")
-		e := &producerEntry{epoch: r.i16("epoch"), coordEpoch: r.i32("coordinator epoch"), lastAt: -1}
+		e := newProducerEntry(r.i16("epoch"))
+		e.coordEpoch = r.i32("coordinator epoch")
 		if first := r.i64("transaction start"); first >= 0 {
 			s.ongoing[id] = first
 		}
 		if version >= 2 {
 			e.lastAt = r.i64("last offset")
+		}
+		lastTs := int64(-1) // older versions: the last batch's, or unknown (a marker only)
+		if version >= 3 {
+			lastTs = r.i64("last timestamp")
 		}
 		nb := r.count(32, "batches")
 		if nb > NumBatchesToRetain {
@@ -186,6 +198,9 @@ func decodeSnapshot(b []byte) (*producerSnapshot, error) {
 		for j := 0; j < nb; j++ {
 			e.push(batchMeta{firstSeq: r.i32("first sequence"), lastSeq: r.i32("last sequence"),
 				firstOffset: r.i64("first offset"), lastOffset: r.i64("last offset"), maxTimestamp: r.i64("max timestamp")})
+		}
+		if version >= 3 || e.n == 0 {
+			e.lastTs = lastTs
 		}
 		if version == 1 {
 			// No last offset recorded: the entry's last batch, else (a marker only) just below

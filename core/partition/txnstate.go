@@ -167,8 +167,9 @@ func (r *Replica) OpenTxns() map[int64]int64 {
 
 // markerLocked applies a marker of producer id at offset: the epoch moves up (a bump
 // forgets the retained batches: the next epoch starts at sequence 0), the coordinator epoch
-// is recorded and the open transaction closes (mu held). An ABORT goes to idx (see endLocked).
-func (ps *producerState) markerLocked(id int64, epoch int16, m records.Marker, offset int64, idx abortIndex) error {
+// is recorded, ts (the marker's timestamp, ms) becomes the producer's last timestamp
+// (expire.go) and the open transaction closes (mu held). An ABORT goes to idx (see endLocked).
+func (ps *producerState) markerLocked(id int64, epoch int16, m records.Marker, offset, ts int64, idx abortIndex) error {
 	if id < 0 {
 		return nil
 	}
@@ -177,7 +178,7 @@ func (ps *producerState) markerLocked(id int64, epoch int16, m records.Marker, o
 		if ps.producers == nil {
 			ps.producers = make(map[int64]*producerEntry)
 		}
-		e = &producerEntry{epoch: -1, coordEpoch: -1, lastAt: -1}
+		e = newProducerEntry(-1)
 		ps.producers[id] = e
 	}
 	if epoch > e.epoch {
@@ -185,6 +186,7 @@ func (ps *producerState) markerLocked(id int64, epoch int16, m records.Marker, o
 	}
 	e.coordEpoch = max(e.coordEpoch, m.CoordinatorEpoch)
 	e.lastAt = max(e.lastAt, offset)
+	e.lastTs = ts
 	return ps.txn.endLocked(id, m.Commit(), offset, idx)
 }
 
@@ -215,7 +217,7 @@ func (r *Replica) AppendMarkerAsLeader(id int64, epoch int16, coordinatorEpoch i
 	var err error
 	switch {
 	case ps.producers[id] != e:
-		err = fmt.Errorf("producer state rebuilt during the marker append of producer id %d: %w", id, kerr.NotLeaderForPartition)
+		err = fmt.Errorf("producer state rebuilt or expired during the marker append of producer id %d: %w", id, kerr.NotLeaderForPartition)
 	case epoch < e.epoch:
 		err = fmt.Errorf("marker of producer id %d epoch %d is older than the current epoch %d: %w", id, epoch, e.epoch, kerr.InvalidProducerEpoch)
 	case coordinatorEpoch < e.coordEpoch:
@@ -236,7 +238,7 @@ func (r *Replica) AppendMarkerAsLeader(id int64, epoch int16, coordinatorEpoch i
 		typ = records.ControlCommit
 	}
 	ps.mu.Lock()
-	err = ps.markerLocked(id, epoch, records.Marker{Type: typ, CoordinatorEpoch: coordinatorEpoch}, info.FirstOffset, r.log)
+	err = ps.markerLocked(id, epoch, records.Marker{Type: typ, CoordinatorEpoch: coordinatorEpoch}, info.FirstOffset, nowMs, r.log)
 	ps.mu.Unlock()
 	info.LeaderEpoch = s.st.LeaderEpoch
 	r.settleQuiet(s, appendNs)

@@ -13,7 +13,12 @@ import (
 
 // txnBatch is pidBatch with the transactional attribute bit.
 func txnBatch(pid int64, epoch int16, seq int32, n int, tag string) []byte {
-	b := pidBatch(pid, epoch, seq, n, tag)
+	return txnBatchAt(pid, epoch, seq, n, tag, 0)
+}
+
+// txnBatchAt is txnBatch with the records' timestamp tsMs.
+func txnBatchAt(pid int64, epoch int16, seq int32, n int, tag string, tsMs int64) []byte {
+	b := pidBatchAt(pid, epoch, seq, n, tag, tsMs)
 	binary.BigEndian.PutUint16(b[21:], records.TransactionalBit)
 	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
 	return b
