@@ -167,15 +167,19 @@ func TestDecodeSnapshotV1(t *testing.T) {
 	if e := s.entries[2]; e == nil || e.n != 0 || e.lastAt != 15 {
 		t.Fatalf("producer 2 (a marker only): %+v", e)
 	}
-	// The same state written today (version 2) reads back the same.
+	// Its last timestamps: the newest batch's, unknown for a marker only.
+	if s.entries[1].lastTs != 99 || s.entries[2].lastTs != -1 {
+		t.Fatalf("last timestamps %d and %d, want 99 and -1", s.entries[1].lastTs, s.entries[2].lastTs)
+	}
+	// The same state written today (snapshotVersion) reads back the same.
 	ps := &producerState{producers: s.entries}
 	s2, err := decodeSnapshot(ps.encodeSnapshotLocked(16, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for id, e := range s.entries {
-		if e2 := s2.entries[id]; e2 == nil || e2.epoch != e.epoch || e2.lastAt != e.lastAt || e2.n != e.n {
-			t.Fatalf("producer %d: version 2 reads %+v, version 1 %+v", id, e2, e)
+		if e2 := s2.entries[id]; e2 == nil || e2.epoch != e.epoch || e2.lastAt != e.lastAt || e2.lastTs != e.lastTs || e2.n != e.n {
+			t.Fatalf("producer %d: version %d reads %+v, version 1 %+v", id, snapshotVersion, e2, e)
 		}
 	}
 }
