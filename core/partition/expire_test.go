@@ -1,7 +1,10 @@
 package partition
 
 import (
+	"errors"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // TestExpireProducers: producer.id.expiration.ms on the leader and a follower. A producer is
@@ -110,5 +113,58 @@ func TestExpireProducersAfterReopen(t *testing.T) {
 	}
 	if got := r2.ExpireProducers(3000+exp, exp); got != 1 {
 		t.Fatalf("%d expired at producer 8's marker time + expiration, want 1", got)
+	}
+}
+
+// TestExpireProducersConcurrent: expiration running all the time beside the leader appends
+// of several producers (every producer always past its time) never races them (run with
+// -race) and never fails an append with anything but a retriable NOT_LEADER_OR_FOLLOWER
+// (the entry went between the lookup and the append lock); every append lands once retried.
+func TestExpireProducersConcurrent(t *testing.T) {
+	r := realLeader(t)
+	const producers, batches = 4, 200
+	stop := make(chan struct{})
+	expired := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				expired <- n
+				return
+			default:
+				n += r.ExpireProducers(1<<40, 1)
+			}
+		}
+	}()
+	errs := make(chan error, producers)
+	for p := int64(0); p < producers; p++ {
+		go func() {
+			for seq := int32(0); seq < batches; seq++ {
+				for {
+					_, err := r.AppendAsLeader(pidBatch(100+p, 0, seq, 1, "e"), 1)
+					if err == nil {
+						break
+					}
+					if !errors.Is(err, kerr.NotLeaderForPartition) {
+						errs <- err
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range producers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	if n := <-expired; n == 0 {
+		t.Fatal("nothing expired: the test did not exercise expiration")
+	}
+	if got := r.LEO(); got != producers*batches {
+		t.Fatalf("LEO %d, want %d (each append once)", got, producers*batches)
 	}
 }
