@@ -186,3 +186,24 @@ func abortedOf(t *testing.T, r *Replica, from, upTo int64) []AbortedTxn {
 	}
 	return got
 }
+
+// TestTxnOpenAcrossEpochBump: as in Kafka's ProducerAppendInfo, a transactional batch of a
+// newer epoch, arriving while the producer's older-epoch transaction is still open here (its
+// marker never reached this log: lost with the replicas that held it), continues that
+// transaction rather than starting one: the open transaction keeps its first offset, and the
+// next marker ends it from there. Only the coordinator decides an outcome; the partition does
+// not abort on its own.
+func TestTxnOpenAcrossEpochBump(t *testing.T) {
+	r := realLeader(t)
+	first := mustAppend(t, r, txnBatch(7, 0, 0, 1, "old"))
+	mustAppend(t, r, txnBatch(7, 2, 0, 1, "new epoch"))
+	if got := r.OpenTxns(); len(got) != 1 || got[7] != first {
+		t.Fatalf("open transactions %v, want producer 7 from %d", got, first)
+	}
+	if _, err := r.AppendMarkerAsLeader(7, 2, 0, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := abortedOf(t, r, 0, r.LEO()); len(got) != 1 || got[0].ProducerID != 7 || got[0].FirstOffset != first {
+		t.Fatalf("aborted %+v, want producer 7 from %d", got, first)
+	}
+}
