@@ -153,6 +153,15 @@ func PipelineCaughtUp(ps []*Pipeline, start, end []int64) bool {
 	return true
 }
 
+// PipelineCommitted is how many transactions the members have committed.
+func PipelineCommitted(ps []*Pipeline) int64 {
+	var n int64
+	for _, p := range ps {
+		n += p.Committed.Load()
+	}
+	return n
+}
+
 // Close leaves the group and closes the session's client.
 func (p *Pipeline) Close() { p.sess.Close() }
 

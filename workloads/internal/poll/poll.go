@@ -45,6 +45,40 @@ func Until(ctx context.Context, d, every time.Duration, check func() string) str
 	}
 }
 
+// WhileProgress calls check every interval until it returns "" (then ""), ctx is done, idle
+// has passed since progress last changed its answer, or limit has passed in all (then
+// check's last answer): a wait for work that goes on as long as the work moves, however slow
+// the host.
+func WhileProgress(ctx context.Context, idle, limit, every time.Duration, progress func() int64, check func() string) string {
+	return whileProgress(ctx, idle, limit, every, time.Now, progress, check)
+}
+
+// whileProgress is WhileProgress on the clock now.
+func whileProgress(ctx context.Context, idle, limit, every time.Duration, now func() time.Time, progress func() int64, check func() string) string {
+	start := now()
+	last, moved := progress(), start
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		why := check()
+		if why == "" {
+			return ""
+		}
+		t := now()
+		if p := progress(); p != last {
+			last, moved = p, t
+		}
+		if t.Sub(moved) >= idle || t.Sub(start) >= limit {
+			return why
+		}
+		select {
+		case <-ctx.Done():
+			return why
+		case <-tick.C:
+		}
+	}
+}
+
 // Every calls fn every interval until ctx ends or fn returns false (the first call one
 // interval after the start).
 func Every(ctx context.Context, every time.Duration, fn func() bool) {
