@@ -53,13 +53,18 @@ func WhileProgress(ctx context.Context, idle, limit, every time.Duration, progre
 	return whileProgress(ctx, idle, limit, every, time.Now, progress, check)
 }
 
-// whileProgress is WhileProgress on the clock now.
+// whileProgress is WhileProgress on the clock now: Until over limit, cancelled by its own
+// check once progress stood still for idle (or limit passed on now).
 func whileProgress(ctx context.Context, idle, limit, every time.Duration, now func() time.Time, progress func() int64, check func() string) string {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	start := now()
 	last, moved := progress(), start
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
+	var gaveUp string // set once stopped: Until may call once more before it sees ctx done
+	return Until(ctx, limit, every, func() string {
+		if gaveUp != "" {
+			return gaveUp
+		}
 		why := check()
 		if why == "" {
 			return ""
@@ -69,14 +74,11 @@ func whileProgress(ctx context.Context, idle, limit, every time.Duration, now fu
 			last, moved = p, t
 		}
 		if t.Sub(moved) >= idle || t.Sub(start) >= limit {
-			return why
+			gaveUp = why
+			stop()
 		}
-		select {
-		case <-ctx.Done():
-			return why
-		case <-tick.C:
-		}
-	}
+		return why
+	})
 }
 
 // Every calls fn every interval until ctx ends or fn returns false (the first call one
