@@ -121,13 +121,13 @@ func (s *Sim) consumeCommitted() {
 		}
 		s.stats.Txns.RecordsRead++
 		t := ts.txns[ts.ofValue[rc.value]]
-		if !t.commitReq && s.markerLost(p, t.pid, rc.off) {
-			// The marker that ended it here is gone in an excused loss: the producer's
-			// next marker on p ends it instead, as in Kafka (a new epoch's batch does not
-			// end the transaction a lost marker left open).
-			continue
-		}
 		if !t.commitReq {
+			if s.markerLost(p, t.pid, rc.off) {
+				// The marker that ended it here is gone in an excused loss: the producer's
+				// next marker on p ends it instead, as in Kafka (a new epoch's batch does
+				// not end the transaction a lost marker left open).
+				continue
+			}
 			s.fail("a read_committed read of p%d from broker %d (LSO %d) returned record %s at offset %d of transaction %d (%s, producer %d epoch %d), which its producer never asked to commit",
 				p, n.id, lso, rc.value, rc.off, t.num, t.tid, t.pid, t.epoch)
 			return
