@@ -30,7 +30,8 @@ var DefaultBenchKeys = []string{"acks", "replication.factor", "partitions", "num
 // p50-commit-µs, p99-commit-µs, p99-lsolag-µs and p99-e2erc-µs (a latency whose histogram is
 // empty is left out), then
 // with a cost object cpu-µs/record, cpu-cluster-µs/record, cpu-clients-µs/record,
-// allocs/record, alloc-B/record, gc-cpu-µs/record, vcsw/record, ivcsw/record and, where the
+// allocs/record, alloc-B/record, gc-cpu-µs/record, vcsw/record, ivcsw/record, runq-wait-µs/record
+// (where the kernel keeps scheduler statistics) and, where the
 // cluster's side was counted, syscalls/record, sys-<kind>/record per kind, produce-reqs/record,
 // fetch-reqs/record, fetch-resps/record, follower-fetch-reqs/record, copied-B/record and
 // zerocopy-B/record.

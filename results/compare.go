@@ -34,7 +34,7 @@ var DefaultMetrics = []string{"records/s", "MB/s", "p50-ack", "p99-ack", "p999-a
 // run's commit, lsolag, e2erc (TxnHists), and the cost per
 // record (result.json cost): cpu/rec, cpu-user/rec, cpu-sys/rec, cpu-cluster/rec,
 // cpu-clients/rec, gc-cpu/rec, local/rec, produce-local/rec (µs), allocs/rec, alloc-bytes/rec,
-// ctxsw/rec, syscalls/rec,
+// ctxsw/rec, runq-wait/rec (µs the process's threads waited for a CPU), syscalls/rec,
 // produce-reqs/rec, fetch-reqs/rec, copied-bytes/rec, and per request the leaders handled
 // cpu/req (µs), allocs/req, syscalls/req; and of the one-at-a-time probe (result.json probe)
 // p50-probe (µs), queue-p50 and queue-p99 (the load's ack p50 and p99 over the probe's p50).

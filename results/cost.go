@@ -102,8 +102,22 @@ type Cost struct {
 	VoluntaryCtxSwitchesPerRecord   float64 `json:"voluntary_ctx_switches_per_record"`
 	InvoluntaryCtxSwitchesPerRecord float64 `json:"involuntary_ctx_switches_per_record"`
 
+	// RunQueueWait is how long the process's threads were runnable but waiting for a CPU. nil
+	// where the kernel keeps no scheduler statistics (Note says so).
+	RunQueueWait *RunQueueWait `json:"run_queue_wait,omitempty"`
+
 	// Note says how to read the figures (what the scope leaves out, why the split is missing).
 	Note string `json:"note,omitempty"`
+}
+
+// RunQueueWait is the time the process's threads spent runnable but waiting for a CPU over
+// the window: the kernel's sched_info run_delay of every thread (/proc/self/task/TID/schedstat).
+// It is the part of the latencies that is neither the work nor the I/O but a CPU that was not
+// free: the host's other load, or more of the process's threads runnable than it has CPUs.
+type RunQueueWait struct {
+	UsPerRecord float64 `json:"us_per_record"` // µs per record, summed over the threads
+	Threads     float64 `json:"threads"`       // threads waiting at any moment, on average (thread-s per s)
+	UsPerSlice  float64 `json:"us_per_slice"`  // mean wait each time a thread was put on a CPU
 }
 
 // RequestTime is where one kind of request spent its time, per record of the window: Requests
@@ -176,6 +190,10 @@ func printCost(w io.Writer, c *Cost) error {
 	add("gc cpu µs", fmtCost(c.GCCPUUsPerRecord), fmt.Sprintf("%d gc cycles in the window", c.GCCycles))
 	add("context switches", fmtCost(c.VoluntaryCtxSwitchesPerRecord+c.InvoluntaryCtxSwitchesPerRecord),
 		"voluntary "+fmtCost(c.VoluntaryCtxSwitchesPerRecord)+", involuntary "+fmtCost(c.InvoluntaryCtxSwitchesPerRecord))
+	if q := c.RunQueueWait; q != nil {
+		add("run-queue wait µs", fmtCost(q.UsPerRecord), fmt.Sprintf("the process's threads runnable, waiting for a CPU (schedstat run_delay): %s waiting on average, %s µs each time one was put on a CPU",
+			fmtCost(q.Threads), fmtCost(q.UsPerSlice)))
+	}
 	if c.ClusterKnown() {
 		var kinds []string
 		for _, k := range SyscallKinds {
@@ -254,6 +272,9 @@ func benchCost(b *strings.Builder, c *Cost) {
 	add(c.GCCPUUsPerRecord, "gc-cpu-µs/record")
 	add(c.VoluntaryCtxSwitchesPerRecord, "vcsw/record")
 	add(c.InvoluntaryCtxSwitchesPerRecord, "ivcsw/record")
+	if c.RunQueueWait != nil {
+		add(c.RunQueueWait.UsPerRecord, "runq-wait-µs/record")
+	}
 	if !c.ClusterKnown() {
 		return
 	}
@@ -332,6 +353,12 @@ func costMetrics() []Metric {
 		c("alloc-bytes/rec", "B", always(func(c *Cost) float64 { return c.AllocBytesPerRecord })),
 		c("gc-cpu/rec", "µs", always(func(c *Cost) float64 { return c.GCCPUUsPerRecord })),
 		c("ctxsw/rec", "switches", always(func(c *Cost) float64 { return c.VoluntaryCtxSwitchesPerRecord + c.InvoluntaryCtxSwitchesPerRecord })),
+		c("runq-wait/rec", "µs", func(c *Cost) (float64, bool) {
+			if c.RunQueueWait == nil {
+				return 0, false
+			}
+			return c.RunQueueWait.UsPerRecord, true
+		}),
 		c("local/rec", "µs", cluster(func(c *Cost) float64 { return c.LocalUsPerRecord })),
 		c("produce-local/rec", "µs", cluster(func(c *Cost) float64 { return c.RequestTimePerRecord["produce"].LocalUs })),
 		c("cpu/req", "µs", cluster(func(c *Cost) float64 { return c.CPUUsPerRequest })),

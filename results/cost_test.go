@@ -23,7 +23,7 @@ func fakeCost() *Cost {
 		FollowerFetchRequestsPerRecord: 1.75, FollowerFetchResponsesPerRecord: 1.75,
 		BytesCopiedPerRecord: 7800, BytesCopiedByPath: map[string]float64{"socket_read": 3900, "socket_write": 650, "file_read": 0, "file_write": 3250},
 		BytesZeroCopyPerRecord: 3250, VoluntaryCtxSwitchesPerRecord: 0.45, InvoluntaryCtxSwitchesPerRecord: 0.5,
-		LocalUsPerRecord: 80.5, FollowerApplyUsPerRecord: 23.5,
+		LocalUsPerRecord: 80.5, FollowerApplyUsPerRecord: 23.5, RunQueueWait: &RunQueueWait{UsPerRecord: 96.25, Threads: 0.289, UsPerSlice: 41.5},
 		RequestTimePerRecord: map[string]RequestTime{"produce": {Requests: 0.9, LocalUs: 27, RemoteUs: 253.25, SendUs: 12},
 			"replica_fetch": {Requests: 1.75, LocalUs: 20.5, RemoteUs: 900, SendUs: 9}, "consumer_fetch": {Requests: 0.75, LocalUs: 9.5, RemoteUs: 300, SendUs: 3},
 			"other": {}}}
@@ -74,6 +74,9 @@ func TestCostJSONKeys(t *testing.T) {
 	if p, _ := rt["produce"].(map[string]any); !ok || len(rt) != len(RequestKinds) || p["local_us"] != 27.0 || p["remote_us"] != 253.25 {
 		t.Errorf("cost.request_time_per_record = %v", m.Cost["request_time_per_record"])
 	}
+	if q, ok := m.Cost["run_queue_wait"].(map[string]any); !ok || q["us_per_record"] != 96.25 || q["threads"] != 0.289 || q["us_per_slice"] != 41.5 {
+		t.Errorf("cost.run_queue_wait = %v", m.Cost["run_queue_wait"])
+	}
 	sys, ok := m.Cost["syscalls_per_record"].(map[string]any)
 	if !ok || len(sys) != len(SyscallKinds)+1 || sys["sendfile"] != 2.5 {
 		t.Errorf("cost.syscalls_per_record = %v", m.Cost["syscalls_per_record"])
@@ -98,7 +101,7 @@ func TestCostMetrics(t *testing.T) {
 	ms := Metrics()
 	for name, want := range map[string]float64{"cpu/rec": 312.5, "cpu-cluster/rec": 181.2, "cpu-clients/rec": 52.1, "allocs/rec": 108.5,
 		"alloc-bytes/rec": 11345.5, "syscalls/rec": 28.001, "produce-reqs/rec": 0.9, "fetch-reqs/rec": 2.5, "ctxsw/rec": 0.95,
-		"copied-bytes/rec": 7800, "gc-cpu/rec": 1.25, "cpu/req": 91.9, "allocs/req": 31.9, "syscalls/req": 8.24, "cpu-user/rec": 180.25, "cpu-sys/rec": 132.25} {
+		"copied-bytes/rec": 7800, "gc-cpu/rec": 1.25, "runq-wait/rec": 96.25, "cpu/req": 91.9, "allocs/req": 31.9, "syscalls/req": 8.24, "cpu-user/rec": 180.25, "cpu-sys/rec": 132.25} {
 		m, ok := ms[name]
 		if !ok {
 			t.Errorf("metric %s unknown", name)
@@ -118,6 +121,11 @@ func TestCostMetrics(t *testing.T) {
 	}
 	if _, ok := ms["cpu/rec"].Get(r); !ok {
 		t.Error("cpu/rec has no sample for the clients' scope")
+	}
+	// Where the kernel keeps no scheduler statistics, runq-wait/rec has no sample.
+	r.Cost.RunQueueWait = nil
+	if _, ok := ms["runq-wait/rec"].Get(r); ok {
+		t.Error("runq-wait/rec has a sample without run_queue_wait")
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/isrbench/isrbench/cluster"
+	"github.com/isrbench/isrbench/internal/sched"
 	"github.com/isrbench/isrbench/netfetch"
 	"github.com/isrbench/isrbench/profiles"
 	"github.com/isrbench/isrbench/results"
@@ -70,7 +71,9 @@ type costSample struct {
 	utime, stime                time.Duration
 	nvcsw, nivcsw               int64
 	allocs, allocBytes, gcCount uint64
-	gcCPU                       float64      // seconds (runtime/metrics estimate, updated per GC cycle)
+	gcCPU                       float64     // seconds (runtime/metrics estimate, updated per GC cycle)
+	waits                       sched.Waits // the threads' scheduler statistics (nil: waitsErr)
+	waitsErr                    error
 	cluster                     cluster.Cost // the in-process cluster's (zero without one)
 }
 
@@ -106,6 +109,7 @@ func readCostSample(cc target.CostCounter) costSample {
 	if cc != nil {
 		s.cluster = cc.Cost()
 	}
+	s.waits, s.waitsErr = sched.ReadWaits()
 	return s
 }
 
@@ -212,6 +216,19 @@ func (m *costMeter) cost(records int64, clusterInProcess bool, cpuProfile string
 	c.GCCPUUsPerRecord = per((b.gcCPU - a.gcCPU) * 1e6)
 	c.VoluntaryCtxSwitchesPerRecord = per(float64(b.nvcsw - a.nvcsw))
 	c.InvoluntaryCtxSwitchesPerRecord = per(float64(b.nivcsw - a.nivcsw))
+	switch {
+	case a.waitsErr != nil:
+		notes = append(notes, "no run-queue wait: "+a.waitsErr.Error())
+	case b.waitsErr != nil:
+		notes = append(notes, "no run-queue wait: "+b.waitsErr.Error())
+	default:
+		w := sched.WaitsDelta(a.waits, b.waits)
+		q := &results.RunQueueWait{UsPerRecord: per(us(w.Wait)), UsPerSlice: us(w.WaitPerSlice())}
+		if c.WindowS > 0 {
+			q.Threads = w.Wait.Seconds() / c.WindowS
+		}
+		c.RunQueueWait = q
+	}
 
 	// The split by pprof labels.
 	var split profiles.Split

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -95,11 +96,22 @@ func TestRunCost(t *testing.T) {
 	if len(c.SyscallsPerRecord) != len(results.SyscallKinds)+1 {
 		t.Errorf("syscalls_per_record has %d keys, want every kind and total: %v", len(c.SyscallsPerRecord), c.SyscallsPerRecord)
 	}
+	// The threads' run-queue wait (Linux's schedstat): per record, per second and per slice
+	// are one measurement, and never nothing.
+	if q := c.RunQueueWait; runtime.GOOS == "linux" {
+		if q == nil {
+			t.Fatalf("cost.run_queue_wait absent on Linux (note %q)", c.Note)
+		}
+		// Every wake-up of a thread takes some time before it runs, even onto an idle CPU.
+		if !(q.UsPerRecord > 0) || !(q.UsPerSlice > 0) || math.Abs(q.UsPerRecord*float64(c.Records)-q.Threads*c.WindowS*1e6) > 1e-6*q.UsPerRecord*float64(c.Records)+1e-3 {
+			t.Errorf("run_queue_wait %+v over %d records in %vs: per record and threads waiting disagree", *q, c.Records, c.WindowS)
+		}
+	}
 	b, err := os.ReadFile(res.Files.Bench)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, u := range []string{" cpu-µs/record", " allocs/record", " syscalls/record", " fetch-reqs/record", " sys-sendfile/record", " local-µs/record"} {
+	for _, u := range []string{" runq-wait-µs/record", " cpu-µs/record", " allocs/record", " syscalls/record", " fetch-reqs/record", " sys-sendfile/record", " local-µs/record"} {
 		if !bytes.Contains(b, []byte(u)) {
 			t.Errorf("bench.txt lacks %q:\n%s", u, b)
 		}

@@ -1,5 +1,6 @@
-// Package sched sets the kernel scheduling policy of every thread of the process: the
-// harness's sched.policy and serve's --sched-policy.
+// Package sched sets the kernel scheduling policy of every thread of the process (the
+// harness's sched.policy and serve's --sched-policy) and reads how long the threads waited for
+// a CPU (ReadWaits: the cost table's run-queue wait).
 //
 // Under SCHED_BATCH a thread that is woken never preempts the thread running on its CPU; it
 // runs when a CPU is idle or at the running thread's next scheduling point. The Go runtime

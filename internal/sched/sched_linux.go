@@ -143,3 +143,32 @@ func setPolicy(tid, policy int) error {
 	}
 	return nil
 }
+
+// ReadWaits reads the scheduler statistics of every thread of the process. A thread that ends
+// while they are read is left out. It fails where the kernel keeps none (no /proc, or a kernel
+// built without CONFIG_SCHED_INFO).
+func ReadWaits() (Waits, error) {
+	tids, err := threads()
+	if err != nil {
+		return nil, err
+	}
+	w := make(Waits, len(tids))
+	for _, tid := range tids {
+		b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/schedstat")
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+			continue // the thread ended, or the kernel keeps no schedstat (below)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("scheduler statistics of thread %d: %w", tid, err)
+		}
+		tw, err := parseSchedstat(string(b))
+		if err != nil {
+			return nil, fmt.Errorf("scheduler statistics of thread %d: %w", tid, err)
+		}
+		w[tid] = tw
+	}
+	if len(w) == 0 {
+		return nil, fmt.Errorf("scheduler statistics: no thread of the process has /proc/self/task/TID/schedstat (a kernel without CONFIG_SCHED_INFO)")
+	}
+	return w, nil
+}
