@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -216,12 +217,9 @@ func (m *costMeter) cost(records int64, clusterInProcess bool, cpuProfile string
 	c.GCCPUUsPerRecord = per((b.gcCPU - a.gcCPU) * 1e6)
 	c.VoluntaryCtxSwitchesPerRecord = per(float64(b.nvcsw - a.nvcsw))
 	c.InvoluntaryCtxSwitchesPerRecord = per(float64(b.nivcsw - a.nivcsw))
-	switch {
-	case a.waitsErr != nil:
-		notes = append(notes, "no run-queue wait: "+a.waitsErr.Error())
-	case b.waitsErr != nil:
-		notes = append(notes, "no run-queue wait: "+b.waitsErr.Error())
-	default:
+	if err := cmp.Or(a.waitsErr, b.waitsErr); err != nil {
+		notes = append(notes, "no run-queue wait: "+err.Error())
+	} else {
 		w := sched.WaitsDelta(a.waits, b.waits)
 		q := &results.RunQueueWait{UsPerRecord: per(us(w.Wait)), UsPerSlice: us(w.WaitPerSlice())}
 		if c.WindowS > 0 {

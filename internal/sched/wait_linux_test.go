@@ -3,18 +3,44 @@
 package sched
 
 import (
+	"bufio"
+	"os"
+	"os/exec"
 	"runtime"
-	"sync"
+	"strconv"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// TestReadWaitsContention runs three busy threads pinned to one CPU for a while: one runs at a
-// time, so together they wait about twice as long as they run (on any machine, loaded or not,
-// under a CPU quota or not), and ReadWaits must say so, for exactly those threads. A reader
-// that swapped the run and wait fields, or read other threads', fails.
+// spinEnv names the CPU a TestSpinner process spins on.
+const spinEnv = "ISRBENCH_SCHED_SPIN_CPU"
+
+// TestSpinner is a helper, not a test: with spinEnv set, the process pins its thread to that
+// CPU, says so, and keeps it busy for 3 s (its parent kills it sooner).
+func TestSpinner(t *testing.T) {
+	cpu, err := strconv.Atoi(os.Getenv(spinEnv))
+	if err != nil {
+		t.Skip("a helper process of TestReadWaitsContention")
+	}
+	runtime.LockOSThread()
+	var one unix.CPUSet
+	one.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		t.Fatal(err)
+	}
+	os.Stdout.WriteString("pinned\n")
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+	}
+}
+
+// TestReadWaitsContention keeps one CPU busy with three other processes and spins a thread of
+// its own on it for a while: the thread gets about a quarter of the CPU while it is runnable,
+// so it waits about three times as long as it runs (more on a loaded machine), and ReadWaits
+// must say so, for that thread. A reader that swapped the run and wait fields, or read other
+// threads', fails. The competitors are processes, not threads of this one: the Go scheduler
+// would park a goroutine it preempted, and the kernel would count that as sleep, not wait.
 func TestReadWaitsContention(t *testing.T) {
 	var mask unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &mask); err != nil {
@@ -24,81 +50,59 @@ func TestReadWaitsContention(t *testing.T) {
 	for !mask.IsSet(cpu) {
 		cpu++
 	}
-	var one unix.CPUSet
-	one.Set(cpu)
-	const k = 3
-	// Every busy thread needs a P to run Go code: with fewer Ps than threads, the Go scheduler
-	// would park one itself, and the kernel would see it sleep, not wait.
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + k)
+	for range 3 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestSpinner$")
+		cmd.Env = append(os.Environ(), spinEnv+"="+strconv.Itoa(cpu))
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		if line, err := bufio.NewReader(out).ReadString('\n'); line != "pinned\n" {
+			t.Fatalf("spinner on CPU %d: %q, %v", cpu, line, err)
+		}
+	}
 
 	const busy = 300 * time.Millisecond
-	tidc := make(chan int, k)
-	errc := make(chan error, k)
-	start, release := make(chan struct{}), make(chan struct{})
-	var spun sync.WaitGroup // the busy periods
-	for range k {
-		spun.Add(1)
-		go func() {
-			// Never unlocked: the thread, pinned to one CPU, ends with the goroutine.
-			runtime.LockOSThread()
-			if err := unix.SchedSetaffinity(0, &one); err != nil {
-				errc <- err
-				tidc <- 0
-				spun.Done()
-				return
-			}
-			tidc <- unix.Gettid()
-			<-start
-			for end := time.Now().Add(busy); time.Now().Before(end); {
-			}
-			spun.Done()
-			<-release // alive until its counters are read
-		}()
-	}
-	tids := make([]int, 0, k)
-	for range k {
-		tids = append(tids, <-tidc)
-	}
-	select {
-	case err := <-errc:
-		close(start)
-		close(release)
-		t.Fatalf("pin a thread to CPU %d: %v", cpu, err)
-	default:
-	}
-	before, err := ReadWaits()
-	if err != nil {
-		close(start)
-		close(release)
-		t.Skipf("no scheduler statistics here: %v", err)
-	}
-	close(start)
-	spun.Wait()
-	after, err := ReadWaits()
-	close(release)
-	if err != nil {
+	done := make(chan error)
+	var tid int
+	var before, after Waits
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread, pinned, ends with the goroutine
+		var one unix.CPUSet
+		one.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &one); err != nil {
+			done <- err
+			return
+		}
+		tid = unix.Gettid()
+		var err error
+		if before, err = ReadWaits(); err != nil {
+			done <- err
+			return
+		}
+		for end := time.Now().Add(busy); time.Now().Before(end); {
+		}
+		after, err = ReadWaits()
+		done <- err
+	}()
+	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	for _, tid := range tids {
-		if _, ok := after[tid]; !ok {
-			t.Fatalf("thread %d missing from ReadWaits (%d threads)", tid, len(after))
-		}
+	if _, ok := after[tid]; !ok {
+		t.Fatalf("thread %d missing from ReadWaits (%d threads)", tid, len(after))
 	}
-	only := func(w Waits) Waits {
-		o := Waits{}
-		for _, tid := range tids {
-			o[tid] = w[tid]
-		}
-		return o
+	d := WaitsDelta(Waits{tid: before[tid]}, Waits{tid: after[tid]})
+	t.Logf("a busy thread on CPU %d beside 3 busy processes for %v: ran %v, waited %v over %d slices (%v each)", cpu, busy, d.Run, d.Wait, d.Slices, d.WaitPerSlice())
+	if d.Threads != 1 || d.Slices < 1 {
+		t.Fatalf("delta over %d threads, %d slices: want the thread, put on a CPU at least once", d.Threads, d.Slices)
 	}
-	d := WaitsDelta(only(before), only(after))
-	t.Logf("%d busy threads on CPU %d for %v: ran %v, waited %v over %d slices (%v each)", k, cpu, busy, d.Run, d.Wait, d.Slices, d.WaitPerSlice())
-	if d.Threads != k || d.Slices < k {
-		t.Fatalf("delta over %d threads, %d slices: want %d threads, each put on a CPU at least once", d.Threads, d.Slices, k)
-	}
-	// One of the three runs at a time: the other two wait, so the wait is about twice the run
-	// time; more than it in any case.
+	// It runs about a quarter of the time it is runnable: the wait is about three times the
+	// run time; more than it in any case.
 	if d.Wait <= d.Run || d.Run <= 0 {
-		t.Errorf("%d busy threads on one CPU waited %v and ran %v: one runs at a time, so they wait longer than they run", k, d.Wait, d.Run)
+		t.Errorf("a busy thread sharing one CPU with 3 busy processes waited %v and ran %v: it waits longer than it runs", d.Wait, d.Run)
 	}
 }
